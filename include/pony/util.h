@@ -1,0 +1,149 @@
+/*
+ * include/pony/util.h - small helpers every component uses: fixed-width
+ * little-endian types for on-disk formats, scope-bound cleanup (after
+ * systemd's), checksums, sizes, time, a JSON writer and a progress bar.
+ * Nothing here knows about any component.
+ */
+#ifndef PONY_UTIL_H
+#define PONY_UTIL_H
+
+#include <endian.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define DIV_ROUND_UP(n, d) (((n) + (d) - 1) / (d))
+#define ROUND_UP(n, a) (DIV_ROUND_UP(n, a) * (a))
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+#define UNUSED __attribute__((unused))
+
+/*
+ * On-disk integers. Each wraps a uintN_t in a struct so that using one as a
+ * CPU integer without the conversion does not compile.
+ */
+typedef struct { uint16_t v; } le16;
+typedef struct { uint32_t v; } le32;
+typedef struct { uint64_t v; } le64;
+
+static inline uint16_t le16_to_cpu(le16 x) { return le16toh(x.v); }
+static inline uint32_t le32_to_cpu(le32 x) { return le32toh(x.v); }
+static inline uint64_t le64_to_cpu(le64 x) { return le64toh(x.v); }
+static inline le16 cpu_to_le16(uint16_t x) { return (le16){ htole16(x) }; }
+static inline le32 cpu_to_le32(uint32_t x) { return (le32){ htole32(x) }; }
+static inline le64 cpu_to_le64(uint64_t x) { return (le64){ htole64(x) }; }
+
+/* Unaligned loads from a byte buffer (superblocks are read into byte arrays). */
+static inline uint16_t util_get_le16(const void *p)
+{
+	const uint8_t *b = p;
+	return (uint16_t)(b[0] | b[1] << 8);
+}
+static inline uint32_t util_get_le32(const void *p)
+{
+	const uint8_t *b = p;
+	return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+static inline uint64_t util_get_le64(const void *p)
+{
+	return util_get_le32(p) | (uint64_t)util_get_le32((const uint8_t *)p + 4) << 32;
+}
+static inline uint16_t util_get_be16(const void *p)
+{
+	const uint8_t *b = p;
+	return (uint16_t)(b[0] << 8 | b[1]);
+}
+static inline uint32_t util_get_be32(const void *p)
+{
+	const uint8_t *b = p;
+	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | (uint32_t)b[3];
+}
+static inline uint64_t util_get_be64(const void *p)
+{
+	return (uint64_t)util_get_be32(p) << 32 | util_get_be32((const uint8_t *)p + 4);
+}
+
+/*
+ * Scope-bound cleanup. `_cleanup_(freep) char *s = ...;` frees s when it goes
+ * out of scope; `return TAKE_PTR(s);` hands it on instead.
+ */
+#define _cleanup_(f) __attribute__((cleanup(f)))
+#define TAKE_PTR(p) ({ __typeof__(p) _p = (p); (p) = NULL; _p; })
+#define TAKE_FD(fd) ({ int _fd = (fd); (fd) = -1; _fd; })
+
+static inline void freep(void *p) { free(*(void **)p); }
+static inline void closep(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+}
+static inline void fclosep(FILE **f)
+{
+	if (*f)
+		fclose(*f);
+}
+
+/* Memory aligned to 4096 bytes (O_DIRECT, superblocks); free() it. */
+void *util_aligned_alloc(size_t size);
+
+/* CRC32C (Castagnoli), as iSCSI, ext4 and btrfs use it; seed 0 for a new sum. */
+uint32_t util_crc32c(uint32_t seed, const void *buf, size_t len);
+
+/* Monotonic clock in nanoseconds. */
+static inline uint64_t util_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * "4096", "64K", "1M", "2G", "1T" (binary units, an optional trailing B or
+ * iB) -> bytes. 0 or -EINVAL / -ERANGE.
+ */
+int util_parse_size(const char *text, uint64_t *ret_bytes);
+
+/* 1536 -> "1.5K"; buf of at least 16 bytes. Returns buf. */
+const char *util_format_size(uint64_t bytes, char *buf, size_t len);
+
+/*
+ * A minimal streaming JSON writer for `--json` output. Commas and quoting are
+ * handled here, so callers only say what the document holds.
+ */
+struct util_json {
+	FILE *out;
+	int depth;
+	bool need_comma[32];
+};
+void util_json_init(struct util_json *j, FILE *out);
+void util_json_object_begin(struct util_json *j, const char *key); /* key NULL at top or in arrays */
+void util_json_object_end(struct util_json *j);
+void util_json_array_begin(struct util_json *j, const char *key);
+void util_json_array_end(struct util_json *j);
+void util_json_string(struct util_json *j, const char *key, const char *value);
+void util_json_int(struct util_json *j, const char *key, int64_t value);
+void util_json_uint(struct util_json *j, const char *key, uint64_t value);
+void util_json_double(struct util_json *j, const char *key, double value);
+void util_json_bool(struct util_json *j, const char *key, bool value);
+void util_json_end(struct util_json *j); /* writes the final newline */
+
+/*
+ * A progress bar on stderr for long work. Drawn only when stderr is a
+ * terminal, at most every 100 ms; util_progress_done() clears it.
+ */
+struct util_progress {
+	const char *what;
+	uint64_t total;
+	uint64_t last_draw_ns;
+	bool enabled;
+};
+void util_progress_init(struct util_progress *p, const char *what, uint64_t total);
+void util_progress_update(struct util_progress *p, uint64_t done);
+void util_progress_done(struct util_progress *p);
+
+#endif

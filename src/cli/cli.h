@@ -1,0 +1,42 @@
+/*
+ * cli.h - what the `pony` subcommands share: the command table type, error
+ * reporting (to stderr, with the exit codes below) and nested dispatch
+ * (`pony vol create ...`). Only src/cli/ prints messages for people.
+ */
+#ifndef PONY_CLI_H
+#define PONY_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum {
+	CLI_EXIT_OK = 0,
+	CLI_EXIT_FAILURE = 1,   /* the operation failed */
+	CLI_EXIT_USAGE = 2,     /* bad arguments; also "nothing found", as blkid */
+};
+
+struct cli_command {
+	const char *name;
+	const char *summary;    /* one line for the parent's --help */
+	int (*run)(int argc, char **argv); /* argv[0] is the command's name */
+};
+
+/* Every top-level command, one per component; defined in its cmd_*.c. */
+/* (none yet) */
+
+/* "pony: <message>" on stderr; returns CLI_EXIT_FAILURE for `return cli_error(...)`. */
+int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Same, then "Try 'pony <cmd> --help'."; returns CLI_EXIT_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* True when argv[1..] asks for help ("--help" or "-h"), for commands without getopt. */
+bool cli_wants_help(int argc, char **argv);
+
+/*
+ * Runs the subcommand argv[1] of `prefix` (e.g. "pony vol") from cmds, or
+ * prints the list on --help / no argument. Returns the exit code.
+ */
+int cli_dispatch(const char *prefix, const struct cli_command *const *cmds, size_t n,
+		 int argc, char **argv);
+
+#endif

@@ -1,0 +1,36 @@
+/*
+ * main.c - the `pony` binary: one subcommand per component. The table below
+ * is the whole list; each command lives in its own cmd_<component>.c.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static int version_run(int argc, char **argv)
+{
+	if (cli_wants_help(argc, argv)) {
+		printf("Usage: pony version\nPrints pony's version.\n");
+		return CLI_EXIT_OK;
+	}
+	printf("pony %s\n", PONY_VERSION);
+	return CLI_EXIT_OK;
+}
+
+static const struct cli_command version_command = {
+	.name = "version",
+	.summary = "print pony's version",
+	.run = version_run,
+};
+
+static const struct cli_command *const commands[] = {
+	&version_command,
+};
+
+int main(int argc, char **argv)
+{
+	if (argc >= 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")))
+		return version_run(1, argv);
+	return cli_dispatch("pony", commands, sizeof(commands) / sizeof(commands[0]),
+			    argc, argv);
+}

@@ -1,0 +1,29 @@
+# tests/lib.sh - helpers for shell integration tests. Exit codes follow
+# meson: 0 pass, 77 skip, anything else fail.
+fail() { echo "FAIL: $*" >&2; exit 1; }
+skip() { echo "SKIP: $*" >&2; exit 77; }
+pass() { echo "PASS"; exit 0; }
+
+# expect_usage_error CMD...: exits 2, prints to stderr, nothing to stdout.
+expect_usage_error() {
+	local out err rc
+	err=$(mktemp)
+	out=$("$@" 2>"$err"); rc=$?
+	[ "$rc" -eq 2 ] || fail "'$*' exited $rc, expected 2"
+	[ -s "$err" ] || fail "'$*' printed no error on stderr"
+	[ -z "$out" ] || fail "'$*' printed on stdout: $out"
+	rm -f "$err"
+}
+
+# expect_failure CMD...: exits non-zero with a message on stderr.
+expect_failure() {
+	local err rc
+	err=$(mktemp)
+	"$@" >/dev/null 2>"$err"; rc=$?
+	[ "$rc" -ne 0 ] || fail "'$*' succeeded, expected failure"
+	[ -s "$err" ] || fail "'$*' failed without a message on stderr"
+	rm -f "$err"
+}
+
+require_root() { [ "$(id -u)" -eq 0 ] || skip "needs root"; }
+require_fuse() { [ -c /dev/fuse ] || skip "/dev/fuse is missing"; }
