@@ -196,8 +196,10 @@ static int64_t exec_rw(struct acall_ring *ring, struct acall_op *op)
 		if (r != -EOPNOTSUPP)
 			goto out;
 	}
-	r = neg_errno(write ? pwritev(op->fd, iov, cnt, (off_t)op->off)
-			    : preadv(op->fd, iov, cnt, (off_t)op->off));
+	/* preadv2(), not preadv(): offset -1 means the file position, as in
+	 * io_uring, so pipes and sockets work. */
+	r = neg_errno(write ? pwritev2(op->fd, iov, cnt, (off_t)op->off, 0)
+			    : preadv2(op->fd, iov, cnt, (off_t)op->off, 0));
 	if (r == -EINVAL && !vec && is_odirect_misaligned(op))
 		r = exec_bounce(op);
 	if (nocache && r > 0) {

@@ -50,6 +50,8 @@ struct acall_op {
 	_Atomic uint32_t state;         /* enum acall_op_state */
 	bool on_done_list;              /* protected by ring->lock */
 	bool deferred;                  /* held back by a barrier; ring->lock */
+	_Atomic bool cancel;            /* acall_cancel() asked; the worker path
+					 * checks it before it starts the op */
 	uint16_t personality;           /* io_uring personality for cred, 0: none */
 	struct acall_waiter *waiter;    /* acall_op_wait()er; protected by ring->lock */
 	struct acall_exec *_Atomic exec; /* the thread running it on the worker path */

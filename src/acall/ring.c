@@ -101,6 +101,7 @@ struct acall_op *acall_get_op(struct acall_ring *ring)
 		op->link = NULL;
 		op->waiter = NULL;
 		op->on_done_list = op->deferred = false;
+		atomic_store(&op->cancel, false);
 		acall_list_append(&ring->pending, op);
 	}
 	pthread_mutex_unlock(&ring->lock);

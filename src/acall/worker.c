@@ -63,7 +63,12 @@ static void run_one(struct acall_ring *ring, struct acall_exec *ex, struct acall
 	pthread_mutex_lock(&ex->lock);
 	ex->cur = op;
 	pthread_mutex_unlock(&ex->lock);
-	r = acall_exec_op(ring, ex, op);
+	/* After publishing cur: a cancel either sees cur and signals, or set
+	 * the flag before and is seen here. */
+	if (atomic_load(&op->cancel) || atomic_load(&ring->stopping))
+		r = -ECANCELED;
+	else
+		r = acall_exec_op(ring, ex, op);
 	/* After this, acall_cancel() can no longer signal this thread for op. */
 	pthread_mutex_lock(&ex->lock);
 	ex->cur = NULL;
@@ -273,6 +278,7 @@ int acall_workers_cancel(struct acall_ring *ring, struct acall_op *op)
 	struct timespec ms = { .tv_nsec = 1000000 };
 	struct acall_op *chain;
 
+	atomic_store(&op->cancel, true);
 	pthread_mutex_lock(&ring->wq.lock);
 	chain = unqueue_locked(&ring->wq, op);
 	pthread_mutex_unlock(&ring->wq.lock);
