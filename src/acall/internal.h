@@ -54,6 +54,7 @@ struct acall_op {
 					 * checks it before it starts the op */
 	uint16_t personality;           /* io_uring personality for cred, 0: none */
 	struct acall_waiter *waiter;    /* acall_op_wait()er; protected by ring->lock */
+	bool waited;                    /* acall_run(): never on the done list */
 	struct acall_exec *_Atomic exec; /* the thread running it on the worker path */
 
 	/* Lists: pending/done (prev/next), a chain of linked ops (link). */

@@ -100,6 +100,7 @@ struct acall_op *acall_get_op(struct acall_ring *ring)
 		op->owner = &thread_token;
 		op->link = NULL;
 		op->waiter = NULL;
+		op->waited = false;
 		op->on_done_list = op->deferred = false;
 		atomic_store(&op->cancel, false);
 		acall_list_append(&ring->pending, op);
@@ -180,6 +181,8 @@ static bool route_to_uring(struct acall_ring *ring, struct acall_op *op)
 
 	if (op->opcode >= ACALL_OP__MAX || ring->route[op->opcode] != ACALL_PATH_URING)
 		return false;
+	if ((op->flags & ACALL_F_NOCACHE) && !ring->has_dontcache)
+		return false;   /* the fadvise fallback is the workers' */
 	if (!op->cred)
 		return true;
 	id = acall_uring_personality(ring, op->cred);
@@ -324,9 +327,10 @@ void acall_complete(struct acall_ring *ring, struct acall_op **ops, unsigned n)
 			ring->barrier_running = false;
 		if (op->cb) {
 			ops[ncb++] = op;        /* ops[] is ours: reuse it for callbacks */
-		} else if (op->waiter) {
+		} else if (op->waiter || op->waited) {
 			atomic_store(&op->state, OP_DONE);
-			acall_wake(op->waiter);
+			if (op->waiter)
+				acall_wake(op->waiter);
 		} else {
 			atomic_store(&op->state, OP_DONE);
 			acall_list_append(&ring->done, op);

@@ -112,9 +112,9 @@ int64_t acall_run(struct acall_ring *ring, struct acall_op *op)
 	if (atomic_load(&op->state) != OP_PREP)
 		return -EINVAL;
 	op->cb = NULL;  /* the caller waits: a callback would take the op away */
-	pthread_mutex_lock(&ring->lock);
-	op->waiter = NULL;
-	pthread_mutex_unlock(&ring->lock);
+	/* Its completion must not reach the done list, where another thread's
+	 * acall_wait() could take it first. */
+	op->waited = true;
 	acall_submit_op(ring, op);
 	r = acall_op_wait(ring, op);
 	acall_op_done(ring, op);
