@@ -190,12 +190,17 @@ static int64_t exec_rw(struct acall_ring *ring, struct acall_op *op)
 
 	if (!op->addr && (vec || op->len))
 		return -EFAULT;
+	/* Two workers streaming neighbouring chunks of one file description
+	 * share its readahead state: one's readahead lands in a chunk the
+	 * other is reading, a folio held by both escapes drop-behind, and
+	 * stays cached. No-cache data is not kept anyway, so the worker path
+	 * turns readahead off for the file description (POSIX_FADV_RANDOM). */
+	if (nocache && !write)
+		posix_fadvise(op->fd, 0, 0, POSIX_FADV_RANDOM);
 	if (nocache && ring->has_dontcache) {
 		r = neg_errno(write ? pwritev2(op->fd, iov, cnt, (off_t)op->off, RWF_DONTCACHE)
 				    : preadv2(op->fd, iov, cnt, (off_t)op->off, RWF_DONTCACHE));
-		/* Two workers streaming neighbouring ranges race the kernel's
-		 * drop-behind (a folio locked by the other's readahead is
-		 * skipped, and stays): drop what is left of the range. */
+		/* And whatever a concurrent reader of the range left. */
 		if (r > 0 && !write)
 			posix_fadvise(op->fd, (off_t)op->off, r, POSIX_FADV_DONTNEED);
 		if (r != -EOPNOTSUPP)

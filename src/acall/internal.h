@@ -116,6 +116,7 @@ struct acall_ring {
 	void **slabs;                   /* op storage, freed with the ring */
 	unsigned nslabs;
 	unsigned inflight;              /* submitted, not completed */
+	_Atomic unsigned ninflight;     /* inflight, readable without the lock */
 	unsigned running;               /* of those, started (not deferred) */
 	struct acall_list deferred;     /* held back by a barrier */
 	bool barrier_running;

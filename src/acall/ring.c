@@ -282,12 +282,11 @@ static void start_ops(struct acall_ring *ring, struct acall_op *ops)
 	}
 	if (wh)
 		acall_workers_queue(ring, wh, nw);
-	if (uh && acall_uring_submit(ring, uh) < 0) {
-		/* The kernel refused the batch: nothing of it runs there. */
-		for (struct acall_op *c = uh; c; c = c->next)
-			c->path = ACALL_PATH_WORKERS;
-		acall_workers_queue(ring, uh, 1);
-	}
+	/* If io_uring_enter() fails for another reason than a full CQ (which
+	 * acall_uring_submit() waits out), the SQEs stay in the SQ and go with
+	 * the next submission: running them elsewhere could run them twice. */
+	if (uh)
+		acall_uring_submit(ring, uh);
 }
 
 /* ops (through op->next, n of them) leave OP_PREP; the caller holds
@@ -302,6 +301,7 @@ static struct acall_op *submit_locked(struct acall_ring *ring, struct acall_op *
 		barrier |= o->flags & ACALL_F_BARRIER;
 	}
 	ring->inflight += n;
+	atomic_store(&ring->ninflight, ring->inflight);
 	if (!barrier && !ring->deferred.head && !ring->barrier_running) {
 		ring->running += n;
 		return ops;
@@ -361,17 +361,30 @@ static void wake_ringwide_locked(struct acall_ring *ring)
 			acall_wake(w);
 }
 
+/* n ops left flight (a callback op: once its callback returned). Returns
+ * what a barrier held back and may start now. */
+static struct acall_op *settle_locked(struct acall_ring *ring, unsigned n, unsigned nring)
+{
+	ring->inflight -= n;
+	ring->running -= n;
+	atomic_store(&ring->ninflight, ring->inflight);
+	if (nring)
+		atomic_fetch_add(&ring->ndone, nring);
+	/* Ring-wide waiters also give up once nothing is in flight. */
+	if (nring || !ring->inflight)
+		wake_ringwide_locked(ring);
+	return ring->deferred.head ? take_ready_locked(ring) : NULL;
+}
+
 void acall_complete(struct acall_ring *ring, struct acall_op **ops, unsigned n)
 {
-	struct acall_op *ready = NULL;
+	struct acall_op *ready;
 	unsigned ncb = 0, nring = 0;
 
 	pthread_mutex_lock(&ring->lock);
 	for (unsigned i = 0; i < n; i++) {
 		struct acall_op *op = ops[i];
 
-		ring->inflight--;
-		ring->running--;
 		if (op->flags & ACALL_F_BARRIER)
 			ring->barrier_running = false;
 		if (op->cb) {
@@ -387,25 +400,25 @@ void acall_complete(struct acall_ring *ring, struct acall_op **ops, unsigned n)
 			nring++;
 		}
 	}
-	if (nring) {
-		atomic_fetch_add(&ring->ndone, nring);
-		wake_ringwide_locked(ring);
-	}
-	if (ring->deferred.head)
-		ready = take_ready_locked(ring);
+	ready = settle_locked(ring, n - ncb, nring);
 	pthread_mutex_unlock(&ring->lock);
 	if (nring && ring->eventfd >= 0)
 		eventfd_write(ring->eventfd, nring);
 	if (ready)
 		start_ops(ring, ready);
+	if (!ncb)
+		return;
+	/* A callback op stays in flight until its callback returned: a
+	 * barrier, acall_wait() and acall_ring_free() wait for the callback. */
 	for (unsigned i = 0; i < ncb; i++) {
 		atomic_store(&ops[i]->state, OP_DONE);
 		ops[i]->cb(ring, ops[i], ops[i]->cb_arg);
 	}
-	if (ncb) {
-		pthread_mutex_lock(&ring->lock);
-		for (unsigned i = 0; i < ncb; i++)
-			pool_put_locked(ring, ops[i]);
-		pthread_mutex_unlock(&ring->lock);
-	}
+	pthread_mutex_lock(&ring->lock);
+	for (unsigned i = 0; i < ncb; i++)
+		pool_put_locked(ring, ops[i]);
+	ready = settle_locked(ring, ncb, 0);
+	pthread_mutex_unlock(&ring->lock);
+	if (ready)
+		start_ops(ring, ready);
 }

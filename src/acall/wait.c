@@ -43,7 +43,9 @@ static bool waiter_satisfied(struct acall_ring *ring, struct acall_waiter *w)
 {
 	if (w->op)
 		return atomic_load(&w->op->state) == OP_DONE;
-	return atomic_load(&ring->ndone) > 0;
+	/* Nothing left in flight: nothing more can come (callback ops and
+	 * others' acall_op_wait() ops never reach the done list). */
+	return atomic_load(&ring->ndone) > 0 || !atomic_load(&ring->ninflight);
 }
 
 /* Sleeps (or leads) until w is satisfied. w is registered. */

@@ -154,6 +154,28 @@ static void test_callbacks_run_once_per_op(void **state)
 	close(fd);
 }
 
+static int64_t slow_call(void *arg)
+{
+	usleep(20000);
+	return 7;
+}
+
+static void test_ring_wide_wait_ends_when_only_callback_ops_were_in_flight(void **state)
+{
+	struct fixture *f = *state;
+	struct cb_state s = { 0 };
+	struct acall_op *op = acall_get_op(f->ring);
+
+	acall_prep_call(op, slow_call, NULL);
+	acall_op_set_data(op, (void *)(intptr_t)7);
+	acall_op_set_callback(op, on_done, &s);
+	assert_int_equal(acall_submit(f->ring), 1);
+	/* Its completion goes to the callback, never to acall_wait(). */
+	assert_int_equal(acall_wait(f->ring, &op), -EAGAIN);
+	assert_int_equal(atomic_load(&s.n), 1);
+	assert_int_equal(atomic_load(&s.bad), 0);
+}
+
 static void test_eventfd_signals_ring_wide_completions(void **state)
 {
 	struct fixture *f = *state;
@@ -190,6 +212,7 @@ int main(void)
 		BOTH_PATHS(test_failed_op_cancels_the_rest_of_its_chain),
 		BOTH_PATHS(test_barrier_waits_for_earlier_ops_and_holds_later_ones),
 		BOTH_PATHS(test_callbacks_run_once_per_op),
+		BOTH_PATHS(test_ring_wide_wait_ends_when_only_callback_ops_were_in_flight),
 		BOTH_PATHS(test_eventfd_signals_ring_wide_completions),
 	};
 
