@@ -47,7 +47,7 @@ static unsigned swar_order(const struct parity_stripe *s, int16_t order[256])
 
 	memset(order, 0xff, 256 * sizeof(order[0]));
 	for (unsigned i = 0; i < s->ndata; i++) {
-		unsigned e = s->qexp ? s->qexp[i] : i;
+		unsigned e = s->qexp && s->q ? s->qexp[i] : i;
 		order[e] = (int16_t)i;
 		if (e + 1 > top)
 			top = e + 1;
