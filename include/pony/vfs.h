@@ -239,7 +239,7 @@ unsigned vfs_mode_to_dt(mode_t mode);
  * e.g. r = VFS_CALL(fs, lookup, &ctx, VFS_ROOT_INO, "a", &e);
  */
 #define VFS_CALL(fs, hook, ...) \
-	((fs)->ops->hook ? (fs)->ops->hook((fs), __VA_ARGS__) : -EOPNOTSUPP)
+	((fs)->ops->hook ? (fs)->ops->hook((fs), ##__VA_ARGS__) : -EOPNOTSUPP)
 #define VFS_FORGET(fs, ino, n) \
 	do { if ((fs)->ops->forget) (fs)->ops->forget((fs), (ino), (n)); } while (0)
 
