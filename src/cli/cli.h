@@ -31,6 +31,7 @@ struct ponyfuse_options;
 int cli_fuse_serve(struct vfs *fs, const char *mountpoint, const char *source,
 		   const struct ponyfuse_options *opts);
 int cli_fuse_unmount(const char *mountpoint);
+extern const struct cli_command acall_command;
 
 /* "pony: <message>" on stderr; returns CLI_EXIT_FAILURE for `return cli_error(...)`. */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

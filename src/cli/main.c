@@ -24,6 +24,7 @@ static const struct cli_command version_command = {
 };
 
 static const struct cli_command *const commands[] = {
+	&acall_command,
 	&version_command,
 	&cli_fs_command,
 	&cli_union_command,
