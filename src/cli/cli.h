@@ -22,7 +22,7 @@ struct cli_command {
 };
 
 /* Every top-level command, one per component; defined in its cmd_*.c. */
-/* (none yet) */
+extern const struct cli_command dev_command;   /* cmd_dev.c */
 
 /* "pony: <message>" on stderr; returns CLI_EXIT_FAILURE for `return cli_error(...)`. */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -25,6 +25,7 @@ static const struct cli_command version_command = {
 
 static const struct cli_command *const commands[] = {
 	&version_command,
+	&dev_command,
 };
 
 int main(int argc, char **argv)

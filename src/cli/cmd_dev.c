@@ -1,0 +1,27 @@
+/*
+ * cmd_dev.c - `pony dev`: the device discovery database's commands. This
+ * file dispatches; probing is in cmd_dev_probe.c, the database commands in
+ * cmd_dev_db.c.
+ */
+#include "cli.h"
+#include "cmd_dev.h"
+
+static const struct cli_command probe_cmd = {
+	.name = "probe", .summary = "show what is on devices or image files (blkid -p)",
+	.run = dev_probe_run,
+};
+
+static const struct cli_command *const dev_cmds[] = {
+	&probe_cmd,
+};
+
+static int dev_run(int argc, char **argv)
+{
+	return cli_dispatch("pony dev", dev_cmds, ARRAY_SIZE(dev_cmds), argc, argv);
+}
+
+const struct cli_command dev_command = {
+	.name = "dev",
+	.summary = "device discovery: probe, scan, find by LABEL/UUID",
+	.run = dev_run,
+};
