@@ -20,7 +20,7 @@ static int dev_run(int argc, char **argv)
 	return cli_dispatch("pony dev", dev_cmds, ARRAY_SIZE(dev_cmds), argc, argv);
 }
 
-const struct cli_command dev_command = {
+const struct cli_command cli_dev_command = {
 	.name = "dev",
 	.summary = "device discovery: probe, scan, find by LABEL/UUID",
 	.run = dev_run,

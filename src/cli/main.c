@@ -25,7 +25,9 @@ static const struct cli_command version_command = {
 
 static const struct cli_command *const commands[] = {
 	&version_command,
-	&dev_command,
+	&cli_dev_command,
+	&cli_fs_command,
+	&cli_union_command,
 };
 
 int main(int argc, char **argv)
