@@ -121,12 +121,22 @@ struct devdb_dev {
 
 #define DEVDB_DEFAULT_PATH "/var/lib/pony/devdb.sqlite"
 
+enum {
+	/* Lookups trust the index without the stat check (index benchmarks only). */
+	DEVDB_OPEN_NOVERIFY = 1 << 0,
+};
+
 /*
- * Opens (creating if needed) the database at path; NULL means $PONY_DEVDB or
- * DEVDB_DEFAULT_PATH. On 0, *ret_db is the caller's: devdb_close() it.
+ * Opens (creating if needed, with its directory) the database at path; NULL
+ * means $PONY_DEVDB or DEVDB_DEFAULT_PATH. On 0, *ret_db is the caller's:
+ * devdb_close() it.
  */
-int devdb_open(const char *path, struct devdb **ret_db);
+int devdb_open(const char *path, unsigned flags, struct devdb **ret_db);
 void devdb_close(struct devdb *db);                             /* NULL: nothing */
+static inline void devdb_closep(struct devdb **db)
+{
+	devdb_close(*db);
+}
 /* The file the database lives in (for messages). */
 const char *devdb_path(const struct devdb *db);
 
@@ -152,8 +162,19 @@ int devdb_scan(struct devdb *db, const char *const *paths, size_t npaths, unsign
 	       void (*progress)(void *ctx, uint64_t done, uint64_t total), void *ctx,
 	       struct devdb_scan_stats *ret_stats);
 
-/* Probe one path now and store it (what `watch` does for one event). */
+/*
+ * Probe one path now and store it (what `watch` does for one event); a path
+ * that no longer exists is marked absent. 1 if something changed, 0 if the
+ * identity was unchanged, -errno.
+ */
 int devdb_update_path(struct devdb *db, const char *path);
+/* Marks a path absent (a removed device); -ENOENT if unknown. */
+int devdb_mark_absent(struct devdb *db, const char *path);
+/* Directories holding known image files (for `watch`); same ownership as
+ * devdb_duplicate_uuids(). */
+int devdb_image_dirs(struct devdb *db, char ***ret_dirs, size_t *ret_n);
+/* Inserts n synthetic devices (benchmarks): path prefix + i, LABEL/UUID tags. */
+int devdb_add_synthetic(struct devdb *db, const char *prefix, uint64_t n);
 
 /*
  * Devices whose tags match every name=value in names/values (AND). Each hit
@@ -190,5 +211,9 @@ int devdb_duplicate_uuids(struct devdb *db, char ***ret_uuids, size_t *ret_n);
 
 void devdb_dev_free(struct devdb_dev *dev);                     /* NULL: nothing */
 void devdb_devs_free(struct devdb_dev **devs, size_t n);
+static inline void devdb_dev_freep(struct devdb_dev **dev)
+{
+	devdb_dev_free(*dev);
+}
 
 #endif

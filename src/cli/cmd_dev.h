@@ -19,5 +19,10 @@ void dev_print_dev(const char *path, const struct devdb_tags *tags, enum dev_out
 		   struct util_json *j, bool *first);
 
 int dev_probe_run(int argc, char **argv);
+int dev_watch_run(int argc, char **argv);
+
+struct cli_command;
+extern const struct cli_command dev_scan_cmd, dev_find_cmd, dev_list_cmd, dev_show_cmd,
+	dev_register_cmd, dev_forget_cmd;
 
 #endif
