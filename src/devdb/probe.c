@@ -107,7 +107,7 @@ const uint8_t *devdb_probe_get(struct devdb_probe *pr, uint64_t off, uint64_t le
 	return b->data;
 }
 
-static void probe_free_bufs(struct devdb_probe *pr)
+void devdb_probe_release(struct devdb_probe *pr)
 {
 	while (pr->bufs) {
 		struct probe_buf *next = pr->bufs->next;
@@ -346,7 +346,7 @@ static void probe_init(struct devdb_probe *pr, const struct devdb_reader *rd, ui
 
 static void probe_done(struct devdb_probe *pr, struct devdb_probe_result *res)
 {
-	probe_free_bufs(pr);
+	devdb_probe_release(pr);
 	devdb_tags_done(&pr->vals);
 	res->bytes_read += pr->bytes_read;
 	res->reads += pr->reads;

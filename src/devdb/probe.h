@@ -91,6 +91,8 @@ struct devdb_probe {
  * device (or past 16 MiB in one call) or the read failed (pr->io_error).
  */
 const uint8_t *devdb_probe_get(struct devdb_probe *pr, uint64_t off, uint64_t len);
+/* Frees every buffer devdb_probe_get() handed out. */
+void devdb_probe_release(struct devdb_probe *pr);
 /* 1 for "not this format", or the read error that stopped the prober. */
 static inline int devdb_probe_nothing(const struct devdb_probe *pr)
 {
