@@ -22,6 +22,7 @@ struct cli_command {
 };
 
 /* Every top-level command, one per component; defined in its cmd_*.c. */
+extern const struct cli_command cli_dev_command;    /* cmd_dev.c */
 extern const struct cli_command cli_fs_command;     /* cmd_fs.c */
 extern const struct cli_command cli_union_command;  /* cmd_union.c */
 
