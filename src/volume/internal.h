@@ -76,6 +76,8 @@ void volume_mfail(struct volume_seg *s, unsigned m);
 unsigned volume_seg_degraded(const struct volume_seg *s);
 /* A PARITY_ALIGN-aligned buffer of at least len bytes, kept by s; call with s->lock held. */
 uint8_t *volume_seg_scratch(struct volume_seg *s, size_t len);
+/* Forgets every member device without freeing it (error paths that hand devices back). */
+void volume_detach_members(struct volume *v);
 const struct volume_seg *volume_seg_get(const struct volume *v, unsigned i);
 
 #endif

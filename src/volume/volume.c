@@ -41,6 +41,13 @@ static void seg_free(struct volume_seg *s, bool free_devs)
 	free(s);
 }
 
+void volume_detach_members(struct volume *v)
+{
+	for (unsigned i = 0; i < v->nsegs; i++)
+		for (unsigned j = 0; j < v->segs[i]->nmembers; j++)
+			v->segs[i]->m[j].dev = NULL;
+}
+
 void volume_free(struct volume *v)
 {
 	if (!v)
