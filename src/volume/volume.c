@@ -89,7 +89,7 @@ static const struct volume_target_ops *target_ops(enum volume_target_type t)
 	return NULL;
 }
 
-static const unsigned target_level[] = {
+static const unsigned target_level[VOLUME_ERROR + 1] = {
 	[VOLUME_LINEAR] = 0, [VOLUME_STRIPED] = 0, [VOLUME_MIRROR] = 1, [VOLUME_RAID4] = 4,
 	[VOLUME_RAID5] = 5, [VOLUME_RAID6] = 6, [VOLUME_RAID10] = 10,
 };
