@@ -25,6 +25,8 @@ static const struct cli_command version_command = {
 
 static const struct cli_command *const commands[] = {
 	&version_command,
+	&cli_fs_command,
+	&cli_union_command,
 };
 
 int main(int argc, char **argv)

@@ -1,0 +1,358 @@
+/*
+ * ring.c - the ring: its op pool, submission (routing, links, barriers) and
+ * completion (callbacks, per-op waiters, the ring-wide completion list).
+ *
+ * Invariants, under ring->lock: an op is in exactly one of the free list
+ * (OP_FREE), the pending list (OP_PREP), flight (OP_INFLIGHT: the deferred
+ * list, a worker queue or io_uring) or the caller's hands (OP_DONE, on the
+ * done list if nobody took it yet). inflight counts OP_INFLIGHT ops and
+ * running those of them that are not deferred.
+ */
+#include <errno.h>
+#include <linux/futex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define SLAB_OPS 128
+
+/* Its address tells threads apart: acall_submit() takes the caller's ops. */
+static _Thread_local char thread_token;
+
+void acall_futex_wait(_Atomic uint32_t *word, uint32_t val, long timeout_ns)
+{
+	struct timespec ts = { .tv_sec = timeout_ns / 1000000000, .tv_nsec = timeout_ns % 1000000000 };
+
+	syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, val, timeout_ns ? &ts : NULL, NULL, 0);
+}
+
+void acall_futex_wake(_Atomic uint32_t *word, int n)
+{
+	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+
+void acall_wake(struct acall_waiter *w)
+{
+	atomic_store(&w->word, 1);
+	acall_futex_wake(&w->word, 1);
+}
+
+void acall_list_append(struct acall_list *l, struct acall_op *op)
+{
+	op->next = NULL;
+	op->prev = l->tail;
+	if (l->tail)
+		l->tail->next = op;
+	else
+		l->head = op;
+	l->tail = op;
+	l->n++;
+}
+
+void acall_list_remove(struct acall_list *l, struct acall_op *op)
+{
+	if (op->prev)
+		op->prev->next = op->next;
+	else
+		l->head = op->next;
+	if (op->next)
+		op->next->prev = op->prev;
+	else
+		l->tail = op->prev;
+	op->prev = op->next = NULL;
+	l->n--;
+}
+
+static int pool_grow_locked(struct acall_ring *ring)
+{
+	void **slabs = realloc(ring->slabs, (ring->nslabs + 1) * sizeof(*slabs));
+	struct acall_op *ops;
+
+	if (!slabs)
+		return -ENOMEM;
+	ring->slabs = slabs;
+	ops = calloc(SLAB_OPS, sizeof(*ops));
+	if (!ops)
+		return -ENOMEM;
+	slabs[ring->nslabs++] = ops;
+	for (unsigned i = 0; i < SLAB_OPS; i++) {
+		ops[i].ring = ring;
+		ops[i].next = ring->free_ops;
+		ring->free_ops = &ops[i];
+	}
+	return 0;
+}
+
+struct acall_op *acall_get_op(struct acall_ring *ring)
+{
+	struct acall_op *op = NULL;
+
+	pthread_mutex_lock(&ring->lock);
+	if (ring->free_ops || pool_grow_locked(ring) == 0) {
+		op = ring->free_ops;
+		ring->free_ops = op->next;
+		atomic_store(&op->state, OP_PREP);
+		op->owner = &thread_token;
+		op->link = NULL;
+		op->waiter = NULL;
+		op->on_done_list = op->deferred = false;
+		atomic_store(&op->cancel, false);
+		acall_list_append(&ring->pending, op);
+	}
+	pthread_mutex_unlock(&ring->lock);
+	if (op)
+		acall_prep_nop(op);
+	return op;
+}
+
+static void pool_put_locked(struct acall_ring *ring, struct acall_op *op)
+{
+	atomic_store(&op->state, OP_FREE);
+	op->next = ring->free_ops;
+	ring->free_ops = op;
+}
+
+void acall_op_done(struct acall_ring *ring, struct acall_op *op)
+{
+	if (!op)
+		return;
+	pthread_mutex_lock(&ring->lock);
+	switch (atomic_load(&op->state)) {
+	case OP_PREP:
+		acall_list_remove(&ring->pending, op);
+		pool_put_locked(ring, op);
+		break;
+	case OP_DONE:
+		if (op->on_done_list) {
+			acall_list_remove(&ring->done, op);
+			op->on_done_list = false;
+			atomic_fetch_sub(&ring->ndone, 1);
+		}
+		pool_put_locked(ring, op);
+		break;
+	default:        /* in flight or already free: not the caller's to give */
+		break;
+	}
+	pthread_mutex_unlock(&ring->lock);
+}
+
+/*
+ * Barriers. Pops from the deferred list, in order, what may start now: up
+ * to a barrier; a barrier (with the ops linked to it) only once nothing
+ * runs, and then alone. Returns the ops through op->next.
+ */
+static struct acall_op *take_ready_locked(struct acall_ring *ring)
+{
+	struct acall_op *head = NULL, *tail = NULL;
+
+	while (ring->deferred.head && !ring->barrier_running) {
+		struct acall_op *op = ring->deferred.head;
+		bool barrier = false;
+
+		for (struct acall_op *o = op; o; o = (o->flags & ACALL_F_LINK) ? o->next : NULL)
+			barrier |= o->flags & ACALL_F_BARRIER;
+		if (barrier && (ring->running || head))
+			break;
+		do {    /* the op and the ops linked after it */
+			op = ring->deferred.head;
+			acall_list_remove(&ring->deferred, op);
+			op->deferred = false;
+			ring->running++;
+			if (tail)
+				tail->next = op;
+			else
+				head = op;
+			tail = op;
+		} while ((op->flags & ACALL_F_LINK) && ring->deferred.head);
+		ring->barrier_running = barrier;
+	}
+	return head;
+}
+
+static bool route_to_uring(struct acall_ring *ring, struct acall_op *op)
+{
+	int id;
+
+	if (op->opcode >= ACALL_OP__MAX || ring->route[op->opcode] != ACALL_PATH_URING)
+		return false;
+	if (!op->cred)
+		return true;
+	id = acall_uring_personality(ring, op->cred);
+	op->personality = id > 0 ? (uint16_t)id : 0;
+	return id > 0;
+}
+
+/*
+ * Starts ops (through op->next, in submission order): cut into chains at
+ * ops without ACALL_F_LINK; a chain runs on io_uring if all its ops do,
+ * else on one worker, so the link holds across paths.
+ */
+static void start_ops(struct acall_ring *ring, struct acall_op *ops)
+{
+	struct acall_op *uh = NULL, *ut = NULL, *wh = NULL, *wt = NULL;
+	unsigned nw = 0;
+
+	while (ops) {
+		struct acall_op *c = ops, *o = ops;
+		bool uring = ring->has_uring;
+
+		for (;;) {
+			uring = route_to_uring(ring, o) && uring;
+			if (!(o->flags & ACALL_F_LINK) || !o->next)
+				break;
+			o->link = o->next;
+			o = o->next;
+		}
+		ops = o->next;
+		o->link = NULL;
+		c->next = NULL;
+		for (o = c; o; o = o->link)
+			o->path = uring ? ACALL_PATH_URING : ACALL_PATH_WORKERS;
+		if (uring) {
+			if (ut)
+				ut->next = c;
+			else
+				uh = c;
+			ut = c;
+		} else {
+			if (wt)
+				wt->next = c;
+			else
+				wh = c;
+			wt = c;
+			nw++;
+		}
+	}
+	if (wh)
+		acall_workers_queue(ring, wh, nw);
+	if (uh && acall_uring_submit(ring, uh) < 0) {
+		/* The kernel refused the batch: nothing of it runs there. */
+		for (struct acall_op *c = uh; c; c = c->next)
+			c->path = ACALL_PATH_WORKERS;
+		acall_workers_queue(ring, uh, 1);
+	}
+}
+
+/* ops (through op->next, n of them) leave OP_PREP; the caller holds
+ * ring->lock and has taken them off the pending list. Returns what to start. */
+static struct acall_op *submit_locked(struct acall_ring *ring, struct acall_op *ops, unsigned n)
+{
+	bool barrier = false;
+	struct acall_op *o;
+
+	for (o = ops; o; o = o->next) {
+		atomic_store(&o->state, OP_INFLIGHT);
+		barrier |= o->flags & ACALL_F_BARRIER;
+	}
+	ring->inflight += n;
+	if (!barrier && !ring->deferred.head && !ring->barrier_running) {
+		ring->running += n;
+		return ops;
+	}
+	for (o = ops; o;) {
+		struct acall_op *next = o->next;
+
+		acall_list_append(&ring->deferred, o);
+		o->deferred = true;
+		o = next;
+	}
+	return take_ready_locked(ring);
+}
+
+int acall_submit(struct acall_ring *ring)
+{
+	struct acall_op *head = NULL, *tail = NULL, *ready;
+	unsigned n = 0;
+
+	pthread_mutex_lock(&ring->lock);
+	for (struct acall_op *op = ring->pending.head, *next; op; op = next) {
+		next = op->next;
+		if (op->owner != &thread_token)
+			continue;
+		acall_list_remove(&ring->pending, op);
+		if (tail)
+			tail->next = op;
+		else
+			head = op;
+		tail = op;
+		n++;
+	}
+	ready = n ? submit_locked(ring, head, n) : NULL;
+	pthread_mutex_unlock(&ring->lock);
+	if (ready)
+		start_ops(ring, ready);
+	return (int)n;
+}
+
+void acall_submit_op(struct acall_ring *ring, struct acall_op *op)
+{
+	struct acall_op *ready;
+
+	pthread_mutex_lock(&ring->lock);
+	acall_list_remove(&ring->pending, op);
+	op->flags &= (uint16_t)~ACALL_F_LINK;   /* alone: nothing to link to */
+	ready = submit_locked(ring, op, 1);
+	pthread_mutex_unlock(&ring->lock);
+	if (ready)
+		start_ops(ring, ready);
+}
+
+static void wake_ringwide_locked(struct acall_ring *ring)
+{
+	for (struct acall_waiter *w = ring->waiters; w; w = w->next)
+		if (!w->op)
+			acall_wake(w);
+}
+
+void acall_complete(struct acall_ring *ring, struct acall_op **ops, unsigned n)
+{
+	struct acall_op *ready = NULL;
+	unsigned ncb = 0, nring = 0;
+
+	pthread_mutex_lock(&ring->lock);
+	for (unsigned i = 0; i < n; i++) {
+		struct acall_op *op = ops[i];
+
+		ring->inflight--;
+		ring->running--;
+		if (op->flags & ACALL_F_BARRIER)
+			ring->barrier_running = false;
+		if (op->cb) {
+			ops[ncb++] = op;        /* ops[] is ours: reuse it for callbacks */
+		} else if (op->waiter) {
+			atomic_store(&op->state, OP_DONE);
+			acall_wake(op->waiter);
+		} else {
+			atomic_store(&op->state, OP_DONE);
+			acall_list_append(&ring->done, op);
+			op->on_done_list = true;
+			nring++;
+		}
+	}
+	if (nring) {
+		atomic_fetch_add(&ring->ndone, nring);
+		wake_ringwide_locked(ring);
+	}
+	if (ring->deferred.head)
+		ready = take_ready_locked(ring);
+	pthread_mutex_unlock(&ring->lock);
+	if (nring && ring->eventfd >= 0)
+		eventfd_write(ring->eventfd, nring);
+	if (ready)
+		start_ops(ring, ready);
+	for (unsigned i = 0; i < ncb; i++) {
+		atomic_store(&ops[i]->state, OP_DONE);
+		ops[i]->cb(ring, ops[i], ops[i]->cb_arg);
+	}
+	if (ncb) {
+		pthread_mutex_lock(&ring->lock);
+		for (unsigned i = 0; i < ncb; i++)
+			pool_put_locked(ring, ops[i]);
+		pthread_mutex_unlock(&ring->lock);
+	}
+}

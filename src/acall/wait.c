@@ -1,0 +1,224 @@
+/*
+ * wait.c - waiting for completions. Threads waiting on a ring take turns
+ * reaping its io_uring: one "leader" holds cq_lock and reaps (blocking in
+ * io_uring_enter when it must), completing ops for everyone; the others
+ * sleep on their own futex word until their op completes or the leader
+ * leaves. A single-threaded caller is always its own leader, so it never
+ * pays a thread switch per completion.
+ */
+#include <errno.h>
+
+#include "internal.h"
+
+/* Followers re-check this often, in case a hand-over was missed. */
+#define FOLLOWER_TIMEOUT_NS 20000000L
+
+static void waiter_add_locked(struct acall_ring *ring, struct acall_waiter *w)
+{
+	w->prev = NULL;
+	w->next = ring->waiters;
+	if (ring->waiters)
+		ring->waiters->prev = w;
+	ring->waiters = w;
+}
+
+static void waiter_del_locked(struct acall_ring *ring, struct acall_waiter *w)
+{
+	if (w->prev)
+		w->prev->next = w->next;
+	else
+		ring->waiters = w->next;
+	if (w->next)
+		w->next->prev = w->prev;
+	/* Leaving while io_uring ops are still out: hand the CQ over. */
+	if (ring->has_uring && atomic_load(&ring->uring_inflight))
+		for (struct acall_waiter *o = ring->waiters; o; o = o->next)
+			if (!o->op || o->op->path == ACALL_PATH_URING) {
+				acall_wake(o);
+				break;
+			}
+}
+
+static bool waiter_satisfied(struct acall_ring *ring, struct acall_waiter *w)
+{
+	if (w->op)
+		return atomic_load(&w->op->state) == OP_DONE;
+	return atomic_load(&ring->ndone) > 0;
+}
+
+/* Sleeps (or leads) until w is satisfied. w is registered. */
+static void wait_for(struct acall_ring *ring, struct acall_waiter *w)
+{
+	for (;;) {
+		bool lead;
+
+		atomic_store(&w->word, 0);
+		if (waiter_satisfied(ring, w))
+			return;
+		lead = ring->has_uring && atomic_load(&ring->uring_inflight) &&
+		       (!w->op || w->op->path == ACALL_PATH_URING);
+		if (lead && !pthread_mutex_trylock(&ring->cq_lock)) {
+			acall_uring_reap(ring, false);
+			if (!waiter_satisfied(ring, w)) {
+				atomic_store(&ring->leader_ringwide, w->op == NULL);
+				acall_uring_reap(ring, true);
+			}
+			pthread_mutex_unlock(&ring->cq_lock);
+			continue;
+		}
+		acall_futex_wait(&w->word, 0, lead || ring->has_uring ? FOLLOWER_TIMEOUT_NS : 0);
+	}
+}
+
+int64_t acall_op_wait(struct acall_ring *ring, struct acall_op *op)
+{
+	struct acall_waiter w = { .op = op };
+
+	pthread_mutex_lock(&ring->lock);
+	switch (atomic_load(&op->state)) {
+	case OP_DONE:
+		if (op->on_done_list) {
+			acall_list_remove(&ring->done, op);
+			op->on_done_list = false;
+			atomic_fetch_sub(&ring->ndone, 1);
+		}
+		pthread_mutex_unlock(&ring->lock);
+		return op->result;
+	case OP_INFLIGHT:
+		if (!op->cb && !op->waiter)
+			break;
+		/* its callback or another thread has it */
+		pthread_mutex_unlock(&ring->lock);
+		return -EINVAL;
+	default:
+		pthread_mutex_unlock(&ring->lock);
+		return -EINVAL;
+	}
+	op->waiter = &w;
+	waiter_add_locked(ring, &w);
+	pthread_mutex_unlock(&ring->lock);
+	wait_for(ring, &w);
+	pthread_mutex_lock(&ring->lock);
+	op->waiter = NULL;
+	waiter_del_locked(ring, &w);
+	pthread_mutex_unlock(&ring->lock);
+	return op->result;
+}
+
+int64_t acall_run(struct acall_ring *ring, struct acall_op *op)
+{
+	int64_t r;
+
+	if (atomic_load(&op->state) != OP_PREP)
+		return -EINVAL;
+	op->cb = NULL;  /* the caller waits: a callback would take the op away */
+	pthread_mutex_lock(&ring->lock);
+	op->waiter = NULL;
+	pthread_mutex_unlock(&ring->lock);
+	acall_submit_op(ring, op);
+	r = acall_op_wait(ring, op);
+	acall_op_done(ring, op);
+	return r;
+}
+
+static unsigned pop_done(struct acall_ring *ring, struct acall_op **ops, unsigned max)
+{
+	unsigned n = 0;
+
+	if (!atomic_load(&ring->ndone))
+		return 0;
+	pthread_mutex_lock(&ring->lock);
+	while (n < max && ring->done.head) {
+		struct acall_op *op = ring->done.head;
+
+		acall_list_remove(&ring->done, op);
+		op->on_done_list = false;
+		ops[n++] = op;
+	}
+	atomic_fetch_sub(&ring->ndone, n);
+	pthread_mutex_unlock(&ring->lock);
+	return n;
+}
+
+/* Reaps the CQ if no one else is; never blocks. */
+static void reap_nowait(struct acall_ring *ring)
+{
+	if (!ring->has_uring || !atomic_load(&ring->uring_inflight))
+		return;
+	if (!pthread_mutex_trylock(&ring->cq_lock)) {
+		acall_uring_reap(ring, false);
+		pthread_mutex_unlock(&ring->cq_lock);
+	}
+}
+
+int acall_wait_batch(struct acall_ring *ring, struct acall_op **ops, unsigned max,
+		     unsigned min)
+{
+	unsigned n;
+
+	if (min > max)
+		return -EINVAL;
+	n = pop_done(ring, ops, max);
+	if (n < max) {
+		reap_nowait(ring);
+		n += pop_done(ring, ops + n, max - n);
+	}
+	while (n < min) {
+		struct acall_waiter w = { .op = NULL };
+		bool idle;
+
+		pthread_mutex_lock(&ring->lock);
+		idle = !ring->inflight && !ring->done.head;
+		if (!idle)
+			waiter_add_locked(ring, &w);
+		pthread_mutex_unlock(&ring->lock);
+		if (idle)
+			return n ? (int)n : -EAGAIN;    /* nothing could ever come */
+		wait_for(ring, &w);
+		pthread_mutex_lock(&ring->lock);
+		waiter_del_locked(ring, &w);
+		pthread_mutex_unlock(&ring->lock);
+		n += pop_done(ring, ops + n, max - n);
+	}
+	return (int)n;
+}
+
+int acall_wait(struct acall_ring *ring, struct acall_op **ret_op)
+{
+	int r = acall_wait_batch(ring, ret_op, 1, 1);
+
+	return r < 0 ? r : 0;
+}
+
+int acall_peek(struct acall_ring *ring, struct acall_op **ret_op)
+{
+	int r = acall_wait_batch(ring, ret_op, 1, 0);
+
+	return r < 0 ? r : r ? 0 : -EAGAIN;
+}
+
+int acall_cancel(struct acall_ring *ring, struct acall_op *op)
+{
+	struct acall_op *one[1] = { op };
+
+	pthread_mutex_lock(&ring->lock);
+	if (atomic_load(&op->state) != OP_INFLIGHT) {
+		pthread_mutex_unlock(&ring->lock);
+		return -ENOENT;
+	}
+	if (op->deferred) {
+		acall_list_remove(&ring->deferred, op);
+		op->deferred = false;
+		ring->running++;        /* acall_complete() counts it down */
+		pthread_mutex_unlock(&ring->lock);
+		op->result = -ECANCELED;
+		acall_complete(ring, one, 1);
+		return 0;
+	}
+	pthread_mutex_unlock(&ring->lock);
+	if (op->path == ACALL_PATH_URING) {
+		acall_uring_cancel(ring, op);
+		return 0;
+	}
+	return acall_workers_cancel(ring, op);
+}
