@@ -223,6 +223,9 @@ int volume_set_close(struct volume_set *s);
 void volume_set_abandon(struct volume_set *s);
 static inline void volume_set_closep(struct volume_set **s) { volume_set_close(*s); }
 
+/* md/dm layout names ("left-symmetric", "raid6_zr", "n2", ...) to md's layout numbers. */
+int volume_layout_from_name(unsigned level, const char *name, unsigned *ret_layout);
+
 /* "linear", "raid6", ...; and back (-EINVAL). */
 const char *volume_target_name(enum volume_target_type t);
 int volume_target_from_name(const char *name, enum volume_target_type *ret);

@@ -21,7 +21,9 @@ struct volume_set {
 	struct volume *v;
 	unsigned n;
 	struct bdev *dev[VOLUME_SB_MAX_MEMBERS];        /* by index; in v unless refused */
-	struct bdev *refused[VOLUME_SB_MAX_MEMBERS];    /* stale members, freed at close */
+	struct bdev *refused[VOLUME_SB_MAX_MEMBERS];    /* a stale device per index (in extra) */
+	struct bdev *extra[VOLUME_SB_MAX_MEMBERS];      /* devices not in v, freed at close */
+	unsigned nextra;
 	uint64_t events[VOLUME_SB_MAX_MEMBERS];
 	bool stale[VOLUME_SB_MAX_MEMBERS];
 	struct volume_sb sb;                            /* the volume's state */
@@ -204,8 +206,8 @@ static void set_free(struct volume_set *s)
 		return;
 	if (s->v)
 		volume_free(s->v);
-	for (unsigned m = 0; m < VOLUME_SB_MAX_MEMBERS; m++)
-		bdev_free(s->refused[m]);
+	for (unsigned i = 0; i < s->nextra; i++)
+		bdev_free(s->extra[i]);
 	pthread_mutex_destroy(&s->bm_lock);
 	free(s->bitmap);
 	free(s);
@@ -314,15 +316,21 @@ static int set_gather(struct volume_set *s, struct bdev **devs, unsigned ndevs,
 		if (memcmp(sbs[i].member_uuid, s->sb.member_uuids[m], 16) || sbs[i].events < s->sb.events) {
 			/* Replaced or left behind: older than the volume. */
 			s->stale[m] = true;
-			s->events[m] = sbs[i].events;
-			bdev_free(s->refused[m]);
+			if (!s->dev[m])
+				s->events[m] = sbs[i].events;
 			s->refused[m] = devs[i];
+			s->extra[s->nextra++] = devs[i];
 			continue;
 		}
 		if (s->dev[m])
 			return -EEXIST;
 		s->dev[m] = devs[i];
 		s->events[m] = sbs[i].events;
+	}
+	/* Stale only where no current device took the place. */
+	for (unsigned m = 0; m < s->n; m++) {
+		if (!s->dev[m] || !s->refused[m])
+			continue;
 		s->stale[m] = false;
 	}
 	return 0;
@@ -437,8 +445,8 @@ int volume_set_open(struct bdev **devs, unsigned ndevs, unsigned flags,
 		/* The caller keeps its devices: take them back out of the set. */
 		if (s && s->v)
 			volume_detach_members(s->v);
-		for (unsigned m = 0; s && m < VOLUME_SB_MAX_MEMBERS; m++)
-			s->refused[m] = NULL;
+		if (s)
+			s->nextra = 0;
 		set_free(s);
 		return r;
 	}
@@ -471,7 +479,8 @@ int volume_set_member(const struct volume_set *s, unsigned m, struct volume_set_
 	if (m >= s->n)
 		return -EINVAL;
 	memset(ret, 0, sizeof(*ret));
-	ret->device = s->dev[m] ? s->dev[m]->name : s->refused[m] ? s->refused[m]->name : NULL;
+	ret->device = s->stale[m] && s->refused[m] ? s->refused[m]->name :
+		      s->dev[m] ? s->dev[m]->name : NULL;
 	ret->state = (enum volume_member_state)set_member_state(ms, m);
 	ret->events = s->events[m];
 	ret->stale = s->stale[m];
@@ -514,7 +523,6 @@ int volume_set_replace(struct volume_set *s, unsigned m, struct bdev *dev)
 	}
 	s->dev[m] = dev;
 	bdev_free(old);
-	bdev_free(s->refused[m]);
 	s->refused[m] = NULL;
 	s->stale[m] = false;
 	r = getrandom(s->sb.member_uuids[m], 16, 0) == 16 ? 0 : -EIO;

@@ -648,3 +648,8 @@ int volume_scrub_range(struct volume *v, unsigned i, uint64_t off, uint64_t len)
 	pthread_mutex_unlock(&s->lock);
 	return r;
 }
+
+int volume_layout_from_name(unsigned level, const char *name, unsigned *ret_layout)
+{
+	return layout_from_name(level, name, ret_layout);
+}
