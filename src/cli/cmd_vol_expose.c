@@ -7,6 +7,7 @@
  */
 #define FUSE_USE_VERSION 35
 #include <errno.h>
+#include <fcntl.h>
 #include <fuse.h>
 #include <getopt.h>
 #include <signal.h>
@@ -110,6 +111,62 @@ static const struct fuse_operations expose_ops = {
 	.truncate = expose_truncate,
 };
 
+/* Forks; the child gets a pipe to say whether it mounted. Returns the child's pid
+ * in the parent, 0 in the child, -errno on failure. */
+static pid_t expose_fork(int *notify)
+{
+	int fds[2];
+	pid_t pid;
+
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return -errno;
+	}
+	if (pid > 0) {
+		close(fds[1]);
+		*notify = fds[0];
+		return pid;
+	}
+	close(fds[0]);
+	*notify = fds[1];
+	setsid();
+	return 0;
+}
+
+/* The child: tells the parent, then lets go of the terminal. */
+static void expose_notify(int fd, bool mounted)
+{
+	char c = mounted ? 1 : 0;
+	int null;
+
+	if (fd < 0)
+		return;
+	if (write(fd, &c, 1) != 1)
+		mounted = false;
+	close(fd);
+	null = open("/dev/null", O_RDWR);
+	if (null >= 0 && mounted) {
+		dup2(null, 0);
+		dup2(null, 1);
+		dup2(null, 2);
+	}
+	if (null > 2)
+		close(null);
+}
+
+static int expose_wait_child(int fd)
+{
+	char c = 0;
+	ssize_t n = read(fd, &c, 1);
+
+	close(fd);
+	return n == 1 && c ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
+}
+
 static void expose_usage(FILE *out)
 {
 	fprintf(out,
@@ -133,8 +190,10 @@ static int vol_expose_run(int argc, char **argv)
 	bool foreground = false;
 	struct vol_handle h;
 	struct fuse *fuse;
+	char real[4096];
 	const char *dir;
-	int c, r;
+	int c, r, notify = -1;
+	pid_t pid;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "fh", longopts, NULL)) != -1) {
@@ -150,18 +209,35 @@ static int vol_expose_run(int argc, char **argv)
 	dir = argv[argc - 1];
 	if (access("/dev/fuse", R_OK | W_OK) < 0)
 		return cli_error("/dev/fuse: %s", strerror(errno));
+	if (!realpath(argv[argc - 1], real))
+		return cli_error("%s: %s", argv[argc - 1], strerror(errno));
+	dir = real;
 	r = vol_open("pony vol expose", argv + optind, argc - optind - 1, flags, &h);
 	if (r)
 		return r;
-	/* Daemonize first, then mount: the serving process's pid names the mount. */
-	if (!foreground && fuse_daemonize(0) < 0) {
-		vol_close(&h);
-		return cli_error("cannot go to the background");
+	/* In the background, the parent waits until the child has mounted (or
+	 * failed): the serving process's pid names the mount, and a script may
+	 * use DIR as soon as we return. */
+	if (!foreground) {
+		pid = expose_fork(&notify);
+		if (pid < 0) {
+			vol_close(&h);
+			return cli_error("cannot go to the background: %s", strerror(-pid));
+		}
+		if (pid > 0) {
+			/* The child serves the volume: drop our copy without writing. */
+			if (h.set)
+				volume_set_abandon(h.set);
+			else
+				volume_free(h.v);
+			return expose_wait_child(notify);
+		}
 	}
 	snprintf(fsname, sizeof(fsname), "fsname=pony-vol:%d,subtype=pony-vol", (int)getpid());
 	fargv[2] = fsname;
 	fuse = fuse_new(&args, &expose_ops, sizeof(expose_ops), &h);
 	r = fuse ? fuse_mount(fuse, dir) : -1;
+	expose_notify(notify, r == 0);
 	if (r == 0) {
 		struct fuse_loop_config cfg = { .clone_fd = 0, .max_idle_threads = 4 };
 
