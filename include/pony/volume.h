@@ -20,16 +20,17 @@
 
 struct volume;
 
+/* Values are stored in pony superblocks (docs/volume-format.md): never renumber. */
 enum volume_target_type {
-	VOLUME_LINEAR,
-	VOLUME_STRIPED,                 /* md raid0 */
-	VOLUME_MIRROR,                  /* md raid1 */
-	VOLUME_RAID4,
-	VOLUME_RAID5,
-	VOLUME_RAID6,
-	VOLUME_RAID10,
-	VOLUME_ZERO,
-	VOLUME_ERROR,
+	VOLUME_LINEAR = 0,
+	VOLUME_STRIPED = 1,             /* md raid0 */
+	VOLUME_MIRROR = 2,              /* md raid1 */
+	VOLUME_RAID4 = 3,
+	VOLUME_RAID5 = 4,
+	VOLUME_RAID6 = 5,
+	VOLUME_RAID10 = 6,
+	VOLUME_ZERO = 7,
+	VOLUME_ERROR = 8,
 };
 
 /* What a segment maps to. Devices are handed to the volume (it frees them). */
