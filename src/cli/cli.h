@@ -25,6 +25,7 @@ struct cli_command {
 extern const struct cli_command cli_dev_command;    /* cmd_dev.c */
 extern const struct cli_command cli_fs_command;     /* cmd_fs.c */
 extern const struct cli_command cli_union_command;  /* cmd_union.c */
+extern const struct cli_command cli_vol_command;    /* cmd_vol.c */
 
 /* Serving a vfs instance through FUSE, shared by the mount commands (cmd_fs.c). */
 struct vfs;

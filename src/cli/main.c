@@ -29,6 +29,7 @@ static const struct cli_command *const commands[] = {
 	&cli_dev_command,
 	&cli_fs_command,
 	&cli_union_command,
+	&cli_vol_command,
 };
 
 int main(int argc, char **argv)
