@@ -23,6 +23,8 @@
 static const char schema[] =
 	"PRAGMA journal_mode=WAL;"
 	"PRAGMA synchronous=NORMAL;"
+	"PRAGMA mmap_size=1073741824;"
+	"PRAGMA cache_size=-32768;"
 	"CREATE TABLE IF NOT EXISTS devices("
 	"  id INTEGER PRIMARY KEY,"
 	"  ident TEXT NOT NULL UNIQUE,"
@@ -157,6 +159,8 @@ void devdb_close(struct devdb *db)
 		return;
 	for (int i = 0; i < STMT__MAX; i++)
 		sqlite3_finalize(db->stmt[i]);
+	for (int i = 0; i < DEVDB_STMT_CACHE; i++)
+		sqlite3_finalize(db->cache[i].stmt);
 	sqlite3_close(db->sql);
 	free(db->path);
 	free(db);
@@ -167,16 +171,37 @@ const char *devdb_path(const struct devdb *db)
 	return db->path;
 }
 
-/* Runs sql with text/int64 arguments ("s"/"i" in types); 0 or -errno.
- * If ret_id is not NULL, the first column of the first row goes there. */
+/* A prepared statement for a literal sql, kept for the next call (scans
+ * store thousands of devices with the same dozen statements). */
+static sqlite3_stmt *cached_stmt(struct devdb *db, const char *sql)
+{
+	int i;
+
+	for (i = 0; i < DEVDB_STMT_CACHE && db->cache[i].sql; i++)
+		if (db->cache[i].sql == sql)
+			return db->cache[i].stmt;
+	if (i == DEVDB_STMT_CACHE)
+		return NULL;
+	if (sqlite3_prepare_v3(db->sql, sql, -1, SQLITE_PREPARE_PERSISTENT, &db->cache[i].stmt,
+			       NULL) != SQLITE_OK)
+		return NULL;
+	db->cache[i].sql = sql;
+	return db->cache[i].stmt;
+}
+
+/* Runs sql (a string literal) with text/int64 arguments ("s"/"i" in types);
+ * 0 or -errno. If ret_id is not NULL, the first column of the first row goes
+ * there (-1 if no row). */
 static int db_run(struct devdb *db, const char *sql, const char *types, int64_t *ret_id, ...)
 {
-	sqlite3_stmt *s;
+	sqlite3_stmt *s = cached_stmt(db, sql);
 	va_list ap;
 	int rc;
 
-	if (sqlite3_prepare_v2(db->sql, sql, -1, &s, NULL) != SQLITE_OK)
+	if (!s)
 		return devdb_sql_errno(sqlite3_errcode(db->sql));
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
 	va_start(ap, ret_id);
 	for (int i = 0; types[i]; i++) {
 		if (types[i] == 's') {
@@ -194,7 +219,7 @@ static int db_run(struct devdb *db, const char *sql, const char *types, int64_t 
 		*ret_id = sqlite3_column_int64(s, 0);
 	else if (rc == SQLITE_DONE && ret_id)
 		*ret_id = -1;
-	sqlite3_finalize(s);
+	sqlite3_reset(s);
 	return devdb_sql_errno(rc);
 }
 
@@ -212,9 +237,36 @@ static int drop_if_orphan(struct devdb *db, int64_t id)
 	return r;
 }
 
+/* Whether the device's stored tags are exactly tags (a re-probe that found
+ * what was there: the common case of a rescan, and then nothing is written). */
+static bool tags_unchanged(struct devdb *db, int64_t id, const struct devdb_tags *tags)
+{
+	sqlite3_stmt *s = cached_stmt(db, "SELECT name, value FROM tags WHERE device_id=?1");
+	size_t n = 0;
+	bool same = true;
+
+	if (!s)
+		return false;
+	sqlite3_reset(s);
+	sqlite3_bind_int64(s, 1, id);
+	while (same && sqlite3_step(s) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(s, 0);
+		const char *v = devdb_tags_get(tags, name);
+
+		same = v && !strcmp(v, (const char *)sqlite3_column_text(s, 1));
+		n++;
+	}
+	sqlite3_reset(s);
+	return same && n == tags->n;
+}
+
 static int store_tags(struct devdb *db, int64_t id, const struct devdb_tags *tags)
 {
-	int r = db_run(db, "DELETE FROM tags WHERE device_id=?1", "i", NULL, id);
+	int r;
+
+	if (tags_unchanged(db, id, tags))
+		return 0;
+	r = db_run(db, "DELETE FROM tags WHERE device_id=?1", "i", NULL, id);
 
 	for (size_t i = 0; r == 0 && i < tags->n; i++)
 		r = db_run(db, "INSERT OR IGNORE INTO tags(name, value, device_id) VALUES(?1, ?2, ?3)",
@@ -263,8 +315,11 @@ static int store_one(struct devdb *db, const struct store_item *it)
 static int drop_stale_parts(struct devdb *db, const char *parent, const struct devdb_probe_result *res)
 {
 	sqlite3_stmt *s;
-	int r = 0;
+	int64_t any;
+	int r = db_run(db, "SELECT 1 FROM paths WHERE parent=?1 LIMIT 1", "s", &any, parent);
 
+	if (r < 0 || any < 0)
+		return r;       /* the common case: never had partitions */
 	if (sqlite3_prepare_v2(db->sql, "SELECT path, device_id FROM paths WHERE parent=?1", -1, &s,
 			       NULL) != SQLITE_OK)
 		return -EIO;

@@ -38,11 +38,18 @@ enum {
 	STMT__MAX,
 };
 
+#define DEVDB_STMT_CACHE 32
+
 struct devdb {
 	sqlite3 *sql;
 	char *path;
 	unsigned flags;
 	sqlite3_stmt *stmt[STMT__MAX];
+	/* db_run()'s statements, keyed by the SQL literal's address */
+	struct {
+		const char *sql;
+		sqlite3_stmt *stmt;
+	} cache[DEVDB_STMT_CACHE];
 };
 
 /* A prepared statement, reset and ready to bind. */
