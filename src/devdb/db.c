@@ -20,11 +20,19 @@
 #include "internal.h"
 #include "pony/util.h"
 
-static const char schema[] =
-	"PRAGMA journal_mode=WAL;"
+static int db_run(struct devdb *db, const char *sql, const char *types, int64_t *ret_id, ...);
+
+/* Per connection, every open. */
+static const char connection_setup[] =
 	"PRAGMA synchronous=NORMAL;"
 	"PRAGMA mmap_size=1073741824;"
-	"PRAGMA cache_size=-32768;"
+	"PRAGMA cache_size=-32768;";
+
+#define SCHEMA_VERSION 1
+
+/* Once per database (user_version below SCHEMA_VERSION); WAL mode persists. */
+static const char schema[] =
+	"PRAGMA journal_mode=WAL;"
 	"CREATE TABLE IF NOT EXISTS devices("
 	"  id INTEGER PRIMARY KEY,"
 	"  ident TEXT NOT NULL UNIQUE,"
@@ -48,7 +56,8 @@ static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS tags("
 	"  name TEXT NOT NULL, value TEXT NOT NULL, device_id INTEGER NOT NULL,"
 	"  PRIMARY KEY(name, value, device_id)) WITHOUT ROWID;"
-	"CREATE INDEX IF NOT EXISTS tags_device ON tags(device_id);";
+	"CREATE INDEX IF NOT EXISTS tags_device ON tags(device_id);"
+	"PRAGMA user_version=1;";
 
 static const char *const stmt_sql[STMT__MAX] = {
 	[STMT_PATH_GET] = "SELECT block, dev, ino, size, mtime_ns, diskseq, present FROM paths WHERE path=?1",
@@ -142,8 +151,15 @@ int devdb_open(const char *path, unsigned flags, struct devdb **ret_db)
 		r = devdb_sql_errno(sqlite3_open_v2(path, &db->sql,
 			SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL));
 	if (r == 0) {
+		int64_t version = 0;
+
 		sqlite3_busy_timeout(db->sql, 5000);
-		r = devdb_exec(db, schema);
+		r = devdb_exec(db, connection_setup);
+		/* a lookup is a whole process: skip the schema when it is there */
+		if (r == 0)
+			r = db_run(db, "PRAGMA user_version", "", &version);
+		if (r == 0 && version < SCHEMA_VERSION)
+			r = devdb_exec(db, schema);
 	}
 	if (r < 0) {
 		devdb_close(db);
@@ -352,8 +368,11 @@ int devdb_store(struct devdb *db, const char *path, const struct devdb_ident *id
 		.size = id->size, .status = (int)res->status, .ambivalent = res->ambivalent,
 	};
 	int r = store_one(db, &it);
+	/* the kernel's partition devices (sda1) are probed as devices of their
+	 * own; "sda:p1" as well would report every filesystem on them twice */
+	size_t nparts = devdb_block_has_partitions(id) ? 0 : res->nparts;
 
-	for (size_t i = 0; r == 0 && i < res->nparts; i++) {
+	for (size_t i = 0; r == 0 && i < nparts; i++) {
 		const struct devdb_part *p = &res->parts[i];
 		struct devdb_ident pid = *id;
 		char name[4096];
