@@ -153,7 +153,12 @@ int devdb_open(const char *path, unsigned flags, struct devdb **ret_db)
 	if (r == 0) {
 		int64_t version = 0;
 
+		int one = 1;
+
 		sqlite3_busy_timeout(db->sql, 5000);
+		/* keep the -wal file when the last connection closes: each lookup
+		 * process would otherwise create and unlink it */
+		sqlite3_file_control(db->sql, "main", SQLITE_FCNTL_PERSIST_WAL, &one);
 		r = devdb_exec(db, connection_setup);
 		/* a lookup is a whole process: skip the schema when it is there */
 		if (r == 0)
