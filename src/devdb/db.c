@@ -26,7 +26,10 @@ static int db_run(struct devdb *db, const char *sql, const char *types, int64_t 
 static const char connection_setup[] =
 	"PRAGMA synchronous=NORMAL;"
 	"PRAGMA mmap_size=1073741824;"
-	"PRAGMA cache_size=-32768;";
+	"PRAGMA cache_size=-32768;"
+	/* a WAL left long would be read whole by every new process to rebuild
+	 * its index; truncate it when a checkpoint has emptied it */
+	"PRAGMA journal_size_limit=0;";
 
 #define SCHEMA_VERSION 1
 
@@ -156,8 +159,8 @@ int devdb_open(const char *path, unsigned flags, struct devdb **ret_db)
 		int one = 1;
 
 		sqlite3_busy_timeout(db->sql, 5000);
-		/* keep the -wal file when the last connection closes: each lookup
-		 * process would otherwise create and unlink it */
+		/* keep the (emptied) -wal file when the last connection closes:
+		 * each lookup process would otherwise create and unlink it */
 		sqlite3_file_control(db->sql, "main", SQLITE_FCNTL_PERSIST_WAL, &one);
 		r = devdb_exec(db, connection_setup);
 		/* a lookup is a whole process: skip the schema when it is there */
