@@ -23,3 +23,38 @@ os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)' "$work/acall.img"
 echo "   page cache before a no-cache run: $(fincore --noheadings --output RES "$work/acall.img")"
 "$PONY" acall bench --op randread --depth 32 --seconds 1 --nocache "$work/acall.img"
 echo "   page cache after it:              $(fincore --noheadings --output RES "$work/acall.img")"
+
+# ---- devdb: find devices by label from an index, never a scan ----------
+echo
+echo "== devdb: the device discovery database"
+dd_dir=$work/devdb/images
+mkdir -p "$dd_dir"
+export PONY_DEVDB=$work/devdb/devdb.sqlite
+for i in 1 2 3; do
+	truncate -s 32M "$dd_dir/disk$i.img"
+	mkfs.ext4 -q -L "data$i" "$dd_dir/disk$i.img"
+done
+truncate -s 16M "$dd_dir/boot.img" && mkfs.vfat -n BOOT "$dd_dir/boot.img" >/dev/null
+truncate -s 16M "$dd_dir/swap.img" && mkswap -L swap0 "$dd_dir/swap.img" >/dev/null 2>&1
+echo "-- pony dev probe (blkid -p's fields and values):"
+"$PONY" dev probe "$dd_dir/disk1.img"
+echo "-- pony dev scan $dd_dir:"
+"$PONY" dev scan "$dd_dir"
+"$PONY" dev list
+echo "-- pony dev find LABEL=data2 (an index hit):"
+"$PONY" dev find LABEL=data2
+echo "-- the real findfs, with libpony-blkid.so preloaded, answers from the index too:"
+LD_PRELOAD=$PWD/build/lib/libpony-blkid.so findfs LABEL=BOOT
+echo "-- pony dev watch, then relabel disk3 with the formatting tool (mkfs.ext4 -L fresh):"
+"$PONY" dev watch --timeout 20 "$dd_dir" 2>"$work/devdb/watch.log" &
+dd_watch=$!
+for _ in $(seq 50); do grep -q watching "$work/devdb/watch.log" && break; sleep 0.1; done
+mkfs.ext4 -q -F -L fresh "$dd_dir/disk3.img"
+t0=$(date +%s%N)
+until out=$("$PONY" dev find LABEL=fresh); do sleep 0.02; done
+echo "   found LABEL=fresh at $out $(( ($(date +%s%N) - t0) / 1000000 )) ms after mkfs returned,"
+echo "   without a rescan: watch saw inotify IN_CLOSE_WRITE on the image and re-probed it alone"
+kill "$dd_watch" 2>/dev/null || true
+wait "$dd_watch" 2>/dev/null || true
+"$PONY" dev find LABEL=data3 || echo "   LABEL=data3 is gone (exit $?), as it should be"
+unset PONY_DEVDB
