@@ -52,20 +52,39 @@ static int row_init(struct volume_seg *s, struct row *r, uint64_t stripe, uint64
 	return 0;
 }
 
-static void row_load(struct volume_seg *s, struct row *r, unsigned b)
+/* Reads the wanted blocks not yet known, all members at once; failures become lost. */
+static void row_load(struct volume_seg *s, struct row *r, const bool *want)
 {
-	unsigned d = row_disk(r, b);
-	bool was_ok = volume_mstate(s, d) == VOLUME_MEMBER_OK;
+	struct volume_batch batch;
+	unsigned idx[LAYOUT_MAX_DISKS];
+	bool was_ok[LAYOUT_MAX_DISKS];
 
-	if (r->have[b] || r->lost[b])
-		return;
-	if (volume_mread(s, d, r->blk[b], r->len, r->devoff) == 0) {
-		r->have[b] = true;
-	} else {
-		r->lost[b] = true;
-		r->rewrite[b] = was_ok && volume_mstate(s, d) == VOLUME_MEMBER_OK;
+	volume_batch_init(&batch, s);
+	for (unsigned b = 0; b < r->nb; b++) {
+		unsigned d = row_disk(r, b);
+
+		if (!want[b] || r->have[b] || r->lost[b])
+			continue;
+		was_ok[b] = volume_mstate(s, d) == VOLUME_MEMBER_OK;
+		idx[b] = volume_batch_add(&batch, d, false, r->blk[b], r->len, r->devoff);
 	}
+	volume_batch_run(&batch);
+	for (unsigned b = 0; b < r->nb; b++) {
+		if (!want[b] || r->have[b] || r->lost[b])
+			continue;
+		if (volume_batch_result(&batch, idx[b]) == 0) {
+			r->have[b] = true;
+		} else {
+			r->lost[b] = true;
+			r->rewrite[b] = was_ok[b] && volume_mstate(s, row_disk(r, b)) == VOLUME_MEMBER_OK;
+		}
+	}
+	volume_batch_done(&batch);
 }
+
+static const bool row_all[LAYOUT_MAX_DISKS] = {
+	[0 ... LAYOUT_MAX_DISKS - 1] = true,
+};
 
 static struct parity_stripe row_parity(struct row *r)
 {
@@ -83,11 +102,10 @@ static int row_solve(struct volume_seg *s, struct row *r)
 	struct parity_stripe ps = row_parity(r);
 	int ret;
 
-	for (unsigned b = 0; b < r->nb; b++) {
-		row_load(s, r, b);
+	row_load(s, r, row_all);
+	for (unsigned b = 0; b < r->nb; b++)
 		if (r->lost[b])
 			lost[nlost++] = b;
-	}
 	if (nlost > r->nb - r->k)
 		return -EIO;
 	ret = s->parity->recover(&ps, nlost, lost);
@@ -106,11 +124,15 @@ static int row_solve(struct volume_seg *s, struct row *r)
 static int row_store(struct volume_seg *s, struct row *r, const bool *mask)
 {
 	struct parity_stripe ps = row_parity(r);
+	struct volume_batch batch;
 
 	s->parity->gen(&ps);
+	volume_batch_init(&batch, s);
 	for (unsigned b = 0; b < r->nb; b++)
 		if (mask[b] || b >= r->k)
-			volume_mwrite(s, row_disk(r, b), r->blk[b], r->len, r->devoff);
+			volume_batch_add(&batch, row_disk(r, b), true, r->blk[b], r->len, r->devoff);
+	volume_batch_run(&batch);
+	volume_batch_done(&batch);
 	return volume_seg_degraded(s) > r->nb - r->k ? -EIO : 0;
 }
 
@@ -179,11 +201,16 @@ static int raid_write_piece(struct volume_seg *s, uint64_t stripe, unsigned b, u
 
 	pthread_mutex_lock(&s->lock);
 	ret = row_init(s, &r, stripe, in, len);
-	for (unsigned j = 0; ret >= 0 && j < r.k; j++) {
-		if (j == b)
-			continue;
-		row_load(s, &r, j);
-		if (r.lost[j])
+	if (ret >= 0) {
+		bool others[LAYOUT_MAX_DISKS] = { false };
+		bool lost = false;
+
+		for (unsigned j = 0; j < r.k; j++)
+			others[j] = j != b;
+		row_load(s, &r, others);
+		for (unsigned j = 0; j < r.k; j++)
+			lost |= r.lost[j];
+		if (lost)
 			ret = row_solve(s, &r);
 	}
 	if (ret >= 0) {
@@ -271,8 +298,8 @@ static int raid_scrub(struct volume_seg *s, uint64_t off, uint64_t len, bool rep
 		struct row r;
 
 		ret = fresh ? row_init(s, &r, st, 0, s->geom.chunk) : -ENOMEM;
-		for (unsigned b = 0; ret >= 0 && b < r.nb; b++)
-			row_load(s, &r, b);
+		if (ret >= 0)
+			row_load(s, &r, row_all);
 		for (unsigned b = 0; ret >= 0 && b < r.nb; b++)
 			if (r.lost[b])
 				ret = 1;        /* degraded row: nothing to compare against */
