@@ -168,6 +168,33 @@ static int raid_read_piece(struct volume_seg *s, uint64_t stripe, unsigned b, ui
 	return ret;
 }
 
+/* A whole stripe read while a data member is out: solve the row once, copy all data. */
+static int raid_read_full_degraded(struct volume_seg *s, uint64_t stripe, uint8_t *buf)
+{
+	struct row r;
+	int ret;
+
+	pthread_mutex_lock(&s->lock);
+	ret = row_init(s, &r, stripe, 0, s->geom.chunk);
+	if (ret >= 0)
+		ret = row_solve(s, &r);
+	for (unsigned b = 0; ret >= 0 && b < r.k; b++)
+		memcpy(buf + b * r.len, r.blk[b], r.len);
+	pthread_mutex_unlock(&s->lock);
+	return ret;
+}
+
+static bool raid_stripe_degraded(struct volume_seg *s, uint64_t stripe)
+{
+	struct layout_stripe st;
+
+	layout_raid456_stripe(&s->geom, stripe, &st);
+	for (unsigned b = 0; b < st.ndata; b++)
+		if (volume_mstate(s, st.disk[b]) != VOLUME_MEMBER_OK)
+			return true;
+	return false;
+}
+
 static int raid_write_full(struct volume_seg *s, uint64_t stripe, const uint8_t *buf)
 {
 	bool all[LAYOUT_MAX_DISKS];
@@ -235,6 +262,9 @@ static int raid_rw(struct volume_seg *s, bool write, uint8_t *buf, size_t len, u
 
 		if (write && within == 0 && len >= width) {
 			r = raid_write_full(s, stripe, buf);
+			n = (size_t)width;
+		} else if (!write && within == 0 && len >= width && raid_stripe_degraded(s, stripe)) {
+			r = raid_read_full_degraded(s, stripe, buf);
 			n = (size_t)width;
 		} else {
 			n = (size_t)MIN((uint64_t)len, chunk - in);
