@@ -52,6 +52,30 @@ static double bench_pq_gen(double seconds)
 	return bytes / ((t - t0) / 1e9);
 }
 
+/*
+ * The floor under any write to memory members: copying a stripe's data and
+ * parity into ten member buffers of this size (what the mem bdevs do).
+ */
+static double bench_copy_bound(uint64_t member, const uint8_t *buf)
+{
+	uint8_t *m[NDEV];
+	uint64_t t0;
+	double s;
+
+	for (int i = 0; i < NDEV; i++) {
+		m[i] = malloc(member);
+		memset(m[i], 1, member);
+	}
+	t0 = util_now_ns();
+	for (uint64_t off = 0; off < member; off += CHUNK)
+		for (int i = 0; i < NDEV; i++)
+			memcpy(m[i] + off, buf + (i % NDATA) * CHUNK, CHUNK);
+	s = (util_now_ns() - t0) / 1e9;
+	for (int i = 0; i < NDEV; i++)
+		free(m[i]);
+	return member * NDATA / s;
+}
+
 static struct volume *make_volume(uint64_t member)
 {
 	struct bdev *devs[NDEV];
@@ -101,8 +125,9 @@ int main(int argc, char **argv)
 {
 	bool quick = argc > 1 && !strcmp(argv[1], "--quick");
 	int reps = quick ? 3 : 5;
-	uint64_t member = quick ? (16u << 20) : (64u << 20);
-	double ceil[8], wr[8], rd[8], rb[8], iops[8];
+	uint64_t member = getenv("VOLUME_BENCH_MEMBER") ? strtoull(getenv("VOLUME_BENCH_MEMBER"), NULL, 0)
+			  : quick ? (16u << 20) : (64u << 20);
+	double ceil[8], wr[8], rd[8], rb[8], iops[8], copy[8];
 	uint8_t *buf = util_aligned_alloc(STRIPE);
 
 	memset(buf, 0x5a, STRIPE);
@@ -112,6 +137,7 @@ int main(int argc, char **argv)
 		uint64_t t0;
 
 		ceil[i] = bench_pq_gen(quick ? 0.3 : 1.0);
+		copy[i] = bench_copy_bound(member, buf);
 		pass(v, buf, true);     /* fault the members' memory in: not the volume's cost */
 		wr[i] = pass(v, buf, true);
 		volume_fail_member(v, 0, 1);
@@ -138,6 +164,8 @@ int main(int argc, char **argv)
 	printf("RESULT degraded_read %.2f GB/s\n", r / 1e9);
 	printf("RESULT rebuild %.2f GB/s\n", b / 1e9);
 	printf("RESULT rmw_4k_iops %.0f IOPS\n", median(iops, reps));
+	printf("RESULT member_copy_bound %.2f GB/s\n", median(copy, reps) / 1e9);
+	printf("RATIO fullstripe_write_vs_copy_bound %.3f\n", w / median(copy, reps));
 	printf("RATIO fullstripe_write_vs_pq_gen %.3f\n", w / c);
 	printf("RATIO degraded_read_vs_pq_gen %.3f\n", r / c);
 	printf("RATIO rebuild_vs_pq_gen %.3f\n", b / c);

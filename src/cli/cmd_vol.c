@@ -480,10 +480,30 @@ static int vol_table_run(int argc, char **argv)
 
 /* read / write: the volume's bytes, for scripts and the demo */
 
+/* read() until n bytes or the end: pipes hand out less than asked. */
+static ssize_t read_full(int fd, uint8_t *buf, size_t n)
+{
+	size_t got = 0;
+
+	while (got < n) {
+		ssize_t r = read(fd, buf + got, n - got);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -1;
+		if (r == 0)
+			break;
+		got += (size_t)r;
+	}
+	return (ssize_t)got;
+}
+
 static int vol_copy(struct vol_handle *h, int fd, bool write_mode, uint64_t off, uint64_t len)
 {
-	size_t bs = 1 << 20;
-	_cleanup_(freep) uint8_t *buf = malloc(bs);
+	/* Whole stripes at a time: writes then need no read-modify-write. */
+	size_t bs = (size_t)ROUND_UP(4u << 20, volume_full_stripe(h->v, 0));
+	_cleanup_(freep) uint8_t *buf = util_aligned_alloc(bs);
 	uint64_t end = len == UINT64_MAX ? volume_size(h->v) : off + len;
 
 	if (!buf)
@@ -497,7 +517,7 @@ static int vol_copy(struct vol_handle *h, int fd, bool write_mode, uint64_t off,
 		int r;
 
 		if (write_mode) {
-			got = read(fd, buf, n);
+			got = read_full(fd, buf, n);
 			if (got < 0)
 				return cli_error("reading input: %s", strerror(errno));
 			if (got == 0)
