@@ -112,7 +112,7 @@ int vol_open(const char *cmd, char **paths, int n, unsigned flags, struct vol_ha
 	if (n > 64)
 		return cli_usage_error(cmd, "at most 64 members");
 	for (int i = 0; i < n; i++)
-		if (vol_open_dev(paths[i], flags & (VOL_OPEN_RDONLY | VOL_OPEN_MD), &devs[i]) < 0) {
+		if (vol_open_dev(paths[i], flags & VOL_OPEN_RDONLY, &devs[i]) < 0) {
 			free_devs(devs, i);
 			return CLI_EXIT_FAILURE;
 		}
@@ -200,7 +200,31 @@ static void create_usage(FILE *out)
 		"  -m, --metadata SIZE  also a metadata region of SIZE, three-way raid10\n"
 		"                     (two-way with fewer than 3 members), 64K chunks\n"
 		"      --assume-clean the members are zeroed: skip the initial parity sync\n"
+		"      --md           write Linux md v1.2 superblocks instead (mdadm assembles\n"
+		"                     it; the members should be zeroed or fully written)\n"
 		"  -h, --help         this help\n");
+}
+
+static int create_md(struct bdev **devs, int n, const struct volume_region_spec *rs,
+		     const char *name)
+{
+	static const unsigned md_level[] = {
+		[VOLUME_STRIPED] = 0, [VOLUME_MIRROR] = 1, [VOLUME_RAID4] = 4, [VOLUME_RAID5] = 5,
+		[VOLUME_RAID6] = 6, [VOLUME_RAID10] = 10,
+	};
+	struct volume_md_info info;
+	struct volume *v;
+	int r = volume_md_create(devs, (unsigned)n, md_level[rs->type], rs->layout, rs->chunk, name,
+				 &v, &info);
+
+	if (r < 0) {
+		free_devs(devs, n);
+		return cli_error("cannot create the md array: %s", strerror(-r));
+	}
+	printf("created md raid%u array (v1.2) of %d members, %llu bytes\n", info.level, n,
+	       (unsigned long long)info.array_size);
+	volume_free(v);
+	return CLI_EXIT_OK;
 }
 
 static int vol_create_run(int argc, char **argv)
@@ -209,8 +233,10 @@ static int vol_create_run(int argc, char **argv)
 		{ "level", required_argument, NULL, 'l' }, { "layout", required_argument, NULL, 'p' },
 		{ "chunk", required_argument, NULL, 'c' }, { "name", required_argument, NULL, 'N' },
 		{ "metadata", required_argument, NULL, 'm' },
-		{ "assume-clean", no_argument, NULL, 'A' }, { "help", no_argument, NULL, 'h' }, { 0 },
+		{ "assume-clean", no_argument, NULL, 'A' }, { "md", no_argument, NULL, 'M' },
+		{ "help", no_argument, NULL, 'h' }, { 0 },
 	};
+	bool md = false;
 	struct volume_region_spec regions[2] = { { .cls = VOLUME_CLASS_DATA, .chunk = 65536 } };
 	struct volume_set_params p = { .regions = regions + 1, .nregions = 1 };
 	const char *level = NULL, *layout = NULL;
@@ -235,6 +261,7 @@ static int vol_create_run(int argc, char **argv)
 				return cli_usage_error("pony vol create", "bad size '%s'", optarg);
 			break;
 		case 'A': p.assume_clean = true; break;
+		case 'M': md = true; break;
 		case 'h': create_usage(stdout); return CLI_EXIT_OK;
 		default: create_usage(stderr); return CLI_EXIT_USAGE;
 		}
@@ -262,6 +289,8 @@ static int vol_create_run(int argc, char **argv)
 			free_devs(devs, i);
 			return CLI_EXIT_FAILURE;
 		}
+	if (md)
+		return create_md(devs, n, &regions[1], p.name);
 	r = volume_set_create(devs, (unsigned)n, &p, &s);
 	if (r < 0) {
 		free_devs(devs, n);
@@ -423,7 +452,7 @@ static int vol_assemble_common(int argc, char **argv, bool rdonly)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'M': flags |= VOL_OPEN_MD; break;
+		case 'M': flags |= VOL_OPEN_MD | VOL_OPEN_RDONLY; break;     /* md: look, never touch */
 		case 'o': output = optarg; break;
 		case 'J': json = true; break;
 		case 'h': assemble_usage(stdout, argv[0]); return CLI_EXIT_OK;
