@@ -44,7 +44,7 @@ static int row_init(struct volume_seg *s, struct row *r, uint64_t stripe, uint64
 	r->nb = r->k + (r->st.qd >= 0 ? 2 : 1);
 	r->devoff = stripe * s->geom.chunk + in;
 	r->len = len;
-	mem = volume_seg_scratch(s, r->nb * len);
+	mem = volume_seg_scratch(s, (r->nb + 1) * len);    /* + a block for RMW's delta */
 	if (!mem)
 		return -ENOMEM;
 	for (unsigned b = 0; b < r->nb; b++)
@@ -120,13 +120,14 @@ static int row_solve(struct volume_seg *s, struct row *r)
 	return 0;
 }
 
-/* Writes the blocks in mask (data given, parity regenerated) to their members. */
-static int row_store(struct volume_seg *s, struct row *r, const bool *mask)
+/* Writes the blocks in mask, and parity (regenerated when gen), to their members. */
+static int row_store(struct volume_seg *s, struct row *r, const bool *mask, bool gen)
 {
 	struct parity_stripe ps = row_parity(r);
 	struct volume_batch batch;
 
-	s->parity->gen(&ps);
+	if (gen)
+		s->parity->gen(&ps);
 	volume_batch_init(&batch, s);
 	for (unsigned b = 0; b < r->nb; b++)
 		if (mask[b] || b >= r->k)
@@ -212,13 +213,40 @@ static int raid_write_full(struct volume_seg *s, uint64_t stripe, const uint8_t 
 				memcpy(r.blk[b], buf + b * r.len, r.len);
 		}
 		memset(all, 1, sizeof(all));
-		ret = row_store(s, &r, all);
+		ret = row_store(s, &r, all, true);
 	}
 	pthread_mutex_unlock(&s->lock);
 	return ret;
 }
 
-/* Block b's [in, in+len) of stripe: reconstruct-write. */
+/*
+ * Read-modify-write of block b: read old data, P and Q, fold the change
+ * into parity. 1 when it cannot be done this way (a needed member is out):
+ * the caller then reconstruct-writes.
+ */
+static int raid_write_rmw(struct volume_seg *s, struct row *r, unsigned b, const uint8_t *buf)
+{
+	bool want[LAYOUT_MAX_DISKS] = { false }, mask[LAYOUT_MAX_DISKS] = { false };
+	uint8_t *delta = r->blk[r->nb - 1] + r->len;   /* the extra scratch block */
+	struct parity_stripe ps = row_parity(r);
+
+	want[b] = true;
+	for (unsigned p = r->k; p < r->nb; p++)
+		want[p] = true;
+	row_load(s, r, want);
+	for (unsigned i = 0; i < r->nb; i++)
+		if (want[i] && r->lost[i])
+			return 1;
+	for (size_t i = 0; i < r->len; i++)
+		delta[i] = r->blk[b][i] ^ buf[i];
+	s->parity->update(&ps, b, delta);
+	memcpy(r->blk[b], buf, r->len);
+	mask[b] = true;
+	return row_store(s, r, mask, false);
+}
+
+/* Block b's [in, in+len) of stripe: read-modify-write when it reads less, else
+ * reconstruct-write (which never reads a failed member). */
 static int raid_write_piece(struct volume_seg *s, uint64_t stripe, unsigned b, uint64_t in,
 			    const uint8_t *buf, size_t len)
 {
@@ -228,6 +256,12 @@ static int raid_write_piece(struct volume_seg *s, uint64_t stripe, unsigned b, u
 
 	pthread_mutex_lock(&s->lock);
 	ret = row_init(s, &r, stripe, in, len);
+	if (ret >= 0 && r.nb - r.k + 1 < r.k - 1) {
+		ret = raid_write_rmw(s, &r, b, buf);
+		if (ret <= 0)
+			goto out;
+		ret = row_init(s, &r, stripe, in, len);        /* start over: RCW */
+	}
 	if (ret >= 0) {
 		bool others[LAYOUT_MAX_DISKS] = { false };
 		bool lost = false;
@@ -243,8 +277,9 @@ static int raid_write_piece(struct volume_seg *s, uint64_t stripe, unsigned b, u
 	if (ret >= 0) {
 		memcpy(r.blk[b], buf, len);
 		mask[b] = true;
-		ret = row_store(s, &r, mask);
+		ret = row_store(s, &r, mask, true);
 	}
+out:
 	pthread_mutex_unlock(&s->lock);
 	return ret;
 }
