@@ -481,7 +481,8 @@ static int write_pages(struct ponyfs *fs, struct ponyfs_inode *in)
 	for (size_t i = 0; i < done; i++)
 		free(in->pages[i].data);
 	fs->dirty_bytes -= (uint64_t)done * BS;
-	memmove(in->pages, in->pages + done, (in->npages - done) * sizeof(*in->pages));
+	if (in->npages > done)  /* what a failed run left behind */
+		memmove(in->pages, in->pages + done, (in->npages - done) * sizeof(*in->pages));
 	in->npages -= done;
 	return r;
 }

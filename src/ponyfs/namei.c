@@ -499,7 +499,8 @@ int ponyfs_readlink_locked(struct ponyfs *fs, uint64_t ino, char *buf, size_t si
 		r = -EINVAL;
 	else {
 		r = MIN(sqlite3_column_bytes(s, 0), (int)MIN(size, (size_t)INT32_MAX));
-		memcpy(buf, sqlite3_column_blob(s, 0), (size_t)r);
+		if (r > 0)
+			memcpy(buf, sqlite3_column_blob(s, 0), (size_t)r);
 	}
 	sqlite3_finalize(s);
 	return r;
