@@ -151,6 +151,9 @@ int acall_opcode_from_name(const char *name);
  * NULL only when memory ran out. */
 struct acall_op *acall_get_op(struct acall_ring *ring);
 
+/* Up to n records at once (one lock for all): returns how many. */
+unsigned acall_get_ops(struct acall_ring *ring, struct acall_op **ops, unsigned n);
+
 /* One prep per op: each sets the opcode and its arguments. */
 void acall_prep_nop(struct acall_op *op);
 void acall_prep_read(struct acall_op *op, int fd, void *buf, size_t len, uint64_t off);
@@ -227,6 +230,9 @@ int64_t acall_op_wait(struct acall_ring *ring, struct acall_op *op);
 /* Gives the record back to the pool: a completed op, or a prepared op that
  * was never submitted. NULL: does nothing. */
 void acall_op_done(struct acall_ring *ring, struct acall_op *op);
+
+/* acall_op_done() for n records at once (one lock for all); NULLs skipped. */
+void acall_op_done_batch(struct acall_ring *ring, struct acall_op **ops, unsigned n);
 
 /* Submits op alone (not the thread's other prepared ops), waits for it,
  * gives the record back and returns its result. */

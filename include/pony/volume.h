@@ -20,16 +20,17 @@
 
 struct volume;
 
+/* Values are stored in pony superblocks (docs/volume-format.md): never renumber. */
 enum volume_target_type {
-	VOLUME_LINEAR,
-	VOLUME_STRIPED,                 /* md raid0 */
-	VOLUME_MIRROR,                  /* md raid1 */
-	VOLUME_RAID4,
-	VOLUME_RAID5,
-	VOLUME_RAID6,
-	VOLUME_RAID10,
-	VOLUME_ZERO,
-	VOLUME_ERROR,
+	VOLUME_LINEAR = 0,
+	VOLUME_STRIPED = 1,             /* md raid0 */
+	VOLUME_MIRROR = 2,              /* md raid1 */
+	VOLUME_RAID4 = 3,
+	VOLUME_RAID5 = 4,
+	VOLUME_RAID6 = 5,
+	VOLUME_RAID10 = 6,
+	VOLUME_ZERO = 7,
+	VOLUME_ERROR = 8,
 };
 
 /* What a segment maps to. Devices are handed to the volume (it frees them). */
@@ -113,6 +114,118 @@ int volume_scrub(struct volume *v, unsigned seg, bool repair, uint64_t rate,
 /* Bad blocks of a member (an md bad-block log): reads there are reconstructed. */
 int volume_member_add_badblock(struct volume *v, unsigned seg, unsigned m,
 			       uint64_t dev_off, uint64_t len);
+
+/*
+ * Regions: the filesystem RAID API. A filesystem asks for space of a class
+ * with its own geometry (metadata mirrored three ways in 64 KiB chunks,
+ * data RAID6 in 256 KiB chunks, ...) on one set of member devices; each
+ * region is a segment of the volume, laid out one after the other on the
+ * members.
+ */
+enum volume_region_class { VOLUME_CLASS_DATA = 0, VOLUME_CLASS_METADATA = 1 };
+struct volume_region_spec {
+	enum volume_region_class cls;
+	enum volume_target_type type;   /* mirror, striped, raid4/5/6, raid10 */
+	unsigned layout;
+	uint64_t chunk;
+	uint64_t size;                  /* bytes wanted; 0: all the members have left */
+};
+/*
+ * Builds a volume of nregions regions over devs (handed over on success),
+ * using [data_offset, data_offset + member_size) of every device.
+ * -ENOSPC when they do not fit.
+ */
+int volume_regions_build(struct bdev **devs, unsigned ndevs, uint64_t data_offset,
+			 uint64_t member_size, const struct volume_region_spec *specs,
+			 unsigned nregions, struct volume **ret);
+/* The first region of a class: where it is and its full-stripe size. -ENOENT if none. */
+int volume_region_find(const struct volume *v, enum volume_region_class cls,
+		       uint64_t *ret_start, uint64_t *ret_len, uint64_t *ret_full_stripe);
+
+/*
+ * Write intent: called before any write to a segment with redundancy lands
+ * on its members (for the write-intent bitmap); a negative return fails the
+ * write before anything is written.
+ */
+typedef int (*volume_intent_fn)(uint64_t off, uint64_t len, void *arg);
+void volume_set_intent_hook(struct volume *v, volume_intent_fn fn, void *arg);
+
+/* Bad ranges of a member of seg (byte offsets past its data start). */
+unsigned volume_member_badblocks(const struct volume *v, unsigned seg, unsigned m,
+				 uint64_t *offs, uint64_t *lens, unsigned max);
+/*
+ * With a bad-block log, a member's write error records the range as bad
+ * (reads there are reconstructed) instead of failing the whole member.
+ */
+void volume_enable_badblock_log(struct volume *v, bool on);
+
+/*
+ * pony volumes: members that carry pony's own superblock (a copy at each
+ * end; docs/volume-format.md) with the volume's UUID, the member's index, the
+ * regions, an event counter, member states, a write-intent bitmap, the bad
+ * block log and the rebuild checkpoint. A set is an opened pony volume.
+ */
+struct volume_set;
+struct volume_set_params {
+	const char *name;
+	const struct volume_region_spec *regions;
+	unsigned nregions;
+	bool assume_clean;              /* skip the initial parity sync (zeroed members) */
+};
+/* Writes the superblocks and builds the volume; devs are handed over on success. */
+int volume_set_create(struct bdev **devs, unsigned ndevs, const struct volume_set_params *p,
+		      struct volume_set **ret);
+enum { VOLUME_SET_RDONLY = 1 };
+/*
+ * Assembles from devs in any order (handed over on success). Errors name a
+ * member in *ret_member: -EBADMSG both its superblocks are corrupt or it has
+ * none (-ENODATA), -EXDEV it belongs to another volume, -EEXIST two devices
+ * claim its index, -ENODEV more members missing or stale than redundancy.
+ * Stale members (fewer events than the newest superblock) are refused: left
+ * out, marked failed, reported by volume_set_member().
+ */
+int volume_set_open(struct bdev **devs, unsigned ndevs, unsigned flags,
+		    struct volume_set **ret, unsigned *ret_member);
+struct volume *volume_set_volume(struct volume_set *s);
+
+struct volume_set_member {
+	const char *device;             /* NULL: missing */
+	enum volume_member_state state;
+	uint64_t events;                /* of its own superblock */
+	bool stale;                     /* refused: older than the volume */
+	unsigned badblocks;
+};
+struct volume_set_info {
+	char name[64];
+	uint8_t uuid[16];
+	uint64_t events;
+	unsigned nmembers;
+	bool was_clean;                 /* the last close was clean */
+	uint64_t resynced;              /* bytes resynced from the bitmap at open */
+	unsigned rebuild_seg;
+	uint64_t rebuild_off;           /* checkpoint; UINT64_MAX: none */
+};
+void volume_set_info(const struct volume_set *s, struct volume_set_info *ret);
+int volume_set_member(const struct volume_set *s, unsigned m, struct volume_set_member *ret);
+
+int volume_set_fail(struct volume_set *s, unsigned m);
+int volume_set_replace(struct volume_set *s, unsigned m, struct bdev *dev);
+/* Rebuilds rebuilding members from the checkpoint on, saving it as it goes. */
+int volume_set_rebuild(struct volume_set *s, uint64_t rate, volume_progress_fn progress,
+		       void *arg);
+int volume_set_scrub(struct volume_set *s, bool repair, uint64_t rate,
+		     volume_mismatch_fn report, void *report_arg,
+		     volume_progress_fn progress, void *arg, uint64_t *ret_count);
+/* Saves member states and bad blocks now (events + 1). */
+int volume_set_commit(struct volume_set *s);
+/* Flushes, marks the volume clean, frees everything. NULL: nothing. */
+int volume_set_close(struct volume_set *s);
+/* Frees without writing anything: what a crash leaves behind (for tests). */
+void volume_set_abandon(struct volume_set *s);
+static inline void volume_set_closep(struct volume_set **s) { volume_set_close(*s); }
+
+/* md/dm layout names ("left-symmetric", "raid6_zr", "n2", ...) to md's layout numbers. */
+int volume_layout_from_name(unsigned level, const char *name, unsigned *ret_layout);
 
 /* "linear", "raid6", ...; and back (-EINVAL). */
 const char *volume_target_name(enum volume_target_type t);

@@ -193,6 +193,11 @@ static int64_t exec_rw(struct acall_ring *ring, struct acall_op *op)
 	if (nocache && ring->has_dontcache) {
 		r = neg_errno(write ? pwritev2(op->fd, iov, cnt, (off_t)op->off, RWF_DONTCACHE)
 				    : preadv2(op->fd, iov, cnt, (off_t)op->off, RWF_DONTCACHE));
+		/* Two workers streaming neighbouring ranges race the kernel's
+		 * drop-behind (a folio locked by the other's readahead is
+		 * skipped, and stays): drop what is left of the range. */
+		if (r > 0 && !write)
+			posix_fadvise(op->fd, (off_t)op->off, r, POSIX_FADV_DONTNEED);
 		if (r != -EOPNOTSUPP)
 			goto out;
 	}
@@ -239,7 +244,8 @@ static int64_t exec_syscall(struct acall_ring *ring, struct acall_op *op)
 	case ACALL_OP_CLOSE:
 		return neg_errno(close(op->fd));
 	case ACALL_OP_STATX:
-		return neg_errno(statx(op->fd, op->addr, (int)op->u1, op->u2, op->addr3));
+		/* The raw call: glibc declares the buffer nonnull, bad input may not be. */
+		return neg_errno(syscall(SYS_statx, op->fd, op->addr, (int)op->u1, op->u2, op->addr3));
 	case ACALL_OP_RENAMEAT2:
 		return neg_errno(renameat2(op->fd, op->addr, op->fd2, op->addr2, op->u1));
 	case ACALL_OP_UNLINKAT:

@@ -54,6 +54,7 @@ struct acall_op {
 					 * checks it before it starts the op */
 	uint16_t personality;           /* io_uring personality for cred, 0: none */
 	struct acall_waiter *waiter;    /* acall_op_wait()er; protected by ring->lock */
+	bool waited;                    /* acall_run(): never on the done list */
 	struct acall_exec *_Atomic exec; /* the thread running it on the worker path */
 
 	/* Lists: pending/done (prev/next), a chain of linked ops (link). */
@@ -72,7 +73,7 @@ struct acall_list {
 /* A thread sleeping in the ring: for one op (op != NULL) or for ring-wide
  * completions. Lives on the sleeper's stack; registered in ring->waiters. */
 struct acall_waiter {
-	_Atomic uint32_t word;          /* futex: set to 1 to wake */
+	_Atomic uint32_t word;          /* futex: 0 awake, 1 woken, 2 asleep */
 	struct acall_op *op;
 	struct acall_waiter *prev, *next;
 };
@@ -98,6 +99,7 @@ struct acall_workers {
 	pthread_cond_t cond;
 	struct acall_op *head, *tail;   /* chains of ops, through op->next */
 	unsigned queued;
+	_Atomic unsigned nqueued;       /* queued, readable without the lock */
 	unsigned idle;
 	bool stop;
 	unsigned n;                     /* started */
@@ -149,6 +151,7 @@ struct acall_ring {
 enum acall_path acall_route_resolve(enum acall_path path);
 int acall_route_init(struct acall_ring *ring, enum acall_path path);
 int acall_route_uring_opcode(unsigned opcode);
+bool acall_route_quick(unsigned opcode);
 
 /* ring.c: completion. Ops with their result set; called by workers and by
  * whoever reaps the CQ, without locks held. */
@@ -156,6 +159,7 @@ void acall_complete(struct acall_ring *ring, struct acall_op **ops, unsigned n);
 /* Submits one prepared op alone (acall_run()). */
 void acall_submit_op(struct acall_ring *ring, struct acall_op *op);
 void acall_list_remove(struct acall_list *l, struct acall_op *op);
+void acall_mutex_init(pthread_mutex_t *m);
 void acall_list_append(struct acall_list *l, struct acall_op *op);
 void acall_wake(struct acall_waiter *w);
 void acall_futex_wait(_Atomic uint32_t *word, uint32_t val, long timeout_ns);
@@ -182,6 +186,10 @@ void acall_workers_stop(struct acall_ring *ring);
 void acall_workers_queue(struct acall_ring *ring, struct acall_op *chains, unsigned n);
 int acall_workers_cancel(struct acall_ring *ring, struct acall_op *op);
 void acall_workers_cancel_all(struct acall_ring *ring);
+/* Runs queued quick chains on the calling thread; whether it ran any. */
+bool acall_workers_help(struct acall_ring *ring);
+/* Runs op on the calling thread, credentials and all; sets its result. */
+void acall_workers_run_here(struct acall_ring *ring, struct acall_op *op);
 
 /* exec.c: runs one op synchronously on the calling thread. */
 int64_t acall_exec_op(struct acall_ring *ring, struct acall_exec *ex, struct acall_op *op);

@@ -38,7 +38,7 @@ int acall_ring_new(const struct acall_ring_params *params, struct acall_ring **r
 	ring = calloc(1, sizeof(*ring));
 	if (!ring)
 		return -ENOMEM;
-	pthread_mutex_init(&ring->lock, NULL);
+	acall_mutex_init(&ring->lock);
 	pthread_mutex_init(&ring->sq_lock, NULL);
 	pthread_mutex_init(&ring->cq_lock, NULL);
 	ring->eventfd = -1;

@@ -36,10 +36,24 @@ void acall_futex_wake(_Atomic uint32_t *word, int n)
 	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
 }
 
+/* The syscall only when the waiter really sleeps: a waiter that is busy
+ * reaping or helping sees the 1 on its next check. */
 void acall_wake(struct acall_waiter *w)
 {
-	atomic_store(&w->word, 1);
-	acall_futex_wake(&w->word, 1);
+	if (atomic_exchange(&w->word, 1) == 2)
+		acall_futex_wake(&w->word, 1);
+}
+
+/* The hot locks are held for a few list operations: spin a little before
+ * sleeping (glibc's adaptive mutex), as a futex sleep costs far more. */
+void acall_mutex_init(pthread_mutex_t *m)
+{
+	pthread_mutexattr_t a;
+
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
+	pthread_mutex_init(m, &a);
+	pthread_mutexattr_destroy(&a);
 }
 
 void acall_list_append(struct acall_list *l, struct acall_op *op)
@@ -88,26 +102,48 @@ static int pool_grow_locked(struct acall_ring *ring)
 	return 0;
 }
 
+static struct acall_op *get_op_locked(struct acall_ring *ring)
+{
+	struct acall_op *op;
+
+	if (!ring->free_ops && pool_grow_locked(ring) < 0)
+		return NULL;
+	op = ring->free_ops;
+	ring->free_ops = op->next;
+	atomic_store(&op->state, OP_PREP);
+	op->owner = &thread_token;
+	op->link = NULL;
+	op->waiter = NULL;
+	op->waited = false;
+	op->on_done_list = op->deferred = false;
+	atomic_store(&op->cancel, false);
+	acall_list_append(&ring->pending, op);
+	return op;
+}
+
 struct acall_op *acall_get_op(struct acall_ring *ring)
 {
-	struct acall_op *op = NULL;
+	struct acall_op *op;
 
 	pthread_mutex_lock(&ring->lock);
-	if (ring->free_ops || pool_grow_locked(ring) == 0) {
-		op = ring->free_ops;
-		ring->free_ops = op->next;
-		atomic_store(&op->state, OP_PREP);
-		op->owner = &thread_token;
-		op->link = NULL;
-		op->waiter = NULL;
-		op->on_done_list = op->deferred = false;
-		atomic_store(&op->cancel, false);
-		acall_list_append(&ring->pending, op);
-	}
+	op = get_op_locked(ring);
 	pthread_mutex_unlock(&ring->lock);
 	if (op)
 		acall_prep_nop(op);
 	return op;
+}
+
+unsigned acall_get_ops(struct acall_ring *ring, struct acall_op **ops, unsigned n)
+{
+	unsigned got = 0;
+
+	pthread_mutex_lock(&ring->lock);
+	while (got < n && (ops[got] = get_op_locked(ring)))
+		got++;
+	pthread_mutex_unlock(&ring->lock);
+	for (unsigned i = 0; i < got; i++)
+		acall_prep_nop(ops[i]);
+	return got;
 }
 
 static void pool_put_locked(struct acall_ring *ring, struct acall_op *op)
@@ -117,11 +153,8 @@ static void pool_put_locked(struct acall_ring *ring, struct acall_op *op)
 	ring->free_ops = op;
 }
 
-void acall_op_done(struct acall_ring *ring, struct acall_op *op)
+static void op_done_locked(struct acall_ring *ring, struct acall_op *op)
 {
-	if (!op)
-		return;
-	pthread_mutex_lock(&ring->lock);
 	switch (atomic_load(&op->state)) {
 	case OP_PREP:
 		acall_list_remove(&ring->pending, op);
@@ -138,6 +171,23 @@ void acall_op_done(struct acall_ring *ring, struct acall_op *op)
 	default:        /* in flight or already free: not the caller's to give */
 		break;
 	}
+}
+
+void acall_op_done(struct acall_ring *ring, struct acall_op *op)
+{
+	if (!op)
+		return;
+	pthread_mutex_lock(&ring->lock);
+	op_done_locked(ring, op);
+	pthread_mutex_unlock(&ring->lock);
+}
+
+void acall_op_done_batch(struct acall_ring *ring, struct acall_op **ops, unsigned n)
+{
+	pthread_mutex_lock(&ring->lock);
+	for (unsigned i = 0; i < n; i++)
+		if (ops[i])
+			op_done_locked(ring, ops[i]);
 	pthread_mutex_unlock(&ring->lock);
 }
 
@@ -180,6 +230,8 @@ static bool route_to_uring(struct acall_ring *ring, struct acall_op *op)
 
 	if (op->opcode >= ACALL_OP__MAX || ring->route[op->opcode] != ACALL_PATH_URING)
 		return false;
+	if ((op->flags & ACALL_F_NOCACHE) && !ring->has_dontcache)
+		return false;   /* the fadvise fallback is the workers' */
 	if (!op->cred)
 		return true;
 	id = acall_uring_personality(ring, op->cred);
@@ -324,9 +376,10 @@ void acall_complete(struct acall_ring *ring, struct acall_op **ops, unsigned n)
 			ring->barrier_running = false;
 		if (op->cb) {
 			ops[ncb++] = op;        /* ops[] is ours: reuse it for callbacks */
-		} else if (op->waiter) {
+		} else if (op->waiter || op->waited) {
 			atomic_store(&op->state, OP_DONE);
-			acall_wake(op->waiter);
+			if (op->waiter)
+				acall_wake(op->waiter);
 		} else {
 			atomic_store(&op->state, OP_DONE);
 			acall_list_append(&ring->done, op);

@@ -20,11 +20,14 @@ struct acall_route {
 	const char *name;
 	int uring_op;           /* IORING_OP_*, -1: io_uring has none */
 	uint8_t path;           /* where ACALL_PATH_AUTO runs it */
+	/* Never blocks for long (no pipes, FIFOs, locks or flushes): a
+	 * thread that would only wait for it may run it itself. */
+	bool quick;
 };
 
 static const struct acall_route routes[ACALL_OP__MAX] = {
 	/* A NOP is the cheapest proof the path works: keep it on io_uring. */
-	[ACALL_OP_NOP]             = { "nop",             IORING_OP_NOP,             ACALL_PATH_URING },
+	[ACALL_OP_NOP]             = { "nop",             IORING_OP_NOP,             ACALL_PATH_URING, true },
 	/* Data I/O: inline from the page cache, no thread for O_DIRECT. */
 	[ACALL_OP_READ]            = { "read",            IORING_OP_READ,            ACALL_PATH_URING },
 	[ACALL_OP_WRITE]           = { "write",           IORING_OP_WRITE,           ACALL_PATH_URING },
@@ -36,25 +39,25 @@ static const struct acall_route routes[ACALL_OP__MAX] = {
 	[ACALL_OP_FDATASYNC]       = { "fdatasync",       IORING_OP_FSYNC,           ACALL_PATH_URING },
 	[ACALL_OP_SYNC_FILE_RANGE] = { "sync_file_range", IORING_OP_SYNC_FILE_RANGE, ACALL_PATH_URING },
 	[ACALL_OP_FALLOCATE]       = { "fallocate",       IORING_OP_FALLOCATE,       ACALL_PATH_URING },
-	[ACALL_OP_FADVISE]         = { "fadvise",         IORING_OP_FADVISE,         ACALL_PATH_URING },
+	[ACALL_OP_FADVISE]         = { "fadvise",         IORING_OP_FADVISE,         ACALL_PATH_URING, true },
 	/* close is inline in io_uring (no lookup, no blocking). */
-	[ACALL_OP_CLOSE]           = { "close",           IORING_OP_CLOSE,           ACALL_PATH_URING },
+	[ACALL_OP_CLOSE]           = { "close",           IORING_OP_CLOSE,           ACALL_PATH_URING, true },
 	/* Metadata: io_uring punts these to io-wq (statx: 2-9x a plain call
 	 * on two user threads, bench/acall statx_vs_uring). */
 	[ACALL_OP_OPENAT]          = { "openat",          IORING_OP_OPENAT,          ACALL_PATH_WORKERS },
-	[ACALL_OP_STATX]           = { "statx",           IORING_OP_STATX,           ACALL_PATH_WORKERS },
-	[ACALL_OP_RENAMEAT2]       = { "renameat2",       IORING_OP_RENAMEAT,        ACALL_PATH_WORKERS },
-	[ACALL_OP_UNLINKAT]        = { "unlinkat",        IORING_OP_UNLINKAT,        ACALL_PATH_WORKERS },
-	[ACALL_OP_MKDIRAT]         = { "mkdirat",         IORING_OP_MKDIRAT,         ACALL_PATH_WORKERS },
-	[ACALL_OP_LINKAT]          = { "linkat",          IORING_OP_LINKAT,          ACALL_PATH_WORKERS },
-	[ACALL_OP_SYMLINKAT]       = { "symlinkat",       IORING_OP_SYMLINKAT,       ACALL_PATH_WORKERS },
-	[ACALL_OP_FTRUNCATE]       = { "ftruncate",       ACALL_IORING_OP_FTRUNCATE, ACALL_PATH_WORKERS },
-	[ACALL_OP_SETXATTR]        = { "setxattr",        IORING_OP_SETXATTR,        ACALL_PATH_WORKERS },
-	[ACALL_OP_GETXATTR]        = { "getxattr",        IORING_OP_GETXATTR,        ACALL_PATH_WORKERS },
+	[ACALL_OP_STATX]           = { "statx",           IORING_OP_STATX,           ACALL_PATH_WORKERS, true },
+	[ACALL_OP_RENAMEAT2]       = { "renameat2",       IORING_OP_RENAMEAT,        ACALL_PATH_WORKERS, true },
+	[ACALL_OP_UNLINKAT]        = { "unlinkat",        IORING_OP_UNLINKAT,        ACALL_PATH_WORKERS, true },
+	[ACALL_OP_MKDIRAT]         = { "mkdirat",         IORING_OP_MKDIRAT,         ACALL_PATH_WORKERS, true },
+	[ACALL_OP_LINKAT]          = { "linkat",          IORING_OP_LINKAT,          ACALL_PATH_WORKERS, true },
+	[ACALL_OP_SYMLINKAT]       = { "symlinkat",       IORING_OP_SYMLINKAT,       ACALL_PATH_WORKERS, true },
+	[ACALL_OP_FTRUNCATE]       = { "ftruncate",       ACALL_IORING_OP_FTRUNCATE, ACALL_PATH_WORKERS, true },
+	[ACALL_OP_SETXATTR]        = { "setxattr",        IORING_OP_SETXATTR,        ACALL_PATH_WORKERS, true },
+	[ACALL_OP_GETXATTR]        = { "getxattr",        IORING_OP_GETXATTR,        ACALL_PATH_WORKERS, true },
 	/* io_uring has no op for these. */
-	[ACALL_OP_GETDENTS64]      = { "getdents64",      -1,                        ACALL_PATH_WORKERS },
-	[ACALL_OP_FCHMOD]          = { "fchmod",          -1,                        ACALL_PATH_WORKERS },
-	[ACALL_OP_FCHOWN]          = { "fchown",          -1,                        ACALL_PATH_WORKERS },
+	[ACALL_OP_GETDENTS64]      = { "getdents64",      -1,                        ACALL_PATH_WORKERS, true },
+	[ACALL_OP_FCHMOD]          = { "fchmod",          -1,                        ACALL_PATH_WORKERS, true },
+	[ACALL_OP_FCHOWN]          = { "fchown",          -1,                        ACALL_PATH_WORKERS, true },
 	[ACALL_OP_CALL]            = { "call",            -1,                        ACALL_PATH_WORKERS },
 };
 
@@ -69,6 +72,11 @@ int acall_opcode_from_name(const char *name)
 		if (!strcmp(routes[i].name, name))
 			return (int)i;
 	return -EINVAL;
+}
+
+bool acall_route_quick(unsigned opcode)
+{
+	return opcode < ACALL_OP__MAX && routes[opcode].quick;
 }
 
 int acall_route_uring_opcode(unsigned opcode)

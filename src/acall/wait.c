@@ -66,7 +66,13 @@ static void wait_for(struct acall_ring *ring, struct acall_waiter *w)
 			pthread_mutex_unlock(&ring->cq_lock);
 			continue;
 		}
-		acall_futex_wait(&w->word, 0, lead || ring->has_uring ? FOLLOWER_TIMEOUT_NS : 0);
+		/* Rather than sleep while workers have quick ops queued, run
+		 * some here: no wake-up, no thread switch. */
+		if (acall_workers_help(ring))
+			continue;
+		uint32_t awake = 0;
+		if (atomic_compare_exchange_strong(&w->word, &awake, 2))
+			acall_futex_wait(&w->word, 2, lead || ring->has_uring ? FOLLOWER_TIMEOUT_NS : 0);
 	}
 }
 
@@ -105,6 +111,19 @@ int64_t acall_op_wait(struct acall_ring *ring, struct acall_op *op)
 	return op->result;
 }
 
+static bool run_here_ok(struct acall_ring *ring, const struct acall_op *op)
+{
+	bool ok;
+
+	if (!acall_route_quick(op->opcode) || ring->route[op->opcode] != ACALL_PATH_WORKERS ||
+	    (op->flags & (ACALL_F_BARRIER | ACALL_F_LINK)))
+		return false;
+	pthread_mutex_lock(&ring->lock);
+	ok = !ring->deferred.head && !ring->barrier_running && !atomic_load(&ring->stopping);
+	pthread_mutex_unlock(&ring->lock);
+	return ok;
+}
+
 int64_t acall_run(struct acall_ring *ring, struct acall_op *op)
 {
 	int64_t r;
@@ -112,9 +131,17 @@ int64_t acall_run(struct acall_ring *ring, struct acall_op *op)
 	if (atomic_load(&op->state) != OP_PREP)
 		return -EINVAL;
 	op->cb = NULL;  /* the caller waits: a callback would take the op away */
-	pthread_mutex_lock(&ring->lock);
-	op->waiter = NULL;
-	pthread_mutex_unlock(&ring->lock);
+	/* A quick op bound for a worker: the caller would only wait, so it
+	 * runs it itself (unless a barrier orders it after others). */
+	if (run_here_ok(ring, op)) {
+		acall_workers_run_here(ring, op);
+		r = op->result;
+		acall_op_done(ring, op);
+		return r;
+	}
+	/* Its completion must not reach the done list, where another thread's
+	 * acall_wait() could take it first. */
+	op->waited = true;
 	acall_submit_op(ring, op);
 	r = acall_op_wait(ring, op);
 	acall_op_done(ring, op);

@@ -13,8 +13,17 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "pony/util.h"
 
-#define WORKER_TAKE_MAX 8       /* chains per queue visit */
+/* How long an idle worker watches the queue before it sleeps. */
+static const uint64_t spin_ns = 20000;
+
+#define WORKER_TAKE_MAX 16      /* chains per queue visit */
+#define HELP_TAKE_MAX 16        /* chains a waiting thread takes */
+
+/* A thread that is not a worker running ops (acall_workers_help()). Its
+ * ops are quick, so acall_cancel() does not signal it. */
+static _Thread_local struct acall_exec helper_ex = { .lock = PTHREAD_MUTEX_INITIALIZER };
 #define WORKER_DONE_MAX 32      /* ops per completion batch */
 
 /* A leader blocked in io_uring_enter may be waiting for these: kick it. */
@@ -98,6 +107,24 @@ static void run_chain(struct acall_ring *ring, struct acall_exec *ex, struct aca
 	}
 }
 
+/*
+ * Before sleeping, watch the queue for a moment (with wq->lock dropped): a
+ * submitter reaping a batch refills the queue within microseconds, and a
+ * sleeping worker costs it a futex wake and a thread switch per batch.
+ */
+static void spin_for_work(struct acall_workers *wq)
+{
+	uint64_t end;
+
+	if (!spin_ns)
+		return;
+	pthread_mutex_unlock(&wq->lock);
+	end = util_now_ns() + spin_ns;
+	while (!atomic_load_explicit(&wq->nqueued, memory_order_relaxed) && util_now_ns() < end)
+		__builtin_ia32_pause();
+	pthread_mutex_lock(&wq->lock);
+}
+
 static void *worker_main(void *arg)
 {
 	struct acall_worker *w = arg;
@@ -115,6 +142,8 @@ static void *worker_main(void *arg)
 		struct acall_op *take[WORKER_TAKE_MAX];
 		unsigned k = 0, share;
 
+		if (!wq->head && !wq->stop)
+			spin_for_work(wq);
 		while (!wq->head && !wq->stop) {
 			wq->idle++;
 			pthread_cond_wait(&wq->cond, &wq->lock);
@@ -132,6 +161,7 @@ static void *worker_main(void *arg)
 		}
 		if (!wq->head)
 			wq->tail = NULL;
+		atomic_store(&wq->nqueued, wq->queued);
 		pthread_mutex_unlock(&wq->lock);
 		for (unsigned i = 0; i < k; i++)
 			run_chain(ring, &w->ex, take[i], &d);
@@ -149,7 +179,7 @@ int acall_workers_start(struct acall_ring *ring, unsigned n)
 {
 	struct acall_workers *wq = &ring->wq;
 
-	pthread_mutex_init(&wq->lock, NULL);
+	acall_mutex_init(&wq->lock);
 	pthread_cond_init(&wq->cond, NULL);
 	wq->w = calloc(n, sizeof(*wq->w));
 	if (!wq->w)
@@ -206,6 +236,7 @@ void acall_workers_queue(struct acall_ring *ring, struct acall_op *chains, unsig
 		wq->head = chains;
 	wq->tail = last;
 	wq->queued += n;
+	atomic_store(&wq->nqueued, wq->queued);
 	wake = n < wq->idle ? n : wq->idle;
 	if (wake >= wq->idle)
 		pthread_cond_broadcast(&wq->cond);
@@ -231,6 +262,7 @@ static struct acall_op *unqueue_locked(struct acall_workers *wq, struct acall_op
 			if (wq->tail == c)
 				wq->tail = prev;
 			wq->queued--;
+			atomic_store(&wq->nqueued, wq->queued);
 			return c;
 		}
 	}
@@ -309,10 +341,53 @@ void acall_workers_cancel_all(struct acall_ring *ring)
 	chains = wq->head;
 	wq->head = wq->tail = NULL;
 	wq->queued = 0;
+	atomic_store(&wq->nqueued, 0);
 	pthread_mutex_unlock(&wq->lock);
 	for (struct acall_op *c = chains, *next; c; c = next) {
 		next = c->next;
 		complete_canceled(ring, c);
 	}
 	signal_runner(ring, NULL);
+}
+
+static bool chain_quick(const struct acall_op *c)
+{
+	for (; c; c = c->link)
+		if (!acall_route_quick(c->opcode))
+			return false;
+	return true;
+}
+
+bool acall_workers_help(struct acall_ring *ring)
+{
+	struct acall_workers *wq = &ring->wq;
+	struct acall_op *take[HELP_TAKE_MAX];
+	struct done_batch d = { .n = 0 };
+	unsigned k = 0;
+
+	if (!wq->w || !atomic_load(&wq->nqueued))
+		return false;
+	pthread_mutex_lock(&wq->lock);
+	/* Half the queue at most: the workers, already awake, get the rest. */
+	while (wq->head && k < HELP_TAKE_MAX && k < (wq->queued + 1) / 2 && chain_quick(wq->head)) {
+		take[k++] = wq->head;
+		wq->head = wq->head->next;
+		wq->queued--;
+	}
+	if (!wq->head)
+		wq->tail = NULL;
+	atomic_store(&wq->nqueued, wq->queued);
+	pthread_mutex_unlock(&wq->lock);
+	for (unsigned i = 0; i < k; i++)
+		run_chain(ring, &helper_ex, take[i], &d);
+	acall_exec_restore_cred(&helper_ex);
+	if (d.n)
+		complete_batch(ring, d.ops, d.n);
+	return k > 0;
+}
+
+void acall_workers_run_here(struct acall_ring *ring, struct acall_op *op)
+{
+	run_one(ring, &helper_ex, op);
+	acall_exec_restore_cred(&helper_ex);
 }

@@ -5,6 +5,7 @@
  * SIGINT, SIGTERM and SIGHUP make it do.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -53,6 +54,7 @@ int ponyfuse_mount(struct vfs *fs, const char *mountpoint,
 	pf->mountpoint = strdup(mountpoint);
 	ponyfuse_init_ops(&ops);
 	pf->se = pf->mountpoint ? fuse_session_new(&args, &ops, sizeof(ops), pf) : NULL;
+	fuse_opt_free_args(&args);
 	if (!pf->se) {
 		ponyfuse_free(pf);
 		return -ENOMEM;
@@ -71,6 +73,11 @@ int ponyfuse_run(struct ponyfuse *pf)
 	struct fuse_loop_config *cfg;
 	int r;
 
+	/* A shell starts background jobs with SIGINT ignored, and libfuse only
+	 * replaces default handlers: make SIGINT stop the mount there too. */
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
 	if (fuse_set_signal_handlers(pf->se) != 0)
 		return -EIO;
 	if (fuse_daemonize(pf->opts.foreground) != 0) {

@@ -447,7 +447,13 @@ static int hostfs_statfs(struct vfs *fs, uint64_t ino, struct statvfs *ret)
 
 static int hostfs_syncfs(struct vfs *fs)
 {
-	return syncfs(hostfs_of(fs)->root.fd) < 0 ? -errno : 0;
+	/* syncfs(2) refuses O_PATH descriptors: open the root for real. */
+	_cleanup_(closep) int fd = openat(hostfs_of(fs)->root.fd, ".",
+					  O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	return syncfs(fd) < 0 ? -errno : 0;
 }
 
 /* The host gives no ordering without waiting; fdatasync is the honest barrier. */

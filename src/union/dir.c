@@ -128,8 +128,10 @@ int union_dir_merge_locked(struct union_fs *u, struct union_node *dir,
 		if (i > 0 && dir->opaque)
 			break;
 		r = union_list_layer_dir(u, lay, ino, &layer);
-		qsort(out.e, seen, sizeof(out.e[0]), by_name);
-		qsort(hidden.e, nhidden, sizeof(hidden.e[0]), by_name);
+		if (seen > 1)
+			qsort(out.e, seen, sizeof(out.e[0]), by_name);
+		if (nhidden > 1)
+			qsort(hidden.e, nhidden, sizeof(hidden.e[0]), by_name);
 		for (size_t j = 0; j < layer.n && r >= 0; j++) {
 			struct union_dirent *e = &layer.e[j];
 
@@ -179,7 +181,8 @@ int union_dir_merge_locked(struct union_fs *u, struct union_node *dir,
 	}
 	for (size_t i = 0; i < out.n; i++)
 		out.e[i].cookie = name_cookie(out.e[i].name);
-	qsort(out.e, out.n, sizeof(out.e[0]), by_cookie);
+	if (out.n > 1)
+		qsort(out.e, out.n, sizeof(out.e[0]), by_cookie);
 	/* A hash collision: the later name takes the next free cookie. */
 	for (size_t i = 1; i < out.n; i++)
 		if (out.e[i].cookie <= out.e[i - 1].cookie)

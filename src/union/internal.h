@@ -56,6 +56,8 @@ struct union_fs {
 	struct union_node *root;
 	struct union_node **buckets;
 	size_t nbuckets, count;
+	struct union_seen **seen;       /* ctime of every lower inode looked up */
+	size_t nseen, seen_count;
 	struct vfs_ctx root_ctx;        /* for internal changes (copy-up) */
 	dev_t upper_dev;                /* st_dev of the whole union */
 };
@@ -82,6 +84,10 @@ void union_node_set_parent_locked(struct union_node *n, struct union_node *paren
 void union_node_unref_locked(struct union_fs *u, struct union_node *n, uint64_t count);
 void union_nodes_free(struct union_fs *u);
 bool union_is_whiteout(const struct statx *x);
+/* Remembers a lower inode's ctime the first time, compares it after:
+ * -ESTALE (and the union stale) when the lower changed under the union. */
+int union_seen_check_locked(struct union_fs *u, unsigned layer, const struct statx *x);
+void union_seen_free(struct union_fs *u);
 /* Marks the union stale when a lower's ctime moved; returns -ESTALE then. */
 int union_check_lower_locked(struct union_fs *u, struct union_lower *l, const struct statx *x);
 /* Attributes of a node as the union shows them (key, st_dev, merged nlink). */

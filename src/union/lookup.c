@@ -65,6 +65,11 @@ static int stack_lookup(struct union_fs *u, const struct union_lower *dirs, unsi
 			continue;
 		if (r < 0)
 			return r;
+		r = union_seen_check_locked(u, dirs[i].layer, &e.attr);
+		if (r < 0) {
+			VFS_FORGET(fs, e.ino, 1);
+			return r;
+		}
 		bool dir = S_ISDIR(e.attr.stx_mode);
 		if (union_is_whiteout(&e.attr) || (!dir && (dirs_only || s->n))) {
 			VFS_FORGET(fs, e.ino, 1);

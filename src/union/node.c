@@ -209,3 +209,70 @@ int union_node_statx_locked(struct union_fs *u, struct union_node *n, unsigned f
 		union_fix_attr(u, n, ret);
 	return r;
 }
+
+/* One lower inode seen: its ctime then. Nodes come and go; this stays. */
+struct union_seen {
+	struct union_seen *next;
+	uint64_t key;
+	struct statx_timestamp ctime;
+};
+
+static int seen_grow_locked(struct union_fs *u)
+{
+	size_t nb = u->nseen ? u->nseen * 2 : 4096, oldn = u->nseen;
+	struct union_seen **b = calloc(nb, sizeof(*b)), **old = u->seen;
+
+	if (!b)
+		return -ENOMEM;
+	u->seen = b;
+	u->nseen = nb;
+	for (size_t i = 0; i < oldn; i++) {
+		for (struct union_seen *s = old[i], *next; s; s = next) {
+			size_t h = (size_t)(s->key * 0x9e3779b97f4a7c15ull >> 20) & (nb - 1);
+
+			next = s->next;
+			s->next = b[h];
+			b[h] = s;
+		}
+	}
+	free(old);
+	return 0;
+}
+
+int union_seen_check_locked(struct union_fs *u, unsigned layer, const struct statx *x)
+{
+	uint64_t key = union_key(layer, x->stx_ino);
+	struct union_seen *s;
+	size_t h;
+
+	if (u->stale)
+		return -ESTALE;
+	if (u->seen_count >= u->nseen && seen_grow_locked(u) < 0)
+		return -ENOMEM;
+	h = (size_t)(key * 0x9e3779b97f4a7c15ull >> 20) & (u->nseen - 1);
+	for (s = u->seen[h]; s; s = s->next) {
+		if (s->key != key)
+			continue;
+		if (s->ctime.tv_sec != x->stx_ctime.tv_sec ||
+		    s->ctime.tv_nsec != x->stx_ctime.tv_nsec)
+			u->stale = true;
+		return u->stale ? -ESTALE : 0;
+	}
+	s = malloc(sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	*s = (struct union_seen){ .next = u->seen[h], .key = key, .ctime = x->stx_ctime };
+	u->seen[h] = s;
+	u->seen_count++;
+	return 0;
+}
+
+void union_seen_free(struct union_fs *u)
+{
+	for (size_t i = 0; i < u->nseen; i++)
+		for (struct union_seen *s = u->seen[i], *next; s; s = next) {
+			next = s->next;
+			free(s);
+		}
+	free(u->seen);
+}

@@ -184,6 +184,7 @@ void union_destroy(struct vfs *fs)
 	struct union_fs *u = union_of(fs);
 
 	union_nodes_free(u);
+	union_seen_free(u);
 	if (u->upper) {
 		if (u->work)
 			VFS_FORGET(u->upper, u->work, 1);

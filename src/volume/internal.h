@@ -52,7 +52,9 @@ struct volume_seg {
 	const struct volume_target_ops *ops;
 	struct layout_geom geom;
 	const struct parity_ops *parity;
-	pthread_mutex_t lock;           /* serializes writes, degraded reads, rebuild */
+	enum volume_region_class cls;
+	bool bbl;                       /* write errors go to the bad-block list */
+	pthread_mutex_t lock;           /* serializes writes, degraded reads, rebuild, bad lists */
 	void *scratch;                  /* stripe buffers; protected by lock */
 	size_t scratch_len;
 	unsigned nmembers;
@@ -76,6 +78,12 @@ void volume_mfail(struct volume_seg *s, unsigned m);
 unsigned volume_seg_degraded(const struct volume_seg *s);
 /* A PARITY_ALIGN-aligned buffer of at least len bytes, kept by s; call with s->lock held. */
 uint8_t *volume_seg_scratch(struct volume_seg *s, size_t len);
+/* Forgets every member device without freeing it (error paths that hand devices back). */
+void volume_detach_members(struct volume *v);
+/* Sets a segment's region class (builders). */
+void set_seg_cls(struct volume *v, unsigned i, enum volume_region_class cls);
+/* Scrub-repairs [off, off+len) of segment i (bitmap resync). */
+int volume_scrub_range(struct volume *v, unsigned i, uint64_t off, uint64_t len);
 const struct volume_seg *volume_seg_get(const struct volume *v, unsigned i);
 
 #endif

@@ -14,6 +14,8 @@
 
 struct volume {
 	uint64_t size;
+	volume_intent_fn intent;
+	void *intent_arg;
 	unsigned nsegs;
 	struct volume_seg **segs;
 };
@@ -39,6 +41,13 @@ static void seg_free(struct volume_seg *s, bool free_devs)
 	free(s->scratch);
 	free(s->m);
 	free(s);
+}
+
+void volume_detach_members(struct volume *v)
+{
+	for (unsigned i = 0; i < v->nsegs; i++)
+		for (unsigned j = 0; j < v->segs[i]->nmembers; j++)
+			v->segs[i]->m[j].dev = NULL;
 }
 
 void volume_free(struct volume *v)
@@ -82,7 +91,7 @@ static const struct volume_target_ops *target_ops(enum volume_target_type t)
 	return NULL;
 }
 
-static const unsigned target_level[] = {
+static const unsigned target_level[VOLUME_ERROR + 1] = {
 	[VOLUME_LINEAR] = 0, [VOLUME_STRIPED] = 0, [VOLUME_MIRROR] = 1, [VOLUME_RAID4] = 4,
 	[VOLUME_RAID5] = 5, [VOLUME_RAID6] = 6, [VOLUME_RAID10] = 10,
 };
@@ -212,6 +221,24 @@ uint64_t volume_full_stripe(const struct volume *v, unsigned seg)
 }
 
 /* Aligned I/O over segments. */
+static bool seg_redundant(const struct volume_seg *s)
+{
+	return s->type == VOLUME_MIRROR || s->type == VOLUME_RAID4 || s->type == VOLUME_RAID5 ||
+	       s->type == VOLUME_RAID6 || s->type == VOLUME_RAID10;
+}
+
+void volume_set_intent_hook(struct volume *v, volume_intent_fn fn, void *arg)
+{
+	v->intent = fn;
+	v->intent_arg = arg;
+}
+
+void volume_enable_badblock_log(struct volume *v, bool on)
+{
+	for (unsigned i = 0; i < v->nsegs; i++)
+		v->segs[i]->bbl = on;
+}
+
 static int volume_rw_aligned(struct volume *v, bool write, uint8_t *buf, size_t len, uint64_t off)
 {
 	for (unsigned i = 0; i < v->nsegs && len; i++) {
@@ -222,6 +249,11 @@ static int volume_rw_aligned(struct volume *v, bool write, uint8_t *buf, size_t 
 		if (off >= s->start + s->len)
 			continue;
 		n = (size_t)MIN((uint64_t)len, s->start + s->len - off);
+		if (write && v->intent && seg_redundant(s)) {
+			r = v->intent(off, n, v->intent_arg);
+			if (r < 0)
+				return r;
+		}
 		if (write)
 			r = s->ops->write ? s->ops->write(s, buf, n, off - s->start) : -EOPNOTSUPP;
 		else
@@ -366,9 +398,30 @@ int volume_mwrite(struct volume_seg *s, unsigned m, const void *buf, size_t len,
 	if (volume_mstate(s, m) == VOLUME_MEMBER_FAILED || member_bad(mb, off, len))
 		return 0;
 	r = bdev_pwrite(mb->dev, buf, len, mb->offset + off);
+	if (r < 0 && s->bbl && r != -ENODEV && mb->nbad < VOLUME_MAX_BAD) {
+		/* Remember the range as bad: it is reconstructed from now on. */
+		mb->bad[mb->nbad++] = (struct volume_bad){ off, len };
+		return 0;
+	}
 	if (r < 0)
 		volume_mfail(s, m);
 	return r;
+}
+
+unsigned volume_member_badblocks(const struct volume *v, unsigned seg, unsigned m,
+				 uint64_t *offs, uint64_t *lens, unsigned max)
+{
+	const struct volume_member *mb;
+	unsigned n = 0;
+
+	if (seg >= v->nsegs || m >= v->segs[seg]->nmembers)
+		return 0;
+	mb = &v->segs[seg]->m[m];
+	for (; n < mb->nbad && n < max; n++) {
+		offs[n] = mb->bad[n].off;
+		lens[n] = mb->bad[n].len;
+	}
+	return n;
 }
 
 unsigned volume_member_count(const struct volume *v, unsigned seg)
@@ -575,4 +628,28 @@ int volume_target_from_name(const char *name, enum volume_target_type *ret)
 const struct volume_seg *volume_seg_get(const struct volume *v, unsigned i)
 {
 	return i < v->nsegs ? v->segs[i] : NULL;
+}
+
+void set_seg_cls(struct volume *v, unsigned i, enum volume_region_class cls)
+{
+	if (i < v->nsegs)
+		v->segs[i]->cls = cls;
+}
+
+int volume_scrub_range(struct volume *v, unsigned i, uint64_t off, uint64_t len)
+{
+	struct volume_seg *s = v->segs[i];
+	uint64_t count = 0, unit = s->ops->unit(s);
+	uint64_t a = off / unit * unit, e = MIN(s->len, DIV_ROUND_UP(off + len, unit) * unit);
+	int r;
+
+	pthread_mutex_lock(&s->lock);
+	r = s->ops->scrub(s, a, e - a, true, NULL, NULL, &count);
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
+int volume_layout_from_name(unsigned level, const char *name, unsigned *ret_layout)
+{
+	return layout_from_name(level, name, ret_layout);
 }

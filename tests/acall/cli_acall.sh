@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# cli_acall.sh - `pony acall` from the outside: help on every level, bad
+# input is a usage error (exit 2) or a failure with a message, and real runs
+# (routes, mkfiles, bench) print what they did.
+set -u
+. "$PONY_SRCDIR/tests/lib.sh"
+work=$(mktemp -d /tmp/pony-cli-acall.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+for sub in "" bench routes mkfiles; do
+	"$PONY" acall $sub --help | grep -q Usage || fail "pony acall $sub --help"
+done
+"$PONY" acall --help | grep -q bench || fail "pony acall --help does not list bench"
+
+expect_usage_error "$PONY" acall nonsense
+expect_usage_error "$PONY" acall bench
+expect_usage_error "$PONY" acall bench --op nonsense "$work"
+expect_usage_error "$PONY" acall bench --depth 0 "$work"
+expect_usage_error "$PONY" acall bench --depth many "$work"
+expect_usage_error "$PONY" acall bench --seconds -1 "$work"
+expect_usage_error "$PONY" acall bench --path sideways "$work"
+expect_usage_error "$PONY" acall mkfiles --count 0 "$work/t"
+expect_usage_error "$PONY" acall routes extra
+expect_failure "$PONY" acall bench --seconds 0.1 "$work/missing"
+expect_failure "$PONY" acall bench --op statx --seconds 0.1 "$work/missing"
+
+# routes: statx goes to workers, read to io_uring (when the kernel has it).
+"$PONY" acall routes --json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["routes"]["statx"] == "workers", d
+assert d["routes"]["getdents64"] == "workers", d
+assert d["routes"]["read"] == ("uring" if d["io_uring"] else "workers"), d
+' || fail "routes --json"
+"$PONY" acall routes --path workers | grep -q "read *workers" || fail "routes --path workers"
+
+# mkfiles makes exactly the files asked for.
+"$PONY" acall mkfiles --count 2500 "$work/tree" >/dev/null || fail "mkfiles"
+n=$(find "$work/tree" -type f | wc -l)
+[ "$n" -eq 2500 ] || fail "mkfiles made $n files, not 2500"
+
+# bench: every mix runs, on both paths, with no errors.
+head -c 8M /dev/urandom >"$work/file"
+for path in uring workers; do
+	for op in randread randwrite mixed; do
+		"$PONY" acall bench --op $op --depth 8 --seconds 0.2 --path $path --json "$work/file" |
+			python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["errors"] == 0 and d["ops"] > 0, d' ||
+			fail "bench --op $op --path $path"
+	done
+	"$PONY" acall bench --op statx --depth 16 --seconds 0.2 --path $path --json "$work/tree" |
+		python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["errors"] == 0 and d["ops"] > 0, d' ||
+		fail "bench --op statx --path $path"
+done
+out=$("$PONY" acall bench --op randread --depth 4 --threads 2 --seconds 0.2 --nocache "$work/file") ||
+	fail "bench --nocache"
+[[ $out =~ ^randread:\ [0-9]+\ IOPS ]] || fail "bench printed '$out'"
+pass
