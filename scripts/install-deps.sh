@@ -13,7 +13,7 @@ packages=(
 	clang
 	# runtime peers and test oracles
 	fuse3 fuse-overlayfs util-linux e2fsprogs xfsprogs btrfs-progs
-	dosfstools exfatprogs squashfs-tools mdadm xz-utils sqlite3 kmod
+	dosfstools exfatprogs squashfs-tools mdadm xz-utils sqlite3 kmod fdisk
 	# benchmarks
 	fio
 )

@@ -22,6 +22,17 @@ struct cli_command {
 };
 
 /* Every top-level command, one per component; defined in its cmd_*.c. */
+extern const struct cli_command cli_dev_command;    /* cmd_dev.c */
+extern const struct cli_command cli_fs_command;     /* cmd_fs.c */
+extern const struct cli_command cli_union_command;  /* cmd_union.c */
+extern const struct cli_command cli_vol_command;    /* cmd_vol.c */
+
+/* Serving a vfs instance through FUSE, shared by the mount commands (cmd_fs.c). */
+struct vfs;
+struct ponyfuse_options;
+int cli_fuse_serve(struct vfs *fs, const char *mountpoint, const char *source,
+		   const struct ponyfuse_options *opts);
+int cli_fuse_unmount(const char *mountpoint);
 extern const struct cli_command acall_command;
 
 /* "pony: <message>" on stderr; returns CLI_EXIT_FAILURE for `return cli_error(...)`. */

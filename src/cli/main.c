@@ -26,6 +26,10 @@ static const struct cli_command version_command = {
 static const struct cli_command *const commands[] = {
 	&acall_command,
 	&version_command,
+	&cli_dev_command,
+	&cli_fs_command,
+	&cli_union_command,
+	&cli_vol_command,
 };
 
 int main(int argc, char **argv)

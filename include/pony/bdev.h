@@ -1,0 +1,118 @@
+/*
+ * include/pony/bdev.h - pony's block devices: one interface (read, write,
+ * flush, discard, size) over several backends: a file or block device,
+ * memory (tests), fault injection (errors at chosen offsets or after N I/Os,
+ * latency, vanishing, torn writes) and record (a dm-log-writes log of every
+ * write and flush, for crash testing). A volume is a bdev too, so volumes
+ * stack.
+ *
+ * Offsets and lengths are bytes. A call covers its whole range or fails:
+ * 0 or a negative errno, never a short count. Ranges past the end are
+ * -EINVAL. Calls on one bdev may come from several threads.
+ */
+#ifndef PONY_BDEV_H
+#define PONY_BDEV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct bdev;
+struct bdev_io;
+struct acall_ring;
+
+/* A backend. Hooks see only ranges already checked against the size. */
+struct bdev_ops {
+	const char *name;
+	int (*pread)(struct bdev *b, void *buf, size_t len, uint64_t off);
+	int (*pwrite)(struct bdev *b, const void *buf, size_t len, uint64_t off);
+	int (*flush)(struct bdev *b);                                /* NULL: nothing to do */
+	int (*discard)(struct bdev *b, uint64_t off, uint64_t len);  /* NULL: -EOPNOTSUPP */
+	void (*free)(struct bdev *b);
+	/* Asynchronous path (appended; NULL: bdev_submit completes inline). */
+	void (*submit)(struct bdev *b, struct bdev_io *io);
+};
+
+struct bdev {
+	const struct bdev_ops *ops;
+	uint64_t size;                  /* bytes */
+	unsigned block_size;            /* 512 unless the device says otherwise */
+	char name[64];                  /* for messages: a path, "mem", ... */
+};
+
+int bdev_pread(struct bdev *b, void *buf, size_t len, uint64_t off);
+int bdev_pwrite(struct bdev *b, const void *buf, size_t len, uint64_t off);
+int bdev_flush(struct bdev *b);
+int bdev_discard(struct bdev *b, uint64_t off, uint64_t len);
+static inline uint64_t bdev_size(const struct bdev *b) { return b->size; }
+void bdev_free(struct bdev *b);         /* NULL: does nothing */
+static inline void bdev_freep(struct bdev **b) { bdev_free(*b); }
+
+/*
+ * Asynchronous I/O. The request and its buffer stay the caller's until
+ * done() runs; result is 0 or -errno. Backends without an asynchronous path
+ * complete the request before bdev_submit() returns.
+ */
+enum bdev_op { BDEV_READ, BDEV_WRITE, BDEV_FLUSH, BDEV_DISCARD };
+struct bdev_io {
+	enum bdev_op op;
+	void *buf;
+	size_t len;
+	uint64_t off;
+	int result;
+	void (*done)(struct bdev_io *io);
+	void *data;                     /* the caller's */
+};
+void bdev_submit(struct bdev *b, struct bdev_io *io);
+
+/*
+ * The same, with every I/O going through an acall ring (io_uring where the
+ * kernel has the op, acall's workers otherwise): synchronous calls wait for
+ * their op, bdev_submit() returns at once and done() runs on completion.
+ * The ring must outlive the bdev.
+ */
+int bdev_file_open_ring(const char *path, int flags, struct acall_ring *ring, struct bdev **ret);
+
+/* Memory: size bytes of zeros. */
+int bdev_mem_new(uint64_t size, struct bdev **ret);
+
+/* A file or block device. flags: O_RDONLY or O_RDWR, plus O_DIRECT if wanted. */
+int bdev_file_open(const char *path, int flags, struct bdev **ret);
+
+/*
+ * Fault injection over lower (owned: freed with the fault bdev). Faults are
+ * set with the calls below at any time, from any thread.
+ */
+int bdev_fault_new(struct bdev *lower, struct bdev **ret);
+/* Reads (and/or writes) touching [off, off+len) fail with -EIO. */
+enum { BDEV_FAULT_READ = 1, BDEV_FAULT_WRITE = 2 };
+int bdev_fault_add_bad(struct bdev *f, uint64_t off, uint64_t len, unsigned which);
+void bdev_fault_clear(struct bdev *f);  /* drops every fault, revives a vanished device */
+/* After n more successful I/Os, every I/O fails with -EIO (0: off). */
+void bdev_fault_fail_after(struct bdev *f, uint64_t n);
+/* Every I/O first sleeps this long. */
+void bdev_fault_set_latency(struct bdev *f, unsigned usec);
+/* The device is gone: every call fails with -ENODEV. */
+void bdev_fault_vanish(struct bdev *f);
+/*
+ * The next write stores only its first keep bytes (rounded down to 512),
+ * fails with -EIO, and the device vanishes: a power cut mid-write.
+ */
+void bdev_fault_tear_next_write(struct bdev *f, size_t keep);
+/* I/Os that reached the fault bdev (failed or not). */
+uint64_t bdev_fault_io_count(struct bdev *f);
+
+/*
+ * Record: writes go to lower (owned) and are logged, in order, to log
+ * (owned), in dm-log-writes format (what fstests' replay-log reads):
+ * a superblock in sector 0, then per entry a 512-byte header and the data.
+ */
+int bdev_record_new(struct bdev *lower, struct bdev *log, struct bdev **ret);
+/* Adds a named mark entry (replay-log --end-mark NAME stops there). */
+int bdev_record_mark(struct bdev *rec, const char *mark);
+/* Entries in a log: 0 and *ret_n, or -EBADMSG when it is not one. */
+int bdev_record_count(struct bdev *log, uint64_t *ret_n);
+/* Applies the first n entries of a log to target: the disk after n steps. */
+int bdev_record_replay(struct bdev *log, struct bdev *target, uint64_t n);
+
+#endif

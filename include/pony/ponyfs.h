@@ -1,0 +1,88 @@
+/*
+ * include/pony/ponyfs.h - ponyfs, pony's native filesystem: metadata in
+ * SQLite on a metadata region, file data in copy-on-write extents with a
+ * CRC32C per 4 KiB block on a data region (docs/ponyfs-format.md). A mounted
+ * ponyfs is a vfs instance (include/pony/vfs.h).
+ *
+ * Its promises (the "ponies"): data reaches the data region, flushed, before
+ * the metadata that points at it commits; a rename over a file and a
+ * truncate-then-rewrite commit together with the new data, so after a crash
+ * the name holds all-old or all-new content without fsync; fsync of a file
+ * writes only that file's data; fbarrier orders a file's data before later
+ * metadata without waiting.
+ */
+#ifndef PONY_PONYFS_H
+#define PONY_PONYFS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pony/bdev.h"
+#include "pony/vfs.h"
+
+#define PONYFS_BLOCK_SIZE 4096u
+
+struct ponyfs_mkfs_options {
+	const char *label;              /* NULL: none; at most 31 bytes */
+	uint64_t wal_bytes;             /* 0: a quarter of the metadata region */
+};
+
+/*
+ * Writes an empty filesystem: superblock and database on meta, every block
+ * of data free. Both bdevs stay the caller's. -ENOSPC when too small.
+ */
+int ponyfs_mkfs(struct bdev *meta, struct bdev *data, const struct ponyfs_mkfs_options *opts);
+
+struct ponyfs_options {
+	unsigned commit_ms;             /* the commit timer; 0: commit only on fsync/sync */
+	bool read_only;
+};
+
+/*
+ * Mounts the filesystem on (meta, data). On 0, *ret is the caller's
+ * (vfs_free() commits and unmounts); the bdevs must outlive it. A corrupt
+ * or foreign superblock is -EUCLEAN / -EINVAL, a newer version
+ * -EPROTONOSUPPORT.
+ */
+int ponyfs_mount(struct bdev *meta, struct bdev *data, const struct ponyfs_options *opts,
+		 struct vfs **ret);
+
+/*
+ * One image, both regions: the metadata region is its first part (its size
+ * is chosen by mkfs and kept in the superblock), the data region the rest.
+ * dev stays the caller's and must outlive the mount.
+ */
+int ponyfs_mkfs_image(struct bdev *dev, const struct ponyfs_mkfs_options *opts);
+int ponyfs_mount_image(struct bdev *dev, const struct ponyfs_options *opts, struct vfs **ret);
+
+/* Counters of work done, for tests and benchmarks (statx light, fsync cost). */
+struct ponyfs_stats {
+	uint64_t commits;               /* metadata transactions committed */
+	uint64_t extent_walks;          /* extent lookups for st_blocks */
+	uint64_t data_blocks_written;   /* blocks written to the data region */
+	uint64_t data_flushes;          /* flushes of the data region */
+	uint64_t writebacks;            /* files whose cached data was written back */
+	uint64_t csum_errors;           /* blocks that failed their checksum */
+};
+void ponyfs_get_stats(struct vfs *fs, struct ponyfs_stats *ret);
+
+/* Bytes of cached (not yet written back) file data. */
+uint64_t ponyfs_dirty_bytes(struct vfs *fs);
+
+/*
+ * Checks a filesystem that is not mounted: SQLite's integrity check, the
+ * superblock, reachability of every inode from the root, link counts,
+ * directory entries, extents (no overlap, inside the data region, disjoint
+ * from free space, every block accounted for) and, with PONYFS_FSCK_DATA,
+ * every block's checksum. Returns the number of problems found (0: clean)
+ * or -errno when it could not check. With PONYFS_FSCK_REPAIR, fixable
+ * problems (link counts, leaked blocks, orphans) are fixed and still counted.
+ * A line per problem goes to report(data, text) when report is not NULL.
+ */
+enum { PONYFS_FSCK_DATA = 1, PONYFS_FSCK_REPAIR = 2 };
+typedef void (*ponyfs_report_t)(void *data, const char *text);
+int ponyfs_fsck(struct bdev *meta, struct bdev *data, unsigned flags,
+		ponyfs_report_t report, void *data_arg);
+int ponyfs_fsck_image(struct bdev *dev, unsigned flags, ponyfs_report_t report, void *data_arg);
+
+#endif

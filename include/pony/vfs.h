@@ -1,0 +1,253 @@
+/*
+ * include/pony/vfs.h - the one filesystem interface of pony. Every pony
+ * filesystem (hostfs, union, ponyfs) is an instance of `struct vfs` with a
+ * const `struct vfs_ops` table; the FUSE front end exports any instance, and
+ * tests drive instances directly from C, without FUSE.
+ *
+ * The table is inode-number based and close to libfuse's low-level API, so
+ * the front end is a thin translation: an inode here is a 64-bit id handed out
+ * by lookup-like hooks (lookup, mknod, mkdir, symlink, link, create) and held
+ * until forget() drops as many references as were handed out. VFS_ROOT_INO is
+ * always valid; forgetting it does nothing. The id is a handle, not st_ino: statx says
+ * the file's st_ino.
+ *
+ * Rules for every hook:
+ *  - Returns 0 (or a count where said) or a negative errno; never prints.
+ *  - A NULL hook means -EOPNOTSUPP; call through vfs_*() helpers below or check.
+ *  - Names are single components: no '/', not "." or ".."; longer than
+ *    NAME_MAX is -ENAMETOOLONG (the instance checks, callers need not).
+ *  - `ctx` says who asks (uid/gid for ownership of new files, umask for modes);
+ *    permission checks are the front end's (FUSE default_permissions) or the
+ *    caller's, so instances apply ownership, not access control.
+ *  - Hooks may be called from several threads at once; instances lock inside.
+ *  - Hooks are only ever appended; `version` says how many a table knows.
+ */
+#ifndef PONY_VFS_H
+#define PONY_VFS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/types.h>
+
+#define VFS_OPS_VERSION 1
+#define VFS_ROOT_INO 1ull
+#define VFS_NO_FH UINT64_MAX    /* statx/setattr without an open file */
+
+struct vfs;
+
+/* Who is asking: the caller's credentials and umask (FUSE's fuse_ctx). */
+struct vfs_ctx {
+	uid_t uid;
+	gid_t gid;
+	pid_t pid;
+	mode_t umask;
+};
+
+/*
+ * A looked-up inode: `ino` is the id to pass to later calls (one reference
+ * taken, dropped by forget), `attr` its attributes with at least
+ * STATX_BASIC_STATS. `generation` changes when an id is reused.
+ */
+struct vfs_entry {
+	uint64_t ino;
+	uint64_t generation;
+	struct statx attr;
+};
+
+/* setattr: which fields of struct vfs_setattr to apply (FUSE_SET_ATTR_*). */
+enum {
+	VFS_SET_MODE = 1 << 0,
+	VFS_SET_UID = 1 << 1,
+	VFS_SET_GID = 1 << 2,
+	VFS_SET_SIZE = 1 << 3,
+	VFS_SET_ATIME = 1 << 4,
+	VFS_SET_MTIME = 1 << 5,
+	VFS_SET_ATIME_NOW = 1 << 7,
+	VFS_SET_MTIME_NOW = 1 << 8,
+	VFS_SET_CTIME = 1 << 10,
+};
+
+struct vfs_setattr {
+	unsigned valid;         /* VFS_SET_* */
+	mode_t mode;
+	uid_t uid;
+	gid_t gid;
+	uint64_t size;
+	struct timespec atime, mtime;
+};
+
+/*
+ * readdir's callback, once per entry in cookie order. `ino` is st_ino and
+ * `type` a DT_* value; `next` is the cookie that resumes after this entry.
+ * Returns 0 to go on, 1 when the caller's buffer is full (the entry was not
+ * taken: readdir stops and returns 0), or a negative errno to stop with it.
+ */
+typedef int (*vfs_filldir_t)(void *data, const char *name, uint64_t ino,
+			     unsigned type, uint64_t next);
+
+/* One piece of a file's layout: where its bytes live (the pNFS question). */
+struct vfs_extent {
+	uint64_t file_offset;
+	uint64_t length;
+	uint8_t device_uuid[16];        /* member device; all zero: not mapped */
+	uint64_t device_offset;
+	uint32_t flags;                 /* VFS_EXTENT_* */
+};
+enum { VFS_EXTENT_HOLE = 1 << 0, VFS_EXTENT_UNWRITTEN = 1 << 1 };
+
+struct vfs_ops {
+	unsigned version;               /* VFS_OPS_VERSION the table was built for */
+	const char *name;               /* "hostfs", "union", ... */
+
+	/* Frees the instance and everything it holds; open handles are gone. */
+	void (*destroy)(struct vfs *fs);
+
+	/* -- names -------------------------------------------------------- */
+	/* Finds name in directory parent: one reference on ret->ino. -ENOENT. */
+	int (*lookup)(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
+		      const char *name, struct vfs_entry *ret);
+	/* Drops nlookup references; the id is invalid when none are left. */
+	void (*forget)(struct vfs *fs, uint64_t ino, uint64_t nlookup);
+
+	/* -- attributes ---------------------------------------------------- */
+	/*
+	 * statx(2) of ino (through fh when not VFS_NO_FH): `mask` is the
+	 * STATX_* fields wanted, `flags` AT_STATX_* (FORCE_SYNC, DONT_SYNC).
+	 * An instance may fill more than asked, and must never do more work
+	 * than the mask needs when it can avoid it; DONT_SYNC never flushes.
+	 */
+	int (*statx)(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
+		     uint64_t fh, unsigned flags, unsigned mask, struct statx *ret);
+	/* Applies attr (VFS_SET_*) and returns the new attributes in ret. */
+	int (*setattr)(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
+		       uint64_t fh, const struct vfs_setattr *attr, struct statx *ret);
+	/* The symlink's target in buf (not NUL-terminated); returns its length. */
+	int (*readlink)(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
+			char *buf, size_t size);
+
+	/* -- creating and removing names (each new entry takes a reference) */
+	int (*mknod)(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
+		     const char *name, mode_t mode, dev_t rdev, struct vfs_entry *ret);
+	int (*mkdir)(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
+		     const char *name, mode_t mode, struct vfs_entry *ret);
+	int (*symlink)(struct vfs *fs, const struct vfs_ctx *ctx, const char *target,
+		       uint64_t parent, const char *name, struct vfs_entry *ret);
+	/* A new name for ino; ret is ino itself, one more reference. */
+	int (*link)(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
+		    uint64_t newparent, const char *newname, struct vfs_entry *ret);
+	int (*unlink)(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
+		      const char *name);
+	int (*rmdir)(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
+		     const char *name);
+	/* flags: RENAME_NOREPLACE, RENAME_EXCHANGE, RENAME_WHITEOUT (renameat2). */
+	int (*rename)(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
+		      const char *name, uint64_t newparent, const char *newname,
+		      unsigned flags);
+
+	/* -- files ----------------------------------------------------------- */
+	/* Opens ino with open(2) flags (no O_CREAT); *ret_fh names the open file. */
+	int (*open)(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
+		    int flags, uint64_t *ret_fh);
+	/* Creates and opens name: a reference on ret->ino and an open file. */
+	int (*create)(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
+		      const char *name, mode_t mode, int flags,
+		      struct vfs_entry *ret, uint64_t *ret_fh);
+	/* Bytes read (0 at end of file) or -errno. */
+	ssize_t (*read)(struct vfs *fs, uint64_t ino, uint64_t fh, void *buf,
+			size_t size, off_t offset);
+	/* Bytes written or -errno. */
+	ssize_t (*write)(struct vfs *fs, uint64_t ino, uint64_t fh, const void *buf,
+			 size_t size, off_t offset);
+	/* Called on every close(2) of a descriptor of fh (may be several). */
+	int (*flush)(struct vfs *fs, uint64_t ino, uint64_t fh);
+	int (*fsync)(struct vfs *fs, uint64_t ino, uint64_t fh, bool datasync);
+	/* The last close: fh is invalid afterwards. */
+	int (*release)(struct vfs *fs, uint64_t ino, uint64_t fh);
+	/* fallocate(2) mode and range. */
+	int (*fallocate)(struct vfs *fs, uint64_t ino, uint64_t fh, int mode,
+			 off_t offset, off_t length);
+
+	/* -- directories ------------------------------------------------------ */
+	int (*opendir)(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
+		       uint64_t *ret_fh);
+	/*
+	 * Calls fill for each entry after `cookie` (0: from the start, "." and
+	 * ".." included). Cookies are stable 64-bit values below 2^63: an entry
+	 * keeps its cookie while the directory is open (telldir/seekdir work),
+	 * and entries added or removed meanwhile never make another entry be
+	 * returned twice or skipped. Returns 0 (at the end, or when fill said
+	 * the buffer is full) or -errno.
+	 */
+	int (*readdir)(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
+		       uint64_t fh, uint64_t cookie, vfs_filldir_t fill, void *data);
+	int (*releasedir)(struct vfs *fs, uint64_t ino, uint64_t fh);
+	int (*fsyncdir)(struct vfs *fs, uint64_t ino, uint64_t fh, bool datasync);
+
+	/* -- extended attributes (as getxattr(2) & co.) ----------------------- */
+	/* size 0: returns the value's size; else copies it: size or -ERANGE. */
+	int (*getxattr)(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
+			const char *name, void *buf, size_t size);
+	int (*setxattr)(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
+			const char *name, const void *value, size_t size, int flags);
+	/* NUL-separated names; size 0 returns the size needed. */
+	int (*listxattr)(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
+			 char *buf, size_t size);
+	int (*removexattr)(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
+			   const char *name);
+
+	/* -- the filesystem as a whole ---------------------------------------- */
+	int (*statfs)(struct vfs *fs, uint64_t ino, struct statvfs *ret);
+	/* syncfs(2): everything written so far is durable on return. */
+	int (*syncfs)(struct vfs *fs);
+
+	/* -- pony's additions ------------------------------------------------- */
+	/*
+	 * fbarrier: the file's data written so far reaches the disk before any
+	 * metadata change made after this call, without waiting for it now.
+	 */
+	int (*barrier)(struct vfs *fs, uint64_t ino, uint64_t fh);
+	/*
+	 * Where the bytes of [offset, offset+length) live: fills up to n extents
+	 * and returns how many it filled (fewer than n: the range is covered).
+	 */
+	int (*layout)(struct vfs *fs, uint64_t ino, uint64_t offset, uint64_t length,
+		      struct vfs_extent *ret, size_t n);
+};
+
+/* The instance header: every instance embeds it first. */
+struct vfs {
+	const struct vfs_ops *ops;
+};
+
+/* Frees fs through its destroy hook; NULL does nothing. */
+void vfs_free(struct vfs *fs);
+static inline void vfs_freep(struct vfs **fs) { vfs_free(*fs); }
+
+/* The caller's context for direct use: this process's ids and umask 022. */
+void vfs_ctx_self(struct vfs_ctx *ret);
+
+/* 0 when name is a valid single component, else -EINVAL / -ENAMETOOLONG. */
+int vfs_check_name(const char *name);
+
+/* DT_* type of a mode (S_IFREG -> DT_REG). */
+unsigned vfs_mode_to_dt(mode_t mode);
+
+/*
+ * Calls a hook or returns -EOPNOTSUPP for a NULL one, so callers never test.
+ * e.g. r = VFS_CALL(fs, lookup, &ctx, VFS_ROOT_INO, "a", &e);
+ */
+#define VFS_CALL(fs, hook, ...) \
+	((fs)->ops->hook ? (fs)->ops->hook((fs), ##__VA_ARGS__) : -EOPNOTSUPP)
+#define VFS_FORGET(fs, ino, n) \
+	do { if ((fs)->ops->forget) (fs)->ops->forget((fs), (ino), (n)); } while (0)
+
+/*
+ * Path helpers for tests and tools: walk a '/'-separated path from root
+ * (one reference on the result, forget it; "" or "/" is the root, unreferenced).
+ */
+int vfs_walk(struct vfs *fs, const struct vfs_ctx *ctx, const char *path,
+	     struct vfs_entry *ret);
+
+#endif

@@ -1,0 +1,277 @@
+/*
+ * include/pony/volume.h - pony's one block-mapping and RAID engine. A volume
+ * is a table of segments [start, start+len), each mapped to a target:
+ * linear, striped, mirror, raid4, raid5, raid6, raid10, zero or error. Data
+ * and parity placement is Linux md's, bit for bit; tables can be written in
+ * device-mapper's syntax; md v1.x arrays assemble from their superblocks. A
+ * volume is also a bdev, so a target's device may be another volume.
+ *
+ * Failures: a member that fails a read is reconstructed from redundancy
+ * and the block rewritten; a member that fails a write is marked faulty and
+ * the volume carries on degraded, up to the target's redundancy.
+ */
+#ifndef PONY_VOLUME_H
+#define PONY_VOLUME_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pony/bdev.h"
+
+struct volume;
+
+/* Values are stored in pony superblocks (docs/volume-format.md): never renumber. */
+enum volume_target_type {
+	VOLUME_LINEAR = 0,
+	VOLUME_STRIPED = 1,             /* md raid0 */
+	VOLUME_MIRROR = 2,              /* md raid1 */
+	VOLUME_RAID4 = 3,
+	VOLUME_RAID5 = 4,
+	VOLUME_RAID6 = 5,
+	VOLUME_RAID10 = 6,
+	VOLUME_ZERO = 7,
+	VOLUME_ERROR = 8,
+};
+
+/* What a segment maps to. Devices are handed to the volume (it frees them). */
+struct volume_target_spec {
+	enum volume_target_type type;
+	unsigned layout;                /* md algorithm; raid10: near | far << 8 | offset << 16 */
+	uint64_t chunk;                 /* bytes, multiple of 512 (striped and raid) */
+	unsigned ndevs;
+	struct bdev **devs;             /* NULL entries: missing members (degraded) */
+	const uint64_t *offsets;        /* where data starts on each device; NULL: 0 */
+	uint64_t dev_size;              /* bytes used per device; 0: as much as fits */
+};
+
+/* An empty volume (size 0). On 0, *ret is the caller's: volume_free(). */
+int volume_new(struct volume **ret);
+void volume_free(struct volume *v);     /* frees member devices too; NULL: nothing */
+static inline void volume_freep(struct volume **v) { volume_free(*v); }
+
+/*
+ * Appends a segment at the volume's current end (start must equal it).
+ * -EINVAL for a bad geometry, -ENOSPC when the target does not fit its
+ * devices; on error nothing is kept and the devices stay the caller's.
+ */
+int volume_add_segment(struct volume *v, uint64_t start, uint64_t len,
+		       const struct volume_target_spec *spec);
+
+uint64_t volume_size(const struct volume *v);
+unsigned volume_segment_count(const struct volume *v);
+/* Bytes a caller should write at once to avoid read-modify-write (1 for none). */
+uint64_t volume_full_stripe(const struct volume *v, unsigned seg);
+
+/* Any offset and length; 0 or -errno (-EIO: more failures than redundancy). */
+int volume_read(struct volume *v, void *buf, size_t len, uint64_t off);
+int volume_write(struct volume *v, const void *buf, size_t len, uint64_t off);
+int volume_flush(struct volume *v);
+
+/*
+ * The volume as a bdev (for stacking, FUSE, the CLI). On 0, *ret owns v:
+ * bdev_free(*ret) frees the volume.
+ */
+int volume_as_bdev(struct volume *v, struct bdev **ret);
+
+/* Member state. */
+enum volume_member_state { VOLUME_MEMBER_OK, VOLUME_MEMBER_FAILED, VOLUME_MEMBER_REBUILDING };
+unsigned volume_member_count(const struct volume *v, unsigned seg);
+enum volume_member_state volume_member_state(const struct volume *v, unsigned seg, unsigned m);
+/* Marks a member faulty: no more I/O goes to it. -EINVAL out of range. */
+int volume_fail_member(struct volume *v, unsigned seg, unsigned m);
+/*
+ * Puts dev (handed over) in place of member m, to be rebuilt: writes reach it
+ * at once, reads wait for volume_rebuild(). The old device is freed.
+ */
+int volume_replace_member(struct volume *v, unsigned seg, unsigned m, struct bdev *dev);
+
+/* Progress of long work: called now and then; a non-zero return stops it (-ECANCELED). */
+typedef int (*volume_progress_fn)(uint64_t done, uint64_t total, void *arg);
+
+/*
+ * Rebuilds every rebuilding member of seg from the others, from byte
+ * from_off of the segment on (a checkpoint), at most rate bytes per second
+ * of segment data (0: no limit). I/O may go on meanwhile.
+ */
+int volume_rebuild(struct volume *v, unsigned seg, uint64_t from_off, uint64_t rate,
+		   volume_progress_fn progress, void *arg);
+
+/* One inconsistency scrub found: a member block that disagrees with the rest. */
+struct volume_mismatch {
+	unsigned seg, member;
+	uint64_t dev_off;               /* byte offset on the member (past its data offset) */
+	uint64_t len;
+};
+typedef void (*volume_mismatch_fn)(const struct volume_mismatch *m, void *arg);
+/*
+ * Reads everything of seg, checks mirrors and parity; reports each mismatch,
+ * rewrites parity / other copies when repair. *ret_count: mismatches found.
+ */
+int volume_scrub(struct volume *v, unsigned seg, bool repair, uint64_t rate,
+		 volume_mismatch_fn report, void *report_arg,
+		 volume_progress_fn progress, void *arg, uint64_t *ret_count);
+
+/* Bad blocks of a member (an md bad-block log): reads there are reconstructed. */
+int volume_member_add_badblock(struct volume *v, unsigned seg, unsigned m,
+			       uint64_t dev_off, uint64_t len);
+
+/*
+ * Regions: the filesystem RAID API. A filesystem asks for space of a class
+ * with its own geometry (metadata mirrored three ways in 64 KiB chunks,
+ * data RAID6 in 256 KiB chunks, ...) on one set of member devices; each
+ * region is a segment of the volume, laid out one after the other on the
+ * members.
+ */
+enum volume_region_class { VOLUME_CLASS_DATA = 0, VOLUME_CLASS_METADATA = 1 };
+struct volume_region_spec {
+	enum volume_region_class cls;
+	enum volume_target_type type;   /* mirror, striped, raid4/5/6, raid10 */
+	unsigned layout;
+	uint64_t chunk;
+	uint64_t size;                  /* bytes wanted; 0: all the members have left */
+};
+/*
+ * Builds a volume of nregions regions over devs (handed over on success),
+ * using [data_offset, data_offset + member_size) of every device.
+ * -ENOSPC when they do not fit.
+ */
+int volume_regions_build(struct bdev **devs, unsigned ndevs, uint64_t data_offset,
+			 uint64_t member_size, const struct volume_region_spec *specs,
+			 unsigned nregions, struct volume **ret);
+/* The first region of a class: where it is and its full-stripe size. -ENOENT if none. */
+int volume_region_find(const struct volume *v, enum volume_region_class cls,
+		       uint64_t *ret_start, uint64_t *ret_len, uint64_t *ret_full_stripe);
+
+/*
+ * Write intent: called before any write to a segment with redundancy lands
+ * on its members (for the write-intent bitmap); a negative return fails the
+ * write before anything is written.
+ */
+typedef int (*volume_intent_fn)(uint64_t off, uint64_t len, void *arg);
+void volume_set_intent_hook(struct volume *v, volume_intent_fn fn, void *arg);
+
+/* Bad ranges of a member of seg (byte offsets past its data start). */
+unsigned volume_member_badblocks(const struct volume *v, unsigned seg, unsigned m,
+				 uint64_t *offs, uint64_t *lens, unsigned max);
+/*
+ * With a bad-block log, a member's write error records the range as bad
+ * (reads there are reconstructed) instead of failing the whole member.
+ */
+void volume_enable_badblock_log(struct volume *v, bool on);
+
+/*
+ * pony volumes: members that carry pony's own superblock (a copy at each
+ * end; docs/volume-format.md) with the volume's UUID, the member's index, the
+ * regions, an event counter, member states, a write-intent bitmap, the bad
+ * block log and the rebuild checkpoint. A set is an opened pony volume.
+ */
+struct volume_set;
+struct volume_set_params {
+	const char *name;
+	const struct volume_region_spec *regions;
+	unsigned nregions;
+	bool assume_clean;              /* skip the initial parity sync (zeroed members) */
+};
+/* Writes the superblocks and builds the volume; devs are handed over on success. */
+int volume_set_create(struct bdev **devs, unsigned ndevs, const struct volume_set_params *p,
+		      struct volume_set **ret);
+enum { VOLUME_SET_RDONLY = 1 };
+/*
+ * Assembles from devs in any order (handed over on success). Errors name a
+ * member in *ret_member: -EBADMSG both its superblocks are corrupt or it has
+ * none (-ENODATA), -EXDEV it belongs to another volume, -EEXIST two devices
+ * claim its index, -ENODEV more members missing or stale than redundancy.
+ * Stale members (fewer events than the newest superblock) are refused: left
+ * out, marked failed, reported by volume_set_member().
+ */
+int volume_set_open(struct bdev **devs, unsigned ndevs, unsigned flags,
+		    struct volume_set **ret, unsigned *ret_member);
+struct volume *volume_set_volume(struct volume_set *s);
+
+struct volume_set_member {
+	const char *device;             /* NULL: missing */
+	enum volume_member_state state;
+	uint64_t events;                /* of its own superblock */
+	bool stale;                     /* refused: older than the volume */
+	unsigned badblocks;
+};
+struct volume_set_info {
+	char name[64];
+	uint8_t uuid[16];
+	uint64_t events;
+	unsigned nmembers;
+	bool was_clean;                 /* the last close was clean */
+	uint64_t resynced;              /* bytes resynced from the bitmap at open */
+	unsigned rebuild_seg;
+	uint64_t rebuild_off;           /* checkpoint; UINT64_MAX: none */
+};
+void volume_set_info(const struct volume_set *s, struct volume_set_info *ret);
+int volume_set_member(const struct volume_set *s, unsigned m, struct volume_set_member *ret);
+
+int volume_set_fail(struct volume_set *s, unsigned m);
+int volume_set_replace(struct volume_set *s, unsigned m, struct bdev *dev);
+/* Rebuilds rebuilding members from the checkpoint on, saving it as it goes. */
+int volume_set_rebuild(struct volume_set *s, uint64_t rate, volume_progress_fn progress,
+		       void *arg);
+int volume_set_scrub(struct volume_set *s, bool repair, uint64_t rate,
+		     volume_mismatch_fn report, void *report_arg,
+		     volume_progress_fn progress, void *arg, uint64_t *ret_count);
+/* Saves member states and bad blocks now (events + 1). */
+int volume_set_commit(struct volume_set *s);
+/* Flushes, marks the volume clean, frees everything. NULL: nothing. */
+int volume_set_close(struct volume_set *s);
+/* Frees without writing anything: what a crash leaves behind (for tests). */
+void volume_set_abandon(struct volume_set *s);
+static inline void volume_set_closep(struct volume_set **s) { volume_set_close(*s); }
+
+/* md/dm layout names ("left-symmetric", "raid6_zr", "n2", ...) to md's layout numbers. */
+int volume_layout_from_name(unsigned level, const char *name, unsigned *ret_layout);
+
+/* "linear", "raid6", ...; and back (-EINVAL). */
+const char *volume_target_name(enum volume_target_type t);
+int volume_target_from_name(const char *name, enum volume_target_type *ret);
+
+/*
+ * A table in device-mapper's syntax, one segment a line ("START LEN TARGET
+ * ARGS", sectors): linear, striped, mirror (core log), raid (raid1, raid4,
+ * raid5_la/ra/ls/rs/n/0, raid6_zr/nr/nc/n_6/la_6/ra_6/ls_6/rs_6, raid10
+ * with raid10_copies/raid10_format), zero, error. Devices are paths, opened
+ * through open_dev (NULL: bdev_file_open read-write). -EINVAL with the line
+ * number in *ret_line on a syntax error.
+ */
+typedef int (*volume_open_fn)(const char *path, struct bdev **ret, void *arg);
+int volume_table_parse(const char *text, volume_open_fn open_dev, void *arg,
+		       struct volume **ret, unsigned *ret_line);
+/* The volume's table in the same syntax (device names from bdev->name); malloc'd. */
+char *volume_table_format(const struct volume *v);
+
+/*
+ * md v1.x arrays. volume_md_assemble() reads the superblocks (1.0, 1.1 or
+ * 1.2) of devs (handed over on success), checks they are one array, orders
+ * members by role, loads each bad-block log, and builds the volume.
+ * Missing members up to the redundancy are allowed (degraded).
+ */
+struct volume_md_info {
+	unsigned level, layout, raid_disks;
+	uint64_t chunk, dev_size, array_size;
+	uint8_t uuid[16];
+	char name[33];
+	uint64_t events;
+	unsigned minor_version;         /* 0, 1, 2: where the superblock sits */
+	unsigned badblocks;             /* bad-block log entries loaded */
+};
+int volume_md_assemble(struct bdev **devs, unsigned ndevs, struct volume **ret,
+		       struct volume_md_info *ret_info);
+
+/*
+ * Makes a new md array of devs: writes v1.2 superblocks (data 1 MiB in,
+ * clean, no bitmap) that Linux's md assembles, then assembles it as
+ * volume_md_assemble() does. level 0/1/4/5/6/10, layout as md numbers it,
+ * chunk in bytes. The data is not initialised: write it all, or start from
+ * zeroed members (whose parity is already right).
+ */
+int volume_md_create(struct bdev **devs, unsigned ndevs, unsigned level, unsigned layout,
+		     uint64_t chunk, const char *name, struct volume **ret,
+		     struct volume_md_info *ret_info);
+
+#endif

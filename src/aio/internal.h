@@ -1,0 +1,152 @@
+/*
+ * internal.h - what the files of src/aio share: the request record behind
+ * every aiocb in flight, the per-fd queues that keep POSIX's ordering rules,
+ * and the one process-wide state (lock, acall ring, counters).
+ *
+ * libpony-aio replaces glibc's POSIX AIO without a new header: it works on
+ * glibc's own struct aiocb (168 bytes on x86-64) and keeps its state in the
+ * fields glibc reserves for itself (__error_code, __return_value,
+ * __next_prio), so unmodified programs run on it through LD_PRELOAD.
+ *
+ * Locking: one recursive mutex (aio.lock) guards every request, fd queue and
+ * counter. It is held across acall_submit() and acall_cancel(), so an op
+ * record a request points at can never be recycled under a canceller (the
+ * completion callback clears req->op under the same lock); recursive,
+ * because acall may run a completion callback synchronously on the calling
+ * thread. A request's aiocb result is published with a release store of
+ * __error_code, so aio_error() and aio_suspend() read it without the lock.
+ */
+#ifndef PONY_AIO_INTERNAL_H
+#define PONY_AIO_INTERNAL_H
+
+#include <aio.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pony/acall.h"
+
+/* What a request does. */
+enum aio_kind {
+	AIO_KIND_READ,
+	AIO_KIND_WRITE,
+	AIO_KIND_FSYNC,
+	AIO_KIND_FDATASYNC,
+};
+
+enum aio_req_state {
+	AIO_REQ_QUEUED,         /* held back by an ordering rule, not in acall */
+	AIO_REQ_RUNNING,        /* submitted to acall, req->op is its record */
+	AIO_REQ_DONE,           /* result published in the aiocb */
+};
+
+struct aio_fdq;
+struct aio_lio;
+
+/*
+ * One submitted aiocb. Lives from submission until its result is published
+ * and nobody holds a reference (refs: 1 for the flight, 1 per canceller
+ * waiting for its outcome). Every field is protected by aio.lock.
+ */
+struct aio_req {
+	struct aiocb *cb;
+	struct acall_op *op;            /* RUNNING only; NULL once completed */
+	struct aio_fdq *q;              /* NULL once completed */
+	struct aio_req *prev, *next;    /* in q, in submission order */
+	struct aio_lio *lio;            /* lio_listio group, or NULL */
+	struct sigevent sev;            /* the notification, copied at submission */
+	pid_t pid;                      /* the submitter, for SIGEV_SIGNAL */
+	uint8_t kind;                   /* enum aio_kind */
+	uint8_t state;                  /* enum aio_req_state */
+	bool deferred;                  /* must wait for earlier requests (below) */
+	bool cancel_asked;
+	unsigned visit;                 /* the aio_cancel() call that saw it last */
+	unsigned refs;
+	int error;                      /* the published aio_error() value */
+};
+
+/*
+ * Requests on one file descriptor, in submission order. POSIX lets requests
+ * on one fd run concurrently, except: writes to an O_APPEND fd and every
+ * request on a stream (pipe, socket, tty) run in submission order within
+ * their direction, and an fsync waits for every write before it. A deferred
+ * request starts when no earlier request it depends on is still pending.
+ */
+struct aio_fdq {
+	int fd;
+	bool stream;                    /* not seekable: pipe, socket, tty */
+	bool append;                    /* O_APPEND */
+	bool direct;                    /* O_DIRECT */
+	int accmode;                    /* O_RDONLY/O_WRONLY/O_RDWR */
+	unsigned n, ndeferred;
+	unsigned hold;                  /* kept even when empty, while > 0 */
+	struct aio_req *head, *tail;
+	struct aio_fdq *hnext;          /* hash chain */
+};
+
+/* A lio_listio() call's group: notified (or its LIO_WAIT caller woken)
+ * when the last of its requests completes. */
+struct aio_lio {
+	unsigned nreq;                  /* requests not completed yet */
+	unsigned refs;                  /* nreq + 1 while lio_listio() runs */
+	bool notify;                    /* LIO_NOWAIT with a sigevent */
+	bool individual;                /* each aiocb's own sigevent too */
+	struct sigevent sev;
+	pid_t pid;
+};
+
+/* In __glibc_reserved from submission until aio_return(): tells an aiocb
+ * pony knows from one it never saw or already gave back. */
+#define AIO_CB_MAGIC "pony-aio"
+
+#define AIO_FDQ_BUCKETS 256
+#define AIO_MAX_DEFAULT 4096            /* requests in flight; PONY_AIO_MAX */
+
+struct aio_state {
+	pthread_mutex_t lock;           /* recursive: see the top of the file */
+	struct acall_ring *ring;        /* created on first use, per process */
+	struct aio_fdq *fdq[AIO_FDQ_BUCKETS];
+	unsigned inflight, max;
+	_Atomic uint32_t seq;           /* futex word, bumped by every completion */
+	_Atomic unsigned sleepers;      /* threads waiting on seq */
+};
+
+extern struct aio_state aio;
+
+/* req.c: requests, fd queues, submission, completion, cancellation. */
+int aio_ring_get_locked(struct acall_ring **ret_ring);
+struct aio_fdq *aio_fdq_lookup_locked(int fd);
+int aio_fdq_get_locked(int fd, struct aio_fdq **ret_q);
+/* Submits cb as kind; lio may be NULL. 0, or -errno (nothing submitted,
+ * the aiocb untouched). The caller holds aio.lock. batch: the op is only
+ * prepared; the caller submits it with the thread's others (one
+ * acall_submit() for a whole lio_listio() list). */
+int aio_submit_locked(struct aiocb *cb, enum aio_kind kind, struct aio_lio *lio, bool batch);
+/* Asks every request of fd (cb NULL) or cb alone to stop: AIO_CANCELED,
+ * AIO_NOTCANCELED, AIO_ALLDONE, or -errno. */
+int aio_cancel_fd(int fd, struct aiocb *cb);
+/* Sleeps until aio.seq moves from seq or timeout (NULL: none, relative)
+ * passes: 0, -ETIMEDOUT or -EINTR. */
+int aio_wait_seq(uint32_t seq, const struct timespec *timeout);
+
+/* notify.c: sigevents. */
+int aio_sigevent_check(const struct sigevent *sev);
+/* Delivers sev (SIGEV_NONE: nothing); for a request, si_value is the
+ * application's and si_code SI_ASYNCIO. Never blocks. */
+void aio_notify(const struct sigevent *sev, pid_t pid);
+
+/* The aiocb fields pony uses, with the right atomicity. */
+static inline int aio_cb_error(const struct aiocb *cb)
+{
+	return __atomic_load_n(&cb->__error_code, __ATOMIC_ACQUIRE);
+}
+
+static inline void aio_cb_publish(struct aiocb *cb, int error, ssize_t ret)
+{
+	cb->__return_value = ret;
+	__atomic_store_n(&cb->__error_code, error, __ATOMIC_RELEASE);
+}
+
+#endif

@@ -1,0 +1,84 @@
+/*
+ * bdev.c - the calls every backend shares: range checks, so backends see
+ * only valid requests, and the synchronous completion of bdev_submit() for
+ * backends without an asynchronous path.
+ */
+#include <errno.h>
+
+#include "pony/bdev.h"
+
+static int bdev_check(const struct bdev *b, uint64_t off, uint64_t len)
+{
+	if (off > b->size || len > b->size - off)
+		return -EINVAL;
+	return 0;
+}
+
+int bdev_pread(struct bdev *b, void *buf, size_t len, uint64_t off)
+{
+	int r = bdev_check(b, off, len);
+
+	return r < 0 ? r : len ? b->ops->pread(b, buf, len, off) : 0;
+}
+
+int bdev_pwrite(struct bdev *b, const void *buf, size_t len, uint64_t off)
+{
+	int r = bdev_check(b, off, len);
+
+	return r < 0 ? r : len ? b->ops->pwrite(b, buf, len, off) : 0;
+}
+
+int bdev_flush(struct bdev *b)
+{
+	return b->ops->flush ? b->ops->flush(b) : 0;
+}
+
+int bdev_discard(struct bdev *b, uint64_t off, uint64_t len)
+{
+	int r = bdev_check(b, off, len);
+
+	if (r < 0)
+		return r;
+	return b->ops->discard ? b->ops->discard(b, off, len) : -EOPNOTSUPP;
+}
+
+void bdev_free(struct bdev *b)
+{
+	if (b)
+		b->ops->free(b);
+}
+
+void bdev_submit(struct bdev *b, struct bdev_io *io)
+{
+	if (b->ops->submit) {
+		uint64_t len = io->op == BDEV_READ || io->op == BDEV_WRITE || io->op == BDEV_DISCARD ?
+			       io->len : 0;
+
+		if (bdev_check(b, io->off, len) < 0) {
+			io->result = -EINVAL;
+			if (io->done)
+				io->done(io);
+			return;
+		}
+		b->ops->submit(b, io);
+		return;
+	}
+	switch (io->op) {
+	case BDEV_READ:
+		io->result = bdev_pread(b, io->buf, io->len, io->off);
+		break;
+	case BDEV_WRITE:
+		io->result = bdev_pwrite(b, io->buf, io->len, io->off);
+		break;
+	case BDEV_FLUSH:
+		io->result = bdev_flush(b);
+		break;
+	case BDEV_DISCARD:
+		io->result = bdev_discard(b, io->off, io->len);
+		break;
+	default:
+		io->result = -EINVAL;
+	}
+	if (io->done)
+		io->done(io);
+}

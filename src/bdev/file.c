@@ -1,0 +1,232 @@
+/*
+ * file.c - a bdev on a regular file or a block device: image files are
+ * pony's disks as much as real drives are. Sizes come from stat or the
+ * BLKGETSIZE64 ioctl; discard punches holes in files and issues BLKDISCARD
+ * on devices.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+
+#include "pony/acall.h"
+#include "pony/bdev.h"
+#include "pony/util.h"
+
+struct bdev_file {
+	struct bdev b;
+	int fd;
+	bool is_blockdev;
+	struct acall_ring *ring;        /* NULL: plain syscalls */
+};
+
+static int file_pread(struct bdev *b, void *buf, size_t len, uint64_t off)
+{
+	struct bdev_file *f = (struct bdev_file *)b;
+
+	while (len) {
+		ssize_t n = pread(f->fd, buf, len, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)             /* the file shrank under us */
+			return -EIO;
+		buf = (uint8_t *)buf + n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+static int file_pwrite(struct bdev *b, const void *buf, size_t len, uint64_t off)
+{
+	struct bdev_file *f = (struct bdev_file *)b;
+
+	while (len) {
+		ssize_t n = pwrite(f->fd, buf, len, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		buf = (const uint8_t *)buf + n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+static int file_flush(struct bdev *b)
+{
+	return fdatasync(((struct bdev_file *)b)->fd) < 0 ? -errno : 0;
+}
+
+static int file_discard(struct bdev *b, uint64_t off, uint64_t len)
+{
+	struct bdev_file *f = (struct bdev_file *)b;
+	uint64_t range[2] = { off, len };
+
+	if (f->is_blockdev)
+		return ioctl(f->fd, BLKDISCARD, range) < 0 ? -errno : 0;
+	if (fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) < 0)
+		return -errno;
+	return 0;
+}
+
+static void file_free(struct bdev *b)
+{
+	close(((struct bdev_file *)b)->fd);
+	free(b);
+}
+
+static const struct bdev_ops file_ops = {
+	.name = "file",
+	.pread = file_pread,
+	.pwrite = file_pwrite,
+	.flush = file_flush,
+	.discard = file_discard,
+	.free = file_free,
+};
+
+/* Through the ring: one op per call; a short count is an I/O error (ranges are checked). */
+static int ring_rw(struct bdev_file *f, bool write, void *buf, size_t len, uint64_t off)
+{
+	struct acall_op *op = acall_get_op(f->ring);
+	int64_t r;
+
+	if (!op)
+		return -ENOMEM;
+	if (write)
+		acall_prep_write(op, f->fd, buf, len, off);
+	else
+		acall_prep_read(op, f->fd, buf, len, off);
+	r = acall_run(f->ring, op);
+	if (r >= 0 && (size_t)r != len)        /* finish a short transfer the plain way */
+		return write ? file_pwrite(&f->b, (uint8_t *)buf + r, len - (size_t)r, off + (uint64_t)r)
+			     : file_pread(&f->b, (uint8_t *)buf + r, len - (size_t)r, off + (uint64_t)r);
+	return r < 0 ? (int)r : 0;
+}
+
+static int ring_pread(struct bdev *b, void *buf, size_t len, uint64_t off)
+{
+	return ring_rw((struct bdev_file *)b, false, buf, len, off);
+}
+
+static int ring_pwrite(struct bdev *b, const void *buf, size_t len, uint64_t off)
+{
+	return ring_rw((struct bdev_file *)b, true, (void *)buf, len, off);
+}
+
+static int ring_flush(struct bdev *b)
+{
+	struct bdev_file *f = (struct bdev_file *)b;
+	struct acall_op *op = acall_get_op(f->ring);
+
+	if (!op)
+		return -ENOMEM;
+	acall_prep_fdatasync(op, f->fd);
+	return (int)acall_run(f->ring, op);
+}
+
+static void ring_done(struct acall_ring *ring, struct acall_op *op, void *arg)
+{
+	struct bdev_io *io = arg;
+	int64_t r = acall_op_result(op);
+
+	if (r >= 0 && (io->op == BDEV_READ || io->op == BDEV_WRITE) && (size_t)r != io->len)
+		r = -EIO;               /* a short transfer inside the checked range */
+	io->result = r < 0 ? (int)r : 0;
+	if (io->done)
+		io->done(io);
+}
+
+static void ring_submit(struct bdev *b, struct bdev_io *io)
+{
+	struct bdev_file *f = (struct bdev_file *)b;
+	struct acall_op *op;
+	int r;
+
+	if (io->op == BDEV_DISCARD || !(op = acall_get_op(f->ring))) {
+		io->result = io->op == BDEV_DISCARD ? file_discard(b, io->off, io->len) : -ENOMEM;
+		if (io->done)
+			io->done(io);
+		return;
+	}
+	if (io->op == BDEV_READ)
+		acall_prep_read(op, f->fd, io->buf, io->len, io->off);
+	else if (io->op == BDEV_WRITE)
+		acall_prep_write(op, f->fd, io->buf, io->len, io->off);
+	else
+		acall_prep_fdatasync(op, f->fd);
+	acall_op_set_callback(op, ring_done, io);
+	r = acall_submit(f->ring);
+	if (r < 0) {
+		acall_op_done(f->ring, op);
+		io->result = r;
+		if (io->done)
+			io->done(io);
+	}
+}
+
+static const struct bdev_ops file_ring_ops = {
+	.name = "file",
+	.pread = ring_pread,
+	.pwrite = ring_pwrite,
+	.flush = ring_flush,
+	.discard = file_discard,
+	.free = file_free,
+	.submit = ring_submit,
+};
+
+int bdev_file_open_ring(const char *path, int flags, struct acall_ring *ring, struct bdev **ret)
+{
+	struct bdev *b;
+	int r = bdev_file_open(path, flags, &b);
+
+	if (r < 0)
+		return r;
+	if (ring) {
+		((struct bdev_file *)b)->ring = ring;
+		b->ops = &file_ring_ops;
+	}
+	*ret = b;
+	return 0;
+}
+
+int bdev_file_open(const char *path, int flags, struct bdev **ret)
+{
+	_cleanup_(closep) int fd = open(path, flags | O_CLOEXEC);
+	struct bdev_file *f;
+	struct stat st;
+	uint64_t size;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (S_ISBLK(st.st_mode)) {
+		if (ioctl(fd, BLKGETSIZE64, &size) < 0)
+			return -errno;
+	} else if (S_ISREG(st.st_mode)) {
+		size = (uint64_t)st.st_size;
+	} else {
+		return -ENOTBLK;
+	}
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->b.ops = &file_ops;
+	f->b.size = size;
+	f->b.block_size = 512;
+	f->is_blockdev = S_ISBLK(st.st_mode);
+	snprintf(f->b.name, sizeof(f->b.name), "%s", path);
+	f->fd = TAKE_FD(fd);
+	*ret = &f->b;
+	return 0;
+}

@@ -1,0 +1,420 @@
+/*
+ * cmd_dev_db.c - the `pony dev` commands that use the database: scan, find
+ * (findfs-style: prints the path, exit 2 when nothing is found), list,
+ * show, register and forget. Every one takes --db PATH (else $PONY_DEVDB,
+ * else /var/lib/pony/devdb.sqlite) and --help; list, show, find and scan
+ * take --json.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cmd_dev.h"
+
+struct dev_opts {
+	const char *db;
+	bool json, force, all, duplicates;
+};
+
+/* Common options; returns optind, or -exit code. */
+static int dev_getopt(int argc, char **argv, const char *cmd, void (*usage)(FILE *),
+		      struct dev_opts *o)
+{
+	static const struct option opts[] = {
+		{ "db", required_argument, NULL, 'd' }, { "json", no_argument, NULL, 'j' },
+		{ "force", no_argument, NULL, 'f' }, { "all", no_argument, NULL, 'a' },
+		{ "duplicates", no_argument, NULL, 'D' }, { "help", no_argument, NULL, 'h' }, { 0 },
+	};
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd': o->db = optarg; break;
+		case 'j': o->json = true; break;
+		case 'f': o->force = true; break;
+		case 'a': o->all = true; break;
+		case 'D': o->duplicates = true; break;
+		case 'h':
+			usage(stdout);
+			return -CLI_EXIT_OK - 1000;
+		default:
+			fprintf(stderr, "Try '%s --help'.\n", cmd);
+			return -CLI_EXIT_USAGE;
+		}
+	}
+	return optind;
+}
+
+#define DEV_GETOPT(cmd, usage, o)                                               \
+	do {                                                                    \
+		int _i = dev_getopt(argc, argv, cmd, usage, o);                 \
+		if (_i == -CLI_EXIT_OK - 1000)                                  \
+			return CLI_EXIT_OK;                                     \
+		if (_i < 0)                                                     \
+			return -_i;                                             \
+		argc -= _i;                                                     \
+		argv += _i;                                                     \
+	} while (0)
+
+static int open_db(const struct dev_opts *o, struct devdb **ret)
+{
+	int r = devdb_open(o->db, 0, ret);
+
+	if (r < 0)
+		cli_error("cannot open the device database %s: %s",
+			  o->db ? o->db : getenv("PONY_DEVDB") ? getenv("PONY_DEVDB") : DEVDB_DEFAULT_PATH,
+			  strerror(-r));
+	return r;
+}
+
+static void progress_cb(void *ctx, uint64_t done, uint64_t total)
+{
+	struct util_progress *p = ctx;
+
+	p->total = total;
+	util_progress_update(p, done);
+}
+
+static void scan_usage(FILE *f)
+{
+	fprintf(f, "Usage: pony dev scan [--db PATH] [--force] [--json] [PATH...]\n"
+		   "Adds devices to the database: every block device in /sys/class/block, or the\n"
+		   "image files, block devices and directories (searched recursively) given.\n"
+		   "Unchanged devices (same dev_t, size, mtime, diskseq) are not read again unless\n"
+		   "--force; known paths under the scanned directories that are gone are marked\n"
+		   "absent. Probing runs in parallel; a progress bar shows on a terminal.\n");
+}
+
+static int scan_run(int argc, char **argv)
+{
+	_cleanup_(devdb_closep) struct devdb *db = NULL;
+	struct dev_opts o = { 0 };
+	struct devdb_scan_stats st;
+	struct util_progress prog;
+	uint64_t t0;
+	int r;
+
+	DEV_GETOPT("pony dev scan", scan_usage, &o);
+	if (open_db(&o, &db) < 0)
+		return CLI_EXIT_FAILURE;
+	util_progress_init(&prog, "probing", 0);
+	t0 = util_now_ns();
+	r = devdb_scan(db, (const char *const *)argv, (size_t)argc, o.force ? DEVDB_SCAN_FORCE : 0,
+		       progress_cb, &prog, &st);
+	util_progress_done(&prog);
+	if (r < 0)
+		return cli_error("scan failed: %s", strerror(-r));
+	if (o.json) {
+		struct util_json j;
+
+		util_json_init(&j, stdout);
+		util_json_object_begin(&j, NULL);
+		util_json_uint(&j, "probed", st.probed);
+		util_json_uint(&j, "found", st.found);
+		util_json_uint(&j, "unchanged", st.unchanged);
+		util_json_uint(&j, "vanished", st.vanished);
+		util_json_uint(&j, "failed", st.failed);
+		util_json_uint(&j, "bytes_read", st.bytes_read);
+		util_json_double(&j, "seconds", (double)(util_now_ns() - t0) / 1e9);
+		util_json_object_end(&j);
+		util_json_end(&j);
+	} else {
+		printf("probed %u (%u with a signature), unchanged %u, vanished %u, failed %u; "
+		       "%llu bytes read in %.3f s\n", st.probed, st.found, st.unchanged, st.vanished,
+		       st.failed, (unsigned long long)st.bytes_read, (double)(util_now_ns() - t0) / 1e9);
+	}
+	return CLI_EXIT_OK;
+}
+
+/* "NAME=VALUE" into name/value (strings point into arg, which is modified). */
+static int split_term(char *arg, const char **name, const char **value)
+{
+	char *eq = strchr(arg, '=');
+
+	if (!eq || eq == arg)
+		return -EINVAL;
+	*eq = '\0';
+	*name = arg;
+	*value = eq + 1;
+	return 0;
+}
+
+static void print_dev_json(struct util_json *j, const struct devdb_dev *d)
+{
+	util_json_object_begin(j, NULL);
+	util_json_string(j, "path", d->path ? d->path : "");
+	util_json_string(j, "kind", d->kind ? d->kind : "");
+	util_json_bool(j, "present", d->present);
+	if (d->connect)
+		util_json_string(j, "connect", d->connect);
+	util_json_uint(j, "size", d->size);
+	util_json_object_begin(j, "tags");
+	for (size_t i = 0; i < d->tags.n; i++)
+		util_json_string(j, d->tags.v[i].name, d->tags.v[i].value);
+	util_json_object_end(j);
+	util_json_array_begin(j, "paths");
+	for (size_t i = 0; i < d->npaths; i++)
+		util_json_string(j, NULL, d->paths[i]);
+	util_json_array_end(j);
+	util_json_object_end(j);
+}
+
+static void print_devs_json(struct devdb_dev **devs, size_t n)
+{
+	struct util_json j;
+
+	util_json_init(&j, stdout);
+	util_json_object_begin(&j, NULL);
+	util_json_array_begin(&j, "devices");
+	for (size_t i = 0; i < n; i++)
+		print_dev_json(&j, devs[i]);
+	util_json_array_end(&j);
+	util_json_object_end(&j);
+	util_json_end(&j);
+}
+
+static void find_usage(FILE *f)
+{
+	fprintf(f, "Usage: pony dev find [--db PATH] [--all] [--json] NAME=VALUE...\n"
+		   "Prints the path of the device whose tags match every NAME=VALUE (LABEL, UUID,\n"
+		   "TYPE, PARTUUID, PARTLABEL, any tag), from the index, as findfs(8) does.\n"
+		   "A hit is checked with one stat and re-probed alone if it changed. --all prints\n"
+		   "every match (devices sharing a UUID are all listed). A device registered but not\n"
+		   "connected prints its URI. Exit 2 when nothing is found.\n");
+}
+
+static int find_run(int argc, char **argv)
+{
+	_cleanup_(devdb_closep) struct devdb *db = NULL;
+	_cleanup_(freep) const char **names = NULL, **values = NULL;
+	struct devdb_dev **devs;
+	struct dev_opts o = { 0 };
+	size_t n;
+	int r;
+
+	DEV_GETOPT("pony dev find", find_usage, &o);
+	if (argc < 1)
+		return cli_usage_error("pony dev find", "no NAME=VALUE given");
+	names = calloc((size_t)argc, sizeof(*names));
+	values = calloc((size_t)argc, sizeof(*values));
+	if (!names || !values)
+		return cli_error("out of memory");
+	for (int i = 0; i < argc; i++)
+		if (split_term(argv[i], &names[i], &values[i]) < 0)
+			return cli_usage_error("pony dev find", "'%s' is not NAME=VALUE", argv[i]);
+	if (open_db(&o, &db) < 0)
+		return CLI_EXIT_FAILURE;
+	r = devdb_find(db, names, values, (size_t)argc, &devs, &n);
+	if (r == -ENOENT)
+		return CLI_EXIT_USAGE;  /* findfs: nothing found is exit 2, silently */
+	if (r < 0)
+		return cli_error("lookup failed: %s", strerror(-r));
+	if (o.json) {
+		print_devs_json(devs, o.all ? n : 1);
+	} else {
+		for (size_t i = 0; i < (o.all ? n : 1); i++) {
+			if (devs[i]->present)
+				printf("%s\n", devs[i]->path);
+			else
+				printf("%s\n", devs[i]->connect ? devs[i]->connect : devs[i]->path);
+			if (!devs[i]->present)
+				fprintf(stderr, "pony: %s is not connected\n",
+					devs[i]->connect ? devs[i]->connect : devs[i]->path);
+		}
+		if (n > 1 && !o.all)
+			fprintf(stderr, "pony: %zu devices match; showing the first (--all lists them)\n", n);
+	}
+	devdb_devs_free(devs, n);
+	return CLI_EXIT_OK;
+}
+
+static void list_usage(FILE *f)
+{
+	fprintf(f, "Usage: pony dev list [--db PATH] [--json] [--duplicates]\n"
+		   "Lists every device the database knows: path, TYPE, LABEL, UUID and state\n"
+		   "(absent: vanished; remote: registered, not connected). --duplicates lists\n"
+		   "only UUIDs that more than one device carries (copied images, snapshots).\n");
+}
+
+static int list_run(int argc, char **argv)
+{
+	_cleanup_(devdb_closep) struct devdb *db = NULL;
+	struct devdb_dev **devs;
+	struct dev_opts o = { 0 };
+	size_t n;
+	int r;
+
+	DEV_GETOPT("pony dev list", list_usage, &o);
+	if (argc > 0)
+		return cli_usage_error("pony dev list", "unexpected argument '%s'", argv[0]);
+	if (open_db(&o, &db) < 0)
+		return CLI_EXIT_FAILURE;
+	if (o.duplicates) {
+		char **uuids;
+
+		r = devdb_duplicate_uuids(db, &uuids, &n);
+		if (r < 0)
+			return cli_error("%s", strerror(-r));
+		for (size_t i = 0; i < n; i++) {
+			const char *name = "UUID", *value = uuids[i];
+			struct devdb_dev **d;
+			size_t m;
+
+			if (devdb_find(db, &name, &value, 1, &d, &m) == 0) {
+				printf("%s", uuids[i]);
+				for (size_t k = 0; k < m; k++)
+					printf(" %s", d[k]->path ? d[k]->path : "?");
+				putchar('\n');
+				devdb_devs_free(d, m);
+			}
+			free(uuids[i]);
+		}
+		free(uuids);
+		return CLI_EXIT_OK;
+	}
+	r = devdb_list(db, &devs, &n);
+	if (r < 0)
+		return cli_error("%s", strerror(-r));
+	if (o.json) {
+		print_devs_json(devs, n);
+	} else {
+		printf("%-40s %-18s %-20s %-38s %s\n", "PATH", "TYPE", "LABEL", "UUID", "STATE");
+		for (size_t i = 0; i < n; i++) {
+			const struct devdb_dev *d = devs[i];
+			const char *t = devdb_tags_get(&d->tags, "TYPE");
+			const char *l = devdb_tags_get(&d->tags, "LABEL");
+			const char *u = devdb_tags_get(&d->tags, "UUID");
+
+			printf("%-40s %-18s %-20s %-38s %s\n", d->path ? d->path : "?", t ? t : "-",
+			       l ? l : "-", u ? u : "-",
+			       !strcmp(d->kind, "remote") ? "remote" : d->present ? "present" : "absent");
+		}
+	}
+	devdb_devs_free(devs, n);
+	return CLI_EXIT_OK;
+}
+
+static void show_usage(FILE *f)
+{
+	fprintf(f, "Usage: pony dev show [--db PATH] [--json] PATH|NAME=VALUE\n"
+		   "Shows one device: every tag and every path (preferred first: present paths,\n"
+		   "then the shortest, then in alphabetical order).\n");
+}
+
+static int show_run(int argc, char **argv)
+{
+	_cleanup_(devdb_closep) struct devdb *db = NULL;
+	_cleanup_(devdb_dev_freep) struct devdb_dev *d = NULL;
+	struct dev_opts o = { 0 };
+	const char *name, *value;
+	int r;
+
+	DEV_GETOPT("pony dev show", show_usage, &o);
+	if (argc != 1)
+		return cli_usage_error("pony dev show", "give one PATH or NAME=VALUE");
+	if (open_db(&o, &db) < 0)
+		return CLI_EXIT_FAILURE;
+	if (argv[0][0] != '/' && !strstr(argv[0], "://") && split_term(argv[0], &name, &value) == 0)
+		r = devdb_find_tag(db, name, value, &d);
+	else
+		r = devdb_get(db, argv[0], &d);
+	if (r == -ENOENT) {
+		cli_error("%s: not in the device database", argv[0]);
+		return CLI_EXIT_USAGE;
+	}
+	if (r < 0)
+		return cli_error("%s", strerror(-r));
+	if (o.json) {
+		struct util_json j;
+
+		util_json_init(&j, stdout);
+		print_dev_json(&j, d);
+		util_json_end(&j);
+		return CLI_EXIT_OK;
+	}
+	printf("device %lld (%s, %s)\n", (long long)d->id, d->kind,
+	       !strcmp(d->kind, "remote") ? "not connected" : d->present ? "present" : "absent");
+	if (d->connect)
+		printf("  connect: %s\n", d->connect);
+	for (size_t i = 0; i < d->npaths; i++)
+		printf("  path: %s%s\n", d->paths[i], i == 0 ? " (preferred)" : "");
+	for (size_t i = 0; i < d->tags.n; i++)
+		printf("  %s=%s\n", d->tags.v[i].name, d->tags.v[i].value);
+	return CLI_EXIT_OK;
+}
+
+static void register_usage(FILE *f)
+{
+	fprintf(f, "Usage: pony dev register [--db PATH] URI [NAME=VALUE...]\n"
+		   "Registers a device that exists only once connected (nbd://host:port/export,\n"
+		   "iscsi://host/target/lun) with the identity to expect (e.g. UUID=...).\n"
+		   "Lookups return it as not connected.\n");
+}
+
+static int register_run(int argc, char **argv)
+{
+	_cleanup_(devdb_closep) struct devdb *db = NULL;
+	struct devdb_tags tags = { 0 };
+	struct dev_opts o = { 0 };
+	int r = 0;
+
+	DEV_GETOPT("pony dev register", register_usage, &o);
+	if (argc < 1 || !strstr(argv[0], "://"))
+		return cli_usage_error("pony dev register", "give a URI such as nbd://host:10809/export");
+	for (int i = 1; i < argc && r == 0; i++) {
+		const char *name, *value;
+
+		if (split_term(argv[i], &name, &value) < 0) {
+			devdb_tags_done(&tags);
+			return cli_usage_error("pony dev register", "'%s' is not NAME=VALUE", argv[i]);
+		}
+		r = devdb_tags_add(&tags, name, value);
+	}
+	if (r == 0 && open_db(&o, &db) < 0)
+		r = -EIO;
+	else if (r == 0)
+		r = devdb_register(db, argv[0], &tags);
+	devdb_tags_done(&tags);
+	if (r < 0)
+		return cli_error("register %s: %s", argv[0], strerror(-r));
+	return CLI_EXIT_OK;
+}
+
+static void forget_usage(FILE *f)
+{
+	fprintf(f, "Usage: pony dev forget [--db PATH] PATH|URI...\n"
+		   "Removes devices (by any of their paths, or their URI) from the database.\n");
+}
+
+static int forget_run(int argc, char **argv)
+{
+	_cleanup_(devdb_closep) struct devdb *db = NULL;
+	struct dev_opts o = { 0 };
+	int ret = CLI_EXIT_OK;
+
+	DEV_GETOPT("pony dev forget", forget_usage, &o);
+	if (argc < 1)
+		return cli_usage_error("pony dev forget", "no path given");
+	if (open_db(&o, &db) < 0)
+		return CLI_EXIT_FAILURE;
+	for (int i = 0; i < argc; i++) {
+		int r = devdb_forget(db, argv[i]);
+
+		if (r < 0)
+			ret = cli_error("forget %s: %s", argv[i],
+					r == -ENOENT ? "not in the device database" : strerror(-r));
+	}
+	return ret;
+}
+
+const struct cli_command dev_scan_cmd = { "scan", "add devices or image files to the database", scan_run };
+const struct cli_command dev_find_cmd = { "find", "print the device with NAME=VALUE (findfs)", find_run };
+const struct cli_command dev_list_cmd = { "list", "list every known device", list_run };
+const struct cli_command dev_show_cmd = { "show", "show one device's tags and paths", show_run };
+const struct cli_command dev_register_cmd = { "register", "register a not-yet-connected device",
+					      register_run };
+const struct cli_command dev_forget_cmd = { "forget", "remove devices from the database", forget_run };

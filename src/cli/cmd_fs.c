@@ -1,0 +1,191 @@
+/*
+ * cmd_fs.c - `pony fs`: what any pony FUSE mount offers beyond FUSE
+ * (statx with a mask and AT_STATX_* flags, syncfs, through the mount's
+ * ioctls), a host directory mounted through hostfs, and the FUSE serving
+ * and unmounting the mount commands share.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "cli.h"
+#include "pony/fuse.h"
+#include "pony/hostfs.h"
+#include "pony/util.h"
+
+int cli_fuse_serve(struct vfs *fs, const char *mountpoint, const char *source,
+		   const struct ponyfuse_options *opts)
+{
+	struct ponyfuse_options o = *opts;
+	struct ponyfuse *pf = NULL;
+	char fsname[4096];
+	int r;
+
+	/* hostfs holds one O_PATH descriptor per inode the kernel keeps: a tree
+	 * of 30,000 files needs more than the usual limits. Root may raise the
+	 * hard limit too (to fs.nr_open's usual 2^20); others take the hard one. */
+	struct rlimit rl = { .rlim_cur = 1 << 20, .rlim_max = 1 << 20 };
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0 && getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (!realpath(source, fsname))
+		snprintf(fsname, sizeof(fsname), "%s", source);
+	o.fsname = fsname;
+	r = ponyfuse_mount(fs, mountpoint, &o, &pf);
+	if (r < 0)
+		return cli_error("cannot mount at %s: %s", mountpoint,
+				 r == -ENOTCONN ? "FUSE refused the mount" : strerror(-r));
+	r = ponyfuse_run(pf);
+	ponyfuse_free(pf);
+	if (r < 0)
+		return cli_error("serving %s failed: %s", mountpoint, strerror(-r));
+	return CLI_EXIT_OK;
+}
+
+int cli_fuse_unmount(const char *mountpoint)
+{
+	pid_t pid = fork();
+	int status;
+
+	if (pid < 0)
+		return cli_error("fork: %s", strerror(errno));
+	if (pid == 0) {
+		execlp("fusermount3", "fusermount3", "-u", "--", mountpoint, (char *)NULL);
+		_exit(127);
+	}
+	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status))
+		return cli_error("cannot unmount %s", mountpoint);
+	return CLI_EXIT_OK;
+}
+
+static int fs_mount_run(int argc, char **argv)
+{
+	struct ponyfuse_options opts = { .subtype = "pony-hostfs", .timeout = 1.0 };
+	int c;
+
+	static const struct option longopts[] = {
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "debug", no_argument, NULL, 'd' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "fdh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'f': opts.foreground = true; break;
+		case 'd': opts.debug = opts.foreground = true; break;
+		case 'h':
+			printf("Usage: pony fs mount-host [-f] [-d] DIR MNT\n"
+			       "Mounts the host directory DIR at MNT through pony's hostfs\n"
+			       "(a passthrough: the vfs and FUSE front end's reference).\n");
+			return CLI_EXIT_OK;
+		default: return cli_usage_error("pony fs mount-host", "bad option");
+		}
+	}
+	if (optind != argc - 2)
+		return cli_usage_error("pony fs mount-host", "DIR and MNT are needed");
+	umask(0);
+	_cleanup_(vfs_freep) struct vfs *fs = NULL;
+	int r = hostfs_new(argv[optind], 0, &fs);
+	if (r < 0)
+		return cli_error("%s: %s", argv[optind], strerror(-r));
+	return cli_fuse_serve(fs, argv[optind + 1], argv[optind], &opts);
+}
+
+static int fs_statx_run(int argc, char **argv)
+{
+	struct ponyfuse_statx_arg a = { .mask = STATX_BASIC_STATS };
+	int c;
+
+	static const struct option longopts[] = {
+		{ "mask", required_argument, NULL, 'm' },
+		{ "dont-sync", no_argument, NULL, 'D' },
+		{ "force-sync", no_argument, NULL, 'F' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "m:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'm': a.mask = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'D': a.flags |= AT_STATX_DONT_SYNC; break;
+		case 'F': a.flags |= AT_STATX_FORCE_SYNC; break;
+		case 'h':
+			printf("Usage: pony fs statx [--mask M] [--dont-sync|--force-sync] PATH\n"
+			       "statx(2) of PATH on a pony mount, with the mask and flags\n"
+			       "carried to the filesystem (FUSE itself drops them).\n");
+			return CLI_EXIT_OK;
+		default: return cli_usage_error("pony fs statx", "bad option");
+		}
+	}
+	if (optind != argc - 1)
+		return cli_usage_error("pony fs statx", "one PATH is needed");
+	_cleanup_(closep) int fd = open(argv[optind], O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return cli_error("%s: %s", argv[optind], strerror(errno));
+	if (ioctl(fd, PONYFUSE_IOC_STATX, &a) < 0)
+		return cli_error("%s: %s (not on a pony mount?)", argv[optind], strerror(errno));
+	printf("mask=0x%x ino=%llu mode=0%o nlink=%u uid=%u gid=%u size=%llu blocks=%llu "
+	       "mtime=%lld.%09u\n", a.stx.stx_mask, (unsigned long long)a.stx.stx_ino,
+	       a.stx.stx_mode, a.stx.stx_nlink, a.stx.stx_uid, a.stx.stx_gid,
+	       (unsigned long long)a.stx.stx_size, (unsigned long long)a.stx.stx_blocks,
+	       (long long)a.stx.stx_mtime.tv_sec, a.stx.stx_mtime.tv_nsec);
+	return CLI_EXIT_OK;
+}
+
+static int fs_syncfs_run(int argc, char **argv)
+{
+	if (cli_wants_help(argc, argv)) {
+		printf("Usage: pony fs syncfs PATH\nsyncfs(2) of the pony mount holding PATH "
+		       "(FUSE does not pass syncfs on).\n");
+		return CLI_EXIT_OK;
+	}
+	if (argc != 2)
+		return cli_usage_error("pony fs syncfs", "one PATH is needed");
+	_cleanup_(closep) int fd = open(argv[1], O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return cli_error("%s: %s", argv[1], strerror(errno));
+	if (ioctl(fd, PONYFUSE_IOC_SYNCFS) < 0)
+		return cli_error("%s: %s (not on a pony mount?)", argv[1], strerror(errno));
+	return CLI_EXIT_OK;
+}
+
+static int fs_umount_run(int argc, char **argv)
+{
+	if (cli_wants_help(argc, argv)) {
+		printf("Usage: pony fs umount MNT\nUnmounts a pony FUSE mount.\n");
+		return CLI_EXIT_OK;
+	}
+	if (argc != 2)
+		return cli_usage_error("pony fs umount", "one mount point is needed");
+	return cli_fuse_unmount(argv[1]);
+}
+
+static const struct cli_command fs_commands_list[] = {
+	{ "mount-host", "mount a host directory through hostfs", fs_mount_run },
+	{ "statx", "statx with mask and flags on a pony mount", fs_statx_run },
+	{ "syncfs", "syncfs of a pony mount", fs_syncfs_run },
+	{ "umount", "unmount a pony FUSE mount", fs_umount_run },
+};
+static const struct cli_command *const fs_commands[] = {
+	&fs_commands_list[0], &fs_commands_list[1], &fs_commands_list[2], &fs_commands_list[3],
+};
+
+static int fs_run(int argc, char **argv)
+{
+	return cli_dispatch("pony fs", fs_commands, ARRAY_SIZE(fs_commands), argc, argv);
+}
+
+const struct cli_command cli_fs_command = {
+	.name = "fs",
+	.summary = "pony FUSE mounts: hostfs, statx masks, syncfs",
+	.run = fs_run,
+};

@@ -1,0 +1,139 @@
+/*
+ * cmd_union.c - `pony union mount|umount`: a union of read-only lowers and a
+ * writable upper, served through FUSE, with overlayfs's mount vocabulary
+ * (--lower A:B:C, --upper, --work) so the same directories can be handed to
+ * the kernel's overlayfs.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "pony/fuse.h"
+#include "pony/union.h"
+#include "pony/util.h"
+
+static void mount_usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: pony union mount --lower A[:B...] --upper U --work W [OPTIONS] MNT\n"
+		"Mounts the union of the read-only lowers (top first) and the writable\n"
+		"upper at MNT, in kernel overlayfs's on-disk format.\n\n"
+		"  -l, --lower A:B:C   lower directories, top first\n"
+		"  -u, --upper DIR     the writable upper directory\n"
+		"  -w, --work DIR      work directory, on the upper's filesystem\n"
+		"  -f, --foreground    stay in the foreground (default: daemonize)\n"
+		"      --userxattr     user.overlay.* xattrs (as overlayfs -o userxattr)\n"
+		"      --no-writeback  no kernel writeback cache\n"
+		"      --timeout SECS  kernel attribute and entry cache (default 86400:\n"
+		"                      lowers are read-only and the upper changes only\n"
+		"                      through the union, as fuse-overlayfs assumes)\n"
+		"  -d, --debug         log every FUSE request (implies --foreground)\n"
+		"  -h, --help          this help\n");
+}
+
+/* Splits "A:B:C" in place into lowers[]; returns the count or -EINVAL. */
+static int split_lowers(char *spec, const char **lowers)
+{
+	int n = 0;
+
+	for (char *s = strtok(spec, ":"); s; s = strtok(NULL, ":")) {
+		if (n == UNION_MAX_LOWERS)
+			return -E2BIG;
+		lowers[n++] = s;
+	}
+	return n ? n : -EINVAL;
+}
+
+static int union_mount_run(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "lower", required_argument, NULL, 'l' },
+		{ "upper", required_argument, NULL, 'u' },
+		{ "work", required_argument, NULL, 'w' },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "debug", no_argument, NULL, 'd' },
+		{ "userxattr", no_argument, NULL, 'X' },
+		{ "no-writeback", no_argument, NULL, 'W' },
+		{ "timeout", required_argument, NULL, 'T' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *lowers[UNION_MAX_LOWERS];
+	struct union_config cfg = { .lowers = lowers };
+	struct ponyfuse_options opts = { .subtype = "pony-union", .writeback = true,
+					 .timeout = 86400 };
+	char *lowerspec = NULL;
+	int c, r;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "l:u:w:fdh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'l': lowerspec = optarg; break;
+		case 'u': cfg.upper = optarg; break;
+		case 'w': cfg.work = optarg; break;
+		case 'f': opts.foreground = true; break;
+		case 'd': opts.debug = opts.foreground = true; break;
+		case 'X': cfg.flags |= UNION_USERXATTR; break;
+		case 'W': opts.writeback = false; break;
+		case 'T': opts.timeout = atof(optarg); break;
+		case 'h': mount_usage(stdout); return CLI_EXIT_OK;
+		default: return cli_usage_error("pony union mount", "bad option");
+		}
+	}
+	if (!lowerspec || !cfg.upper || !cfg.work)
+		return cli_usage_error("pony union mount", "--lower, --upper and --work are needed");
+	if (optind != argc - 1)
+		return cli_usage_error("pony union mount", "one mount point is needed");
+	r = split_lowers(lowerspec, lowers);
+	if (r < 0)
+		return cli_usage_error("pony union mount", "bad --lower list");
+	cfg.nlowers = (unsigned)r;
+	/* Files are created with exactly the mode the caller's umask left. */
+	umask(0);
+	_cleanup_(vfs_freep) struct vfs *fs = NULL;
+	r = union_new(&cfg, &fs);
+	if (r == -ELOOP)
+		return cli_error("layers overlap: the upper or work directory is inside a "
+				 "lower, or a lower inside the upper");
+	if (r < 0)
+		return cli_error("cannot build the union: %s", strerror(-r));
+	return cli_fuse_serve(fs, argv[optind], cfg.upper, &opts);
+}
+
+static int union_umount_run(int argc, char **argv)
+{
+	if (cli_wants_help(argc, argv)) {
+		printf("Usage: pony union umount MNT\nUnmounts a pony union "
+		       "(as fusermount3 -u MNT).\n");
+		return CLI_EXIT_OK;
+	}
+	if (argc != 2)
+		return cli_usage_error("pony union umount", "one mount point is needed");
+	return cli_fuse_unmount(argv[1]);
+}
+
+static const struct cli_command union_mount_command = {
+	.name = "mount", .summary = "mount a union through FUSE", .run = union_mount_run,
+};
+static const struct cli_command union_umount_command = {
+	.name = "umount", .summary = "unmount a union", .run = union_umount_run,
+};
+static const struct cli_command *const union_commands[] = {
+	&union_mount_command, &union_umount_command,
+};
+
+static int union_run(int argc, char **argv)
+{
+	return cli_dispatch("pony union", union_commands, ARRAY_SIZE(union_commands), argc,
+			    argv);
+}
+
+const struct cli_command cli_union_command = {
+	.name = "union",
+	.summary = "union mounts (overlayfs-compatible) through FUSE",
+	.run = union_run,
+};

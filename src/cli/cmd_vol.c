@@ -1,0 +1,650 @@
+/*
+ * cmd_vol.c - `pony vol`: volumes from the command line. No daemon: each
+ * command assembles the volume from its members (whose superblocks hold
+ * all state), does its work and closes it clean. This file holds the
+ * dispatch, opening, and create / assemble / status / table / read /
+ * write; cmd_vol_admin.c the failure handling; cmd_vol_expose.c FUSE.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "pony/acall.h"
+#include "pony/util.h"
+#include "vol.h"
+
+/*
+ * One acall ring for every member this process opens: member I/O goes
+ * through io_uring (or acall's workers). It lives until the process exits,
+ * as the bdevs using it do.
+ */
+static struct acall_ring *vol_ring(void)
+{
+	static struct acall_ring *ring;
+	static bool tried;
+
+	if (!tried) {
+		tried = true;
+		if (acall_ring_new(NULL, &ring) < 0)
+			ring = NULL;    /* plain syscalls then */
+	}
+	return ring;
+}
+
+int vol_open_dev(const char *path, bool rdonly, struct bdev **ret)
+{
+	int r = bdev_file_open_ring(path, rdonly ? O_RDONLY : O_RDWR, vol_ring(), ret);
+
+	if (r < 0)
+		cli_error("%s: %s", path, strerror(-r));
+	return r;
+}
+
+int vol_progress(uint64_t done, uint64_t total, void *arg)
+{
+	util_progress_update(arg, done);
+	return 0;
+}
+
+int vol_parse_member(const char *cmd, const char *text, unsigned *ret)
+{
+	char *end;
+	unsigned long v = strtoul(text, &end, 10);
+
+	if (!*text || *end || v >= 64)
+		return cli_usage_error(cmd, "bad member index '%s'", text);
+	*ret = (unsigned)v;
+	return 0;
+}
+
+static void free_devs(struct bdev **devs, int n)
+{
+	for (int i = 0; i < n; i++)
+		bdev_free(devs[i]);
+}
+
+static int vol_open_md(char **paths, int n, struct bdev **devs, struct vol_handle *h)
+{
+	struct volume_md_info info;
+	int r = volume_md_assemble(devs, (unsigned)n, &h->v, &info);
+
+	if (r >= 0)
+		return 0;
+	free_devs(devs, n);
+	switch (r) {
+	case -EXDEV: return cli_error("the devices are members of different md arrays");
+	case -ENODATA: return cli_error("no md v1.x superblock found on a member");
+	case -EBADMSG: return cli_error("an md superblock is corrupt (bad checksum or field)");
+	case -ENODEV: return cli_error("too many md members missing to assemble");
+	case -EEXIST: return cli_error("two devices claim the same md role");
+	default: return cli_error("cannot assemble the md array: %s", strerror(-r));
+	}
+}
+
+static void report_stale(struct volume_set *s)
+{
+	struct volume_set_info info;
+	struct volume_set_member m;
+
+	volume_set_info(s, &info);
+	for (unsigned i = 0; i < info.nmembers; i++)
+		if (volume_set_member(s, i, &m) == 0 && m.stale)
+			fprintf(stderr, "pony: refusing stale member %u (%s): events %llu, the volume "
+				"is at %llu; bring it back with 'pony vol add'\n", i,
+				m.device ? m.device : "?", (unsigned long long)m.events,
+				(unsigned long long)info.events);
+}
+
+int vol_open(const char *cmd, char **paths, int n, unsigned flags, struct vol_handle *h)
+{
+	struct bdev *devs[64];
+	unsigned who = 0;
+	int r;
+
+	memset(h, 0, sizeof(*h));
+	if (n < 1)
+		return cli_usage_error(cmd, "no member devices given");
+	if (n > 64)
+		return cli_usage_error(cmd, "at most 64 members");
+	for (int i = 0; i < n; i++)
+		if (vol_open_dev(paths[i], flags & VOL_OPEN_RDONLY, &devs[i]) < 0) {
+			free_devs(devs, i);
+			return CLI_EXIT_FAILURE;
+		}
+	if (flags & VOL_OPEN_MD)
+		return vol_open_md(paths, n, devs, h);
+	r = volume_set_open(devs, (unsigned)n, flags & VOL_OPEN_RDONLY ? VOLUME_SET_RDONLY : 0,
+			    &h->set, &who);
+	if (r < 0) {
+		const char *p = who < (unsigned)n ? paths[who] : "?";
+
+		free_devs(devs, n);
+		switch (r) {
+		case -ENODATA: return cli_error("%s: not a pony volume member (no superblock)", p);
+		case -EBADMSG: return cli_error("%s: both superblocks are corrupt", p);
+		case -EPROTONOSUPPORT: return cli_error("%s: superblock version not supported", p);
+		case -EXDEV: return cli_error("%s: member of another volume", p);
+		case -EEXIST: return cli_error("%s: two devices claim the same member index", p);
+		case -ENODEV:
+			return cli_error("too many members missing or stale to assemble (member %u "
+					 "first)", who);
+		default: return cli_error("cannot assemble: %s", strerror(-r));
+		}
+	}
+	h->v = volume_set_volume(h->set);
+	if (!(flags & VOL_OPEN_QUIET))
+		report_stale(h->set);
+	return 0;
+}
+
+int vol_close(struct vol_handle *h)
+{
+	int r = 0;
+
+	if (h->set)
+		r = volume_set_close(h->set);
+	else
+		volume_free(h->v);
+	h->set = NULL;
+	h->v = NULL;
+	return r < 0 ? cli_error("closing the volume: %s", strerror(-r)) : 0;
+}
+
+/* create */
+
+static int parse_level(const char *s, enum volume_target_type *t)
+{
+	static const struct { const char *name; enum volume_target_type t; } levels[] = {
+		{ "0", VOLUME_STRIPED }, { "raid0", VOLUME_STRIPED }, { "striped", VOLUME_STRIPED },
+		{ "1", VOLUME_MIRROR }, { "raid1", VOLUME_MIRROR }, { "mirror", VOLUME_MIRROR },
+		{ "4", VOLUME_RAID4 }, { "raid4", VOLUME_RAID4 }, { "5", VOLUME_RAID5 },
+		{ "raid5", VOLUME_RAID5 }, { "6", VOLUME_RAID6 }, { "raid6", VOLUME_RAID6 },
+		{ "10", VOLUME_RAID10 }, { "raid10", VOLUME_RAID10 },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(levels); i++)
+		if (!strcmp(s, levels[i].name)) {
+			*t = levels[i].t;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+static int layout_for(enum volume_target_type t, const char *name, unsigned *ret)
+{
+	unsigned level = t == VOLUME_RAID10 ? 10 : t == VOLUME_RAID6 ? 6 : 5;
+
+	if (t != VOLUME_RAID5 && t != VOLUME_RAID6 && t != VOLUME_RAID10) {
+		*ret = 0;
+		return name ? -EINVAL : 0;
+	}
+	return volume_layout_from_name(level, name ? name : t == VOLUME_RAID10 ? "n2" : "left-symmetric",
+				ret);
+}
+
+static void create_usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: pony vol create -l LEVEL [OPTIONS] DEV...\n"
+		"Writes pony's member superblocks on DEV... (image files or block devices)\n"
+		"and makes a volume of them, with md's data and parity placement.\n\n"
+		"  -l, --level L      raid0, raid1, raid4, raid5, raid6, raid10\n"
+		"  -p, --layout L     md layout (left-symmetric, ...; raid10 n2, f2, o2)\n"
+		"  -c, --chunk SIZE   chunk size (default 64K)\n"
+		"  -N, --name NAME    the volume's name\n"
+		"  -m, --metadata SIZE  also a metadata region of SIZE, three-way raid10\n"
+		"                     (two-way with fewer than 3 members), 64K chunks\n"
+		"      --assume-clean the members are zeroed: skip the initial parity sync\n"
+		"      --md           write Linux md v1.2 superblocks instead (mdadm assembles\n"
+		"                     it; the members should be zeroed or fully written)\n"
+		"  -h, --help         this help\n");
+}
+
+static int create_md(struct bdev **devs, int n, const struct volume_region_spec *rs,
+		     const char *name)
+{
+	static const unsigned md_level[] = {
+		[VOLUME_STRIPED] = 0, [VOLUME_MIRROR] = 1, [VOLUME_RAID4] = 4, [VOLUME_RAID5] = 5,
+		[VOLUME_RAID6] = 6, [VOLUME_RAID10] = 10,
+	};
+	struct volume_md_info info;
+	struct volume *v;
+	int r = volume_md_create(devs, (unsigned)n, md_level[rs->type], rs->layout, rs->chunk, name,
+				 &v, &info);
+
+	if (r < 0) {
+		free_devs(devs, n);
+		return cli_error("cannot create the md array: %s", strerror(-r));
+	}
+	printf("created md raid%u array (v1.2) of %d members, %llu bytes\n", info.level, n,
+	       (unsigned long long)info.array_size);
+	volume_free(v);
+	return CLI_EXIT_OK;
+}
+
+static int vol_create_run(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "level", required_argument, NULL, 'l' }, { "layout", required_argument, NULL, 'p' },
+		{ "chunk", required_argument, NULL, 'c' }, { "name", required_argument, NULL, 'N' },
+		{ "metadata", required_argument, NULL, 'm' },
+		{ "assume-clean", no_argument, NULL, 'A' }, { "md", no_argument, NULL, 'M' },
+		{ "help", no_argument, NULL, 'h' }, { 0 },
+	};
+	bool md = false;
+	struct volume_region_spec regions[2] = { { .cls = VOLUME_CLASS_DATA, .chunk = 65536 } };
+	struct volume_set_params p = { .regions = regions + 1, .nregions = 1 };
+	const char *level = NULL, *layout = NULL;
+	uint64_t meta = 0;
+	struct bdev *devs[64];
+	struct volume_set *s;
+	int c, n, r;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "l:p:c:N:m:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'l': level = optarg; break;
+		case 'p': layout = optarg; break;
+		case 'c':
+			if (util_parse_size(optarg, &regions[0].chunk) < 0 || regions[0].chunk % 4096 ||
+			    !regions[0].chunk)
+				return cli_usage_error("pony vol create", "bad chunk size '%s'", optarg);
+			break;
+		case 'N': p.name = optarg; break;
+		case 'm':
+			if (util_parse_size(optarg, &meta) < 0 || !meta)
+				return cli_usage_error("pony vol create", "bad size '%s'", optarg);
+			break;
+		case 'A': p.assume_clean = true; break;
+		case 'M': md = true; break;
+		case 'h': create_usage(stdout); return CLI_EXIT_OK;
+		default: create_usage(stderr); return CLI_EXIT_USAGE;
+		}
+	}
+	if (!level || parse_level(level, &regions[0].type) < 0)
+		return cli_usage_error("pony vol create", "--level raid0|1|4|5|6|10 is required");
+	if (layout_for(regions[0].type, layout, &regions[0].layout) < 0)
+		return cli_usage_error("pony vol create", "bad layout '%s' for %s", layout, level);
+	n = argc - optind;
+	if (n < 1 || n > 64)
+		return cli_usage_error("pony vol create", "give 1 to 64 member devices");
+	regions[1] = regions[0];
+	if (meta) {
+		regions[0] = (struct volume_region_spec){
+			.cls = VOLUME_CLASS_METADATA, .type = VOLUME_RAID10, .chunk = 65536,
+			.layout = (n >= 3 ? 3u : 2u) | 1u << 8, .size = meta,
+		};
+		if (n < 2)
+			return cli_usage_error("pony vol create", "a metadata region needs 2 members");
+		p.regions = regions;
+		p.nregions = 2;
+	}
+	for (int i = 0; i < n; i++)
+		if (vol_open_dev(argv[optind + i], false, &devs[i]) < 0) {
+			free_devs(devs, i);
+			return CLI_EXIT_FAILURE;
+		}
+	if (md)
+		return create_md(devs, n, &regions[1], p.name);
+	r = volume_set_create(devs, (unsigned)n, &p, &s);
+	if (r < 0) {
+		free_devs(devs, n);
+		if (r == -ENOSPC)
+			return cli_error("the members are too small for that volume");
+		if (r == -EINVAL || r == -ENODEV)
+			return cli_error("%s cannot be made of %d members with these options", level, n);
+		return cli_error("create: %s", strerror(-r));
+	}
+	printf("created %s volume of %d members, %llu bytes\n", volume_target_name(regions[0].type),
+	       n, (unsigned long long)volume_size(volume_set_volume(s)));
+	r = volume_set_close(s);
+	return r < 0 ? cli_error("create: %s", strerror(-r)) : CLI_EXIT_OK;
+}
+
+/* status and assemble */
+
+static const char *state_name(enum volume_member_state s)
+{
+	return s == VOLUME_MEMBER_OK ? "ok" : s == VOLUME_MEMBER_FAILED ? "failed" : "rebuilding";
+}
+
+static void print_uuid(char *buf, const uint8_t *u)
+{
+	for (int i = 0; i < 16; i++) {
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			*buf++ = '-';
+		buf += sprintf(buf, "%02x", u[i]);
+	}
+}
+
+static void status_json(struct vol_handle *h)
+{
+	struct util_json j;
+	struct volume_set_info info;
+	char uuid[40];
+
+	util_json_init(&j, stdout);
+	util_json_object_begin(&j, NULL);
+	util_json_uint(&j, "size", volume_size(h->v));
+	if (h->set) {
+		volume_set_info(h->set, &info);
+		print_uuid(uuid, info.uuid);
+		util_json_string(&j, "name", info.name);
+		util_json_string(&j, "uuid", uuid);
+		util_json_uint(&j, "events", info.events);
+		if (info.rebuild_off != UINT64_MAX)
+			util_json_uint(&j, "rebuild_checkpoint", info.rebuild_off);
+	}
+	util_json_array_begin(&j, "regions");
+	for (unsigned i = 0; i < volume_segment_count(h->v); i++) {
+		util_json_object_begin(&j, NULL);
+		util_json_uint(&j, "full_stripe", volume_full_stripe(h->v, i));
+		util_json_object_end(&j);
+	}
+	util_json_array_end(&j);
+	util_json_array_begin(&j, "members");
+	for (unsigned m = 0; m < volume_member_count(h->v, 0); m++) {
+		struct volume_set_member sm = { 0 };
+
+		util_json_object_begin(&j, NULL);
+		util_json_uint(&j, "index", m);
+		if (h->set) {
+			volume_set_member(h->set, m, &sm);
+			util_json_string(&j, "device", sm.device ? sm.device : "");
+			util_json_uint(&j, "events", sm.events);
+			util_json_bool(&j, "stale", sm.stale);
+			util_json_uint(&j, "badblocks", sm.badblocks);
+		} else {
+			sm.state = volume_member_state(h->v, 0, m);
+		}
+		util_json_string(&j, "state", state_name(sm.state));
+		util_json_object_end(&j);
+	}
+	util_json_array_end(&j);
+	util_json_object_end(&j);
+	util_json_end(&j);
+}
+
+static void status_text(struct vol_handle *h)
+{
+	struct volume_set_info info;
+	char uuid[40], sz[16];
+
+	printf("size: %s (%llu bytes)\n", util_format_size(volume_size(h->v), sz, sizeof(sz)),
+	       (unsigned long long)volume_size(h->v));
+	if (h->set) {
+		volume_set_info(h->set, &info);
+		print_uuid(uuid, info.uuid);
+		printf("name: %s\nuuid: %s\nevents: %llu\n", info.name, uuid,
+		       (unsigned long long)info.events);
+		if (info.rebuild_off != UINT64_MAX)
+			printf("rebuild checkpoint: region %u, %llu bytes\n", info.rebuild_seg,
+			       (unsigned long long)info.rebuild_off);
+	}
+	for (unsigned i = 0; i < volume_segment_count(h->v); i++)
+		printf("region %u: full stripe %llu bytes\n", i,
+		       (unsigned long long)volume_full_stripe(h->v, i));
+	for (unsigned m = 0; m < volume_member_count(h->v, 0); m++) {
+		struct volume_set_member sm = { .state = volume_member_state(h->v, 0, m) };
+
+		if (h->set)
+			volume_set_member(h->set, m, &sm);
+		printf("member %u: %-10s %s%s", m, state_name(sm.state),
+		       sm.device ? sm.device : "-", sm.stale ? " (stale, refused)" : "");
+		if (sm.badblocks)
+			printf(" %u bad ranges", sm.badblocks);
+		putchar('\n');
+	}
+}
+
+/* Copies the whole volume to path ("-": stdout). */
+static int dump_volume(struct volume *v, const char *path)
+{
+	size_t bs = 1 << 20;
+	_cleanup_(freep) uint8_t *buf = malloc(bs);
+	_cleanup_(closep) int fd = -1;
+
+	fd = !strcmp(path, "-") ? dup(1) : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || !buf)
+		return cli_error("%s: %s", path, strerror(errno));
+	for (uint64_t off = 0; off < volume_size(v); off += bs) {
+		size_t n = (size_t)MIN((uint64_t)bs, volume_size(v) - off);
+		int r = volume_read(v, buf, n, off);
+
+		if (r < 0)
+			return cli_error("reading the volume at %llu: %s", (unsigned long long)off,
+					 strerror(-r));
+		if (write(fd, buf, n) != (ssize_t)n)
+			return cli_error("%s: %s", path, strerror(errno));
+	}
+	return 0;
+}
+
+static void assemble_usage(FILE *out, const char *name)
+{
+	fprintf(out,
+		"Usage: pony vol %s [OPTIONS] DEV...\n"
+		"Assembles the volume whose members are DEV... (any order) and prints its\n"
+		"state. Stale members are refused.\n\n"
+		"      --md           the members carry Linux md v1.x superblocks\n"
+		"  -o, --output FILE  copy the volume's contents to FILE ('-': stdout)\n"
+		"      --json         machine-readable status\n"
+		"  -h, --help         this help\n", name);
+}
+
+static int vol_assemble_common(int argc, char **argv, bool rdonly)
+{
+	static const struct option longopts[] = {
+		{ "md", no_argument, NULL, 'M' }, { "output", required_argument, NULL, 'o' },
+		{ "json", no_argument, NULL, 'J' }, { "help", no_argument, NULL, 'h' }, { 0 },
+	};
+	const char *output = NULL;
+	unsigned flags = rdonly ? VOL_OPEN_RDONLY : 0;
+	bool json = false;
+	struct vol_handle h;
+	int c, r;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'M': flags |= VOL_OPEN_MD | VOL_OPEN_RDONLY; break;     /* md: look, never touch */
+		case 'o': output = optarg; break;
+		case 'J': json = true; break;
+		case 'h': assemble_usage(stdout, argv[0]); return CLI_EXIT_OK;
+		default: assemble_usage(stderr, argv[0]); return CLI_EXIT_USAGE;
+		}
+	}
+	r = vol_open("pony vol", argv + optind, argc - optind, flags, &h);
+	if (r)
+		return r;
+	if (output)
+		r = dump_volume(h.v, output);
+	if (!r && (!output || strcmp(output, "-"))) {
+		if (json)
+			status_json(&h);
+		else
+			status_text(&h);
+	}
+	return vol_close(&h) ? CLI_EXIT_FAILURE : r;
+}
+
+static int vol_assemble_run(int argc, char **argv)
+{
+	return vol_assemble_common(argc, argv, false);
+}
+
+static int vol_status_run(int argc, char **argv)
+{
+	return vol_assemble_common(argc, argv, true);
+}
+
+static int vol_table_run(int argc, char **argv)
+{
+	bool md = argc > 1 && !strcmp(argv[1], "--md");
+	struct vol_handle h;
+	char *t;
+	int r;
+
+	if (cli_wants_help(argc, argv)) {
+		printf("Usage: pony vol table [--md] DEV...\n"
+		       "Prints the volume's table in device-mapper syntax.\n");
+		return CLI_EXIT_OK;
+	}
+	r = vol_open("pony vol table", argv + 1 + md, argc - 1 - md,
+		     VOL_OPEN_RDONLY | VOL_OPEN_QUIET | (md ? VOL_OPEN_MD : 0), &h);
+	if (r)
+		return r;
+	t = volume_table_format(h.v);
+	if (t)
+		fputs(t, stdout);
+	free(t);
+	vol_close(&h);
+	return t ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
+}
+
+/* read / write: the volume's bytes, for scripts and the demo */
+
+/* read() until n bytes or the end: pipes hand out less than asked. */
+static ssize_t read_full(int fd, uint8_t *buf, size_t n)
+{
+	size_t got = 0;
+
+	while (got < n) {
+		ssize_t r = read(fd, buf + got, n - got);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -1;
+		if (r == 0)
+			break;
+		got += (size_t)r;
+	}
+	return (ssize_t)got;
+}
+
+static int vol_copy(struct vol_handle *h, int fd, bool write_mode, uint64_t off, uint64_t len)
+{
+	/* Whole stripes at a time: writes then need no read-modify-write. */
+	size_t bs = (size_t)ROUND_UP(4u << 20, volume_full_stripe(h->v, 0));
+	_cleanup_(freep) uint8_t *buf = util_aligned_alloc(bs);
+	uint64_t end = len == UINT64_MAX ? volume_size(h->v) : off + len;
+
+	if (!buf)
+		return cli_error("out of memory");
+	if (off > volume_size(h->v) || end > volume_size(h->v) || end < off)
+		return cli_error("the range is past the volume's end (%llu bytes)",
+				 (unsigned long long)volume_size(h->v));
+	while (off < end) {
+		size_t n = (size_t)MIN((uint64_t)bs, end - off);
+		ssize_t got = n;
+		int r;
+
+		if (write_mode) {
+			got = read_full(fd, buf, n);
+			if (got < 0)
+				return cli_error("reading input: %s", strerror(errno));
+			if (got == 0)
+				break;
+			r = volume_write(h->v, buf, (size_t)got, off);
+		} else {
+			r = volume_read(h->v, buf, n, off);
+			if (r >= 0 && write(fd, buf, n) != (ssize_t)n)
+				return cli_error("writing output: %s", strerror(errno));
+		}
+		if (r < 0)
+			return cli_error("volume %s at %llu: %s", write_mode ? "write" : "read",
+					 (unsigned long long)off, strerror(-r));
+		off += (uint64_t)got;
+	}
+	return 0;
+}
+
+static int vol_io_run(int argc, char **argv, bool write_mode)
+{
+	static const struct option longopts[] = {
+		{ "offset", required_argument, NULL, 'O' }, { "length", required_argument, NULL, 'L' },
+		{ "file", required_argument, NULL, 'f' }, { "md", no_argument, NULL, 'M' },
+		{ "help", no_argument, NULL, 'h' }, { 0 },
+	};
+	uint64_t off = 0, len = UINT64_MAX;
+	const char *file = "-";
+	unsigned flags = write_mode ? 0 : VOL_OPEN_RDONLY;
+	struct vol_handle h;
+	int c, r, fd;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "O:L:f:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'O':
+		case 'L':
+			if (util_parse_size(optarg, c == 'O' ? &off : &len) < 0)
+				return cli_usage_error(argv[0], "bad size '%s'", optarg);
+			break;
+		case 'f': file = optarg; break;
+		case 'M': flags |= VOL_OPEN_MD; break;
+		case 'h':
+			printf("Usage: pony vol %s [-O OFFSET] [-L LENGTH] [-f FILE] DEV...\n"
+			       "%s the volume's bytes %s FILE (default: standard %s).\n",
+			       argv[0], write_mode ? "Writes" : "Reads", write_mode ? "from" : "to",
+			       write_mode ? "input" : "output");
+			return CLI_EXIT_OK;
+		default: return CLI_EXIT_USAGE;
+		}
+	}
+	r = vol_open("pony vol", argv + optind, argc - optind, flags, &h);
+	if (r)
+		return r;
+	fd = !strcmp(file, "-") ? dup(write_mode ? 0 : 1)
+		: open(file, write_mode ? O_RDONLY : O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0) {
+		vol_close(&h);
+		return cli_error("%s: %s", file, strerror(errno));
+	}
+	r = vol_copy(&h, fd, write_mode, off, len);
+	close(fd);
+	return vol_close(&h) ? CLI_EXIT_FAILURE : r;
+}
+
+static int vol_read_run(int argc, char **argv)
+{
+	return vol_io_run(argc, argv, false);
+}
+
+static int vol_write_run(int argc, char **argv)
+{
+	return vol_io_run(argc, argv, true);
+}
+
+static const struct cli_command vol_create = {
+	"create", "make a volume of member devices (pony superblocks)", vol_create_run };
+static const struct cli_command vol_assemble = {
+	"assemble", "assemble members (pony or --md), check, print state", vol_assemble_run };
+static const struct cli_command vol_status = {
+	"status", "print a volume's state without changing it", vol_status_run };
+static const struct cli_command vol_table = {
+	"table", "print the volume's table in device-mapper syntax", vol_table_run };
+static const struct cli_command vol_read = { "read", "copy volume bytes out", vol_read_run };
+static const struct cli_command vol_write = { "write", "copy bytes into the volume", vol_write_run };
+
+static const struct cli_command *const vol_commands[] = {
+	&vol_create, &vol_assemble, &vol_status, &vol_table, &cli_vol_fail, &cli_vol_add,
+	&cli_vol_replace, &cli_vol_rebuild, &cli_vol_scrub, &cli_vol_badblocks, &cli_vol_expose,
+	&cli_vol_stop, &vol_read, &vol_write,
+};
+
+static int vol_run(int argc, char **argv)
+{
+	return cli_dispatch("pony vol", vol_commands, ARRAY_SIZE(vol_commands), argc, argv);
+}
+
+const struct cli_command cli_vol_command = {
+	.name = "vol",
+	.summary = "volumes: RAID and block mapping (md layouts, dm tables)",
+	.run = vol_run,
+};

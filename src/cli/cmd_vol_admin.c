@@ -1,0 +1,288 @@
+/*
+ * cmd_vol_admin.c - `pony vol fail | add | replace | rebuild | scrub |
+ * badblocks`: failure handling from the command line. Every state change
+ * is saved in the members' superblocks before the command returns.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "pony/util.h"
+#include "vol.h"
+
+/* Options every admin command takes. */
+struct admin_opts {
+	unsigned member;
+	bool have_member, json, repair;
+	const char *device;
+	uint64_t rate;
+};
+
+static int admin_parse(int argc, char **argv, const char *usage, struct admin_opts *o)
+{
+	static const struct option longopts[] = {
+		{ "member", required_argument, NULL, 'm' }, { "device", required_argument, NULL, 'd' },
+		{ "rate", required_argument, NULL, 'r' }, { "repair", no_argument, NULL, 'R' },
+		{ "json", no_argument, NULL, 'J' }, { "help", no_argument, NULL, 'h' }, { 0 },
+	};
+	char cmd[64];
+	int c;
+
+	snprintf(cmd, sizeof(cmd), "pony vol %s", argv[0]);
+	memset(o, 0, sizeof(*o));
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "m:d:r:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'm':
+			if (vol_parse_member(cmd, optarg, &o->member))
+				return CLI_EXIT_USAGE;
+			o->have_member = true;
+			break;
+		case 'd': o->device = optarg; break;
+		case 'r':
+			if (util_parse_size(optarg, &o->rate) < 0)
+				return cli_usage_error(cmd, "bad rate '%s' (bytes per second)", optarg);
+			break;
+		case 'R': o->repair = true; break;
+		case 'J': o->json = true; break;
+		case 'h': fputs(usage, stdout); return -1;
+		default: fputs(usage, stderr); return CLI_EXIT_USAGE;
+		}
+	}
+	if (optind >= argc)
+		return cli_usage_error(cmd, "no member devices given");
+	return 0;
+}
+
+#define ADMIN_PARSE(usage)                                              \
+	struct admin_opts o;                                            \
+	struct vol_handle h;                                            \
+	int r = admin_parse(argc, argv, usage, &o);                     \
+	if (r)                                                          \
+		return r < 0 ? CLI_EXIT_OK : r;
+
+static int vol_fail_run(int argc, char **argv)
+{
+	ADMIN_PARSE("Usage: pony vol fail -m INDEX DEV...\n"
+		    "Marks member INDEX faulty: no I/O goes to it any more.\n")
+	if (!o.have_member)
+		return cli_usage_error("pony vol fail", "--member INDEX is required");
+	r = vol_open("pony vol fail", argv + optind, argc - optind, 0, &h);
+	if (r)
+		return r;
+	if (o.member >= volume_member_count(h.v, 0)) {
+		vol_close(&h);
+		return cli_error("no member %u", o.member);
+	}
+	r = volume_set_fail(h.set, o.member);
+	if (r < 0)
+		cli_error("fail: %s", strerror(-r));
+	else
+		printf("member %u marked faulty\n", o.member);
+	return vol_close(&h) || r < 0 ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
+}
+
+static int do_rebuild(struct vol_handle *h, uint64_t rate)
+{
+	struct util_progress p;
+	int r;
+
+	util_progress_init(&p, "rebuild", volume_size(h->v));
+	r = volume_set_rebuild(h->set, rate, vol_progress, &p);
+	util_progress_done(&p);
+	if (r < 0)
+		return cli_error("rebuild: %s (the checkpoint is saved; run 'pony vol rebuild' "
+				 "to resume)", strerror(-r));
+	printf("rebuild done\n");
+	return 0;
+}
+
+/* add and replace: a new device takes a member's place and is rebuilt. */
+static int vol_swap(int argc, char **argv, bool replace)
+{
+	ADMIN_PARSE(replace ?
+		    "Usage: pony vol replace -m INDEX -d NEWDEV [-r RATE] DEV...\n"
+		    "Takes member INDEX out (faulty or not) and rebuilds onto NEWDEV.\n" :
+		    "Usage: pony vol add -d NEWDEV [-m INDEX] [-r RATE] DEV...\n"
+		    "Puts NEWDEV in place of a failed member (the first, or INDEX) and\n"
+		    "rebuilds it, online, with a progress bar.\n")
+	struct bdev *dev;
+	unsigned m = o.member;
+
+	if (!o.device)
+		return cli_usage_error(argv[0], "--device NEWDEV is required");
+	if (replace && !o.have_member)
+		return cli_usage_error(argv[0], "--member INDEX is required");
+	r = vol_open(argv[0], argv + optind, argc - optind, VOL_OPEN_QUIET, &h);
+	if (r)
+		return r;
+	if (!o.have_member) {
+		for (m = 0; m < volume_member_count(h.v, 0); m++)
+			if (volume_member_state(h.v, 0, m) == VOLUME_MEMBER_FAILED)
+				break;
+		if (m == volume_member_count(h.v, 0)) {
+			vol_close(&h);
+			return cli_error("no failed member to replace");
+		}
+	}
+	if (m >= volume_member_count(h.v, 0)) {
+		vol_close(&h);
+		return cli_error("no member %u", m);
+	}
+	if (replace && volume_member_state(h.v, 0, m) == VOLUME_MEMBER_OK)
+		volume_set_fail(h.set, m);
+	if (vol_open_dev(o.device, false, &dev) < 0) {
+		vol_close(&h);
+		return CLI_EXIT_FAILURE;
+	}
+	r = volume_set_replace(h.set, m, dev);
+	if (r < 0) {
+		bdev_free(dev);
+		vol_close(&h);
+		if (r == -EBUSY)
+			return cli_error("member %u is working; use 'pony vol replace'", m);
+		if (r == -ENOSPC)
+			return cli_error("%s is too small for this volume", o.device);
+		return cli_error("cannot put %s in: %s", o.device, strerror(-r));
+	}
+	printf("%s is member %u, rebuilding\n", o.device, m);
+	r = do_rebuild(&h, o.rate);
+	return vol_close(&h) || r ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
+}
+
+static int vol_add_run(int argc, char **argv)
+{
+	return vol_swap(argc, argv, false);
+}
+
+static int vol_replace_run(int argc, char **argv)
+{
+	return vol_swap(argc, argv, true);
+}
+
+static int vol_rebuild_run(int argc, char **argv)
+{
+	ADMIN_PARSE("Usage: pony vol rebuild [-r RATE] DEV...\n"
+		    "Rebuilds members being rebuilt, from the saved checkpoint on.\n"
+		    "  -r, --rate BYTES  at most BYTES of volume data per second\n")
+	r = vol_open("pony vol rebuild", argv + optind, argc - optind, 0, &h);
+	if (r)
+		return r;
+	r = do_rebuild(&h, o.rate);
+	return vol_close(&h) || r ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
+}
+
+struct scrub_report {
+	struct util_json *j;
+};
+
+static void scrub_print(const struct volume_mismatch *m, void *arg)
+{
+	struct scrub_report *rep = arg;
+
+	if (rep->j) {
+		util_json_object_begin(rep->j, NULL);
+		util_json_uint(rep->j, "region", m->seg);
+		util_json_uint(rep->j, "member", m->member);
+		util_json_uint(rep->j, "offset", m->dev_off);
+		util_json_uint(rep->j, "length", m->len);
+		util_json_object_end(rep->j);
+	} else {
+		fprintf(stderr, "\rmismatch: region %u member %u offset %llu length %llu\n", m->seg,
+			m->member, (unsigned long long)m->dev_off, (unsigned long long)m->len);
+	}
+}
+
+static int vol_scrub_run(int argc, char **argv)
+{
+	ADMIN_PARSE("Usage: pony vol scrub [--repair] [-r RATE] [--json] DEV...\n"
+		    "Reads everything, checks mirrors and parity, reports mismatches by\n"
+		    "member and offset; --repair rewrites parity and copies.\n")
+	struct util_json j;
+	struct scrub_report rep = { o.json ? &j : NULL };
+	struct util_progress p;
+	uint64_t count = 0;
+
+	r = vol_open("pony vol scrub", argv + optind, argc - optind, o.repair ? 0 : VOL_OPEN_RDONLY,
+		     &h);
+	if (r)
+		return r;
+	if (o.json) {
+		util_json_init(&j, stdout);
+		util_json_object_begin(&j, NULL);
+		util_json_array_begin(&j, "mismatches");
+	}
+	util_progress_init(&p, "scrub", volume_size(h.v));
+	r = volume_set_scrub(h.set, o.repair, o.rate, scrub_print, &rep, vol_progress, &p, &count);
+	util_progress_done(&p);
+	if (o.json) {
+		util_json_array_end(&j);
+		util_json_uint(&j, "count", count);
+		util_json_bool(&j, "repaired", o.repair);
+		util_json_object_end(&j);
+		util_json_end(&j);
+	} else if (r >= 0) {
+		printf("scrub: %llu mismatches%s\n", (unsigned long long)count,
+		       o.repair && count ? ", repaired" : "");
+	}
+	if (r < 0)
+		cli_error("scrub: %s", strerror(-r));
+	return vol_close(&h) || r < 0 ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
+}
+
+static int vol_badblocks_run(int argc, char **argv)
+{
+	ADMIN_PARSE("Usage: pony vol badblocks [--json] DEV...\n"
+		    "Lists each member's bad-block log (byte ranges past its data start).\n")
+	struct util_json j;
+
+	r = vol_open("pony vol badblocks", argv + optind, argc - optind,
+		     VOL_OPEN_RDONLY | VOL_OPEN_QUIET, &h);
+	if (r)
+		return r;
+	if (o.json) {
+		util_json_init(&j, stdout);
+		util_json_object_begin(&j, NULL);
+		util_json_array_begin(&j, "badblocks");
+	}
+	for (unsigned s = 0; s < volume_segment_count(h.v); s++)
+		for (unsigned m = 0; m < volume_member_count(h.v, s); m++) {
+			uint64_t offs[64], lens[64];
+			unsigned n = volume_member_badblocks(h.v, s, m, offs, lens, 64);
+
+			for (unsigned i = 0; i < n; i++) {
+				if (!o.json) {
+					printf("region %u member %u: %llu +%llu\n", s, m,
+					       (unsigned long long)offs[i], (unsigned long long)lens[i]);
+					continue;
+				}
+				util_json_object_begin(&j, NULL);
+				util_json_uint(&j, "region", s);
+				util_json_uint(&j, "member", m);
+				util_json_uint(&j, "offset", offs[i]);
+				util_json_uint(&j, "length", lens[i]);
+				util_json_object_end(&j);
+			}
+		}
+	if (o.json) {
+		util_json_array_end(&j);
+		util_json_object_end(&j);
+		util_json_end(&j);
+	}
+	return vol_close(&h) ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
+}
+
+const struct cli_command cli_vol_fail = { "fail", "mark a member faulty", vol_fail_run };
+const struct cli_command cli_vol_add = {
+	"add", "put a new device in for a failed member and rebuild", vol_add_run };
+const struct cli_command cli_vol_replace = {
+	"replace", "swap a member for a new device and rebuild", vol_replace_run };
+const struct cli_command cli_vol_rebuild = {
+	"rebuild", "resume rebuilding members (from the checkpoint)", vol_rebuild_run };
+const struct cli_command cli_vol_scrub = {
+	"scrub", "verify mirrors and parity, --repair to fix", vol_scrub_run };
+const struct cli_command cli_vol_badblocks = {
+	"badblocks", "list members' bad-block logs", vol_badblocks_run };

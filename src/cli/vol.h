@@ -1,0 +1,39 @@
+/*
+ * vol.h - what the `pony vol` command files share: opening members and
+ * volumes (with the messages people need when that fails) and printing.
+ */
+#ifndef PONY_CLI_VOL_H
+#define PONY_CLI_VOL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pony/volume.h"
+
+/* An opened volume: a pony set, or an md array / dm table (v alone). */
+struct vol_handle {
+	struct volume_set *set;
+	struct volume *v;
+};
+
+enum {
+	VOL_OPEN_RDONLY = 1,    /* status, table: change nothing on the members */
+	VOL_OPEN_MD = 2,        /* md v1.x superblocks, not pony's */
+	VOL_OPEN_QUIET = 4,     /* no stale-member notices */
+};
+
+/* Opens members and assembles; prints the reason on failure. 0 or CLI exit code. */
+int vol_open(const char *cmd, char **paths, int n, unsigned flags, struct vol_handle *h);
+/* Closes (a pony set is marked clean). Returns 0, or CLI_EXIT_FAILURE after a message. */
+int vol_close(struct vol_handle *h);
+/* Opens one member device by path (read-write unless rdonly); message on failure. */
+int vol_open_dev(const char *path, bool rdonly, struct bdev **ret);
+/* A progress callback drawing a util_progress bar (arg: struct util_progress *). */
+int vol_progress(uint64_t done, uint64_t total, void *arg);
+/* Parses a member index option. */
+int vol_parse_member(const char *cmd, const char *text, unsigned *ret);
+
+extern const struct cli_command cli_vol_fail, cli_vol_add, cli_vol_replace, cli_vol_rebuild,
+	cli_vol_scrub, cli_vol_badblocks, cli_vol_expose, cli_vol_stop;
+
+#endif

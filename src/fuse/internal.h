@@ -1,0 +1,28 @@
+/*
+ * internal.h - the FUSE front end's shared state: the session, the exported
+ * instance and the options, split over ops.c (files and names), more.c
+ * (directories, xattrs, ioctls) and mount.c (session lifetime).
+ */
+#ifndef PONY_FUSE_INTERNAL_H
+#define PONY_FUSE_INTERNAL_H
+
+#define FUSE_USE_VERSION FUSE_MAKE_VERSION(3, 14)
+#include <fuse_lowlevel.h>
+#include <sys/sysmacros.h>
+
+#include "pony/fuse.h"
+
+struct ponyfuse {
+	struct vfs *fs;                 /* the caller's */
+	struct ponyfuse_options opts;
+	struct fuse_session *se;
+	char *mountpoint;
+	bool mounted;
+};
+
+void ponyfuse_statx_to_stat(const struct statx *x, struct stat *st);
+void ponyfuse_init(void *userdata, struct fuse_conn_info *conn);
+void ponyfuse_init_ops(struct fuse_lowlevel_ops *ops);
+void ponyfuse_init_ops_more(struct fuse_lowlevel_ops *ops);
+
+#endif

@@ -1,0 +1,220 @@
+/*
+ * more.c - the FUSE requests about directories, extended attributes and the
+ * filesystem as a whole, plus the ioctls that carry what FUSE drops (statx
+ * masks and flags, syncfs). readdirplus looks every entry up, so one request
+ * fills the kernel's dentry and attribute caches for a whole `ls -l`.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "internal.h"
+#include "pony/util.h"
+
+struct dirbuf {
+	fuse_req_t req;
+	struct ponyfuse *pf;
+	uint64_t dir;
+	bool plus;
+	char *buf;
+	size_t size, used;
+};
+
+static int dirbuf_fill(void *data, const char *name, uint64_t ino, unsigned type,
+		       uint64_t next)
+{
+	struct dirbuf *d = data;
+	size_t n;
+
+	if (!d->plus) {
+		struct stat st = { .st_ino = ino, .st_mode = type << 12 };
+
+		n = fuse_add_direntry(d->req, d->buf + d->used, d->size - d->used, name, &st,
+				      (off_t)next);
+	} else {
+		struct fuse_entry_param p = { .attr.st_ino = ino, .attr.st_mode = type << 12 };
+		struct vfs_entry e = { 0 };
+		bool dots = !strcmp(name, ".") || !strcmp(name, "..");
+		const struct fuse_ctx *c = fuse_req_ctx(d->req);
+		struct vfs_ctx ctx = { .uid = c->uid, .gid = c->gid, .pid = c->pid };
+
+		/* "." and "..": ino 0 in the entry, so the kernel makes no dentry. */
+		if (!dots) {
+			int r = VFS_CALL(d->pf->fs, lookup, &ctx, d->dir, name, &e);
+
+			if (r == -ENOENT)
+				return 0;       /* gone since it was listed */
+			if (r < 0)
+				return r;
+			ponyfuse_statx_to_stat(&e.attr, &p.attr);
+			p.ino = e.ino;
+			p.generation = e.generation;
+			p.attr_timeout = p.entry_timeout = d->pf->opts.timeout;
+		}
+		n = fuse_add_direntry_plus(d->req, d->buf + d->used, d->size - d->used, name,
+					   &p, (off_t)next);
+		if (n > d->size - d->used && !dots)
+			VFS_FORGET(d->pf->fs, e.ino, 1);
+	}
+	if (n > d->size - d->used)
+		return 1;
+	d->used += n;
+	return 0;
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi, bool plus)
+{
+	struct dirbuf d = { .req = req, .pf = fuse_req_userdata(req), .dir = ino,
+			    .plus = plus, .size = size };
+	struct vfs_ctx ctx = { 0 };
+	int r;
+
+	d.buf = malloc(size);
+	if (!d.buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	r = VFS_CALL(d.pf->fs, readdir, &ctx, ino, fi->fh, (uint64_t)off, dirbuf_fill, &d);
+	/* An error after some entries: hand those over, the error comes next time. */
+	if (r < 0 && d.used == 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_buf(req, d.buf, d.used);
+	free(d.buf);
+}
+
+static void pf_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, fi, false);
+}
+
+static void pf_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, fi, true);
+}
+
+/* getxattr and listxattr share the size-probe-or-copy protocol. */
+static void reply_xattr(fuse_req_t req, int n, const char *buf, size_t size)
+{
+	if (n < 0)
+		fuse_reply_err(req, -n);
+	else if (size == 0)
+		fuse_reply_xattr(req, (size_t)n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+}
+
+static void pf_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	_cleanup_(freep) char *buf = size ? malloc(size) : NULL;
+	struct vfs_ctx ctx = { 0 };
+
+	if (size && !buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	reply_xattr(req, VFS_CALL(((struct ponyfuse *)fuse_req_userdata(req))->fs, getxattr,
+				  &ctx, ino, name, buf, size), buf, size);
+}
+
+static void pf_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	_cleanup_(freep) char *buf = size ? malloc(size) : NULL;
+	struct vfs_ctx ctx = { 0 };
+
+	if (size && !buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	reply_xattr(req, VFS_CALL(((struct ponyfuse *)fuse_req_userdata(req))->fs, listxattr,
+				  &ctx, ino, buf, size), buf, size);
+}
+
+static void pf_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+			size_t size, int flags)
+{
+	struct vfs_ctx ctx = { 0 };
+
+	fuse_reply_err(req, -VFS_CALL(((struct ponyfuse *)fuse_req_userdata(req))->fs,
+				      setxattr, &ctx, ino, name, value, size, flags));
+}
+
+static void pf_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	struct vfs_ctx ctx = { 0 };
+
+	fuse_reply_err(req, -VFS_CALL(((struct ponyfuse *)fuse_req_userdata(req))->fs,
+				      removexattr, &ctx, ino, name));
+}
+
+static void pf_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct statvfs st;
+	int r = VFS_CALL(((struct ponyfuse *)fuse_req_userdata(req))->fs, statfs, ino, &st);
+
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_statfs(req, &st);
+}
+
+static void pf_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
+		     struct fuse_file_info *fi, unsigned flags, const void *in_buf,
+		     size_t in_bufsz, size_t out_bufsz)
+{
+	struct vfs *fs = ((struct ponyfuse *)fuse_req_userdata(req))->fs;
+	struct vfs_ctx ctx = { 0 };
+	int r;
+
+	if (cmd == PONYFUSE_IOC_SYNCFS) {
+		fuse_reply_ioctl(req, VFS_CALL(fs, syncfs), NULL, 0);
+		return;
+	}
+	if (cmd != PONYFUSE_IOC_STATX) {
+		fuse_reply_err(req, ENOTTY);
+		return;
+	}
+	struct ponyfuse_statx_arg a;
+
+	if (in_bufsz < sizeof(a) || out_bufsz < sizeof(a)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	memcpy(&a, in_buf, sizeof(a));
+	/* The handle the ioctl came through is a file's or a directory's; statx
+	 * by inode is what both mean. */
+	r = VFS_CALL(fs, statx, &ctx, ino, VFS_NO_FH, a.flags, a.mask, &a.stx);
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_ioctl(req, 0, &a, sizeof(a));
+}
+
+void ponyfuse_init(void *userdata, struct fuse_conn_info *conn)
+{
+	struct ponyfuse *pf = userdata;
+	unsigned want = FUSE_CAP_READDIRPLUS | FUSE_CAP_IOCTL_DIR | FUSE_CAP_DONT_MASK |
+			FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_PARALLEL_DIROPS |
+			FUSE_CAP_ASYNC_READ | FUSE_CAP_CACHE_SYMLINKS;
+
+	if (pf->opts.writeback)
+		want |= FUSE_CAP_WRITEBACK_CACHE;
+	conn->want |= want & conn->capable;
+	/* readdirplus always: pony's lookups are cheap, LOOKUP round trips are not. */
+	conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
+	conn->max_readahead = 1 << 20;
+}
+
+void ponyfuse_init_ops_more(struct fuse_lowlevel_ops *ops)
+{
+	ops->readdir = pf_readdir;
+	ops->readdirplus = pf_readdirplus;
+	ops->getxattr = pf_getxattr;
+	ops->listxattr = pf_listxattr;
+	ops->setxattr = pf_setxattr;
+	ops->removexattr = pf_removexattr;
+	ops->statfs = pf_statfs;
+	ops->ioctl = pf_ioctl;
+}

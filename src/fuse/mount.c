@@ -1,0 +1,113 @@
+/*
+ * mount.c - a FUSE session's life: mount with fsname= the source (so df and
+ * mount name it), daemonize unless told to stay in the foreground, serve with
+ * libfuse's multithreaded loop, and unmount cleanly when the loop ends, which
+ * SIGINT, SIGTERM and SIGHUP make it do.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+#include "pony/util.h"
+
+/* fsname= and subtype= values: libfuse's option parser splits on commas. */
+static int escape_opt(char *dst, size_t len, const char *src)
+{
+	size_t j = 0;
+
+	for (; *src; src++) {
+		if (j + 3 >= len)
+			return -ENAMETOOLONG;
+		if (*src == ',' || *src == '\\')
+			dst[j++] = '\\';
+		dst[j++] = *src;
+	}
+	dst[j] = '\0';
+	return 0;
+}
+
+int ponyfuse_mount(struct vfs *fs, const char *mountpoint,
+		   const struct ponyfuse_options *opts, struct ponyfuse **ret)
+{
+	struct fuse_lowlevel_ops ops;
+	char fsname[4200], optstr[4400];
+	const char *argv[] = { "pony", "-o", optstr, NULL, NULL };
+	struct fuse_args args = FUSE_ARGS_INIT(3, (char **)argv);
+	struct ponyfuse *pf;
+	int r;
+
+	r = escape_opt(fsname, sizeof(fsname), opts->fsname ? opts->fsname : "pony");
+	if (r < 0)
+		return r;
+	snprintf(optstr, sizeof(optstr), "fsname=%s,subtype=%s,default_permissions%s",
+		 fsname, opts->subtype ? opts->subtype : "pony",
+		 geteuid() == 0 ? ",allow_other,suid,dev" : "");
+	if (opts->debug)
+		argv[args.argc++] = "-d";
+	pf = calloc(1, sizeof(*pf));
+	if (!pf)
+		return -ENOMEM;
+	pf->fs = fs;
+	pf->opts = *opts;
+	pf->mountpoint = strdup(mountpoint);
+	ponyfuse_init_ops(&ops);
+	pf->se = pf->mountpoint ? fuse_session_new(&args, &ops, sizeof(ops), pf) : NULL;
+	fuse_opt_free_args(&args);
+	if (!pf->se) {
+		ponyfuse_free(pf);
+		return -ENOMEM;
+	}
+	if (fuse_session_mount(pf->se, mountpoint) != 0) {
+		ponyfuse_free(pf);
+		return -ENOTCONN;
+	}
+	pf->mounted = true;
+	*ret = pf;
+	return 0;
+}
+
+int ponyfuse_run(struct ponyfuse *pf)
+{
+	struct fuse_loop_config *cfg;
+	int r;
+
+	/* A shell starts background jobs with SIGINT ignored, and libfuse only
+	 * replaces default handlers: make SIGINT stop the mount there too. */
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	if (fuse_set_signal_handlers(pf->se) != 0)
+		return -EIO;
+	if (fuse_daemonize(pf->opts.foreground) != 0) {
+		fuse_remove_signal_handlers(pf->se);
+		return -EIO;
+	}
+	cfg = fuse_loop_cfg_create();
+	if (!cfg) {
+		fuse_remove_signal_handlers(pf->se);
+		return -ENOMEM;
+	}
+	fuse_loop_cfg_set_clone_fd(cfg, 0);
+	if (pf->opts.max_threads)
+		fuse_loop_cfg_set_max_threads(cfg, pf->opts.max_threads);
+	r = fuse_session_loop_mt(pf->se, cfg);
+	fuse_loop_cfg_destroy(cfg);
+	fuse_remove_signal_handlers(pf->se);
+	/* The loop ends on a signal (r is 0 or the signal), or on unmount. */
+	return r < 0 ? r : 0;
+}
+
+void ponyfuse_free(struct ponyfuse *pf)
+{
+	if (!pf)
+		return;
+	if (pf->se) {
+		if (pf->mounted)
+			fuse_session_unmount(pf->se);
+		fuse_session_destroy(pf->se);
+	}
+	free(pf->mountpoint);
+	free(pf);
+}

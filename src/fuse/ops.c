@@ -1,0 +1,381 @@
+/*
+ * ops.c - libfuse low-level requests translated to vfs hooks. The FUSE node
+ * id is the vfs inode id (FUSE_ROOT_ID == VFS_ROOT_INO), so no table sits in
+ * between; each request is one hook call and one reply.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <string.h>
+
+#include "internal.h"
+#include "pony/util.h"
+
+static struct ponyfuse *pf_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static struct vfs *fs_of(fuse_req_t req)
+{
+	return pf_of(req)->fs;
+}
+
+static void ctx_of(fuse_req_t req, struct vfs_ctx *ctx)
+{
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+
+	*ctx = (struct vfs_ctx){ .uid = c->uid, .gid = c->gid, .pid = c->pid,
+				 .umask = c->umask };
+}
+
+void ponyfuse_statx_to_stat(const struct statx *x, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = x->stx_ino;
+	st->st_mode = x->stx_mode;
+	st->st_nlink = x->stx_nlink;
+	st->st_uid = x->stx_uid;
+	st->st_gid = x->stx_gid;
+	st->st_rdev = makedev(x->stx_rdev_major, x->stx_rdev_minor);
+	st->st_size = (off_t)x->stx_size;
+	st->st_blksize = x->stx_blksize;
+	st->st_blocks = (blkcnt_t)x->stx_blocks;
+	st->st_atim = (struct timespec){ x->stx_atime.tv_sec, x->stx_atime.tv_nsec };
+	st->st_mtim = (struct timespec){ x->stx_mtime.tv_sec, x->stx_mtime.tv_nsec };
+	st->st_ctim = (struct timespec){ x->stx_ctime.tv_sec, x->stx_ctime.tv_nsec };
+}
+
+static void entry_param(struct ponyfuse *pf, const struct vfs_entry *e,
+			struct fuse_entry_param *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->ino = e->ino;
+	p->generation = e->generation;
+	ponyfuse_statx_to_stat(&e->attr, &p->attr);
+	p->attr_timeout = pf->opts.timeout;
+	p->entry_timeout = pf->opts.timeout;
+}
+
+static void reply_entry(fuse_req_t req, int r, const struct vfs_entry *e)
+{
+	struct fuse_entry_param p;
+
+	if (r < 0) {
+		/* A negative entry with a timeout caches "no such name". */
+		if (r == -ENOENT && pf_of(req)->opts.timeout > 0) {
+			memset(&p, 0, sizeof(p));
+			p.entry_timeout = pf_of(req)->opts.timeout;
+			fuse_reply_entry(req, &p);
+			return;
+		}
+		fuse_reply_err(req, -r);
+		return;
+	}
+	entry_param(pf_of(req), e, &p);
+	if (fuse_reply_entry(req, &p) == -ENOENT) /* interrupted: nobody holds it */
+		VFS_FORGET(fs_of(req), e->ino, 1);
+}
+
+static void pf_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct vfs_ctx ctx;
+	struct vfs_entry e;
+
+	ctx_of(req, &ctx);
+	reply_entry(req, VFS_CALL(fs_of(req), lookup, &ctx, parent, name, &e), &e);
+}
+
+static void pf_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	VFS_FORGET(fs_of(req), ino, nlookup);
+	fuse_reply_none(req);
+}
+
+static void pf_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	for (size_t i = 0; i < count; i++)
+		VFS_FORGET(fs_of(req), forgets[i].ino, forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void reply_attr(fuse_req_t req, int r, const struct statx *x)
+{
+	struct stat st;
+
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	ponyfuse_statx_to_stat(x, &st);
+	fuse_reply_attr(req, &st, pf_of(req)->opts.timeout);
+}
+
+static void pf_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct vfs_ctx ctx;
+	struct statx x;
+
+	ctx_of(req, &ctx);
+	reply_attr(req, VFS_CALL(fs_of(req), statx, &ctx, ino, fi ? fi->fh : VFS_NO_FH, 0,
+				 STATX_BASIC_STATS, &x), &x);
+}
+
+static void pf_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		       struct fuse_file_info *fi)
+{
+	struct vfs_setattr a = {
+		.valid = (unsigned)to_set, .mode = attr->st_mode, .uid = attr->st_uid,
+		.gid = attr->st_gid, .size = (uint64_t)attr->st_size,
+		.atime = attr->st_atim, .mtime = attr->st_mtim,
+	};
+	struct vfs_ctx ctx;
+	struct statx x;
+
+	ctx_of(req, &ctx);
+	reply_attr(req, VFS_CALL(fs_of(req), setattr, &ctx, ino, fi ? fi->fh : VFS_NO_FH,
+				 &a, &x), &x);
+}
+
+static void pf_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	char buf[PATH_MAX + 1];
+	struct vfs_ctx ctx;
+	int n;
+
+	ctx_of(req, &ctx);
+	n = VFS_CALL(fs_of(req), readlink, &ctx, ino, buf, sizeof(buf) - 1);
+	if (n < 0) {
+		fuse_reply_err(req, -n);
+		return;
+	}
+	buf[n] = '\0';
+	fuse_reply_readlink(req, buf);
+}
+
+static void pf_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		     dev_t rdev)
+{
+	struct vfs_ctx ctx;
+	struct vfs_entry e;
+
+	ctx_of(req, &ctx);
+	reply_entry(req, VFS_CALL(fs_of(req), mknod, &ctx, parent, name, mode, rdev, &e), &e);
+}
+
+static void pf_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	struct vfs_ctx ctx;
+	struct vfs_entry e;
+
+	ctx_of(req, &ctx);
+	reply_entry(req, VFS_CALL(fs_of(req), mkdir, &ctx, parent, name, mode, &e), &e);
+}
+
+static void pf_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	struct vfs_ctx ctx;
+	struct vfs_entry e;
+
+	ctx_of(req, &ctx);
+	reply_entry(req, VFS_CALL(fs_of(req), symlink, &ctx, link, parent, name, &e), &e);
+}
+
+static void pf_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	struct vfs_ctx ctx;
+	struct vfs_entry e;
+
+	ctx_of(req, &ctx);
+	reply_entry(req, VFS_CALL(fs_of(req), link, &ctx, ino, newparent, newname, &e), &e);
+}
+
+static void pf_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct vfs_ctx ctx;
+
+	ctx_of(req, &ctx);
+	fuse_reply_err(req, -VFS_CALL(fs_of(req), unlink, &ctx, parent, name));
+}
+
+static void pf_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct vfs_ctx ctx;
+
+	ctx_of(req, &ctx);
+	fuse_reply_err(req, -VFS_CALL(fs_of(req), rmdir, &ctx, parent, name));
+}
+
+static void pf_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      fuse_ino_t newparent, const char *newname, unsigned int flags)
+{
+	struct vfs_ctx ctx;
+
+	ctx_of(req, &ctx);
+	fuse_reply_err(req, -VFS_CALL(fs_of(req), rename, &ctx, parent, name, newparent,
+				      newname, flags));
+}
+
+/* With the writeback cache the kernel reads to fill pages, and does O_APPEND. */
+static int open_flags(fuse_req_t req, int flags)
+{
+	if (pf_of(req)->opts.writeback) {
+		if ((flags & O_ACCMODE) == O_WRONLY)
+			flags = (flags & ~O_ACCMODE) | O_RDWR;
+		flags &= ~O_APPEND;
+	}
+	return flags;
+}
+
+static void pf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct vfs_ctx ctx;
+	uint64_t fh;
+	int r;
+
+	ctx_of(req, &ctx);
+	r = VFS_CALL(fs_of(req), open, &ctx, ino, open_flags(req, fi->flags), &fh);
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	fi->fh = fh;
+	fi->keep_cache = pf_of(req)->opts.timeout > 0;
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		VFS_CALL(fs_of(req), release, ino, fh);
+}
+
+static void pf_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi)
+{
+	struct fuse_entry_param p;
+	struct vfs_ctx ctx;
+	struct vfs_entry e;
+	uint64_t fh;
+	int r;
+
+	ctx_of(req, &ctx);
+	r = VFS_CALL(fs_of(req), create, &ctx, parent, name, mode, open_flags(req, fi->flags),
+		     &e, &fh);
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	fi->fh = fh;
+	entry_param(pf_of(req), &e, &p);
+	if (fuse_reply_create(req, &p, fi) == -ENOENT) {
+		VFS_CALL(fs_of(req), release, e.ino, fh);
+		VFS_FORGET(fs_of(req), e.ino, 1);
+	}
+}
+
+static void pf_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	_cleanup_(freep) char *buf = malloc(size ? size : 1);
+	ssize_t n;
+
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	n = VFS_CALL(fs_of(req), read, ino, fi->fh, buf, size, off);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+}
+
+static void pf_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+		     off_t off, struct fuse_file_info *fi)
+{
+	ssize_t n = VFS_CALL(fs_of(req), write, ino, fi->fh, buf, size, off);
+
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		fuse_reply_write(req, (size_t)n);
+}
+
+static void pf_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, -VFS_CALL(fs_of(req), flush, ino, fi->fh));
+}
+
+static void pf_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	VFS_CALL(fs_of(req), release, ino, fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+static void pf_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, -VFS_CALL(fs_of(req), fsync, ino, fi->fh, datasync != 0));
+}
+
+static void pf_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
+			 off_t length, struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, -VFS_CALL(fs_of(req), fallocate, ino, fi->fh, mode, offset, length));
+}
+
+static void pf_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct vfs_ctx ctx;
+	uint64_t fh;
+	int r;
+
+	ctx_of(req, &ctx);
+	r = VFS_CALL(fs_of(req), opendir, &ctx, ino, &fh);
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	fi->fh = fh;
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		VFS_CALL(fs_of(req), releasedir, ino, fh);
+}
+
+static void pf_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	VFS_CALL(fs_of(req), releasedir, ino, fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+static void pf_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
+			struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, -VFS_CALL(fs_of(req), fsyncdir, ino, fi->fh, datasync != 0));
+}
+
+void ponyfuse_init_ops(struct fuse_lowlevel_ops *ops)
+{
+	*ops = (struct fuse_lowlevel_ops){
+		.init = ponyfuse_init,
+		.lookup = pf_lookup,
+		.forget = pf_forget,
+		.forget_multi = pf_forget_multi,
+		.getattr = pf_getattr,
+		.setattr = pf_setattr,
+		.readlink = pf_readlink,
+		.mknod = pf_mknod,
+		.mkdir = pf_mkdir,
+		.symlink = pf_symlink,
+		.link = pf_link,
+		.unlink = pf_unlink,
+		.rmdir = pf_rmdir,
+		.rename = pf_rename,
+		.open = pf_open,
+		.create = pf_create,
+		.read = pf_read,
+		.write = pf_write,
+		.flush = pf_flush,
+		.release = pf_release,
+		.fsync = pf_fsync,
+		.fallocate = pf_fallocate,
+		.opendir = pf_opendir,
+		.releasedir = pf_releasedir,
+		.fsyncdir = pf_fsyncdir,
+	};
+	ponyfuse_init_ops_more(ops);
+}

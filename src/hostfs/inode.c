@@ -1,0 +1,210 @@
+/*
+ * inode.c - hostfs's inode table: (st_dev, st_ino) -> O_PATH descriptor with
+ * a lookup count. Two names of one host file are one inode here, so hard links
+ * look like hard links through FUSE too.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+
+#include "internal.h"
+#include "pony/util.h"
+
+int hostfs_inode_fd(struct hostfs *h, struct hostfs_inode *in, int *ret_tmp)
+{
+	*ret_tmp = -1;
+	if (in->fd >= 0)
+		return in->fd;
+	*ret_tmp = open_by_handle_at(h->root.fd, in->handle, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	return *ret_tmp >= 0 ? *ret_tmp : -errno;
+}
+
+/* A non-directory's handle, if this filesystem gives one on the root's mount. */
+static struct file_handle *inode_handle(struct hostfs *h, int fd)
+{
+	struct file_handle *fh = malloc(sizeof(*fh) + MAX_HANDLE_SZ);
+	int mount_id;
+
+	if (!fh)
+		return NULL;
+	fh->handle_bytes = MAX_HANDLE_SZ;
+	if (name_to_handle_at(fd, "", fh, &mount_id, AT_EMPTY_PATH) < 0 ||
+	    mount_id != h->mount_id) {
+		free(fh);
+		return NULL;
+	}
+	return fh;
+}
+
+void hostfs_handles_probe(struct hostfs *h)
+{
+	struct file_handle *fh;
+	int fd;
+
+	/* open_by_handle_at() needs CAP_DAC_READ_SEARCH. */
+	h->use_handles = false;
+	if (geteuid() != 0)
+		return;
+	fh = malloc(sizeof(*fh) + MAX_HANDLE_SZ);
+	if (!fh)
+		return;
+	fh->handle_bytes = MAX_HANDLE_SZ;
+	if (name_to_handle_at(h->root.fd, "", fh, &h->mount_id, AT_EMPTY_PATH) == 0) {
+		fd = open_by_handle_at(h->root.fd, fh, O_PATH | O_CLOEXEC);
+		h->use_handles = fd >= 0;
+		if (fd >= 0)
+			close(fd);
+	}
+	free(fh);
+}
+
+const char *hostfs_fd_path(int fd, char buf[static 32])
+{
+	snprintf(buf, 32, "/proc/self/fd/%d", fd);
+	return buf;
+}
+
+struct hostfs_inode *hostfs_inode_get(struct hostfs *h, uint64_t ino)
+{
+	if (ino == VFS_ROOT_INO)
+		return &h->root;
+	return (struct hostfs_inode *)(uintptr_t)ino;
+}
+
+static size_t inode_hash(const struct hostfs *h, dev_t dev, ino_t ino)
+{
+	uint64_t x = (uint64_t)ino * 0x9e3779b97f4a7c15ull ^ (uint64_t)dev;
+
+	return (size_t)(x ^ x >> 29) & (h->nbuckets - 1);
+}
+
+static int table_grow_locked(struct hostfs *h)
+{
+	size_t n = h->nbuckets ? h->nbuckets * 2 : 1024;
+	struct hostfs_inode **nb = calloc(n, sizeof(*nb));
+	struct hostfs_inode **old = h->buckets;
+	size_t oldn = h->nbuckets;
+
+	if (!nb)
+		return -ENOMEM;
+	h->buckets = nb;
+	h->nbuckets = n;
+	for (size_t i = 0; i < oldn; i++) {
+		struct hostfs_inode *in = old[i], *next;
+
+		for (; in; in = next) {
+			size_t b = inode_hash(h, in->dev, in->ino);
+
+			next = in->hnext;
+			in->hnext = nb[b];
+			nb[b] = in;
+		}
+	}
+	free(old);
+	return 0;
+}
+
+static struct hostfs_inode *table_find_locked(struct hostfs *h, dev_t dev, ino_t ino)
+{
+	if (h->root.dev == dev && h->root.ino == ino)
+		return &h->root;
+	if (!h->nbuckets)
+		return NULL;
+	for (struct hostfs_inode *in = h->buckets[inode_hash(h, dev, ino)]; in; in = in->hnext)
+		if (in->dev == dev && in->ino == ino)
+			return in;
+	return NULL;
+}
+
+static uint64_t inode_id(struct hostfs *h, struct hostfs_inode *in)
+{
+	return in == &h->root ? VFS_ROOT_INO : (uint64_t)(uintptr_t)in;
+}
+
+int hostfs_do_lookup(struct hostfs *h, struct hostfs_inode *parent, const char *name,
+		     struct vfs_entry *ret)
+{
+	_cleanup_(closep) int fd = -1;
+	struct hostfs_inode *in;
+	struct vfs_entry e = { 0 };
+	int r = vfs_check_name(name);
+
+	if (r < 0)
+		return r;
+	fd = openat(parent->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS | STATX_BTIME,
+		  &e.attr) < 0)
+		return -errno;
+	pthread_mutex_lock(&h->lock);
+	in = table_find_locked(h, makedev(e.attr.stx_dev_major, e.attr.stx_dev_minor),
+			       e.attr.stx_ino);
+	if (!in) {
+		r = h->count >= h->nbuckets ? table_grow_locked(h) : 0;
+		in = r < 0 ? NULL : calloc(1, sizeof(*in));
+		if (!in) {
+			pthread_mutex_unlock(&h->lock);
+			return -ENOMEM;
+		}
+		in->dev = makedev(e.attr.stx_dev_major, e.attr.stx_dev_minor);
+		in->ino = e.attr.stx_ino;
+		in->fd = -1;
+		if (h->use_handles && !S_ISDIR(e.attr.stx_mode))
+			in->handle = inode_handle(h, fd);
+		if (!in->handle)
+			in->fd = TAKE_FD(fd);
+		size_t b = inode_hash(h, in->dev, in->ino);
+		in->hnext = h->buckets[b];
+		h->buckets[b] = in;
+		h->count++;
+	}
+	in->nlookup++;
+	e.ino = inode_id(h, in);
+	pthread_mutex_unlock(&h->lock);
+	*ret = e;
+	return 0;
+}
+
+void hostfs_forget(struct vfs *fs, uint64_t ino, uint64_t nlookup)
+{
+	struct hostfs *h = hostfs_of(fs);
+	struct hostfs_inode *in = hostfs_inode_get(h, ino);
+
+	if (in == &h->root)
+		return;
+	pthread_mutex_lock(&h->lock);
+	in->nlookup -= MIN(nlookup, in->nlookup);
+	if (in->nlookup == 0) {
+		struct hostfs_inode **p = &h->buckets[inode_hash(h, in->dev, in->ino)];
+
+		while (*p != in)
+			p = &(*p)->hnext;
+		*p = in->hnext;
+		h->count--;
+		if (in->fd >= 0)
+			close(in->fd);
+		free(in->handle);
+		free(in);
+	}
+	pthread_mutex_unlock(&h->lock);
+}
+
+void hostfs_inodes_free(struct hostfs *h)
+{
+	for (size_t i = 0; i < h->nbuckets; i++) {
+		struct hostfs_inode *in = h->buckets[i], *next;
+
+		for (; in; in = next) {
+			next = in->hnext;
+			if (in->fd >= 0)
+				close(in->fd);
+			free(in->handle);
+			free(in);
+		}
+	}
+	free(h->buckets);
+}

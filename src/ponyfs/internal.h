@@ -1,0 +1,201 @@
+/*
+ * internal.h - what the files of src/ponyfs share: the mounted filesystem,
+ * its cached inodes and their dirty blocks, the prepared statements, and
+ * the transaction, allocation and writeback calls. Every call named
+ * *_locked needs fs->lock held; one lock serialises the filesystem, so the
+ * single SQLite connection and the open transaction need no more.
+ */
+#ifndef PONYFS_INTERNAL_H
+#define PONYFS_INTERNAL_H
+
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pony/bdev.h"
+#include "pony/ponyfs.h"
+#include "pony/util.h"
+#include "pony/vfs.h"
+
+#define BS PONYFS_BLOCK_SIZE
+#define PONYFS_MAGIC "PONYFS1"
+#define PONYFS_VERSION 1
+#define PONYFS_SB_SIZE 4096u
+/* A file's cached data above this is written back (not committed) early. */
+#define PONYFS_FILE_DIRTY_MAX (32u << 20)
+/* A truncated file is held back from timer commits this long after its last truncation. */
+#define PONYFS_HOLD_NS (2ull * 1000000000ull)
+
+/* Superblock v1, little-endian (docs/ponyfs-format.md). Never reorder. */
+struct ponyfs_sb_disk {
+/*00*/	uint8_t magic[8];
+/*08*/	le32 version;
+/*0c*/	le32 crc32c;
+/*10*/	uint8_t uuid[16];
+/*20*/	le32 block_size;
+/*24*/	le32 flags;
+/*28*/	le64 meta_bytes;
+/*30*/	le64 db_bytes;
+/*38*/	le64 wal_bytes;
+/*40*/	le64 data_blocks;
+/*48*/	le64 mkfs_time;
+/*50*/	char label[32];
+/*70*/	uint8_t reserved[3984];
+};
+_Static_assert(sizeof(struct ponyfs_sb_disk) == PONYFS_SB_SIZE, "on-disk size");
+
+struct ponyfs_sb {
+	uint8_t uuid[16];
+	uint64_t meta_bytes, db_bytes, wal_bytes, data_blocks;
+	char label[32];
+};
+
+int ponyfs_sb_read(struct bdev *meta, struct ponyfs_sb *ret);
+/* Both regions of a one-image ponyfs, as slices of dev (the caller frees them). */
+int ponyfs_image_regions(struct bdev *dev, struct bdev **ret_meta, struct bdev **ret_data);
+void ponyfs_destroy(struct vfs *v);
+
+/* The SQLite side (sqlite_vfs.c). */
+struct ponyfs_sqlite_range { uint64_t off, len; };
+int ponyfs_sqlite_open(struct bdev *dev, const struct ponyfs_sqlite_range *db,
+		       const struct ponyfs_sqlite_range *wal, sqlite3 **ret);
+void ponyfs_sqlite_close(sqlite3 *db);      /* NULL: nothing */
+int ponyfs_sqlite_errno(int rc);
+int ponyfs_sqlite_open_sb(struct bdev *meta, const struct ponyfs_sb *sb, sqlite3 **ret);
+
+/* A cached block of file data, newer than the disk. */
+struct ponyfs_page {
+	uint64_t index;                 /* file block */
+	uint8_t *data;                  /* BS bytes */
+};
+
+/*
+ * A cached inode: present while open or while it holds state the database
+ * does not have yet (dirty blocks, a size or times to write back, a pending
+ * truncation). Such state reaches the database only in writeback, together
+ * with the data, which is what keeps a committed size from pointing past
+ * committed data.
+ */
+struct ponyfs_inode {
+	uint64_t ino;
+	struct ponyfs_inode *hnext;     /* hash chain */
+	struct ponyfs_inode *dnext, **dprev; /* dirty list; dprev NULL: not on it */
+	unsigned opens, writers;
+	uint64_t size;                  /* current size (the database may be behind) */
+	struct ponyfs_page *pages;      /* sorted by index */
+	size_t npages, cap;
+	bool size_dirty;                /* size or times differ from the database */
+	bool trunc_pending;             /* extents from trunc_to on must go at writeback */
+	uint64_t trunc_to;
+	uint64_t trunc_ns;              /* when it was last truncated */
+	int64_t mtime, ctime;           /* ns; valid when size_dirty */
+};
+
+/* An open file; every one is on fs->handles, so unmount can free them. */
+struct ponyfs_handle {
+	struct ponyfs_inode *inode;
+	int flags;
+	struct ponyfs_handle *next, **prev;
+};
+
+enum ponyfs_stmt {
+	ST_INODE_GET, ST_INODE_SIZE, ST_INODE_TIMES, ST_DENTRY_GET,
+	ST_EXT_PREV, ST_EXT_RANGE, ST_EXT_DEL, ST_EXT_INS, ST_EXT_SUM,
+	ST_FREE_FIRST, ST_FREE_DEL, ST_FREE_INS, ST_FREE_PREV, ST_FREE_AT,
+	ST_COUNT
+};
+
+struct ponyfs {
+	struct vfs vfs;                 /* first: the instance header */
+	pthread_mutex_t lock;
+	struct bdev *meta, *data;
+	struct bdev *owned[3];          /* slices and such, freed at unmount */
+	struct ponyfs_sb sb;
+	sqlite3 *db;
+	sqlite3_stmt *st[ST_COUNT];
+	bool in_txn;                    /* BEGIN issued, COMMIT not yet */
+	unsigned txn_ops;               /* names created in it (bounds its WAL use) */
+	bool data_unflushed;            /* data written since the last data flush */
+	int broken;                     /* a failed commit: every change is -EIO */
+	bool read_only;
+	/* Space, in blocks: free in the database, promised to dirty pages,
+	 * and freed in the open transaction (reusable after it commits). */
+	uint64_t free_blocks, reserved, pending_free_blocks;
+	struct { uint64_t pblock, n; } *pending;
+	size_t npending, cap_pending;
+	struct ponyfs_inode *hash[256];
+	struct ponyfs_inode *dirty;
+	struct ponyfs_handle *handles;
+	uint64_t dirty_bytes;
+	struct ponyfs_stats stats;
+	/* the commit timer */
+	pthread_t timer;
+	pthread_cond_t timer_cond;
+	bool timer_running, stopping;
+	unsigned commit_ms;
+};
+
+static inline struct ponyfs *ponyfs_of(struct vfs *v) { return (struct ponyfs *)v; }
+
+int64_t ponyfs_now(void);
+
+/* SQL (txn.c). stmt() hands back a reset statement with its bindings cleared. */
+sqlite3_stmt *ponyfs_stmt(struct ponyfs *fs, enum ponyfs_stmt which);
+int ponyfs_exec(struct ponyfs *fs, const char *sql);
+/* Steps a statement that returns no row (or ignores them); -errno. */
+int ponyfs_step_done(sqlite3_stmt *s);
+/* Runs a one-off statement with int64 arguments (bound in order). */
+int ponyfs_sql(struct ponyfs *fs, const char *sql, int n, ...);
+/* Runs a one-off query returning one int64 in *ret; -ENOENT when no row. */
+int ponyfs_sql_int(struct ponyfs *fs, int64_t *ret, const char *sql, int n, ...);
+int ponyfs_txn_begin_locked(struct ponyfs *fs);
+int ponyfs_commit_locked(struct ponyfs *fs);
+int ponyfs_prepare_all(struct ponyfs *fs);
+void ponyfs_finalize_all(struct ponyfs *fs);
+int ponyfs_timer_start(struct ponyfs *fs);
+void ponyfs_timer_stop(struct ponyfs *fs);
+
+/* Space (alloc.c). */
+int ponyfs_alloc_locked(struct ponyfs *fs, uint64_t want, uint64_t *ret_start, uint64_t *ret_n);
+int ponyfs_free_locked(struct ponyfs *fs, uint64_t pblock, uint64_t n);
+int ponyfs_free_apply_locked(struct ponyfs *fs);   /* in the transaction, before COMMIT */
+void ponyfs_free_committed_locked(struct ponyfs *fs);
+int ponyfs_reserve_locked(struct ponyfs *fs, uint64_t n);
+
+/* Cached inodes and data (data.c). */
+struct ponyfs_inode *ponyfs_inode_find(struct ponyfs *fs, uint64_t ino);
+int ponyfs_inode_get_locked(struct ponyfs *fs, uint64_t ino, struct ponyfs_inode **ret);
+void ponyfs_inode_put_locked(struct ponyfs *fs, struct ponyfs_inode *in);
+void ponyfs_inode_drop_locked(struct ponyfs *fs, struct ponyfs_inode *in);
+ssize_t ponyfs_read_locked(struct ponyfs *fs, struct ponyfs_inode *in, void *buf,
+			   size_t size, uint64_t off);
+ssize_t ponyfs_write_locked(struct ponyfs *fs, struct ponyfs_inode *in, const void *buf,
+			    size_t size, uint64_t off);
+int ponyfs_truncate_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t size);
+int ponyfs_writeback_locked(struct ponyfs *fs, struct ponyfs_inode *in);
+int ponyfs_writeback_all_locked(struct ponyfs *fs, bool skip_held);
+int ponyfs_extents_remove_locked(struct ponyfs *fs, uint64_t ino, uint64_t first, uint64_t end);
+int ponyfs_punch_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t off, uint64_t len);
+int ponyfs_blocks_locked(struct ponyfs *fs, uint64_t ino, uint64_t *ret);
+
+/* Namespace helpers (namei.c). */
+int ponyfs_inode_delete_locked(struct ponyfs *fs, uint64_t ino);
+int ponyfs_fill_attr_locked(struct ponyfs *fs, uint64_t ino, unsigned mask, struct statx *ret);
+int ponyfs_create_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
+			 const char *name, mode_t mode, dev_t rdev, const char *target,
+			 struct vfs_entry *ret);
+int ponyfs_lookup_locked(struct ponyfs *fs, uint64_t parent, const char *name,
+			 struct vfs_entry *ret);
+int ponyfs_link_locked(struct ponyfs *fs, uint64_t ino, uint64_t newparent, const char *newname,
+		       struct vfs_entry *ret);
+int ponyfs_remove_locked(struct ponyfs *fs, uint64_t parent, const char *name, bool dir);
+int ponyfs_rename_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
+			 const char *name, uint64_t newparent, const char *newname, unsigned flags);
+int ponyfs_readdir_locked(struct ponyfs *fs, uint64_t ino, uint64_t cookie, vfs_filldir_t fill,
+			  void *data);
+int ponyfs_readlink_locked(struct ponyfs *fs, uint64_t ino, char *buf, size_t size);
+
+extern const struct vfs_ops ponyfs_ops;
+
+#endif

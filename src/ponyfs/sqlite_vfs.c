@@ -1,0 +1,408 @@
+/*
+ * sqlite_vfs.c - an sqlite3_vfs that stores one database and its WAL in two
+ * fixed byte ranges of a bdev (ponyfs's metadata region), so SQLite's
+ * transactions are ponyfs's metadata transactions. Only the version-1 file
+ * methods exist: WAL runs without shared memory because the connection uses
+ * locking_mode=EXCLUSIVE, and nothing else opens the database. xSync is
+ * bdev_flush(). Writes that are not whole sectors (WAL frames are 24 + 4096
+ * bytes) are done read-modify-write, so the bdev only ever sees whole sectors.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define SECTOR 512u
+
+/* One database file and its WAL: the byte ranges and their current sizes. */
+struct pvfs {
+	sqlite3_vfs vfs;                /* first: SQLite hands this back */
+	char name[48];
+	struct bdev *dev;
+	struct ponyfs_sqlite_range db, wal;
+	uint64_t db_size, wal_size;
+};
+
+struct pfile {
+	sqlite3_file base;              /* first: SQLite's view */
+	struct pvfs *pv;
+	const struct ponyfs_sqlite_range *range;
+	uint64_t *size;
+	bool is_wal;
+};
+
+static int sector_rw(struct bdev *dev, void *buf, size_t len, uint64_t off, bool write)
+{
+	return write ? bdev_pwrite(dev, buf, len, off) : bdev_pread(dev, buf, len, off);
+}
+
+/* Reads or writes any byte range through whole sectors of dev. */
+static int range_io(struct bdev *dev, void *buf, size_t len, uint64_t off, bool write)
+{
+	uint64_t start = off & ~(uint64_t)(SECTOR - 1);
+	uint64_t end = ROUND_UP(off + len, SECTOR);
+	_cleanup_(freep) uint8_t *tmp = NULL;
+	int r;
+
+	if (start == off && end == off + len)
+		return sector_rw(dev, buf, len, off, write);
+	tmp = malloc(end - start);
+	if (!tmp)
+		return -ENOMEM;
+	if (write) {
+		/* Only the partial first and last sectors need their old bytes. */
+		r = bdev_pread(dev, tmp, SECTOR, start);
+		if (r >= 0 && end - start > SECTOR)
+			r = bdev_pread(dev, tmp + (end - start - SECTOR), SECTOR, end - SECTOR);
+		if (r < 0)
+			return r;
+		memcpy(tmp + (off - start), buf, len);
+		return bdev_pwrite(dev, tmp, end - start, start);
+	}
+	r = bdev_pread(dev, tmp, end - start, start);
+	if (r >= 0)
+		memcpy(buf, tmp + (off - start), len);
+	return r;
+}
+
+static int pf_close(sqlite3_file *f)
+{
+	return SQLITE_OK;
+}
+
+static int pf_read(sqlite3_file *f, void *buf, int amt, sqlite3_int64 ofs)
+{
+	struct pfile *p = (struct pfile *)f;
+	uint64_t have = 0;
+
+	if (ofs < 0 || amt < 0)
+		return SQLITE_IOERR_READ;
+	if ((uint64_t)ofs < *p->size)
+		have = MIN((uint64_t)amt, *p->size - (uint64_t)ofs);
+	if (have && range_io(p->pv->dev, buf, have, p->range->off + (uint64_t)ofs, false) < 0)
+		return SQLITE_IOERR_READ;
+	if (have < (uint64_t)amt) {
+		memset((uint8_t *)buf + have, 0, (size_t)amt - have);
+		return SQLITE_IOERR_SHORT_READ;
+	}
+	return SQLITE_OK;
+}
+
+static int pf_write(sqlite3_file *f, const void *buf, int amt, sqlite3_int64 ofs)
+{
+	struct pfile *p = (struct pfile *)f;
+	uint64_t end = (uint64_t)ofs + (uint64_t)amt;
+
+	if (ofs < 0 || amt < 0)
+		return SQLITE_IOERR_WRITE;
+	if (end > p->range->len)
+		return SQLITE_FULL;
+	if (range_io(p->pv->dev, (void *)buf, (size_t)amt, p->range->off + (uint64_t)ofs, true) < 0)
+		return SQLITE_IOERR_WRITE;
+	if (end > *p->size)
+		*p->size = end;
+	return SQLITE_OK;
+}
+
+/* An empty WAL is one whose first sector holds no magic. */
+static int wal_clear(struct pvfs *pv)
+{
+	uint8_t zero[SECTOR] = { 0 };
+
+	pv->wal_size = 0;
+	return bdev_pwrite(pv->dev, zero, SECTOR, pv->wal.off) < 0 ? SQLITE_IOERR_WRITE : SQLITE_OK;
+}
+
+static int pf_truncate(sqlite3_file *f, sqlite3_int64 size)
+{
+	struct pfile *p = (struct pfile *)f;
+
+	if (size < 0)
+		return SQLITE_IOERR_TRUNCATE;
+	if (p->is_wal && size == 0)
+		return wal_clear(p->pv);
+	if ((uint64_t)size < *p->size)
+		*p->size = (uint64_t)size;
+	return SQLITE_OK;
+}
+
+static int pf_sync(sqlite3_file *f, int flags)
+{
+	struct pfile *p = (struct pfile *)f;
+
+	return bdev_flush(p->pv->dev) < 0 ? SQLITE_IOERR_FSYNC : SQLITE_OK;
+}
+
+static int pf_file_size(sqlite3_file *f, sqlite3_int64 *ret)
+{
+	*ret = (sqlite3_int64)*((struct pfile *)f)->size;
+	return SQLITE_OK;
+}
+
+/* The connection is the only one ever (locking_mode=EXCLUSIVE): locks always succeed. */
+static int pf_lock(sqlite3_file *f, int level)
+{
+	return SQLITE_OK;
+}
+
+static int pf_check_reserved(sqlite3_file *f, int *ret)
+{
+	*ret = 0;
+	return SQLITE_OK;
+}
+
+static int pf_file_control(sqlite3_file *f, int op, void *arg)
+{
+	return SQLITE_NOTFOUND;
+}
+
+static int pf_sector_size(sqlite3_file *f)
+{
+	return SECTOR;
+}
+
+/* Whole sectors are written read-modify-write, so bytes beside a write survive it. */
+static int pf_device_characteristics(sqlite3_file *f)
+{
+	return SQLITE_IOCAP_POWERSAFE_OVERWRITE;
+}
+
+static const sqlite3_io_methods pf_methods = {
+	.iVersion = 1,
+	.xClose = pf_close,
+	.xRead = pf_read,
+	.xWrite = pf_write,
+	.xTruncate = pf_truncate,
+	.xSync = pf_sync,
+	.xFileSize = pf_file_size,
+	.xLock = pf_lock,
+	.xUnlock = pf_lock,
+	.xCheckReservedLock = pf_check_reserved,
+	.xFileControl = pf_file_control,
+	.xSectorSize = pf_sector_size,
+	.xDeviceCharacteristics = pf_device_characteristics,
+};
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && !strcmp(s + n - m, suffix);
+}
+
+static int pv_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags, int *out)
+{
+	struct pvfs *pv = (struct pvfs *)vfs;
+	struct pfile *p = (struct pfile *)f;
+
+	memset(p, 0, sizeof(*p));
+	/* Only the database and its WAL have a home; journals and temporary
+	 * files are never needed (journal_mode=WAL, temp_store=MEMORY). */
+	if (flags & SQLITE_OPEN_MAIN_DB) {
+		p->range = &pv->db;
+		p->size = &pv->db_size;
+	} else if (flags & SQLITE_OPEN_WAL) {
+		p->range = &pv->wal;
+		p->size = &pv->wal_size;
+		p->is_wal = true;
+	} else {
+		return SQLITE_CANTOPEN;
+	}
+	p->pv = pv;
+	p->base.pMethods = &pf_methods;
+	if (out)
+		*out = flags;
+	return SQLITE_OK;
+}
+
+static int pv_delete(sqlite3_vfs *vfs, const char *name, int sync)
+{
+	struct pvfs *pv = (struct pvfs *)vfs;
+
+	if (ends_with(name, "-wal"))
+		return wal_clear(pv);
+	return SQLITE_OK;
+}
+
+static int pv_access(sqlite3_vfs *vfs, const char *name, int flags, int *ret)
+{
+	struct pvfs *pv = (struct pvfs *)vfs;
+
+	if (ends_with(name, "-wal"))
+		*ret = pv->wal_size > 0;
+	else if (ends_with(name, "-journal"))
+		*ret = 0;
+	else
+		*ret = pv->db_size > 0;
+	return SQLITE_OK;
+}
+
+static int pv_full_pathname(sqlite3_vfs *vfs, const char *name, int n, char *out)
+{
+	snprintf(out, (size_t)n, "%s", name);
+	return SQLITE_OK;
+}
+
+static int pv_randomness(sqlite3_vfs *vfs, int n, char *out)
+{
+	sqlite3_vfs *dflt = sqlite3_vfs_find(NULL);
+
+	return dflt->xRandomness(dflt, n, out);
+}
+
+static int pv_sleep(sqlite3_vfs *vfs, int usec)
+{
+	sqlite3_vfs *dflt = sqlite3_vfs_find(NULL);
+
+	return dflt->xSleep(dflt, usec);
+}
+
+static int pv_current_time(sqlite3_vfs *vfs, double *ret)
+{
+	sqlite3_vfs *dflt = sqlite3_vfs_find(NULL);
+
+	return dflt->xCurrentTime(dflt, ret);
+}
+
+static int pv_last_error(sqlite3_vfs *vfs, int n, char *out)
+{
+	return 0;
+}
+
+/* The sizes at open: from the database header and the WAL's magic (docs/ponyfs-format.md). */
+static int pv_load_sizes(struct pvfs *pv)
+{
+	uint8_t h[SECTOR];
+	uint32_t magic, page_size, pages;
+
+	if (bdev_pread(pv->dev, h, SECTOR, pv->db.off) < 0)
+		return -EIO;
+	if (!memcmp(h, "SQLite format 3", 16)) {
+		page_size = util_get_be16(h + 16);
+		if (page_size == 1)
+			page_size = 65536;
+		pages = util_get_be32(h + 28);
+		/* A checkpoint that ran out of room may have written page 1 and
+		 * not the pages it counts; the WAL still holds them all. */
+		pv->db_size = MIN((uint64_t)page_size * pages, pv->db.len);
+	}
+	if (bdev_pread(pv->dev, h, SECTOR, pv->wal.off) < 0)
+		return -EIO;
+	magic = util_get_be32(h);
+	if (magic == 0x377f0682 || magic == 0x377f0683)
+		pv->wal_size = pv->wal.len;
+	return 0;
+}
+
+static void pvfs_free(struct pvfs *pv)
+{
+	if (!pv)
+		return;
+	sqlite3_vfs_unregister(&pv->vfs);
+	free(pv);
+}
+
+static int sqlite_errno(int rc)
+{
+	switch (rc & 0xff) {
+	case SQLITE_OK: return 0;
+	case SQLITE_FULL: return -ENOSPC;
+	case SQLITE_NOMEM: return -ENOMEM;
+	case SQLITE_CORRUPT: case SQLITE_NOTADB: return -EUCLEAN;
+	case SQLITE_CONSTRAINT: return -EEXIST;
+	case SQLITE_CANTOPEN: return -ENOENT;
+	default: return -EIO;
+	}
+}
+
+int ponyfs_sqlite_errno(int rc)
+{
+	return sqlite_errno(rc);
+}
+
+static int exec_all(sqlite3 *db, const char *sql)
+{
+	return sqlite_errno(sqlite3_exec(db, sql, NULL, NULL, NULL));
+}
+
+/* A handle's vfs, kept so close can unregister it. */
+static struct pvfs *db_pvfs(sqlite3 *db)
+{
+	sqlite3_vfs *v = NULL;
+
+	if (sqlite3_file_control(db, "main", SQLITE_FCNTL_VFS_POINTER, &v) != SQLITE_OK)
+		return NULL;
+	return (struct pvfs *)v;
+}
+
+int ponyfs_sqlite_open(struct bdev *dev, const struct ponyfs_sqlite_range *db,
+		       const struct ponyfs_sqlite_range *wal, sqlite3 **ret)
+{
+	static unsigned long seq;
+	struct pvfs *pv;
+	sqlite3 *h = NULL;
+	int r;
+
+	if (db->off % SECTOR || wal->off % SECTOR || db->len < 4 * 4096 || wal->len < 64 * 4096 ||
+	    db->off + db->len > bdev_size(dev) || wal->off + wal->len > bdev_size(dev))
+		return -EINVAL;
+	pv = calloc(1, sizeof(*pv));
+	if (!pv)
+		return -ENOMEM;
+	pv->dev = dev;
+	pv->db = *db;
+	pv->wal = *wal;
+	snprintf(pv->name, sizeof(pv->name), "ponyfs-%lu", __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
+	pv->vfs = (sqlite3_vfs){
+		.iVersion = 1,
+		.szOsFile = sizeof(struct pfile),
+		.mxPathname = 64,
+		.zName = pv->name,
+		.pAppData = pv,
+		.xOpen = pv_open,
+		.xDelete = pv_delete,
+		.xAccess = pv_access,
+		.xFullPathname = pv_full_pathname,
+		.xRandomness = pv_randomness,
+		.xSleep = pv_sleep,
+		.xCurrentTime = pv_current_time,
+		.xGetLastError = pv_last_error,
+	};
+	r = pv_load_sizes(pv);
+	if (r < 0 || (r = sqlite_errno(sqlite3_vfs_register(&pv->vfs, 0))) < 0) {
+		free(pv);
+		return r;
+	}
+	r = sqlite_errno(sqlite3_open_v2("ponyfs.db", &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+					 SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, pv->name));
+	/* A new database becomes a WAL database in its first transaction; the
+	 * journal that one needs is kept in memory (nothing to lose yet). */
+	if (r >= 0 && !pv->db_size)
+		r = exec_all(h, "PRAGMA journal_mode=MEMORY;");
+	if (r >= 0)
+		r = exec_all(h, "PRAGMA locking_mode=EXCLUSIVE; PRAGMA page_size=4096;"
+			     "PRAGMA temp_store=MEMORY; PRAGMA synchronous=FULL;"
+			     "PRAGMA journal_mode=WAL; PRAGMA cache_size=-16384;");
+	if (r >= 0)   /* the database is read once here: a corrupt one fails now */
+		r = exec_all(h, "SELECT count(*) FROM sqlite_schema;");
+	if (r < 0) {
+		sqlite3_close(h);
+		pvfs_free(pv);
+		return r;
+	}
+	*ret = h;
+	return 0;
+}
+
+void ponyfs_sqlite_close(sqlite3 *db)
+{
+	struct pvfs *pv;
+
+	if (!db)
+		return;
+	pv = db_pvfs(db);
+	sqlite3_close(db);
+	pvfs_free(pv);
+}

@@ -1,0 +1,362 @@
+/*
+ * files.c - the union's per-inode hooks: lookup and forget, attributes (a
+ * change copies up first), open files (opened on the layer that holds the
+ * data, copied up first when opened for writing), extended attributes (the
+ * overlay's own are hidden and refused) and the filesystem-wide calls.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+
+#include "internal.h"
+#include "pony/util.h"
+
+#define LOCKED(u, expr) ({ pthread_mutex_lock(&(u)->lock); int _r = (expr); \
+			   pthread_mutex_unlock(&(u)->lock); _r; })
+#define NODE(u, ino) union_node_get((u), (ino))
+
+/* An open file: the layer's instance, inode and handle. */
+struct union_file {
+	struct vfs *fs;
+	uint64_t ino, fh;
+};
+
+static int lookup_locked(struct union_fs *u, uint64_t parent, const char *name,
+			 struct vfs_entry *ret)
+{
+	return union_entry_locked(u, NODE(u, parent), name, ret);
+}
+
+static int union_lookup(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
+			const char *name, struct vfs_entry *ret)
+{
+	struct union_fs *u = union_of(fs);
+
+	return LOCKED(u, lookup_locked(u, parent, name, ret));
+}
+
+static void union_forget(struct vfs *fs, uint64_t ino, uint64_t nlookup)
+{
+	struct union_fs *u = union_of(fs);
+
+	pthread_mutex_lock(&u->lock);
+	union_node_unref_locked(u, NODE(u, ino), nlookup);
+	pthread_mutex_unlock(&u->lock);
+}
+
+static int union_statx(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino, uint64_t fh,
+		       unsigned flags, unsigned mask, struct statx *ret)
+{
+	struct union_fs *u = union_of(fs);
+	struct union_node *n = NODE(u, ino);
+	int r;
+
+	if (fh == VFS_NO_FH)
+		return LOCKED(u, union_node_statx_locked(u, n, flags, mask, ret));
+	/* Through the open file: right also once it is unlinked. */
+	struct union_file *f = (struct union_file *)(uintptr_t)fh;
+	r = VFS_CALL(f->fs, statx, ctx, f->ino, f->fh, flags, mask, ret);
+	if (r == 0) {
+		pthread_mutex_lock(&u->lock);
+		union_fix_attr(u, n, ret);
+		pthread_mutex_unlock(&u->lock);
+	}
+	return r;
+}
+
+static int setattr_locked(struct union_fs *u, uint64_t ino, uint64_t fh,
+			  const struct vfs_setattr *a, struct statx *ret)
+{
+	struct union_node *n = NODE(u, ino);
+	struct union_file *f = fh == VFS_NO_FH ? NULL : (struct union_file *)(uintptr_t)fh;
+	int r = union_copy_up_locked(u, n);
+
+	if (r < 0)
+		return r;
+	r = VFS_CALL(u->upper, setattr, &u->root_ctx, n->upper,
+		     f && f->fs == u->upper ? f->fh : VFS_NO_FH, a, ret);
+	return r < 0 ? r : union_node_statx_locked(u, n, 0, STATX_BASIC_STATS, ret);
+}
+
+static int union_setattr(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
+			 uint64_t fh, const struct vfs_setattr *a, struct statx *ret)
+{
+	struct union_fs *u = union_of(fs);
+
+	return LOCKED(u, setattr_locked(u, ino, fh, a, ret));
+}
+
+/* The layer holding a node's own attributes and data: upper, else top lower. */
+static void node_layer_locked(struct union_fs *u, struct union_node *n, struct vfs **ret_fs,
+			      uint64_t *ret_ino)
+{
+	*ret_fs = n->upper ? u->upper : u->lowers[n->lower[0].layer];
+	*ret_ino = n->upper ? n->upper : n->lower[0].ino;
+}
+
+static int union_readlink(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino, char *buf,
+			  size_t size)
+{
+	struct union_fs *u = union_of(fs);
+	struct vfs *lfs;
+	uint64_t lino;
+
+	int r;
+
+	/* Under the lock: a concurrent copy-up drops the lower reference. */
+	pthread_mutex_lock(&u->lock);
+	node_layer_locked(u, NODE(u, ino), &lfs, &lino);
+	r = VFS_CALL(lfs, readlink, ctx, lino, buf, size);
+	pthread_mutex_unlock(&u->lock);
+	return r;
+}
+
+static bool opens_for_change(int flags)
+{
+	return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
+}
+
+static int open_locked(struct union_fs *u, uint64_t ino, int flags, struct union_file *f)
+{
+	struct union_node *n = NODE(u, ino);
+	int r = u->stale ? -ESTALE : 0;
+
+	if (r == 0 && opens_for_change(flags))
+		r = union_copy_up_locked(u, n);
+	if (r == 0)
+		node_layer_locked(u, n, &f->fs, &f->ino);
+	/* Opened under the lock: a concurrent copy-up drops the lower reference. */
+	if (r == 0)
+		r = VFS_CALL(f->fs, open, &u->root_ctx, f->ino, flags, &f->fh);
+	return r;
+}
+
+static int union_open(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino, int flags,
+		      uint64_t *ret_fh)
+{
+	struct union_fs *u = union_of(fs);
+	struct union_file *f = calloc(1, sizeof(*f));
+	int r;
+
+	if (!f)
+		return -ENOMEM;
+	r = LOCKED(u, open_locked(u, ino, flags, f));
+	if (r < 0) {
+		free(f);
+		return r;
+	}
+	*ret_fh = (uint64_t)(uintptr_t)f;
+	return 0;
+}
+
+static int union_create(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
+			const char *name, mode_t mode, int flags, struct vfs_entry *ret,
+			uint64_t *ret_fh)
+{
+	struct union_fs *u = union_of(fs);
+	struct union_file *f = calloc(1, sizeof(*f));
+	int r;
+
+	if (!f)
+		return -ENOMEM;
+	pthread_mutex_lock(&u->lock);
+	r = union_create_locked(u, ctx, NODE(u, parent), name, mode, flags, ret, &f->fh);
+	if (r == 0)
+		f->ino = NODE(u, ret->ino)->upper;
+	pthread_mutex_unlock(&u->lock);
+	if (r < 0) {
+		free(f);
+		return r;
+	}
+	f->fs = u->upper;
+	*ret_fh = (uint64_t)(uintptr_t)f;
+	return 0;
+}
+
+#define FILE_OF(fh) ((struct union_file *)(uintptr_t)(fh))
+
+static ssize_t union_read(struct vfs *fs, uint64_t ino, uint64_t fh, void *buf, size_t size,
+			  off_t offset)
+{
+	return VFS_CALL(FILE_OF(fh)->fs, read, FILE_OF(fh)->ino, FILE_OF(fh)->fh, buf, size,
+			offset);
+}
+
+static ssize_t union_write(struct vfs *fs, uint64_t ino, uint64_t fh, const void *buf,
+			   size_t size, off_t offset)
+{
+	return VFS_CALL(FILE_OF(fh)->fs, write, FILE_OF(fh)->ino, FILE_OF(fh)->fh, buf, size,
+			offset);
+}
+
+static int union_flush(struct vfs *fs, uint64_t ino, uint64_t fh)
+{
+	return VFS_CALL(FILE_OF(fh)->fs, flush, FILE_OF(fh)->ino, FILE_OF(fh)->fh);
+}
+
+static int union_fsync(struct vfs *fs, uint64_t ino, uint64_t fh, bool datasync)
+{
+	return VFS_CALL(FILE_OF(fh)->fs, fsync, FILE_OF(fh)->ino, FILE_OF(fh)->fh, datasync);
+}
+
+static int union_release(struct vfs *fs, uint64_t ino, uint64_t fh)
+{
+	struct union_file *f = FILE_OF(fh);
+	int r = VFS_CALL(f->fs, release, f->ino, f->fh);
+
+	free(f);
+	return r;
+}
+
+static int union_fallocate(struct vfs *fs, uint64_t ino, uint64_t fh, int mode, off_t offset,
+			   off_t length)
+{
+	if (FILE_OF(fh)->fs != union_of(fs)->upper)
+		return -EBADF;
+	return VFS_CALL(FILE_OF(fh)->fs, fallocate, FILE_OF(fh)->ino, FILE_OF(fh)->fh, mode,
+			offset, length);
+}
+
+static int union_getxattr(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
+			  const char *name, void *buf, size_t size)
+{
+	struct union_fs *u = union_of(fs);
+	struct vfs *lfs;
+	uint64_t lino;
+
+	int r;
+
+	if (union_is_own_xattr(u, name))
+		return -ENODATA;
+	pthread_mutex_lock(&u->lock);
+	node_layer_locked(u, NODE(u, ino), &lfs, &lino);
+	r = VFS_CALL(lfs, getxattr, ctx, lino, name, buf, size);
+	pthread_mutex_unlock(&u->lock);
+	return r;
+}
+
+static int union_listxattr(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino, char *buf,
+			   size_t size)
+{
+	struct union_fs *u = union_of(fs);
+	struct vfs *lfs;
+	uint64_t lino;
+	int n, out = 0;
+
+	_cleanup_(freep) char *all = NULL;
+
+	pthread_mutex_lock(&u->lock);
+	node_layer_locked(u, NODE(u, ino), &lfs, &lino);
+	n = VFS_CALL(lfs, listxattr, ctx, lino, NULL, 0);
+	all = n > 0 ? malloc((size_t)n) : NULL;
+	if (all)
+		n = VFS_CALL(lfs, listxattr, ctx, lino, all, (size_t)n);
+	else if (n > 0)
+		n = -ENOMEM;
+	pthread_mutex_unlock(&u->lock);
+	if (n <= 0)
+		return n;
+	for (char *p = all; n > 0 && p < all + n; p += strlen(p) + 1) {
+		size_t len = strlen(p) + 1;
+
+		if (union_is_own_xattr(u, p))
+			continue;
+		if (size && (size_t)out + len > size)
+			return -ERANGE;
+		if (size)
+			memcpy(buf + out, p, len);
+		out += (int)len;
+	}
+	return n < 0 ? n : out;
+}
+
+static int xattr_change_locked(struct union_fs *u, const struct vfs_ctx *ctx, uint64_t ino,
+			       const char *name, const void *value, size_t size, int flags,
+			       bool remove)
+{
+	struct union_node *n = NODE(u, ino);
+	int r = union_copy_up_locked(u, n);
+
+	if (r < 0)
+		return r;
+	if (remove)
+		return VFS_CALL(u->upper, removexattr, ctx, n->upper, name);
+	return VFS_CALL(u->upper, setxattr, ctx, n->upper, name, value, size, flags);
+}
+
+static int union_setxattr(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
+			  const char *name, const void *value, size_t size, int flags)
+{
+	struct union_fs *u = union_of(fs);
+
+	if (union_is_own_xattr(u, name))
+		return -EPERM;
+	return LOCKED(u, xattr_change_locked(u, ctx, ino, name, value, size, flags, false));
+}
+
+static int union_removexattr(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
+			     const char *name)
+{
+	struct union_fs *u = union_of(fs);
+
+	if (union_is_own_xattr(u, name))
+		return -EPERM;
+	return LOCKED(u, xattr_change_locked(u, ctx, ino, name, NULL, 0, 0, true));
+}
+
+static int union_statfs(struct vfs *fs, uint64_t ino, struct statvfs *ret)
+{
+	return VFS_CALL(union_of(fs)->upper, statfs, VFS_ROOT_INO, ret);
+}
+
+static int union_syncfs(struct vfs *fs)
+{
+	return VFS_CALL(union_of(fs)->upper, syncfs);
+}
+
+static int union_fsyncdir(struct vfs *fs, uint64_t ino, uint64_t fh, bool datasync)
+{
+	return union_syncfs(fs);
+}
+
+static int union_barrier(struct vfs *fs, uint64_t ino, uint64_t fh)
+{
+	return VFS_CALL(FILE_OF(fh)->fs, barrier, FILE_OF(fh)->ino, FILE_OF(fh)->fh);
+}
+
+const struct vfs_ops union_ops = {
+	.version = VFS_OPS_VERSION,
+	.name = "union",
+	.destroy = union_destroy,
+	.lookup = union_lookup,
+	.forget = union_forget,
+	.statx = union_statx,
+	.setattr = union_setattr,
+	.readlink = union_readlink,
+	.mknod = union_mknod,
+	.mkdir = union_mkdir,
+	.symlink = union_symlink,
+	.link = union_link,
+	.unlink = union_unlink,
+	.rmdir = union_rmdir,
+	.rename = union_rename,
+	.open = union_open,
+	.create = union_create,
+	.read = union_read,
+	.write = union_write,
+	.flush = union_flush,
+	.fsync = union_fsync,
+	.release = union_release,
+	.fallocate = union_fallocate,
+	.opendir = union_opendir,
+	.readdir = union_readdir,
+	.releasedir = union_releasedir,
+	.fsyncdir = union_fsyncdir,
+	.getxattr = union_getxattr,
+	.setxattr = union_setxattr,
+	.listxattr = union_listxattr,
+	.removexattr = union_removexattr,
+	.statfs = union_statfs,
+	.syncfs = union_syncfs,
+	.barrier = union_barrier,
+};

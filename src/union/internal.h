@@ -1,0 +1,180 @@
+/*
+ * internal.h - the union's nodes and layers, shared by its files.
+ *
+ * A node is one union inode. Invariants, under u->lock:
+ *  - a node with an upper holds one upper reference (upper != 0);
+ *  - lower[0..nlower) hold one reference each in their layer, top first;
+ *    a non-directory has at most one lower, a directory one per layer it is
+ *    merged from (stopping at an opaque one);
+ *  - key is the stable st_ino, and no two live nodes share it;
+ *  - refs counts FUSE lookups plus child nodes; at 0 the node is freed.
+ */
+#ifndef PONY_UNION_INTERNAL_H
+#define PONY_UNION_INTERNAL_H
+
+#include <pthread.h>
+#include <sys/stat.h>
+
+#include "pony/union.h"
+#include "pony/vfs.h"
+
+#define UNION_LAYER_SHIFT 56            /* st_ino = layer << 56 | ino */
+
+struct union_lower {
+	unsigned layer;                 /* 1..nlowers; 0 is the upper */
+	uint64_t ino;                   /* in that layer's vfs */
+	uint64_t st_ino;                /* the layer's st_ino: the node's key */
+	struct statx_timestamp ctime;   /* when first seen: a change means stale */
+};
+
+struct union_node {
+	struct union_node *hnext;       /* key hash chain */
+	struct union_node *parent;      /* NULL for the root; holds a ref */
+	char *name;                     /* under parent; updated by rename */
+	uint64_t key;
+	uint64_t refs;
+	mode_t type;                    /* S_IFMT bits */
+	bool opaque;                    /* a directory hiding all lowers */
+	uint32_t lower_links;           /* >1: a copied-up hard link (index) with
+					 * that many lower names at copy-up */
+	uint64_t upper;                 /* upper vfs ino, 0 if none */
+	unsigned nlower;
+	struct union_lower lower[];
+};
+
+struct union_fs {
+	struct vfs vfs;
+	pthread_mutex_t lock;           /* guards nodes and every namespace change */
+	struct vfs *upper;              /* hostfs over upper + work */
+	struct vfs *lowers[UNION_MAX_LOWERS + 1]; /* [1..nlowers] */
+	unsigned nlowers;
+	uint64_t work;                  /* upper-vfs ino of work/work */
+	uint64_t index;                 /* upper-vfs ino of work/index */
+	char prefix[24];                /* "trusted.overlay." or "user.overlay." */
+	bool stale;                     /* a lower changed: refuse everything */
+	uint64_t tmp_seq;
+	struct union_node *root;
+	struct union_node **buckets;
+	size_t nbuckets, count;
+	struct union_seen **seen;       /* ctime of every lower inode looked up */
+	size_t nseen, seen_count;
+	struct vfs_ctx root_ctx;        /* for internal changes (copy-up) */
+	dev_t upper_dev;                /* st_dev of the whole union */
+};
+
+static inline struct union_fs *union_of(struct vfs *fs)
+{
+	return (struct union_fs *)fs;
+}
+
+static inline struct vfs *layer_fs(struct union_fs *u, unsigned layer)
+{
+	return layer ? u->lowers[layer] : u->upper;
+}
+
+/* node.c */
+uint64_t union_key(unsigned layer, uint64_t ino);
+struct union_node *union_node_get(struct union_fs *u, uint64_t id);
+uint64_t union_node_id(struct union_fs *u, struct union_node *n);
+struct union_node *union_node_find_locked(struct union_fs *u, uint64_t key);
+int union_node_new_locked(struct union_fs *u, uint64_t key, mode_t type, unsigned nlower,
+			  struct union_node **ret);
+void union_node_set_parent_locked(struct union_node *n, struct union_node *parent,
+				  const char *name);
+void union_node_unref_locked(struct union_fs *u, struct union_node *n, uint64_t count);
+void union_nodes_free(struct union_fs *u);
+bool union_is_whiteout(const struct statx *x);
+/* Remembers a lower inode's ctime the first time, compares it after:
+ * -ESTALE (and the union stale) when the lower changed under the union. */
+int union_seen_check_locked(struct union_fs *u, unsigned layer, const struct statx *x);
+void union_seen_free(struct union_fs *u);
+/* Marks the union stale when a lower's ctime moved; returns -ESTALE then. */
+int union_check_lower_locked(struct union_fs *u, struct union_lower *l, const struct statx *x);
+/* Attributes of a node as the union shows them (key, st_dev, merged nlink). */
+int union_node_statx_locked(struct union_fs *u, struct union_node *n, unsigned flags,
+			    unsigned mask, struct statx *ret);
+void union_fix_attr(struct union_fs *u, struct union_node *n, struct statx *x);
+
+/* lookup.c */
+int union_lookup_locked(struct union_fs *u, struct union_node *dir, const char *name,
+			struct union_node **ret);
+/* Whether name exists (not whited out) in dir's lowers: a whiteout is needed. */
+int union_name_in_lowers_locked(struct union_fs *u, struct union_node *dir,
+				const char *name);
+/* The upper entry of name in dir: 1 and its attributes, 0 none, <0 error. */
+int union_upper_entry_locked(struct union_fs *u, struct union_node *dir, const char *name,
+			     struct vfs_entry *ret);
+int union_getxattr_layer(struct union_fs *u, unsigned layer, uint64_t ino,
+			 const char *suffix, char *buf, size_t size);
+bool union_is_own_xattr(struct union_fs *u, const char *name);
+
+/* pony's origin xattr: overlayfs's ovl_fb header with version 1, which the
+ * kernel reads as "origin unknown", then le32 layer, le64 st_ino, le32 lower
+ * link count at copy-up. */
+#define UNION_ORIGIN_SIZE 37
+struct union_origin { unsigned layer; uint64_t st_ino; uint32_t links; };
+bool union_origin_decode(const uint8_t *buf, int len, struct union_origin *ret);
+/* The index entry's name for a key: 16 hex digits. */
+void union_index_name(uint64_t key, char buf[static 32]);
+int union_linked_get(struct union_fs *u, uint64_t upper);
+int union_linked_set(struct union_fs *u, uint64_t upper, int count);
+
+/* copy_up.c */
+int union_copy_up_locked(struct union_fs *u, struct union_node *n);
+/* A name in the work directory for staging; buf of 32. */
+const char *union_tmp_name(struct union_fs *u, char buf[static 32]);
+int union_set_xattr(struct union_fs *u, uint64_t upper_ino, const char *suffix,
+		    const void *value, size_t size);
+int union_make_whiteout_locked(struct union_fs *u, struct union_node *dir, const char *name);
+/* Path of a node from the root, "/a/b"; -ENAMETOOLONG past PATH_MAX. */
+int union_node_path(struct union_node *n, char *buf, size_t size);
+
+/* dir.c */
+struct union_dirent {
+	uint64_t cookie;
+	uint64_t ino;
+	unsigned type;
+	char *name;
+};
+struct union_dirlist {
+	struct union_dirent *e;
+	size_t n, cap;
+};
+void union_dirlist_done(struct union_dirlist *l);
+int union_dir_merge_locked(struct union_fs *u, struct union_node *dir,
+			   struct union_dirlist *ret);
+/* Removes every entry of an upper directory (whiteouts only, by then). */
+int union_upper_dir_clear(struct union_fs *u, uint64_t dir);
+int union_list_layer_dir(struct union_fs *u, unsigned layer, uint64_t ino,
+			 struct union_dirlist *ret);
+
+extern const struct vfs_ops union_ops;
+void union_destroy(struct vfs *fs);
+
+/* names.c: the namespace hooks. */
+int union_entry_locked(struct union_fs *u, struct union_node *dir, const char *name,
+		       struct vfs_entry *ret);
+int union_create_locked(struct union_fs *u, const struct vfs_ctx *ctx, struct union_node *dir,
+			const char *name, mode_t mode, int flags, struct vfs_entry *ret,
+			uint64_t *ret_fh);
+int union_mknod(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
+		const char *name, mode_t mode, dev_t rdev, struct vfs_entry *ret);
+int union_mkdir(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
+		const char *name, mode_t mode, struct vfs_entry *ret);
+int union_symlink(struct vfs *fs, const struct vfs_ctx *ctx, const char *target,
+		  uint64_t parent, const char *name, struct vfs_entry *ret);
+int union_link(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
+	       uint64_t newparent, const char *newname, struct vfs_entry *ret);
+int union_unlink(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
+		 const char *name);
+int union_rmdir(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
+		const char *name);
+int union_rename(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
+		 const char *name, uint64_t newparent, const char *newname, unsigned flags);
+
+int union_opendir(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino, uint64_t *ret_fh);
+int union_readdir(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino, uint64_t fh,
+		  uint64_t cookie, vfs_filldir_t fill, void *data);
+int union_releasedir(struct vfs *fs, uint64_t ino, uint64_t fh);
+
+#endif

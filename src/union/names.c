@@ -1,0 +1,437 @@
+/*
+ * names.c - the union's namespace changes: creating over whiteouts (opaque
+ * for directories), removing with whiteouts where a lower still has the name,
+ * and renames, which copy up first, leave a whiteout behind when a lower
+ * holds the old name, and give a merged directory a redirect to its lowers.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+#include "pony/util.h"
+
+#define LOCKED(u, expr) ({ pthread_mutex_lock(&(u)->lock); int _r = (expr); \
+			   pthread_mutex_unlock(&(u)->lock); _r; })
+
+/* Attributes and id of a node for a reply; drops the node's ref on error. */
+static int entry_of_locked(struct union_fs *u, struct union_node *n, struct vfs_entry *ret)
+{
+	int r = union_node_statx_locked(u, n, 0, STATX_BASIC_STATS, &ret->attr);
+
+	if (r < 0) {
+		union_node_unref_locked(u, n, 1);
+		return r;
+	}
+	ret->ino = union_node_id(u, n);
+	ret->generation = 0;
+	return 0;
+}
+
+int union_entry_locked(struct union_fs *u, struct union_node *dir, const char *name,
+		       struct vfs_entry *ret)
+{
+	struct union_node *n;
+	int r = union_lookup_locked(u, dir, name, &n);
+
+	return r < 0 ? r : entry_of_locked(u, n, ret);
+}
+
+/*
+ * Makes name free for a new entry in dir: -EEXIST if the union has it; the
+ * directory copied up; a whiteout there removed. 1 if there was one.
+ */
+static int prepare_new_name_locked(struct union_fs *u, struct union_node *dir, const char *name)
+{
+	struct union_node *n;
+	struct vfs_entry e;
+	int r = union_lookup_locked(u, dir, name, &n);
+
+	if (r == 0) {
+		union_node_unref_locked(u, n, 1);
+		return -EEXIST;
+	}
+	if (r != -ENOENT)
+		return r;
+	r = union_copy_up_locked(u, dir);
+	if (r == 0)
+		r = union_upper_entry_locked(u, dir, name, &e);
+	if (r <= 0)
+		return r;
+	bool wh = union_is_whiteout(&e.attr);
+	VFS_FORGET(u->upper, e.ino, 1);
+	if (!wh)
+		return -EEXIST;
+	r = VFS_CALL(u->upper, unlink, &u->root_ctx, dir->upper, name);
+	return r < 0 ? r : 1;
+}
+
+enum make_kind { MAKE_NOD, MAKE_DIR, MAKE_SYMLINK, MAKE_LINK };
+
+struct make_args {
+	enum make_kind kind;
+	mode_t mode;
+	dev_t rdev;
+	const char *target;
+	struct union_node *src;         /* MAKE_LINK */
+};
+
+static int make_locked(struct union_fs *u, const struct vfs_ctx *ctx, struct union_node *dir,
+		       const char *name, const struct make_args *a, struct vfs_entry *ret)
+{
+	struct vfs_entry e;
+	int wh, r = vfs_check_name(name);
+
+	if (r < 0)
+		return r;
+	if (a->kind == MAKE_LINK) {
+		if (S_ISDIR(a->src->type))
+			return -EPERM;
+		r = union_copy_up_locked(u, a->src);
+		if (r < 0)
+			return r;
+	}
+	wh = prepare_new_name_locked(u, dir, name);
+	if (wh < 0)
+		return wh;
+	switch (a->kind) {
+	case MAKE_DIR:
+		r = VFS_CALL(u->upper, mkdir, ctx, dir->upper, name, a->mode, &e);
+		break;
+	case MAKE_SYMLINK:
+		r = VFS_CALL(u->upper, symlink, ctx, a->target, dir->upper, name, &e);
+		break;
+	case MAKE_LINK:
+		r = VFS_CALL(u->upper, link, ctx, a->src->upper, dir->upper, name, &e);
+		break;
+	default:
+		r = VFS_CALL(u->upper, mknod, ctx, dir->upper, name, a->mode, a->rdev, &e);
+	}
+	if (r < 0)
+		return r;
+	/* A directory made where a lower one was deleted must not show it. */
+	if (a->kind == MAKE_DIR && (wh || union_name_in_lowers_locked(u, dir, name) > 0))
+		r = union_set_xattr(u, e.ino, "opaque", "y", 1);
+	VFS_FORGET(u->upper, e.ino, 1);
+	return r < 0 ? r : union_entry_locked(u, dir, name, ret);
+}
+
+static int union_make(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t parent, const char *name,
+	       const struct make_args *a, struct vfs_entry *ret)
+{
+	struct union_fs *u = union_of(fs);
+
+	return LOCKED(u, make_locked(u, ctx, union_node_get(u, parent), name, a, ret));
+}
+
+int union_mknod(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
+		       const char *name, mode_t mode, dev_t rdev, struct vfs_entry *ret)
+{
+	struct make_args a = { .kind = MAKE_NOD, .mode = mode, .rdev = rdev };
+
+	return union_make(fs, ctx, parent, name, &a, ret);
+}
+
+int union_mkdir(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
+		       const char *name, mode_t mode, struct vfs_entry *ret)
+{
+	struct make_args a = { .kind = MAKE_DIR, .mode = mode };
+
+	return union_make(fs, ctx, parent, name, &a, ret);
+}
+
+int union_symlink(struct vfs *fs, const struct vfs_ctx *ctx, const char *target,
+			 uint64_t parent, const char *name, struct vfs_entry *ret)
+{
+	struct make_args a = { .kind = MAKE_SYMLINK, .target = target };
+
+	return union_make(fs, ctx, parent, name, &a, ret);
+}
+
+int union_link(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
+		      uint64_t newparent, const char *newname, struct vfs_entry *ret)
+{
+	struct make_args a = { .kind = MAKE_LINK, .src = union_node_get(union_of(fs), ino) };
+
+	return union_make(fs, ctx, newparent, newname, &a, ret);
+}
+
+int union_create_locked(struct union_fs *u, const struct vfs_ctx *ctx, struct union_node *dir,
+			const char *name, mode_t mode, int flags, struct vfs_entry *ret,
+			uint64_t *ret_fh)
+{
+	struct vfs_entry e;
+	int r = vfs_check_name(name);
+
+	if (r < 0)
+		return r;
+	r = prepare_new_name_locked(u, dir, name);
+	if (r < 0)
+		return r;
+	r = VFS_CALL(u->upper, create, ctx, dir->upper, name, mode, flags, &e, ret_fh);
+	if (r < 0)
+		return r;
+	VFS_FORGET(u->upper, e.ino, 1);
+	r = union_entry_locked(u, dir, name, ret);
+	if (r < 0)
+		VFS_CALL(u->upper, release, e.ino, *ret_fh);
+	return r;
+}
+
+/* Detaches a removed node: it can no longer be copied up or be a parent path. */
+static void detach_locked(struct union_fs *u, struct union_node *n)
+{
+	struct union_node *p = n->parent;
+
+	if (!p)
+		return;
+	n->parent = NULL;
+	union_node_unref_locked(u, p, 1);
+}
+
+/* Moves the upper entry away (leaving a whiteout if asked) and deletes it. */
+static int remove_upper_locked(struct union_fs *u, struct union_node *dir, const char *name,
+			       bool isdir, bool whiteout)
+{
+	char tmp[32];
+	int r;
+
+	if (!isdir && !whiteout)
+		return VFS_CALL(u->upper, unlink, &u->root_ctx, dir->upper, name);
+	r = VFS_CALL(u->upper, rename, &u->root_ctx, dir->upper, name, u->work,
+		     union_tmp_name(u, tmp), whiteout ? RENAME_WHITEOUT : 0);
+	if (r < 0)
+		return r;
+	if (!isdir)
+		return VFS_CALL(u->upper, unlink, &u->root_ctx, u->work, tmp);
+	struct vfs_entry e;
+	r = VFS_CALL(u->upper, lookup, &u->root_ctx, u->work, tmp, &e);
+	if (r == 0) {
+		r = union_upper_dir_clear(u, e.ino);
+		VFS_FORGET(u->upper, e.ino, 1);
+	}
+	return r < 0 ? r : VFS_CALL(u->upper, rmdir, &u->root_ctx, u->work, tmp);
+}
+
+static int union_dir_is_empty_locked(struct union_fs *u, struct union_node *n)
+{
+	struct union_dirlist l;
+	int r = union_dir_merge_locked(u, n, &l);
+
+	if (r < 0)
+		return r;
+	r = l.n == 0;
+	union_dirlist_done(&l);
+	return r;
+}
+
+static int remove_locked(struct union_fs *u, struct union_node *dir, const char *name,
+			 bool isdir)
+{
+	struct union_node *n;
+	struct vfs_entry e;
+	int r = union_lookup_locked(u, dir, name, &n);
+
+	if (r < 0)
+		return r;
+	if (isdir != S_ISDIR(n->type))
+		r = isdir ? -ENOTDIR : -EISDIR;
+	if (r == 0 && isdir && n == u->root)
+		r = -EBUSY;
+	if (r == 0 && isdir)
+		r = union_dir_is_empty_locked(u, n) > 0 ? 0 : -ENOTEMPTY;
+	int in_lower = r < 0 ? r : union_name_in_lowers_locked(u, dir, name);
+	if (in_lower < 0)
+		r = in_lower;
+	int has_upper = r < 0 ? r : union_upper_entry_locked(u, dir, name, &e);
+	if (has_upper < 0)
+		r = has_upper;
+	if (has_upper > 0)
+		VFS_FORGET(u->upper, e.ino, 1);
+	if (r == 0 && has_upper)
+		r = remove_upper_locked(u, dir, name, isdir, in_lower > 0);
+	else if (r == 0)
+		r = union_make_whiteout_locked(u, dir, name);
+	if (r == 0 && (isdir || !n->upper))
+		detach_locked(u, n);
+	union_node_unref_locked(u, n, 1);
+	return r;
+}
+
+int union_unlink(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
+			const char *name)
+{
+	struct union_fs *u = union_of(fs);
+
+	return LOCKED(u, remove_locked(u, union_node_get(u, parent), name, false));
+}
+
+int union_rmdir(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
+		       const char *name)
+{
+	struct union_fs *u = union_of(fs);
+
+	return LOCKED(u, remove_locked(u, union_node_get(u, parent), name, true));
+}
+
+/* Where a merged directory's lowers are: its redirect, or its parent's + name. */
+static int lower_path_locked(struct union_fs *u, struct union_node *n, char *buf, size_t size)
+{
+	int len;
+
+	if (!n->parent) {
+		buf[0] = '\0';
+		return 0;
+	}
+	if (n->upper) {
+		len = union_getxattr_layer(u, 0, n->upper, "redirect", buf, size - 1);
+		if (len > 0 && buf[0] == '/') {
+			buf[len] = '\0';
+			return 0;
+		}
+	}
+	int r = lower_path_locked(u, n->parent, buf, size);
+	if (r < 0)
+		return r;
+	len = (int)strlen(buf);
+	if ((size_t)len + strlen(n->name) + 2 > size)
+		return -ENAMETOOLONG;
+	snprintf(buf + len, size - (size_t)len, "/%s", n->name);
+	return 0;
+}
+
+struct rename_state {
+	struct union_node *dir, *newdir, *n, *t;
+	const char *name, *newname;
+	unsigned flags;
+};
+
+static int rename_checks_locked(struct union_fs *u, struct rename_state *s)
+{
+	if (s->flags & RENAME_WHITEOUT)
+		return -EINVAL;
+	if (!s->t)
+		return s->flags & RENAME_EXCHANGE ? -ENOENT : 0;
+	if (s->flags & RENAME_NOREPLACE)
+		return -EEXIST;
+	if (s->flags & RENAME_EXCHANGE) {
+		/* Exchanging merged directories would need two redirects at once. */
+		if ((S_ISDIR(s->n->type) && s->n->nlower) || (S_ISDIR(s->t->type) && s->t->nlower))
+			return -EXDEV;
+		return 0;
+	}
+	if (S_ISDIR(s->n->type) && !S_ISDIR(s->t->type))
+		return -ENOTDIR;
+	if (!S_ISDIR(s->n->type) && S_ISDIR(s->t->type))
+		return -EISDIR;
+	if (S_ISDIR(s->t->type)) {
+		int r = union_dir_is_empty_locked(u, s->t);
+
+		return r < 0 ? r : r ? 0 : -ENOTEMPTY;
+	}
+	return 0;
+}
+
+/* Before a directory moves: a redirect to its lowers, or opaque if it has none. */
+static int rename_mark_dir_locked(struct union_fs *u, struct union_node *n, bool over_lower)
+{
+	char path[PATH_MAX];
+	int r;
+
+	if (!S_ISDIR(n->type))
+		return 0;
+	if (n->nlower && !n->opaque) {
+		r = lower_path_locked(u, n, path, sizeof(path));
+		return r < 0 ? r : union_set_xattr(u, n->upper, "redirect", path, strlen(path));
+	}
+	if (over_lower && !n->opaque) {
+		n->opaque = true;
+		return union_set_xattr(u, n->upper, "opaque", "y", 1);
+	}
+	return 0;
+}
+
+static int rename_do_locked(struct union_fs *u, struct rename_state *s)
+{
+	bool exchange = s->flags & RENAME_EXCHANGE;
+	int old_in_lower, new_in_lower, r;
+
+	r = union_copy_up_locked(u, s->n);
+	if (r == 0 && s->t && exchange)
+		r = union_copy_up_locked(u, s->t);
+	if (r == 0)
+		r = union_copy_up_locked(u, s->newdir);
+	if (r < 0)
+		return r;
+	old_in_lower = union_name_in_lowers_locked(u, s->dir, s->name);
+	new_in_lower = union_name_in_lowers_locked(u, s->newdir, s->newname);
+	if (old_in_lower < 0 || new_in_lower < 0)
+		return old_in_lower < 0 ? old_in_lower : new_in_lower;
+	r = rename_mark_dir_locked(u, s->n, new_in_lower);
+	if (r == 0 && s->t && exchange)
+		r = rename_mark_dir_locked(u, s->t, old_in_lower);
+	if (r < 0)
+		return r;
+	/* A directory replaced keeps only whiteouts in its upper: clear them. */
+	if (s->t && !exchange && S_ISDIR(s->t->type) && s->t->upper) {
+		r = union_upper_dir_clear(u, s->t->upper);
+		if (r < 0)
+			return r;
+	}
+	unsigned flags = exchange ? RENAME_EXCHANGE : old_in_lower ? RENAME_WHITEOUT : 0;
+	r = VFS_CALL(u->upper, rename, &u->root_ctx, s->dir->upper, s->name, s->newdir->upper,
+		     s->newname, flags);
+	if (r < 0)
+		return r;
+	struct union_node *oldp = s->n->parent;
+	union_node_set_parent_locked(s->n, s->newdir, s->newname);
+	union_node_unref_locked(u, oldp, 1);
+	if (s->t && exchange) {
+		oldp = s->t->parent;
+		union_node_set_parent_locked(s->t, s->dir, s->name);
+		union_node_unref_locked(u, oldp, 1);
+	} else if (s->t && (S_ISDIR(s->t->type) || !s->t->upper)) {
+		detach_locked(u, s->t);
+	}
+	return 0;
+}
+
+static int rename_locked(struct union_fs *u, struct rename_state *s)
+{
+	int r = union_lookup_locked(u, s->dir, s->name, &s->n);
+
+	if (r < 0)
+		return r;
+	r = union_lookup_locked(u, s->newdir, s->newname, &s->t);
+	if (r == -ENOENT) {
+		s->t = NULL;
+		r = 0;
+	}
+	if (r == 0 && s->n == s->t)
+		goto out;               /* two names of one file: nothing to do */
+	if (r == 0)
+		r = rename_checks_locked(u, s);
+	if (r == 0)
+		r = rename_do_locked(u, s);
+out:
+	if (s->t)
+		union_node_unref_locked(u, s->t, 1);
+	union_node_unref_locked(u, s->n, 1);
+	return r;
+}
+
+int union_rename(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
+			const char *name, uint64_t newparent, const char *newname,
+			unsigned flags)
+{
+	struct union_fs *u = union_of(fs);
+	struct rename_state s = {
+		.dir = union_node_get(u, parent), .newdir = union_node_get(u, newparent),
+		.name = name, .newname = newname, .flags = flags,
+	};
+	int r = vfs_check_name(newname);
+
+	return r < 0 ? r : LOCKED(u, rename_locked(u, &s));
+}

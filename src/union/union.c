@@ -1,0 +1,199 @@
+/*
+ * union.c - building and tearing down a union: the layers are checked
+ * (present, directories, not nested in one another, work beside the upper on
+ * one filesystem) before anything is written, the work directory is emptied
+ * of what an interrupted copy-up left, and the root node merges every lower.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include "internal.h"
+#include "pony/hostfs.h"
+#include "pony/util.h"
+
+/* Whether a is b or inside it (both canonical). */
+static bool path_within(const char *a, const char *b)
+{
+	size_t n = strlen(b);
+
+	if (n == 1) /* "/" */
+		return true;
+	return !strncmp(a, b, n) && (a[n] == '/' || a[n] == '\0');
+}
+
+static int canonical_dir(const char *path, char *buf)
+{
+	struct stat st;
+
+	if (!path || !*path)
+		return -EINVAL;
+	if (!realpath(path, buf) || stat(buf, &st) < 0)
+		return -errno;
+	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
+static int check_layers(const struct union_config *cfg, char (*paths)[PATH_MAX],
+			char *upper, char *work)
+{
+	int r;
+
+	if (cfg->nlowers == 0 || cfg->nlowers > UNION_MAX_LOWERS)
+		return -EINVAL;
+	for (unsigned i = 0; i < cfg->nlowers; i++) {
+		r = canonical_dir(cfg->lowers[i], paths[i]);
+		if (r < 0)
+			return r;
+	}
+	r = canonical_dir(cfg->upper, upper);
+	if (r == 0)
+		r = canonical_dir(cfg->work, work);
+	if (r < 0)
+		return r;
+	for (unsigned i = 0; i < cfg->nlowers; i++)
+		if (path_within(upper, paths[i]) || path_within(paths[i], upper) ||
+		    path_within(work, paths[i]) || path_within(paths[i], work))
+			return -ELOOP;
+	if (path_within(work, upper) || path_within(upper, work))
+		return -ELOOP;
+	struct stat su, sw;
+	if (stat(upper, &su) < 0 || stat(work, &sw) < 0)
+		return -errno;
+	return su.st_dev == sw.st_dev ? 0 : -EXDEV;
+}
+
+/* work/work and work/index under the work directory, as overlayfs names them. */
+static int attach_work_dir(struct union_fs *u, const char *work, const char *name,
+			   uint64_t *ret)
+{
+	char path[PATH_MAX + 16];
+	struct vfs_entry e;
+	int r;
+
+	snprintf(path, sizeof(path), "%s/%s", work, name);
+	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	r = hostfs_attach(u->upper, path, &e);
+	if (r < 0)
+		return r;
+	*ret = e.ino;
+	return 0;
+}
+
+/* What an interrupted copy-up or removal left in work/work. */
+static int clean_work(struct union_fs *u)
+{
+	struct union_dirlist l = { 0 };
+	int r = union_list_layer_dir(u, 0, u->work, &l);
+
+	for (size_t i = 0; i < l.n && r >= 0; i++) {
+		struct vfs_entry e;
+
+		r = VFS_CALL(u->upper, lookup, &u->root_ctx, u->work, l.e[i].name, &e);
+		if (r < 0)
+			break;
+		if (S_ISDIR(e.attr.stx_mode)) {
+			r = union_upper_dir_clear(u, e.ino);
+			if (r == 0)
+				r = VFS_CALL(u->upper, rmdir, &u->root_ctx, u->work, l.e[i].name);
+		} else {
+			r = VFS_CALL(u->upper, unlink, &u->root_ctx, u->work, l.e[i].name);
+		}
+		VFS_FORGET(u->upper, e.ino, 1);
+	}
+	union_dirlist_done(&l);
+	return r;
+}
+
+static int build_root(struct union_fs *u)
+{
+	struct statx x;
+	unsigned n = 0;
+	int r;
+
+	r = VFS_CALL(u->upper, statx, &u->root_ctx, VFS_ROOT_INO, VFS_NO_FH, 0,
+		     STATX_BASIC_STATS, &x);
+	if (r < 0)
+		return r;
+	u->upper_dev = makedev(x.stx_dev_major, x.stx_dev_minor);
+	r = union_node_new_locked(u, union_key(0, x.stx_ino), S_IFDIR, u->nlowers, &u->root);
+	if (r < 0)
+		return r;
+	u->root->upper = VFS_ROOT_INO;
+	for (unsigned i = 1; i <= u->nlowers; i++) {
+		r = VFS_CALL(u->lowers[i], statx, &u->root_ctx, VFS_ROOT_INO, VFS_NO_FH, 0,
+			     STATX_BASIC_STATS, &x);
+		if (r < 0)
+			return r;
+		u->root->lower[n++] = (struct union_lower){
+			.layer = i, .ino = VFS_ROOT_INO, .st_ino = x.stx_ino, .ctime = x.stx_ctime };
+		char v[2];
+		if (union_getxattr_layer(u, i, VFS_ROOT_INO, "opaque", v, 2) == 1 && v[0] == 'y')
+			break;
+	}
+	u->root->nlower = n;
+	return 0;
+}
+
+int union_new(const struct union_config *cfg, struct vfs **ret)
+{
+	char (*paths)[PATH_MAX] = calloc(UNION_MAX_LOWERS, PATH_MAX);
+	char upper[PATH_MAX], work[PATH_MAX];
+	struct union_fs *u = NULL;
+	int r;
+
+	if (!paths)
+		return -ENOMEM;
+	r = check_layers(cfg, paths, upper, work);
+	if (r == 0)
+		r = (u = calloc(1, sizeof(*u))) ? 0 : -ENOMEM;
+	if (r < 0)
+		goto out;
+	u->vfs.ops = &union_ops;
+	pthread_mutex_init(&u->lock, NULL);
+	snprintf(u->prefix, sizeof(u->prefix), "%s",
+		 cfg->flags & UNION_USERXATTR ? "user.overlay." : "trusted.overlay.");
+	u->nlowers = cfg->nlowers;
+	r = hostfs_new(upper, 0, &u->upper);
+	for (unsigned i = 0; i < cfg->nlowers && r == 0; i++)
+		r = hostfs_new(paths[i], HOSTFS_READONLY, &u->lowers[i + 1]);
+	if (r == 0)
+		r = attach_work_dir(u, work, "work", &u->work);
+	if (r == 0)
+		r = attach_work_dir(u, work, "index", &u->index);
+	if (r == 0)
+		r = clean_work(u);
+	if (r == 0)
+		r = build_root(u);
+	if (r < 0) {
+		union_destroy(&u->vfs);
+		goto out;
+	}
+	*ret = &u->vfs;
+out:
+	free(paths);
+	return r;
+}
+
+void union_destroy(struct vfs *fs)
+{
+	struct union_fs *u = union_of(fs);
+
+	union_nodes_free(u);
+	union_seen_free(u);
+	if (u->upper) {
+		if (u->work)
+			VFS_FORGET(u->upper, u->work, 1);
+		if (u->index)
+			VFS_FORGET(u->upper, u->index, 1);
+	}
+	vfs_free(u->upper);
+	for (unsigned i = 1; i <= u->nlowers; i++)
+		vfs_free(u->lowers[i]);
+	pthread_mutex_destroy(&u->lock);
+	free(u);
+}

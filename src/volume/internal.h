@@ -1,0 +1,116 @@
+/*
+ * internal.h - what the volume's files share: segments, members and the
+ * target ops table. Not part of the public API.
+ */
+#ifndef PONY_VOLUME_INTERNAL_H
+#define PONY_VOLUME_INTERNAL_H
+
+#include <pthread.h>
+
+#include "pony/volume.h"
+#include "layout.h"
+#include "parity.h"
+
+#define VOLUME_SECTOR 512u
+#define VOLUME_MAX_BAD 64
+
+struct volume_bad {
+	uint64_t off, len;              /* bytes on the member, past its offset */
+};
+
+struct volume_member {
+	struct bdev *dev;               /* NULL: missing */
+	uint64_t offset;                /* where data starts on dev */
+	int state;                      /* enum volume_member_state; atomic */
+	unsigned nbad;
+	struct volume_bad bad[VOLUME_MAX_BAD];
+};
+
+struct volume_seg;
+
+/*
+ * A target. Offsets are relative to the segment and sector-aligned (the
+ * volume bounces unaligned requests). A NULL hook: -EOPNOTSUPP.
+ */
+struct volume_target_ops {
+	const char *name;
+	int (*check)(struct volume_seg *s);     /* geometry vs devices: 0, -EINVAL, -ENOSPC */
+	int (*read)(struct volume_seg *s, uint8_t *buf, size_t len, uint64_t off);
+	int (*write)(struct volume_seg *s, const uint8_t *buf, size_t len, uint64_t off);
+	/* Rebuilds member m's data for segment bytes [off, off+len) (whole stripes). */
+	int (*rebuild)(struct volume_seg *s, unsigned m, uint64_t off, uint64_t len);
+	/* Checks (and repairs) [off, off+len); adds mismatches to *count. */
+	int (*scrub)(struct volume_seg *s, uint64_t off, uint64_t len, bool repair,
+		     volume_mismatch_fn report, void *arg, uint64_t *count);
+	uint64_t (*unit)(const struct volume_seg *s);   /* rebuild/scrub step, bytes */
+};
+
+struct volume_seg {
+	unsigned index;
+	uint64_t start, len;
+	enum volume_target_type type;
+	const struct volume_target_ops *ops;
+	struct layout_geom geom;
+	const struct parity_ops *parity;
+	enum volume_region_class cls;
+	bool bbl;                       /* write errors go to the bad-block list */
+	pthread_mutex_t lock;           /* serializes writes, degraded reads, rebuild, bad lists */
+	void *scratch;                  /* stripe buffers; protected by lock */
+	size_t scratch_len;
+	unsigned nmembers;
+	struct volume_member *m;
+};
+
+extern const struct volume_target_ops volume_linear_ops, volume_striped_ops,
+	volume_zero_ops, volume_error_ops, volume_mirror_ops, volume_raid10_ops,
+	volume_raid_ops;
+
+/* Member I/O. Reads fail (-EIO) on failed, rebuilding or bad ranges. */
+int volume_mread(struct volume_seg *s, unsigned m, void *buf, size_t len, uint64_t off);
+/*
+ * Writes to a member; skipped (0) when failed; an error marks it failed and
+ * is returned. Bad ranges are skipped: they stay reconstructed.
+ */
+int volume_mwrite(struct volume_seg *s, unsigned m, const void *buf, size_t len, uint64_t off);
+int volume_mstate(const struct volume_seg *s, unsigned m);
+void volume_mfail(struct volume_seg *s, unsigned m);
+/*
+ * A batch of member I/Os submitted together and waited for together, so
+ * the members of a stripe work in parallel (through acall, for file
+ * members). Entries follow volume_mread/volume_mwrite's rules.
+ */
+#define VOLUME_BATCH_MAX (2 * LAYOUT_MAX_DISKS)
+struct volume_batch {
+	struct volume_seg *s;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned pending, n;            /* protected by lock */
+	struct volume_batch_entry {
+		struct bdev_io io;
+		struct volume_batch *batch;
+		unsigned m;
+		bool write, skipped;
+	} e[VOLUME_BATCH_MAX];
+};
+void volume_batch_init(struct volume_batch *b, struct volume_seg *s);
+/* Queues one member read or write; returns its entry index. */
+unsigned volume_batch_add(struct volume_batch *b, unsigned m, bool write, void *buf, size_t len,
+			  uint64_t off);
+/* Submits everything queued, waits, applies write errors; entry results stay readable. */
+void volume_batch_run(struct volume_batch *b);
+int volume_batch_result(const struct volume_batch *b, unsigned i);
+void volume_batch_done(struct volume_batch *b);
+
+/* Members not OK (failed or rebuilding). */
+unsigned volume_seg_degraded(const struct volume_seg *s);
+/* A PARITY_ALIGN-aligned buffer of at least len bytes, kept by s; call with s->lock held. */
+uint8_t *volume_seg_scratch(struct volume_seg *s, size_t len);
+/* Forgets every member device without freeing it (error paths that hand devices back). */
+void volume_detach_members(struct volume *v);
+/* Sets a segment's region class (builders). */
+void set_seg_cls(struct volume *v, unsigned i, enum volume_region_class cls);
+/* Scrub-repairs [off, off+len) of segment i (bitmap resync). */
+int volume_scrub_range(struct volume *v, unsigned i, uint64_t off, uint64_t len);
+const struct volume_seg *volume_seg_get(const struct volume *v, unsigned i);
+
+#endif

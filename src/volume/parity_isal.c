@@ -1,0 +1,178 @@
+/*
+ * parity_isal.c - the parity engine on ISA-L: xor_gen and pq_gen for P and Q
+ * in md's slot order, ec_encode_data with a generator matrix for DDF-style
+ * exponents and for recovery. Recovery solves the lost data blocks from any
+ * ndata surviving rows of the (ndata + 2) x ndata generator matrix (identity,
+ * P row of ones, Q row of g^e), then regenerates lost parity.
+ */
+#include <errno.h>
+#include <isa-l.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "parity.h"
+
+static void isal_copy(uint8_t *dst, const uint8_t *src, size_t len)
+{
+	if (dst != src)
+		memcpy(dst, src, len);
+}
+
+static void isal_gen_p(const struct parity_stripe *s)
+{
+	void *v[PARITY_MAX_DATA + 1];
+
+	if (s->ndata == 1) {    /* xor_gen wants two sources at least */
+		isal_copy(s->p, s->data[0], s->len);
+		return;
+	}
+	memcpy(v, s->data, s->ndata * sizeof(v[0]));
+	v[s->ndata] = s->p;
+	xor_gen((int)s->ndata + 1, (int)s->len, v);
+}
+
+static bool isal_qexp_is_plain(const struct parity_stripe *s)
+{
+	if (!s->qexp)
+		return true;
+	for (unsigned i = 0; i < s->ndata; i++)
+		if (s->qexp[i] != i)
+			return false;
+	return true;
+}
+
+/* P and Q through a 2 x ndata matrix, for exponents pq_gen cannot express. */
+static void isal_gen_matrix(const struct parity_stripe *s)
+{
+	uint8_t m[2 * PARITY_MAX_DATA], tbls[32 * 2 * PARITY_MAX_DATA];
+	uint8_t *out[2] = { s->p, s->q };
+
+	for (unsigned i = 0; i < s->ndata; i++) {
+		m[i] = 1;
+		m[s->ndata + i] = parity_gf_pow2(s->qexp ? s->qexp[i] : i);
+	}
+	ec_init_tables((int)s->ndata, 2, m, tbls);
+	ec_encode_data((int)s->len, (int)s->ndata, 2, tbls, s->data, out);
+}
+
+static void isal_gen(const struct parity_stripe *s)
+{
+	void *v[PARITY_MAX_DATA + 2];
+
+	if (!s->q) {
+		isal_gen_p(s);
+		return;
+	}
+	if (s->ndata < 2 || !isal_qexp_is_plain(s)) {
+		isal_gen_matrix(s);
+		return;
+	}
+	memcpy(v, s->data, s->ndata * sizeof(v[0]));
+	v[s->ndata] = s->p;
+	v[s->ndata + 1] = s->q;
+	pq_gen((int)s->ndata + 2, (int)s->len, v);
+}
+
+/* Row r of the generator matrix: data rows are unit vectors. */
+static void isal_gen_row(const struct parity_stripe *s, unsigned r, uint8_t *row)
+{
+	for (unsigned i = 0; i < s->ndata; i++) {
+		if (r < s->ndata)
+			row[i] = i == r;
+		else if (r == PARITY_P(s))
+			row[i] = 1;
+		else
+			row[i] = parity_gf_pow2(s->qexp ? s->qexp[i] : i);
+	}
+}
+
+static uint8_t *isal_block(const struct parity_stripe *s, unsigned r)
+{
+	return r < s->ndata ? s->data[r] : r == PARITY_P(s) ? s->p : s->q;
+}
+
+/* Solves the lost data blocks (lost[0..ndl-1], all < ndata). */
+static int isal_solve_data(const struct parity_stripe *s, unsigned ndl, const unsigned *lost,
+			   unsigned nlost)
+{
+	unsigned k = s->ndata, nb = k + (s->q ? 2 : 1), rows = 0;
+	uint8_t b[PARITY_MAX_DATA * PARITY_MAX_DATA], inv[PARITY_MAX_DATA * PARITY_MAX_DATA];
+	uint8_t dec[2 * PARITY_MAX_DATA], tbls[32 * 2 * PARITY_MAX_DATA];
+	uint8_t *src[PARITY_MAX_DATA], *out[2];
+
+	for (unsigned r = 0; r < nb && rows < k; r++) {
+		bool gone = false;
+
+		for (unsigned j = 0; j < nlost; j++)
+			gone |= lost[j] == r;
+		if (gone)
+			continue;
+		isal_gen_row(s, r, b + rows * k);
+		src[rows++] = isal_block(s, r);
+	}
+	if (rows < k || gf_invert_matrix(b, inv, (int)k) < 0)
+		return -EINVAL;
+	for (unsigned j = 0; j < ndl; j++) {
+		memcpy(dec + j * k, inv + lost[j] * k, k);
+		out[j] = s->data[lost[j]];
+	}
+	ec_init_tables((int)k, (int)ndl, dec, tbls);
+	ec_encode_data((int)s->len, (int)k, (int)ndl, tbls, src, out);
+	return 0;
+}
+
+static int isal_recover(const struct parity_stripe *s, unsigned nlost, const unsigned *lost_in)
+{
+	unsigned lost[2] = { 0, 0 }, ndl = 0;
+	int r;
+
+	memcpy(lost, lost_in, (nlost < 2 ? nlost : 2) * sizeof(lost[0]));
+	r = parity_check_lost(s, nlost, lost);
+	if (r < 0 || nlost == 0)
+		return r;
+	while (ndl < nlost && lost[ndl] < s->ndata)
+		ndl++;
+	if (ndl == 1 && (nlost == 1 || lost[1] == PARITY_Q(s))) {
+		/* The common degraded read: plain XOR of the rest and P. */
+		void *v[PARITY_MAX_DATA + 1];
+		unsigned n = 0;
+
+		for (unsigned i = 0; i < s->ndata; i++)
+			if (i != lost[0])
+				v[n++] = s->data[i];
+		v[n++] = s->p;
+		if (n == 1)
+			isal_copy(s->data[lost[0]], s->p, s->len);
+		else {
+			v[n] = s->data[lost[0]];
+			xor_gen((int)n + 1, (int)s->len, v);
+		}
+	} else if (ndl) {
+		r = isal_solve_data(s, ndl, lost, nlost);
+		if (r < 0)
+			return r;
+	}
+	if (ndl < nlost)
+		isal_gen(s);
+	return 0;
+}
+
+static void isal_update(const struct parity_stripe *s, unsigned idx, const uint8_t *delta)
+{
+	uint8_t tbl[32];
+
+	/* dest ^= c * delta: c = 1 for P, g^e for Q. */
+	gf_vect_mul_init(1, tbl);
+	gf_vect_mad((int)s->len, 1, 0, tbl, (uint8_t *)delta, s->p);
+	if (s->q) {
+		gf_vect_mul_init(parity_gf_pow2(s->qexp ? s->qexp[idx] : idx), tbl);
+		gf_vect_mad((int)s->len, 1, 0, tbl, (uint8_t *)delta, s->q);
+	}
+}
+
+const struct parity_ops parity_isal_ops = {
+	.name = "isal",
+	.gen = isal_gen,
+	.recover = isal_recover,
+	.update = isal_update,
+};

@@ -1,0 +1,631 @@
+/*
+ * set.c - pony volumes on disk: creating members with pony's superblock,
+ * assembling them (refusing stale members, resyncing what the write-intent
+ * bitmap says was being written at a crash), saving member states, bad
+ * blocks and the rebuild checkpoint as they change, and closing clean.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "pony/util.h"
+#include "internal.h"
+#include "sb.h"
+
+#define SET_CHECKPOINT (64ull << 20)    /* rebuild bytes between checkpoints */
+#define BM_PAGE 4096u
+
+struct volume_set {
+	struct volume *v;
+	unsigned n;
+	struct bdev *dev[VOLUME_SB_MAX_MEMBERS];        /* by index; in v unless refused */
+	struct bdev *refused[VOLUME_SB_MAX_MEMBERS];    /* a stale device per index (in extra) */
+	struct bdev *extra[VOLUME_SB_MAX_MEMBERS];      /* devices not in v, freed at close */
+	unsigned nextra;
+	uint64_t events[VOLUME_SB_MAX_MEMBERS];
+	bool stale[VOLUME_SB_MAX_MEMBERS];
+	struct volume_sb sb;                            /* the volume's state */
+	bool rdonly, was_clean;
+	uint64_t resynced, last_checkpoint;
+	pthread_mutex_t bm_lock;
+	uint8_t *bitmap;                                /* protected by bm_lock */
+	volume_progress_fn user_progress;
+	void *user_arg;
+	unsigned progress_seg;
+};
+
+static struct volume_seg *set_seg(struct volume_set *s, unsigned i)
+{
+	return (struct volume_seg *)volume_seg_get(s->v, i);
+}
+
+/* Worst state of member m over every segment. */
+static int set_member_state(struct volume_set *s, unsigned m)
+{
+	int st = VOLUME_MEMBER_OK;
+
+	for (unsigned i = 0; i < volume_segment_count(s->v); i++) {
+		int x = volume_mstate(set_seg(s, i), m);
+
+		if (x == VOLUME_MEMBER_FAILED || (x == VOLUME_MEMBER_REBUILDING && st == VOLUME_MEMBER_OK))
+			st = x;
+	}
+	return st;
+}
+
+static void set_member_force(struct volume_set *s, unsigned m, int state)
+{
+	for (unsigned i = 0; i < volume_segment_count(s->v); i++)
+		__atomic_store_n(&set_seg(s, i)->m[m].state, state, __ATOMIC_RELEASE);
+}
+
+/* The bad list of member m as device ranges, into sb. */
+static void set_collect_bad(struct volume_set *s, unsigned m, struct volume_sb *sb)
+{
+	sb->nbad = 0;
+	for (unsigned i = 0; i < volume_segment_count(s->v); i++) {
+		struct volume_seg *seg = set_seg(s, i);
+		struct volume_member *mb = &seg->m[m];
+
+		for (unsigned j = 0; j < mb->nbad && sb->nbad < VOLUME_SB_MAX_BAD; j++)
+			sb->bad[sb->nbad++] = (struct volume_sb_bad){ mb->offset + mb->bad[j].off,
+								      mb->bad[j].len };
+	}
+}
+
+int volume_set_commit(struct volume_set *s)
+{
+	int ret = 0, written = 0;
+
+	if (s->rdonly)
+		return -EROFS;
+	s->sb.events++;
+	for (unsigned m = 0; m < s->n; m++)
+		s->sb.member_state[m] = (uint8_t)set_member_state(s, m);
+	for (unsigned m = 0; m < s->n; m++) {
+		struct volume_sb msb = s->sb;
+		int r;
+
+		if (!s->dev[m] || s->sb.member_state[m] == VOLUME_MEMBER_FAILED)
+			continue;
+		msb.member_index = m;
+		memcpy(msb.member_uuid, s->sb.member_uuids[m], 16);
+		set_collect_bad(s, m, &msb);
+		r = volume_sb_write(s->dev[m], &msb);
+		if (r >= 0)
+			r = bdev_flush(s->dev[m]);
+		if (r < 0) {
+			set_member_force(s, m, VOLUME_MEMBER_FAILED);
+			ret = ret ? ret : r;
+		} else {
+			s->events[m] = s->sb.events;
+			written++;
+		}
+	}
+	return written ? 0 : ret ? ret : -EIO;
+}
+
+/* Write intent: bits over the volume's address space, on disk before the data. */
+static int set_bitmap_write_pages(struct volume_set *s, size_t first, size_t last)
+{
+	for (unsigned m = 0; m < s->n; m++) {
+		if (!s->dev[m] || set_member_state(s, m) == VOLUME_MEMBER_FAILED)
+			continue;
+		if (bdev_pwrite(s->dev[m], s->bitmap + first * BM_PAGE, (last - first + 1) * BM_PAGE,
+				s->sb.bitmap_offset + first * BM_PAGE) < 0 ||
+		    bdev_flush(s->dev[m]) < 0)
+			set_member_force(s, m, VOLUME_MEMBER_FAILED);
+	}
+	return 0;
+}
+
+static int set_intent(uint64_t off, uint64_t len, void *arg)
+{
+	struct volume_set *s = arg;
+	uint64_t first = off >> s->sb.bitmap_shift, last = (off + len - 1) >> s->sb.bitmap_shift;
+	size_t lo = SIZE_MAX, hi = 0;
+
+	pthread_mutex_lock(&s->bm_lock);
+	for (uint64_t b = first; b <= last && b / 8 < s->sb.bitmap_bytes; b++) {
+		if (s->bitmap[b / 8] & (1u << (b % 8)))
+			continue;
+		s->bitmap[b / 8] |= (uint8_t)(1u << (b % 8));
+		lo = MIN(lo, (size_t)(b / 8 / BM_PAGE));
+		hi = MAX(hi, (size_t)(b / 8 / BM_PAGE));
+	}
+	if (lo != SIZE_MAX)
+		set_bitmap_write_pages(s, lo, hi);
+	pthread_mutex_unlock(&s->bm_lock);
+	return 0;
+}
+
+/*
+ * Bytes per bit: at least 64 MiB (mdadm's default bitmap chunk), so that a
+ * streaming write sets a new bit, and waits for it to reach every member,
+ * once per 64 MiB rather than once per write.
+ */
+static unsigned set_bitmap_shift(uint64_t volume_size)
+{
+	unsigned shift = 26;
+
+	while ((volume_size >> shift) > (uint64_t)VOLUME_SB_BITMAP_BYTES * 8)
+		shift++;
+	return shift;
+}
+
+/* Builds the volume from the superblock's segments over s->dev (NULL: missing). */
+static int set_build(struct volume_set *s)
+{
+	_cleanup_(volume_freep) struct volume *v = NULL;
+	uint64_t offsets[VOLUME_SB_MAX_MEMBERS];
+	int r = volume_new(&v);
+
+	for (unsigned i = 0; r >= 0 && i < s->sb.nsegs; i++) {
+		const struct volume_sb_seg *g = &s->sb.segs[i];
+		uint64_t end = i + 1 < s->sb.nsegs ? s->sb.segs[i + 1].member_off : s->sb.data_size;
+		struct volume_target_spec t = {
+			.type = g->type, .layout = g->layout, .chunk = g->chunk, .ndevs = s->n,
+			.devs = s->dev, .offsets = offsets, .dev_size = end - g->member_off,
+		};
+
+		if (g->chunk)           /* the last region used whole chunks of what was left */
+			t.dev_size = t.dev_size / g->chunk * g->chunk;
+		else
+			t.dev_size = t.dev_size / 512 * 512;
+		for (unsigned m = 0; m < s->n; m++)
+			offsets[m] = s->sb.data_offset + g->member_off;
+		r = volume_add_segment(v, g->start, g->len, &t);
+		if (r >= 0)
+			set_seg_cls(v, i, g->cls);
+	}
+	if (r < 0) {
+		volume_detach_members(v);
+		return r;
+	}
+	s->v = TAKE_PTR(v);
+	volume_set_intent_hook(s->v, set_intent, s);
+	volume_enable_badblock_log(s->v, true);
+	return 0;
+}
+
+static struct volume_set *set_new(void)
+{
+	struct volume_set *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->bitmap = calloc(1, VOLUME_SB_BITMAP_BYTES);
+	if (!s->bitmap) {
+		free(s);
+		return NULL;
+	}
+	pthread_mutex_init(&s->bm_lock, NULL);
+	return s;
+}
+
+static void set_free(struct volume_set *s)
+{
+	if (!s)
+		return;
+	if (s->v)
+		volume_free(s->v);
+	for (unsigned i = 0; i < s->nextra; i++)
+		bdev_free(s->extra[i]);
+	pthread_mutex_destroy(&s->bm_lock);
+	free(s->bitmap);
+	free(s);
+}
+
+static int set_zero_bitmap(struct volume_set *s)
+{
+	memset(s->bitmap, 0, VOLUME_SB_BITMAP_BYTES);
+	return set_bitmap_write_pages(s, 0, VOLUME_SB_BITMAP_BYTES / BM_PAGE - 1);
+}
+
+int volume_set_create(struct bdev **devs, unsigned ndevs, const struct volume_set_params *p,
+		      struct volume_set **ret)
+{
+	struct volume_set *s;
+	struct volume *v = NULL;
+	uint64_t min_size = UINT64_MAX, data_size;
+	int r;
+
+	if (!ndevs || ndevs > VOLUME_SB_MAX_MEMBERS || !p->nregions ||
+	    p->nregions > VOLUME_SB_MAX_SEGS)
+		return -EINVAL;
+	for (unsigned i = 0; i < ndevs; i++)
+		min_size = MIN(min_size, devs[i]->size);
+	if (min_size < VOLUME_SB_DATA_OFFSET + 2 * VOLUME_SB_SIZE)
+		return -ENOSPC;
+	data_size = volume_sb_end_copy(min_size) - VOLUME_SB_DATA_OFFSET;
+	r = volume_regions_build(devs, ndevs, VOLUME_SB_DATA_OFFSET, data_size, p->regions,
+				 p->nregions, &v);
+	if (r < 0)
+		return r;
+	s = set_new();
+	if (!s) {
+		volume_detach_members(v);
+		volume_free(v);
+		return -ENOMEM;
+	}
+	s->v = v;
+	s->n = ndevs;
+	memcpy(s->dev, devs, ndevs * sizeof(devs[0]));
+	s->sb = (struct volume_sb){
+		.nmembers = ndevs, .member_size = min_size, .data_offset = VOLUME_SB_DATA_OFFSET,
+		.data_size = data_size, .bitmap_offset = VOLUME_SB_BITMAP_OFFSET,
+		.bitmap_bytes = VOLUME_SB_BITMAP_BYTES, .bitmap_shift = set_bitmap_shift(volume_size(v)),
+		.nsegs = volume_segment_count(v), .rebuild_off = VOLUME_SB_NO_REBUILD,
+	};
+	snprintf(s->sb.name, sizeof(s->sb.name), "%s", p->name ? p->name : "pony");
+	r = getrandom(s->sb.volume_uuid, 16, 0) == 16 ? 0 : -EIO;
+	for (unsigned m = 0; r >= 0 && m < ndevs; m++)
+		r = getrandom(s->sb.member_uuids[m], 16, 0) == 16 ? 0 : -EIO;
+	for (unsigned i = 0; i < s->sb.nsegs; i++) {
+		const struct volume_seg *g = volume_seg_get(v, i);
+
+		s->sb.segs[i] = (struct volume_sb_seg){
+			.type = g->type, .layout = g->geom.layout, .chunk = g->geom.chunk,
+			.start = g->start, .len = g->len,
+			.member_off = g->m[0].offset - VOLUME_SB_DATA_OFFSET, .cls = g->cls,
+		};
+	}
+	volume_set_intent_hook(v, set_intent, s);
+	volume_enable_badblock_log(v, true);
+	if (r >= 0)
+		r = set_zero_bitmap(s);
+	for (unsigned i = 0; r >= 0 && !p->assume_clean && i < s->sb.nsegs; i++) {
+		r = volume_scrub(v, i, true, 0, NULL, NULL, NULL, NULL, NULL);
+		if (r == -EOPNOTSUPP)
+			r = 0;
+	}
+	if (r >= 0)
+		r = volume_set_commit(s);
+	if (r < 0) {
+		volume_detach_members(v);
+		set_free(s);
+		return r;
+	}
+	s->was_clean = true;
+	*ret = s;
+	return 0;
+}
+
+/* Reads every superblock and places each device at its index. */
+static int set_gather(struct volume_set *s, struct bdev **devs, unsigned ndevs,
+		      struct volume_sb *sbs, unsigned *ret_member)
+{
+	int newest = -1;
+
+	for (unsigned i = 0; i < ndevs; i++) {
+		int r = volume_sb_read(devs[i], &sbs[i]);
+
+		if (r < 0) {
+			*ret_member = i;
+			return r == -ENODATA ? -ENODATA : r;
+		}
+		if (newest < 0 || sbs[i].events > sbs[newest].events)
+			newest = (int)i;
+	}
+	s->sb = sbs[newest];
+	s->n = s->sb.nmembers;
+	for (unsigned i = 0; i < ndevs; i++) {
+		unsigned m = sbs[i].member_index;
+
+		*ret_member = i;
+		if (memcmp(sbs[i].volume_uuid, s->sb.volume_uuid, 16) || m >= s->n ||
+		    sbs[i].nsegs != s->sb.nsegs)
+			return -EXDEV;
+		if (memcmp(sbs[i].member_uuid, s->sb.member_uuids[m], 16) || sbs[i].events < s->sb.events) {
+			/* Replaced or left behind: older than the volume. */
+			s->stale[m] = true;
+			if (!s->dev[m])
+				s->events[m] = sbs[i].events;
+			s->refused[m] = devs[i];
+			s->extra[s->nextra++] = devs[i];
+			continue;
+		}
+		if (s->dev[m])
+			return -EEXIST;
+		s->dev[m] = devs[i];
+		s->events[m] = sbs[i].events;
+	}
+	/* Stale only where no current device took the place. */
+	for (unsigned m = 0; m < s->n; m++) {
+		if (!s->dev[m] || !s->refused[m])
+			continue;
+		s->stale[m] = false;
+	}
+	return 0;
+}
+
+static int set_load_state(struct volume_set *s, struct volume_sb *sbs, struct bdev **devs,
+			  unsigned ndevs)
+{
+	for (unsigned m = 0; m < s->n; m++) {
+		int st = s->dev[m] ? s->sb.member_state[m] : VOLUME_MEMBER_FAILED;
+
+		set_member_force(s, m, st);
+	}
+	/* A rebuild checkpoint: segments before it are done. */
+	for (unsigned m = 0; m < s->n; m++)
+		if (s->sb.member_state[m] == VOLUME_MEMBER_REBUILDING &&
+		    s->sb.rebuild_off != VOLUME_SB_NO_REBUILD)
+			for (unsigned i = 0; i < s->sb.rebuild_seg; i++)
+				__atomic_store_n(&set_seg(s, i)->m[m].state, VOLUME_MEMBER_OK,
+						 __ATOMIC_RELEASE);
+	for (unsigned i = 0; i < ndevs; i++) {
+		unsigned m = sbs[i].member_index;
+
+		if (s->dev[m] != devs[i])
+			continue;
+		for (unsigned j = 0; j < sbs[i].nbad; j++)
+			for (unsigned k = 0; k < volume_segment_count(s->v); k++) {
+				struct volume_seg *g = set_seg(s, k);
+				uint64_t o = g->m[m].offset, end = o + g->geom.dev_size;
+
+				if (sbs[i].bad[j].off >= o && sbs[i].bad[j].off < end)
+					volume_member_add_badblock(s->v, k, m, sbs[i].bad[j].off - o,
+								   sbs[i].bad[j].len);
+			}
+	}
+	return 0;
+}
+
+/* After an unclean close: every region the bitmap marks gets its parity rebuilt. */
+static int set_resync(struct volume_set *s)
+{
+	uint8_t *page = util_aligned_alloc(VOLUME_SB_BITMAP_BYTES);
+	uint64_t region = 1ull << s->sb.bitmap_shift;
+	int r = page ? 0 : -ENOMEM;
+
+	memset(s->bitmap, 0, VOLUME_SB_BITMAP_BYTES);
+	for (unsigned m = 0; r >= 0 && m < s->n; m++) {
+		if (!s->dev[m] || set_member_state(s, m) == VOLUME_MEMBER_FAILED)
+			continue;
+		if (bdev_pread(s->dev[m], page, VOLUME_SB_BITMAP_BYTES, s->sb.bitmap_offset) < 0)
+			continue;
+		for (unsigned i = 0; i < VOLUME_SB_BITMAP_BYTES; i++)
+			s->bitmap[i] |= page[i];
+	}
+	free(page);
+	for (uint64_t b = 0; r >= 0 && b < (uint64_t)VOLUME_SB_BITMAP_BYTES * 8; b++) {
+		uint64_t off = b * region;
+
+		if (!(s->bitmap[b / 8] & (1u << (b % 8))))
+			continue;
+		for (unsigned i = 0; r >= 0 && i < volume_segment_count(s->v); i++) {
+			struct volume_seg *g = set_seg(s, i);
+			uint64_t a = MAX(off, g->start), e = MIN(off + region, g->start + g->len);
+
+			if (a >= e || !g->ops->scrub)
+				continue;
+			r = volume_scrub_range(s->v, i, a - g->start, e - a);
+			s->resynced += e - a;
+		}
+	}
+	return r;
+}
+
+int volume_set_open(struct bdev **devs, unsigned ndevs, unsigned flags,
+		    struct volume_set **ret, unsigned *ret_member)
+{
+	struct volume_sb *sbs = calloc(ndevs ? ndevs : 1, sizeof(*sbs));
+	struct volume_set *s = set_new();
+	unsigned dummy;
+	int r = sbs && s ? 0 : -ENOMEM;
+
+	if (!ret_member)
+		ret_member = &dummy;
+	if (r >= 0 && (!ndevs || ndevs > VOLUME_SB_MAX_MEMBERS))
+		r = -EINVAL;
+	if (r >= 0)
+		r = set_gather(s, devs, ndevs, sbs, ret_member);
+	if (r >= 0) {
+		r = set_build(s);
+		if (r == -ENODEV)
+			for (unsigned m = 0; m < s->n; m++)
+				if (!s->dev[m]) {
+					*ret_member = m;
+					break;
+				}
+	}
+	if (r >= 0)
+		r = set_load_state(s, sbs, devs, ndevs);
+	if (s)
+		s->rdonly = flags & VOLUME_SET_RDONLY;
+	if (r >= 0) {
+		s->was_clean = s->sb.flags & VOLUME_SB_CLEAN;
+		if (!s->rdonly && !s->was_clean)
+			r = set_resync(s);
+	}
+	if (r >= 0 && !s->rdonly) {
+		s->sb.flags &= ~VOLUME_SB_CLEAN;
+		r = volume_set_commit(s);
+	}
+	free(sbs);
+	if (r < 0) {
+		/* The caller keeps its devices: take them back out of the set. */
+		if (s && s->v)
+			volume_detach_members(s->v);
+		if (s)
+			s->nextra = 0;
+		set_free(s);
+		return r;
+	}
+	*ret = s;
+	return 0;
+}
+
+struct volume *volume_set_volume(struct volume_set *s)
+{
+	return s->v;
+}
+
+void volume_set_info(const struct volume_set *s, struct volume_set_info *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	memcpy(ret->name, s->sb.name, sizeof(ret->name));
+	memcpy(ret->uuid, s->sb.volume_uuid, 16);
+	ret->events = s->sb.events;
+	ret->nmembers = s->n;
+	ret->was_clean = s->was_clean;
+	ret->resynced = s->resynced;
+	ret->rebuild_seg = s->sb.rebuild_seg;
+	ret->rebuild_off = s->sb.rebuild_off;
+}
+
+int volume_set_member(const struct volume_set *s, unsigned m, struct volume_set_member *ret)
+{
+	struct volume_set *ms = (struct volume_set *)s;
+
+	if (m >= s->n)
+		return -EINVAL;
+	memset(ret, 0, sizeof(*ret));
+	ret->device = s->stale[m] && s->refused[m] ? s->refused[m]->name :
+		      s->dev[m] ? s->dev[m]->name : NULL;
+	ret->state = (enum volume_member_state)set_member_state(ms, m);
+	ret->events = s->events[m];
+	ret->stale = s->stale[m];
+	for (unsigned i = 0; i < volume_segment_count(s->v); i++)
+		ret->badblocks += set_seg(ms, i)->m[m].nbad;
+	return 0;
+}
+
+int volume_set_fail(struct volume_set *s, unsigned m)
+{
+	if (m >= s->n)
+		return -EINVAL;
+	set_member_force(s, m, VOLUME_MEMBER_FAILED);
+	return volume_set_commit(s);
+}
+
+int volume_set_replace(struct volume_set *s, unsigned m, struct bdev *dev)
+{
+	struct bdev *old;
+	int r;
+
+	if (m >= s->n || !dev)
+		return -EINVAL;
+	if (dev->size < s->sb.data_offset + s->sb.data_size + VOLUME_SB_SIZE)
+		return -ENOSPC;
+	if (set_member_state(s, m) == VOLUME_MEMBER_OK)
+		return -EBUSY;                  /* fail it first */
+	for (unsigned i = 0; i < volume_segment_count(s->v); i++)
+		if (!set_seg(s, i)->ops->rebuild)
+			return -EOPNOTSUPP;
+	old = s->dev[m];
+	for (unsigned i = 0; i < volume_segment_count(s->v); i++) {
+		struct volume_seg *g = set_seg(s, i);
+
+		pthread_mutex_lock(&g->lock);
+		g->m[m].dev = dev;
+		g->m[m].nbad = 0;
+		__atomic_store_n(&g->m[m].state, VOLUME_MEMBER_REBUILDING, __ATOMIC_RELEASE);
+		pthread_mutex_unlock(&g->lock);
+	}
+	s->dev[m] = dev;
+	bdev_free(old);
+	s->refused[m] = NULL;
+	s->stale[m] = false;
+	r = getrandom(s->sb.member_uuids[m], 16, 0) == 16 ? 0 : -EIO;
+	s->sb.rebuild_seg = 0;
+	s->sb.rebuild_off = 0;
+	if (r >= 0)
+		r = bdev_pwrite(dev, s->bitmap, VOLUME_SB_BITMAP_BYTES, s->sb.bitmap_offset);
+	return r < 0 ? r : volume_set_commit(s);
+}
+
+static int set_rebuild_progress(uint64_t done, uint64_t total, void *arg)
+{
+	struct volume_set *s = arg;
+	const struct volume_seg *g = set_seg(s, s->progress_seg);
+	int r = 0;
+
+	if (s->user_progress)
+		r = s->user_progress(g->start + done, volume_size(s->v), s->user_arg);
+	/* Checkpoint every so often, and when told to stop: a restart resumes here. */
+	if (r || done - s->last_checkpoint >= MIN(SET_CHECKPOINT, total / 16) || done == total) {
+		s->sb.rebuild_seg = s->progress_seg;
+		s->sb.rebuild_off = done;
+		s->last_checkpoint = done;
+		volume_set_commit(s);
+	}
+	return r;
+}
+
+int volume_set_rebuild(struct volume_set *s, uint64_t rate, volume_progress_fn progress,
+		       void *arg)
+{
+	unsigned first = s->sb.rebuild_off == VOLUME_SB_NO_REBUILD ? 0 : s->sb.rebuild_seg;
+	uint64_t from = s->sb.rebuild_off == VOLUME_SB_NO_REBUILD ? 0 : s->sb.rebuild_off;
+	bool any = false;
+	int r = 0;
+
+	if (s->rdonly)
+		return -EROFS;
+	for (unsigned m = 0; m < s->n; m++)
+		any |= set_member_state(s, m) == VOLUME_MEMBER_REBUILDING;
+	if (!any)
+		return 0;
+	s->user_progress = progress;
+	s->user_arg = arg;
+	for (unsigned i = first; r >= 0 && i < volume_segment_count(s->v); i++) {
+		s->progress_seg = i;
+		s->last_checkpoint = i == first ? from : 0;
+		r = volume_rebuild(s->v, i, i == first ? from : 0, rate, set_rebuild_progress, s);
+	}
+	if (r >= 0) {
+		s->sb.rebuild_off = VOLUME_SB_NO_REBUILD;
+		s->sb.rebuild_seg = 0;
+		r = volume_set_commit(s);
+	}
+	return r;
+}
+
+int volume_set_scrub(struct volume_set *s, bool repair, uint64_t rate,
+		     volume_mismatch_fn report, void *report_arg,
+		     volume_progress_fn progress, void *arg, uint64_t *ret_count)
+{
+	uint64_t total = 0;
+	int r = 0;
+
+	for (unsigned i = 0; r >= 0 && i < volume_segment_count(s->v); i++) {
+		uint64_t n = 0;
+
+		r = volume_scrub(s->v, i, repair && !s->rdonly, rate, report, report_arg, progress,
+				 arg, &n);
+		if (r == -EOPNOTSUPP)
+			r = 0;
+		total += n;
+	}
+	if (ret_count)
+		*ret_count = total;
+	return r;
+}
+
+void volume_set_abandon(struct volume_set *s)
+{
+	set_free(s);
+}
+
+int volume_set_close(struct volume_set *s)
+{
+	int r = 0;
+
+	if (!s)
+		return 0;
+	if (!s->rdonly) {
+		r = volume_flush(s->v);
+		if (r >= 0)
+			r = set_zero_bitmap(s);
+		if (r >= 0) {
+			s->sb.flags |= VOLUME_SB_CLEAN;
+			r = volume_set_commit(s);
+		}
+	}
+	set_free(s);
+	return r;
+}

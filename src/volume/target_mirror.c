@@ -1,0 +1,288 @@
+/*
+ * target_mirror.c - the copy targets: mirror (md raid1, dm mirror: every
+ * device holds everything) and raid10 (md's near/far/offset copies). Reads
+ * take the first working copy and rewrite copies that failed to read; writes
+ * go to every working copy; scrub compares copies; rebuild copies from a
+ * good one.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pony/util.h"
+#include "internal.h"
+
+#define MIRROR_UNIT (1u << 20)
+#define COPIES_MAX 16
+
+struct copies {
+	unsigned n;
+	unsigned disk[COPIES_MAX];
+	uint64_t off[COPIES_MAX];
+};
+
+static int copies_read(struct volume_seg *s, const struct copies *c, uint8_t *buf, size_t len)
+{
+	bool retry[COPIES_MAX] = { false };
+
+	for (unsigned i = 0; i < c->n; i++) {
+		bool was_ok = volume_mstate(s, c->disk[i]) == VOLUME_MEMBER_OK;
+
+		if (volume_mread(s, c->disk[i], buf, len, c->off[i]) < 0) {
+			retry[i] = was_ok;
+			continue;
+		}
+		/* A copy that failed to read is rewritten from this one (md's fix-read-error). */
+		for (unsigned j = 0; j < i; j++)
+			if (retry[j])
+				volume_mwrite(s, c->disk[j], buf, len, c->off[j]);
+		return 0;
+	}
+	return -EIO;
+}
+
+static int copies_write(struct volume_seg *s, const struct copies *c, const uint8_t *buf,
+			size_t len)
+{
+	struct volume_batch batch;
+	unsigned written = 0, idx[COPIES_MAX];
+	bool tried[COPIES_MAX];
+
+	/* Under the segment's lock: concurrent writes to one block reach every
+	 * copy in the same order, and the bad lists change one writer at a time. */
+	pthread_mutex_lock(&s->lock);
+	volume_batch_init(&batch, s);
+	for (unsigned i = 0; i < c->n; i++) {
+		tried[i] = volume_mstate(s, c->disk[i]) != VOLUME_MEMBER_FAILED;
+		if (tried[i])
+			idx[i] = volume_batch_add(&batch, c->disk[i], true, (void *)buf, len, c->off[i]);
+	}
+	volume_batch_run(&batch);
+	for (unsigned i = 0; i < c->n; i++)
+		written += tried[i] && volume_batch_result(&batch, idx[i]) == 0 &&
+			   volume_mstate(s, c->disk[i]) != VOLUME_MEMBER_FAILED;
+	volume_batch_done(&batch);
+	pthread_mutex_unlock(&s->lock);
+	return written ? 0 : -EIO;
+}
+
+/* Copies that hold member m's data are rebuilt from the first good one. */
+static int copies_rebuild(struct volume_seg *s, const struct copies *c, unsigned m, size_t len,
+			  uint8_t *tmp)
+{
+	for (unsigned i = 0; i < c->n; i++) {
+		if (c->disk[i] != m)
+			continue;
+		for (unsigned j = 0; j < c->n; j++)
+			if (j != i && volume_mread(s, c->disk[j], tmp, len, c->off[j]) == 0)
+				return volume_mwrite(s, m, tmp, len, c->off[i]);
+		return -EIO;
+	}
+	return 0;
+}
+
+static int copies_scrub(struct volume_seg *s, const struct copies *c, size_t len, bool repair,
+			volume_mismatch_fn report, void *arg, uint64_t *count, uint8_t *a,
+			uint8_t *b)
+{
+	int first = -1;
+
+	for (unsigned i = 0; i < c->n; i++) {
+		if (volume_mstate(s, c->disk[i]) != VOLUME_MEMBER_OK)
+			continue;
+		if (first < 0) {
+			if (volume_mread(s, c->disk[i], a, len, c->off[i]) == 0)
+				first = (int)i;
+			continue;
+		}
+		if (volume_mread(s, c->disk[i], b, len, c->off[i]) < 0 || memcmp(a, b, len)) {
+			struct volume_mismatch mm = { s->index, c->disk[i], c->off[i], len };
+
+			(*count)++;
+			if (report)
+				report(&mm, arg);
+			if (repair)
+				volume_mwrite(s, c->disk[i], a, len, c->off[i]);
+		}
+	}
+	return first < 0 ? -EIO : 0;
+}
+
+/* mirror */
+
+static int mirror_check(struct volume_seg *s)
+{
+	if (s->nmembers < 1 || s->nmembers > COPIES_MAX)
+		return -EINVAL;
+	return s->len <= s->geom.dev_size ? 0 : -ENOSPC;
+}
+
+static void mirror_copies(const struct volume_seg *s, uint64_t off, struct copies *c)
+{
+	c->n = s->nmembers;
+	for (unsigned i = 0; i < c->n; i++) {
+		c->disk[i] = i;
+		c->off[i] = off;
+	}
+}
+
+static int mirror_read(struct volume_seg *s, uint8_t *buf, size_t len, uint64_t off)
+{
+	struct copies c;
+
+	mirror_copies(s, off, &c);
+	return copies_read(s, &c, buf, len);
+}
+
+static int mirror_write(struct volume_seg *s, const uint8_t *buf, size_t len, uint64_t off)
+{
+	struct copies c;
+
+	mirror_copies(s, off, &c);
+	return copies_write(s, &c, buf, len);
+}
+
+static int mirror_rebuild(struct volume_seg *s, unsigned m, uint64_t off, uint64_t len)
+{
+	struct copies c;
+	uint8_t *tmp = malloc(len);
+	int r;
+
+	if (!tmp)
+		return -ENOMEM;
+	mirror_copies(s, off, &c);
+	r = copies_rebuild(s, &c, m, len, tmp);
+	free(tmp);
+	return r;
+}
+
+static int mirror_scrub(struct volume_seg *s, uint64_t off, uint64_t len, bool repair,
+			volume_mismatch_fn report, void *arg, uint64_t *count)
+{
+	struct copies c;
+	uint8_t *a = malloc(len), *b = malloc(len);
+	int r = -ENOMEM;
+
+	if (a && b) {
+		mirror_copies(s, off, &c);
+		r = copies_scrub(s, &c, len, repair, report, arg, count, a, b);
+	}
+	free(a);
+	free(b);
+	return r;
+}
+
+static uint64_t mirror_unit(const struct volume_seg *s)
+{
+	return MIRROR_UNIT;
+}
+
+const struct volume_target_ops volume_mirror_ops = {
+	.name = "mirror",
+	.check = mirror_check,
+	.read = mirror_read,
+	.write = mirror_write,
+	.rebuild = mirror_rebuild,
+	.scrub = mirror_scrub,
+	.unit = mirror_unit,
+};
+
+/* raid10 */
+
+static int raid10_check(struct volume_seg *s)
+{
+	int r = layout_geom_check(&s->geom);
+
+	if (r < 0)
+		return r;
+	if (layout_redundancy(&s->geom) + 1 > COPIES_MAX)
+		return -EINVAL;
+	return s->len <= layout_array_size(&s->geom) ? 0 : -ENOSPC;
+}
+
+static void raid10_copies(const struct volume_seg *s, uint64_t chunk, uint64_t in,
+			  struct copies *c)
+{
+	c->n = layout_raid10_copies(&s->geom, chunk, c->disk, c->off);
+	for (unsigned i = 0; i < c->n; i++)
+		c->off[i] += in;
+}
+
+static int raid10_rw(struct volume_seg *s, bool write, uint8_t *buf, size_t len, uint64_t off)
+{
+	uint64_t chunk = s->geom.chunk;
+
+	while (len) {
+		struct copies c;
+		size_t n = (size_t)MIN((uint64_t)len, chunk - off % chunk);
+		int r;
+
+		raid10_copies(s, off / chunk, off % chunk, &c);
+		r = write ? copies_write(s, &c, buf, n) : copies_read(s, &c, buf, n);
+		if (r < 0)
+			return r;
+		buf += n;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int raid10_read(struct volume_seg *s, uint8_t *buf, size_t len, uint64_t off)
+{
+	return raid10_rw(s, false, buf, len, off);
+}
+
+static int raid10_write(struct volume_seg *s, const uint8_t *buf, size_t len, uint64_t off)
+{
+	return raid10_rw(s, true, (uint8_t *)buf, len, off);
+}
+
+static int raid10_rebuild(struct volume_seg *s, unsigned m, uint64_t off, uint64_t len)
+{
+	uint64_t chunk = s->geom.chunk;
+	uint8_t *tmp = malloc(chunk);
+	int r = tmp ? 0 : -ENOMEM;
+
+	for (uint64_t c = off / chunk; r >= 0 && c < DIV_ROUND_UP(off + len, chunk); c++) {
+		struct copies cp;
+
+		raid10_copies(s, c, 0, &cp);
+		r = copies_rebuild(s, &cp, m, chunk, tmp);
+	}
+	free(tmp);
+	return r;
+}
+
+static int raid10_scrub(struct volume_seg *s, uint64_t off, uint64_t len, bool repair,
+			volume_mismatch_fn report, void *arg, uint64_t *count)
+{
+	uint64_t chunk = s->geom.chunk;
+	uint8_t *a = malloc(chunk), *b = malloc(chunk);
+	int r = a && b ? 0 : -ENOMEM;
+
+	for (uint64_t c = off / chunk; r >= 0 && c < DIV_ROUND_UP(off + len, chunk); c++) {
+		struct copies cp;
+
+		raid10_copies(s, c, 0, &cp);
+		r = copies_scrub(s, &cp, chunk, repair, report, arg, count, a, b);
+	}
+	free(a);
+	free(b);
+	return r;
+}
+
+static uint64_t raid10_unit(const struct volume_seg *s)
+{
+	return s->geom.chunk * s->geom.ndisks;
+}
+
+const struct volume_target_ops volume_raid10_ops = {
+	.name = "raid10",
+	.check = raid10_check,
+	.read = raid10_read,
+	.write = raid10_write,
+	.rebuild = raid10_rebuild,
+	.scrub = raid10_scrub,
+	.unit = raid10_unit,
+};

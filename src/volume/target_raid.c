@@ -1,0 +1,404 @@
+/*
+ * target_raid.c - the parity targets raid4, raid5 and raid6 in md's layouts.
+ * Work is done on a "row": the same byte range of every chunk of one stripe
+ * (parity is bytewise, so any sector range of a stripe is a stripe of its
+ * own). Reads go straight to the data member; a failed read rebuilds the row
+ * from the others and rewrites the bad block. Full-stripe writes compute
+ * parity from the new data alone; partial writes read the rest of the row
+ * (reconstruct-write), so a degraded member never needs reading.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pony/util.h"
+#include "internal.h"
+
+/* One row of a stripe. Block b: data 0..k-1, then P (k), then Q (k+1). */
+struct row {
+	struct layout_stripe st;
+	unsigned k, nb;
+	uint64_t devoff;                /* the row's offset on every member */
+	size_t len;
+	uint8_t *blk[LAYOUT_MAX_DISKS];
+	bool have[LAYOUT_MAX_DISKS];    /* content is in blk */
+	bool lost[LAYOUT_MAX_DISKS];    /* cannot be read */
+	bool rewrite[LAYOUT_MAX_DISKS]; /* read error on a working member: write back */
+};
+
+static unsigned row_disk(const struct row *r, unsigned b)
+{
+	if (b < r->k)
+		return r->st.disk[b];
+	return (unsigned)(b == r->k ? r->st.pd : r->st.qd);
+}
+
+/* Sets up the row of stripe at in-chunk offset `in`, len bytes, in s's scratch. */
+static int row_init(struct volume_seg *s, struct row *r, uint64_t stripe, uint64_t in, size_t len)
+{
+	uint8_t *mem;
+
+	memset(r, 0, sizeof(*r));
+	layout_raid456_stripe(&s->geom, stripe, &r->st);
+	r->k = r->st.ndata;
+	r->nb = r->k + (r->st.qd >= 0 ? 2 : 1);
+	r->devoff = stripe * s->geom.chunk + in;
+	r->len = len;
+	mem = volume_seg_scratch(s, (r->nb + 1) * len);    /* + a block for RMW's delta */
+	if (!mem)
+		return -ENOMEM;
+	for (unsigned b = 0; b < r->nb; b++)
+		r->blk[b] = mem + b * len;
+	return 0;
+}
+
+/* Reads the wanted blocks not yet known, all members at once; failures become lost. */
+static void row_load(struct volume_seg *s, struct row *r, const bool *want)
+{
+	struct volume_batch batch;
+	unsigned idx[LAYOUT_MAX_DISKS];
+	bool was_ok[LAYOUT_MAX_DISKS];
+
+	volume_batch_init(&batch, s);
+	for (unsigned b = 0; b < r->nb; b++) {
+		unsigned d = row_disk(r, b);
+
+		if (!want[b] || r->have[b] || r->lost[b])
+			continue;
+		was_ok[b] = volume_mstate(s, d) == VOLUME_MEMBER_OK;
+		idx[b] = volume_batch_add(&batch, d, false, r->blk[b], r->len, r->devoff);
+	}
+	volume_batch_run(&batch);
+	for (unsigned b = 0; b < r->nb; b++) {
+		if (!want[b] || r->have[b] || r->lost[b])
+			continue;
+		if (volume_batch_result(&batch, idx[b]) == 0) {
+			r->have[b] = true;
+		} else {
+			r->lost[b] = true;
+			r->rewrite[b] = was_ok[b] && volume_mstate(s, row_disk(r, b)) == VOLUME_MEMBER_OK;
+		}
+	}
+	volume_batch_done(&batch);
+}
+
+static const bool row_all[LAYOUT_MAX_DISKS] = {
+	[0 ... LAYOUT_MAX_DISKS - 1] = true,
+};
+
+static struct parity_stripe row_parity(struct row *r)
+{
+	return (struct parity_stripe){
+		.ndata = r->k, .len = r->len, .data = r->blk, .p = r->blk[r->k],
+		.q = r->nb > r->k + 1 ? r->blk[r->k + 1] : NULL,
+		.qexp = r->nb > r->k + 1 ? r->st.qexp : NULL,
+	};
+}
+
+/* Loads every block it can and rebuilds the lost ones; rewrites read errors. */
+static int row_solve(struct volume_seg *s, struct row *r)
+{
+	unsigned lost[LAYOUT_MAX_DISKS], nlost = 0;
+	struct parity_stripe ps = row_parity(r);
+	int ret;
+
+	row_load(s, r, row_all);
+	for (unsigned b = 0; b < r->nb; b++)
+		if (r->lost[b])
+			lost[nlost++] = b;
+	if (nlost > r->nb - r->k)
+		return -EIO;
+	ret = s->parity->recover(&ps, nlost, lost);
+	if (ret < 0)
+		return ret;
+	for (unsigned b = 0; b < r->nb; b++) {
+		r->have[b] = true;
+		if (r->rewrite[b])
+			volume_mwrite(s, row_disk(r, b), r->blk[b], r->len, r->devoff);
+		r->rewrite[b] = false;
+	}
+	return 0;
+}
+
+/* Writes the blocks in mask, and parity (regenerated when gen), to their members. */
+static int row_store(struct volume_seg *s, struct row *r, const bool *mask, bool gen)
+{
+	struct parity_stripe ps = row_parity(r);
+	struct volume_batch batch;
+
+	if (gen)
+		s->parity->gen(&ps);
+	volume_batch_init(&batch, s);
+	for (unsigned b = 0; b < r->nb; b++)
+		if (mask[b] || b >= r->k)
+			volume_batch_add(&batch, row_disk(r, b), true, r->blk[b], r->len, r->devoff);
+	volume_batch_run(&batch);
+	volume_batch_done(&batch);
+	return volume_seg_degraded(s) > r->nb - r->k ? -EIO : 0;
+}
+
+static int raid_check(struct volume_seg *s)
+{
+	int r = layout_geom_check(&s->geom);
+
+	if (r < 0)
+		return r;
+	if (layout_ndata(&s->geom) > PARITY_MAX_DATA)
+		return -EINVAL;
+	return s->len <= layout_array_size(&s->geom) ? 0 : -ENOSPC;
+}
+
+/* Reads block b's [in, in+len) of stripe into buf, reconstructing if need be. */
+static int raid_read_piece(struct volume_seg *s, uint64_t stripe, unsigned b, uint64_t in,
+			   uint8_t *buf, size_t len)
+{
+	struct layout_stripe st;
+	struct row r;
+	int ret;
+
+	layout_raid456_stripe(&s->geom, stripe, &st);
+	if (volume_mread(s, st.disk[b], buf, len, stripe * s->geom.chunk + in) == 0)
+		return 0;
+	pthread_mutex_lock(&s->lock);
+	ret = row_init(s, &r, stripe, in, len);
+	if (ret >= 0)
+		ret = row_solve(s, &r);
+	if (ret >= 0)
+		memcpy(buf, r.blk[b], len);
+	pthread_mutex_unlock(&s->lock);
+	return ret;
+}
+
+/* A whole stripe read while a data member is out: solve the row once, copy all data. */
+static int raid_read_full_degraded(struct volume_seg *s, uint64_t stripe, uint8_t *buf)
+{
+	struct row r;
+	int ret;
+
+	pthread_mutex_lock(&s->lock);
+	ret = row_init(s, &r, stripe, 0, s->geom.chunk);
+	if (ret >= 0)
+		ret = row_solve(s, &r);
+	for (unsigned b = 0; ret >= 0 && b < r.k; b++)
+		memcpy(buf + b * r.len, r.blk[b], r.len);
+	pthread_mutex_unlock(&s->lock);
+	return ret;
+}
+
+static bool raid_stripe_degraded(struct volume_seg *s, uint64_t stripe)
+{
+	struct layout_stripe st;
+
+	layout_raid456_stripe(&s->geom, stripe, &st);
+	for (unsigned b = 0; b < st.ndata; b++)
+		if (volume_mstate(s, st.disk[b]) != VOLUME_MEMBER_OK)
+			return true;
+	return false;
+}
+
+static int raid_write_full(struct volume_seg *s, uint64_t stripe, const uint8_t *buf)
+{
+	bool all[LAYOUT_MAX_DISKS];
+	struct row r;
+	int ret;
+
+	pthread_mutex_lock(&s->lock);
+	ret = row_init(s, &r, stripe, 0, s->geom.chunk);
+	if (ret >= 0) {
+		for (unsigned b = 0; b < r.k; b++) {
+			/* Aligned caller data feeds the parity engine directly. */
+			if ((uintptr_t)buf % PARITY_ALIGN == 0)
+				r.blk[b] = (uint8_t *)buf + b * r.len;
+			else
+				memcpy(r.blk[b], buf + b * r.len, r.len);
+		}
+		memset(all, 1, sizeof(all));
+		ret = row_store(s, &r, all, true);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return ret;
+}
+
+/*
+ * Read-modify-write of block b: read old data, P and Q, fold the change
+ * into parity. 1 when it cannot be done this way (a needed member is out):
+ * the caller then reconstruct-writes.
+ */
+static int raid_write_rmw(struct volume_seg *s, struct row *r, unsigned b, const uint8_t *buf)
+{
+	bool want[LAYOUT_MAX_DISKS] = { false }, mask[LAYOUT_MAX_DISKS] = { false };
+	uint8_t *delta = r->blk[r->nb - 1] + r->len;   /* the extra scratch block */
+	struct parity_stripe ps = row_parity(r);
+
+	want[b] = true;
+	for (unsigned p = r->k; p < r->nb; p++)
+		want[p] = true;
+	row_load(s, r, want);
+	for (unsigned i = 0; i < r->nb; i++)
+		if (want[i] && r->lost[i])
+			return 1;
+	for (size_t i = 0; i < r->len; i++)
+		delta[i] = r->blk[b][i] ^ buf[i];
+	s->parity->update(&ps, b, delta);
+	memcpy(r->blk[b], buf, r->len);
+	mask[b] = true;
+	return row_store(s, r, mask, false);
+}
+
+/* Block b's [in, in+len) of stripe: read-modify-write when it reads less, else
+ * reconstruct-write (which never reads a failed member). */
+static int raid_write_piece(struct volume_seg *s, uint64_t stripe, unsigned b, uint64_t in,
+			    const uint8_t *buf, size_t len)
+{
+	bool mask[LAYOUT_MAX_DISKS] = { false };
+	struct row r;
+	int ret;
+
+	pthread_mutex_lock(&s->lock);
+	ret = row_init(s, &r, stripe, in, len);
+	if (ret >= 0 && r.nb - r.k + 1 < r.k - 1) {
+		ret = raid_write_rmw(s, &r, b, buf);
+		if (ret <= 0)
+			goto out;
+		ret = row_init(s, &r, stripe, in, len);        /* start over: RCW */
+	}
+	if (ret >= 0) {
+		bool others[LAYOUT_MAX_DISKS] = { false };
+		bool lost = false;
+
+		for (unsigned j = 0; j < r.k; j++)
+			others[j] = j != b;
+		row_load(s, &r, others);
+		for (unsigned j = 0; j < r.k; j++)
+			lost |= r.lost[j];
+		if (lost)
+			ret = row_solve(s, &r);
+	}
+	if (ret >= 0) {
+		memcpy(r.blk[b], buf, len);
+		mask[b] = true;
+		ret = row_store(s, &r, mask, true);
+	}
+out:
+	pthread_mutex_unlock(&s->lock);
+	return ret;
+}
+
+static int raid_rw(struct volume_seg *s, bool write, uint8_t *buf, size_t len, uint64_t off)
+{
+	uint64_t chunk = s->geom.chunk, width = chunk * layout_ndata(&s->geom);
+
+	while (len) {
+		uint64_t stripe = off / width, within = off % width;
+		unsigned b = (unsigned)(within / chunk);
+		uint64_t in = within % chunk;
+		size_t n;
+		int r;
+
+		if (write && within == 0 && len >= width) {
+			r = raid_write_full(s, stripe, buf);
+			n = (size_t)width;
+		} else if (!write && within == 0 && len >= width && raid_stripe_degraded(s, stripe)) {
+			r = raid_read_full_degraded(s, stripe, buf);
+			n = (size_t)width;
+		} else {
+			n = (size_t)MIN((uint64_t)len, chunk - in);
+			r = write ? raid_write_piece(s, stripe, b, in, buf, n)
+				  : raid_read_piece(s, stripe, b, in, buf, n);
+		}
+		if (r < 0)
+			return r;
+		buf += n;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int raid_read(struct volume_seg *s, uint8_t *buf, size_t len, uint64_t off)
+{
+	return raid_rw(s, false, buf, len, off);
+}
+
+static int raid_write(struct volume_seg *s, const uint8_t *buf, size_t len, uint64_t off)
+{
+	return raid_rw(s, true, (uint8_t *)buf, len, off);
+}
+
+static uint64_t raid_unit(const struct volume_seg *s)
+{
+	return s->geom.chunk * layout_ndata(&s->geom);
+}
+
+static int raid_rebuild(struct volume_seg *s, unsigned m, uint64_t off, uint64_t len)
+{
+	uint64_t width = raid_unit(s);
+	int ret = 0;
+
+	for (uint64_t st = off / width; ret >= 0 && st < DIV_ROUND_UP(off + len, width); st++) {
+		struct row r;
+
+		ret = row_init(s, &r, st, 0, s->geom.chunk);
+		for (unsigned b = 0; ret >= 0 && b < r.nb; b++)
+			r.lost[b] = row_disk(&r, b) == m;
+		if (ret >= 0)
+			ret = row_solve(s, &r);
+		for (unsigned b = 0; ret >= 0 && b < r.nb; b++)
+			if (row_disk(&r, b) == m)
+				ret = volume_mwrite(s, m, r.blk[b], r.len, r.devoff);
+	}
+	return ret;
+}
+
+/* Compares stored parity with parity recomputed from the data; fixes it on repair. */
+static int raid_scrub(struct volume_seg *s, uint64_t off, uint64_t len, bool repair,
+		      volume_mismatch_fn report, void *arg, uint64_t *count)
+{
+	uint64_t width = raid_unit(s);
+	int ret = 0;
+
+	for (uint64_t st = off / width; ret >= 0 && st < DIV_ROUND_UP(off + len, width); st++) {
+		uint8_t *fresh = util_aligned_alloc(2 * s->geom.chunk);
+		struct parity_stripe ps;
+		struct row r;
+
+		ret = fresh ? row_init(s, &r, st, 0, s->geom.chunk) : -ENOMEM;
+		if (ret >= 0)
+			row_load(s, &r, row_all);
+		for (unsigned b = 0; ret >= 0 && b < r.nb; b++)
+			if (r.lost[b])
+				ret = 1;        /* degraded row: nothing to compare against */
+		if (ret == 0) {
+			ps = row_parity(&r);
+			ps.p = fresh;
+			ps.q = ps.q ? fresh + r.len : NULL;
+			s->parity->gen(&ps);
+			for (unsigned b = r.k; b < r.nb; b++) {
+				uint8_t *want = b == r.k ? ps.p : ps.q;
+				struct volume_mismatch mm = { s->index, row_disk(&r, b), r.devoff, r.len };
+
+				if (!memcmp(want, r.blk[b], r.len))
+					continue;
+				(*count)++;
+				if (report)
+					report(&mm, arg);
+				if (repair)
+					ret = volume_mwrite(s, mm.member, want, r.len, r.devoff);
+			}
+		}
+		if (ret > 0)
+			ret = 0;
+		free(fresh);
+	}
+	return ret;
+}
+
+const struct volume_target_ops volume_raid_ops = {
+	.name = "raid",
+	.check = raid_check,
+	.read = raid_read,
+	.write = raid_write,
+	.rebuild = raid_rebuild,
+	.scrub = raid_scrub,
+	.unit = raid_unit,
+};

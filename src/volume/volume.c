@@ -1,0 +1,744 @@
+/*
+ * volume.c - the volume object: its segments, dispatch of reads and writes
+ * to their targets (bouncing unaligned requests through whole sectors),
+ * member state, rebuild and scrub drivers, and the volume's bdev face.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pony/util.h"
+#include "internal.h"
+
+struct volume {
+	uint64_t size;
+	volume_intent_fn intent;
+	void *intent_arg;
+	unsigned nsegs;
+	struct volume_seg **segs;
+};
+
+int volume_new(struct volume **ret)
+{
+	struct volume *v = calloc(1, sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	*ret = v;
+	return 0;
+}
+
+static void seg_free(struct volume_seg *s, bool free_devs)
+{
+	if (!s)
+		return;
+	if (free_devs)
+		for (unsigned i = 0; i < s->nmembers; i++)
+			bdev_free(s->m[i].dev);
+	pthread_mutex_destroy(&s->lock);
+	free(s->scratch);
+	free(s->m);
+	free(s);
+}
+
+void volume_detach_members(struct volume *v)
+{
+	for (unsigned i = 0; i < v->nsegs; i++)
+		for (unsigned j = 0; j < v->segs[i]->nmembers; j++)
+			v->segs[i]->m[j].dev = NULL;
+}
+
+void volume_free(struct volume *v)
+{
+	if (!v)
+		return;
+	/* A device may serve several segments (linear pieces of one disk): free once. */
+	for (unsigned i = 0; i < v->nsegs; i++) {
+		struct volume_seg *s = v->segs[i];
+
+		for (unsigned j = 0; j < s->nmembers; j++) {
+			struct bdev *d = s->m[j].dev;
+
+			if (!d)
+				continue;
+			for (unsigned k = i; k < v->nsegs; k++)
+				for (unsigned l = 0; l < v->segs[k]->nmembers; l++)
+					if (v->segs[k]->m[l].dev == d)
+						v->segs[k]->m[l].dev = NULL;
+			bdev_free(d);
+		}
+		seg_free(s, false);
+	}
+	free(v->segs);
+	free(v);
+}
+
+static const struct volume_target_ops *target_ops(enum volume_target_type t)
+{
+	switch (t) {
+	case VOLUME_LINEAR: return &volume_linear_ops;
+	case VOLUME_STRIPED: return &volume_striped_ops;
+	case VOLUME_MIRROR: return &volume_mirror_ops;
+	case VOLUME_RAID4:
+	case VOLUME_RAID5:
+	case VOLUME_RAID6: return &volume_raid_ops;
+	case VOLUME_RAID10: return &volume_raid10_ops;
+	case VOLUME_ZERO: return &volume_zero_ops;
+	case VOLUME_ERROR: return &volume_error_ops;
+	}
+	return NULL;
+}
+
+static const unsigned target_level[VOLUME_ERROR + 1] = {
+	[VOLUME_LINEAR] = 0, [VOLUME_STRIPED] = 0, [VOLUME_MIRROR] = 1, [VOLUME_RAID4] = 4,
+	[VOLUME_RAID5] = 5, [VOLUME_RAID6] = 6, [VOLUME_RAID10] = 10,
+};
+
+/* The largest per-device size all present devices allow, in whole chunks. */
+static uint64_t seg_fit_dev_size(const struct volume_seg *s)
+{
+	uint64_t fit = UINT64_MAX;
+
+	for (unsigned i = 0; i < s->nmembers; i++) {
+		const struct volume_member *m = &s->m[i];
+
+		if (!m->dev)
+			continue;
+		if (m->offset > m->dev->size)
+			return 0;
+		fit = MIN(fit, m->dev->size - m->offset);
+	}
+	if (fit == UINT64_MAX)
+		return 0;
+	return s->geom.chunk ? fit / s->geom.chunk * s->geom.chunk : fit / VOLUME_SECTOR * VOLUME_SECTOR;
+}
+
+static int seg_build(const struct volume_target_spec *spec, uint64_t start, uint64_t len,
+		     struct volume_seg **ret)
+{
+	struct volume_seg *s = calloc(1, sizeof(*s));
+	unsigned present = 0;
+	int r;
+
+	if (!s)
+		return -ENOMEM;
+	pthread_mutex_init(&s->lock, NULL);
+	s->start = start;
+	s->len = len;
+	s->type = spec->type;
+	s->ops = target_ops(spec->type);
+	s->parity = parity_ops_get(NULL);
+	s->nmembers = spec->ndevs;
+	s->m = calloc(spec->ndevs ? spec->ndevs : 1, sizeof(*s->m));
+	r = !s->ops || !s->parity ? -EINVAL : !s->m ? -ENOMEM : 0;
+	for (unsigned i = 0; !r && i < spec->ndevs; i++) {
+		s->m[i].dev = spec->devs[i];
+		s->m[i].offset = spec->offsets ? spec->offsets[i] : 0;
+		s->m[i].state = spec->devs[i] ? VOLUME_MEMBER_OK : VOLUME_MEMBER_FAILED;
+		present += spec->devs[i] != NULL;
+	}
+	if (!r) {
+		s->geom = (struct layout_geom){
+			.level = target_level[spec->type], .layout = spec->layout,
+			.ndisks = spec->ndevs, .chunk = spec->chunk,
+		};
+		if (spec->type == VOLUME_RAID4)
+			s->geom.layout = MD_PARITY_N;
+		s->geom.dev_size = spec->dev_size ? spec->dev_size : seg_fit_dev_size(s);
+		if (start % VOLUME_SECTOR || len % VOLUME_SECTOR)
+			r = -EINVAL;
+		else if (spec->ndevs && !present)
+			r = -ENODEV;
+		else
+			r = s->ops->check(s);
+	}
+	if (!r && spec->ndevs && seg_fit_dev_size(s) < s->geom.dev_size)
+		r = -ENOSPC;
+	if (!r && s->ops->check != NULL && volume_seg_degraded(s) > layout_redundancy(&s->geom) &&
+	    s->type != VOLUME_LINEAR && s->type != VOLUME_STRIPED)
+		r = -ENODEV;
+	if (r < 0) {
+		seg_free(s, false);
+		return r;
+	}
+	*ret = s;
+	return 0;
+}
+
+int volume_add_segment(struct volume *v, uint64_t start, uint64_t len,
+		       const struct volume_target_spec *spec)
+{
+	struct volume_seg *s, **segs;
+	int r;
+
+	if (start != v->size || !len)
+		return -EINVAL;
+	r = seg_build(spec, start, len, &s);
+	if (r < 0)
+		return r;
+	segs = realloc(v->segs, (v->nsegs + 1) * sizeof(*segs));
+	if (!segs) {
+		seg_free(s, false);
+		return -ENOMEM;
+	}
+	s->index = v->nsegs;
+	v->segs = segs;
+	v->segs[v->nsegs++] = s;
+	v->size += len;
+	return 0;
+}
+
+uint64_t volume_size(const struct volume *v)
+{
+	return v->size;
+}
+
+unsigned volume_segment_count(const struct volume *v)
+{
+	return v->nsegs;
+}
+
+uint64_t volume_full_stripe(const struct volume *v, unsigned seg)
+{
+	const struct volume_seg *s;
+
+	if (seg >= v->nsegs)
+		return 0;
+	s = v->segs[seg];
+	switch (s->type) {
+	case VOLUME_STRIPED:
+	case VOLUME_RAID4:
+	case VOLUME_RAID5:
+	case VOLUME_RAID6:
+		return s->geom.chunk * layout_ndata(&s->geom);
+	case VOLUME_RAID10:
+		return s->geom.chunk;
+	default:
+		return VOLUME_SECTOR;
+	}
+}
+
+/* Aligned I/O over segments. */
+static bool seg_redundant(const struct volume_seg *s)
+{
+	return s->type == VOLUME_MIRROR || s->type == VOLUME_RAID4 || s->type == VOLUME_RAID5 ||
+	       s->type == VOLUME_RAID6 || s->type == VOLUME_RAID10;
+}
+
+void volume_set_intent_hook(struct volume *v, volume_intent_fn fn, void *arg)
+{
+	v->intent = fn;
+	v->intent_arg = arg;
+}
+
+void volume_enable_badblock_log(struct volume *v, bool on)
+{
+	for (unsigned i = 0; i < v->nsegs; i++)
+		v->segs[i]->bbl = on;
+}
+
+static int volume_rw_aligned(struct volume *v, bool write, uint8_t *buf, size_t len, uint64_t off)
+{
+	for (unsigned i = 0; i < v->nsegs && len; i++) {
+		struct volume_seg *s = v->segs[i];
+		size_t n;
+		int r;
+
+		if (off >= s->start + s->len)
+			continue;
+		n = (size_t)MIN((uint64_t)len, s->start + s->len - off);
+		if (write && v->intent && seg_redundant(s)) {
+			r = v->intent(off, n, v->intent_arg);
+			if (r < 0)
+				return r;
+		}
+		if (write)
+			r = s->ops->write ? s->ops->write(s, buf, n, off - s->start) : -EOPNOTSUPP;
+		else
+			r = s->ops->read ? s->ops->read(s, buf, n, off - s->start) : -EOPNOTSUPP;
+		if (r < 0)
+			return r;
+		buf += n;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int volume_check_range(const struct volume *v, size_t len, uint64_t off)
+{
+	return off > v->size || len > v->size - off ? -EINVAL : 0;
+}
+
+int volume_read(struct volume *v, void *buf, size_t len, uint64_t off)
+{
+	uint64_t a, b;
+	uint8_t *bounce;
+	int r = volume_check_range(v, len, off);
+
+	if (r < 0 || !len)
+		return r;
+	if (off % VOLUME_SECTOR == 0 && len % VOLUME_SECTOR == 0)
+		return volume_rw_aligned(v, false, buf, len, off);
+	a = off / VOLUME_SECTOR * VOLUME_SECTOR;
+	b = ROUND_UP(off + len, VOLUME_SECTOR);
+	bounce = malloc(b - a);
+	if (!bounce)
+		return -ENOMEM;
+	r = volume_rw_aligned(v, false, bounce, b - a, a);
+	if (r >= 0)
+		memcpy(buf, bounce + (off - a), len);
+	free(bounce);
+	return r;
+}
+
+int volume_write(struct volume *v, const void *buf, size_t len, uint64_t off)
+{
+	uint64_t a, b;
+	uint8_t *bounce;
+	int r = volume_check_range(v, len, off);
+
+	if (r < 0 || !len)
+		return r;
+	if (off % VOLUME_SECTOR == 0 && len % VOLUME_SECTOR == 0)
+		return volume_rw_aligned(v, true, (uint8_t *)buf, len, off);
+	/* Unaligned: read the sectors around, patch, write back whole sectors. */
+	a = off / VOLUME_SECTOR * VOLUME_SECTOR;
+	b = ROUND_UP(off + len, VOLUME_SECTOR);
+	bounce = malloc(b - a);
+	if (!bounce)
+		return -ENOMEM;
+	r = volume_rw_aligned(v, false, bounce, VOLUME_SECTOR, a);
+	if (r >= 0 && b - VOLUME_SECTOR > a)
+		r = volume_rw_aligned(v, false, bounce + (b - a - VOLUME_SECTOR), VOLUME_SECTOR,
+				      b - VOLUME_SECTOR);
+	if (r >= 0) {
+		memcpy(bounce + (off - a), buf, len);
+		r = volume_rw_aligned(v, true, bounce, b - a, a);
+	}
+	free(bounce);
+	return r;
+}
+
+int volume_flush(struct volume *v)
+{
+	int ret = 0;
+
+	for (unsigned i = 0; i < v->nsegs; i++)
+		for (unsigned j = 0; j < v->segs[i]->nmembers; j++) {
+			struct volume_seg *s = v->segs[i];
+
+			if (s->m[j].dev && volume_mstate(s, j) != VOLUME_MEMBER_FAILED) {
+				int r = bdev_flush(s->m[j].dev);
+
+				if (r < 0) {
+					volume_mfail(s, j);
+					ret = ret ? ret : r;
+				}
+			}
+		}
+	return ret;
+}
+
+/* Members. */
+
+int volume_mstate(const struct volume_seg *s, unsigned m)
+{
+	return __atomic_load_n(&s->m[m].state, __ATOMIC_ACQUIRE);
+}
+
+void volume_mfail(struct volume_seg *s, unsigned m)
+{
+	__atomic_store_n(&s->m[m].state, VOLUME_MEMBER_FAILED, __ATOMIC_RELEASE);
+}
+
+unsigned volume_seg_degraded(const struct volume_seg *s)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < s->nmembers; i++)
+		n += volume_mstate(s, i) != VOLUME_MEMBER_OK;
+	return n;
+}
+
+uint8_t *volume_seg_scratch(struct volume_seg *s, size_t len)
+{
+	if (s->scratch_len < len) {
+		free(s->scratch);
+		s->scratch = util_aligned_alloc(len);
+		s->scratch_len = s->scratch ? len : 0;
+	}
+	return s->scratch;
+}
+
+static bool member_bad(const struct volume_member *mb, uint64_t off, uint64_t len)
+{
+	for (unsigned i = 0; i < mb->nbad; i++)
+		if (off < mb->bad[i].off + mb->bad[i].len && mb->bad[i].off < off + len)
+			return true;
+	return false;
+}
+
+int volume_mread(struct volume_seg *s, unsigned m, void *buf, size_t len, uint64_t off)
+{
+	struct volume_member *mb = &s->m[m];
+
+	if (volume_mstate(s, m) != VOLUME_MEMBER_OK || member_bad(mb, off, len))
+		return -EIO;
+	return bdev_pread(mb->dev, buf, len, mb->offset + off);
+}
+
+int volume_mwrite(struct volume_seg *s, unsigned m, const void *buf, size_t len, uint64_t off)
+{
+	struct volume_member *mb = &s->m[m];
+	int r;
+
+	if (volume_mstate(s, m) == VOLUME_MEMBER_FAILED || member_bad(mb, off, len))
+		return 0;
+	r = bdev_pwrite(mb->dev, buf, len, mb->offset + off);
+	if (r < 0 && s->bbl && r != -ENODEV && mb->nbad < VOLUME_MAX_BAD) {
+		/* Remember the range as bad: it is reconstructed from now on. */
+		mb->bad[mb->nbad++] = (struct volume_bad){ off, len };
+		return 0;
+	}
+	if (r < 0)
+		volume_mfail(s, m);
+	return r;
+}
+
+unsigned volume_member_badblocks(const struct volume *v, unsigned seg, unsigned m,
+				 uint64_t *offs, uint64_t *lens, unsigned max)
+{
+	const struct volume_member *mb;
+	unsigned n = 0;
+
+	if (seg >= v->nsegs || m >= v->segs[seg]->nmembers)
+		return 0;
+	mb = &v->segs[seg]->m[m];
+	for (; n < mb->nbad && n < max; n++) {
+		offs[n] = mb->bad[n].off;
+		lens[n] = mb->bad[n].len;
+	}
+	return n;
+}
+
+void volume_batch_init(struct volume_batch *b, struct volume_seg *s)
+{
+	b->s = s;
+	b->n = 0;
+	b->pending = 0;
+	pthread_mutex_init(&b->lock, NULL);
+	pthread_cond_init(&b->cond, NULL);
+}
+
+void volume_batch_done(struct volume_batch *b)
+{
+	pthread_mutex_destroy(&b->lock);
+	pthread_cond_destroy(&b->cond);
+}
+
+unsigned volume_batch_add(struct volume_batch *b, unsigned m, bool write, void *buf, size_t len,
+			  uint64_t off)
+{
+	struct volume_batch_entry *e = &b->e[b->n];
+	struct volume_member *mb = &b->s->m[m];
+	int st = volume_mstate(b->s, m);
+
+	assert(b->n < VOLUME_BATCH_MAX);
+	*e = (struct volume_batch_entry){
+		.io = { .op = write ? BDEV_WRITE : BDEV_READ, .buf = buf, .len = len,
+			.off = mb->offset + off, .data = e },
+		.batch = b, .m = m, .write = write,
+	};
+	/* The rules of volume_mread / volume_mwrite, decided before any I/O. */
+	if (write ? st == VOLUME_MEMBER_FAILED || member_bad(mb, off, len)
+		  : st != VOLUME_MEMBER_OK || member_bad(mb, off, len)) {
+		e->skipped = true;
+		e->io.result = write ? 0 : -EIO;
+	}
+	return b->n++;
+}
+
+static void batch_io_done(struct bdev_io *io)
+{
+	struct volume_batch_entry *e = io->data;
+	struct volume_batch *b = e->batch;
+
+	pthread_mutex_lock(&b->lock);
+	if (--b->pending == 0)
+		pthread_cond_signal(&b->cond);
+	pthread_mutex_unlock(&b->lock);
+}
+
+void volume_batch_run(struct volume_batch *b)
+{
+	unsigned todo = 0;
+
+	for (unsigned i = 0; i < b->n; i++)
+		todo += !b->e[i].skipped;
+	pthread_mutex_lock(&b->lock);
+	b->pending = todo;
+	pthread_mutex_unlock(&b->lock);
+	for (unsigned i = 0; i < b->n; i++) {
+		if (b->e[i].skipped)
+			continue;
+		b->e[i].io.done = batch_io_done;
+		bdev_submit(b->s->m[b->e[i].m].dev, &b->e[i].io);
+	}
+	pthread_mutex_lock(&b->lock);
+	while (b->pending)
+		pthread_cond_wait(&b->cond, &b->lock);
+	pthread_mutex_unlock(&b->lock);
+	for (unsigned i = 0; i < b->n; i++) {
+		struct volume_batch_entry *e = &b->e[i];
+		struct volume_member *mb = &b->s->m[e->m];
+		uint64_t off = e->io.off - mb->offset;
+
+		if (!e->write || e->skipped || e->io.result >= 0)
+			continue;
+		if (b->s->bbl && e->io.result != -ENODEV && mb->nbad < VOLUME_MAX_BAD) {
+			mb->bad[mb->nbad++] = (struct volume_bad){ off, e->io.len };
+			e->io.result = 0;
+		} else {
+			volume_mfail(b->s, e->m);
+		}
+	}
+}
+
+int volume_batch_result(const struct volume_batch *b, unsigned i)
+{
+	return b->e[i].io.result;
+}
+
+unsigned volume_member_count(const struct volume *v, unsigned seg)
+{
+	return seg < v->nsegs ? v->segs[seg]->nmembers : 0;
+}
+
+enum volume_member_state volume_member_state(const struct volume *v, unsigned seg, unsigned m)
+{
+	return (enum volume_member_state)volume_mstate(v->segs[seg], m);
+}
+
+int volume_fail_member(struct volume *v, unsigned seg, unsigned m)
+{
+	if (seg >= v->nsegs || m >= v->segs[seg]->nmembers)
+		return -EINVAL;
+	volume_mfail(v->segs[seg], m);
+	return 0;
+}
+
+int volume_member_add_badblock(struct volume *v, unsigned seg, unsigned m, uint64_t dev_off,
+			       uint64_t len)
+{
+	struct volume_member *mb;
+
+	if (seg >= v->nsegs || m >= v->segs[seg]->nmembers)
+		return -EINVAL;
+	mb = &v->segs[seg]->m[m];
+	if (mb->nbad == VOLUME_MAX_BAD)
+		return -ENOSPC;
+	mb->bad[mb->nbad++] = (struct volume_bad){ dev_off, len };
+	return 0;
+}
+
+int volume_replace_member(struct volume *v, unsigned seg, unsigned m, struct bdev *dev)
+{
+	struct volume_seg *s;
+	struct bdev *old;
+
+	if (seg >= v->nsegs || m >= v->segs[seg]->nmembers || !dev)
+		return -EINVAL;
+	s = v->segs[seg];
+	if (!s->ops->rebuild)
+		return -EOPNOTSUPP;
+	if (dev->size < s->m[m].offset + s->geom.dev_size)
+		return -ENOSPC;
+	pthread_mutex_lock(&s->lock);
+	old = s->m[m].dev;
+	s->m[m].dev = dev;
+	s->m[m].nbad = 0;
+	__atomic_store_n(&s->m[m].state, VOLUME_MEMBER_REBUILDING, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&s->lock);
+	bdev_free(old);
+	return 0;
+}
+
+/* Sleeps as needed so that done bytes since t0 stay under rate per second. */
+static void volume_throttle(uint64_t t0, uint64_t done, uint64_t rate)
+{
+	uint64_t due, now;
+
+	if (!rate)
+		return;
+	due = t0 + done * 1000000000ull / rate;
+	now = util_now_ns();
+	if (due > now)
+		usleep((useconds_t)((due - now) / 1000));
+}
+
+int volume_rebuild(struct volume *v, unsigned seg, uint64_t from_off, uint64_t rate,
+		   volume_progress_fn progress, void *arg)
+{
+	struct volume_seg *s;
+	uint64_t unit, t0 = util_now_ns();
+	int r = 0;
+
+	if (seg >= v->nsegs)
+		return -EINVAL;
+	s = v->segs[seg];
+	if (!s->ops->rebuild || !s->ops->unit)
+		return -EOPNOTSUPP;
+	unit = s->ops->unit(s);
+	for (uint64_t off = from_off / unit * unit; off < s->len && r >= 0; off += unit) {
+		uint64_t n = MIN(unit, s->len - off);
+
+		pthread_mutex_lock(&s->lock);
+		for (unsigned m = 0; m < s->nmembers && r >= 0; m++)
+			if (volume_mstate(s, m) == VOLUME_MEMBER_REBUILDING)
+				r = s->ops->rebuild(s, m, off, n);
+		pthread_mutex_unlock(&s->lock);
+		if (r >= 0 && progress && progress(off + n, s->len, arg))
+			r = -ECANCELED;
+		volume_throttle(t0, off + n - from_off, rate);
+	}
+	if (r < 0)
+		return r;
+	for (unsigned m = 0; m < s->nmembers; m++)
+		if (volume_mstate(s, m) == VOLUME_MEMBER_REBUILDING)
+			__atomic_store_n(&s->m[m].state, VOLUME_MEMBER_OK, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int volume_scrub(struct volume *v, unsigned seg, bool repair, uint64_t rate,
+		 volume_mismatch_fn report, void *report_arg,
+		 volume_progress_fn progress, void *arg, uint64_t *ret_count)
+{
+	struct volume_seg *s;
+	uint64_t unit, count = 0, t0 = util_now_ns();
+	int r = 0;
+
+	if (seg >= v->nsegs)
+		return -EINVAL;
+	s = v->segs[seg];
+	if (!s->ops->scrub || !s->ops->unit)
+		return -EOPNOTSUPP;
+	unit = s->ops->unit(s);
+	for (uint64_t off = 0; off < s->len && r >= 0; off += unit) {
+		uint64_t n = MIN(unit, s->len - off);
+
+		pthread_mutex_lock(&s->lock);
+		r = s->ops->scrub(s, off, n, repair, report, report_arg, &count);
+		pthread_mutex_unlock(&s->lock);
+		if (r >= 0 && progress && progress(off + n, s->len, arg))
+			r = -ECANCELED;
+		volume_throttle(t0, off + n, rate);
+	}
+	if (ret_count)
+		*ret_count = count;
+	return r;
+}
+
+/* The bdev face. */
+
+struct volume_bdev {
+	struct bdev b;
+	struct volume *v;
+};
+
+static int vb_pread(struct bdev *b, void *buf, size_t len, uint64_t off)
+{
+	return volume_read(((struct volume_bdev *)b)->v, buf, len, off);
+}
+
+static int vb_pwrite(struct bdev *b, const void *buf, size_t len, uint64_t off)
+{
+	return volume_write(((struct volume_bdev *)b)->v, buf, len, off);
+}
+
+static int vb_flush(struct bdev *b)
+{
+	return volume_flush(((struct volume_bdev *)b)->v);
+}
+
+static void vb_free(struct bdev *b)
+{
+	volume_free(((struct volume_bdev *)b)->v);
+	free(b);
+}
+
+static const struct bdev_ops volume_bdev_ops = {
+	.name = "volume",
+	.pread = vb_pread,
+	.pwrite = vb_pwrite,
+	.flush = vb_flush,
+	.free = vb_free,
+};
+
+int volume_as_bdev(struct volume *v, struct bdev **ret)
+{
+	struct volume_bdev *vb = calloc(1, sizeof(*vb));
+
+	if (!vb)
+		return -ENOMEM;
+	vb->b.ops = &volume_bdev_ops;
+	vb->b.size = v->size;
+	vb->b.block_size = VOLUME_SECTOR;
+	snprintf(vb->b.name, sizeof(vb->b.name), "volume");
+	vb->v = v;
+	*ret = &vb->b;
+	return 0;
+}
+
+static const char *const target_names[] = {
+	[VOLUME_LINEAR] = "linear", [VOLUME_STRIPED] = "striped", [VOLUME_MIRROR] = "mirror",
+	[VOLUME_RAID4] = "raid4", [VOLUME_RAID5] = "raid5", [VOLUME_RAID6] = "raid6",
+	[VOLUME_RAID10] = "raid10", [VOLUME_ZERO] = "zero", [VOLUME_ERROR] = "error",
+};
+
+const char *volume_target_name(enum volume_target_type t)
+{
+	return (unsigned)t < ARRAY_SIZE(target_names) ? target_names[t] : "unknown";
+}
+
+int volume_target_from_name(const char *name, enum volume_target_type *ret)
+{
+	for (unsigned i = 0; i < ARRAY_SIZE(target_names); i++)
+		if (!strcmp(name, target_names[i])) {
+			*ret = (enum volume_target_type)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+const struct volume_seg *volume_seg_get(const struct volume *v, unsigned i)
+{
+	return i < v->nsegs ? v->segs[i] : NULL;
+}
+
+void set_seg_cls(struct volume *v, unsigned i, enum volume_region_class cls)
+{
+	if (i < v->nsegs)
+		v->segs[i]->cls = cls;
+}
+
+int volume_scrub_range(struct volume *v, unsigned i, uint64_t off, uint64_t len)
+{
+	struct volume_seg *s = v->segs[i];
+	uint64_t count = 0, unit = s->ops->unit(s);
+	uint64_t a = off / unit * unit, e = MIN(s->len, DIV_ROUND_UP(off + len, unit) * unit);
+	int r;
+
+	pthread_mutex_lock(&s->lock);
+	r = s->ops->scrub(s, a, e - a, true, NULL, NULL, &count);
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
+int volume_layout_from_name(unsigned level, const char *name, unsigned *ret_layout)
+{
+	return layout_from_name(level, name, ret_layout);
+}

@@ -1,0 +1,220 @@
+/*
+ * test_bdev.c - the bdev backends do what they promise: memory and files
+ * round-trip data and refuse ranges past the end; fault bdevs fail exactly
+ * where and when asked; a record log replays to the disk as it was after
+ * any prefix of its writes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+
+#include "pony/acall.h"
+#include "pony/bdev.h"
+
+static void fill(uint8_t *b, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = (uint8_t)(i * 31 + seed);
+}
+
+static void test_mem_bdev_round_trips_and_checks_ranges(void **state)
+{
+	struct bdev *m;
+	uint8_t w[4096], r[4096];
+
+	assert_int_equal(bdev_mem_new(1 << 20, &m), 0);
+	fill(w, sizeof(w), 1);
+	assert_int_equal(bdev_pwrite(m, w, sizeof(w), 8192), 0);
+	assert_int_equal(bdev_pread(m, r, sizeof(r), 8192), 0);
+	assert_memory_equal(w, r, sizeof(w));
+	assert_int_equal(bdev_pread(m, r, 4096, (1 << 20) - 2048), -EINVAL);
+	assert_int_equal(bdev_pwrite(m, w, 1, UINT64_MAX), -EINVAL);
+	assert_int_equal(bdev_discard(m, 8192, 4096), 0);
+	assert_int_equal(bdev_pread(m, r, 16, 8192), 0);
+	assert_int_equal(r[0] | r[15], 0);
+	assert_int_equal(bdev_size(m), 1 << 20);
+	bdev_free(m);
+}
+
+static void test_file_bdev_round_trips_through_the_file(void **state)
+{
+	char path[] = "/tmp/pony-bdev-XXXXXX";
+	int fd = mkstemp(path);
+	struct bdev *f;
+	uint8_t w[8192], r[8192];
+	struct bdev_io io = { .op = BDEV_READ, .buf = r, .len = 512, .off = 4096 };
+
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 1 << 20), 0);
+	assert_int_equal(bdev_file_open(path, O_RDWR, &f), 0);
+	assert_int_equal(bdev_size(f), 1 << 20);
+	fill(w, sizeof(w), 7);
+	assert_int_equal(bdev_pwrite(f, w, sizeof(w), 4096), 0);
+	assert_int_equal(bdev_flush(f), 0);
+	assert_int_equal(pread(fd, r, sizeof(r), 4096), (ssize_t)sizeof(r));
+	assert_memory_equal(w, r, sizeof(w));
+	memset(r, 0, sizeof(r));
+	bdev_submit(f, &io);
+	assert_int_equal(io.result, 0);
+	assert_memory_equal(w, r, 512);
+	bdev_free(f);
+	assert_int_equal(bdev_file_open("/nonexistent/pony", O_RDONLY, &f), -ENOENT);
+	close(fd);
+	unlink(path);
+}
+
+struct waiter {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int pending;
+};
+
+static void io_done(struct bdev_io *io)
+{
+	struct waiter *w = io->data;
+
+	pthread_mutex_lock(&w->lock);
+	if (--w->pending == 0)
+		pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
+static void test_file_bdev_through_acall_completes_sync_and_async_io(void **state)
+{
+	char path[] = "/tmp/pony-bdev-ring-XXXXXX";
+	int fd = mkstemp(path);
+	struct acall_ring *ring;
+	struct bdev *f;
+	static uint8_t w[16][4096], r[16][4096];
+	struct bdev_io ios[16];
+	struct waiter wt = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 16 };
+
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 1 << 20), 0);
+	assert_int_equal(acall_ring_new(NULL, &ring), 0);
+	assert_int_equal(bdev_file_open_ring(path, O_RDWR, ring, &f), 0);
+	for (int i = 0; i < 16; i++) {
+		fill(w[i], sizeof(w[i]), (unsigned)i);
+		ios[i] = (struct bdev_io){ .op = BDEV_WRITE, .buf = w[i], .len = 4096,
+					   .off = (uint64_t)i * 8192, .done = io_done, .data = &wt };
+	}
+	for (int i = 0; i < 16; i++)
+		bdev_submit(f, &ios[i]);
+	pthread_mutex_lock(&wt.lock);
+	while (wt.pending)
+		pthread_cond_wait(&wt.cond, &wt.lock);
+	pthread_mutex_unlock(&wt.lock);
+	for (int i = 0; i < 16; i++) {
+		assert_int_equal(ios[i].result, 0);
+		assert_int_equal(bdev_pread(f, r[i], 4096, (uint64_t)i * 8192), 0);
+		assert_memory_equal(w[i], r[i], 4096);
+	}
+	assert_int_equal(bdev_flush(f), 0);
+	ios[0] = (struct bdev_io){ .op = BDEV_READ, .buf = r[0], .len = 4096, .off = 1 << 20 };
+	bdev_submit(f, &ios[0]);                /* past the end: refused before the ring */
+	assert_int_equal(ios[0].result, -EINVAL);
+	bdev_free(f);
+	acall_ring_free(ring);
+	close(fd);
+	unlink(path);
+}
+
+static void test_fault_bdev_fails_where_and_when_asked(void **state)
+{
+	struct bdev *m, *f;
+	uint8_t b[4096] = { 0 };
+
+	assert_int_equal(bdev_mem_new(1 << 20, &m), 0);
+	assert_int_equal(bdev_fault_new(m, &f), 0);
+	assert_int_equal(bdev_fault_add_bad(f, 10240, 512, BDEV_FAULT_READ), 0);
+	assert_int_equal(bdev_pread(f, b, 512, 9216), 0);
+	assert_int_equal(bdev_pread(f, b, 4096, 8192), -EIO);     /* overlaps */
+	assert_int_equal(bdev_pwrite(f, b, 4096, 8192), 0);       /* reads only */
+	bdev_fault_fail_after(f, 2);
+	assert_int_equal(bdev_pread(f, b, 512, 0), 0);
+	assert_int_equal(bdev_pread(f, b, 512, 0), 0);
+	assert_int_equal(bdev_pread(f, b, 512, 0), -EIO);
+	bdev_fault_clear(f);
+	assert_int_equal(bdev_pread(f, b, 4096, 8192), 0);
+	bdev_fault_vanish(f);
+	assert_int_equal(bdev_pwrite(f, b, 512, 0), -ENODEV);
+	assert_int_equal(bdev_flush(f), -ENODEV);
+	bdev_fault_clear(f);
+	assert_true(bdev_fault_io_count(f) >= 9);
+	bdev_free(f);
+}
+
+static void test_torn_write_keeps_a_prefix_and_cuts_power(void **state)
+{
+	struct bdev *m, *f;
+	uint8_t w[4096], r[4096];
+
+	assert_int_equal(bdev_mem_new(1 << 16, &m), 0);
+	assert_int_equal(bdev_fault_new(m, &f), 0);
+	fill(w, sizeof(w), 3);
+	bdev_fault_tear_next_write(f, 1500);    /* rounds down to 1024 */
+	assert_int_equal(bdev_pwrite(f, w, sizeof(w), 0), -EIO);
+	assert_int_equal(bdev_pread(f, r, 512, 0), -ENODEV);
+	assert_int_equal(bdev_pread(m, r, sizeof(r), 0), 0);
+	assert_memory_equal(r, w, 1024);
+	assert_int_equal(r[1024] | r[4095], 0);
+	bdev_free(f);
+}
+
+static void test_record_log_replays_every_prefix(void **state)
+{
+	struct bdev *disk, *log, *rec, *target;
+	uint8_t w[3][2048], r[8192], expect[8192] = { 0 };
+	uint64_t n;
+
+	assert_int_equal(bdev_mem_new(8192, &disk), 0);
+	assert_int_equal(bdev_mem_new(1 << 16, &log), 0);
+	assert_int_equal(bdev_record_new(disk, log, &rec), 0);
+	for (int i = 0; i < 3; i++) {
+		fill(w[i], sizeof(w[i]), (unsigned)i + 10);
+		assert_int_equal(bdev_pwrite(rec, w[i], sizeof(w[i]), (uint64_t)i * 1024), 0);
+		if (i == 1) {
+			assert_int_equal(bdev_flush(rec), 0);
+			assert_int_equal(bdev_record_mark(rec, "middle"), 0);
+		}
+	}
+	assert_int_equal(bdev_pwrite(rec, w[0], 100, 0), -EINVAL);  /* not whole sectors */
+	assert_int_equal(bdev_record_count(log, &n), 0);
+	assert_int_equal(n, 5);         /* write, write, flush, mark, write */
+	for (uint64_t k = 0; k <= n; k++) {
+		assert_int_equal(bdev_mem_new(8192, &target), 0);
+		assert_int_equal(bdev_record_replay(log, target, k), 0);
+		assert_int_equal(bdev_pread(target, r, sizeof(r), 0), 0);
+		memset(expect, 0, sizeof(expect));
+		for (int i = 0; i < 3; i++)
+			if (k > (uint64_t)(i < 2 ? i : 4))
+				memcpy(expect + i * 1024, w[i], sizeof(w[i]));
+		assert_memory_equal(r, expect, sizeof(r));
+		bdev_free(target);
+	}
+	assert_int_equal(bdev_pread(disk, r, sizeof(r), 0), 0);
+	assert_memory_equal(r, expect, sizeof(r));
+	assert_int_equal(bdev_record_count(disk, &n), -EBADMSG);
+	bdev_free(rec);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_mem_bdev_round_trips_and_checks_ranges),
+		cmocka_unit_test(test_file_bdev_round_trips_through_the_file),
+		cmocka_unit_test(test_file_bdev_through_acall_completes_sync_and_async_io),
+		cmocka_unit_test(test_fault_bdev_fails_where_and_when_asked),
+		cmocka_unit_test(test_torn_write_keeps_a_prefix_and_cuts_power),
+		cmocka_unit_test(test_record_log_replays_every_prefix),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

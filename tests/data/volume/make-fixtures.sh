@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# make-fixtures.sh [BOOT...] - remake the md/dm fixtures with the real kernel,
+# through ../../../../shared/tools/md-oracle (Debian's kernel under qemu).
+# Each boot creates several arrays on 4 MiB image files, writes the pattern of
+# make-pattern.py into each, and stops it; the member images the kernel wrote
+# are kept xz-compressed as NAME-I.img.xz and the guest's log as BOOT.log.
+# Needs: apt-get install qemu-system-x86 cpio (and md-oracle's setup).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+oracle=${MD_ORACLE:-$here/../../../../shared/tools/md-oracle/md-oracle.sh}
+work=$(mktemp -d /tmp/pony-fixtures.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+python3 "$here/make-pattern.py" 16 "$work/pattern.bin"
+
+# name:level:layout:chunkKiB:ndisks:metadata
+boot1_sets="raid0:0:-:64:3:1.2 raid1:1:-:-:2:1.0 raid4:4:-:64:3:1.2
+ raid5-ls:5:left-symmetric:64:3:1.2 raid5-la:5:left-asymmetric:64:4:1.1
+ raid5-rs:5:right-symmetric:64:3:1.2 raid5-ra:5:right-asymmetric:64:4:1.2"
+boot1_dm='dm-striped;2;0 16384 striped 2 128 $T0 0 $T1 0'
+boot2_sets="raid6:6:left-symmetric:64:5:1.2 raid6-ra:6:right-asymmetric:64:5:1.2
+ raid10-n2:10:n2:64:4:1.2 raid10-f2:10:f2:64:4:1.2 raid10-o2:10:o2:64:4:1.2"
+boot2_dm=''
+boot3_sets="raid5-p0:5:parity-first:64:4:1.2 raid6-n:6:parity-last:64:4:1.2"
+boot3_dm='dm-raid6-zr;5;0 24576 raid raid6_zr 1 128 5 - $T0 - $T1 - $T2 - $T3 - $T4'
+
+run_boot() {
+	local boot=$1 sets=$2 dm=$3 imgs=() names=() s name nd
+	for s in $sets; do
+		IFS=: read -r name _ _ _ nd _ <<<"$s"
+		for ((j = 0; j < nd; j++)); do names+=("$name-$j"); done
+	done
+	IFS='|' read -ra dms <<<"$dm"
+	for s in "${dms[@]}"; do
+		[ -n "$s" ] || continue
+		name=${s%%;*}; nd=${s#*;}; nd=${nd%%;*}
+		for ((j = 0; j < nd; j++)); do names+=("$name-$j"); done
+	done
+	for n in "${names[@]}"; do
+		truncate -s 4M "$work/$n.img"
+		imgs+=("$work/$n.img")
+	done
+	"$oracle" run -s "$here/oracle-job.sh" -P "$work/pattern.bin" \
+		-e "SETS=$(echo $sets)" -e "DMSETS=$dm" -e "BADBLOCK=${BADBLOCK:-}" \
+		"${imgs[@]}" | tee "$here/$boot.log"
+	# A recorded bad block must really be bad for the test to prove anything:
+	# scribble over it, so only a reader that honours the log gets the data.
+	{ grep '^BADBLOCK' "$here/$boot.log" || true; } | while read -r _ set _ m _ sec _ cnt; do
+		dd if=/dev/zero bs=512 seek="$sec" count="$cnt" conv=notrunc status=none \
+			of="$work/$set-$m.img"
+	done
+	for n in "${names[@]}"; do
+		xz -9 -T1 -c "$work/$n.img" > "$here/$n.img.xz"
+	done
+}
+
+[ $# -gt 0 ] || set -- boot1 boot2 boot3
+for boot in "$@"; do
+	case $boot in
+	boot1) BADBLOCK="raid5-ls 1 64 8" run_boot boot1 "$boot1_sets" "$boot1_dm";;
+	boot2) run_boot boot2 "$boot2_sets" "$boot2_dm";;
+	boot3) run_boot boot3 "$boot3_sets" "$boot3_dm";;
+	*) echo "unknown boot $boot" >&2; exit 2;;
+	esac
+done

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# dev_cli.sh - the device database through the pony binary, on image files
+# made by the real mkfs tools: scan, findfs-style find (exit 2 on a miss),
+# a rescan reads nothing when nothing changed, a relabel is seen by the
+# lookup's stat check, vanished images are not returned, copied images are
+# reported as duplicate UUIDs, hard links are one device with two paths,
+# remote devices are returned as not connected, forget, watch (inotify),
+# --json output, --help everywhere and usage errors.
+set -u
+. "$PONY_SRCDIR/tests/lib.sh"
+
+command -v mkfs.ext4 >/dev/null || skip "mkfs.ext4 is missing"
+dir=$(mktemp -d /tmp/pony-devcli.XXXXXX)
+watch_pid=
+trap '[ -n "$watch_pid" ] && kill $watch_pid 2>/dev/null; rm -rf "$dir"' EXIT
+export PONY_DEVDB=$dir/db/devdb.sqlite
+img=$dir/img
+mkdir -p "$img"
+for i in 1 2 3; do
+	truncate -s 32M "$img/e$i.img"
+	mkfs.ext4 -q -L "lab$i" "$img/e$i.img" || fail "mkfs.ext4"
+done
+truncate -s 16M "$img/s.img"
+mkswap -L swp "$img/s.img" >/dev/null 2>&1 || fail "mkswap"
+truncate -s 4M "$img/blank.img"
+
+for sub in probe scan find list show register forget watch; do
+	"$PONY" dev "$sub" --help | grep -q Usage || fail "pony dev $sub --help"
+done
+expect_usage_error "$PONY" dev find
+expect_usage_error "$PONY" dev find notaterm
+expect_usage_error "$PONY" dev register not-a-uri
+expect_usage_error "$PONY" dev probe -o nosuchformat "$img/e1.img"
+
+out=$("$PONY" dev scan --json "$img") || fail "scan"
+python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["probed"]==5 and d["found"]==4, d' "$out" ||
+	fail "first scan: $out"
+[ -f "$PONY_DEVDB" ] || fail "no database at PONY_DEVDB"
+[ "$(sqlite3 "$PONY_DEVDB" 'PRAGMA journal_mode')" = wal ] || fail "database is not in WAL mode"
+
+[ "$("$PONY" dev find LABEL=lab2)" = "$img/e2.img" ] || fail "find LABEL=lab2"
+[ "$("$PONY" dev find TYPE=swap LABEL=swp)" = "$img/s.img" ] || fail "find TYPE=swap LABEL=swp"
+"$PONY" dev find TYPE=swap LABEL=lab1 >/dev/null; [ $? -eq 2 ] || fail "AND of two tags matched"
+out=$("$PONY" dev find LABEL=nothing); rc=$?
+[ $rc -eq 2 ] && [ -z "$out" ] || fail "a miss: exit $rc, '$out'"
+
+# Nothing changed: nothing is read again.
+out=$("$PONY" dev scan --json "$img")
+python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["probed"]==0 and d["unchanged"]==5 and d["bytes_read"]==0, d' "$out" ||
+	fail "rescan read again: $out"
+
+# Relabel with the formatting tool: the hit's stat check sees the change.
+mkfs.ext4 -q -F -L relabelled "$img/e3.img" || fail "mkfs.ext4 relabel"
+"$PONY" dev find LABEL=lab3 >/dev/null; [ $? -eq 2 ] || fail "stale label lab3 still found"
+[ "$("$PONY" dev find LABEL=relabelled)" = "$img/e3.img" ] || fail "new label not found after the stat check"
+
+# A vanished image is marked absent and not returned.
+rm "$img/e2.img"
+"$PONY" dev find LABEL=lab2 >/dev/null; [ $? -eq 2 ] || fail "vanished image still found"
+"$PONY" dev list | grep "$img/e2.img" | grep -q absent || fail "vanished image not listed absent"
+
+# A copy shares the UUID: two devices, reported, both kept.
+cp "$img/e1.img" "$img/copy.img"
+"$PONY" dev scan "$img" >/dev/null || fail "scan after copy"
+uuid=$("$PONY" dev show --json LABEL=lab1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["tags"]["UUID"])')
+"$PONY" dev list --duplicates | grep -q "^$uuid .*e1.img.*copy.img\|^$uuid .*copy.img.*e1.img" ||
+	fail "duplicate UUID not reported: $("$PONY" dev list --duplicates)"
+[ "$("$PONY" dev find --all UUID="$uuid" | wc -l)" -eq 2 ] || fail "find --all did not list both copies"
+
+# Multipath in files: a hard link is another path to the same device.
+ln "$img/s.img" "$img/s-link.img"
+"$PONY" dev scan "$img" >/dev/null
+n=$("$PONY" dev show --json LABEL=swp | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["paths"]))')
+[ "$n" -eq 2 ] || fail "hard link is not a second path of one device ($n paths)"
+[ "$("$PONY" dev find --all LABEL=swp | wc -l)" -eq 1 ] || fail "one device with two paths listed twice"
+
+# Registered before it exists: returned, marked not connected.
+"$PONY" dev register nbd://127.0.0.1:10809/vol0 UUID=0f0f0f0f-1111-2222-3333-444455556666 LABEL=netvol ||
+	fail "register"
+out=$("$PONY" dev find LABEL=netvol 2>"$dir/err") || fail "find remote"
+[ "$out" = nbd://127.0.0.1:10809/vol0 ] || fail "remote find printed '$out'"
+grep -q "not connected" "$dir/err" || fail "remote device not marked as not connected"
+"$PONY" dev list --json | python3 -c '
+import json,sys
+d=[x for x in json.load(sys.stdin)["devices"] if x["kind"]=="remote"]
+assert len(d)==1 and not d[0]["present"] and d[0]["connect"].startswith("nbd://"), d' || fail "remote in list --json"
+"$PONY" dev forget nbd://127.0.0.1:10809/vol0 || fail "forget remote"
+"$PONY" dev find LABEL=netvol >/dev/null; [ $? -eq 2 ] || fail "forgotten device still found"
+expect_failure "$PONY" dev forget "$img/never-there.img"
+
+# watch: inotify sees a new image and a relabel without any scan or lookup of the old label.
+"$PONY" dev watch --timeout 20 "$img" 2>"$dir/watch.err" &
+watch_pid=$!
+for _ in $(seq 50); do grep -q watching "$dir/watch.err" && break; sleep 0.1; done
+truncate -s 32M "$img/new.img"
+mkfs.ext4 -q -L born "$img/new.img"
+for _ in $(seq 50); do
+	[ "$("$PONY" dev find LABEL=born 2>/dev/null)" = "$img/new.img" ] && break
+	sleep 0.1
+done
+[ "$("$PONY" dev find LABEL=born)" = "$img/new.img" ] || fail "watch did not add the new image"
+kill $watch_pid; watch_pid=
+
+# A block device (a loop device, as root): found, re-probed after mkfs on the
+# node (its mtime moves), not returned once detached (size and diskseq change).
+if [ "$(id -u)" -eq 0 ] && loopdev=$(losetup -f --show "$img/e1.img" 2>/dev/null); then
+	"$PONY" dev scan "$loopdev" >/dev/null || fail "scan $loopdev"
+	[ "$("$PONY" dev find --all LABEL=lab1 | grep -c "^$loopdev\$")" -eq 1 ] || fail "loop device not found by label"
+	mkfs.ext4 -q -F -L onloop "$loopdev" || fail "mkfs.ext4 on $loopdev"
+	"$PONY" dev find --all LABEL=lab1 | grep -q "^$loopdev\$" && fail "stale label on $loopdev"
+	# (the backing file carries the new label too: two devices)
+	"$PONY" dev find --all LABEL=onloop 2>/dev/null | grep -q "^$loopdev\$" || fail "relabelled loop device not found"
+	losetup -d "$loopdev"
+	"$PONY" dev find --all LABEL=onloop | grep -q "^$loopdev\$" && fail "detached loop device still found"
+fi
+
+# probe output forms
+"$PONY" dev probe -o device "$img/e1.img" | grep -qx "$img/e1.img" || fail "probe -o device"
+"$PONY" dev probe --json "$img/e1.img" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["devices"][0]["TYPE"]=="ext4"' ||
+	fail "probe --json"
+"$PONY" dev probe "$img/blank.img" >/dev/null; [ $? -eq 2 ] || fail "probe of a blank image did not exit 2"
+pass

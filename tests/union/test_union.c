@@ -1,0 +1,396 @@
+/*
+ * test_union.c - union over hostfs instances, driven directly through the
+ * vfs table (no FUSE): copy-up keeps data and metadata and never touches the
+ * lower, whiteouts and opaque directories hide lower names, readdir cookies
+ * stay valid while entries come and go, st_ino survives copy-up and rebuilds,
+ * hard links stay one inode, a changed lower is refused, bad input is refused.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <cmocka.h>
+
+#include "pony/union.h"
+#include "pony/util.h"
+
+struct fixture {
+	char top[64], lower[96], upper[96], work[96];
+	struct vfs *fs;
+	struct vfs_ctx ctx;
+	char lower_sum[64];
+};
+
+static void sh(const char *fmt, ...)
+{
+	char cmd[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* A checksum of every name, mode, size, time and byte of the lower. */
+static void lower_sum(struct fixture *f, char *out)
+{
+	char cmd[256];
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "cd %s && (find . -printf '%%p %%y %%m %%s %%T@ %%C@\\n' | "
+		 "sort; find . -type f -exec cat {} +) | md5sum", f->lower);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	assert_non_null(fgets(out, 64, p));
+	pclose(p);
+}
+
+static int build(struct fixture *f)
+{
+	const char *lowers[] = { f->lower };
+	struct union_config cfg = { .lowers = lowers, .nlowers = 1, .upper = f->upper,
+				    .work = f->work,
+				    .flags = geteuid() ? UNION_USERXATTR : 0 };
+
+	return union_new(&cfg, &f->fs);
+}
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	umask(0);
+	strcpy(f->top, "/tmp/pony-union-XXXXXX");
+	assert_non_null(mkdtemp(f->top));
+	snprintf(f->lower, sizeof(f->lower), "%s/lower", f->top);
+	snprintf(f->upper, sizeof(f->upper), "%s/upper", f->top);
+	snprintf(f->work, sizeof(f->work), "%s/work", f->top);
+	sh("cd %s && mkdir -p lower/d/sub lower/e upper work && echo data > lower/f && "
+	   "chmod 640 lower/f && touch -d 2001-02-03 lower/f && echo x > lower/d/x && "
+	   "echo y > lower/d/sub/y && ln lower/f lower/flink && ln -s f lower/sym && "
+	   "for i in $(seq 1 40); do echo $i > lower/e/n$i; done", f->top);
+	lower_sum(f, f->lower_sum);
+	assert_int_equal(build(f), 0);
+	vfs_ctx_self(&f->ctx);
+	f->ctx.umask = 0;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	char sum[64];
+
+	vfs_free(f->fs);
+	lower_sum(f, sum);
+	assert_string_equal(sum, f->lower_sum); /* the lower never changes */
+	sh("rm -rf %s", f->top);
+	free(f);
+	return 0;
+}
+
+static void remount(struct fixture *f)
+{
+	vfs_free(f->fs);
+	f->fs = NULL;
+	assert_int_equal(build(f), 0);
+}
+
+static void walk(struct fixture *f, const char *path, struct vfs_entry *e)
+{
+	assert_int_equal(vfs_walk(f->fs, &f->ctx, path, e), 0);
+}
+
+static void test_copy_up_keeps_data_mode_times_and_xattrs(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_entry e, after;
+	uint64_t fh;
+	char buf[32] = { 0 }, path[160];
+	struct stat st;
+
+	sh("setfattr -n user.color -v blue %s/f 2>/dev/null || "
+	   "python3 -c \"import os; os.setxattr('%s/f', 'user.color', b'blue')\"", f->lower,
+	   f->lower);
+	lower_sum(f, f->lower_sum);
+	walk(f, "f", &e);
+	assert_int_equal(VFS_CALL(f->fs, open, &f->ctx, e.ino, O_RDWR, &fh), 0);
+	assert_int_equal(VFS_CALL(f->fs, write, e.ino, fh, "DA", 2, 0), 2);
+	assert_int_equal(VFS_CALL(f->fs, read, e.ino, fh, buf, sizeof(buf), 0), 5);
+	assert_string_equal(buf, "DAta\n");
+	VFS_CALL(f->fs, release, e.ino, fh);
+	snprintf(path, sizeof(path), "%s/f", f->upper);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0640);
+	assert_int_equal(VFS_CALL(f->fs, getxattr, &f->ctx, e.ino, "user.color", buf,
+				  sizeof(buf)), 4);
+	assert_memory_equal(buf, "blue", 4);
+	assert_int_equal(VFS_CALL(f->fs, statx, &f->ctx, e.ino, VFS_NO_FH, 0,
+				  STATX_BASIC_STATS, &after.attr), 0);
+	assert_int_equal(after.attr.stx_ino, e.attr.stx_ino); /* same st_ino after copy-up */
+	VFS_FORGET(f->fs, e.ino, 1);
+}
+
+static void test_st_ino_is_stable_across_copy_up_and_rebuild(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_entry e, d;
+	struct vfs_setattr a = { .valid = VFS_SET_MODE, .mode = 0600 };
+	struct statx x;
+
+	walk(f, "d/x", &e);
+	uint64_t ino = e.attr.stx_ino;
+	assert_int_equal(VFS_CALL(f->fs, setattr, &f->ctx, e.ino, VFS_NO_FH, &a, &x), 0);
+	assert_int_equal(x.stx_ino, ino);
+	VFS_FORGET(f->fs, e.ino, 1);
+	walk(f, "d", &d);
+	uint64_t dino = d.attr.stx_ino;
+	VFS_FORGET(f->fs, d.ino, 1);
+	remount(f);
+	walk(f, "d/x", &e);
+	assert_int_equal(e.attr.stx_ino, ino);
+	assert_int_equal(e.attr.stx_mode & 07777, 0600);
+	walk(f, "d", &d);
+	assert_int_equal(d.attr.stx_ino, dino);
+	VFS_FORGET(f->fs, e.ino, 1);
+	VFS_FORGET(f->fs, d.ino, 1);
+}
+
+static void test_hard_links_stay_one_inode_after_copy_up_and_rebuild(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_entry a, b;
+	uint64_t fh;
+	char buf[16] = { 0 };
+
+	walk(f, "f", &a);
+	assert_int_equal(VFS_CALL(f->fs, open, &f->ctx, a.ino, O_WRONLY | O_TRUNC, &fh), 0);
+	assert_int_equal(VFS_CALL(f->fs, write, a.ino, fh, "new\n", 4, 0), 4);
+	VFS_CALL(f->fs, release, a.ino, fh);
+	struct statx x;
+	assert_int_equal(VFS_CALL(f->fs, statx, &f->ctx, a.ino, VFS_NO_FH, 0, STATX_BASIC_STATS,
+				  &x), 0);
+	assert_int_equal(x.stx_nlink, 2); /* before "flink" is looked up */
+	VFS_FORGET(f->fs, a.ino, 1);
+	remount(f);
+	walk(f, "flink", &b);
+	assert_int_equal(b.attr.stx_size, 4);
+	assert_int_equal(b.attr.stx_nlink, 2);
+	assert_int_equal(VFS_CALL(f->fs, open, &f->ctx, b.ino, O_RDONLY, &fh), 0);
+	assert_int_equal(VFS_CALL(f->fs, read, b.ino, fh, buf, sizeof(buf), 0), 4);
+	assert_string_equal(buf, "new\n");
+	VFS_CALL(f->fs, release, b.ino, fh);
+	walk(f, "f", &a);
+	assert_int_equal(a.ino, b.ino);
+	VFS_FORGET(f->fs, a.ino, 1);
+	VFS_FORGET(f->fs, b.ino, 1);
+}
+
+struct names { char name[128][16]; uint64_t next[128]; int n; };
+
+static int collect(void *data, const char *name, uint64_t ino, unsigned type, uint64_t next)
+{
+	struct names *ns = data;
+
+	if (ns->n == 128)
+		return 1;
+	snprintf(ns->name[ns->n], 16, "%s", name);
+	ns->next[ns->n++] = next;
+	return 0;
+}
+
+static bool listed(const struct names *ns, const char *name)
+{
+	for (int i = 0; i < ns->n; i++)
+		if (!strcmp(ns->name[i], name))
+			return true;
+	return false;
+}
+
+static void test_readdir_cookies_survive_adds_and_removes(void **state)
+{
+	struct fixture *f = *state;
+	struct names all = { .n = 0 }, rest = { .n = 0 };
+	struct vfs_entry d, e;
+	uint64_t dh;
+
+	walk(f, "e", &d);
+	assert_int_equal(VFS_CALL(f->fs, opendir, &f->ctx, d.ino, &dh), 0);
+	assert_int_equal(VFS_CALL(f->fs, readdir, &f->ctx, d.ino, dh, 0, collect, &all), 0);
+	assert_int_equal(all.n, 42);
+	/* Remove and add names, then resume after the 20th entry. */
+	assert_int_equal(VFS_CALL(f->fs, unlink, &f->ctx, d.ino, all.name[30]), 0);
+	assert_int_equal(VFS_CALL(f->fs, mknod, &f->ctx, d.ino, "added", S_IFREG | 0644, 0, &e),
+			 0);
+	VFS_FORGET(f->fs, e.ino, 1);
+	assert_int_equal(VFS_CALL(f->fs, readdir, &f->ctx, d.ino, dh, all.next[19], collect,
+				  &rest), 0);
+	/* Entries 20..41 of the first listing come back, in order, none twice. */
+	for (int i = 20, j = 0; i < all.n; i++, j++)
+		assert_string_equal(rest.name[j], all.name[i]);
+	VFS_CALL(f->fs, releasedir, d.ino, dh);
+	/* A new listing: the removed name gone (whiteout), the new one there. */
+	struct names again = { .n = 0 };
+	assert_int_equal(VFS_CALL(f->fs, opendir, &f->ctx, d.ino, &dh), 0);
+	assert_int_equal(VFS_CALL(f->fs, readdir, &f->ctx, d.ino, dh, 0, collect, &again), 0);
+	assert_false(listed(&again, all.name[30]));
+	assert_true(listed(&again, "added"));
+	assert_int_equal(again.n, 42);
+	VFS_CALL(f->fs, releasedir, d.ino, dh);
+	VFS_FORGET(f->fs, d.ino, 1);
+}
+
+static void test_whiteout_and_opaque_dir_hide_lower_names(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_entry d, e;
+	char path[160];
+	struct stat st;
+
+	walk(f, "d", &d);
+	assert_int_equal(VFS_CALL(f->fs, unlink, &f->ctx, d.ino, "x"), 0);
+	assert_int_equal(VFS_CALL(f->fs, lookup, &f->ctx, d.ino, "x", &e), -ENOENT);
+	snprintf(path, sizeof(path), "%s/d/x", f->upper);
+	assert_int_equal(stat(path, &st), 0);
+	assert_true(S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0));
+	assert_int_equal(VFS_CALL(f->fs, rmdir, &f->ctx, d.ino, "sub"), -ENOTEMPTY);
+	assert_int_equal(vfs_walk(f->fs, &f->ctx, "d/sub", &e), 0);
+	assert_int_equal(VFS_CALL(f->fs, unlink, &f->ctx, e.ino, "y"), 0);
+	VFS_FORGET(f->fs, e.ino, 1);
+	assert_int_equal(VFS_CALL(f->fs, rmdir, &f->ctx, d.ino, "sub"), 0);
+	assert_int_equal(VFS_CALL(f->fs, mkdir, &f->ctx, d.ino, "sub", 0755, &e), 0);
+	/* The new directory is opaque: the lower's y does not come back. */
+	struct vfs_entry y;
+	assert_int_equal(VFS_CALL(f->fs, lookup, &f->ctx, e.ino, "y", &y), -ENOENT);
+	VFS_FORGET(f->fs, e.ino, 1);
+	VFS_FORGET(f->fs, d.ino, 1);
+	remount(f);
+	assert_int_equal(vfs_walk(f->fs, &f->ctx, "d/sub/y", &y), -ENOENT);
+	assert_int_equal(vfs_walk(f->fs, &f->ctx, "d/x", &y), -ENOENT);
+}
+
+static void test_directory_rename_keeps_lower_contents(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_entry e;
+
+	assert_int_equal(VFS_CALL(f->fs, rename, &f->ctx, VFS_ROOT_INO, "d", VFS_ROOT_INO, "moved",
+				  0), 0);
+	assert_int_equal(vfs_walk(f->fs, &f->ctx, "d", &e), -ENOENT);
+	walk(f, "moved/sub/y", &e);
+	VFS_FORGET(f->fs, e.ino, 1);
+	remount(f);
+	walk(f, "moved/x", &e);
+	assert_int_equal(e.attr.stx_size, 2);
+	VFS_FORGET(f->fs, e.ino, 1);
+	assert_int_equal(vfs_walk(f->fs, &f->ctx, "d", &e), -ENOENT);
+}
+
+static void test_rename_over_lower_file_leaves_a_whiteout(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_entry e;
+
+	assert_int_equal(VFS_CALL(f->fs, rename, &f->ctx, VFS_ROOT_INO, "sym", VFS_ROOT_INO, "f",
+				  0), 0);
+	assert_int_equal(vfs_walk(f->fs, &f->ctx, "sym", &e), -ENOENT);
+	walk(f, "f", &e);
+	assert_true(S_ISLNK(e.attr.stx_mode));
+	VFS_FORGET(f->fs, e.ino, 1);
+	assert_int_equal(VFS_CALL(f->fs, rename, &f->ctx, VFS_ROOT_INO, "f", VFS_ROOT_INO, "g",
+				  RENAME_NOREPLACE), 0);
+	assert_int_equal(VFS_CALL(f->fs, rename, &f->ctx, VFS_ROOT_INO, "g", VFS_ROOT_INO, "flink",
+				  RENAME_NOREPLACE), -EEXIST);
+	assert_int_equal(VFS_CALL(f->fs, rename, &f->ctx, VFS_ROOT_INO, "g", VFS_ROOT_INO, "h",
+				  RENAME_WHITEOUT), -EINVAL);
+}
+
+static void test_changed_lower_is_refused_until_rebuilt(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_entry e;
+
+	walk(f, "d", &e);
+	VFS_FORGET(f->fs, e.ino, 1);
+	sh("touch %s/d/newer", f->lower);
+	lower_sum(f, f->lower_sum);
+	assert_int_equal(vfs_walk(f->fs, &f->ctx, "d", &e), -ESTALE);
+	assert_int_equal(vfs_walk(f->fs, &f->ctx, "f", &e), -ESTALE);
+	remount(f);
+	walk(f, "d/newer", &e);
+	VFS_FORGET(f->fs, e.ino, 1);
+}
+
+static void test_bad_layers_and_names_are_refused(void **state)
+{
+	struct fixture *f = *state;
+	char inside[128], longname[NAME_MAX + 2];
+	const char *lowers[] = { f->lower };
+	const char *missing[] = { "/nonexistent/pony" };
+	struct union_config cfg = { .lowers = missing, .nlowers = 1, .upper = f->upper,
+				    .work = f->work };
+	struct vfs *fs;
+	struct vfs_entry e;
+
+	assert_int_equal(union_new(&cfg, &fs), -ENOENT);
+	snprintf(inside, sizeof(inside), "%s/e", f->lower);
+	cfg.lowers = lowers;
+	cfg.upper = inside;
+	assert_int_equal(union_new(&cfg, &fs), -ELOOP);
+	cfg.upper = f->upper;
+	cfg.nlowers = 0;
+	assert_int_equal(union_new(&cfg, &fs), -EINVAL);
+	memset(longname, 'n', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	assert_int_equal(VFS_CALL(f->fs, lookup, &f->ctx, VFS_ROOT_INO, longname, &e),
+			 -ENAMETOOLONG);
+	assert_int_equal(VFS_CALL(f->fs, mkdir, &f->ctx, VFS_ROOT_INO, longname, 0755, &e),
+			 -ENAMETOOLONG);
+}
+
+static void test_corrupt_redirect_is_an_error_not_a_wrong_tree(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_entry e;
+
+	if (geteuid() != 0)
+		skip();
+	sh("mkdir %s/bad && setfattr -n trusted.overlay.redirect -v '../../etc' %s/bad 2>/dev/null"
+	   " || python3 -c \"import os; os.setxattr('%s/bad', 'trusted.overlay.redirect', "
+	   "b'../../etc')\"", f->upper, f->upper, f->upper);
+	remount(f);
+	assert_int_equal(vfs_walk(f->fs, &f->ctx, "bad", &e), -EIO);
+	/* A character device that is not 0/0 is no whiteout: it shows. */
+	sh("mknod %s/chr c 1 3", f->upper);
+	walk(f, "chr", &e);
+	assert_true(S_ISCHR(e.attr.stx_mode));
+	VFS_FORGET(f->fs, e.ino, 1);
+}
+
+int main(void)
+{
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_copy_up_keeps_data_mode_times_and_xattrs),
+		T(test_st_ino_is_stable_across_copy_up_and_rebuild),
+		T(test_hard_links_stay_one_inode_after_copy_up_and_rebuild),
+		T(test_readdir_cookies_survive_adds_and_removes),
+		T(test_whiteout_and_opaque_dir_hide_lower_names),
+		T(test_directory_rename_keeps_lower_contents),
+		T(test_rename_over_lower_file_leaves_a_whiteout),
+		T(test_changed_lower_is_refused_until_rebuilt),
+		T(test_bad_layers_and_names_are_refused),
+		T(test_corrupt_redirect_is_an_error_not_a_wrong_tree),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

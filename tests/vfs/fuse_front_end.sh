@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# fuse_front_end.sh - the FUSE front end over hostfs: the mount shows the
+# host directory (df/mount name the source), what FUSE drops is carried by the
+# mount's ioctls (pony fs statx with a mask, pony fs syncfs), SIGTERM and
+# SIGINT unmount cleanly, and a daemonized mount unmounts with pony fs umount.
+set -u
+. "$PONY_SRCDIR/tests/lib.sh"
+require_fuse
+command -v fusermount3 >/dev/null || skip "fusermount3 is missing"
+
+T=$(mktemp -d /tmp/pony-fuse-it.XXXXXX)
+PID=
+cleanup() {
+	if mountpoint -q "$T/m" 2>/dev/null; then
+		fusermount3 -u "$T/m" 2>/dev/null || umount -l "$T/m"
+	fi
+	[ -n "$PID" ] && wait "$PID" 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+mkdir -p "$T/src/dir" "$T/m"
+echo hello > "$T/src/file"
+ln "$T/src/file" "$T/src/hard"
+ln -s file "$T/src/link"
+
+start() {
+	"$PONY" fs mount-host --foreground "$T/src" "$T/m" 2>>"$T/log" &
+	PID=$!
+	for _ in $(seq 1 100); do
+		mountpoint -q "$T/m" && return 0
+		kill -0 "$PID" 2>/dev/null || fail "mount-host exited: $(cat "$T/log")"
+		sleep 0.05
+	done
+	fail "mount-host did not come up"
+}
+
+start
+mount | grep -q "^$T/src on $T/m type fuse.pony-hostfs" || fail "fsname is not the source: $(mount | grep "$T/m")"
+[ "$(cat "$T/m/file")" = hello ] || fail "cannot read through the mount"
+[ "$(stat -c %i "$T/m/file")" = "$(stat -c %i "$T/m/hard")" ] || fail "hard links are two inodes"
+[ "$(ls -A "$T/m" | sort)" = "$(ls -A "$T/src" | sort)" ] || fail "listing differs from the host"
+echo written > "$T/m/new"; [ "$(cat "$T/src/new")" = written ] || fail "write did not reach the host"
+mv "$T/m/new" "$T/m/dir/moved"; [ -f "$T/src/dir/moved" ] || fail "rename did not reach the host"
+
+out=$("$PONY" fs statx --mask 0x200 --dont-sync "$T/m/file") || fail "pony fs statx failed"
+[[ $out == *"size=6 "* ]] || fail "statx through the ioctl said: $out"
+[[ $out == *"ino=$(stat -c %i "$T/src/file") "* ]] || fail "statx ino is not the host's: $out"
+"$PONY" fs syncfs "$T/m" || fail "pony fs syncfs failed"
+expect_failure "$PONY" fs statx /  # not a pony mount: refused with a message
+
+kill -TERM "$PID"
+wait "$PID" || fail "SIGTERM: pony exited $? ($(cat "$T/log"))"
+PID=
+mountpoint -q "$T/m" && fail "SIGTERM left the mount behind"
+
+start
+kill -INT "$PID"
+wait "$PID" || fail "SIGINT: pony exited $?"
+PID=
+mountpoint -q "$T/m" && fail "SIGINT left the mount behind"
+
+# Daemonized: returns once mounted; pony fs umount ends it.
+"$PONY" fs mount-host "$T/src" "$T/m" || fail "daemonized mount failed"
+mountpoint -q "$T/m" || fail "daemonized mount is not mounted on return"
+"$PONY" fs umount "$T/m" || fail "pony fs umount failed"
+mountpoint -q "$T/m" && fail "pony fs umount left the mount"
+expect_failure "$PONY" fs mount-host "$T/nonexistent" "$T/m"
+expect_usage_error "$PONY" fs mount-host "$T/src"
+pass

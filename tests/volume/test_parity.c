@@ -1,0 +1,252 @@
+/*
+ * test_parity.c - both parity engines (ISA-L and SWAR) equal a simple
+ * byte-at-a-time reference on random stripes, and rebuild every one- and
+ * two-block loss: data+data, data+P, data+Q, P+Q.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "pony/util.h"
+#include "parity.h"
+
+/* The reference: GF(2^8) multiply one bit at a time, Q = sum g^e * D. */
+static uint8_t ref_mul(uint8_t a, uint8_t b)
+{
+	unsigned r = 0, x = a;
+
+	for (int i = 0; i < 8; i++) {
+		if (b & (1u << i))
+			r ^= x;
+		x <<= 1;
+		if (x & 0x100)
+			x ^= 0x11d;
+	}
+	return (uint8_t)r;
+}
+
+static uint8_t ref_pow2(unsigned e)
+{
+	uint8_t r = 1;
+
+	while (e--)
+		r = ref_mul(r, 2);
+	return r;
+}
+
+static void ref_pq(const struct parity_stripe *s, uint8_t *p, uint8_t *q)
+{
+	for (size_t b = 0; b < s->len; b++) {
+		uint8_t pp = 0, qq = 0;
+
+		for (unsigned i = 0; i < s->ndata; i++) {
+			pp ^= s->data[i][b];
+			qq ^= ref_mul(s->data[i][b], ref_pow2(s->qexp ? s->qexp[i] : i));
+		}
+		p[b] = pp;
+		if (q)
+			q[b] = qq;
+	}
+}
+
+struct stripe_buf {
+	struct parity_stripe s;
+	uint8_t *blocks[PARITY_MAX_DATA + 2];
+	uint8_t qexp[PARITY_MAX_DATA];
+};
+
+static void stripe_fill(struct stripe_buf *sb, unsigned ndata, size_t len, bool with_q,
+			bool shuffled)
+{
+	memset(sb, 0, sizeof(*sb));
+	for (unsigned i = 0; i < ndata + 2; i++) {
+		sb->blocks[i] = util_aligned_alloc(len);
+		for (size_t b = 0; b < len; b++)
+			sb->blocks[i][b] = (uint8_t)rand();
+	}
+	sb->s.ndata = ndata;
+	sb->s.len = len;
+	sb->s.data = sb->blocks;
+	sb->s.p = sb->blocks[ndata];
+	sb->s.q = with_q ? sb->blocks[ndata + 1] : NULL;
+	if (shuffled) {         /* a permutation with gaps, as DDF layouts have */
+		for (unsigned i = 0; i < ndata; i++)
+			sb->qexp[i] = (uint8_t)(i * 2 + 1);
+		for (unsigned i = ndata; i > 1; i--) {
+			unsigned j = (unsigned)rand() % i;
+			uint8_t t = sb->qexp[i - 1];
+			sb->qexp[i - 1] = sb->qexp[j];
+			sb->qexp[j] = t;
+		}
+		sb->s.qexp = sb->qexp;
+	}
+}
+
+static void stripe_free(struct stripe_buf *sb)
+{
+	for (unsigned i = 0; i < sb->s.ndata + 2; i++)
+		free(sb->blocks[i]);
+}
+
+static void check_gen_matches_reference(const struct parity_ops *ops)
+{
+	srand(1234);
+	for (int iter = 0; iter < 60; iter++) {
+		bool with_q = iter % 2, shuffled = iter % 3 == 0;
+		unsigned ndata = 1 + (unsigned)rand() % 20 + (with_q ? 1 : 0);
+		size_t len = PARITY_ALIGN * (1 + (size_t)rand() % 40);
+		struct stripe_buf sb;
+		uint8_t *p = malloc(len), *q = malloc(len);
+
+		stripe_fill(&sb, ndata, len, with_q, shuffled);
+		ref_pq(&sb.s, p, q);
+		ops->gen(&sb.s);
+		assert_memory_equal(sb.s.p, p, len);
+		if (with_q)
+			assert_memory_equal(sb.s.q, q, len);
+		free(p);
+		free(q);
+		stripe_free(&sb);
+	}
+}
+
+static void test_isal_parity_equals_reference(void **state)
+{
+	check_gen_matches_reference(&parity_isal_ops);
+}
+
+static void test_swar_parity_equals_reference(void **state)
+{
+	check_gen_matches_reference(&parity_swar_ops);
+}
+
+/* Every set of up to two lost blocks of a stripe is rebuilt exactly. */
+static void check_recovers_every_loss(const struct parity_ops *ops, bool with_q, bool shuffled)
+{
+	srand(99);
+	for (unsigned ndata = with_q ? 2 : 1; ndata <= 9; ndata++) {
+		size_t len = 512;
+		struct stripe_buf sb;
+		unsigned nb = ndata + (with_q ? 2 : 1);
+		uint8_t *orig[PARITY_MAX_DATA + 2];
+
+		stripe_fill(&sb, ndata, len, with_q, shuffled);
+		ops->gen(&sb.s);
+		for (unsigned i = 0; i < nb; i++) {
+			orig[i] = malloc(len);
+			memcpy(orig[i], sb.blocks[i], len);
+		}
+		for (unsigned a = 0; a < nb; a++) {
+			for (unsigned b = a; b < nb; b++) {
+				unsigned lost[2] = { b, a };    /* unsorted on purpose */
+				unsigned nlost = a == b ? 1 : 2;
+
+				if (nlost == 2 && !with_q)
+					continue;
+				memset(sb.blocks[a], 0xa5, len);
+				memset(sb.blocks[b], 0x5a, len);
+				assert_int_equal(ops->recover(&sb.s, nlost, lost), 0);
+				for (unsigned i = 0; i < nb; i++)
+					assert_memory_equal(sb.blocks[i], orig[i], len);
+			}
+		}
+		for (unsigned i = 0; i < nb; i++)
+			free(orig[i]);
+		stripe_free(&sb);
+	}
+}
+
+static void test_isal_recovers_one_and_two_lost_blocks(void **state)
+{
+	check_recovers_every_loss(&parity_isal_ops, false, false);
+	check_recovers_every_loss(&parity_isal_ops, true, false);
+	check_recovers_every_loss(&parity_isal_ops, true, true);
+}
+
+static void test_swar_recovers_one_and_two_lost_blocks(void **state)
+{
+	check_recovers_every_loss(&parity_swar_ops, false, false);
+	check_recovers_every_loss(&parity_swar_ops, true, false);
+	check_recovers_every_loss(&parity_swar_ops, true, true);
+}
+
+/* Updating parity by a block's delta equals generating it afresh. */
+static void check_update_equals_regeneration(const struct parity_ops *ops)
+{
+	srand(77);
+	for (int iter = 0; iter < 40; iter++) {
+		bool with_q = iter % 2;
+		unsigned ndata = 2 + (unsigned)rand() % 10;
+		size_t len = PARITY_ALIGN * (1 + (size_t)rand() % 16);
+		unsigned idx = (unsigned)rand() % ndata;
+		struct stripe_buf sb;
+		uint8_t *delta = util_aligned_alloc(len), *p = malloc(len), *q = malloc(len);
+
+		stripe_fill(&sb, ndata, len, with_q, iter % 3 == 0);
+		ops->gen(&sb.s);
+		for (size_t b = 0; b < len; b++) {
+			uint8_t nv = (uint8_t)rand();
+
+			delta[b] = sb.s.data[idx][b] ^ nv;
+			sb.s.data[idx][b] = nv;
+		}
+		ops->update(&sb.s, idx, delta);
+		ref_pq(&sb.s, p, q);
+		assert_memory_equal(sb.s.p, p, len);
+		if (with_q)
+			assert_memory_equal(sb.s.q, q, len);
+		free(delta);
+		free(p);
+		free(q);
+		stripe_free(&sb);
+	}
+}
+
+static void test_parity_update_equals_regeneration_on_both_engines(void **state)
+{
+	check_update_equals_regeneration(&parity_isal_ops);
+	check_update_equals_regeneration(&parity_swar_ops);
+}
+
+static void test_recover_refuses_more_than_the_parity_covers(void **state)
+{
+	struct stripe_buf sb;
+	unsigned three[3] = { 0, 1, 2 }, two[2] = { 0, 1 }, same[2] = { 1, 1 };
+
+	stripe_fill(&sb, 4, 64, true, false);
+	assert_int_equal(parity_isal_ops.recover(&sb.s, 3, three), -EINVAL);
+	assert_int_equal(parity_swar_ops.recover(&sb.s, 3, three), -EINVAL);
+	assert_int_equal(parity_swar_ops.recover(&sb.s, 2, same), -EINVAL);
+	sb.s.q = NULL;
+	assert_int_equal(parity_isal_ops.recover(&sb.s, 2, two), -EINVAL);
+	assert_int_equal(parity_swar_ops.recover(&sb.s, 2, two), -EINVAL);
+	sb.s.q = sb.blocks[5];
+	stripe_free(&sb);
+}
+
+static void test_parity_engines_are_selectable_by_name(void **state)
+{
+	assert_ptr_equal(parity_ops_get("isal"), &parity_isal_ops);
+	assert_ptr_equal(parity_ops_get("swar"), &parity_swar_ops);
+	assert_null(parity_ops_get("lookup-table"));
+	assert_int_equal(parity_gf_mul(parity_gf_inv(0x53), 0x53), 1);
+	assert_int_equal(parity_gf_pow2(8), 0x1d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_isal_parity_equals_reference),
+		cmocka_unit_test(test_swar_parity_equals_reference),
+		cmocka_unit_test(test_isal_recovers_one_and_two_lost_blocks),
+		cmocka_unit_test(test_swar_recovers_one_and_two_lost_blocks),
+		cmocka_unit_test(test_parity_update_equals_regeneration_on_both_engines),
+		cmocka_unit_test(test_recover_refuses_more_than_the_parity_covers),
+		cmocka_unit_test(test_parity_engines_are_selectable_by_name),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,393 @@
+/*
+ * test_volume_model.c - every target against a model: random reads and
+ * writes of random sizes and offsets go to the volume and to a plain byte
+ * array; members fail (vanish, bad ranges, marked faulty) up to the target's
+ * redundancy, are replaced and rebuilt, and scrubbed; every read must equal
+ * the model. Fixed seeds; PONY_MODEL_ITERS raises the count for `make stress`.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "pony/util.h"
+#include "pony/volume.h"
+#include "layout.h"
+
+#define MEMBER_SIZE (320u * 1024)
+#define MAX_DEVS 8
+
+struct model_case {
+	const char *name;
+	enum volume_target_type type;
+	const char *layout;             /* md/dm name, or NULL */
+	unsigned ndevs;
+	uint64_t chunk;
+	unsigned redundancy;
+};
+
+struct rig {
+	struct volume *v;
+	struct bdev *faults[MAX_DEVS];  /* owned by the volume */
+	uint8_t *model;
+	uint64_t size;
+	unsigned ndevs, failed;
+};
+
+static unsigned iterations(void)
+{
+	const char *e = getenv("PONY_MODEL_ITERS");
+
+	return e ? (unsigned)atoi(e) : 400;
+}
+
+static void rig_build(struct rig *rg, const struct model_case *c)
+{
+	struct bdev *devs[MAX_DEVS];
+	struct volume_target_spec spec = { .type = c->type, .chunk = c->chunk, .ndevs = c->ndevs,
+					   .devs = devs };
+	struct layout_geom g = { .ndisks = c->ndevs, .chunk = c->chunk,
+				 .dev_size = MEMBER_SIZE / (c->chunk ? c->chunk : 1) * c->chunk };
+
+	memset(rg, 0, sizeof(*rg));
+	rg->ndevs = c->ndevs;
+	if (c->layout) {
+		unsigned level = c->type == VOLUME_RAID10 ? 10 : c->type == VOLUME_RAID6 ? 6 : 5;
+		assert_int_equal(layout_from_name(level, c->layout, &spec.layout), 0);
+	}
+	for (unsigned i = 0; i < c->ndevs; i++) {
+		struct bdev *m;
+		assert_int_equal(bdev_mem_new(MEMBER_SIZE, &m), 0);
+		assert_int_equal(bdev_fault_new(m, &devs[i]), 0);
+		rg->faults[i] = devs[i];
+	}
+	switch (c->type) {
+	case VOLUME_LINEAR:
+	case VOLUME_MIRROR:
+		rg->size = MEMBER_SIZE;
+		break;
+	case VOLUME_STRIPED:
+		rg->size = g.dev_size * c->ndevs;
+		break;
+	case VOLUME_ZERO:
+	case VOLUME_ERROR:
+		rg->size = MEMBER_SIZE;
+		break;
+	default:
+		g.level = c->type == VOLUME_RAID10 ? 10 : c->type == VOLUME_RAID6 ? 6 :
+			  c->type == VOLUME_RAID4 ? 4 : 5;
+		g.layout = spec.layout;
+		rg->size = layout_array_size(&g);
+	}
+	assert_int_equal(volume_new(&rg->v), 0);
+	assert_int_equal(volume_add_segment(rg->v, 0, rg->size, &spec), 0);
+	rg->model = calloc(1, rg->size);
+}
+
+static void rig_free(struct rig *rg)
+{
+	volume_free(rg->v);
+	free(rg->model);
+}
+
+/* Fails one more member, in one of three ways. */
+static void rig_fail_one(struct rig *rg, unsigned how)
+{
+	unsigned m;
+
+	do
+		m = (unsigned)rand() % rg->ndevs;
+	while (volume_member_state(rg->v, 0, m) != VOLUME_MEMBER_OK);
+	switch (how % 3) {
+	case 0:
+		bdev_fault_vanish(rg->faults[m]);               /* found by I/O */
+		assert_int_equal(volume_fail_member(rg->v, 0, m), 0);
+		break;
+	case 1:
+		assert_int_equal(volume_fail_member(rg->v, 0, m), 0);
+		break;
+	default:
+		bdev_fault_vanish(rg->faults[m]);
+		assert_int_equal(volume_fail_member(rg->v, 0, m), 0);
+	}
+	rg->failed++;
+}
+
+static void rig_rebuild_all(struct rig *rg)
+{
+	for (unsigned m = 0; m < rg->ndevs; m++) {
+		struct bdev *mem, *f;
+
+		if (volume_member_state(rg->v, 0, m) != VOLUME_MEMBER_FAILED)
+			continue;
+		assert_int_equal(bdev_mem_new(MEMBER_SIZE, &mem), 0);
+		assert_int_equal(bdev_fault_new(mem, &f), 0);
+		assert_int_equal(volume_replace_member(rg->v, 0, m, f), 0);
+		rg->faults[m] = f;
+	}
+	assert_int_equal(volume_rebuild(rg->v, 0, 0, 0, NULL, NULL), 0);
+	rg->failed = 0;
+}
+
+static void run_model(const struct model_case *c, unsigned seed)
+{
+	struct rig rg;
+	uint8_t *buf;
+	unsigned iters = iterations();
+
+	srand(seed);
+	rig_build(&rg, c);
+	buf = malloc(rg.size);
+	for (unsigned it = 0; it < iters; it++) {
+		unsigned op = (unsigned)rand() % 100;
+		uint64_t off, len;
+
+		if (rand() % 2) {       /* sector-aligned, often whole stripes */
+			off = (uint64_t)rand() % (rg.size / 512) * 512;
+			len = ((uint64_t)rand() % 160 + 1) * 512;
+		} else {
+			off = (uint64_t)rand() % rg.size;
+			len = (uint64_t)rand() % 20000 + 1;
+		}
+		len = MIN(len, rg.size - off);
+		if (op < 45) {
+			for (uint64_t i = 0; i < len; i++)
+				buf[i] = (uint8_t)rand();
+			if (c->type == VOLUME_ERROR) {
+				assert_int_equal(volume_write(rg.v, buf, len, off), -EIO);
+				continue;
+			}
+			assert_int_equal(volume_write(rg.v, buf, len, off), 0);
+			if (c->type != VOLUME_ZERO)
+				memcpy(rg.model + off, buf, len);
+		} else if (op < 92) {
+			int r = volume_read(rg.v, buf, len, off);
+
+			if (c->type == VOLUME_ERROR) {
+				assert_int_equal(r, -EIO);
+				continue;
+			}
+			assert_int_equal(r, 0);
+			if (memcmp(buf, rg.model + off, len)) {
+				fprintf(stderr, "%s seed %u iter %u: read %llu+%llu differs\n",
+					c->name, seed, it, (unsigned long long)off,
+					(unsigned long long)len);
+				fail();
+			}
+		} else if (op < 96 && rg.failed < c->redundancy) {
+			rig_fail_one(&rg, (unsigned)rand());
+		} else if (op < 98 && rg.failed) {
+			rig_rebuild_all(&rg);
+		} else if (c->redundancy && !rg.failed) {
+			uint64_t bad = 99;
+
+			assert_int_equal(volume_scrub(rg.v, 0, false, 0, NULL, NULL, NULL, NULL, &bad), 0);
+			assert_int_equal(bad, 0);
+		}
+	}
+	/* Whatever state it ended in, everything reads back. */
+	if (c->type != VOLUME_ERROR) {
+		assert_int_equal(volume_read(rg.v, buf, rg.size, 0), 0);
+		assert_memory_equal(buf, rg.model, rg.size);
+	}
+	free(buf);
+	rig_free(&rg);
+}
+
+static const struct model_case cases[] = {
+	{ "linear", VOLUME_LINEAR, NULL, 1, 0, 0 },
+	{ "striped", VOLUME_STRIPED, NULL, 3, 4096, 0 },
+	{ "mirror", VOLUME_MIRROR, NULL, 3, 0, 2 },
+	{ "raid4", VOLUME_RAID4, NULL, 4, 4096, 1 },
+	{ "raid5-ls", VOLUME_RAID5, "left-symmetric", 4, 4096, 1 },
+	{ "raid5-la", VOLUME_RAID5, "left-asymmetric", 5, 8192, 1 },
+	{ "raid5-rs", VOLUME_RAID5, "right-symmetric", 3, 4096, 1 },
+	{ "raid5-ra", VOLUME_RAID5, "right-asymmetric", 4, 16384, 1 },
+	{ "raid5-p0", VOLUME_RAID5, "parity-first", 4, 4096, 1 },
+	{ "raid5-pn", VOLUME_RAID5, "parity-last", 4, 4096, 1 },
+	{ "raid6-ls", VOLUME_RAID6, "left-symmetric", 6, 4096, 2 },
+	{ "raid6-ls8", VOLUME_RAID6, "left-symmetric", 8, 4096, 2 },   /* read-modify-write */
+	{ "raid6-la", VOLUME_RAID6, "left-asymmetric", 5, 4096, 2 },
+	{ "raid6-ra", VOLUME_RAID6, "right-asymmetric", 6, 8192, 2 },
+	{ "raid6-rs", VOLUME_RAID6, "right-symmetric", 4, 4096, 2 },
+	{ "raid6-zr", VOLUME_RAID6, "raid6_zr", 6, 4096, 2 },
+	{ "raid6-nr", VOLUME_RAID6, "raid6_nr", 5, 4096, 2 },
+	{ "raid6-nc", VOLUME_RAID6, "raid6_nc", 6, 4096, 2 },
+	{ "raid6-ls6", VOLUME_RAID6, "raid6_ls_6", 6, 4096, 2 },
+	{ "raid6-p0", VOLUME_RAID6, "parity-first", 5, 4096, 2 },
+	{ "raid10-n2", VOLUME_RAID10, "n2", 4, 4096, 1 },
+	{ "raid10-n2x5", VOLUME_RAID10, "n2", 5, 4096, 1 },
+	{ "raid10-f2", VOLUME_RAID10, "f2", 4, 4096, 1 },
+	{ "raid10-o2", VOLUME_RAID10, "o2", 5, 4096, 1 },
+	{ "raid10-n3", VOLUME_RAID10, "n3", 4, 4096, 2 },
+	{ "zero", VOLUME_ZERO, NULL, 0, 0, 0 },
+	{ "error", VOLUME_ERROR, NULL, 0, 0, 0 },
+};
+
+static void test_every_target_reads_what_the_model_holds(void **state)
+{
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		for (unsigned seed = 1; seed <= 2; seed++)
+			run_model(&cases[i], seed * 7919 + (unsigned)i);
+}
+
+static void test_raid_reads_reconstruct_and_rewrite_bad_ranges(void **state)
+{
+	struct rig rg;
+	const struct model_case c = { "raid6", VOLUME_RAID6, "left-symmetric", 6, 4096, 2 };
+	uint8_t *buf;
+
+	rig_build(&rg, &c);
+	buf = malloc(rg.size);
+	for (uint64_t i = 0; i < rg.size; i++)
+		rg.model[i] = (uint8_t)(i * 13 + 5);
+	assert_int_equal(volume_write(rg.v, rg.model, rg.size, 0), 0);
+	/* Two members turn unreadable over the same rows: both rebuilt from P and Q. */
+	assert_int_equal(bdev_fault_add_bad(rg.faults[1], 8192, 8192, BDEV_FAULT_READ), 0);
+	assert_int_equal(bdev_fault_add_bad(rg.faults[4], 4096, 16384, BDEV_FAULT_READ), 0);
+	assert_int_equal(volume_read(rg.v, buf, rg.size, 0), 0);
+	assert_memory_equal(buf, rg.model, rg.size);
+	assert_int_equal(volume_member_state(rg.v, 0, 1), VOLUME_MEMBER_OK);
+	/* Three unreadable members in one row are past raid6: -EIO, not garbage. */
+	assert_int_equal(bdev_fault_add_bad(rg.faults[0], 0, 32768, BDEV_FAULT_READ), 0);
+	assert_int_equal(bdev_fault_add_bad(rg.faults[2], 0, 32768, BDEV_FAULT_READ), 0);
+	assert_int_equal(bdev_fault_add_bad(rg.faults[3], 0, 32768, BDEV_FAULT_READ), 0);
+	assert_int_equal(volume_read(rg.v, buf, 65536, 0), -EIO);
+	free(buf);
+	rig_free(&rg);
+}
+
+static void test_write_error_marks_member_faulty_and_volume_goes_on(void **state)
+{
+	struct rig rg;
+	const struct model_case c = { "raid5", VOLUME_RAID5, "left-symmetric", 4, 4096, 1 };
+	uint8_t buf[65536];
+
+	rig_build(&rg, &c);
+	memset(buf, 0x77, sizeof(buf));
+	bdev_fault_fail_after(rg.faults[2], 1);
+	assert_int_equal(volume_write(rg.v, buf, sizeof(buf), 0), 0);
+	assert_int_equal(volume_member_state(rg.v, 0, 2), VOLUME_MEMBER_FAILED);
+	memset(buf, 0, sizeof(buf));
+	assert_int_equal(volume_read(rg.v, buf, sizeof(buf), 0), 0);
+	for (size_t i = 0; i < sizeof(buf); i++)
+		assert_int_equal(buf[i], 0x77);
+	/* A second failure is past raid5's redundancy. */
+	bdev_fault_vanish(rg.faults[0]);
+	assert_int_equal(volume_write(rg.v, buf, sizeof(buf), 0), -EIO);
+	rig_free(&rg);
+}
+
+static void count_mismatch(const struct volume_mismatch *m, void *arg)
+{
+	*(unsigned *)arg |= 1u << m->member;
+}
+
+static void test_scrub_finds_and_repairs_a_corrupted_member(void **state)
+{
+	static const struct model_case cs[] = {
+		{ "raid6", VOLUME_RAID6, "left-symmetric", 5, 4096, 2 },
+		{ "mirror", VOLUME_MIRROR, NULL, 2, 0, 1 },
+		{ "raid10", VOLUME_RAID10, "f2", 4, 4096, 1 },
+	};
+
+	for (size_t i = 0; i < 3; i++) {
+		struct rig rg;
+		uint8_t junk[512];
+		uint64_t n = 0;
+		unsigned members = 0;
+
+		rig_build(&rg, &cs[i]);
+		memset(rg.model, 0x42, rg.size);
+		assert_int_equal(volume_write(rg.v, rg.model, rg.size, 0), 0);
+		memset(junk, 0xee, sizeof(junk));
+		assert_int_equal(bdev_pwrite(rg.faults[1], junk, sizeof(junk), 8192), 0);
+		assert_int_equal(volume_scrub(rg.v, 0, true, 0, count_mismatch, &members, NULL,
+					      NULL, &n), 0);
+		/* raid6: a bad data block shows in both P and Q; copies: one mismatch. */
+		assert_int_equal(n, i == 0 ? 2 : 1);
+		assert_true(members != 0);
+		assert_int_equal(volume_scrub(rg.v, 0, false, 0, NULL, NULL, NULL, NULL, &n), 0);
+		assert_int_equal(n, 0);
+		rig_free(&rg);
+	}
+}
+
+static void test_segments_and_nested_volumes_map_like_one_disk(void **state)
+{
+	struct volume *inner[2], *outer;
+	struct bdev *ib[2], *m;
+	uint64_t off[1] = { 0 };
+	uint8_t w[200000], r[200000];
+
+	for (int i = 0; i < 2; i++) {
+		struct bdev *d[2];
+		struct volume_target_spec mirror = { .type = VOLUME_MIRROR, .ndevs = 2, .devs = d };
+
+		assert_int_equal(bdev_mem_new(1 << 20, &d[0]), 0);
+		assert_int_equal(bdev_mem_new(1 << 20, &d[1]), 0);
+		assert_int_equal(volume_new(&inner[i]), 0);
+		assert_int_equal(volume_add_segment(inner[i], 0, 1 << 20, &mirror), 0);
+		assert_int_equal(volume_as_bdev(inner[i], &ib[i]), 0);
+	}
+	struct volume_target_spec striped = { .type = VOLUME_STRIPED, .chunk = 8192, .ndevs = 2,
+					      .devs = ib };
+	struct volume_target_spec zero = { .type = VOLUME_ZERO };
+	struct volume_target_spec linear = { .type = VOLUME_LINEAR, .ndevs = 1, .devs = &m,
+					     .offsets = off };
+
+	assert_int_equal(bdev_mem_new(65536, &m), 0);
+	assert_int_equal(volume_new(&outer), 0);
+	assert_int_equal(volume_add_segment(outer, 0, 65536, &linear), 0);
+	assert_int_equal(volume_add_segment(outer, 65536, 1 << 20, &striped), 0);
+	assert_int_equal(volume_add_segment(outer, 65536 + (1 << 20), 65536, &zero), 0);
+	assert_int_equal(volume_add_segment(outer, 0, 4096, &zero), -EINVAL);   /* not at the end */
+	for (size_t i = 0; i < sizeof(w); i++)
+		w[i] = (uint8_t)(i * 7);
+	assert_int_equal(volume_write(outer, w, sizeof(w), 60001), 0);
+	assert_int_equal(volume_read(outer, r, sizeof(r), 60001), 0);
+	assert_memory_equal(w, r, sizeof(w));
+	assert_int_equal(volume_read(outer, r, 512, 65536 + (1 << 20) + 512), 0);
+	assert_int_equal(r[0] | r[511], 0);
+	assert_int_equal(volume_full_stripe(outer, 1), 16384);
+	volume_free(outer);
+}
+
+static void test_a_target_that_does_not_fit_its_devices_is_refused(void **state)
+{
+	struct bdev *d[4];
+	struct volume *v;
+	struct volume_target_spec spec = { .type = VOLUME_RAID6, .layout = 2, .chunk = 4096,
+					   .ndevs = 4, .devs = d };
+
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(bdev_mem_new(65536, &d[i]), 0);
+	assert_int_equal(volume_new(&v), 0);
+	assert_int_equal(volume_add_segment(v, 0, 2 * 65536 + 4096, &spec), -ENOSPC);
+	spec.chunk = 1000;
+	assert_int_equal(volume_add_segment(v, 0, 65536, &spec), -EINVAL);
+	spec.chunk = 4096;
+	spec.ndevs = 3;
+	assert_int_equal(volume_add_segment(v, 0, 65536, &spec), -EINVAL);
+	spec.ndevs = 4;
+	assert_int_equal(volume_add_segment(v, 0, 2 * 65536, &spec), 0);
+	assert_int_equal(volume_size(v), 2 * 65536);
+	volume_free(v);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_every_target_reads_what_the_model_holds),
+		cmocka_unit_test(test_raid_reads_reconstruct_and_rewrite_bad_ranges),
+		cmocka_unit_test(test_write_error_marks_member_faulty_and_volume_goes_on),
+		cmocka_unit_test(test_scrub_finds_and_repairs_a_corrupted_member),
+		cmocka_unit_test(test_segments_and_nested_volumes_map_like_one_disk),
+		cmocka_unit_test(test_a_target_that_does_not_fit_its_devices_is_refused),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

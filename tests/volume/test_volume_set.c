@@ -1,0 +1,360 @@
+/*
+ * test_volume_set.c - pony volumes on disk: create, close, assemble in any
+ * order; stale members are refused; a replaced member is rebuilt, and a
+ * rebuild stopped half way resumes from its checkpoint; corrupt superblocks
+ * fall back to the other copy; foreign members are refused; after a crash
+ * the write-intent bitmap resyncs exactly what was being written; write
+ * errors land in the bad-block log; regions of different geometry share
+ * the members.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "pony/util.h"
+#include "pony/volume.h"
+
+#define NDEV 6
+#define DEV_SIZE (8u << 20)
+
+/* Members live in memory under fault bdevs; the test keeps the memory ones. */
+static struct bdev *mems[NDEV];
+
+static struct bdev *wrap(struct bdev *mem)
+{
+	struct bdev *f;
+
+	/* A view that does not own mem: a record-free passthrough via volume. */
+	assert_int_equal(bdev_fault_new(mem, &f), 0);
+	return f;
+}
+
+struct view {
+	struct bdev b;
+	struct bdev *lower;
+};
+
+static int view_pread(struct bdev *b, void *buf, size_t len, uint64_t off)
+{
+	return bdev_pread(((struct view *)b)->lower, buf, len, off);
+}
+
+static int view_pwrite(struct bdev *b, const void *buf, size_t len, uint64_t off)
+{
+	return bdev_pwrite(((struct view *)b)->lower, buf, len, off);
+}
+
+static void view_free(struct bdev *b)
+{
+	free(b);
+}
+
+static const struct bdev_ops view_ops = {
+	.name = "view", .pread = view_pread, .pwrite = view_pwrite, .free = view_free,
+};
+
+/* A bdev over mems[i] that does not free it: each assembly gets fresh ones. */
+static struct bdev *view(unsigned i)
+{
+	struct view *v = calloc(1, sizeof(*v));
+
+	v->b.ops = &view_ops;
+	v->b.size = mems[i]->size;
+	v->b.block_size = 512;
+	snprintf(v->b.name, sizeof(v->b.name), "m%u", i);
+	v->lower = mems[i];
+	return &v->b;
+}
+
+static void fresh_members(void)
+{
+	for (unsigned i = 0; i < NDEV; i++) {
+		bdev_free(mems[i]);
+		assert_int_equal(bdev_mem_new(DEV_SIZE, &mems[i]), 0);
+	}
+}
+
+static const struct volume_region_spec raid6_all = {
+	.cls = VOLUME_CLASS_DATA, .type = VOLUME_RAID6, .layout = 2, .chunk = 65536,
+};
+
+static struct volume_set *create(const struct volume_region_spec *r, unsigned nr)
+{
+	struct bdev *d[NDEV];
+	struct volume_set_params p = { .name = "test", .regions = r, .nregions = nr,
+				       .assume_clean = true };
+	struct volume_set *s;
+
+	fresh_members();
+	for (unsigned i = 0; i < NDEV; i++)
+		d[i] = view(i);
+	assert_int_equal(volume_set_create(d, NDEV, &p, &s), 0);
+	return s;
+}
+
+static int open_set(const unsigned *order, unsigned n, struct volume_set **s, unsigned *who)
+{
+	struct bdev *d[NDEV];
+	int r;
+
+	for (unsigned i = 0; i < n; i++)
+		d[i] = view(order[i]);
+	r = volume_set_open(d, n, 0, s, who);
+	if (r < 0)
+		for (unsigned i = 0; i < n; i++)
+			bdev_free(d[i]);
+	return r;
+}
+
+static const unsigned all[NDEV] = { 5, 3, 1, 0, 2, 4 };  /* any order assembles */
+
+static void fill(uint8_t *b, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = (uint8_t)(i * 131 + seed + i / 4096);
+}
+
+static void test_volume_reassembles_in_any_order_after_a_clean_close(void **state)
+{
+	struct volume_set *s = create(&raid6_all, 1);
+	struct volume_set_info info;
+	size_t n = 3 << 20;
+	uint8_t *w = malloc(n), *r = malloc(n);
+
+	fill(w, n, 1);
+	assert_int_equal(volume_write(volume_set_volume(s), w, n, 12345), 0);
+	assert_int_equal(volume_set_close(s), 0);
+	assert_int_equal(open_set(all, NDEV, &s, NULL), 0);
+	volume_set_info(s, &info);
+	assert_true(info.was_clean);
+	assert_string_equal(info.name, "test");
+	assert_int_equal(volume_read(volume_set_volume(s), r, n, 12345), 0);
+	assert_memory_equal(w, r, n);
+	assert_int_equal(volume_set_close(s), 0);
+	free(w);
+	free(r);
+}
+
+static int stop_half_way(uint64_t done, uint64_t total, void *arg)
+{
+	return done >= total / 2;
+}
+
+static void test_stale_member_is_refused_then_replaced_and_rebuilt(void **state)
+{
+	struct volume_set *s = create(&raid6_all, 1);
+	struct volume_set_member m;
+	struct volume_set_info info;
+	size_t n = 4 << 20;
+	uint8_t *w = malloc(n), *r = malloc(n);
+	uint64_t bad = 9;
+
+	fill(w, n, 2);
+	assert_int_equal(volume_write(volume_set_volume(s), w, n, 0), 0);
+	assert_int_equal(volume_set_fail(s, 2), 0);
+	fill(w, 65536, 3);      /* written while member 2 is out */
+	assert_int_equal(volume_write(volume_set_volume(s), w, 65536, 0), 0);
+	assert_int_equal(volume_set_close(s), 0);
+
+	/* All six again: member 2 has fewer events, so it is refused. */
+	assert_int_equal(open_set(all, NDEV, &s, NULL), 0);
+	assert_int_equal(volume_set_member(s, 2, &m), 0);
+	assert_true(m.stale);
+	assert_int_equal(m.state, VOLUME_MEMBER_FAILED);
+	assert_int_equal(volume_read(volume_set_volume(s), r, n, 0), 0);
+	assert_memory_equal(w, r, n);
+
+	/* Replace it; stop the rebuild half way, as a crash would. */
+	assert_int_equal(volume_set_replace(s, 2, view(2)), 0);
+	assert_int_equal(volume_set_rebuild(s, 0, stop_half_way, NULL), -ECANCELED);
+	assert_int_equal(volume_set_close(s), 0);
+	assert_int_equal(open_set(all, NDEV, &s, NULL), 0);
+	volume_set_info(s, &info);
+	assert_true(info.rebuild_off != UINT64_MAX && info.rebuild_off > 0);
+	assert_int_equal(volume_set_member(s, 2, &m), 0);
+	assert_int_equal(m.state, VOLUME_MEMBER_REBUILDING);
+	assert_int_equal(volume_set_rebuild(s, 0, NULL, NULL), 0);
+	assert_int_equal(volume_set_member(s, 2, &m), 0);
+	assert_int_equal(m.state, VOLUME_MEMBER_OK);
+	assert_int_equal(volume_set_scrub(s, false, 0, NULL, NULL, NULL, NULL, &bad), 0);
+	assert_int_equal(bad, 0);
+	/* The rebuilt member carries data: lose two others and read. */
+	assert_int_equal(volume_set_fail(s, 0), 0);
+	assert_int_equal(volume_set_fail(s, 4), 0);
+	assert_int_equal(volume_read(volume_set_volume(s), r, n, 0), 0);
+	assert_memory_equal(w, r, n);
+	assert_int_equal(volume_set_close(s), 0);
+	free(w);
+	free(r);
+}
+
+static void test_superblocks_fall_back_to_the_end_copy_and_refuse_corruption(void **state)
+{
+	struct volume_set *s = create(&raid6_all, 1);
+	uint8_t junk[512];
+	unsigned who = 99;
+
+	assert_int_equal(volume_set_close(s), 0);
+	memset(junk, 0xab, sizeof(junk));
+	assert_int_equal(bdev_pwrite(mems[3], junk, 512, 100), 0);     /* first copy */
+	assert_int_equal(open_set(all, NDEV, &s, NULL), 0);
+	assert_int_equal(volume_set_close(s), 0);
+	assert_int_equal(bdev_pwrite(mems[3], junk, 512, 100), 0);
+	assert_int_equal(bdev_pwrite(mems[3], junk, 512, DEV_SIZE - 4096 + 100), 0);
+	assert_int_equal(open_set(all, NDEV, &s, &who), -EBADMSG);
+	assert_int_equal(who, 1);       /* all[1] == 3 */
+}
+
+static void test_members_of_another_volume_are_refused(void **state)
+{
+	struct volume_set *s = create(&raid6_all, 1);
+	struct bdev *other, *d[NDEV];
+	unsigned who = 99;
+
+	assert_int_equal(volume_set_close(s), 0);
+	/* A member of another volume, made on a copy of member 0's size. */
+	{
+		struct bdev *od[4];
+		struct volume_set *o;
+		struct volume_region_spec mirror = { .type = VOLUME_MIRROR };
+		struct volume_set_params p = { .regions = &mirror, .nregions = 1, .assume_clean = true };
+
+		for (int i = 0; i < 4; i++)
+			assert_int_equal(bdev_mem_new(DEV_SIZE, &od[i]), 0);
+		other = od[0];
+		assert_int_equal(volume_set_create(od, 4, &p, &o), 0);
+		assert_int_equal(volume_set_close(o), 0);
+	}
+	assert_int_equal(bdev_mem_new(DEV_SIZE, &other), 0);  /* (that set freed its devices) */
+	bdev_free(other);
+	for (unsigned i = 0; i < NDEV; i++)
+		d[i] = view(i);
+	/* A blank device in the list is named. */
+	assert_int_equal(bdev_mem_new(DEV_SIZE, &other), 0);
+	bdev_free(d[4]);
+	d[4] = other;
+	assert_int_equal(volume_set_open(d, NDEV, 0, &s, &who), -ENODATA);
+	assert_int_equal(who, 4);
+	for (unsigned i = 0; i < NDEV; i++)
+		bdev_free(d[i]);
+}
+
+static void test_crash_resyncs_only_what_the_bitmap_marked(void **state)
+{
+	struct volume_set *s = create(&raid6_all, 1);
+	struct volume_set_info info;
+	uint8_t w[8192], junk[8192];
+	uint64_t bad = 9;
+	unsigned who;
+
+	fill(w, sizeof(w), 4);
+	assert_int_equal(volume_set_close(s), 0);
+	assert_int_equal(open_set(all, NDEV, &s, &who), 0);
+	assert_int_equal(volume_write(volume_set_volume(s), w, sizeof(w), 1 << 20), 0);
+	/* The crash hit mid-stripe: that row (stripe 4: 1 MiB in, on every
+	 * member past the 1 MiB data offset) no longer agrees with itself. */
+	memset(junk, 0x5c, sizeof(junk));
+	for (unsigned i = 0; i < NDEV; i++)
+		assert_int_equal(bdev_pwrite(mems[i], junk, 512, (1 << 20) + 4 * 65536), 0);
+	volume_set_abandon(s);
+	assert_int_equal(open_set(all, NDEV, &s, &who), 0);
+	volume_set_info(s, &info);
+	assert_false(info.was_clean);
+	assert_true(info.resynced > 0 && info.resynced <= (64u << 20));
+	assert_int_equal(volume_set_scrub(s, false, 0, NULL, NULL, NULL, NULL, &bad), 0);
+	assert_int_equal(bad, 0);
+	assert_int_equal(volume_set_close(s), 0);
+}
+
+static void test_write_errors_go_to_the_bad_block_log_and_survive_reassembly(void **state)
+{
+	struct volume_set *s = create(&raid6_all, 1);
+	struct volume_set_member m;
+	uint8_t w[65536 * 4], r[sizeof(w)];
+	struct bdev *d[NDEV], *f;
+	unsigned who;
+
+	assert_int_equal(volume_set_close(s), 0);
+	for (unsigned i = 0; i < NDEV; i++)
+		d[i] = view(i);
+	f = wrap(d[1]);
+	d[1] = f;
+	assert_int_equal(bdev_fault_add_bad(f, (1 << 20), 65536, BDEV_FAULT_WRITE), 0);
+	assert_int_equal(volume_set_open(d, NDEV, 0, &s, &who), 0);
+	fill(w, sizeof(w), 5);
+	assert_int_equal(volume_write(volume_set_volume(s), w, sizeof(w), 0), 0);
+	assert_int_equal(volume_set_member(s, 1, &m), 0);
+	assert_int_equal(m.state, VOLUME_MEMBER_OK);
+	assert_true(m.badblocks >= 1);
+	assert_int_equal(volume_set_close(s), 0);
+	assert_int_equal(open_set(all, NDEV, &s, &who), 0);
+	assert_int_equal(volume_set_member(s, 1, &m), 0);
+	assert_true(m.badblocks >= 1);
+	assert_int_equal(volume_read(volume_set_volume(s), r, sizeof(r), 0), 0);
+	assert_memory_equal(w, r, sizeof(w));
+	assert_int_equal(volume_set_close(s), 0);
+}
+
+static void test_regions_have_their_own_geometry_on_shared_members(void **state)
+{
+	const struct volume_region_spec regions[] = {
+		{ .cls = VOLUME_CLASS_METADATA, .type = VOLUME_RAID10, .layout = 3 | 1 << 8,
+		  .chunk = 65536, .size = 1 << 20 },
+		{ .cls = VOLUME_CLASS_DATA, .type = VOLUME_RAID6, .layout = 2, .chunk = 262144 },
+	};
+	struct volume_set *s = create(regions, 2);
+	uint64_t ms, ml, mfs, ds, dl, dfs;
+	uint8_t *w = malloc(1 << 20), *r = malloc(1 << 20);
+	unsigned who;
+
+	assert_int_equal(volume_region_find(volume_set_volume(s), VOLUME_CLASS_METADATA, &ms, &ml,
+					    &mfs), 0);
+	assert_int_equal(volume_region_find(volume_set_volume(s), VOLUME_CLASS_DATA, &ds, &dl,
+					    &dfs), 0);
+	assert_int_equal(ms, 0);
+	assert_int_equal(ml, 1 << 20);
+	assert_int_equal(ds, 1 << 20);
+	assert_int_equal(dfs, 4 * 262144);      /* 6 members, RAID6: 4 data chunks */
+	assert_true(dl >= 4 * 262144);
+	fill(w, 1 << 20, 6);
+	assert_int_equal(volume_write(volume_set_volume(s), w, 1 << 20, ms), 0);
+	assert_int_equal(volume_write(volume_set_volume(s), w, 1 << 20, ds), 0);
+	assert_int_equal(volume_set_close(s), 0);
+	assert_int_equal(open_set(all, NDEV, &s, &who), 0);
+	assert_int_equal(volume_set_fail(s, 1), 0);
+	assert_int_equal(volume_set_fail(s, 2), 0);
+	assert_int_equal(volume_read(volume_set_volume(s), r, 1 << 20, ms), 0);
+	assert_memory_equal(w, r, 1 << 20);
+	assert_int_equal(volume_read(volume_set_volume(s), r, 1 << 20, ds), 0);
+	assert_memory_equal(w, r, 1 << 20);
+	assert_int_equal(volume_set_close(s), 0);
+	free(w);
+	free(r);
+}
+
+static int teardown(void **state)
+{
+	for (unsigned i = 0; i < NDEV; i++) {
+		bdev_free(mems[i]);
+		mems[i] = NULL;
+	}
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_volume_reassembles_in_any_order_after_a_clean_close),
+		cmocka_unit_test(test_stale_member_is_refused_then_replaced_and_rebuilt),
+		cmocka_unit_test(test_superblocks_fall_back_to_the_end_copy_and_refuse_corruption),
+		cmocka_unit_test(test_members_of_another_volume_are_refused),
+		cmocka_unit_test(test_crash_resyncs_only_what_the_bitmap_marked),
+		cmocka_unit_test(test_write_errors_go_to_the_bad_block_log_and_survive_reassembly),
+		cmocka_unit_test(test_regions_have_their_own_geometry_on_shared_members),
+	};
+	return cmocka_run_group_tests(tests, NULL, teardown);
+}

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# vol_cli.sh - `pony vol` end to end on image files: every md fixture the
+# kernel wrote assembles with --md and reads back its pattern; a pony RAID6
+# is created, written, loses two members, reads back intact, refuses the
+# stale members by name, gets a new member rebuilt and scrubs clean; bad
+# input gets clear errors and changes nothing.
+. "$PONY_SRCDIR/tests/lib.sh"
+set -u
+work=$(mktemp -d /tmp/pony-vol-cli.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+fixtures=$PONY_SRCDIR/tests/data/volume
+
+for c in create assemble status table fail add replace rebuild scrub badblocks expose stop read write; do
+	"$PONY" vol $c --help >/dev/null || fail "vol $c --help"
+done
+expect_usage_error "$PONY" vol create d.img
+expect_usage_error "$PONY" vol create -l raid7 d.img
+expect_usage_error "$PONY" vol fail d.img
+expect_usage_error "$PONY" vol frobnicate
+
+# md fixtures: the kernel's arrays, read back through pony.
+python3 "$fixtures/make-pattern.py" 16 pattern.bin
+for set in raid0:3 raid1:2 raid4:3 raid5-ls:3 raid5-la:4 raid5-rs:3 raid5-ra:4 raid5-p0:4 \
+	   raid6:5 raid6-ra:5 raid6-n:4 raid10-n2:4 raid10-f2:4 raid10-o2:4; do
+	name=${set%:*} n=${set#*:} imgs=()
+	for ((i = 0; i < n; i++)); do
+		xz -dc "$fixtures/$name-$i.img.xz" > "$name-$i.img"
+		imgs+=("$name-$i.img")
+	done
+	"$PONY" vol assemble --md -o "$name.out" "${imgs[@]}" > "$name.status" ||
+		fail "$name: assemble --md failed"
+	size=$(stat -c %s "$name.out")
+	[ "$size" -gt 0 ] || fail "$name: empty"
+	cmp -s -n "$size" "$name.out" pattern.bin || fail "$name: pattern differs"
+	"$PONY" vol table --md "${imgs[@]}" | grep -q '^0 ' || fail "$name: no table"
+	rm -f "$name-"*.img "$name.out"
+done
+
+# A pony RAID6 of six images.
+for i in 0 1 2 3 4 5; do truncate -s 12M d$i.img; done
+"$PONY" vol create -l raid6 -c 64K -N clitest d*.img > /dev/null || fail "create"
+head -c 3000000 /dev/urandom > data
+"$PONY" vol write -f data d*.img || fail "write"
+"$PONY" vol fail -m 1 d*.img > /dev/null || fail "fail 1"
+"$PONY" vol fail -m 4 d*.img > /dev/null 2>&1 || fail "fail 4"
+"$PONY" vol read -L 3000000 -f out d*.img 2> err || fail "degraded read"
+cmp -s out data || fail "degraded read differs"
+grep -q "refusing stale member 1 (d1.img)" err || fail "no stale-member message: $(cat err)"
+"$PONY" vol status --json d*.img 2>/dev/null | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+st = [m["state"] for m in s["members"]]
+assert st == ["ok", "failed", "ok", "ok", "failed", "ok"], st
+assert s["members"][1]["stale"] is True' || fail "status --json"
+truncate -s 12M n1.img
+"$PONY" vol add -d n1.img d0.img d2.img d3.img d4.img d5.img > /dev/null 2>&1 || fail "add"
+"$PONY" vol scrub d0.img n1.img d2.img d3.img d5.img 2>/dev/null | grep -q "0 mismatches" ||
+	fail "scrub after rebuild"
+# Only the rebuilt member and three others: n1 must hold real data.
+"$PONY" vol read -L 3000000 -f out2 d0.img n1.img d3.img d5.img 2>/dev/null || fail "read"
+cmp -s out2 data || fail "rebuilt member's data differs"
+
+# Whole again, then corruption: scrub --repair finds and fixes it.
+truncate -s 12M n4.img
+"$PONY" vol add -d n4.img d0.img n1.img d2.img d3.img d5.img > /dev/null 2>&1 || fail "add 4"
+set -- d0.img n1.img d2.img d3.img n4.img d5.img
+printf 'JUNKJUNK' | dd of=d5.img bs=1 seek=$((1048576 + 70000)) conv=notrunc status=none
+"$PONY" vol scrub --json "$@" 2>/dev/null |
+	python3 -c 'import json,sys; s=json.load(sys.stdin); assert s["count"] >= 1, s' ||
+	fail "scrub did not see the corruption"
+"$PONY" vol scrub --repair "$@" >/dev/null 2>&1 || fail "repair"
+"$PONY" vol scrub "$@" 2>/dev/null | grep -q "0 mismatches" ||
+	fail "scrub after repair"
+
+# Bad input: clear errors, nothing written.
+cp d0.img keep.img
+expect_failure "$PONY" vol assemble d0.img data
+expect_failure "$PONY" vol assemble d0.img raid-missing.img
+truncate -s 2M tiny0.img tiny1.img tiny2.img tiny3.img
+expect_failure "$PONY" vol create -l raid6 -c 1M tiny*.img
+for i in 0 1 2 3; do truncate -s 12M o$i.img; done
+"$PONY" vol create -l raid5 --assume-clean o*.img > /dev/null || fail "create other"
+expect_failure "$PONY" vol assemble d0.img n1.img d2.img o3.img
+"$PONY" vol assemble d0.img n1.img d2.img o3.img 2>&1 | grep -q "member of another volume" ||
+	fail "no message for a foreign member"
+cmp -s d0.img keep.img || fail "a refused assembly wrote to a member"
+printf X | dd of=o2.img bs=1 seek=100 conv=notrunc status=none
+printf X | dd of=o2.img bs=1 seek=$((12 * 1048576 - 4096 + 100)) conv=notrunc status=none
+"$PONY" vol assemble o*.img 2>&1 | grep -q "o2.img: both superblocks are corrupt" ||
+	fail "no message for corrupt superblocks"
+dd if=/dev/zero of=o2.img bs=4096 count=1 conv=notrunc status=none
+dd if=/dev/zero of=o2.img bs=4096 count=1 seek=$((12 * 256 - 1)) conv=notrunc status=none
+"$PONY" vol assemble o*.img 2>&1 | grep -q "o2.img: not a pony volume member" ||
+	fail "no message for a member without superblock"
+pass
