@@ -33,6 +33,12 @@ assert d["routes"]["getdents64"] == "workers", d
 assert d["routes"]["read"] == ("uring" if d["io_uring"] else "workers"), d
 ' || fail "routes --json"
 "$PONY" acall routes --path workers | grep -q "read *workers" || fail "routes --path workers"
+PONY_ACALL_PATH=workers "$PONY" acall routes | grep -q "read *workers" ||
+	fail "PONY_ACALL_PATH=workers does not move reads to workers"
+if "$PONY" acall routes | grep -q "io_uring: yes"; then
+	PONY_ACALL_PATH=uring "$PONY" acall routes | grep -q "statx *uring" ||
+		fail "PONY_ACALL_PATH=uring does not move statx to io_uring"
+fi
 
 # mkfiles makes exactly the files asked for.
 "$PONY" acall mkfiles --count 2500 "$work/tree" >/dev/null || fail "mkfiles"

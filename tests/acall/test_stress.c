@@ -122,34 +122,42 @@ static void *batch_thread(void *arg)
 	return NULL;
 }
 
+/* One synchronous round: write a block, read it back, statx; and a call
+ * when call_value >= 0. Whether every result checked out. */
+static bool sync_round(struct stress *s, unsigned thread, unsigned block, unsigned gen,
+		       long call_value)
+{
+	uint32_t buf[BLOCK / 4], back[BLOCK / 4];
+	uint64_t off = (uint64_t)block * BLOCK;
+	struct acall_op *op = acall_get_op(s->ring);
+	struct statx stx;
+	bool ok;
+
+	fill(buf, thread, block, gen);
+	acall_prep_write(op, s->fd, buf, BLOCK, off);
+	ok = acall_run(s->ring, op) == BLOCK;
+	op = acall_get_op(s->ring);
+	acall_prep_read(op, s->fd, back, BLOCK, off);
+	ok = acall_run(s->ring, op) == BLOCK && ok && matches(back, thread, block, gen);
+	op = acall_get_op(s->ring);
+	acall_prep_statx(op, s->fd, "", AT_EMPTY_PATH, STATX_SIZE, &stx);
+	ok = acall_run(s->ring, op) == 0 && ok;
+	if (call_value >= 0) {
+		op = acall_get_op(s->ring);
+		acall_prep_call(op, echo, (void *)(intptr_t)call_value);
+		ok = acall_run(s->ring, op) == call_value && ok;
+	}
+	return ok;
+}
+
 /* One op at a time: write a block, read it back, statx, call. */
 static void *sync_thread(void *arg)
 {
 	struct stress *s = arg;
-	uint32_t buf[BLOCK / 4], back[BLOCK / 4];
-	struct statx stx;
 
-	for (long i = 0; i < s->ops; i += 4) {
-		unsigned block = BLOCKS + (unsigned)(i / 4) % BLOCKS, gen = (unsigned)(i / 4);
-		uint64_t off = (uint64_t)block * BLOCK;
-		struct acall_op *op = acall_get_op(s->ring);
-		bool ok;
-
-		fill(buf, 1, block, gen);
-		acall_prep_write(op, s->fd, buf, BLOCK, off);
-		ok = acall_run(s->ring, op) == BLOCK;
-		op = acall_get_op(s->ring);
-		acall_prep_read(op, s->fd, back, BLOCK, off);
-		ok = acall_run(s->ring, op) == BLOCK && ok && matches(back, 1, block, gen);
-		op = acall_get_op(s->ring);
-		acall_prep_statx(op, s->fd, "", AT_EMPTY_PATH, STATX_SIZE, &stx);
-		ok = acall_run(s->ring, op) == 0 && ok;
-		op = acall_get_op(s->ring);
-		acall_prep_call(op, echo, (void *)(intptr_t)i);
-		ok = acall_run(s->ring, op) == i && ok;
-		if (!ok)
+	for (long i = 0; i < s->ops; i += 4)
+		if (!sync_round(s, 1, BLOCKS + (unsigned)(i / 4) % BLOCKS, (unsigned)(i / 4), i))
 			atomic_fetch_add(&s->errors, 1);
-	}
 	return NULL;
 }
 
@@ -189,32 +197,10 @@ struct sync_arg {
 static void *many_sync_thread(void *arg)
 {
 	struct sync_arg *a = arg;
-	struct stress *s = a->s;
-	uint32_t buf[BLOCK / 4], back[BLOCK / 4];
-	struct statx stx;
 
-	for (unsigned i = 0; i < 5000; i++) {
-		unsigned block = a->id * 64 + i % 64;
-		struct acall_op *op = acall_get_op(s->ring);
-		bool ok;
-
-		fill(buf, a->id, block, i);
-		acall_prep_write(op, s->fd, buf, BLOCK, (uint64_t)block * BLOCK);
-		ok = acall_run(s->ring, op) == BLOCK;
-		op = acall_get_op(s->ring);
-		acall_prep_read(op, s->fd, back, BLOCK, (uint64_t)block * BLOCK);
-		ok = acall_run(s->ring, op) == BLOCK && ok && matches(back, a->id, block, i);
-		op = acall_get_op(s->ring);
-		acall_prep_statx(op, s->fd, "", AT_EMPTY_PATH, STATX_SIZE, &stx);
-		ok = acall_run(s->ring, op) == 0 && ok;
-		if (i % 16 == 0) {
-			op = acall_get_op(s->ring);
-			acall_prep_call(op, echo, (void *)(intptr_t)i);
-			ok = acall_run(s->ring, op) == i && ok;
-		}
-		if (!ok)
-			atomic_fetch_add(&s->errors, 1);
-	}
+	for (unsigned i = 0; i < 5000; i++)
+		if (!sync_round(a->s, a->id, a->id * 64 + i % 64, i, i % 16 ? -1 : (long)i))
+			atomic_fetch_add(&a->s->errors, 1);
 	return NULL;
 }
 
