@@ -65,7 +65,7 @@ static const char schema[] =
 static const char *const stmt_sql[STMT__MAX] = {
 	[STMT_PATH_GET] = "SELECT block, dev, ino, size, mtime_ns, diskseq, present FROM paths WHERE path=?1",
 	[STMT_FIND1] = "SELECT device_id FROM tags WHERE name=?1 AND value=?2",
-	[STMT_DEV_GET] = "SELECT kind, connect, present, size FROM devices WHERE id=?1",
+	[STMT_DEV_GET] = "SELECT kind, connect, present, size, status, ambivalent FROM devices WHERE id=?1",
 	[STMT_DEV_TAGS] = "SELECT name, value FROM tags WHERE device_id=?1",
 	[STMT_DEV_PATHS] = "SELECT path, present, parent FROM paths WHERE device_id=?1 "
 			   "ORDER BY present DESC, length(path), path",
