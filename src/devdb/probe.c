@@ -39,6 +39,7 @@ struct probe_buf {
  */
 static const struct devdb_prober *const probers[] = {
 	&devdb_mdraid_prober,
+	&devdb_ponyvol_prober,
 	&devdb_bcache_prober,
 	&devdb_lvm2_prober,
 	&devdb_luks_prober,
