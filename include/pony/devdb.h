@@ -113,6 +113,8 @@ struct devdb_dev {
 	char *kind;                     /* "block", "file", "partition", "remote" */
 	char *connect;                  /* remote: "nbd://host:port/export"; else NULL */
 	bool present;                   /* false: vanished, or not connected yet */
+	enum devdb_probe_status status; /* of its last probe */
+	char *ambivalent;               /* status AMBIVALENT: what was found */
 	uint64_t size;
 	struct devdb_tags tags;
 	size_t npaths;

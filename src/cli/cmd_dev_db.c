@@ -151,6 +151,8 @@ static void print_dev_json(struct util_json *j, const struct devdb_dev *d)
 	util_json_bool(j, "present", d->present);
 	if (d->connect)
 		util_json_string(j, "connect", d->connect);
+	if (d->ambivalent)
+		util_json_string(j, "ambivalent", d->ambivalent);
 	util_json_uint(j, "size", d->size);
 	util_json_object_begin(j, "tags");
 	for (size_t i = 0; i < d->tags.n; i++)
@@ -291,7 +293,8 @@ static int list_run(int argc, char **argv)
 
 			printf("%-40s %-18s %-20s %-38s %s\n", d->path ? d->path : "?", t ? t : "-",
 			       l ? l : "-", u ? u : "-",
-			       !strcmp(d->kind, "remote") ? "remote" : d->present ? "present" : "absent");
+			       !strcmp(d->kind, "remote") ? "remote" : !d->present ? "absent" :
+			       d->status == DEVDB_PROBE_AMBIVALENT ? "ambivalent" : "present");
 		}
 	}
 	devdb_devs_free(devs, n);
@@ -340,6 +343,8 @@ static int show_run(int argc, char **argv)
 	       !strcmp(d->kind, "remote") ? "not connected" : d->present ? "present" : "absent");
 	if (d->connect)
 		printf("  connect: %s\n", d->connect);
+	if (d->ambivalent)
+		printf("  ambivalent: %s (no tags: two signatures, as blkid -p)\n", d->ambivalent);
 	for (size_t i = 0; i < d->npaths; i++)
 		printf("  path: %s%s\n", d->paths[i], i == 0 ? " (preferred)" : "");
 	for (size_t i = 0; i < d->tags.n; i++)

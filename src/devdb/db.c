@@ -65,7 +65,7 @@ static const char schema[] =
 static const char *const stmt_sql[STMT__MAX] = {
 	[STMT_PATH_GET] = "SELECT block, dev, ino, size, mtime_ns, diskseq, present FROM paths WHERE path=?1",
 	[STMT_FIND1] = "SELECT device_id FROM tags WHERE name=?1 AND value=?2",
-	[STMT_DEV_GET] = "SELECT kind, connect, present, size FROM devices WHERE id=?1",
+	[STMT_DEV_GET] = "SELECT kind, connect, present, size, status, ambivalent FROM devices WHERE id=?1",
 	[STMT_DEV_TAGS] = "SELECT name, value FROM tags WHERE device_id=?1",
 	[STMT_DEV_PATHS] = "SELECT path, present, parent FROM paths WHERE device_id=?1 "
 			   "ORDER BY present DESC, length(path), path",
@@ -306,28 +306,53 @@ struct store_item {
 	int status;
 };
 
+/* The device row for it, written only if something in it changed. */
+static int store_device(struct devdb *db, const struct store_item *it, int64_t *ret_id)
+{
+	int r = db_run(db, "SELECT id FROM devices WHERE ident=?1 AND kind=?2 AND size=?3 AND "
+			   "status=?4 AND ambivalent IS ?5 AND present=1",
+		       "ssiis", ret_id, it->id->key, it->kind, (int64_t)it->size, (int64_t)it->status,
+		       it->ambivalent);
+
+	if (r < 0 || *ret_id >= 0)
+		return r;
+	return db_run(db, "INSERT INTO devices(ident, kind, size, status, ambivalent, present) "
+			  "VALUES(?1, ?2, ?3, ?4, ?5, 1) ON CONFLICT(ident) DO UPDATE SET "
+			  "kind=excluded.kind, size=excluded.size, status=excluded.status, "
+			  "ambivalent=excluded.ambivalent, present=1 RETURNING id",
+		      "ssiis", ret_id, it->id->key, it->kind, (int64_t)it->size, (int64_t)it->status,
+		      it->ambivalent);
+}
+
+/*
+ * Stores one device and one of its paths. A re-probe that found what was
+ * there writes nothing at all (no WAL growth, no checkpoint), which is what
+ * most rescans are.
+ */
 static int store_one(struct devdb *db, const struct store_item *it)
 {
-	int64_t dev_id, old_id = -1;
+	int64_t dev_id, old_id = -1, same = -1;
 	_cleanup_(freep) char *dircopy = it->parent ? NULL : strdup(it->path);
 	const char *dir = dircopy && !it->id->block ? dirname(dircopy) : NULL;
-	int r;
+	const struct devdb_ident *id = it->id;
+	int r = store_device(db, it, &dev_id);
 
-	r = db_run(db, "INSERT INTO devices(ident, kind, size, status, ambivalent, present) "
-		       "VALUES(?1, ?2, ?3, ?4, ?5, 1) ON CONFLICT(ident) DO UPDATE SET "
-		       "kind=excluded.kind, size=excluded.size, status=excluded.status, "
-		       "ambivalent=excluded.ambivalent, present=1 RETURNING id",
-		   "ssiis", &dev_id, it->id->key, it->kind, (int64_t)it->size, (int64_t)it->status,
-		   it->ambivalent);
 	if (r == 0)
+		r = db_run(db, "SELECT device_id FROM paths WHERE path=?1 AND device_id=?2 AND "
+			       "parent IS ?3 AND present=1 AND block=?4 AND dev=?5 AND ino=?6 AND "
+			       "size=?7 AND mtime_ns=?8 AND diskseq=?9",
+			   "sisiiiiii", &same, it->path, dev_id, it->parent, (int64_t)id->block,
+			   (int64_t)id->dev, (int64_t)id->ino, (int64_t)id->size, id->mtime_ns,
+			   (int64_t)id->diskseq);
+	if (r == 0 && same < 0)
 		r = db_run(db, "SELECT device_id FROM paths WHERE path=?1", "s", &old_id, it->path);
-	if (r == 0)
+	if (r == 0 && same < 0)
 		r = db_run(db, "INSERT OR REPLACE INTO paths(path, device_id, parent, dir, present, "
 			       "block, dev, ino, size, mtime_ns, diskseq) "
 			       "VALUES(?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?8, ?9, ?10)",
-			   "sissiiiiii", NULL, it->path, dev_id, it->parent, dir,
-			   (int64_t)it->id->block, (int64_t)it->id->dev, (int64_t)it->id->ino,
-			   (int64_t)it->id->size, it->id->mtime_ns, (int64_t)it->id->diskseq);
+			   "sissiiiiii", NULL, it->path, dev_id, it->parent, dir, (int64_t)id->block,
+			   (int64_t)id->dev, (int64_t)id->ino, (int64_t)id->size, id->mtime_ns,
+			   (int64_t)id->diskseq);
 	if (r == 0 && old_id >= 0 && old_id != dev_id)
 		r = drop_if_orphan(db, old_id);
 	if (r == 0)

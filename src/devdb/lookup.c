@@ -20,6 +20,7 @@ void devdb_dev_free(struct devdb_dev *dev)
 	free(dev->path);
 	free(dev->kind);
 	free(dev->connect);
+	free(dev->ambivalent);
 	devdb_tags_done(&dev->tags);
 	for (size_t i = 0; i < dev->npaths; i++)
 		free(dev->paths[i]);
@@ -56,6 +57,8 @@ static int load_dev(struct devdb *db, int64_t id, struct devdb_dev **ret)
 	d->connect = col_dup(s, 1);
 	d->present = sqlite3_column_int64(s, 2);
 	d->size = (uint64_t)sqlite3_column_int64(s, 3);
+	d->status = (enum devdb_probe_status)sqlite3_column_int(s, 4);
+	d->ambivalent = col_dup(s, 5);
 	s = devdb_stmt(db, STMT_DEV_TAGS);
 	if (!s)
 		return -ENOMEM;

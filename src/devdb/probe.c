@@ -17,6 +17,13 @@
 #include "probe.h"
 
 #define PROBE_MAX_READ (16u << 20)
+/*
+ * A dozen probers look at the first 8 KiB (MBR, LUKS, LVM, FAT, NTFS, ext,
+ * XFS, MD 1.1/1.2, bcache, swap's first magics): read it once, as one I/O,
+ * rather than a dozen tiny reads. Beyond it, reads are exactly what a
+ * prober asks for.
+ */
+#define PROBE_HEAD 8192u
 
 struct probe_buf {
 	struct probe_buf *next;
@@ -32,6 +39,7 @@ struct probe_buf {
  */
 static const struct devdb_prober *const probers[] = {
 	&devdb_mdraid_prober,
+	&devdb_ponyvol_prober,
 	&devdb_bcache_prober,
 	&devdb_lvm2_prober,
 	&devdb_luks_prober,
@@ -79,6 +87,7 @@ const char *const *devdb_probe_formats(void)
 const uint8_t *devdb_probe_get(struct devdb_probe *pr, uint64_t off, uint64_t len)
 {
 	struct probe_buf *b;
+	uint64_t want_off = 0;
 	int64_t r;
 
 	if (pr->io_error || len == 0 || len > PROBE_MAX_READ || off > pr->size ||
@@ -87,6 +96,11 @@ const uint8_t *devdb_probe_get(struct devdb_probe *pr, uint64_t off, uint64_t le
 	for (b = pr->bufs; b; b = b->next)
 		if (off >= b->off && off + len <= b->off + b->len)
 			return b->data + (off - b->off);
+	if (off + len <= PROBE_HEAD) {
+		len = MIN((uint64_t)PROBE_HEAD, pr->size);
+		want_off = off;
+		off = 0;
+	}
 	b = malloc(sizeof(*b) + len);
 	if (!b) {
 		pr->io_error = -ENOMEM;
@@ -104,7 +118,7 @@ const uint8_t *devdb_probe_get(struct devdb_probe *pr, uint64_t off, uint64_t le
 	b->len = len;
 	b->next = pr->bufs;
 	pr->bufs = b;
-	return b->data;
+	return b->data + want_off;
 }
 
 void devdb_probe_release(struct devdb_probe *pr)
@@ -388,16 +402,16 @@ static int probe_partition(const struct devdb_reader *rd, const struct devdb_pt 
 	return r < 0 ? r : 0;
 }
 
-static int probe_partitions(const struct devdb_reader *rd, const struct devdb_probe_opts *opts,
+/* The partition table, read through pr (the whole disk: its buffers are
+ * the superblock probers', so the first 8 KiB is not read twice). */
+static int probe_partitions(const struct devdb_reader *rd, struct devdb_probe *pr,
 			    struct devdb_probe_result *res)
 {
-	struct devdb_probe pr;
 	struct devdb_pt pt;
 	int r;
 
-	probe_init(&pr, rd, 0, rd->size, opts);
-	r = pr.size > 1024 ? probe_pt(&pr, &pt) : 0;
-	probe_done(&pr, res);
+	pr->io_error = 0;
+	r = pr->size > 1024 ? probe_pt(pr, &pt) : 0;
 	if (r <= 0)
 		return r;
 	if ((pt.id[0] && devdb_tags_add(&res->tags, "PTUUID", pt.id) < 0) ||
@@ -428,17 +442,17 @@ int devdb_probe_reader(const struct devdb_reader *rd, const struct devdb_probe_o
 		return -ENOMEM;
 	probe_init(&pr, rd, 0, rd->size, opts);
 	r = probe_superblocks(&pr, &res->tags, &res->ambivalent, &usage);
-	probe_done(&pr, res);
 	if (r >= 0)
 		res->status = r;
 	/* A RAID member's table belongs to the array (libblkid's IGNORE_PT). */
 	if (r >= 0 && !(opts && opts->no_partitions) && !(usage & DEVDB_USAGE_RAID)) {
 		size_t before = res->tags.n;
 
-		r = probe_partitions(rd, opts, res);
+		r = probe_partitions(rd, &pr, res);
 		if (r >= 0 && res->tags.n > before && res->status == DEVDB_PROBE_NONE)
 			res->status = DEVDB_PROBE_FOUND;
 	}
+	probe_done(&pr, res);
 	if (r < 0) {
 		devdb_probe_result_free(res);
 		return r;

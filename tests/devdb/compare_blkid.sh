@@ -63,6 +63,11 @@ if [ -f "$dir/btrfs.img" ] && [ -f "$dir/ext2.img" ]; then
 	grep -q ambivalent "$dir/err" || fail "pony printed no ambivalence message"
 	"$PONY" dev probe -o udev "$dir/btrfs.img" | grep -q '^ID_FS_AMBIVALENT=.*btrfs' ||
 		fail "no ID_FS_AMBIVALENT in udev output"
+	# the index keeps it, with no tags, marked ambivalent
+	PONY_DEVDB=$dir/devdb.sqlite "$PONY" dev scan "$dir/btrfs.img" >/dev/null || fail "scan"
+	PONY_DEVDB=$dir/devdb.sqlite "$PONY" dev list | grep btrfs.img | grep -q ambivalent ||
+		fail "ambivalent device not listed as such"
+	PONY_DEVDB=$dir/devdb.sqlite "$PONY" dev find TYPE=btrfs >/dev/null && fail "ambivalent device found by TYPE"
 fi
 echo "compared $made images, $fields fields equal to libblkid $(blkid --version | awk '{print $4}')"
 pass

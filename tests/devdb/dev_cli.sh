@@ -114,6 +114,21 @@ if [ "$(id -u)" -eq 0 ] && loopdev=$(losetup -f --show "$img/e1.img" 2>/dev/null
 	"$PONY" dev find --all LABEL=onloop | grep -q "^$loopdev\$" && fail "detached loop device still found"
 fi
 
+# pony volume members: every member of a volume found by the volume's UUID.
+vdir=$dir/vol
+mkdir -p "$vdir"
+for i in 0 1 2; do truncate -s 64M "$vdir/m$i.img"; done
+"$PONY" vol create -l raid5 -N dbvol "$vdir/m0.img" "$vdir/m1.img" "$vdir/m2.img" >/dev/null ||
+	fail "pony vol create"
+"$PONY" dev scan "$vdir" >/dev/null || fail "scan volume members"
+vuuid=$("$PONY" dev show --json "$vdir/m0.img" | python3 -c 'import json,sys; t=json.load(sys.stdin)["tags"]; assert t["TYPE"]=="pony_volume_member" and t["LABEL"]=="dbvol", t; print(t["UUID"])') ||
+	fail "volume member tags"
+[ "$("$PONY" dev find --all TYPE=pony_volume_member UUID="$vuuid" | wc -l)" -eq 3 ] ||
+	fail "not every member found by the volume UUID"
+# the start copy destroyed: the end copy still identifies the member
+dd if=/dev/zero of="$vdir/m2.img" bs=4096 count=1 conv=notrunc status=none
+"$PONY" dev probe -o export "$vdir/m2.img" | grep -qx "UUID=$vuuid" || fail "end superblock copy not used"
+
 # probe output forms
 "$PONY" dev probe -o device "$img/e1.img" | grep -qx "$img/e1.img" || fail "probe -o device"
 "$PONY" dev probe --json "$img/e1.img" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["devices"][0]["TYPE"]=="ext4"' ||

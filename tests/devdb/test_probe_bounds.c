@@ -65,7 +65,7 @@ static const struct devdb_prober *const all_probers[] = {
 	&devdb_exfat_prober, &devdb_ntfs_prober, &devdb_swap_prober, &devdb_luks_prober,
 	&devdb_mdraid_prober, &devdb_lvm2_prober, &devdb_iso9660_prober, &devdb_udf_prober,
 	&devdb_squashfs_prober, &devdb_squashfs3_prober, &devdb_erofs_prober, &devdb_f2fs_prober,
-	&devdb_bcache_prober, &devdb_zfs_prober, &devdb_bitlocker_prober,
+	&devdb_bcache_prober, &devdb_zfs_prober, &devdb_bitlocker_prober, &devdb_ponyvol_prober,
 };
 
 static void probe_random(struct rnd_dev *d)
