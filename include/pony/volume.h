@@ -77,6 +77,8 @@ int volume_as_bdev(struct volume *v, struct bdev **ret);
 enum volume_member_state { VOLUME_MEMBER_OK, VOLUME_MEMBER_FAILED, VOLUME_MEMBER_REBUILDING };
 unsigned volume_member_count(const struct volume *v, unsigned seg);
 enum volume_member_state volume_member_state(const struct volume *v, unsigned seg, unsigned m);
+/* The member's device name (bdev name), NULL when missing. */
+const char *volume_member_device(const struct volume *v, unsigned seg, unsigned m);
 /* Marks a member faulty: no more I/O goes to it. -EINVAL out of range. */
 int volume_fail_member(struct volume *v, unsigned seg, unsigned m);
 /*

@@ -20,6 +20,7 @@ enum {
 	VOL_OPEN_RDONLY = 1,    /* status, table: change nothing on the members */
 	VOL_OPEN_MD = 2,        /* md v1.x superblocks, not pony's */
 	VOL_OPEN_QUIET = 4,     /* no stale-member notices */
+	VOL_OPEN_TABLE = 8,     /* paths[0] is a device-mapper table file ("-": stdin) */
 };
 
 /* Opens members and assembles; prints the reason on failure. 0 or CLI exit code. */

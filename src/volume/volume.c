@@ -523,6 +523,13 @@ enum volume_member_state volume_member_state(const struct volume *v, unsigned se
 	return (enum volume_member_state)volume_mstate(v->segs[seg], m);
 }
 
+const char *volume_member_device(const struct volume *v, unsigned seg, unsigned m)
+{
+	if (seg >= v->nsegs || m >= v->segs[seg]->nmembers || !v->segs[seg]->m[m].dev)
+		return NULL;
+	return v->segs[seg]->m[m].dev->name;
+}
+
 int volume_fail_member(struct volume *v, unsigned seg, unsigned m)
 {
 	if (seg >= v->nsegs || m >= v->segs[seg]->nmembers)

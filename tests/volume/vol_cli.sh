@@ -37,6 +37,23 @@ for set in raid0:3 raid1:2 raid4:3 raid5-ls:3 raid5-la:4 raid5-rs:3 raid5-ra:4 r
 	rm -f "$name-"*.img "$name.out"
 done
 
+# dm fixtures through their tables.
+for i in 0 1; do xz -dc "$fixtures/dm-striped-$i.img.xz" > s$i.img; done
+for i in 0 1 2 3 4; do xz -dc "$fixtures/dm-raid6-zr-$i.img.xz" > z$i.img; done
+echo "0 16384 striped 2 128 s0.img 0 s1.img 0" > striped.table
+echo "0 24576 raid raid6_zr 1 128 5 - z0.img - z1.img - z2.img - z3.img - z4.img" > zr.table
+for t in striped zr; do
+	"$PONY" vol assemble --table $t.table -o $t.out > /dev/null || fail "$t table"
+	cmp -s -n "$(stat -c %s $t.out)" $t.out pattern.bin || fail "$t table: pattern differs"
+done
+"$PONY" vol assemble --table zr.table | grep -q "member 4: ok .*z4.img" || fail "table status"
+echo "0 99999999 linear z0.img 0" > big.table
+"$PONY" vol assemble --table big.table 2>&1 | grep -q "big.table:1: the target does not fit" ||
+	fail "no message for a table too big for its devices"
+echo "0 100 frobnicate" > bad.table
+expect_failure "$PONY" vol assemble --table bad.table
+rm -f s?.img z?.img
+
 # A pony RAID6 of six images.
 for i in 0 1 2 3 4 5; do truncate -s 12M d$i.img; done
 "$PONY" vol create -l raid6 -c 64K -N clitest d*.img > /dev/null || fail "create"
