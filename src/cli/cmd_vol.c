@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,10 +46,25 @@ int vol_open_dev(const char *path, bool rdonly, struct bdev **ret)
 	return r;
 }
 
+static volatile sig_atomic_t vol_interrupted;
+
+static void vol_on_signal(int sig)
+{
+	vol_interrupted = 1;
+}
+
+void vol_catch_interrupt(void)
+{
+	struct sigaction sa = { .sa_handler = vol_on_signal };
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
 int vol_progress(uint64_t done, uint64_t total, void *arg)
 {
 	util_progress_update(arg, done);
-	return 0;
+	return vol_interrupted;         /* stop: the library saves its checkpoint */
 }
 
 int vol_parse_member(const char *cmd, const char *text, unsigned *ret)
