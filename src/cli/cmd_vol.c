@@ -356,8 +356,10 @@ static int vol_create_run(int argc, char **argv)
 			return cli_error("%s cannot be made of %d members with these options", level, n);
 		return cli_error("create: %s", strerror(-r));
 	}
-	printf("created %s volume of %d members, %llu bytes\n", volume_target_name(regions[0].type),
-	       n, (unsigned long long)volume_size(volume_set_volume(s)));
+	printf("created %s volume of %d members, %llu bytes%s\n",
+	       volume_target_name(p.regions[p.nregions - 1].type), n,
+	       (unsigned long long)volume_size(volume_set_volume(s)),
+	       meta ? " (with a raid10 metadata region first)" : "");
 	r = volume_set_close(s);
 	return r < 0 ? cli_error("create: %s", strerror(-r)) : CLI_EXIT_OK;
 }
