@@ -77,6 +77,8 @@ int volume_as_bdev(struct volume *v, struct bdev **ret);
 enum volume_member_state { VOLUME_MEMBER_OK, VOLUME_MEMBER_FAILED, VOLUME_MEMBER_REBUILDING };
 unsigned volume_member_count(const struct volume *v, unsigned seg);
 enum volume_member_state volume_member_state(const struct volume *v, unsigned seg, unsigned m);
+/* The member's device name (bdev name), NULL when missing. */
+const char *volume_member_device(const struct volume *v, unsigned seg, unsigned m);
 /* Marks a member faulty: no more I/O goes to it. -EINVAL out of range. */
 int volume_fail_member(struct volume *v, unsigned seg, unsigned m);
 /*
@@ -110,6 +112,10 @@ typedef void (*volume_mismatch_fn)(const struct volume_mismatch *m, void *arg);
 int volume_scrub(struct volume *v, unsigned seg, bool repair, uint64_t rate,
 		 volume_mismatch_fn report, void *report_arg,
 		 volume_progress_fn progress, void *arg, uint64_t *ret_count);
+/* The same from byte from_off of the segment on (a checkpoint). */
+int volume_scrub_from(struct volume *v, unsigned seg, uint64_t from_off, bool repair,
+		      uint64_t rate, volume_mismatch_fn report, void *report_arg,
+		      volume_progress_fn progress, void *arg, uint64_t *ret_count);
 
 /* Bad blocks of a member (an md bad-block log): reads there are reconstructed. */
 int volume_member_add_badblock(struct volume *v, unsigned seg, unsigned m,
@@ -204,6 +210,8 @@ struct volume_set_info {
 	uint64_t resynced;              /* bytes resynced from the bitmap at open */
 	unsigned rebuild_seg;
 	uint64_t rebuild_off;           /* checkpoint; UINT64_MAX: none */
+	unsigned scrub_seg;
+	uint64_t scrub_off;             /* an interrupted scrub's checkpoint; UINT64_MAX: none */
 };
 void volume_set_info(const struct volume_set *s, struct volume_set_info *ret);
 int volume_set_member(const struct volume_set *s, unsigned m, struct volume_set_member *ret);
@@ -213,6 +221,7 @@ int volume_set_replace(struct volume_set *s, unsigned m, struct bdev *dev);
 /* Rebuilds rebuilding members from the checkpoint on, saving it as it goes. */
 int volume_set_rebuild(struct volume_set *s, uint64_t rate, volume_progress_fn progress,
 		       void *arg);
+/* Scrubs from the saved checkpoint on (if a scrub was stopped), saving it as it goes. */
 int volume_set_scrub(struct volume_set *s, bool repair, uint64_t rate,
 		     volume_mismatch_fn report, void *report_arg,
 		     volume_progress_fn progress, void *arg, uint64_t *ret_count);

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,10 +46,25 @@ int vol_open_dev(const char *path, bool rdonly, struct bdev **ret)
 	return r;
 }
 
+static volatile sig_atomic_t vol_interrupted;
+
+static void vol_on_signal(int sig)
+{
+	vol_interrupted = 1;
+}
+
+void vol_catch_interrupt(void)
+{
+	struct sigaction sa = { .sa_handler = vol_on_signal };
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
 int vol_progress(uint64_t done, uint64_t total, void *arg)
 {
 	util_progress_update(arg, done);
-	return 0;
+	return vol_interrupted;         /* stop: the library saves its checkpoint */
 }
 
 int vol_parse_member(const char *cmd, const char *text, unsigned *ret)
@@ -100,6 +116,43 @@ static void report_stale(struct volume_set *s)
 				(unsigned long long)info.events);
 }
 
+static int table_open_dev(const char *path, struct bdev **ret, void *arg)
+{
+	return vol_open_dev(path, *(bool *)arg, ret) < 0 ? -EIO : 0;
+}
+
+/* A volume from a device-mapper table read from path. */
+static int vol_open_table(const char *path, bool rdonly, struct vol_handle *h)
+{
+	char *text = NULL;
+	size_t cap = 0;
+	FILE *f = !strcmp(path, "-") ? stdin : fopen(path, "re");
+	unsigned line = 0;
+	ssize_t n;
+	int r;
+
+	if (!f)
+		return cli_error("%s: %s", path, strerror(errno));
+	n = getdelim(&text, &cap, 0, f);
+	if (f != stdin)
+		fclose(f);
+	if (n < 0) {
+		free(text);
+		return cli_error("%s: empty table", path);
+	}
+	r = volume_table_parse(text, table_open_dev, &rdonly, &h->v, &line);
+	free(text);
+	if (r == -EIO)
+		return CLI_EXIT_FAILURE;        /* the device's own message is out */
+	if (r == -ENOSPC)
+		return cli_error("%s:%u: the target does not fit its devices", path, line);
+	if (r == -EOPNOTSUPP)
+		return cli_error("%s:%u: target or option not supported", path, line);
+	if (r < 0)
+		return cli_error("%s:%u: bad table line (%s)", path, line, strerror(-r));
+	return 0;
+}
+
 int vol_open(const char *cmd, char **paths, int n, unsigned flags, struct vol_handle *h)
 {
 	struct bdev *devs[64];
@@ -107,6 +160,9 @@ int vol_open(const char *cmd, char **paths, int n, unsigned flags, struct vol_ha
 	int r;
 
 	memset(h, 0, sizeof(*h));
+	if (flags & VOL_OPEN_TABLE)
+		return n == 1 ? vol_open_table(paths[0], flags & VOL_OPEN_RDONLY, h)
+			      : cli_usage_error(cmd, "--table takes no member devices");
 	if (n < 1)
 		return cli_usage_error(cmd, "no member devices given");
 	if (n > 64)
@@ -300,8 +356,10 @@ static int vol_create_run(int argc, char **argv)
 			return cli_error("%s cannot be made of %d members with these options", level, n);
 		return cli_error("create: %s", strerror(-r));
 	}
-	printf("created %s volume of %d members, %llu bytes\n", volume_target_name(regions[0].type),
-	       n, (unsigned long long)volume_size(volume_set_volume(s)));
+	printf("created %s volume of %d members, %llu bytes%s\n",
+	       volume_target_name(p.regions[p.nregions - 1].type), n,
+	       (unsigned long long)volume_size(volume_set_volume(s)),
+	       meta ? " (with a raid10 metadata region first)" : "");
 	r = volume_set_close(s);
 	return r < 0 ? cli_error("create: %s", strerror(-r)) : CLI_EXIT_OK;
 }
@@ -361,6 +419,8 @@ static void status_json(struct vol_handle *h)
 			util_json_uint(&j, "badblocks", sm.badblocks);
 		} else {
 			sm.state = volume_member_state(h->v, 0, m);
+			sm.device = volume_member_device(h->v, 0, m);
+			util_json_string(&j, "device", sm.device ? sm.device : "");
 		}
 		util_json_string(&j, "state", state_name(sm.state));
 		util_json_object_end(&j);
@@ -390,7 +450,8 @@ static void status_text(struct vol_handle *h)
 		printf("region %u: full stripe %llu bytes\n", i,
 		       (unsigned long long)volume_full_stripe(h->v, i));
 	for (unsigned m = 0; m < volume_member_count(h->v, 0); m++) {
-		struct volume_set_member sm = { .state = volume_member_state(h->v, 0, m) };
+		struct volume_set_member sm = { .state = volume_member_state(h->v, 0, m),
+						 .device = volume_member_device(h->v, 0, m) };
 
 		if (h->set)
 			volume_set_member(h->set, m, &sm);
@@ -432,6 +493,7 @@ static void assemble_usage(FILE *out, const char *name)
 		"Assembles the volume whose members are DEV... (any order) and prints its\n"
 		"state. Stale members are refused.\n\n"
 		"      --md           the members carry Linux md v1.x superblocks\n"
+		"  -t, --table FILE   a device-mapper table instead of members (devices by path)\n"
 		"  -o, --output FILE  copy the volume's contents to FILE ('-': stdout)\n"
 		"      --json         machine-readable status\n"
 		"  -h, --help         this help\n", name);
@@ -441,25 +503,28 @@ static int vol_assemble_common(int argc, char **argv, bool rdonly)
 {
 	static const struct option longopts[] = {
 		{ "md", no_argument, NULL, 'M' }, { "output", required_argument, NULL, 'o' },
-		{ "json", no_argument, NULL, 'J' }, { "help", no_argument, NULL, 'h' }, { 0 },
+		{ "json", no_argument, NULL, 'J' }, { "table", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' }, { 0 },
 	};
-	const char *output = NULL;
+	const char *output = NULL, *table = NULL;
 	unsigned flags = rdonly ? VOL_OPEN_RDONLY : 0;
 	bool json = false;
 	struct vol_handle h;
 	int c, r;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:t:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'M': flags |= VOL_OPEN_MD | VOL_OPEN_RDONLY; break;     /* md: look, never touch */
+		case 't': table = optarg; flags |= VOL_OPEN_TABLE | VOL_OPEN_RDONLY; break;
 		case 'o': output = optarg; break;
 		case 'J': json = true; break;
 		case 'h': assemble_usage(stdout, argv[0]); return CLI_EXIT_OK;
 		default: assemble_usage(stderr, argv[0]); return CLI_EXIT_USAGE;
 		}
 	}
-	r = vol_open("pony vol", argv + optind, argc - optind, flags, &h);
+	r = table ? vol_open("pony vol", (char **)&table, 1, flags, &h)
+		  : vol_open("pony vol", argv + optind, argc - optind, flags, &h);
 	if (r)
 		return r;
 	if (output)

@@ -90,6 +90,7 @@ static int do_rebuild(struct vol_handle *h, uint64_t rate)
 	struct util_progress p;
 	int r;
 
+	vol_catch_interrupt();
 	util_progress_init(&p, "rebuild", volume_size(h->v));
 	r = volume_set_rebuild(h->set, rate, vol_progress, &p);
 	util_progress_done(&p);
@@ -200,14 +201,16 @@ static int vol_scrub_run(int argc, char **argv)
 {
 	ADMIN_PARSE("Usage: pony vol scrub [--repair] [-r RATE] [--json] DEV...\n"
 		    "Reads everything, checks mirrors and parity, reports mismatches by\n"
-		    "member and offset; --repair rewrites parity and copies.\n")
+		    "member and offset; --repair rewrites parity and copies. Stopped (Ctrl-C),\n"
+		    "it saves where it was and the next scrub resumes there.\n"
+		    "  -r, --rate BYTES  at most BYTES of volume data per second\n")
 	struct util_json j;
 	struct scrub_report rep = { o.json ? &j : NULL };
 	struct util_progress p;
 	uint64_t count = 0;
 
-	r = vol_open("pony vol scrub", argv + optind, argc - optind, o.repair ? 0 : VOL_OPEN_RDONLY,
-		     &h);
+	/* Read-write even without --repair: the scrub checkpoint is saved as it goes. */
+	r = vol_open("pony vol scrub", argv + optind, argc - optind, 0, &h);
 	if (r)
 		return r;
 	if (o.json) {
@@ -215,6 +218,7 @@ static int vol_scrub_run(int argc, char **argv)
 		util_json_object_begin(&j, NULL);
 		util_json_array_begin(&j, "mismatches");
 	}
+	vol_catch_interrupt();
 	util_progress_init(&p, "scrub", volume_size(h.v));
 	r = volume_set_scrub(h.set, o.repair, o.rate, scrub_print, &rep, vol_progress, &p, &count);
 	util_progress_done(&p);
@@ -228,7 +232,9 @@ static int vol_scrub_run(int argc, char **argv)
 		printf("scrub: %llu mismatches%s\n", (unsigned long long)count,
 		       o.repair && count ? ", repaired" : "");
 	}
-	if (r < 0)
+	if (r == -ECANCELED)
+		cli_error("scrub stopped; the checkpoint is saved, run it again to resume");
+	else if (r < 0)
 		cli_error("scrub: %s", strerror(-r));
 	return vol_close(&h) || r < 0 ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
 }

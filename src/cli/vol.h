@@ -20,6 +20,7 @@ enum {
 	VOL_OPEN_RDONLY = 1,    /* status, table: change nothing on the members */
 	VOL_OPEN_MD = 2,        /* md v1.x superblocks, not pony's */
 	VOL_OPEN_QUIET = 4,     /* no stale-member notices */
+	VOL_OPEN_TABLE = 8,     /* paths[0] is a device-mapper table file ("-": stdin) */
 };
 
 /* Opens members and assembles; prints the reason on failure. 0 or CLI exit code. */
@@ -28,6 +29,8 @@ int vol_open(const char *cmd, char **paths, int n, unsigned flags, struct vol_ha
 int vol_close(struct vol_handle *h);
 /* Opens one member device by path (read-write unless rdonly); message on failure. */
 int vol_open_dev(const char *path, bool rdonly, struct bdev **ret);
+/* From now on SIGINT/SIGTERM make vol_progress() stop the work (checkpoint saved). */
+void vol_catch_interrupt(void);
 /* A progress callback drawing a util_progress bar (arg: struct util_progress *). */
 int vol_progress(uint64_t done, uint64_t total, void *arg);
 /* Parses a member index option. */

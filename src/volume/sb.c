@@ -25,7 +25,7 @@ enum {
 	SB_BITMAP_SHIFT = 0x064, SB_FLAGS = 0x068, SB_NSEGS = 0x06c, SB_REBUILD_SEG = 0x070,
 	SB_NBAD = 0x074, SB_REBUILD_OFF = 0x078, SB_MEMBER_STATE = 0x080,
 	SB_MEMBER_UUIDS = 0x0c0, SB_SEGS = 0x4c0, SB_SEG_SIZE = 48, SB_NAME = 0x640,
-	SB_BAD = 0x680, SB_END_COPY = 0xe80,
+	SB_BAD = 0x680, SB_END_COPY = 0xe80, SB_SCRUB_SEG = 0xe88, SB_SCRUB_OFF = 0xe90,
 };
 
 _Static_assert(SB_SEGS == SB_MEMBER_UUIDS + VOLUME_SB_MAX_MEMBERS * 16, "uuids end at segs");
@@ -72,6 +72,8 @@ void volume_sb_encode(const struct volume_sb *sb, uint8_t *b)
 		put64(b + SB_BAD + i * 16 + 8, sb->bad[i].len);
 	}
 	put64(b + SB_END_COPY, sb->end_copy);
+	put32(b + SB_SCRUB_SEG, sb->scrub_seg);
+	put64(b + SB_SCRUB_OFF, sb->scrub_off);
 	put32(b + SB_CRC, util_crc32c(0, b, VOLUME_SB_SIZE));
 }
 
@@ -128,6 +130,8 @@ int volume_sb_decode(const uint8_t *b, struct volume_sb *sb)
 		sb->bad[i].len = util_get_le64(b + SB_BAD + i * 16 + 8);
 	}
 	sb->end_copy = util_get_le64(b + SB_END_COPY);
+	sb->scrub_seg = util_get_le32(b + SB_SCRUB_SEG);
+	sb->scrub_off = util_get_le64(b + SB_SCRUB_OFF);
 	return 0;
 }
 

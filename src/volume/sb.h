@@ -42,6 +42,8 @@ struct volume_sb {
 	uint64_t bitmap_offset;
 	uint32_t bitmap_bytes, bitmap_shift, flags, nsegs, rebuild_seg, nbad;
 	uint64_t rebuild_off;
+	uint32_t scrub_seg;
+	uint64_t scrub_off;             /* VOLUME_SB_NO_REBUILD: none */
 	uint8_t member_state[VOLUME_SB_MAX_MEMBERS];
 	uint8_t member_uuids[VOLUME_SB_MAX_MEMBERS][16];
 	struct volume_sb_seg segs[VOLUME_SB_MAX_SEGS];

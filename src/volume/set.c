@@ -258,6 +258,7 @@ int volume_set_create(struct bdev **devs, unsigned ndevs, const struct volume_se
 		.data_size = data_size, .bitmap_offset = VOLUME_SB_BITMAP_OFFSET,
 		.bitmap_bytes = VOLUME_SB_BITMAP_BYTES, .bitmap_shift = set_bitmap_shift(volume_size(v)),
 		.nsegs = volume_segment_count(v), .rebuild_off = VOLUME_SB_NO_REBUILD,
+		.scrub_off = VOLUME_SB_NO_REBUILD,
 	};
 	snprintf(s->sb.name, sizeof(s->sb.name), "%s", p->name ? p->name : "pony");
 	r = getrandom(s->sb.volume_uuid, 16, 0) == 16 ? 0 : -EIO;
@@ -475,6 +476,8 @@ void volume_set_info(const struct volume_set *s, struct volume_set_info *ret)
 	ret->resynced = s->resynced;
 	ret->rebuild_seg = s->sb.rebuild_seg;
 	ret->rebuild_off = s->sb.rebuild_off;
+	ret->scrub_seg = s->sb.scrub_seg;
+	ret->scrub_off = s->sb.scrub_off;
 }
 
 int volume_set_member(const struct volume_set *s, unsigned m, struct volume_set_member *ret)
@@ -585,21 +588,49 @@ int volume_set_rebuild(struct volume_set *s, uint64_t rate, volume_progress_fn p
 	return r;
 }
 
+static int set_scrub_progress(uint64_t done, uint64_t total, void *arg)
+{
+	struct volume_set *s = arg;
+	const struct volume_seg *g = set_seg(s, s->progress_seg);
+	int r = 0;
+
+	if (s->user_progress)
+		r = s->user_progress(g->start + done, volume_size(s->v), s->user_arg);
+	if (!s->rdonly && (r || done - s->last_checkpoint >= MIN(SET_CHECKPOINT, total / 16))) {
+		s->sb.scrub_seg = s->progress_seg;
+		s->sb.scrub_off = done;
+		s->last_checkpoint = done;
+		volume_set_commit(s);
+	}
+	return r;
+}
+
 int volume_set_scrub(struct volume_set *s, bool repair, uint64_t rate,
 		     volume_mismatch_fn report, void *report_arg,
 		     volume_progress_fn progress, void *arg, uint64_t *ret_count)
 {
+	bool resume = s->sb.scrub_off != VOLUME_SB_NO_REBUILD && s->sb.scrub_seg < s->sb.nsegs;
+	unsigned first = resume ? s->sb.scrub_seg : 0;
 	uint64_t total = 0;
 	int r = 0;
 
-	for (unsigned i = 0; r >= 0 && i < volume_segment_count(s->v); i++) {
-		uint64_t n = 0;
+	s->user_progress = progress;
+	s->user_arg = arg;
+	for (unsigned i = first; r >= 0 && i < volume_segment_count(s->v); i++) {
+		uint64_t n = 0, from = resume && i == first ? s->sb.scrub_off : 0;
 
-		r = volume_scrub(s->v, i, repair && !s->rdonly, rate, report, report_arg, progress,
-				 arg, &n);
+		s->progress_seg = i;
+		s->last_checkpoint = from;
+		r = volume_scrub_from(s->v, i, from, repair && !s->rdonly, rate, report, report_arg,
+				      set_scrub_progress, s, &n);
 		if (r == -EOPNOTSUPP)
 			r = 0;
 		total += n;
+	}
+	if (r >= 0 && !s->rdonly && s->sb.scrub_off != VOLUME_SB_NO_REBUILD) {
+		s->sb.scrub_off = VOLUME_SB_NO_REBUILD;         /* done: nothing to resume */
+		s->sb.scrub_seg = 0;
+		r = volume_set_commit(s);
 	}
 	if (ret_count)
 		*ret_count = total;

@@ -326,6 +326,15 @@ static void format_devs(FILE *f, const struct volume_seg *s, bool pairs)
 	}
 }
 
+/* "[data_offset N] <#devs> - dev ...": dm-raid takes one data offset for all. */
+static void format_raid_tail(FILE *f, const struct volume_seg *s, uint64_t off)
+{
+	if (off)
+		fprintf(f, " data_offset %llu", (unsigned long long)off);
+	fprintf(f, " %u", s->nmembers);
+	format_devs(f, s, false);
+}
+
 char *volume_table_format(const struct volume *v)
 {
 	char *out = NULL;
@@ -337,6 +346,7 @@ char *volume_table_format(const struct volume *v)
 	for (unsigned i = 0; i < volume_segment_count(v); i++) {
 		const struct volume_seg *s = volume_seg_get(v, i);
 		unsigned long long chunk = s->geom.chunk / 512;
+		uint64_t off = s->nmembers ? s->m[0].offset / 512 : 0;
 
 		fprintf(f, "%llu %llu ", (unsigned long long)(s->start / 512),
 			(unsigned long long)(s->len / 512));
@@ -354,16 +364,16 @@ char *volume_table_format(const struct volume *v)
 			format_devs(f, s, true);
 			break;
 		case VOLUME_RAID10:
-			fprintf(f, "raid raid10 3 %llu raid10_copies %u %u", chunk,
-				layout_raid10_near(s->geom.layout), s->nmembers);
-			format_devs(f, s, false);
+			fprintf(f, "raid raid10 %u %llu raid10_copies %u", off ? 5 : 3, chunk,
+				layout_raid10_near(s->geom.layout));
+			format_raid_tail(f, s, off);
 			break;
 		case VOLUME_RAID4:
 		case VOLUME_RAID5:
 		case VOLUME_RAID6:
-			fprintf(f, "raid %s%s 1 %llu %u", s->type == VOLUME_RAID6 ? "raid6_" : "raid5_",
-				s->type == VOLUME_RAID4 ? "n" : dm_layout_suffix(s), chunk, s->nmembers);
-			format_devs(f, s, false);
+			fprintf(f, "raid %s%s %u %llu", s->type == VOLUME_RAID6 ? "raid6_" : "raid5_",
+				s->type == VOLUME_RAID4 ? "n" : dm_layout_suffix(s), off ? 3 : 1, chunk);
+			format_raid_tail(f, s, off);
 			break;
 		default:
 			fputs(volume_target_name(s->type), f);

@@ -523,6 +523,13 @@ enum volume_member_state volume_member_state(const struct volume *v, unsigned se
 	return (enum volume_member_state)volume_mstate(v->segs[seg], m);
 }
 
+const char *volume_member_device(const struct volume *v, unsigned seg, unsigned m)
+{
+	if (seg >= v->nsegs || m >= v->segs[seg]->nmembers || !v->segs[seg]->m[m].dev)
+		return NULL;
+	return v->segs[seg]->m[m].dev->name;
+}
+
 int volume_fail_member(struct volume *v, unsigned seg, unsigned m)
 {
 	if (seg >= v->nsegs || m >= v->segs[seg]->nmembers)
@@ -617,6 +624,14 @@ int volume_scrub(struct volume *v, unsigned seg, bool repair, uint64_t rate,
 		 volume_mismatch_fn report, void *report_arg,
 		 volume_progress_fn progress, void *arg, uint64_t *ret_count)
 {
+	return volume_scrub_from(v, seg, 0, repair, rate, report, report_arg, progress, arg,
+				 ret_count);
+}
+
+int volume_scrub_from(struct volume *v, unsigned seg, uint64_t from_off, bool repair,
+		      uint64_t rate, volume_mismatch_fn report, void *report_arg,
+		      volume_progress_fn progress, void *arg, uint64_t *ret_count)
+{
 	struct volume_seg *s;
 	uint64_t unit, count = 0, t0 = util_now_ns();
 	int r = 0;
@@ -627,7 +642,7 @@ int volume_scrub(struct volume *v, unsigned seg, bool repair, uint64_t rate,
 	if (!s->ops->scrub || !s->ops->unit)
 		return -EOPNOTSUPP;
 	unit = s->ops->unit(s);
-	for (uint64_t off = 0; off < s->len && r >= 0; off += unit) {
+	for (uint64_t off = from_off / unit * unit; off < s->len && r >= 0; off += unit) {
 		uint64_t n = MIN(unit, s->len - off);
 
 		pthread_mutex_lock(&s->lock);
@@ -635,7 +650,7 @@ int volume_scrub(struct volume *v, unsigned seg, bool repair, uint64_t rate,
 		pthread_mutex_unlock(&s->lock);
 		if (r >= 0 && progress && progress(off + n, s->len, arg))
 			r = -ECANCELED;
-		volume_throttle(t0, off + n, rate);
+		volume_throttle(t0, off + n - from_off / unit * unit, rate);
 	}
 	if (ret_count)
 		*ret_count = count;

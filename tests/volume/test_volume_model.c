@@ -6,6 +6,7 @@
  * the model. Fixed seeds; PONY_MODEL_ITERS raises the count for `make stress`.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -282,6 +283,80 @@ static void test_write_error_marks_member_faulty_and_volume_goes_on(void **state
 	rig_free(&rg);
 }
 
+struct online {
+	struct volume *v;
+	uint8_t *model;
+	uint64_t size;
+	volatile bool stop;
+	unsigned ops;
+};
+
+/* Writes and reads its own half of the volume while the rebuild runs. */
+static void *online_io(void *arg)
+{
+	struct online *o = arg;
+	uint8_t buf[20000];
+	unsigned seed = 3;
+
+	while (!o->stop) {
+		uint64_t off = o->size / 2 + rand_r(&seed) % (o->size / 2 - sizeof(buf));
+		size_t len = 1 + rand_r(&seed) % sizeof(buf);
+
+		for (size_t i = 0; i < len; i++)
+			buf[i] = (uint8_t)rand_r(&seed);
+		if (volume_write(o->v, buf, len, off) < 0)
+			return (void *)1;
+		memcpy(o->model + off, buf, len);
+		if (volume_read(o->v, buf, len, off) < 0 || memcmp(buf, o->model + off, len))
+			return (void *)2;
+		o->ops++;
+	}
+	return NULL;
+}
+
+static void test_rebuild_runs_online_rate_limited_while_io_continues(void **state)
+{
+	const struct model_case c = { "raid6", VOLUME_RAID6, "left-symmetric", 6, 4096, 2 };
+	struct online o;
+	struct rig rg;
+	struct bdev *mem, *f;
+	pthread_t t;
+	void *res;
+	uint64_t t0, rate = 2u << 20;
+	double secs;
+
+	rig_build(&rg, &c);
+	for (uint64_t i = 0; i < rg.size; i++)
+		rg.model[i] = (uint8_t)(i * 3);
+	assert_int_equal(volume_write(rg.v, rg.model, rg.size, 0), 0);
+	assert_int_equal(volume_fail_member(rg.v, 0, 2), 0);
+	assert_int_equal(bdev_mem_new(MEMBER_SIZE, &mem), 0);
+	assert_int_equal(bdev_fault_new(mem, &f), 0);
+	assert_int_equal(volume_replace_member(rg.v, 0, 2, f), 0);
+	o = (struct online){ .v = rg.v, .model = rg.model, .size = rg.size };
+	assert_int_equal(pthread_create(&t, NULL, online_io, &o), 0);
+	t0 = util_now_ns();
+	assert_int_equal(volume_rebuild(rg.v, 0, 0, rate, NULL, NULL), 0);
+	secs = (util_now_ns() - t0) / 1e9;
+	o.stop = true;
+	assert_int_equal(pthread_join(t, &res), 0);
+	assert_null(res);
+	assert_true(o.ops > 0);                         /* I/O went on meanwhile */
+	assert_true(secs >= 0.8 * rg.size / rate);      /* and the rate limit held */
+	/* The rebuilt member is right: lose two others and read everything. */
+	assert_int_equal(volume_member_state(rg.v, 0, 2), VOLUME_MEMBER_OK);
+	assert_int_equal(volume_fail_member(rg.v, 0, 0), 0);
+	assert_int_equal(volume_fail_member(rg.v, 0, 5), 0);
+	{
+		uint8_t *buf = malloc(rg.size);
+
+		assert_int_equal(volume_read(rg.v, buf, rg.size, 0), 0);
+		assert_memory_equal(buf, rg.model, rg.size);
+		free(buf);
+	}
+	rig_free(&rg);
+}
+
 static void count_mismatch(const struct volume_mismatch *m, void *arg)
 {
 	*(unsigned *)arg |= 1u << m->member;
@@ -386,6 +461,7 @@ int main(void)
 		cmocka_unit_test(test_raid_reads_reconstruct_and_rewrite_bad_ranges),
 		cmocka_unit_test(test_write_error_marks_member_faulty_and_volume_goes_on),
 		cmocka_unit_test(test_scrub_finds_and_repairs_a_corrupted_member),
+		cmocka_unit_test(test_rebuild_runs_online_rate_limited_while_io_continues),
 		cmocka_unit_test(test_segments_and_nested_volumes_map_like_one_disk),
 		cmocka_unit_test(test_a_target_that_does_not_fit_its_devices_is_refused),
 	};

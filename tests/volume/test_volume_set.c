@@ -192,6 +192,32 @@ static void test_stale_member_is_refused_then_replaced_and_rebuilt(void **state)
 	free(r);
 }
 
+static void test_a_stopped_scrub_resumes_from_its_checkpoint(void **state)
+{
+	struct volume_set *s = create(&raid6_all, 1);
+	struct volume_set_info info;
+	uint8_t junk[512];
+	uint64_t n = 9;
+	unsigned who;
+
+	assert_int_equal(volume_set_scrub(s, false, 0, NULL, NULL, stop_half_way, NULL, &n),
+			 -ECANCELED);
+	assert_int_equal(volume_set_close(s), 0);
+	assert_int_equal(open_set(all, NDEV, &s, &who), 0);
+	volume_set_info(s, &info);
+	assert_true(info.scrub_off != UINT64_MAX && info.scrub_off > 0);
+	/* Damage the first stripe, which the stopped scrub already checked. */
+	memset(junk, 0x77, sizeof(junk));
+	assert_int_equal(bdev_pwrite(mems[0], junk, sizeof(junk), 1 << 20), 0);
+	assert_int_equal(volume_set_scrub(s, false, 0, NULL, NULL, NULL, NULL, &n), 0);
+	assert_int_equal(n, 0);         /* resumed past it */
+	volume_set_info(s, &info);
+	assert_int_equal(info.scrub_off, UINT64_MAX);
+	assert_int_equal(volume_set_scrub(s, false, 0, NULL, NULL, NULL, NULL, &n), 0);
+	assert_int_equal(n, 1);         /* a fresh scrub starts at 0 (member 0 holds Q there) */
+	assert_int_equal(volume_set_close(s), 0);
+}
+
 static void test_superblocks_fall_back_to_the_end_copy_and_refuse_corruption(void **state)
 {
 	struct volume_set *s = create(&raid6_all, 1);
@@ -350,6 +376,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_volume_reassembles_in_any_order_after_a_clean_close),
 		cmocka_unit_test(test_stale_member_is_refused_then_replaced_and_rebuilt),
+		cmocka_unit_test(test_a_stopped_scrub_resumes_from_its_checkpoint),
 		cmocka_unit_test(test_superblocks_fall_back_to_the_end_copy_and_refuse_corruption),
 		cmocka_unit_test(test_members_of_another_volume_are_refused),
 		cmocka_unit_test(test_crash_resyncs_only_what_the_bitmap_marked),

@@ -37,6 +37,23 @@ for set in raid0:3 raid1:2 raid4:3 raid5-ls:3 raid5-la:4 raid5-rs:3 raid5-ra:4 r
 	rm -f "$name-"*.img "$name.out"
 done
 
+# dm fixtures through their tables.
+for i in 0 1; do xz -dc "$fixtures/dm-striped-$i.img.xz" > s$i.img; done
+for i in 0 1 2 3 4; do xz -dc "$fixtures/dm-raid6-zr-$i.img.xz" > z$i.img; done
+echo "0 16384 striped 2 128 s0.img 0 s1.img 0" > striped.table
+echo "0 24576 raid raid6_zr 1 128 5 - z0.img - z1.img - z2.img - z3.img - z4.img" > zr.table
+for t in striped zr; do
+	"$PONY" vol assemble --table $t.table -o $t.out > /dev/null || fail "$t table"
+	cmp -s -n "$(stat -c %s $t.out)" $t.out pattern.bin || fail "$t table: pattern differs"
+done
+"$PONY" vol assemble --table zr.table | grep -q "member 4: ok .*z4.img" || fail "table status"
+echo "0 99999999 linear z0.img 0" > big.table
+"$PONY" vol assemble --table big.table 2>&1 | grep -q "big.table:1: the target does not fit" ||
+	fail "no message for a table too big for its devices"
+echo "0 100 frobnicate" > bad.table
+expect_failure "$PONY" vol assemble --table bad.table
+rm -f s?.img z?.img
+
 # A pony RAID6 of six images.
 for i in 0 1 2 3 4 5; do truncate -s 12M d$i.img; done
 "$PONY" vol create -l raid6 -c 64K -N clitest d*.img > /dev/null || fail "create"
@@ -72,6 +89,16 @@ printf 'JUNKJUNK' | dd of=d5.img bs=1 seek=$((1048576 + 70000)) conv=notrunc sta
 "$PONY" vol scrub --repair "$@" >/dev/null 2>&1 || fail "repair"
 "$PONY" vol scrub "$@" 2>/dev/null | grep -q "0 mismatches" ||
 	fail "scrub after repair"
+
+# Two regions (raid10 metadata, raid6 data); their dm table assembles the same bytes.
+for i in 0 1 2 3 4 5; do truncate -s 12M r$i.img; done
+"$PONY" vol create -l raid6 -m 1M --assume-clean r*.img | grep -q "metadata region" ||
+	fail "create with a metadata region"
+"$PONY" vol write -f data r*.img || fail "write regions"
+"$PONY" vol table r*.img > regions.table
+[ "$(wc -l < regions.table)" = 2 ] || fail "two regions, two table lines: $(cat regions.table)"
+"$PONY" vol assemble --table regions.table -o regions.out > /dev/null || fail "regions table"
+cmp -s -n 3000000 regions.out data || fail "the table reads other bytes than the volume"
 
 # Bad input: clear errors, nothing written.
 cp d0.img keep.img
