@@ -503,6 +503,8 @@ static void hostfs_destroy(struct vfs *fs)
 
 	hostfs_inodes_free(h);
 	close(h->root.fd);
+	if (h->mount_fd >= 0)
+		close(h->mount_fd);
 	pthread_mutex_destroy(&h->lock);
 	free(h);
 }

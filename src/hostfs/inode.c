@@ -18,7 +18,7 @@ int hostfs_inode_fd(struct hostfs *h, struct hostfs_inode *in, int *ret_tmp)
 	*ret_tmp = -1;
 	if (in->fd >= 0)
 		return in->fd;
-	*ret_tmp = open_by_handle_at(h->root.fd, in->handle, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	*ret_tmp = open_by_handle_at(h->mount_fd, in->handle, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	return *ret_tmp >= 0 ? *ret_tmp : -errno;
 }
 
@@ -46,14 +46,16 @@ void hostfs_handles_probe(struct hostfs *h)
 
 	/* open_by_handle_at() needs CAP_DAC_READ_SEARCH. */
 	h->use_handles = false;
+	h->mount_fd = -1;
 	if (geteuid() != 0)
 		return;
-	fh = malloc(sizeof(*fh) + MAX_HANDLE_SZ);
+	h->mount_fd = openat(h->root.fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fh = h->mount_fd >= 0 ? malloc(sizeof(*fh) + MAX_HANDLE_SZ) : NULL;
 	if (!fh)
 		return;
 	fh->handle_bytes = MAX_HANDLE_SZ;
 	if (name_to_handle_at(h->root.fd, "", fh, &h->mount_id, AT_EMPTY_PATH) == 0) {
-		fd = open_by_handle_at(h->root.fd, fh, O_PATH | O_CLOEXEC);
+		fd = open_by_handle_at(h->mount_fd, fh, O_PATH | O_CLOEXEC);
 		h->use_handles = fd >= 0;
 		if (fd >= 0)
 			close(fd);
