@@ -136,6 +136,8 @@ int hostfs_do_lookup(struct hostfs *h, struct hostfs_inode *parent, const char *
 
 	if (r < 0)
 		return r;
+	if (parent->fd < 0) /* only non-directories are kept as handles */
+		return -ENOTDIR;
 	fd = openat(parent->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;

@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <cmocka.h>
@@ -177,6 +178,42 @@ static void test_readonly_instance_refuses_changes(void **state)
 	vfs_free(ro);
 }
 
+/* Files are kept as handles (root): holding more than RLIMIT_NOFILE works. */
+static void test_holds_more_files_than_descriptors(void **state)
+{
+	struct fixture *f = *state;
+	struct rlimit old, low = { .rlim_cur = 64, .rlim_max = 64 };
+	struct vfs_entry e[200], again;
+	char name[16], buf[8];
+	uint64_t fh;
+
+	if (geteuid() != 0)
+		skip();
+	for (int i = 0; i < 200; i++) {
+		snprintf(name, sizeof(name), "f%d", i);
+		assert_int_equal(VFS_CALL(f->fs, mknod, &f->ctx, VFS_ROOT_INO, name, S_IFREG | 0644,
+					  0, &e[i]), 0);
+	}
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	low.rlim_max = old.rlim_max;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	for (int i = 0; i < 200; i++) {
+		snprintf(name, sizeof(name), "f%d", i);
+		assert_int_equal(VFS_CALL(f->fs, lookup, &f->ctx, VFS_ROOT_INO, name, &again), 0);
+		assert_int_equal(again.ino, e[i].ino);
+	}
+	assert_int_equal(VFS_CALL(f->fs, open, &f->ctx, e[199].ino, O_RDWR, &fh), 0);
+	assert_int_equal(VFS_CALL(f->fs, write, e[199].ino, fh, "ok", 2, 0), 2);
+	assert_int_equal(VFS_CALL(f->fs, read, e[199].ino, fh, buf, sizeof(buf), 0), 2);
+	VFS_CALL(f->fs, release, e[199].ino, fh);
+	/* A file is no directory: names under it are ENOTDIR, not EBADF. */
+	assert_int_equal(VFS_CALL(f->fs, lookup, &f->ctx, e[5].ino, "x", &again), -ENOTDIR);
+	assert_int_equal(VFS_CALL(f->fs, mkdir, &f->ctx, e[5].ino, "x", 0755, &again), -ENOTDIR);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+	for (int i = 0; i < 200; i++)
+		VFS_FORGET(f->fs, e[i].ino, 2);
+}
+
 static void test_missing_root_is_enoent(void **state)
 {
 	struct vfs *fs;
@@ -193,6 +230,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bad_names_are_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_xattrs_and_whiteout_nodes_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_readonly_instance_refuses_changes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_holds_more_files_than_descriptors, setup, teardown),
 		cmocka_unit_test(test_missing_root_is_enoent),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
