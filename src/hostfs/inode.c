@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <stdio.h>
 #include <string.h>
@@ -45,8 +46,13 @@ void hostfs_handles_probe(struct hostfs *h)
 	int fd;
 
 	/* open_by_handle_at() needs CAP_DAC_READ_SEARCH. */
+	struct rlimit rl;
+
 	h->use_handles = false;
 	h->mount_fd = -1;
+	/* Several instances share the process's limit (a union has 2 or more). */
+	h->max_fds = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ?
+		     rl.rlim_cur / 8 : 4096;
 	if (geteuid() != 0)
 		return;
 	h->mount_fd = openat(h->root.fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -157,10 +163,14 @@ int hostfs_do_lookup(struct hostfs *h, struct hostfs_inode *parent, const char *
 		in->dev = makedev(e.attr.stx_dev_major, e.attr.stx_dev_minor);
 		in->ino = e.attr.stx_ino;
 		in->fd = -1;
-		if (h->use_handles && !S_ISDIR(e.attr.stx_mode))
+		/* Descriptors are faster (no open per call): handles only once
+		 * many are held. */
+		if (h->use_handles && !S_ISDIR(e.attr.stx_mode) && h->nfds >= h->max_fds)
 			in->handle = inode_handle(h, fd);
-		if (!in->handle)
+		if (!in->handle) {
 			in->fd = TAKE_FD(fd);
+			h->nfds++;
+		}
 		size_t b = inode_hash(h, in->dev, in->ino);
 		in->hnext = h->buckets[b];
 		h->buckets[b] = in;
@@ -189,8 +199,10 @@ void hostfs_forget(struct vfs *fs, uint64_t ino, uint64_t nlookup)
 			p = &(*p)->hnext;
 		*p = in->hnext;
 		h->count--;
-		if (in->fd >= 0)
+		if (in->fd >= 0) {
 			close(in->fd);
+			h->nfds--;
+		}
 		free(in->handle);
 		free(in);
 	}
