@@ -143,6 +143,8 @@ static int make_node(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
 	if (r < 0)
 		return r;
 	RO_CHECK(h);
+	if (dir->fd < 0) /* only non-directories are kept as handles */
+		return -ENOTDIR;
 	mode &= ~ctx->umask | S_IFMT;
 	creds_enter(ctx, &save);
 	if (kind == MAKE_DIR)
@@ -189,6 +191,8 @@ static int hostfs_link(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
 	RO_CHECK(h);
 	if (fd < 0)
 		return fd;
+	if (dir->fd < 0)
+		return -ENOTDIR;
 	/* AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH; the /proc path does not. */
 	if (linkat(AT_FDCWD, hostfs_fd_path(fd, path), dir->fd, newname,
 		   AT_SYMLINK_FOLLOW) < 0)
@@ -203,6 +207,8 @@ static int remove_name(struct vfs *fs, uint64_t parent, const char *name, int fl
 	if (r < 0)
 		return r;
 	RO_CHECK(hostfs_of(fs));
+	if (INODE(fs, parent)->fd < 0)
+		return -ENOTDIR;
 	return unlinkat(INODE(fs, parent)->fd, name, flags) < 0 ? -errno : 0;
 }
 
@@ -229,6 +235,8 @@ static int hostfs_rename(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t par
 	if (r < 0)
 		return r;
 	RO_CHECK(hostfs_of(fs));
+	if (INODE(fs, parent)->fd < 0 || INODE(fs, newparent)->fd < 0)
+		return -ENOTDIR;
 	if (renameat2(INODE(fs, parent)->fd, name, INODE(fs, newparent)->fd, newname,
 		      flags) < 0)
 		return -errno;
@@ -268,6 +276,8 @@ static int hostfs_create(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t par
 	if (r < 0)
 		return r;
 	RO_CHECK(h);
+	if (dir->fd < 0)
+		return -ENOTDIR;
 	creds_enter(ctx, &save);
 	fd = openat(dir->fd, name, ((flags | O_CREAT) & ~O_NOFOLLOW) | O_CLOEXEC,
 		    mode & ~ctx->umask);
@@ -345,6 +355,10 @@ static int hostfs_opendir(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t in
 
 	if (!d)
 		return -ENOMEM;
+	if (INODE(fs, ino)->fd < 0) {
+		free(d);
+		return -ENOTDIR;
+	}
 	fd = openat(INODE(fs, ino)->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || !(d->dp = fdopendir(fd))) {
 		int r = -errno;
@@ -503,6 +517,8 @@ static void hostfs_destroy(struct vfs *fs)
 
 	hostfs_inodes_free(h);
 	close(h->root.fd);
+	if (h->mount_fd >= 0)
+		close(h->mount_fd);
 	pthread_mutex_destroy(&h->lock);
 	free(h);
 }

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <stdio.h>
 #include <string.h>
@@ -18,7 +19,7 @@ int hostfs_inode_fd(struct hostfs *h, struct hostfs_inode *in, int *ret_tmp)
 	*ret_tmp = -1;
 	if (in->fd >= 0)
 		return in->fd;
-	*ret_tmp = open_by_handle_at(h->root.fd, in->handle, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	*ret_tmp = open_by_handle_at(h->mount_fd, in->handle, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	return *ret_tmp >= 0 ? *ret_tmp : -errno;
 }
 
@@ -45,15 +46,22 @@ void hostfs_handles_probe(struct hostfs *h)
 	int fd;
 
 	/* open_by_handle_at() needs CAP_DAC_READ_SEARCH. */
+	struct rlimit rl;
+
 	h->use_handles = false;
+	h->mount_fd = -1;
+	/* Several instances share the process's limit (a union has 2 or more). */
+	h->max_fds = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ?
+		     rl.rlim_cur / 8 : 4096;
 	if (geteuid() != 0)
 		return;
-	fh = malloc(sizeof(*fh) + MAX_HANDLE_SZ);
+	h->mount_fd = openat(h->root.fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fh = h->mount_fd >= 0 ? malloc(sizeof(*fh) + MAX_HANDLE_SZ) : NULL;
 	if (!fh)
 		return;
 	fh->handle_bytes = MAX_HANDLE_SZ;
 	if (name_to_handle_at(h->root.fd, "", fh, &h->mount_id, AT_EMPTY_PATH) == 0) {
-		fd = open_by_handle_at(h->root.fd, fh, O_PATH | O_CLOEXEC);
+		fd = open_by_handle_at(h->mount_fd, fh, O_PATH | O_CLOEXEC);
 		h->use_handles = fd >= 0;
 		if (fd >= 0)
 			close(fd);
@@ -134,6 +142,8 @@ int hostfs_do_lookup(struct hostfs *h, struct hostfs_inode *parent, const char *
 
 	if (r < 0)
 		return r;
+	if (parent->fd < 0) /* only non-directories are kept as handles */
+		return -ENOTDIR;
 	fd = openat(parent->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -153,10 +163,14 @@ int hostfs_do_lookup(struct hostfs *h, struct hostfs_inode *parent, const char *
 		in->dev = makedev(e.attr.stx_dev_major, e.attr.stx_dev_minor);
 		in->ino = e.attr.stx_ino;
 		in->fd = -1;
-		if (h->use_handles && !S_ISDIR(e.attr.stx_mode))
+		/* Descriptors are faster (no open per call): handles only once
+		 * many are held. */
+		if (h->use_handles && !S_ISDIR(e.attr.stx_mode) && h->nfds >= h->max_fds)
 			in->handle = inode_handle(h, fd);
-		if (!in->handle)
+		if (!in->handle) {
 			in->fd = TAKE_FD(fd);
+			h->nfds++;
+		}
 		size_t b = inode_hash(h, in->dev, in->ino);
 		in->hnext = h->buckets[b];
 		h->buckets[b] = in;
@@ -185,8 +199,10 @@ void hostfs_forget(struct vfs *fs, uint64_t ino, uint64_t nlookup)
 			p = &(*p)->hnext;
 		*p = in->hnext;
 		h->count--;
-		if (in->fd >= 0)
+		if (in->fd >= 0) {
 			close(in->fd);
+			h->nfds--;
+		}
 		free(in->handle);
 		free(in);
 	}

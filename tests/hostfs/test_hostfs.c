@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <cmocka.h>
@@ -177,6 +178,46 @@ static void test_readonly_instance_refuses_changes(void **state)
 	vfs_free(ro);
 }
 
+/* Past a share of RLIMIT_NOFILE, files are kept as handles (root): an
+ * instance holds more files than it could hold descriptors. */
+static void test_holds_more_files_than_descriptors(void **state)
+{
+	struct fixture *f = *state;
+	struct rlimit old, low = { .rlim_cur = 64 };
+	struct vfs_entry e[200], again;
+	char name[16], buf[8];
+	struct vfs *fs;
+	uint64_t fh;
+
+	if (geteuid() != 0)
+		skip();
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	low.rlim_max = old.rlim_max;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	assert_int_equal(hostfs_new(f->dir, 0, &fs), 0);
+	for (int i = 0; i < 200; i++) {
+		snprintf(name, sizeof(name), "f%d", i);
+		assert_int_equal(VFS_CALL(fs, mknod, &f->ctx, VFS_ROOT_INO, name, S_IFREG | 0644,
+					  0, &e[i]), 0);
+	}
+	for (int i = 0; i < 200; i++) {
+		snprintf(name, sizeof(name), "f%d", i);
+		assert_int_equal(VFS_CALL(fs, lookup, &f->ctx, VFS_ROOT_INO, name, &again), 0);
+		assert_int_equal(again.ino, e[i].ino);
+	}
+	assert_int_equal(VFS_CALL(fs, open, &f->ctx, e[199].ino, O_RDWR, &fh), 0);
+	assert_int_equal(VFS_CALL(fs, write, e[199].ino, fh, "ok", 2, 0), 2);
+	assert_int_equal(VFS_CALL(fs, read, e[199].ino, fh, buf, sizeof(buf), 0), 2);
+	VFS_CALL(fs, release, e[199].ino, fh);
+	/* A file is no directory: names under it are ENOTDIR, not EBADF. */
+	assert_int_equal(VFS_CALL(fs, lookup, &f->ctx, e[150].ino, "x", &again), -ENOTDIR);
+	assert_int_equal(VFS_CALL(fs, mkdir, &f->ctx, e[150].ino, "x", 0755, &again), -ENOTDIR);
+	for (int i = 0; i < 200; i++)
+		VFS_FORGET(fs, e[i].ino, 2);
+	vfs_free(fs);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+}
+
 static void test_missing_root_is_enoent(void **state)
 {
 	struct vfs *fs;
@@ -193,6 +234,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bad_names_are_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_xattrs_and_whiteout_nodes_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_readonly_instance_refuses_changes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_holds_more_files_than_descriptors, setup, teardown),
 		cmocka_unit_test(test_missing_root_is_enoent),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -59,7 +59,7 @@ lower_sum() { (cd "$T" && tree_of l1 && tree_of l2 && find l1 l2 -printf '%p %T@
 
 mkdir -p "$T"/{l1,l2,pu,pw,ku,kw,pm,km}
 (
-	cd "$T/l1" && mkdir -p d/sub deep && echo one > a && echo sub > d/sub/s &&
+	cd "$T/l1" && mkdir -p d/sub deep emp full/in && echo deep > full/in/f && echo one > a && echo sub > d/sub/s &&
 	ln a alink && ln -s a sym && mkfifo fifo && chmod 751 d &&
 	python3 -c "import os; os.setxattr('a', 'user.k', b'v1')"
 	cd "$T/l2" && mkdir -p d e/f && echo two > b && echo low > d/x && echo e > e/f/g &&
@@ -102,6 +102,10 @@ ops=(
 	'mv ef e/; ls e e/ef'
 	'mv a2 a 2>&1 | sed "s/.*: //"; rm -rf e; ls'
 	'cat fifo </dev/null & sleep 0.1; kill %1 2>/dev/null; stat -c %F fifo'
+	'mkdir nd2; touch nd2/q; mv nd2 emp; ls -a emp; stat -c %h emp'
+	'mkdir nd3; mv nd3 full 2>&1 | sed "s/.*: //"; mv full/in full2; ls full full2; rmdir full; ls -d full 2>&1 | sed "s/.*: //"'
+	'mkdir full; ls -a full; touch full/x; ls full'
+	'ln -s nowhere dangling; ls -l dangling | cut -c1; mv dangling dmoved/; readlink dmoved/dangling'
 )
 i=0
 for op in "${ops[@]}"; do
