@@ -59,15 +59,18 @@ static unsigned aio_max(void)
 int aio_ring_get_locked(struct acall_ring **ret_ring)
 {
 	if (!aio.ring) {
-		/* The CQ (4 x entries) holds every request in flight, so a
-		 * submission never meets a full CQ (-EBUSY). */
-		struct acall_ring_params p = { .entries = 1024 };
+		/* The CQ (4 x entries) holds every request in flight twice
+		 * over (cancels and acall's wake-ups add entries of their
+		 * own), so a submission never meets a full CQ (-EBUSY): the
+		 * submitter holds aio.lock, which the reaper's callbacks
+		 * need before they can empty the CQ. */
+		struct acall_ring_params p = { .entries = 2048 };
 		sigset_t all, old;
 		int r;
 
 		aio.max = aio_max();
-		if (aio.max > 4 * p.entries)
-			aio.max = 4 * p.entries;
+		if (aio.max > 2 * p.entries)
+			aio.max = 2 * p.entries;
 		/* acall's threads inherit this mask: the application's
 		 * signals must reach its own threads, never pony's. */
 		sigfillset(&all);
