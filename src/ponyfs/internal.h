@@ -92,9 +92,11 @@ struct ponyfs_inode {
 	int64_t mtime, ctime;           /* ns; valid when size_dirty */
 };
 
+/* An open file; every one is on fs->handles, so unmount can free them. */
 struct ponyfs_handle {
 	struct ponyfs_inode *inode;
 	int flags;
+	struct ponyfs_handle *next, **prev;
 };
 
 enum ponyfs_stmt {
@@ -124,6 +126,7 @@ struct ponyfs {
 	size_t npending, cap_pending;
 	struct ponyfs_inode *hash[256];
 	struct ponyfs_inode *dirty;
+	struct ponyfs_handle *handles;
 	uint64_t dirty_bytes;
 	struct ponyfs_stats stats;
 	/* the commit timer */

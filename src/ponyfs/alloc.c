@@ -1,0 +1,132 @@
+/*
+ * alloc.c - free space of the data region: runs of blocks in the `free`
+ * table. Blocks freed in the open transaction are kept aside and enter the
+ * table only just before it commits, so nothing allocated in the same
+ * transaction can overwrite a block the committed state still points at:
+ * that is what makes copy-on-write safe across a crash. Writes reserve a
+ * block per dirty page up front, so ENOSPC comes from write(), never from a
+ * writeback that could no longer report it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+int ponyfs_alloc_locked(struct ponyfs *fs, uint64_t want, uint64_t *ret_start, uint64_t *ret_n)
+{
+	sqlite3_stmt *s = ponyfs_stmt(fs, ST_FREE_FIRST);
+	uint64_t p, n, k;
+	int rc = sqlite3_step(s), r;
+
+	if (rc != SQLITE_ROW) {
+		sqlite3_reset(s);
+		return rc == SQLITE_DONE ? -ENOSPC : ponyfs_sqlite_errno(rc);
+	}
+	p = (uint64_t)sqlite3_column_int64(s, 0);
+	n = (uint64_t)sqlite3_column_int64(s, 1);
+	sqlite3_reset(s);
+	k = MIN(want, n);
+	s = ponyfs_stmt(fs, ST_FREE_DEL);
+	sqlite3_bind_int64(s, 1, (int64_t)p);
+	r = ponyfs_step_done(s);
+	if (r >= 0 && n > k) {
+		s = ponyfs_stmt(fs, ST_FREE_INS);
+		sqlite3_bind_int64(s, 1, (int64_t)(p + k));
+		sqlite3_bind_int64(s, 2, (int64_t)(n - k));
+		r = ponyfs_step_done(s);
+	}
+	if (r < 0)
+		return r;
+	fs->free_blocks -= k;
+	*ret_start = p;
+	*ret_n = k;
+	return 0;
+}
+
+int ponyfs_free_locked(struct ponyfs *fs, uint64_t pblock, uint64_t n)
+{
+	if (fs->npending == fs->cap_pending) {
+		size_t cap = fs->cap_pending ? fs->cap_pending * 2 : 64;
+		void *p = realloc(fs->pending, cap * sizeof(*fs->pending));
+
+		if (!p)
+			return -ENOMEM;
+		fs->pending = p;
+		fs->cap_pending = cap;
+	}
+	fs->pending[fs->npending].pblock = pblock;
+	fs->pending[fs->npending++].n = n;
+	fs->pending_free_blocks += n;
+	return 0;
+}
+
+/* Inserts one run, merged with the runs it touches, so runs never touch. */
+static int free_insert(struct ponyfs *fs, uint64_t p, uint64_t n)
+{
+	sqlite3_stmt *s = ponyfs_stmt(fs, ST_FREE_PREV);
+	int r = 0;
+
+	sqlite3_bind_int64(s, 1, (int64_t)p);
+	if (sqlite3_step(s) == SQLITE_ROW) {
+		uint64_t pp = (uint64_t)sqlite3_column_int64(s, 0);
+		uint64_t pn = (uint64_t)sqlite3_column_int64(s, 1);
+
+		sqlite3_reset(s);
+		if (pp + pn == p) {
+			s = ponyfs_stmt(fs, ST_FREE_DEL);
+			sqlite3_bind_int64(s, 1, (int64_t)pp);
+			r = ponyfs_step_done(s);
+			p = pp;
+			n += pn;
+		}
+	}
+	sqlite3_reset(s);
+	s = ponyfs_stmt(fs, ST_FREE_AT);
+	sqlite3_bind_int64(s, 1, (int64_t)(p + n));
+	if (r >= 0 && sqlite3_step(s) == SQLITE_ROW) {
+		uint64_t nn = (uint64_t)sqlite3_column_int64(s, 0);
+
+		sqlite3_reset(s);
+		s = ponyfs_stmt(fs, ST_FREE_DEL);
+		sqlite3_bind_int64(s, 1, (int64_t)(p + n));
+		r = ponyfs_step_done(s);
+		n += nn;
+	}
+	sqlite3_reset(s);
+	if (r < 0)
+		return r;
+	s = ponyfs_stmt(fs, ST_FREE_INS);
+	sqlite3_bind_int64(s, 1, (int64_t)p);
+	sqlite3_bind_int64(s, 2, (int64_t)n);
+	return ponyfs_step_done(s);
+}
+
+int ponyfs_free_apply_locked(struct ponyfs *fs)
+{
+	for (size_t i = 0; i < fs->npending; i++) {
+		int r = free_insert(fs, fs->pending[i].pblock, fs->pending[i].n);
+
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+void ponyfs_free_committed_locked(struct ponyfs *fs)
+{
+	fs->free_blocks += fs->pending_free_blocks;
+	fs->pending_free_blocks = 0;
+	fs->npending = 0;
+}
+
+int ponyfs_reserve_locked(struct ponyfs *fs, uint64_t n)
+{
+	if (fs->reserved + n > fs->free_blocks) {
+		/* Blocks freed by the open transaction come back once it commits. */
+		if (!fs->pending_free_blocks || ponyfs_commit_locked(fs) < 0 ||
+		    fs->reserved + n > fs->free_blocks)
+			return -ENOSPC;
+	}
+	fs->reserved += n;
+	return 0;
+}

@@ -1,0 +1,587 @@
+/*
+ * data.c - file data: cached dirty blocks per inode, reads that merge them
+ * with the extents on disk (checking each block's CRC32C), and writeback,
+ * which moves one file's cached state into the open transaction in one go:
+ * a pending truncation, its new blocks (copy-on-write: always freshly
+ * allocated, the old ones freed with the transaction), its size and times.
+ * Nothing about a file's data reaches the database any other way, so the
+ * database never holds a size without the data under it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define IO_BLOCKS 256u          /* blocks per data-region I/O: 1 MiB */
+
+static unsigned hash_of(uint64_t ino)
+{
+	return (unsigned)((ino * 0x9e3779b97f4a7c15ull) >> 56);
+}
+
+struct ponyfs_inode *ponyfs_inode_find(struct ponyfs *fs, uint64_t ino)
+{
+	for (struct ponyfs_inode *in = fs->hash[hash_of(ino)]; in; in = in->hnext)
+		if (in->ino == ino)
+			return in;
+	return NULL;
+}
+
+int ponyfs_inode_get_locked(struct ponyfs *fs, uint64_t ino, struct ponyfs_inode **ret)
+{
+	struct ponyfs_inode *in = ponyfs_inode_find(fs, ino);
+	sqlite3_stmt *s;
+	unsigned h;
+
+	if (in) {
+		*ret = in;
+		return 0;
+	}
+	s = ponyfs_stmt(fs, ST_INODE_GET);
+	sqlite3_bind_int64(s, 1, (int64_t)ino);
+	if (sqlite3_step(s) != SQLITE_ROW) {
+		sqlite3_reset(s);
+		return -ENOENT;
+	}
+	in = calloc(1, sizeof(*in));
+	if (!in) {
+		sqlite3_reset(s);
+		return -ENOMEM;
+	}
+	in->ino = ino;
+	in->size = (uint64_t)sqlite3_column_int64(s, 4);
+	sqlite3_reset(s);
+	h = hash_of(ino);
+	in->hnext = fs->hash[h];
+	fs->hash[h] = in;
+	*ret = in;
+	return 0;
+}
+
+static void dirty_add(struct ponyfs *fs, struct ponyfs_inode *in)
+{
+	if (in->dprev)
+		return;
+	in->dnext = fs->dirty;
+	if (fs->dirty)
+		fs->dirty->dprev = &in->dnext;
+	fs->dirty = in;
+	in->dprev = &fs->dirty;
+}
+
+static void dirty_del(struct ponyfs_inode *in)
+{
+	if (!in->dprev)
+		return;
+	*in->dprev = in->dnext;
+	if (in->dnext)
+		in->dnext->dprev = in->dprev;
+	in->dprev = NULL;
+	in->dnext = NULL;
+}
+
+static void pages_free(struct ponyfs *fs, struct ponyfs_inode *in, size_t from)
+{
+	for (size_t i = from; i < in->npages; i++)
+		free(in->pages[i].data);
+	fs->reserved -= in->npages - from;
+	fs->dirty_bytes -= (uint64_t)(in->npages - from) * BS;
+	in->npages = from;
+}
+
+/* Forgets all cached state of in, written back or not, and frees it. */
+void ponyfs_inode_drop_locked(struct ponyfs *fs, struct ponyfs_inode *in)
+{
+	struct ponyfs_inode **pp = &fs->hash[hash_of(in->ino)];
+
+	while (*pp != in)
+		pp = &(*pp)->hnext;
+	*pp = in->hnext;
+	dirty_del(in);
+	pages_free(fs, in, 0);
+	free(in->pages);
+	free(in);
+}
+
+/* Frees in when nothing holds it: not open and nothing left to write back. */
+void ponyfs_inode_put_locked(struct ponyfs *fs, struct ponyfs_inode *in)
+{
+	if (!in->opens && !in->dprev)
+		ponyfs_inode_drop_locked(fs, in);
+}
+
+/* Index of the first page >= index. */
+static size_t page_pos(const struct ponyfs_inode *in, uint64_t index)
+{
+	size_t lo = 0, hi = in->npages;
+
+	if (hi && in->pages[hi - 1].index < index)
+		return hi;              /* appending: the common case */
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (in->pages[mid].index < index)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static bool block_crc_ok(const uint8_t *blk, const uint8_t *csums, uint64_t i)
+{
+	return util_crc32c(0, blk, BS) == util_get_le32(csums + 4 * i);
+}
+
+/* Reads n blocks of one extent, starting skip blocks into it, and checks them. */
+static int extent_read(struct ponyfs *fs, sqlite3_stmt *s, uint64_t skip, uint64_t n, uint8_t *buf)
+{
+	uint64_t pblock = (uint64_t)sqlite3_column_int64(s, 2);
+	const uint8_t *csums = sqlite3_column_blob(s, 3);
+	uint64_t nb = (uint64_t)sqlite3_column_int64(s, 1);
+	int r;
+
+	if (!csums || (uint64_t)sqlite3_column_bytes(s, 3) != 4 * nb)
+		return -EUCLEAN;
+	r = bdev_pread(fs->data, buf, n * BS, (pblock + skip) * BS);
+	if (r < 0)
+		return r;
+	for (uint64_t i = 0; i < n; i++) {
+		if (!block_crc_ok(buf + i * BS, csums, skip + i)) {
+			fs->stats.csum_errors++;
+			return -EBADMSG;
+		}
+	}
+	return 0;
+}
+
+/* The file's blocks [first, first+n) as on disk (holes and cut-off blocks are zeros). */
+static int disk_read(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t first, uint64_t n,
+		     uint8_t *buf)
+{
+	uint64_t end = first + n, blk = first;
+	uint64_t cut = in->trunc_pending ? DIV_ROUND_UP(in->trunc_to, BS) : UINT64_MAX;
+
+	memset(buf, 0, n * BS);
+	end = MIN(end, cut);
+	while (blk < end) {
+		sqlite3_stmt *s = ponyfs_stmt(fs, ST_EXT_PREV);
+		uint64_t foff, nb, run;
+		int r;
+
+		sqlite3_bind_int64(s, 1, (int64_t)in->ino);
+		sqlite3_bind_int64(s, 2, (int64_t)blk);
+		if (sqlite3_step(s) == SQLITE_ROW) {
+			foff = (uint64_t)sqlite3_column_int64(s, 0);
+			nb = (uint64_t)sqlite3_column_int64(s, 1);
+			if (foff + nb > blk) {
+				run = MIN(end, foff + nb) - blk;
+				r = extent_read(fs, s, blk - foff, run, buf + (blk - first) * BS);
+				sqlite3_reset(s);
+				if (r < 0)
+					return r;
+				blk += run;
+				continue;
+			}
+		}
+		sqlite3_reset(s);
+		/* A hole: up to the next extent. */
+		s = ponyfs_stmt(fs, ST_EXT_RANGE);
+		sqlite3_bind_int64(s, 1, (int64_t)in->ino);
+		sqlite3_bind_int64(s, 2, (int64_t)blk);
+		sqlite3_bind_int64(s, 3, (int64_t)end);
+		blk = sqlite3_step(s) == SQLITE_ROW ? (uint64_t)sqlite3_column_int64(s, 0) : end;
+		sqlite3_reset(s);
+	}
+	return 0;
+}
+
+ssize_t ponyfs_read_locked(struct ponyfs *fs, struct ponyfs_inode *in, void *buf,
+			   size_t size, uint64_t off)
+{
+	_cleanup_(freep) uint8_t *tmp = NULL;
+	size_t done = 0;
+
+	if (off >= in->size)
+		return 0;
+	size = (size_t)MIN((uint64_t)size, in->size - off);
+	tmp = malloc((size_t)IO_BLOCKS * BS);
+	if (!tmp)
+		return -ENOMEM;
+	while (done < size) {
+		uint64_t pos = off + done, first = pos / BS;
+		uint64_t n = MIN((uint64_t)IO_BLOCKS, DIV_ROUND_UP(off + size, BS) - first);
+		size_t skip = (size_t)(pos % BS), len = (size_t)MIN(n * BS - skip, size - done);
+		int r = disk_read(fs, in, first, n, tmp);
+
+		if (r < 0)
+			return r;
+		for (size_t i = page_pos(in, first); i < in->npages && in->pages[i].index < first + n; i++)
+			memcpy(tmp + (in->pages[i].index - first) * BS, in->pages[i].data, BS);
+		memcpy((uint8_t *)buf + done, tmp + skip, len);
+		done += len;
+	}
+	return (ssize_t)done;
+}
+
+/* The cached page for index, made (and filled from disk when fill) if missing. */
+static int page_get(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t index, bool fill,
+		    uint8_t **ret)
+{
+	size_t pos = page_pos(in, index);
+	uint8_t *data;
+	int r;
+
+	if (pos < in->npages && in->pages[pos].index == index) {
+		*ret = in->pages[pos].data;
+		return 0;
+	}
+	if (in->npages == in->cap) {
+		size_t cap = in->cap ? in->cap * 2 : 16;
+		void *p = realloc(in->pages, cap * sizeof(*in->pages));
+
+		if (!p)
+			return -ENOMEM;
+		in->pages = p;
+		in->cap = cap;
+	}
+	data = calloc(1, BS);
+	if (!data)
+		return -ENOMEM;
+	r = fill && index * BS < in->size ? disk_read(fs, in, index, 1, data) : 0;
+	if (r >= 0)
+		r = ponyfs_reserve_locked(fs, 1);
+	if (r < 0) {
+		free(data);
+		return r;
+	}
+	memmove(in->pages + pos + 1, in->pages + pos, (in->npages - pos) * sizeof(*in->pages));
+	in->pages[pos] = (struct ponyfs_page){ .index = index, .data = data };
+	in->npages++;
+	fs->dirty_bytes += BS;
+	*ret = data;
+	return 0;
+}
+
+static void inode_touch(struct ponyfs *fs, struct ponyfs_inode *in)
+{
+	in->mtime = in->ctime = ponyfs_now();
+	in->size_dirty = true;
+	dirty_add(fs, in);
+}
+
+ssize_t ponyfs_write_locked(struct ponyfs *fs, struct ponyfs_inode *in, const void *buf,
+			    size_t size, uint64_t off)
+{
+	size_t done = 0;
+	int r = 0;
+
+	if (fs->broken)
+		return fs->broken;
+	if (off + size < off || off + size > (1ull << 50))
+		return -EFBIG;
+	while (done < size) {
+		uint64_t pos = off + done;
+		size_t skip = (size_t)(pos % BS), len = MIN((size_t)BS - skip, size - done);
+		uint8_t *page;
+
+		r = page_get(fs, in, pos / BS, len != BS, &page);
+		if (r < 0)
+			break;
+		memcpy(page + skip, (const uint8_t *)buf + done, len);
+		done += len;
+		if (pos + len > in->size)
+			in->size = pos + len;
+	}
+	if (done)
+		inode_touch(fs, in);
+	if (in->npages * (uint64_t)BS > PONYFS_FILE_DIRTY_MAX) {
+		int w = ponyfs_writeback_locked(fs, in);
+
+		if (w < 0 && !done)
+			return w;
+	}
+	return done ? (ssize_t)done : r;
+}
+
+int ponyfs_truncate_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t size)
+{
+	uint64_t keep = DIV_ROUND_UP(size, BS);
+	int r;
+
+	if (size > (1ull << 50))
+		return -EFBIG;
+	if (size < in->size) {
+		pages_free(fs, in, page_pos(in, keep));
+		if (size % BS) {
+			uint8_t *page;
+
+			/* The new last block keeps zeros past the end, on disk too. */
+			r = page_get(fs, in, size / BS, true, &page);
+			if (r < 0)
+				return r;
+			memset(page + size % BS, 0, BS - size % BS);
+		}
+		in->trunc_to = in->trunc_pending ? MIN(in->trunc_to, size) : size;
+		in->trunc_pending = true;
+		in->trunc_ns = util_now_ns();
+	}
+	in->size = size;
+	inode_touch(fs, in);
+	return 0;
+}
+
+struct ext_row { uint64_t foff, nb, pblock; uint8_t *csums; };
+
+static int ext_insert(struct ponyfs *fs, uint64_t ino, uint64_t foff, uint64_t nb,
+		      uint64_t pblock, const uint8_t *csums)
+{
+	sqlite3_stmt *s = ponyfs_stmt(fs, ST_EXT_INS);
+
+	sqlite3_bind_int64(s, 1, (int64_t)ino);
+	sqlite3_bind_int64(s, 2, (int64_t)foff);
+	sqlite3_bind_int64(s, 3, (int64_t)nb);
+	sqlite3_bind_int64(s, 4, (int64_t)pblock);
+	sqlite3_bind_blob(s, 5, csums, (int)(4 * nb), SQLITE_TRANSIENT);
+	return ponyfs_step_done(s);
+}
+
+static int ext_collect(sqlite3_stmt *s, struct ext_row **rows, size_t *n, uint64_t min_end)
+{
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		struct ext_row e = {
+			.foff = (uint64_t)sqlite3_column_int64(s, 0),
+			.nb = (uint64_t)sqlite3_column_int64(s, 1),
+			.pblock = (uint64_t)sqlite3_column_int64(s, 2),
+		};
+		void *p;
+
+		if (e.foff + e.nb <= min_end || (uint64_t)sqlite3_column_bytes(s, 3) != 4 * e.nb)
+			continue;
+		e.csums = malloc(4 * e.nb);
+		p = realloc(*rows, (*n + 1) * sizeof(**rows));
+		if (!e.csums || !p) {
+			free(e.csums);
+			if (p)
+				*rows = p;
+			sqlite3_reset(s);
+			return -ENOMEM;
+		}
+		memcpy(e.csums, sqlite3_column_blob(s, 3), 4 * e.nb);
+		*rows = p;
+		(*rows)[(*n)++] = e;
+	}
+	sqlite3_reset(s);
+	return 0;
+}
+
+/* Cuts one extent to what lies outside [first, end) and frees the rest. */
+static int ext_cut(struct ponyfs *fs, uint64_t ino, const struct ext_row *e,
+		   uint64_t first, uint64_t end)
+{
+	uint64_t lo = MAX(e->foff, first), hi = MIN(e->foff + e->nb, end);
+	sqlite3_stmt *s = ponyfs_stmt(fs, ST_EXT_DEL);
+	int r;
+
+	sqlite3_bind_int64(s, 1, (int64_t)ino);
+	sqlite3_bind_int64(s, 2, (int64_t)e->foff);
+	r = ponyfs_step_done(s);
+	if (r >= 0 && e->foff < first)
+		r = ext_insert(fs, ino, e->foff, first - e->foff, e->pblock, e->csums);
+	if (r >= 0 && e->foff + e->nb > end)
+		r = ext_insert(fs, ino, end, e->foff + e->nb - end, e->pblock + (end - e->foff),
+			       e->csums + 4 * (end - e->foff));
+	if (r >= 0)
+		r = ponyfs_free_locked(fs, e->pblock + (lo - e->foff), hi - lo);
+	return r;
+}
+
+int ponyfs_extents_remove_locked(struct ponyfs *fs, uint64_t ino, uint64_t first, uint64_t end)
+{
+	struct ext_row *rows = NULL;
+	size_t n = 0;
+	sqlite3_stmt *s;
+	int r = 0;
+
+	if (first >= end)
+		return 0;
+	if (first > 0) {
+		s = ponyfs_stmt(fs, ST_EXT_PREV);
+		sqlite3_bind_int64(s, 1, (int64_t)ino);
+		sqlite3_bind_int64(s, 2, (int64_t)first - 1);
+		r = ext_collect(s, &rows, &n, first);
+	}
+	if (r >= 0) {
+		s = ponyfs_stmt(fs, ST_EXT_RANGE);
+		sqlite3_bind_int64(s, 1, (int64_t)ino);
+		sqlite3_bind_int64(s, 2, (int64_t)first);
+		sqlite3_bind_int64(s, 3, (int64_t)MIN(end, (uint64_t)INT64_MAX));
+		r = ext_collect(s, &rows, &n, first);
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (r >= 0)
+			r = ext_cut(fs, ino, &rows[i], first, end);
+		free(rows[i].csums);
+	}
+	free(rows);
+	return r;
+}
+
+/* Writes pages [from, to) of in, consecutive indexes, to new blocks. */
+static int write_run(struct ponyfs *fs, struct ponyfs_inode *in, size_t from, size_t to,
+		     uint8_t *buf, uint8_t *csums)
+{
+	int r = ponyfs_extents_remove_locked(fs, in->ino, in->pages[from].index,
+					     in->pages[to - 1].index + 1);
+
+	while (r >= 0 && from < to) {
+		uint64_t p, k;
+
+		r = ponyfs_alloc_locked(fs, MIN((uint64_t)(to - from), (uint64_t)IO_BLOCKS), &p, &k);
+		if (r < 0)
+			break;
+		for (uint64_t i = 0; i < k; i++) {
+			le32 c;
+
+			memcpy(buf + i * BS, in->pages[from + i].data, BS);
+			c = cpu_to_le32(util_crc32c(0, buf + i * BS, BS));
+			memcpy(csums + 4 * i, &c, 4);
+		}
+		r = bdev_pwrite(fs->data, buf, k * BS, p * BS);
+		if (r >= 0)
+			r = ext_insert(fs, in->ino, in->pages[from].index, k, p, csums);
+		fs->reserved -= k;      /* the pages' reservations became blocks */
+		fs->data_unflushed = true;
+		fs->stats.data_blocks_written += k;
+		from += k;
+	}
+	return r;
+}
+
+static int write_pages(struct ponyfs *fs, struct ponyfs_inode *in)
+{
+	_cleanup_(freep) uint8_t *buf = malloc((size_t)IO_BLOCKS * BS);
+	_cleanup_(freep) uint8_t *csums = malloc(4 * IO_BLOCKS);
+	size_t from = 0, done = 0;
+	int r = 0;
+
+	if (!buf || !csums)
+		return -ENOMEM;
+	while (r >= 0 && from < in->npages) {
+		size_t to = from + 1;
+
+		while (to < in->npages && in->pages[to].index == in->pages[to - 1].index + 1)
+			to++;
+		r = write_run(fs, in, from, to, buf, csums);
+		done = to;
+		from = to;
+	}
+	/* The written pages' reservations were spent in write_run. */
+	for (size_t i = 0; i < done; i++)
+		free(in->pages[i].data);
+	fs->dirty_bytes -= (uint64_t)done * BS;
+	if (in->npages > done)  /* what a failed run left behind */
+		memmove(in->pages, in->pages + done, (in->npages - done) * sizeof(*in->pages));
+	in->npages -= done;
+	return r;
+}
+
+int ponyfs_writeback_locked(struct ponyfs *fs, struct ponyfs_inode *in)
+{
+	sqlite3_stmt *s;
+	int r;
+
+	if (!in->dprev)
+		return 0;
+	r = ponyfs_txn_begin_locked(fs);
+	if (r >= 0 && in->trunc_pending)
+		r = ponyfs_extents_remove_locked(fs, in->ino, DIV_ROUND_UP(in->trunc_to, BS), UINT64_MAX);
+	if (r >= 0) {
+		in->trunc_pending = false;
+		r = write_pages(fs, in);
+	}
+	if (r >= 0 && in->size_dirty) {
+		s = ponyfs_stmt(fs, ST_INODE_SIZE);
+		sqlite3_bind_int64(s, 1, (int64_t)in->ino);
+		sqlite3_bind_int64(s, 2, (int64_t)in->size);
+		r = ponyfs_step_done(s);
+		s = ponyfs_stmt(fs, ST_INODE_TIMES);
+		sqlite3_bind_int64(s, 1, (int64_t)in->ino);
+		sqlite3_bind_int64(s, 2, in->mtime);
+		sqlite3_bind_int64(s, 3, in->ctime);
+		if (r >= 0)
+			r = ponyfs_step_done(s);
+	}
+	if (r < 0) {
+		fs->broken = -EIO;      /* the transaction holds half a file now */
+		return r;
+	}
+	in->size_dirty = false;
+	dirty_del(in);
+	fs->stats.writebacks++;
+	return 0;
+}
+
+static bool inode_held(const struct ponyfs_inode *in, uint64_t now)
+{
+	return in->trunc_pending && (in->writers || now - in->trunc_ns < PONYFS_HOLD_NS);
+}
+
+int ponyfs_writeback_all_locked(struct ponyfs *fs, bool skip_held)
+{
+	uint64_t now = util_now_ns();
+	struct ponyfs_inode *in = fs->dirty, *next;
+
+	for (; in; in = next) {
+		int r;
+
+		next = in->dnext;
+		if (skip_held && inode_held(in, now))
+			continue;
+		r = ponyfs_writeback_locked(fs, in);
+		if (r < 0)
+			return r;
+		ponyfs_inode_put_locked(fs, in);
+	}
+	return 0;
+}
+
+int ponyfs_punch_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t off, uint64_t len)
+{
+	uint64_t end = MIN(off + len, in->size);
+	uint64_t first = DIV_ROUND_UP(off, BS), last = end / BS;
+	static const uint8_t zeros[BS];
+	int r;
+
+	if (off >= end)
+		return 0;
+	r = ponyfs_writeback_locked(fs, in);
+	if (r >= 0 && first < last)
+		r = ponyfs_extents_remove_locked(fs, in->ino, first, last);
+	/* Partial blocks at either edge are zeroed by writing zeros. */
+	if (r >= 0 && off % BS)
+		r = (int)ponyfs_write_locked(fs, in, zeros, (size_t)MIN(end - off, BS - off % BS), off);
+	if (r >= 0 && end % BS && end / BS >= first && end > off)
+		r = (int)ponyfs_write_locked(fs, in, zeros, (size_t)(end % BS), end - end % BS);
+	if (r >= 0)
+		inode_touch(fs, in);
+	return r < 0 ? r : 0;
+}
+
+int ponyfs_blocks_locked(struct ponyfs *fs, uint64_t ino, uint64_t *ret)
+{
+	sqlite3_stmt *s = ponyfs_stmt(fs, ST_EXT_SUM);
+	struct ponyfs_inode *in = ponyfs_inode_find(fs, ino);
+	uint64_t n = 0;
+
+	fs->stats.extent_walks++;
+	sqlite3_bind_int64(s, 1, (int64_t)ino);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		n = (uint64_t)sqlite3_column_int64(s, 0);
+	sqlite3_reset(s);
+	if (in)
+		n += in->npages;        /* cached blocks will take new blocks (copy-on-write) */
+	*ret = n * (BS / 512);
+	return 0;
+}

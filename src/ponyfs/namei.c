@@ -1,0 +1,507 @@
+/*
+ * namei.c - ponyfs's namespace: lookup, creating and removing names,
+ * rename and readdir, each a change in the open transaction. A rename
+ * writes the cached data of the file it moves into the same transaction
+ * first (ordering rule 2), so the new name never commits without the data:
+ * replace-via-rename needs no fsync.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+
+#include "internal.h"
+
+static void attr_from_row(sqlite3_stmt *s, struct statx *x)
+{
+	int64_t t[4];
+
+	x->stx_mode = (uint16_t)sqlite3_column_int64(s, 0);
+	x->stx_uid = (uint32_t)sqlite3_column_int64(s, 1);
+	x->stx_gid = (uint32_t)sqlite3_column_int64(s, 2);
+	x->stx_nlink = (uint32_t)sqlite3_column_int64(s, 3);
+	x->stx_size = (uint64_t)sqlite3_column_int64(s, 4);
+	for (int i = 0; i < 4; i++)
+		t[i] = sqlite3_column_int64(s, 5 + i);
+	x->stx_atime = (struct statx_timestamp){ .tv_sec = t[0] / 1000000000, .tv_nsec = (uint32_t)(t[0] % 1000000000) };
+	x->stx_mtime = (struct statx_timestamp){ .tv_sec = t[1] / 1000000000, .tv_nsec = (uint32_t)(t[1] % 1000000000) };
+	x->stx_ctime = (struct statx_timestamp){ .tv_sec = t[2] / 1000000000, .tv_nsec = (uint32_t)(t[2] % 1000000000) };
+	x->stx_btime = (struct statx_timestamp){ .tv_sec = t[3] / 1000000000, .tv_nsec = (uint32_t)(t[3] % 1000000000) };
+	x->stx_rdev_major = major((dev_t)sqlite3_column_int64(s, 9));
+	x->stx_rdev_minor = minor((dev_t)sqlite3_column_int64(s, 9));
+}
+
+/*
+ * The attributes of ino. Only STATX_BLOCKS costs more than the row (an
+ * extent walk), so it is computed only when asked for: statx light.
+ */
+int ponyfs_fill_attr_locked(struct ponyfs *fs, uint64_t ino, unsigned mask, struct statx *ret)
+{
+	sqlite3_stmt *s = ponyfs_stmt(fs, ST_INODE_GET);
+	struct ponyfs_inode *in;
+	uint64_t blocks;
+
+	sqlite3_bind_int64(s, 1, (int64_t)ino);
+	if (sqlite3_step(s) != SQLITE_ROW) {
+		sqlite3_reset(s);
+		return -ENOENT;
+	}
+	memset(ret, 0, sizeof(*ret));
+	attr_from_row(s, ret);
+	sqlite3_reset(s);
+	ret->stx_ino = ino;
+	ret->stx_blksize = BS;
+	ret->stx_mask = (STATX_BASIC_STATS | STATX_BTIME) & ~STATX_BLOCKS;
+	in = ponyfs_inode_find(fs, ino);
+	if (in) {
+		ret->stx_size = in->size;
+		if (in->size_dirty) {
+			ret->stx_mtime = (struct statx_timestamp){ .tv_sec = in->mtime / 1000000000,
+				.tv_nsec = (uint32_t)(in->mtime % 1000000000) };
+			ret->stx_ctime = (struct statx_timestamp){ .tv_sec = in->ctime / 1000000000,
+				.tv_nsec = (uint32_t)(in->ctime % 1000000000) };
+		}
+	}
+	if (mask & STATX_BLOCKS) {
+		ponyfs_blocks_locked(fs, ino, &blocks);
+		ret->stx_blocks = blocks;
+		ret->stx_mask |= STATX_BLOCKS;
+	}
+	return 0;
+}
+
+static int entry_fill(struct ponyfs *fs, uint64_t ino, struct vfs_entry *ret)
+{
+	ret->ino = ino;
+	ret->generation = 0;    /* inode numbers are never reused */
+	return ponyfs_fill_attr_locked(fs, ino, STATX_BASIC_STATS | STATX_BTIME, &ret->attr);
+}
+
+static int dentry_ino(struct ponyfs *fs, uint64_t parent, const char *name, uint64_t *ret)
+{
+	sqlite3_stmt *s = ponyfs_stmt(fs, ST_DENTRY_GET);
+	int rc;
+
+	sqlite3_bind_int64(s, 1, (int64_t)parent);
+	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		*ret = (uint64_t)sqlite3_column_int64(s, 0);
+	sqlite3_reset(s);
+	return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : ponyfs_sqlite_errno(rc);
+}
+
+static int inode_mode(struct ponyfs *fs, uint64_t ino, mode_t *ret)
+{
+	int64_t m;
+	int r = ponyfs_sql_int(fs, &m, "SELECT mode FROM inodes WHERE ino = ?1", 1, (int64_t)ino);
+
+	if (r >= 0)
+		*ret = (mode_t)m;
+	return r;
+}
+
+/* parent must be a directory; name a valid component. */
+static int check_dir_name(struct ponyfs *fs, uint64_t parent, const char *name)
+{
+	mode_t m;
+	int r = name ? vfs_check_name(name) : 0;
+
+	if (r >= 0)
+		r = inode_mode(fs, parent, &m);
+	if (r >= 0 && !S_ISDIR(m))
+		r = -ENOTDIR;
+	return r;
+}
+
+static int touch_dir(struct ponyfs *fs, uint64_t dir, int nlink_delta)
+{
+	return ponyfs_sql(fs, "UPDATE inodes SET mtime = ?2, ctime = ?2, nlink = nlink + ?3 "
+			  "WHERE ino = ?1", 3, (int64_t)dir, ponyfs_now(), (int64_t)nlink_delta);
+}
+
+static int dentry_add(struct ponyfs *fs, uint64_t parent, const char *name, uint64_t ino)
+{
+	int64_t cookie;
+	sqlite3_stmt *s = NULL;
+	int r = ponyfs_sql_int(fs, &cookie, "SELECT next_cookie FROM inodes WHERE ino = ?1", 1,
+			       (int64_t)parent);
+
+	if (r >= 0)
+		r = ponyfs_sql(fs, "UPDATE inodes SET next_cookie = next_cookie + 1 WHERE ino = ?1",
+			       1, (int64_t)parent);
+	if (r < 0)
+		return r;
+	r = ponyfs_sqlite_errno(sqlite3_prepare_v2(fs->db, "INSERT INTO dentries (parent, name, ino, "
+				"cookie) VALUES (?1, ?2, ?3, ?4)", -1, &s, NULL));
+	if (r >= 0) {
+		sqlite3_bind_int64(s, 1, (int64_t)parent);
+		sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
+		sqlite3_bind_int64(s, 3, (int64_t)ino);
+		sqlite3_bind_int64(s, 4, cookie);
+		r = ponyfs_step_done(s);
+	}
+	sqlite3_finalize(s);
+	return r;
+}
+
+static int dentry_del(struct ponyfs *fs, uint64_t parent, const char *name)
+{
+	sqlite3_stmt *s = NULL;
+	int r = ponyfs_sqlite_errno(sqlite3_prepare_v2(fs->db,
+		"DELETE FROM dentries WHERE parent = ?1 AND name = ?2", -1, &s, NULL));
+
+	if (r >= 0) {
+		sqlite3_bind_int64(s, 1, (int64_t)parent);
+		sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
+		r = ponyfs_step_done(s);
+	}
+	sqlite3_finalize(s);
+	return r;
+}
+
+/* A new inode named name in parent; its id in *ret_ino. */
+static int inode_create(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
+			const char *name, mode_t mode, dev_t rdev, const char *target,
+			uint64_t *ret_ino)
+{
+	sqlite3_stmt *s = NULL;
+	int64_t now = ponyfs_now();
+	uint64_t ino;
+	int r = check_dir_name(fs, parent, name);
+
+	if (r >= 0 && dentry_ino(fs, parent, name, &ino) >= 0)
+		r = -EEXIST;
+	if (r >= 0)
+		r = ponyfs_txn_begin_locked(fs);
+	if (r >= 0)
+		r = ponyfs_sqlite_errno(sqlite3_prepare_v2(fs->db, "INSERT INTO inodes (mode, uid, gid, "
+			"nlink, size, atime, mtime, ctime, btime, rdev, target) VALUES "
+			"(?1, ?2, ?3, ?4, ?5, ?6, ?6, ?6, ?6, ?7, ?8)", -1, &s, NULL));
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(s, 1, mode);
+	sqlite3_bind_int64(s, 2, ctx->uid);
+	sqlite3_bind_int64(s, 3, ctx->gid);
+	sqlite3_bind_int64(s, 4, S_ISDIR(mode) ? 2 : 1);
+	sqlite3_bind_int64(s, 5, target ? (int64_t)strlen(target) : 0);
+	sqlite3_bind_int64(s, 6, now);
+	sqlite3_bind_int64(s, 7, (int64_t)rdev);
+	if (target)
+		sqlite3_bind_blob(s, 8, target, (int)strlen(target), SQLITE_STATIC);
+	r = ponyfs_step_done(s);
+	sqlite3_finalize(s);
+	ino = (uint64_t)sqlite3_last_insert_rowid(fs->db);
+	if (r >= 0)
+		r = dentry_add(fs, parent, name, ino);
+	if (r >= 0)
+		r = touch_dir(fs, parent, S_ISDIR(mode) ? 1 : 0);
+	if (r >= 0)
+		*ret_ino = ino;
+	return r;
+}
+
+int ponyfs_create_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
+			 const char *name, mode_t mode, dev_t rdev, const char *target,
+			 struct vfs_entry *ret)
+{
+	uint64_t ino;
+	int r;
+
+	if (!S_ISLNK(mode))
+		mode = (mode & S_IFMT) | (mode & 07777 & ~ctx->umask);
+	r = inode_create(fs, ctx, parent, name, mode, rdev, target, &ino);
+	return r < 0 ? r : entry_fill(fs, ino, ret);
+}
+
+int ponyfs_lookup_locked(struct ponyfs *fs, uint64_t parent, const char *name,
+			 struct vfs_entry *ret)
+{
+	uint64_t ino;
+	int r = check_dir_name(fs, parent, name);
+
+	if (r >= 0)
+		r = dentry_ino(fs, parent, name, &ino);
+	return r < 0 ? r : entry_fill(fs, ino, ret);
+}
+
+int ponyfs_link_locked(struct ponyfs *fs, uint64_t ino, uint64_t newparent, const char *newname,
+		       struct vfs_entry *ret)
+{
+	uint64_t other;
+	mode_t m;
+	int r = check_dir_name(fs, newparent, newname);
+
+	if (r >= 0)
+		r = inode_mode(fs, ino, &m);
+	if (r >= 0 && S_ISDIR(m))
+		r = -EPERM;
+	if (r >= 0 && dentry_ino(fs, newparent, newname, &other) >= 0)
+		r = -EEXIST;
+	if (r >= 0)
+		r = ponyfs_txn_begin_locked(fs);
+	if (r >= 0)
+		r = dentry_add(fs, newparent, newname, ino);
+	if (r >= 0)
+		r = ponyfs_sql(fs, "UPDATE inodes SET nlink = nlink + 1, ctime = ?2 WHERE ino = ?1",
+			       2, (int64_t)ino, ponyfs_now());
+	if (r >= 0)
+		r = touch_dir(fs, newparent, 0);
+	return r < 0 ? r : entry_fill(fs, ino, ret);
+}
+
+int ponyfs_inode_delete_locked(struct ponyfs *fs, uint64_t ino)
+{
+	struct ponyfs_inode *in = ponyfs_inode_find(fs, ino);
+	int r;
+
+	if (in)
+		ponyfs_inode_drop_locked(fs, in);
+	r = ponyfs_extents_remove_locked(fs, ino, 0, UINT64_MAX);
+	if (r >= 0)
+		r = ponyfs_sql(fs, "DELETE FROM xattrs WHERE ino = ?1", 1, (int64_t)ino);
+	if (r >= 0)
+		r = ponyfs_sql(fs, "DELETE FROM inodes WHERE ino = ?1", 1, (int64_t)ino);
+	return r;
+}
+
+/* ino lost a name: delete it with its last name, unless it is still open. */
+static int inode_unref(struct ponyfs *fs, uint64_t ino, bool dir)
+{
+	struct ponyfs_inode *in = ponyfs_inode_find(fs, ino);
+	int64_t nlink;
+	int r = ponyfs_sql(fs, "UPDATE inodes SET nlink = nlink - ?3, ctime = ?2 WHERE ino = ?1", 3,
+			   (int64_t)ino, ponyfs_now(), (int64_t)(dir ? 2 : 1));
+
+	if (r >= 0)
+		r = ponyfs_sql_int(fs, &nlink, "SELECT nlink FROM inodes WHERE ino = ?1", 1, (int64_t)ino);
+	if (r < 0 || nlink > 0)
+		return r;
+	if (in && in->opens)
+		return 0;       /* an orphan until its last close (or the next mount) */
+	return ponyfs_inode_delete_locked(fs, ino);
+}
+
+static int dir_empty(struct ponyfs *fs, uint64_t dir)
+{
+	int64_t one;
+	int r = ponyfs_sql_int(fs, &one, "SELECT 1 FROM dentries WHERE parent = ?1 LIMIT 1", 1,
+			       (int64_t)dir);
+
+	return r == -ENOENT ? 0 : r < 0 ? r : -ENOTEMPTY;
+}
+
+int ponyfs_remove_locked(struct ponyfs *fs, uint64_t parent, const char *name, bool dir)
+{
+	uint64_t ino;
+	mode_t m;
+	int r = check_dir_name(fs, parent, name);
+
+	if (r >= 0)
+		r = dentry_ino(fs, parent, name, &ino);
+	if (r >= 0)
+		r = inode_mode(fs, ino, &m);
+	if (r >= 0 && dir != !!S_ISDIR(m))
+		r = dir ? -ENOTDIR : -EISDIR;
+	if (r >= 0 && dir)
+		r = dir_empty(fs, ino);
+	if (r >= 0)
+		r = ponyfs_txn_begin_locked(fs);
+	if (r >= 0)
+		r = dentry_del(fs, parent, name);
+	if (r >= 0)
+		r = touch_dir(fs, parent, dir ? -1 : 0);
+	if (r >= 0)
+		r = inode_unref(fs, ino, dir);
+	return r;
+}
+
+/* -EINVAL when dir is src or below it: a directory cannot move into itself. */
+static int check_not_below(struct ponyfs *fs, uint64_t src, uint64_t dir)
+{
+	while (dir != VFS_ROOT_INO) {
+		int64_t up;
+
+		if (dir == src)
+			return -EINVAL;
+		if (ponyfs_sql_int(fs, &up, "SELECT parent FROM dentries WHERE ino = ?1 LIMIT 1", 1,
+				   (int64_t)dir) < 0)
+			return -ENOENT;
+		dir = (uint64_t)up;
+	}
+	return 0;
+}
+
+/* Rule 2: the file moves with its data, in one transaction. */
+static int writeback_ino(struct ponyfs *fs, uint64_t ino)
+{
+	struct ponyfs_inode *in = ponyfs_inode_find(fs, ino);
+
+	return in ? ponyfs_writeback_locked(fs, in) : 0;
+}
+
+static int rename_exchange(struct ponyfs *fs, uint64_t p1, const char *n1, uint64_t i1,
+			   uint64_t p2, const char *n2, uint64_t i2)
+{
+	mode_t m1, m2;
+	int r = inode_mode(fs, i1, &m1);
+
+	if (r >= 0)
+		r = inode_mode(fs, i2, &m2);
+	if (r >= 0 && p1 != p2 && S_ISDIR(m1))
+		r = check_not_below(fs, i1, p2);
+	if (r >= 0 && p1 != p2 && S_ISDIR(m2))
+		r = check_not_below(fs, i2, p1);
+	if (r >= 0)
+		r = writeback_ino(fs, i1);
+	if (r >= 0)
+		r = writeback_ino(fs, i2);
+	if (r >= 0)
+		r = dentry_del(fs, p1, n1);
+	if (r >= 0)
+		r = dentry_del(fs, p2, n2);
+	if (r >= 0)
+		r = dentry_add(fs, p1, n1, i2);
+	if (r >= 0)
+		r = dentry_add(fs, p2, n2, i1);
+	if (r >= 0 && p1 != p2) {
+		int d = !!S_ISDIR(m2) - !!S_ISDIR(m1);
+
+		r = touch_dir(fs, p1, d);
+		if (r >= 0)
+			r = touch_dir(fs, p2, -d);
+	} else if (r >= 0) {
+		r = touch_dir(fs, p1, 0);
+	}
+	return r;
+}
+
+int ponyfs_rename_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
+			 const char *name, uint64_t newparent, const char *newname, unsigned flags)
+{
+	uint64_t src, dst = 0;
+	mode_t ms, md = 0;
+	bool replace;
+	int r = check_dir_name(fs, parent, name);
+
+	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT) ||
+	    ((flags & RENAME_EXCHANGE) && (flags & (RENAME_NOREPLACE | RENAME_WHITEOUT))))
+		return -EINVAL;
+	if (r >= 0)
+		r = check_dir_name(fs, newparent, newname);
+	if (r >= 0)
+		r = dentry_ino(fs, parent, name, &src);
+	if (r < 0)
+		return r;
+	replace = dentry_ino(fs, newparent, newname, &dst) >= 0;
+	if ((flags & RENAME_NOREPLACE) && replace)
+		return -EEXIST;
+	if ((flags & RENAME_EXCHANGE) && !replace)
+		return -ENOENT;
+	if (replace && dst == src)
+		return 0;       /* two names of one file: rename(2) does nothing */
+	r = ponyfs_txn_begin_locked(fs);
+	if (r >= 0 && (flags & RENAME_EXCHANGE))
+		return rename_exchange(fs, parent, name, src, newparent, newname, dst);
+	if (r >= 0)
+		r = inode_mode(fs, src, &ms);
+	if (r >= 0 && replace)
+		r = inode_mode(fs, dst, &md);
+	if (r >= 0 && replace && S_ISDIR(ms) && !S_ISDIR(md))
+		r = -ENOTDIR;
+	if (r >= 0 && replace && !S_ISDIR(ms) && S_ISDIR(md))
+		r = -EISDIR;
+	if (r >= 0 && replace && S_ISDIR(md))
+		r = dir_empty(fs, dst);
+	if (r >= 0 && S_ISDIR(ms) && parent != newparent)
+		r = check_not_below(fs, src, newparent);
+	if (r >= 0)
+		r = writeback_ino(fs, src);
+	if (r >= 0 && replace)
+		r = dentry_del(fs, newparent, newname);
+	if (r >= 0 && replace)
+		r = inode_unref(fs, dst, S_ISDIR(md));
+	if (r >= 0)
+		r = dentry_del(fs, parent, name);
+	if (r >= 0)
+		r = dentry_add(fs, newparent, newname, src);
+	if (r >= 0)
+		r = touch_dir(fs, parent, S_ISDIR(ms) ? -1 : 0);
+	if (r >= 0)
+		r = touch_dir(fs, newparent, (S_ISDIR(ms) ? 1 : 0) - (replace && S_ISDIR(md) ? 1 : 0));
+	if (r >= 0)
+		r = ponyfs_sql(fs, "UPDATE inodes SET ctime = ?2 WHERE ino = ?1", 2, (int64_t)src,
+			       ponyfs_now());
+	if (r >= 0 && (flags & RENAME_WHITEOUT)) {
+		uint64_t wh;
+
+		r = inode_create(fs, ctx, parent, name, S_IFCHR, makedev(0, 0), NULL, &wh);
+	}
+	return r;
+}
+
+int ponyfs_readdir_locked(struct ponyfs *fs, uint64_t ino, uint64_t cookie, vfs_filldir_t fill,
+			  void *data)
+{
+	sqlite3_stmt *s = NULL;
+	int64_t up = (int64_t)ino;
+	int r = check_dir_name(fs, ino, NULL);
+
+	if (r < 0)
+		return r;
+	if (cookie < 1 && (r = fill(data, ".", ino, DT_DIR, 1)) != 0)
+		return r < 0 ? r : 0;
+	if (ino != VFS_ROOT_INO)
+		ponyfs_sql_int(fs, &up, "SELECT parent FROM dentries WHERE ino = ?1 LIMIT 1", 1,
+			       (int64_t)ino);
+	if (cookie < 2 && (r = fill(data, "..", (uint64_t)up, DT_DIR, 2)) != 0)
+		return r < 0 ? r : 0;
+	r = ponyfs_sqlite_errno(sqlite3_prepare_v2(fs->db,
+		"SELECT d.name, d.ino, i.mode, d.cookie FROM dentries d JOIN inodes i ON i.ino = d.ino "
+		"WHERE d.parent = ?1 AND d.cookie > ?2 ORDER BY d.cookie", -1, &s, NULL));
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(s, 1, (int64_t)ino);
+	sqlite3_bind_int64(s, 2, (int64_t)cookie);
+	while (r == 0 && sqlite3_step(s) == SQLITE_ROW) {
+		char name[NAME_MAX + 1];
+		int len = sqlite3_column_bytes(s, 0);
+
+		if (len <= 0 || len > NAME_MAX) {
+			r = -EUCLEAN;
+			break;
+		}
+		memcpy(name, sqlite3_column_blob(s, 0), (size_t)len);
+		name[len] = 0;
+		r = fill(data, name, (uint64_t)sqlite3_column_int64(s, 1),
+			 vfs_mode_to_dt((mode_t)sqlite3_column_int64(s, 2)),
+			 (uint64_t)sqlite3_column_int64(s, 3));
+	}
+	sqlite3_finalize(s);
+	return r < 0 ? r : 0;
+}
+
+int ponyfs_readlink_locked(struct ponyfs *fs, uint64_t ino, char *buf, size_t size)
+{
+	sqlite3_stmt *s = NULL;
+	int r = ponyfs_sqlite_errno(sqlite3_prepare_v2(fs->db,
+		"SELECT target, mode FROM inodes WHERE ino = ?1", -1, &s, NULL));
+
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(s, 1, (int64_t)ino);
+	if (sqlite3_step(s) != SQLITE_ROW)
+		r = -ENOENT;
+	else if (!S_ISLNK((mode_t)sqlite3_column_int64(s, 1)))
+		r = -EINVAL;
+	else {
+		r = MIN(sqlite3_column_bytes(s, 0), (int)MIN(size, (size_t)INT32_MAX));
+		if (r > 0)
+			memcpy(buf, sqlite3_column_blob(s, 0), (size_t)r);
+	}
+	sqlite3_finalize(s);
+	return r;
+}

@@ -1,0 +1,645 @@
+/*
+ * ops.c - ponyfs's vfs ops table: each hook takes the filesystem lock and
+ * calls the *_locked work in namei.c and data.c. The commit points live
+ * here: fsync writes back one file and commits (other files' cached data
+ * stays cached: rule 3), barrier writes back without committing (rule 4),
+ * syncfs writes back everything and commits.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/xattr.h>
+
+#include "internal.h"
+
+#define XATTR_NAME_MAX_LEN 255
+#define XATTR_VALUE_MAX 65536
+
+/* Runs expr with the filesystem locked; its value is the hook's. */
+#define LOCKED(fs, expr) ({ \
+	pthread_mutex_lock(&(fs)->lock); \
+	__typeof__(expr) _r = (expr); \
+	pthread_mutex_unlock(&(fs)->lock); \
+	_r; })
+
+/* Commits when the transaction has grown large, so its WAL frames always fit. */
+static void commit_if_big(struct ponyfs *fs)
+{
+	if (fs->in_txn && ++fs->txn_ops >= 2048)
+		ponyfs_commit_locked(fs);
+}
+
+static int pf_lookup(struct vfs *v, const struct vfs_ctx *ctx, uint64_t parent,
+		     const char *name, struct vfs_entry *ret)
+{
+	return LOCKED(ponyfs_of(v), ponyfs_lookup_locked(ponyfs_of(v), parent, name, ret));
+}
+
+static int pf_statx(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, uint64_t fh,
+		    unsigned flags, unsigned mask, struct statx *ret)
+{
+	return LOCKED(ponyfs_of(v), ponyfs_fill_attr_locked(ponyfs_of(v), ino, mask, ret));
+}
+
+static int setattr_locked(struct ponyfs *fs, uint64_t ino, const struct vfs_setattr *a,
+			  struct statx *ret)
+{
+	int64_t now = ponyfs_now();
+	int64_t at = (int64_t)a->atime.tv_sec * 1000000000 + a->atime.tv_nsec;
+	int64_t mt = (int64_t)a->mtime.tv_sec * 1000000000 + a->mtime.tv_nsec;
+	struct ponyfs_inode *in = NULL;
+	struct statx cur;
+	int r = ponyfs_fill_attr_locked(fs, ino, 0, &cur);
+
+	if (r < 0)
+		return r;
+	if ((a->valid & VFS_SET_SIZE) && !S_ISREG(cur.stx_mode))
+		return S_ISDIR(cur.stx_mode) ? -EISDIR : -EINVAL;
+	r = ponyfs_txn_begin_locked(fs);
+	if (r >= 0 && (a->valid & VFS_SET_MODE))
+		r = ponyfs_sql(fs, "UPDATE inodes SET mode = (mode & ~4095) | ?2 WHERE ino = ?1", 2,
+			       (int64_t)ino, (int64_t)(a->mode & 07777));
+	if (r >= 0 && (a->valid & VFS_SET_UID))
+		r = ponyfs_sql(fs, "UPDATE inodes SET uid = ?2 WHERE ino = ?1", 2, (int64_t)ino,
+			       (int64_t)a->uid);
+	if (r >= 0 && (a->valid & VFS_SET_GID))
+		r = ponyfs_sql(fs, "UPDATE inodes SET gid = ?2 WHERE ino = ?1", 2, (int64_t)ino,
+			       (int64_t)a->gid);
+	if (r >= 0 && (a->valid & VFS_SET_SIZE)) {
+		r = ponyfs_inode_get_locked(fs, ino, &in);
+		if (r >= 0)
+			r = ponyfs_truncate_locked(fs, in, a->size);
+	}
+	if (a->valid & VFS_SET_ATIME_NOW)
+		at = now;
+	if (a->valid & VFS_SET_MTIME_NOW)
+		mt = now;
+	if (r >= 0 && (a->valid & (VFS_SET_ATIME | VFS_SET_ATIME_NOW)))
+		r = ponyfs_sql(fs, "UPDATE inodes SET atime = ?2 WHERE ino = ?1", 2, (int64_t)ino, at);
+	if (r >= 0 && (a->valid & (VFS_SET_MTIME | VFS_SET_MTIME_NOW))) {
+		r = ponyfs_sql(fs, "UPDATE inodes SET mtime = ?2 WHERE ino = ?1", 2, (int64_t)ino, mt);
+		in = in ? in : ponyfs_inode_find(fs, ino);
+		if (in && in->size_dirty)
+			in->mtime = mt;         /* writeback must not undo it */
+	}
+	if (r >= 0)
+		r = ponyfs_sql(fs, "UPDATE inodes SET ctime = ?2 WHERE ino = ?1", 2, (int64_t)ino, now);
+	in = in ? in : ponyfs_inode_find(fs, ino);
+	if (in && in->size_dirty)
+		in->ctime = now;
+	if (in)
+		ponyfs_inode_put_locked(fs, in);
+	return r < 0 ? r : ponyfs_fill_attr_locked(fs, ino, STATX_BASIC_STATS | STATX_BTIME, ret);
+}
+
+static int pf_setattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, uint64_t fh,
+		      const struct vfs_setattr *attr, struct statx *ret)
+{
+	return LOCKED(ponyfs_of(v), setattr_locked(ponyfs_of(v), ino, attr, ret));
+}
+
+static int pf_readlink(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, char *buf, size_t size)
+{
+	return LOCKED(ponyfs_of(v), ponyfs_readlink_locked(ponyfs_of(v), ino, buf, size));
+}
+
+static int create_entry(struct vfs *v, const struct vfs_ctx *ctx, uint64_t parent, const char *name,
+			mode_t mode, dev_t rdev, const char *target, struct vfs_entry *ret)
+{
+	struct ponyfs *fs = ponyfs_of(v);
+	int r;
+
+	pthread_mutex_lock(&fs->lock);
+	r = ponyfs_create_locked(fs, ctx, parent, name, mode, rdev, target, ret);
+	commit_if_big(fs);
+	pthread_mutex_unlock(&fs->lock);
+	return r;
+}
+
+static int pf_mknod(struct vfs *v, const struct vfs_ctx *ctx, uint64_t parent, const char *name,
+		    mode_t mode, dev_t rdev, struct vfs_entry *ret)
+{
+	if (S_ISDIR(mode) || S_ISLNK(mode) || !(S_ISREG(mode) || S_ISCHR(mode) || S_ISBLK(mode) ||
+						 S_ISFIFO(mode) || S_ISSOCK(mode) || !(mode & S_IFMT)))
+		return -EINVAL;
+	if (!(mode & S_IFMT))
+		mode |= S_IFREG;
+	return create_entry(v, ctx, parent, name, mode, rdev, NULL, ret);
+}
+
+static int pf_mkdir(struct vfs *v, const struct vfs_ctx *ctx, uint64_t parent, const char *name,
+		    mode_t mode, struct vfs_entry *ret)
+{
+	return create_entry(v, ctx, parent, name, S_IFDIR | (mode & 07777), 0, NULL, ret);
+}
+
+static int pf_symlink(struct vfs *v, const struct vfs_ctx *ctx, const char *target,
+		      uint64_t parent, const char *name, struct vfs_entry *ret)
+{
+	size_t len = strlen(target);
+
+	if (!len)
+		return -ENOENT;
+	if (len >= 4096)
+		return -ENAMETOOLONG;
+	return create_entry(v, ctx, parent, name, S_IFLNK | 0777, 0, target, ret);
+}
+
+static int pf_link(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, uint64_t newparent,
+		   const char *newname, struct vfs_entry *ret)
+{
+	return LOCKED(ponyfs_of(v), ponyfs_link_locked(ponyfs_of(v), ino, newparent, newname, ret));
+}
+
+static int pf_unlink(struct vfs *v, const struct vfs_ctx *ctx, uint64_t parent, const char *name)
+{
+	return LOCKED(ponyfs_of(v), ponyfs_remove_locked(ponyfs_of(v), parent, name, false));
+}
+
+static int pf_rmdir(struct vfs *v, const struct vfs_ctx *ctx, uint64_t parent, const char *name)
+{
+	return LOCKED(ponyfs_of(v), ponyfs_remove_locked(ponyfs_of(v), parent, name, true));
+}
+
+static int pf_rename(struct vfs *v, const struct vfs_ctx *ctx, uint64_t parent, const char *name,
+		     uint64_t newparent, const char *newname, unsigned flags)
+{
+	return LOCKED(ponyfs_of(v), ponyfs_rename_locked(ponyfs_of(v), ctx, parent, name, newparent,
+							 newname, flags));
+}
+
+static int open_locked(struct ponyfs *fs, uint64_t ino, int flags, uint64_t *ret_fh)
+{
+	struct ponyfs_handle *h;
+	struct ponyfs_inode *in;
+	struct statx x;
+	int r = ponyfs_fill_attr_locked(fs, ino, 0, &x);
+
+	if (r < 0)
+		return r;
+	if (S_ISDIR(x.stx_mode) && (flags & O_ACCMODE) != O_RDONLY)
+		return -EISDIR;
+	if ((flags & O_ACCMODE) != O_RDONLY && fs->read_only)
+		return -EROFS;
+	r = ponyfs_inode_get_locked(fs, ino, &in);
+	if (r < 0)
+		return r;
+	h = calloc(1, sizeof(*h));
+	if (!h) {
+		ponyfs_inode_put_locked(fs, in);
+		return -ENOMEM;
+	}
+	h->inode = in;
+	h->flags = flags;
+	h->next = fs->handles;
+	if (h->next)
+		h->next->prev = &h->next;
+	h->prev = &fs->handles;
+	fs->handles = h;
+	in->opens++;
+	if ((flags & O_ACCMODE) != O_RDONLY)
+		in->writers++;
+	if ((flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY && S_ISREG(x.stx_mode)) {
+		r = ponyfs_txn_begin_locked(fs);
+		if (r >= 0)
+			r = ponyfs_truncate_locked(fs, in, 0);
+	}
+	*ret_fh = (uint64_t)(uintptr_t)h;
+	return 0;
+}
+
+static int pf_open(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, int flags, uint64_t *ret_fh)
+{
+	return LOCKED(ponyfs_of(v), open_locked(ponyfs_of(v), ino, flags, ret_fh));
+}
+
+static int create_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
+			 const char *name, mode_t mode, int flags, struct vfs_entry *ret,
+			 uint64_t *ret_fh)
+{
+	int r = ponyfs_create_locked(fs, ctx, parent, name, S_IFREG | (mode & 07777), 0, NULL, ret);
+
+	if (r == -EEXIST && !(flags & O_EXCL))
+		r = ponyfs_lookup_locked(fs, parent, name, ret);
+	if (r >= 0)
+		r = open_locked(fs, ret->ino, flags & ~O_CREAT, ret_fh);
+	commit_if_big(fs);
+	return r;
+}
+
+static int pf_create(struct vfs *v, const struct vfs_ctx *ctx, uint64_t parent, const char *name,
+		     mode_t mode, int flags, struct vfs_entry *ret, uint64_t *ret_fh)
+{
+	return LOCKED(ponyfs_of(v), create_locked(ponyfs_of(v), ctx, parent, name, mode, flags, ret,
+						  ret_fh));
+}
+
+static struct ponyfs_handle *handle_of(uint64_t fh)
+{
+	return (struct ponyfs_handle *)(uintptr_t)fh;
+}
+
+static ssize_t pf_read(struct vfs *v, uint64_t ino, uint64_t fh, void *buf, size_t size, off_t off)
+{
+	if (off < 0)
+		return -EINVAL;
+	return LOCKED(ponyfs_of(v), ponyfs_read_locked(ponyfs_of(v), handle_of(fh)->inode, buf, size,
+						       (uint64_t)off));
+}
+
+static ssize_t write_locked(struct ponyfs *fs, struct ponyfs_handle *h, const void *buf,
+			    size_t size, off_t off)
+{
+	if ((h->flags & O_ACCMODE) == O_RDONLY)
+		return -EBADF;
+	if (h->flags & O_APPEND)
+		off = (off_t)h->inode->size;    /* the file's end now, whatever the caller saw */
+	return ponyfs_write_locked(fs, h->inode, buf, size, (uint64_t)off);
+}
+
+static ssize_t pf_write(struct vfs *v, uint64_t ino, uint64_t fh, const void *buf, size_t size,
+			off_t off)
+{
+	if (off < 0)
+		return -EINVAL;
+	return LOCKED(ponyfs_of(v), write_locked(ponyfs_of(v), handle_of(fh), buf, size, off));
+}
+
+static int pf_flush(struct vfs *v, uint64_t ino, uint64_t fh)
+{
+	return 0;
+}
+
+static int fsync_locked(struct ponyfs *fs, struct ponyfs_inode *in)
+{
+	int r = ponyfs_writeback_locked(fs, in);
+
+	return r < 0 ? r : ponyfs_commit_locked(fs);
+}
+
+static int pf_fsync(struct vfs *v, uint64_t ino, uint64_t fh, bool datasync)
+{
+	return LOCKED(ponyfs_of(v), fsync_locked(ponyfs_of(v), handle_of(fh)->inode));
+}
+
+static int release_locked(struct ponyfs *fs, struct ponyfs_handle *h)
+{
+	struct ponyfs_inode *in = h->inode;
+	int64_t nlink = 1;
+	int r = 0;
+
+	in->opens--;
+	if ((h->flags & O_ACCMODE) != O_RDONLY)
+		in->writers--;
+	*h->prev = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
+	free(h);
+	/* A file rewritten in place is complete at its last close: queue it
+	 * whole (as ext4's auto_da_alloc does, but in the same transaction). */
+	if (!in->writers && in->trunc_pending)
+		r = ponyfs_writeback_locked(fs, in);
+	if (!in->opens) {
+		ponyfs_sql_int(fs, &nlink, "SELECT nlink FROM inodes WHERE ino = ?1", 1, (int64_t)in->ino);
+		if (nlink == 0 && ponyfs_txn_begin_locked(fs) >= 0)
+			return ponyfs_inode_delete_locked(fs, in->ino);
+		ponyfs_inode_put_locked(fs, in);
+	}
+	return r;
+}
+
+static int pf_release(struct vfs *v, uint64_t ino, uint64_t fh)
+{
+	return LOCKED(ponyfs_of(v), release_locked(ponyfs_of(v), handle_of(fh)));
+}
+
+static int fallocate_locked(struct ponyfs *fs, struct ponyfs_inode *in, int mode, uint64_t off,
+			    uint64_t len)
+{
+	uint64_t end = off + len;
+	int r;
+
+	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE))
+		return -EOPNOTSUPP;
+	if ((mode & FALLOC_FL_PUNCH_HOLE) && !(mode & FALLOC_FL_KEEP_SIZE))
+		return -EOPNOTSUPP;
+	if (end < off || end > (1ull << 50))
+		return -EFBIG;
+	r = ponyfs_txn_begin_locked(fs);
+	if (r < 0)
+		return r;
+	if (mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)) {
+		r = ponyfs_punch_locked(fs, in, off, len);
+	} else if (DIV_ROUND_UP(len, BS) > fs->free_blocks - MIN(fs->free_blocks, fs->reserved)) {
+		/* Copy-on-write cannot preallocate in place, but it can refuse
+		 * up front what could never be written. */
+		r = -ENOSPC;
+	}
+	if (r >= 0 && !(mode & FALLOC_FL_KEEP_SIZE) && end > in->size)
+		r = ponyfs_truncate_locked(fs, in, end);
+	return r;
+}
+
+static int pf_fallocate(struct vfs *v, uint64_t ino, uint64_t fh, int mode, off_t off, off_t len)
+{
+	if (off < 0 || len <= 0)
+		return -EINVAL;
+	return LOCKED(ponyfs_of(v), fallocate_locked(ponyfs_of(v), handle_of(fh)->inode, mode,
+						     (uint64_t)off, (uint64_t)len));
+}
+
+static int pf_opendir(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, uint64_t *ret_fh)
+{
+	struct statx x;
+	int r = LOCKED(ponyfs_of(v), ponyfs_fill_attr_locked(ponyfs_of(v), ino, 0, &x));
+
+	if (r >= 0 && !S_ISDIR(x.stx_mode))
+		r = -ENOTDIR;
+	*ret_fh = 0;
+	return r;
+}
+
+static int pf_readdir(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, uint64_t fh,
+		      uint64_t cookie, vfs_filldir_t fill, void *data)
+{
+	return LOCKED(ponyfs_of(v), ponyfs_readdir_locked(ponyfs_of(v), ino, cookie, fill, data));
+}
+
+static int pf_releasedir(struct vfs *v, uint64_t ino, uint64_t fh)
+{
+	return 0;
+}
+
+static int pf_fsyncdir(struct vfs *v, uint64_t ino, uint64_t fh, bool datasync)
+{
+	return LOCKED(ponyfs_of(v), ponyfs_commit_locked(ponyfs_of(v)));
+}
+
+static int xattr_check(struct ponyfs *fs, uint64_t ino, const char *name)
+{
+	struct statx x;
+	size_t n = strlen(name);
+
+	if (!n)
+		return -EINVAL;
+	if (n > XATTR_NAME_MAX_LEN)
+		return -ERANGE;
+	return ponyfs_fill_attr_locked(fs, ino, 0, &x);
+}
+
+static int getxattr_locked(struct ponyfs *fs, uint64_t ino, const char *name, void *buf, size_t size)
+{
+	sqlite3_stmt *s = NULL;
+	int r = xattr_check(fs, ino, name);
+
+	if (r >= 0)
+		r = ponyfs_sqlite_errno(sqlite3_prepare_v2(fs->db,
+			"SELECT value FROM xattrs WHERE ino = ?1 AND name = ?2", -1, &s, NULL));
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(s, 1, (int64_t)ino);
+	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
+	if (sqlite3_step(s) != SQLITE_ROW) {
+		r = -ENODATA;
+	} else {
+		r = sqlite3_column_bytes(s, 0);
+		if (size && (size_t)r > size)
+			r = -ERANGE;
+		else if (size && r)
+			memcpy(buf, sqlite3_column_blob(s, 0), (size_t)r);
+	}
+	sqlite3_finalize(s);
+	return r;
+}
+
+static int pf_getxattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, const char *name,
+		       void *buf, size_t size)
+{
+	return LOCKED(ponyfs_of(v), getxattr_locked(ponyfs_of(v), ino, name, buf, size));
+}
+
+static int setxattr_locked(struct ponyfs *fs, uint64_t ino, const char *name, const void *value,
+			   size_t size, int flags)
+{
+	sqlite3_stmt *s = NULL;
+	int exists = getxattr_locked(fs, ino, name, NULL, 0);
+	int r = exists == -ENODATA ? 0 : exists;
+
+	if (size > XATTR_VALUE_MAX)
+		return -E2BIG;
+	if (r >= 0 && (flags & XATTR_CREATE) && exists >= 0)
+		r = -EEXIST;
+	if (r >= 0 && (flags & XATTR_REPLACE) && exists == -ENODATA)
+		r = -ENODATA;
+	if (r >= 0)
+		r = ponyfs_txn_begin_locked(fs);
+	if (r >= 0)
+		r = ponyfs_sqlite_errno(sqlite3_prepare_v2(fs->db,
+			"INSERT OR REPLACE INTO xattrs (ino, name, value) VALUES (?1, ?2, ?3)", -1, &s, NULL));
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(s, 1, (int64_t)ino);
+	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
+	sqlite3_bind_blob(s, 3, size ? value : "", (int)size, SQLITE_STATIC);
+	r = ponyfs_step_done(s);
+	sqlite3_finalize(s);
+	if (r >= 0)
+		r = ponyfs_sql(fs, "UPDATE inodes SET ctime = ?2 WHERE ino = ?1", 2, (int64_t)ino,
+			       ponyfs_now());
+	return r;
+}
+
+static int pf_setxattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, const char *name,
+		       const void *value, size_t size, int flags)
+{
+	return LOCKED(ponyfs_of(v), setxattr_locked(ponyfs_of(v), ino, name, value, size, flags));
+}
+
+static int listxattr_locked(struct ponyfs *fs, uint64_t ino, char *buf, size_t size)
+{
+	sqlite3_stmt *s = NULL;
+	size_t total = 0;
+	struct statx x;
+	int r = ponyfs_fill_attr_locked(fs, ino, 0, &x);
+
+	if (r >= 0)
+		r = ponyfs_sqlite_errno(sqlite3_prepare_v2(fs->db,
+			"SELECT name FROM xattrs WHERE ino = ?1 ORDER BY name", -1, &s, NULL));
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(s, 1, (int64_t)ino);
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		size_t n = (size_t)sqlite3_column_bytes(s, 0);
+
+		if (size && total + n + 1 > size) {
+			total = 0;
+			r = -ERANGE;
+			break;
+		}
+		if (size) {
+			memcpy(buf + total, sqlite3_column_blob(s, 0), n);
+			buf[total + n] = 0;
+		}
+		total += n + 1;
+	}
+	sqlite3_finalize(s);
+	return r < 0 ? r : (int)total;
+}
+
+static int pf_listxattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, char *buf, size_t size)
+{
+	return LOCKED(ponyfs_of(v), listxattr_locked(ponyfs_of(v), ino, buf, size));
+}
+
+static int removexattr_locked(struct ponyfs *fs, uint64_t ino, const char *name)
+{
+	sqlite3_stmt *s = NULL;
+	int r = getxattr_locked(fs, ino, name, NULL, 0);
+
+	if (r >= 0)
+		r = ponyfs_txn_begin_locked(fs);
+	if (r >= 0)
+		r = ponyfs_sqlite_errno(sqlite3_prepare_v2(fs->db,
+			"DELETE FROM xattrs WHERE ino = ?1 AND name = ?2", -1, &s, NULL));
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(s, 1, (int64_t)ino);
+	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
+	r = ponyfs_step_done(s);
+	sqlite3_finalize(s);
+	return r;
+}
+
+static int pf_removexattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, const char *name)
+{
+	return LOCKED(ponyfs_of(v), removexattr_locked(ponyfs_of(v), ino, name));
+}
+
+static int statfs_locked(struct ponyfs *fs, struct statvfs *ret)
+{
+	int64_t inodes = 0;
+	uint64_t avail = fs->free_blocks + fs->pending_free_blocks;
+
+	ponyfs_sql_int(fs, &inodes, "SELECT count(*) FROM inodes", 0);
+	memset(ret, 0, sizeof(*ret));
+	ret->f_bsize = BS;
+	ret->f_frsize = BS;
+	ret->f_blocks = fs->sb.data_blocks;
+	ret->f_bfree = avail - MIN(avail, fs->reserved);
+	ret->f_bavail = ret->f_bfree;
+	ret->f_files = (fsfilcnt_t)inodes + (1u << 30);
+	ret->f_ffree = 1u << 30;
+	ret->f_favail = ret->f_ffree;
+	ret->f_namemax = NAME_MAX;
+	ret->f_fsid = util_get_le64(fs->sb.uuid);
+	ret->f_flag = fs->read_only ? ST_RDONLY : 0;
+	return 0;
+}
+
+static int pf_statfs(struct vfs *v, uint64_t ino, struct statvfs *ret)
+{
+	return LOCKED(ponyfs_of(v), statfs_locked(ponyfs_of(v), ret));
+}
+
+static int syncfs_locked(struct ponyfs *fs)
+{
+	int r = ponyfs_writeback_all_locked(fs, false);
+
+	return r < 0 ? r : ponyfs_commit_locked(fs);
+}
+
+static int pf_syncfs(struct vfs *v)
+{
+	return LOCKED(ponyfs_of(v), syncfs_locked(ponyfs_of(v)));
+}
+
+/* Rule 4: the data joins the open transaction; whatever commits later
+ * commits after it. Nothing here waits for the disk. */
+static int pf_barrier(struct vfs *v, uint64_t ino, uint64_t fh)
+{
+	struct ponyfs *fs = ponyfs_of(v);
+	struct ponyfs_inode *in;
+	int r;
+
+	pthread_mutex_lock(&fs->lock);
+	in = fh != VFS_NO_FH ? handle_of(fh)->inode : ponyfs_inode_find(fs, ino);
+	r = in ? ponyfs_writeback_locked(fs, in) : 0;
+	pthread_mutex_unlock(&fs->lock);
+	return r;
+}
+
+static int layout_locked(struct ponyfs *fs, uint64_t ino, uint64_t off, uint64_t len,
+			 struct vfs_extent *ret, size_t n)
+{
+	sqlite3_stmt *s = NULL;
+	size_t k = 0;
+	int r = ponyfs_sqlite_errno(sqlite3_prepare_v2(fs->db,
+		"SELECT foff, nblocks, pblock FROM extents WHERE ino = ?1 AND foff + nblocks > ?2 "
+		"AND foff < ?3 ORDER BY foff", -1, &s, NULL));
+
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(s, 1, (int64_t)ino);
+	sqlite3_bind_int64(s, 2, (int64_t)(off / BS));
+	sqlite3_bind_int64(s, 3, (int64_t)DIV_ROUND_UP(off + len, BS));
+	while (k < n && sqlite3_step(s) == SQLITE_ROW) {
+		ret[k] = (struct vfs_extent){
+			.file_offset = (uint64_t)sqlite3_column_int64(s, 0) * BS,
+			.length = (uint64_t)sqlite3_column_int64(s, 1) * BS,
+			.device_offset = (uint64_t)sqlite3_column_int64(s, 2) * BS,
+		};
+		memcpy(ret[k].device_uuid, fs->sb.uuid, 16);
+		k++;
+	}
+	sqlite3_finalize(s);
+	return (int)k;
+}
+
+/* Where committed or written-back bytes live on the data region (pNFS-style). */
+static int pf_layout(struct vfs *v, uint64_t ino, uint64_t off, uint64_t len,
+		     struct vfs_extent *ret, size_t n)
+{
+	return LOCKED(ponyfs_of(v), layout_locked(ponyfs_of(v), ino, off, len, ret, n));
+}
+
+void ponyfs_destroy(struct vfs *v);
+
+const struct vfs_ops ponyfs_ops = {
+	.version = VFS_OPS_VERSION,
+	.name = "ponyfs",
+	.destroy = ponyfs_destroy,
+	.lookup = pf_lookup,
+	.statx = pf_statx,
+	.setattr = pf_setattr,
+	.readlink = pf_readlink,
+	.mknod = pf_mknod,
+	.mkdir = pf_mkdir,
+	.symlink = pf_symlink,
+	.link = pf_link,
+	.unlink = pf_unlink,
+	.rmdir = pf_rmdir,
+	.rename = pf_rename,
+	.open = pf_open,
+	.create = pf_create,
+	.read = pf_read,
+	.write = pf_write,
+	.flush = pf_flush,
+	.fsync = pf_fsync,
+	.release = pf_release,
+	.fallocate = pf_fallocate,
+	.opendir = pf_opendir,
+	.readdir = pf_readdir,
+	.releasedir = pf_releasedir,
+	.fsyncdir = pf_fsyncdir,
+	.getxattr = pf_getxattr,
+	.setxattr = pf_setxattr,
+	.listxattr = pf_listxattr,
+	.removexattr = pf_removexattr,
+	.statfs = pf_statfs,
+	.syncfs = pf_syncfs,
+	.barrier = pf_barrier,
+	.layout = pf_layout,
+};

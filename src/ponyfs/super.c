@@ -1,0 +1,426 @@
+/*
+ * super.c - making, mounting and unmounting ponyfs: the superblock, the
+ * schema, the slices that put both regions on one image, orphan cleanup at
+ * mount (files unlinked while open when the power went) and the final
+ * commit at unmount.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "internal.h"
+
+static const char schema_sql[] =
+	"CREATE TABLE meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;"
+	"CREATE TABLE inodes (ino INTEGER PRIMARY KEY AUTOINCREMENT,"
+	" mode INTEGER NOT NULL, uid INTEGER NOT NULL, gid INTEGER NOT NULL,"
+	" nlink INTEGER NOT NULL, size INTEGER NOT NULL,"
+	" atime INTEGER NOT NULL, mtime INTEGER NOT NULL,"
+	" ctime INTEGER NOT NULL, btime INTEGER NOT NULL,"
+	" rdev INTEGER NOT NULL DEFAULT 0, next_cookie INTEGER NOT NULL DEFAULT 3, target BLOB);"
+	"CREATE TABLE dentries (parent INTEGER NOT NULL, name BLOB NOT NULL,"
+	" ino INTEGER NOT NULL, cookie INTEGER NOT NULL,"
+	" PRIMARY KEY (parent, name)) WITHOUT ROWID;"
+	"CREATE UNIQUE INDEX dentries_cookie ON dentries (parent, cookie);"
+	"CREATE INDEX dentries_ino ON dentries (ino);"
+	"CREATE TABLE extents (ino INTEGER NOT NULL, foff INTEGER NOT NULL,"
+	" nblocks INTEGER NOT NULL, pblock INTEGER NOT NULL, csums BLOB NOT NULL,"
+	" PRIMARY KEY (ino, foff)) WITHOUT ROWID;"
+	"CREATE TABLE xattrs (ino INTEGER NOT NULL, name BLOB NOT NULL, value BLOB NOT NULL,"
+	" PRIMARY KEY (ino, name)) WITHOUT ROWID;"
+	"CREATE TABLE free (pblock INTEGER PRIMARY KEY, nblocks INTEGER NOT NULL);"
+	"PRAGMA user_version = 1;";
+
+/* -- slices: a byte range of a parent bdev, for both regions on one image -- */
+
+struct slice {
+	struct bdev b;
+	struct bdev *parent;            /* not owned */
+	uint64_t off;
+};
+
+static int slice_pread(struct bdev *b, void *buf, size_t len, uint64_t off)
+{
+	struct slice *s = (struct slice *)b;
+
+	return bdev_pread(s->parent, buf, len, s->off + off);
+}
+
+static int slice_pwrite(struct bdev *b, const void *buf, size_t len, uint64_t off)
+{
+	struct slice *s = (struct slice *)b;
+
+	return bdev_pwrite(s->parent, buf, len, s->off + off);
+}
+
+static int slice_flush(struct bdev *b)
+{
+	return bdev_flush(((struct slice *)b)->parent);
+}
+
+static int slice_discard(struct bdev *b, uint64_t off, uint64_t len)
+{
+	struct slice *s = (struct slice *)b;
+
+	return bdev_discard(s->parent, s->off + off, len);
+}
+
+static void slice_free(struct bdev *b)
+{
+	free(b);
+}
+
+static const struct bdev_ops slice_ops = {
+	.name = "ponyfs-slice",
+	.pread = slice_pread,
+	.pwrite = slice_pwrite,
+	.flush = slice_flush,
+	.discard = slice_discard,
+	.free = slice_free,
+};
+
+static int slice_new(struct bdev *parent, uint64_t off, uint64_t len, struct bdev **ret)
+{
+	struct slice *s;
+
+	if (off + len > bdev_size(parent) || off % 512 || len % 512)
+		return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->b.ops = &slice_ops;
+	s->b.size = len;
+	s->b.block_size = parent->block_size;
+	snprintf(s->b.name, sizeof(s->b.name), "%.40s+%llu", parent->name, (unsigned long long)off);
+	s->parent = parent;
+	s->off = off;
+	*ret = &s->b;
+	return 0;
+}
+
+/* -- superblock ----------------------------------------------------------- */
+
+static uint32_t sb_crc(struct ponyfs_sb_disk *d)
+{
+	le32 saved = d->crc32c;
+	uint32_t c;
+
+	d->crc32c = cpu_to_le32(0);
+	c = util_crc32c(0, d, sizeof(*d));
+	d->crc32c = saved;
+	return c;
+}
+
+int ponyfs_sb_read(struct bdev *meta, struct ponyfs_sb *ret)
+{
+	_cleanup_(freep) struct ponyfs_sb_disk *d = malloc(sizeof(*d));
+	int r;
+
+	if (!d)
+		return -ENOMEM;
+	if (bdev_size(meta) < PONYFS_SB_SIZE)
+		return -EINVAL;
+	r = bdev_pread(meta, d, sizeof(*d), 0);
+	if (r < 0)
+		return r;
+	if (memcmp(d->magic, PONYFS_MAGIC, 8))
+		return -EINVAL;         /* not a ponyfs */
+	if (le32_to_cpu(d->crc32c) != sb_crc(d))
+		return -EUCLEAN;
+	if (le32_to_cpu(d->version) != PONYFS_VERSION)
+		return -EPROTONOSUPPORT;
+	if (le32_to_cpu(d->block_size) != BS || le32_to_cpu(d->flags))
+		return -EPROTONOSUPPORT;
+	memcpy(ret->uuid, d->uuid, 16);
+	ret->meta_bytes = le64_to_cpu(d->meta_bytes);
+	ret->db_bytes = le64_to_cpu(d->db_bytes);
+	ret->wal_bytes = le64_to_cpu(d->wal_bytes);
+	ret->data_blocks = le64_to_cpu(d->data_blocks);
+	memcpy(ret->label, d->label, sizeof(ret->label));
+	ret->label[sizeof(ret->label) - 1] = 0;
+	if (PONYFS_SB_SIZE + ret->db_bytes + ret->wal_bytes > ret->meta_bytes ||
+	    ret->meta_bytes > bdev_size(meta))
+		return -EUCLEAN;
+	return 0;
+}
+
+static int sb_write(struct bdev *meta, const struct ponyfs_sb *sb)
+{
+	_cleanup_(freep) struct ponyfs_sb_disk *d = calloc(1, sizeof(*d));
+	int r;
+
+	if (!d)
+		return -ENOMEM;
+	memcpy(d->magic, PONYFS_MAGIC, 8);
+	d->version = cpu_to_le32(PONYFS_VERSION);
+	memcpy(d->uuid, sb->uuid, 16);
+	d->block_size = cpu_to_le32(BS);
+	d->meta_bytes = cpu_to_le64(sb->meta_bytes);
+	d->db_bytes = cpu_to_le64(sb->db_bytes);
+	d->wal_bytes = cpu_to_le64(sb->wal_bytes);
+	d->data_blocks = cpu_to_le64(sb->data_blocks);
+	d->mkfs_time = cpu_to_le64((uint64_t)time(NULL));
+	memcpy(d->label, sb->label, sizeof(d->label));
+	d->crc32c = cpu_to_le32(sb_crc(d));
+	r = bdev_pwrite(meta, d, sizeof(*d), 0);
+	return r < 0 ? r : bdev_flush(meta);
+}
+
+int ponyfs_sqlite_open_sb(struct bdev *meta, const struct ponyfs_sb *sb, sqlite3 **ret)
+{
+	struct ponyfs_sqlite_range db = { PONYFS_SB_SIZE, sb->db_bytes };
+	struct ponyfs_sqlite_range wal = { PONYFS_SB_SIZE + sb->db_bytes, sb->wal_bytes };
+
+	return ponyfs_sqlite_open(meta, &db, &wal, ret);
+}
+
+/* -- mkfs --------------------------------------------------------------------- */
+
+static int mkfs_schema(sqlite3 *db, const struct ponyfs_sb *sb)
+{
+	char sql[512];
+	int64_t now = ponyfs_now();
+	int rc = sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
+
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(db, schema_sql, NULL, NULL, NULL);
+	snprintf(sql, sizeof(sql),
+		 "INSERT INTO inodes (ino, mode, uid, gid, nlink, size, atime, mtime, ctime, btime) "
+		 "VALUES (1, %d, %u, %u, 2, 0, %lld, %lld, %lld, %lld);"
+		 "INSERT INTO free (pblock, nblocks) VALUES (0, %llu);"
+		 "INSERT INTO meta VALUES ('format_version', 1), ('data_blocks', %llu);",
+		 S_IFDIR | 0755, (unsigned)geteuid(), (unsigned)getegid(), (long long)now,
+		 (long long)now, (long long)now, (long long)now,
+		 (unsigned long long)sb->data_blocks, (unsigned long long)sb->data_blocks);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+	return ponyfs_sqlite_errno(rc);
+}
+
+int ponyfs_mkfs(struct bdev *meta, struct bdev *data, const struct ponyfs_mkfs_options *opts)
+{
+	struct ponyfs_sb sb = { 0 };
+	sqlite3 *db = NULL;
+	uint64_t room = bdev_size(meta) & ~(uint64_t)(BS - 1);
+	int r;
+
+	if (room < PONYFS_SB_SIZE + (2u << 20) || bdev_size(data) < 16 * BS)
+		return -ENOSPC;
+	if (opts && opts->label && strlen(opts->label) >= sizeof(sb.label))
+		return -EINVAL;
+	if (getrandom(sb.uuid, sizeof(sb.uuid), 0) != sizeof(sb.uuid))
+		return -EIO;
+	sb.meta_bytes = room;
+	sb.wal_bytes = opts && opts->wal_bytes ? ROUND_UP(opts->wal_bytes, BS)
+					       : ROUND_UP(MAX((room - PONYFS_SB_SIZE) / 4, 512u << 10), BS);
+	if (sb.wal_bytes + PONYFS_SB_SIZE + (1u << 20) > room)
+		return -ENOSPC;
+	sb.db_bytes = room - PONYFS_SB_SIZE - sb.wal_bytes;
+	sb.data_blocks = bdev_size(data) / BS;
+	if (opts && opts->label)
+		strcpy(sb.label, opts->label);
+	/* A fresh WAL and database: old contents must not look like either. */
+	r = bdev_pwrite(meta, (uint8_t[512]){ 0 }, 512, PONYFS_SB_SIZE);
+	if (r >= 0)
+		r = bdev_pwrite(meta, (uint8_t[512]){ 0 }, 512, PONYFS_SB_SIZE + sb.db_bytes);
+	if (r >= 0)
+		r = sb_write(meta, &sb);
+	if (r >= 0)
+		r = ponyfs_sqlite_open_sb(meta, &sb, &db);
+	if (r >= 0)
+		r = mkfs_schema(db, &sb);
+	ponyfs_sqlite_close(db);
+	return r < 0 ? r : bdev_flush(meta);
+}
+
+/* -- mount -------------------------------------------------------------------- */
+
+void ponyfs_destroy(struct vfs *v);
+
+void ponyfs_destroy(struct vfs *v)
+{
+	struct ponyfs *fs = ponyfs_of(v);
+
+	ponyfs_timer_stop(fs);
+	pthread_mutex_lock(&fs->lock);
+	if (!fs->read_only && ponyfs_writeback_all_locked(fs, false) >= 0)
+		ponyfs_commit_locked(fs);
+	if (fs->in_txn)
+		ponyfs_exec(fs, "ROLLBACK");
+	while (fs->handles) {
+		struct ponyfs_handle *h = fs->handles;
+
+		fs->handles = h->next;
+		free(h);
+	}
+	while (fs->dirty)
+		ponyfs_inode_drop_locked(fs, fs->dirty);
+	for (size_t i = 0; i < ARRAY_SIZE(fs->hash); i++)
+		while (fs->hash[i])
+			ponyfs_inode_drop_locked(fs, fs->hash[i]);
+	pthread_mutex_unlock(&fs->lock);
+	ponyfs_finalize_all(fs);
+	ponyfs_sqlite_close(fs->db);
+	for (size_t i = 0; i < ARRAY_SIZE(fs->owned); i++)
+		bdev_free(fs->owned[i]);
+	free(fs->pending);
+	pthread_cond_destroy(&fs->timer_cond);
+	pthread_mutex_destroy(&fs->lock);
+	free(fs);
+}
+
+/* Files unlinked while open when the filesystem went down are deleted now. */
+static int mount_orphans(struct ponyfs *fs)
+{
+	int64_t ino;
+	int r = 0;
+
+	while (r >= 0 && ponyfs_sql_int(fs, &ino, "SELECT ino FROM inodes WHERE nlink = 0 LIMIT 1", 0) >= 0) {
+		r = ponyfs_txn_begin_locked(fs);
+		if (r >= 0)
+			r = ponyfs_inode_delete_locked(fs, (uint64_t)ino);
+	}
+	return r < 0 ? r : ponyfs_commit_locked(fs);
+}
+
+static int mount_check(struct ponyfs *fs)
+{
+	int64_t v = 0, free_blocks = 0;
+	int r = ponyfs_sql_int(fs, &v, "PRAGMA user_version", 0);
+
+	if (r >= 0 && v != 1)
+		r = v > 1 ? -EPROTONOSUPPORT : -EUCLEAN;
+	if (r >= 0)
+		r = ponyfs_prepare_all(fs);
+	if (r >= 0)
+		r = ponyfs_sql_int(fs, &free_blocks, "SELECT coalesce(sum(nblocks), 0) FROM free", 0);
+	fs->free_blocks = (uint64_t)free_blocks;
+	if (r >= 0 && (fs->free_blocks > fs->sb.data_blocks))
+		r = -EUCLEAN;
+	return r;
+}
+
+int ponyfs_mount(struct bdev *meta, struct bdev *data, const struct ponyfs_options *opts,
+		 struct vfs **ret)
+{
+	struct ponyfs *fs = calloc(1, sizeof(*fs));
+	int r;
+
+	if (!fs)
+		return -ENOMEM;
+	fs->vfs.ops = &ponyfs_ops;
+	fs->meta = meta;
+	fs->data = data;
+	fs->commit_ms = opts ? opts->commit_ms : 0;
+	pthread_mutex_init(&fs->lock, NULL);
+	pthread_cond_init(&fs->timer_cond, NULL);
+	r = ponyfs_sb_read(meta, &fs->sb);
+	if (r >= 0 && fs->sb.data_blocks > bdev_size(data) / BS)
+		r = -EINVAL;            /* a wrong or truncated data region */
+	if (r >= 0)
+		r = ponyfs_sqlite_open_sb(meta, &fs->sb, &fs->db);
+	if (r >= 0)
+		r = mount_check(fs);
+	if (r >= 0 && !(opts && opts->read_only))
+		r = mount_orphans(fs);
+	fs->read_only = opts && opts->read_only;
+	if (r >= 0)
+		r = ponyfs_timer_start(fs);
+	if (r < 0) {
+		fs->read_only = true;   /* nothing to write back from a failed mount */
+		ponyfs_destroy(&fs->vfs);
+		return r;
+	}
+	*ret = &fs->vfs;
+	return 0;
+}
+
+/* -- one image, two regions ---------------------------------------------------- */
+
+static uint64_t image_meta_bytes(uint64_t size)
+{
+	uint64_t m = ROUND_UP(MAX(size / 16, 4ull << 20), 1ull << 20);
+
+	return MIN(m, 4ull << 30);
+}
+
+static int image_split(struct bdev *dev, uint64_t meta_bytes, struct bdev **meta, struct bdev **data)
+{
+	uint64_t data_bytes = (bdev_size(dev) - meta_bytes) & ~(uint64_t)(BS - 1);
+	int r;
+
+	if (meta_bytes >= bdev_size(dev))
+		return -ENOSPC;
+	r = slice_new(dev, 0, meta_bytes, meta);
+	if (r >= 0) {
+		r = slice_new(dev, meta_bytes, data_bytes, data);
+		if (r < 0)
+			bdev_free(*meta);
+	}
+	return r;
+}
+
+int ponyfs_mkfs_image(struct bdev *dev, const struct ponyfs_mkfs_options *opts)
+{
+	_cleanup_(bdev_freep) struct bdev *meta = NULL;
+	_cleanup_(bdev_freep) struct bdev *data = NULL;
+	uint64_t m = image_meta_bytes(bdev_size(dev));
+	int r;
+
+	if (bdev_size(dev) < 2 * m)
+		return -ENOSPC;
+	r = image_split(dev, m, &meta, &data);
+	return r < 0 ? r : ponyfs_mkfs(meta, data, opts);
+}
+
+int ponyfs_image_regions(struct bdev *dev, struct bdev **ret_meta, struct bdev **ret_data)
+{
+	struct ponyfs_sb sb;
+	int r = ponyfs_sb_read(dev, &sb);
+
+	return r < 0 ? r : image_split(dev, sb.meta_bytes, ret_meta, ret_data);
+}
+
+int ponyfs_mount_image(struct bdev *dev, const struct ponyfs_options *opts, struct vfs **ret)
+{
+	struct bdev *meta = NULL, *data = NULL;
+	struct vfs *v;
+	int r = ponyfs_image_regions(dev, &meta, &data);
+
+	if (r >= 0)
+		r = ponyfs_mount(meta, data, opts, &v);
+	if (r < 0) {
+		bdev_free(meta);
+		bdev_free(data);
+		return r;
+	}
+	ponyfs_of(v)->owned[0] = meta;
+	ponyfs_of(v)->owned[1] = data;
+	*ret = v;
+	return 0;
+}
+
+void ponyfs_get_stats(struct vfs *v, struct ponyfs_stats *ret)
+{
+	struct ponyfs *fs = ponyfs_of(v);
+
+	pthread_mutex_lock(&fs->lock);
+	*ret = fs->stats;
+	pthread_mutex_unlock(&fs->lock);
+}
+
+uint64_t ponyfs_dirty_bytes(struct vfs *v)
+{
+	struct ponyfs *fs = ponyfs_of(v);
+	uint64_t n;
+
+	pthread_mutex_lock(&fs->lock);
+	n = fs->dirty_bytes;
+	pthread_mutex_unlock(&fs->lock);
+	return n;
+}

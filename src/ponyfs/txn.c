@@ -1,0 +1,229 @@
+/*
+ * txn.c - ponyfs's metadata transaction and the commit timer. One SQLite
+ * transaction is open while the filesystem changes; committing it first
+ * flushes the data region (ordering rule 1: data before the metadata that
+ * points at it), then makes freed blocks reusable, then COMMITs, which
+ * syncs the WAL. The timer commits on its own (rule 5): FUSE never passes
+ * syncfs on, so without it nothing would become durable but fsync.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <time.h>
+
+#include "internal.h"
+
+static const char *const stmt_sql[ST_COUNT] = {
+	[ST_INODE_GET] = "SELECT mode, uid, gid, nlink, size, atime, mtime, ctime, btime, rdev "
+			 "FROM inodes WHERE ino = ?1",
+	[ST_INODE_SIZE] = "UPDATE inodes SET size = ?2 WHERE ino = ?1",
+	[ST_INODE_TIMES] = "UPDATE inodes SET mtime = ?2, ctime = ?3 WHERE ino = ?1",
+	[ST_DENTRY_GET] = "SELECT ino FROM dentries WHERE parent = ?1 AND name = ?2",
+	[ST_EXT_PREV] = "SELECT foff, nblocks, pblock, csums FROM extents "
+			"WHERE ino = ?1 AND foff <= ?2 ORDER BY foff DESC LIMIT 1",
+	[ST_EXT_RANGE] = "SELECT foff, nblocks, pblock, csums FROM extents "
+			 "WHERE ino = ?1 AND foff >= ?2 AND foff < ?3 ORDER BY foff",
+	[ST_EXT_DEL] = "DELETE FROM extents WHERE ino = ?1 AND foff = ?2",
+	[ST_EXT_INS] = "INSERT INTO extents (ino, foff, nblocks, pblock, csums) "
+		       "VALUES (?1, ?2, ?3, ?4, ?5)",
+	[ST_EXT_SUM] = "SELECT coalesce(sum(nblocks), 0) FROM extents WHERE ino = ?1",
+	[ST_FREE_FIRST] = "SELECT pblock, nblocks FROM free ORDER BY pblock LIMIT 1",
+	[ST_FREE_DEL] = "DELETE FROM free WHERE pblock = ?1",
+	[ST_FREE_INS] = "INSERT INTO free (pblock, nblocks) VALUES (?1, ?2)",
+	[ST_FREE_PREV] = "SELECT pblock, nblocks FROM free WHERE pblock < ?1 "
+			 "ORDER BY pblock DESC LIMIT 1",
+	[ST_FREE_AT] = "SELECT nblocks FROM free WHERE pblock = ?1",
+};
+
+int64_t ponyfs_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int ponyfs_prepare_all(struct ponyfs *fs)
+{
+	for (int i = 0; i < ST_COUNT; i++) {
+		int rc = sqlite3_prepare_v3(fs->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
+					    &fs->st[i], NULL);
+		if (rc != SQLITE_OK)
+			return ponyfs_sqlite_errno(rc);
+	}
+	return 0;
+}
+
+void ponyfs_finalize_all(struct ponyfs *fs)
+{
+	for (int i = 0; i < ST_COUNT; i++) {
+		sqlite3_finalize(fs->st[i]);
+		fs->st[i] = NULL;
+	}
+}
+
+sqlite3_stmt *ponyfs_stmt(struct ponyfs *fs, enum ponyfs_stmt which)
+{
+	sqlite3_stmt *s = fs->st[which];
+
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	return s;
+}
+
+int ponyfs_step_done(sqlite3_stmt *s)
+{
+	int rc;
+
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+		;
+	sqlite3_reset(s);
+	return rc == SQLITE_DONE ? 0 : ponyfs_sqlite_errno(rc);
+}
+
+int ponyfs_exec(struct ponyfs *fs, const char *sql)
+{
+	return ponyfs_sqlite_errno(sqlite3_exec(fs->db, sql, NULL, NULL, NULL));
+}
+
+static int prepare_va(struct ponyfs *fs, sqlite3_stmt **ret, const char *sql, int n, va_list ap)
+{
+	int rc = sqlite3_prepare_v2(fs->db, sql, -1, ret, NULL);
+
+	if (rc != SQLITE_OK)
+		return ponyfs_sqlite_errno(rc);
+	for (int i = 1; i <= n; i++)
+		sqlite3_bind_int64(*ret, i, va_arg(ap, int64_t));
+	return 0;
+}
+
+int ponyfs_sql(struct ponyfs *fs, const char *sql, int n, ...)
+{
+	sqlite3_stmt *s = NULL;
+	va_list ap;
+	int r;
+
+	va_start(ap, n);
+	r = prepare_va(fs, &s, sql, n, ap);
+	va_end(ap);
+	if (r >= 0)
+		r = ponyfs_step_done(s);
+	sqlite3_finalize(s);
+	return r;
+}
+
+int ponyfs_sql_int(struct ponyfs *fs, int64_t *ret, const char *sql, int n, ...)
+{
+	sqlite3_stmt *s = NULL;
+	va_list ap;
+	int r, rc;
+
+	va_start(ap, n);
+	r = prepare_va(fs, &s, sql, n, ap);
+	va_end(ap);
+	if (r >= 0) {
+		rc = sqlite3_step(s);
+		if (rc == SQLITE_ROW)
+			*ret = sqlite3_column_int64(s, 0);
+		r = rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : ponyfs_sqlite_errno(rc);
+	}
+	sqlite3_finalize(s);
+	return r;
+}
+
+int ponyfs_txn_begin_locked(struct ponyfs *fs)
+{
+	int r;
+
+	if (fs->broken)
+		return fs->broken;
+	if (fs->read_only)
+		return -EROFS;
+	if (fs->in_txn)
+		return 0;
+	r = ponyfs_exec(fs, "BEGIN");
+	if (r >= 0)
+		fs->in_txn = true;
+	return r;
+}
+
+/*
+ * Commits the open transaction (if any) after flushing the data it points
+ * at. A failure leaves the filesystem broken: the transaction's outcome on
+ * disk is unknown, so every later change fails with -EIO until remount.
+ */
+int ponyfs_commit_locked(struct ponyfs *fs)
+{
+	int r = 0;
+
+	if (fs->broken)
+		return fs->broken;
+	if (!fs->in_txn)
+		return 0;
+	if (fs->data_unflushed) {
+		r = bdev_flush(fs->data);
+		fs->stats.data_flushes++;
+		fs->data_unflushed = r < 0;
+	}
+	if (r >= 0)
+		r = ponyfs_free_apply_locked(fs);
+	if (r >= 0)
+		r = ponyfs_exec(fs, "COMMIT");
+	if (r < 0) {
+		fs->broken = -EIO;
+		return -EIO;
+	}
+	fs->in_txn = false;
+	fs->txn_ops = 0;
+	fs->stats.commits++;
+	ponyfs_free_committed_locked(fs);
+	return 0;
+}
+
+static void *timer_main(void *arg)
+{
+	struct ponyfs *fs = arg;
+	struct timespec until;
+
+	pthread_mutex_lock(&fs->lock);
+	while (!fs->stopping) {
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += fs->commit_ms / 1000;
+		until.tv_nsec += (long)(fs->commit_ms % 1000) * 1000000;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&fs->timer_cond, &fs->lock, &until);
+		if (fs->stopping || fs->broken)
+			continue;
+		/* Files replaced in place (truncated, still being rewritten) wait:
+		 * committing them half-written is what rule 2 forbids. */
+		if (ponyfs_writeback_all_locked(fs, true) >= 0)
+			ponyfs_commit_locked(fs);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return NULL;
+}
+
+int ponyfs_timer_start(struct ponyfs *fs)
+{
+	int r;
+
+	if (!fs->commit_ms)
+		return 0;
+	r = -pthread_create(&fs->timer, NULL, timer_main, fs);
+	fs->timer_running = r == 0;
+	return r;
+}
+
+void ponyfs_timer_stop(struct ponyfs *fs)
+{
+	if (!fs->timer_running)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	fs->stopping = true;
+	pthread_cond_signal(&fs->timer_cond);
+	pthread_mutex_unlock(&fs->lock);
+	pthread_join(fs->timer, NULL);
+	fs->timer_running = false;
+}

@@ -1,0 +1,332 @@
+/*
+ * test_ordering.c - ponyfs's ordering rules, one test each: (1) data is
+ * flushed before the metadata that points at it; (2) rename-over and
+ * truncate-then-rewrite commit with the new data, no fsync needed; (3)
+ * fsync writes only its file's data; (4) fbarrier orders data before later
+ * metadata without waiting; (5) commits come from the timer and syncfs.
+ * "Power cut" here is a copy of the disk as the writes left it, mounted.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <time.h>
+#include <cmocka.h>
+
+#include "helpers.h"
+#include "pony/util.h"
+
+#define IMG_SIZE (32u << 20)
+#define META_BYTES (4u << 20)   /* what mkfs picks for IMG_SIZE (docs/ponyfs-format.md) */
+
+/* The disk as it is now, as a new memory bdev: what a power cut leaves. */
+static struct bdev *power_cut(struct bdev *dev)
+{
+	uint8_t *buf = malloc(bdev_size(dev));
+	struct bdev *copy;
+
+	assert_non_null(buf);
+	assert_int_equal(bdev_pread(dev, buf, bdev_size(dev), 0), 0);
+	assert_int_equal(bdev_mem_new(bdev_size(dev), &copy), 0);
+	assert_int_equal(bdev_pwrite(copy, buf, bdev_size(dev), 0), 0);
+	free(buf);
+	return copy;
+}
+
+/* Mounts a power-cut copy; checks it is clean; the caller frees both. */
+static struct vfs *mount_copy(struct bdev *copy)
+{
+	struct vfs *fs;
+
+	assert_int_equal(ponyfs_fsck_image(copy, PONYFS_FSCK_DATA, NULL, NULL), 0);
+	assert_int_equal(ponyfs_mount_image(copy, NULL, &fs), 0);
+	return fs;
+}
+
+static void expect_content(struct vfs *fs, const char *path, const uint8_t *want, size_t len)
+{
+	static uint8_t got[1 << 20];
+
+	assert_int_equal(test_get(fs, path, got, sizeof(got)), (ssize_t)len);
+	assert_memory_equal(got, want, len);
+}
+
+static int fsync_path(struct vfs *fs, const char *path)
+{
+	uint64_t ino, fh;
+	int r = test_open(fs, path, O_RDWR, &ino, &fh);
+
+	if (r >= 0) {
+		r = VFS_CALL(fs, fsync, ino, fh, false);
+		VFS_CALL(fs, release, ino, fh);
+	}
+	return r;
+}
+
+struct log_entry { uint64_t off, len, flags; };
+
+/* The entries of a record log (dm-log-writes format, see src/bdev/record.c). */
+static size_t read_log(struct bdev *log, struct log_entry *ret, size_t max)
+{
+	uint64_t n, pos = 512;
+	size_t k = 0;
+
+	assert_int_equal(bdev_record_count(log, &n), 0);
+	for (uint64_t i = 0; i < n && k < max; i++) {
+		uint8_t h[32];
+
+		assert_int_equal(bdev_pread(log, h, sizeof(h), pos), 0);
+		ret[k].off = util_get_le64(h) * 512;
+		ret[k].len = util_get_le64(h + 8) * 512;
+		ret[k].flags = util_get_le64(h + 16);
+		pos += 512 + ((ret[k].flags & 9) ? 0 : ret[k].len);
+		if (!(ret[k].flags & 8))        /* marks do not count */
+			k++;
+	}
+	return k;
+}
+
+static void test_data_is_flushed_before_metadata_that_points_at_it(void **state)
+{
+	struct bdev *disk, *log, *rec;
+	struct vfs *fs;
+	static struct log_entry e[20000];
+	static uint8_t w[200000];
+	size_t n, data_writes = 0;
+
+	assert_int_equal(bdev_mem_new(IMG_SIZE, &disk), 0);
+	assert_int_equal(bdev_mem_new(256u << 20, &log), 0);
+	assert_int_equal(ponyfs_mkfs_image(disk, NULL), 0);
+	assert_int_equal(bdev_record_new(disk, log, &rec), 0);
+	assert_int_equal(ponyfs_mount_image(rec, NULL, &fs), 0);
+	for (int i = 0; i < 8; i++) {
+		char name[8];
+
+		snprintf(name, sizeof(name), "f%d", i);
+		test_fill(w, sizeof(w), (unsigned)i);
+		assert_int_equal(test_put(fs, name, w, sizeof(w) / (size_t)(i + 1)), 0);
+		if (i % 3 == 0)
+			assert_int_equal(fsync_path(fs, name), 0);
+	}
+	assert_int_equal(VFS_CALL(fs, syncfs), 0);
+	vfs_free(fs);
+	n = read_log(log, e, ARRAY_SIZE(e));
+	/* After every data write, a flush comes before the next metadata write. */
+	for (size_t i = 0; i < n; i++) {
+		if (e[i].flags || e[i].off < META_BYTES)
+			continue;
+		data_writes++;
+		for (size_t j = i + 1; j < n; j++) {
+			if (e[j].flags & 1)
+				break;
+			assert_false(!e[j].flags && e[j].off < META_BYTES);
+		}
+	}
+	assert_true(data_writes >= 8);
+	bdev_free(rec);
+}
+
+static void test_rename_over_commits_with_the_new_data(void **state)
+{
+	struct bdev *dev, *copy;
+	struct vfs *fs, *after;
+	static uint8_t old[100000], new[150000];
+
+	test_fill(old, sizeof(old), 1);
+	test_fill(new, sizeof(new), 2);
+	assert_int_equal(bdev_mem_new(IMG_SIZE, &dev), 0);
+	assert_int_equal(ponyfs_mkfs_image(dev, NULL), 0);
+	assert_int_equal(ponyfs_mount_image(dev, NULL, &fs), 0);
+	assert_int_equal(test_put(fs, "config", old, sizeof(old)), 0);
+	assert_int_equal(VFS_CALL(fs, syncfs), 0);
+	/* The application's pattern: write new, rename over old, no fsync. */
+	assert_int_equal(test_put(fs, "config.tmp", new, sizeof(new)), 0);
+	{
+		struct vfs_ctx c = test_ctx();
+
+		assert_int_equal(VFS_CALL(fs, rename, &c, VFS_ROOT_INO, "config.tmp", VFS_ROOT_INO,
+					  "config", 0), 0);
+	}
+	/* Something else commits (another file's fsync): the rename goes with it. */
+	assert_int_equal(test_put(fs, "other", "x", 1), 0);
+	assert_int_equal(fsync_path(fs, "other"), 0);
+	copy = power_cut(dev);
+	after = mount_copy(copy);
+	expect_content(after, "config", new, sizeof(new));
+	vfs_free(after);
+	bdev_free(copy);
+	vfs_free(fs);
+	bdev_free(dev);
+}
+
+static void test_truncate_then_rewrite_is_all_old_or_all_new(void **state)
+{
+	struct bdev *dev, *copy;
+	struct vfs *fs, *after;
+	static uint8_t old[100000], new[120000];
+	uint64_t ino, fh;
+
+	test_fill(old, sizeof(old), 3);
+	test_fill(new, sizeof(new), 4);
+	assert_int_equal(bdev_mem_new(IMG_SIZE, &dev), 0);
+	assert_int_equal(ponyfs_mkfs_image(dev, NULL), 0);
+	assert_int_equal(ponyfs_mount_image(dev, NULL, &fs), 0);
+	assert_int_equal(test_put(fs, "state", old, sizeof(old)), 0);
+	assert_int_equal(test_put(fs, "other", "x", 1), 0);
+	assert_int_equal(VFS_CALL(fs, syncfs), 0);
+	assert_int_equal(test_open(fs, "state", O_WRONLY | O_TRUNC, &ino, &fh), 0);
+	assert_int_equal(VFS_CALL(fs, write, ino, fh, new, 50000, 0), 50000);
+	/* A commit in the middle of the rewrite: the file must still be the old one. */
+	assert_int_equal(fsync_path(fs, "other"), 0);
+	copy = power_cut(dev);
+	after = mount_copy(copy);
+	expect_content(after, "state", old, sizeof(old));
+	vfs_free(after);
+	bdev_free(copy);
+	assert_int_equal(VFS_CALL(fs, write, ino, fh, new + 50000, sizeof(new) - 50000, 50000),
+			 (ssize_t)sizeof(new) - 50000);
+	assert_int_equal(VFS_CALL(fs, release, ino, fh), 0);
+	assert_int_equal(fsync_path(fs, "other"), 0);
+	copy = power_cut(dev);
+	after = mount_copy(copy);
+	expect_content(after, "state", new, sizeof(new));
+	vfs_free(after);
+	bdev_free(copy);
+	vfs_free(fs);
+	bdev_free(dev);
+}
+
+static void test_fsync_writes_only_that_files_data(void **state)
+{
+	struct bdev *dev;
+	struct vfs *fs;
+	static uint8_t big[8 << 20];
+	struct ponyfs_stats s0, s1;
+	uint64_t dirty;
+
+	assert_int_equal(bdev_mem_new(64u << 20, &dev), 0);
+	assert_int_equal(ponyfs_mkfs_image(dev, NULL), 0);
+	assert_int_equal(ponyfs_mount_image(dev, NULL, &fs), 0);
+	assert_int_equal(test_put(fs, "log", "", 0), 0);
+	assert_int_equal(VFS_CALL(fs, syncfs), 0);
+	{
+		uint64_t ino, fh;
+
+		/* Unrelated dirty data, still open (as a writer in another process). */
+		assert_int_equal(test_open(fs, "bulk", O_CREAT | O_WRONLY, &ino, &fh), 0);
+		assert_int_equal(VFS_CALL(fs, write, ino, fh, big, sizeof(big), 0), (ssize_t)sizeof(big));
+		dirty = ponyfs_dirty_bytes(fs);
+		assert_int_equal(dirty, sizeof(big));
+		ponyfs_get_stats(fs, &s0);
+		{
+			uint64_t li, lf;
+
+			assert_int_equal(test_open(fs, "log", O_WRONLY | O_APPEND, &li, &lf), 0);
+			assert_int_equal(VFS_CALL(fs, write, li, lf, "entry\n", 6, 0), 6);
+			assert_int_equal(VFS_CALL(fs, fsync, li, lf, false), 0);
+			assert_int_equal(VFS_CALL(fs, release, li, lf), 0);
+		}
+		ponyfs_get_stats(fs, &s1);
+		assert_int_equal(s1.data_blocks_written - s0.data_blocks_written, 1);
+		assert_int_equal(s1.commits - s0.commits, 1);
+		assert_int_equal(ponyfs_dirty_bytes(fs), sizeof(big));
+		assert_int_equal(VFS_CALL(fs, release, ino, fh), 0);
+	}
+	vfs_free(fs);
+	bdev_free(dev);
+}
+
+static void test_fbarrier_orders_data_before_later_metadata_without_waiting(void **state)
+{
+	struct bdev *dev, *copy;
+	struct vfs *fs, *after;
+	static uint8_t w[64000];
+	struct ponyfs_stats s0, s1;
+	uint64_t ino, fh;
+
+	test_fill(w, sizeof(w), 7);
+	assert_int_equal(bdev_mem_new(IMG_SIZE, &dev), 0);
+	assert_int_equal(ponyfs_mkfs_image(dev, NULL), 0);
+	assert_int_equal(ponyfs_mount_image(dev, NULL, &fs), 0);
+	assert_int_equal(test_open(fs, "journal", O_CREAT | O_WRONLY, &ino, &fh), 0);
+	assert_int_equal(VFS_CALL(fs, write, ino, fh, w, sizeof(w), 0), (ssize_t)sizeof(w));
+	ponyfs_get_stats(fs, &s0);
+	assert_int_equal(VFS_CALL(fs, barrier, ino, fh), 0);
+	ponyfs_get_stats(fs, &s1);
+	assert_int_equal(s1.commits, s0.commits);               /* nothing waited for */
+	assert_int_equal(s1.data_flushes, s0.data_flushes);
+	assert_int_equal(ponyfs_dirty_bytes(fs), 0);
+	/* Written after the barrier: must not be visible without the data before it. */
+	assert_int_equal(VFS_CALL(fs, write, ino, fh, "tail", 4, sizeof(w)), 4);
+	assert_int_equal(test_put(fs, "commit-record", "done", 4), 0);
+	assert_int_equal(fsync_path(fs, "commit-record"), 0);
+	copy = power_cut(dev);
+	after = mount_copy(copy);
+	expect_content(after, "commit-record", (const uint8_t *)"done", 4);
+	expect_content(after, "journal", w, sizeof(w));
+	vfs_free(after);
+	bdev_free(copy);
+	assert_int_equal(VFS_CALL(fs, release, ino, fh), 0);
+	vfs_free(fs);
+	bdev_free(dev);
+}
+
+static void test_commits_come_from_the_timer_and_from_syncfs(void **state)
+{
+	struct bdev *dev, *copy;
+	struct vfs *fs, *after;
+	struct ponyfs_options timer = { .commit_ms = 50 };
+	struct vfs_entry e;
+	struct vfs_ctx c = test_ctx();
+
+	assert_int_equal(bdev_mem_new(IMG_SIZE, &dev), 0);
+	assert_int_equal(ponyfs_mkfs_image(dev, NULL), 0);
+	/* No timer: nothing is durable until syncfs. */
+	assert_int_equal(ponyfs_mount_image(dev, NULL, &fs), 0);
+	assert_int_equal(test_put(fs, "a", "aaaa", 4), 0);
+	copy = power_cut(dev);
+	after = mount_copy(copy);
+	assert_int_equal(VFS_CALL(after, lookup, &c, VFS_ROOT_INO, "a", &e), -ENOENT);
+	vfs_free(after);
+	bdev_free(copy);
+	assert_int_equal(VFS_CALL(fs, syncfs), 0);
+	copy = power_cut(dev);
+	after = mount_copy(copy);
+	expect_content(after, "a", (const uint8_t *)"aaaa", 4);
+	vfs_free(after);
+	bdev_free(copy);
+	vfs_free(fs);
+	/* With the timer, the commit comes by itself. */
+	assert_int_equal(ponyfs_mount_image(dev, &timer, &fs), 0);
+	assert_int_equal(test_put(fs, "b", "bbbb", 4), 0);
+	{
+		struct timespec ts = { 0, 300 * 1000000 };
+		struct ponyfs_stats s;
+
+		for (int i = 0; i < 20; i++) {
+			nanosleep(&ts, NULL);
+			ponyfs_get_stats(fs, &s);
+			if (s.commits && !ponyfs_dirty_bytes(fs))
+				break;
+		}
+	}
+	copy = power_cut(dev);
+	after = mount_copy(copy);
+	expect_content(after, "b", (const uint8_t *)"bbbb", 4);
+	vfs_free(after);
+	bdev_free(copy);
+	vfs_free(fs);
+	bdev_free(dev);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_data_is_flushed_before_metadata_that_points_at_it),
+		cmocka_unit_test(test_rename_over_commits_with_the_new_data),
+		cmocka_unit_test(test_truncate_then_rewrite_is_all_old_or_all_new),
+		cmocka_unit_test(test_fsync_writes_only_that_files_data),
+		cmocka_unit_test(test_fbarrier_orders_data_before_later_metadata_without_waiting),
+		cmocka_unit_test(test_commits_come_from_the_timer_and_from_syncfs),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
