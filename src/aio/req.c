@@ -26,6 +26,8 @@
  * thread, and aio_read()/lio_listio() must return before a big copy is
  * done, as they do under glibc (LTP aio_suspend/9-1 measures it). */
 #define AIO_COPY_ON_WORKER 65536
+/* acall workers: big copies and stream writes (see req_copy_on_worker()). */
+#define AIO_WORKERS 16
 /* How long aio_cancel() waits to learn whether a request it asked to stop
  * was cancelled or completed; after that it says AIO_NOTCANCELED. */
 #define AIO_CANCEL_WAIT_NS 200000000L
@@ -59,15 +61,23 @@ static unsigned aio_max(void)
 int aio_ring_get_locked(struct acall_ring **ret_ring)
 {
 	if (!aio.ring) {
-		/* The CQ (4 x entries) holds every request in flight, so a
-		 * submission never meets a full CQ (-EBUSY). */
-		struct acall_ring_params p = { .entries = 1024 };
+		/* The CQ (4 x entries) holds every request in flight twice
+		 * over (cancels and acall's wake-ups add entries of their
+		 * own), so a submission never meets a full CQ (-EBUSY): the
+		 * submitter holds aio.lock, which the reaper's callbacks
+		 * need before they can empty the CQ. */
+		struct acall_ring_params p = {
+			.entries = 2048,
+			/* Stream writes block a worker until sent, as under
+			 * glibc (up to 20 threads): room for many at once. */
+			.workers = AIO_WORKERS,
+		};
 		sigset_t all, old;
 		int r;
 
 		aio.max = aio_max();
-		if (aio.max > 4 * p.entries)
-			aio.max = 4 * p.entries;
+		if (aio.max > 2 * p.entries)
+			aio.max = 2 * p.entries;
 		/* acall's threads inherit this mask: the application's
 		 * signals must reach its own threads, never pony's. */
 		sigfillset(&all);

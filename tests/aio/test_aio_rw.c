@@ -247,6 +247,36 @@ static void test_socket_write_passes_a_blocked_read(void **state)
 	close(sv[1]);
 }
 
+/* Writes blocked on full sockets (each holds a worker) do not hold back
+ * a write to another socket with room. */
+static void test_blocked_socket_writes_do_not_hold_back_others(void **state)
+{
+	enum { N = 4, SZ = 1 << 20 };
+	char *buf = calloc(1, SZ);
+	struct aiocb cbs[N + 1];
+	int sv[N + 1][2], sndbuf = 4096;
+
+	for (int i = 0; i <= N; i++) {
+		assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv[i]), 0);
+		assert_int_equal(setsockopt(sv[i][0], SOL_SOCKET, SO_SNDBUF, &sndbuf,
+					    sizeof(sndbuf)), 0);
+		cbs[i] = aiocb_for(sv[i][0], buf, i < N ? SZ : 100, 0);
+		assert_int_equal(aio_write(&cbs[i]), 0);
+	}
+	assert_int_equal(wait_done(&cbs[N]), 0);
+	assert_int_equal(aio_return(&cbs[N]), 100);
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(aio_error(&cbs[i]), EINPROGRESS);
+		close(sv[i][1]);        /* the blocked write ends (EPIPE) */
+		assert_int_not_equal(wait_done(&cbs[i]), EINPROGRESS);
+		aio_return(&cbs[i]);
+		close(sv[i][0]);
+	}
+	close(sv[N][0]);
+	close(sv[N][1]);
+	free(buf);
+}
+
 static void test_return_is_given_once(void **state)
 {
 	int fd = scratch_file(16, O_RDWR);
@@ -277,6 +307,7 @@ int main(void)
 		cmocka_unit_test(test_append_writes_keep_submission_order),
 		cmocka_unit_test(test_pipe_reads_complete_in_order),
 		cmocka_unit_test(test_socket_write_passes_a_blocked_read),
+		cmocka_unit_test(test_blocked_socket_writes_do_not_hold_back_others),
 		cmocka_unit_test(test_return_is_given_once),
 	};
 
