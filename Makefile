@@ -47,5 +47,8 @@ bench: build
 fuzz: deps
 	@bash scripts/fuzz.sh $(FUZZ_SECONDS)
 
+interop: build
+	@bash tests/volume/interop.sh
+
 clean:
 	rm -rf build build-asan build-fuzz

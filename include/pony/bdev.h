@@ -18,6 +18,8 @@
 #include <stdint.h>
 
 struct bdev;
+struct bdev_io;
+struct acall_ring;
 
 /* A backend. Hooks see only ranges already checked against the size. */
 struct bdev_ops {
@@ -27,6 +29,8 @@ struct bdev_ops {
 	int (*flush)(struct bdev *b);                                /* NULL: nothing to do */
 	int (*discard)(struct bdev *b, uint64_t off, uint64_t len);  /* NULL: -EOPNOTSUPP */
 	void (*free)(struct bdev *b);
+	/* Asynchronous path (appended; NULL: bdev_submit completes inline). */
+	void (*submit)(struct bdev *b, struct bdev_io *io);
 };
 
 struct bdev {
@@ -60,6 +64,14 @@ struct bdev_io {
 	void *data;                     /* the caller's */
 };
 void bdev_submit(struct bdev *b, struct bdev_io *io);
+
+/*
+ * The same, with every I/O going through an acall ring (io_uring where the
+ * kernel has the op, acall's workers otherwise): synchronous calls wait for
+ * their op, bdev_submit() returns at once and done() runs on completion.
+ * The ring must outlive the bdev.
+ */
+int bdev_file_open_ring(const char *path, int flags, struct acall_ring *ring, struct bdev **ret);
 
 /* Memory: size bytes of zeros. */
 int bdev_mem_new(uint64_t size, struct bdev **ret);

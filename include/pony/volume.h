@@ -263,4 +263,15 @@ struct volume_md_info {
 int volume_md_assemble(struct bdev **devs, unsigned ndevs, struct volume **ret,
 		       struct volume_md_info *ret_info);
 
+/*
+ * Makes a new md array of devs: writes v1.2 superblocks (data 1 MiB in,
+ * clean, no bitmap) that Linux's md assembles, then assembles it as
+ * volume_md_assemble() does. level 0/1/4/5/6/10, layout as md numbers it,
+ * chunk in bytes. The data is not initialised: write it all, or start from
+ * zeroed members (whose parity is already right).
+ */
+int volume_md_create(struct bdev **devs, unsigned ndevs, unsigned level, unsigned layout,
+		     uint64_t chunk, const char *name, struct volume **ret,
+		     struct volume_md_info *ret_info);
+
 #endif

@@ -107,6 +107,43 @@ static void run_chain(struct acall_ring *ring, struct acall_exec *ex, struct aca
 	}
 }
 
+static bool chain_quick(const struct acall_op *c)
+{
+	for (; c; c = c->link)
+		if (!acall_route_quick(c->opcode))
+			return false;
+	return true;
+}
+
+/* Pops up to max chains off the queue (only quick ones if quick_only). */
+static unsigned take_locked(struct acall_workers *wq, struct acall_op **take, unsigned max,
+			    bool quick_only)
+{
+	unsigned k = 0;
+
+	while (wq->head && k < max && (!quick_only || chain_quick(wq->head))) {
+		take[k++] = wq->head;
+		wq->head = wq->head->next;
+		wq->queued--;
+	}
+	if (!wq->head)
+		wq->tail = NULL;
+	atomic_store(&wq->nqueued, wq->queued);
+	return k;
+}
+
+/* Runs what take_locked() popped and completes it in batches. */
+static void run_taken(struct acall_ring *ring, struct acall_exec *ex, struct acall_op **take,
+		      unsigned k)
+{
+	struct done_batch d = { .n = 0 };
+
+	for (unsigned i = 0; i < k; i++)
+		run_chain(ring, ex, take[i], &d);
+	if (d.n)
+		complete_batch(ring, d.ops, d.n);
+}
+
 /*
  * Before sleeping, watch the queue for a moment (with wq->lock dropped): a
  * submitter reaping a batch refills the queue within microseconds, and a
@@ -130,7 +167,6 @@ static void *worker_main(void *arg)
 	struct acall_worker *w = arg;
 	struct acall_ring *ring = w->ring;
 	struct acall_workers *wq = &ring->wq;
-	struct done_batch d = { .n = 0 };
 	sigset_t set;
 
 	sigemptyset(&set);
@@ -140,7 +176,7 @@ static void *worker_main(void *arg)
 	pthread_mutex_lock(&wq->lock);
 	for (;;) {
 		struct acall_op *take[WORKER_TAKE_MAX];
-		unsigned k = 0, share;
+		unsigned k, share;
 
 		if (!wq->head && !wq->stop)
 			spin_for_work(wq);
@@ -154,20 +190,9 @@ static void *worker_main(void *arg)
 		/* A fair share, so one worker does not starve the others. */
 		share = wq->queued / wq->n;
 		share = share < 1 ? 1 : share > WORKER_TAKE_MAX ? WORKER_TAKE_MAX : share;
-		while (wq->head && k < share) {
-			take[k++] = wq->head;
-			wq->head = wq->head->next;
-			wq->queued--;
-		}
-		if (!wq->head)
-			wq->tail = NULL;
-		atomic_store(&wq->nqueued, wq->queued);
+		k = take_locked(wq, take, share, false);
 		pthread_mutex_unlock(&wq->lock);
-		for (unsigned i = 0; i < k; i++)
-			run_chain(ring, &w->ex, take[i], &d);
-		if (d.n)
-			complete_batch(ring, d.ops, d.n);
-		d.n = 0;
+		run_taken(ring, &w->ex, take, k);
 		pthread_mutex_lock(&wq->lock);
 	}
 	pthread_mutex_unlock(&wq->lock);
@@ -350,39 +375,21 @@ void acall_workers_cancel_all(struct acall_ring *ring)
 	signal_runner(ring, NULL);
 }
 
-static bool chain_quick(const struct acall_op *c)
-{
-	for (; c; c = c->link)
-		if (!acall_route_quick(c->opcode))
-			return false;
-	return true;
-}
 
 bool acall_workers_help(struct acall_ring *ring)
 {
 	struct acall_workers *wq = &ring->wq;
 	struct acall_op *take[HELP_TAKE_MAX];
-	struct done_batch d = { .n = 0 };
-	unsigned k = 0;
+	unsigned k;
 
 	if (!wq->w || !atomic_load(&wq->nqueued))
 		return false;
 	pthread_mutex_lock(&wq->lock);
 	/* Half the queue at most: the workers, already awake, get the rest. */
-	while (wq->head && k < HELP_TAKE_MAX && k < (wq->queued + 1) / 2 && chain_quick(wq->head)) {
-		take[k++] = wq->head;
-		wq->head = wq->head->next;
-		wq->queued--;
-	}
-	if (!wq->head)
-		wq->tail = NULL;
-	atomic_store(&wq->nqueued, wq->queued);
+	k = take_locked(wq, take, MIN(HELP_TAKE_MAX, (wq->queued + 1) / 2), true);
 	pthread_mutex_unlock(&wq->lock);
-	for (unsigned i = 0; i < k; i++)
-		run_chain(ring, &helper_ex, take[i], &d);
+	run_taken(ring, &helper_ex, take, k);
 	acall_exec_restore_cred(&helper_ex);
-	if (d.n)
-		complete_batch(ring, d.ops, d.n);
 	return k > 0;
 }
 

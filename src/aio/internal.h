@@ -130,7 +130,6 @@ int aio_cancel_fd(int fd, struct aiocb *cb);
 /* Sleeps until aio.seq moves from seq or timeout (NULL: none, relative)
  * passes: 0, -ETIMEDOUT or -EINTR. */
 int aio_wait_seq(uint32_t seq, const struct timespec *timeout);
-void aio_fork_child(void);
 
 /* notify.c: sigevents. */
 int aio_sigevent_check(const struct sigevent *sev);

@@ -157,25 +157,38 @@ static bool req_needs_order(const struct aio_req *req, const struct aio_fdq *q)
 
 static void op_done(struct acall_ring *ring, struct acall_op *op, void *arg);
 
-/* A big buffered copy, run by a worker (see AIO_COPY_ON_WORKER). */
+/* A copy run by a worker (see req_copy_on_worker()). */
 static int64_t req_copy(void *arg)
 {
 	const struct aio_req *req = arg;
 	const struct aiocb *cb = req->cb;
-	ssize_t r = req->kind == AIO_KIND_READ ?
-		    pread(cb->aio_fildes, (void *)cb->aio_buf, cb->aio_nbytes, cb->aio_offset) :
-		    pwrite(cb->aio_fildes, (const void *)cb->aio_buf, cb->aio_nbytes,
-			   cb->aio_offset);
+	int fd = cb->aio_fildes;
+	void *buf = (void *)cb->aio_buf;
+	ssize_t r;
 
+	if (req->q->stream)
+		r = write(fd, buf, cb->aio_nbytes);
+	else if (req->kind == AIO_KIND_READ)
+		r = pread(fd, buf, cb->aio_nbytes, cb->aio_offset);
+	else
+		r = pwrite(fd, buf, cb->aio_nbytes, cb->aio_offset);
 	return r < 0 ? -errno : r;
 }
 
+/*
+ * Which requests a worker runs as a plain call rather than io_uring:
+ * big buffered copies of regular files (AIO_COPY_ON_WORKER), and writes to
+ * streams, since io_uring ends a socket or pipe write at the first short
+ * write while write(2) on a blocking fd sends it all, as glibc's does.
+ */
 static bool req_copy_on_worker(const struct aio_req *req)
 {
 	const struct aio_fdq *q = req->q;
 
+	if (q->stream)
+		return req->kind == AIO_KIND_WRITE;
 	return (req->kind == AIO_KIND_READ || (req->kind == AIO_KIND_WRITE && !q->append)) &&
-	       !q->stream && !q->direct && req->cb->aio_nbytes >= AIO_COPY_ON_WORKER;
+	       !q->direct && req->cb->aio_nbytes >= AIO_COPY_ON_WORKER;
 }
 
 /* Prepares req's acall op; the caller submits. */
@@ -580,7 +593,7 @@ int aio_cancel_fd(int fd, struct aiocb *cb)
  * requests); the child's copies of their aiocbs read ECANCELED, so nobody
  * waits forever for them, and the child's first request makes a new ring.
  */
-void aio_fork_child(void)
+static void aio_fork_child(void)
 {
 	pthread_mutex_t fresh = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 
@@ -607,4 +620,21 @@ void aio_fork_child(void)
 	aio.ring = NULL;
 	aio.inflight = 0;
 	atomic_store(&aio.sleepers, 0);
+}
+
+/* Held across fork, so the child copies consistent lists (and then
+ * starts with a fresh lock: the child has only the forking thread). */
+static void aio_fork_prepare(void)
+{
+	pthread_mutex_lock(&aio.lock);
+}
+
+static void aio_fork_parent(void)
+{
+	pthread_mutex_unlock(&aio.lock);
+}
+
+__attribute__((constructor)) static void aio_fork_register(void)
+{
+	pthread_atfork(aio_fork_prepare, aio_fork_parent, aio_fork_child);
 }

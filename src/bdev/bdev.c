@@ -50,6 +50,19 @@ void bdev_free(struct bdev *b)
 
 void bdev_submit(struct bdev *b, struct bdev_io *io)
 {
+	if (b->ops->submit) {
+		uint64_t len = io->op == BDEV_READ || io->op == BDEV_WRITE || io->op == BDEV_DISCARD ?
+			       io->len : 0;
+
+		if (bdev_check(b, io->off, len) < 0) {
+			io->result = -EINVAL;
+			if (io->done)
+				io->done(io);
+			return;
+		}
+		b->ops->submit(b, io);
+		return;
+	}
 	switch (io->op) {
 	case BDEV_READ:
 		io->result = bdev_pread(b, io->buf, io->len, io->off);

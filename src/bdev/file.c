@@ -13,6 +13,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 
+#include "pony/acall.h"
 #include "pony/bdev.h"
 #include "pony/util.h"
 
@@ -20,6 +21,7 @@ struct bdev_file {
 	struct bdev b;
 	int fd;
 	bool is_blockdev;
+	struct acall_ring *ring;        /* NULL: plain syscalls */
 };
 
 static int file_pread(struct bdev *b, void *buf, size_t len, uint64_t off)
@@ -91,6 +93,111 @@ static const struct bdev_ops file_ops = {
 	.discard = file_discard,
 	.free = file_free,
 };
+
+/* Through the ring: one op per call; a short count is an I/O error (ranges are checked). */
+static int ring_rw(struct bdev_file *f, bool write, void *buf, size_t len, uint64_t off)
+{
+	struct acall_op *op = acall_get_op(f->ring);
+	int64_t r;
+
+	if (!op)
+		return -ENOMEM;
+	if (write)
+		acall_prep_write(op, f->fd, buf, len, off);
+	else
+		acall_prep_read(op, f->fd, buf, len, off);
+	r = acall_run(f->ring, op);
+	if (r >= 0 && (size_t)r != len)        /* finish a short transfer the plain way */
+		return write ? file_pwrite(&f->b, (uint8_t *)buf + r, len - (size_t)r, off + (uint64_t)r)
+			     : file_pread(&f->b, (uint8_t *)buf + r, len - (size_t)r, off + (uint64_t)r);
+	return r < 0 ? (int)r : 0;
+}
+
+static int ring_pread(struct bdev *b, void *buf, size_t len, uint64_t off)
+{
+	return ring_rw((struct bdev_file *)b, false, buf, len, off);
+}
+
+static int ring_pwrite(struct bdev *b, const void *buf, size_t len, uint64_t off)
+{
+	return ring_rw((struct bdev_file *)b, true, (void *)buf, len, off);
+}
+
+static int ring_flush(struct bdev *b)
+{
+	struct bdev_file *f = (struct bdev_file *)b;
+	struct acall_op *op = acall_get_op(f->ring);
+
+	if (!op)
+		return -ENOMEM;
+	acall_prep_fdatasync(op, f->fd);
+	return (int)acall_run(f->ring, op);
+}
+
+static void ring_done(struct acall_ring *ring, struct acall_op *op, void *arg)
+{
+	struct bdev_io *io = arg;
+	int64_t r = acall_op_result(op);
+
+	if (r >= 0 && (io->op == BDEV_READ || io->op == BDEV_WRITE) && (size_t)r != io->len)
+		r = -EIO;               /* a short transfer inside the checked range */
+	io->result = r < 0 ? (int)r : 0;
+	if (io->done)
+		io->done(io);
+}
+
+static void ring_submit(struct bdev *b, struct bdev_io *io)
+{
+	struct bdev_file *f = (struct bdev_file *)b;
+	struct acall_op *op;
+	int r;
+
+	if (io->op == BDEV_DISCARD || !(op = acall_get_op(f->ring))) {
+		io->result = io->op == BDEV_DISCARD ? file_discard(b, io->off, io->len) : -ENOMEM;
+		if (io->done)
+			io->done(io);
+		return;
+	}
+	if (io->op == BDEV_READ)
+		acall_prep_read(op, f->fd, io->buf, io->len, io->off);
+	else if (io->op == BDEV_WRITE)
+		acall_prep_write(op, f->fd, io->buf, io->len, io->off);
+	else
+		acall_prep_fdatasync(op, f->fd);
+	acall_op_set_callback(op, ring_done, io);
+	r = acall_submit(f->ring);
+	if (r < 0) {
+		acall_op_done(f->ring, op);
+		io->result = r;
+		if (io->done)
+			io->done(io);
+	}
+}
+
+static const struct bdev_ops file_ring_ops = {
+	.name = "file",
+	.pread = ring_pread,
+	.pwrite = ring_pwrite,
+	.flush = ring_flush,
+	.discard = file_discard,
+	.free = file_free,
+	.submit = ring_submit,
+};
+
+int bdev_file_open_ring(const char *path, int flags, struct acall_ring *ring, struct bdev **ret)
+{
+	struct bdev *b;
+	int r = bdev_file_open(path, flags, &b);
+
+	if (r < 0)
+		return r;
+	if (ring) {
+		((struct bdev_file *)b)->ring = ring;
+		b->ops = &file_ring_ops;
+	}
+	*ret = b;
+	return 0;
+}
 
 int bdev_file_open(const char *path, int flags, struct bdev **ret)
 {

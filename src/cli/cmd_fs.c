@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -27,6 +28,14 @@ int cli_fuse_serve(struct vfs *fs, const char *mountpoint, const char *source,
 	char fsname[4096];
 	int r;
 
+	/* hostfs holds one O_PATH descriptor per inode the kernel keeps: a tree
+	 * of 30,000 files needs more than the usual limits. Root may raise the
+	 * hard limit too (to fs.nr_open's usual 2^20); others take the hard one. */
+	struct rlimit rl = { .rlim_cur = 1 << 20, .rlim_max = 1 << 20 };
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0 && getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 	if (!realpath(source, fsname))
 		snprintf(fsname, sizeof(fsname), "%s", source);
 	o.fsname = fsname;

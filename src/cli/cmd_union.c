@@ -28,7 +28,9 @@ static void mount_usage(FILE *out)
 		"  -f, --foreground    stay in the foreground (default: daemonize)\n"
 		"      --userxattr     user.overlay.* xattrs (as overlayfs -o userxattr)\n"
 		"      --no-writeback  no kernel writeback cache\n"
-		"      --timeout SECS  kernel attribute and entry cache (default 1)\n"
+		"      --timeout SECS  kernel attribute and entry cache (default 86400:\n"
+		"                      lowers are read-only and the upper changes only\n"
+		"                      through the union, as fuse-overlayfs assumes)\n"
 		"  -d, --debug         log every FUSE request (implies --foreground)\n"
 		"  -h, --help          this help\n");
 }
@@ -63,7 +65,7 @@ static int union_mount_run(int argc, char **argv)
 	const char *lowers[UNION_MAX_LOWERS];
 	struct union_config cfg = { .lowers = lowers };
 	struct ponyfuse_options opts = { .subtype = "pony-union", .writeback = true,
-					 .timeout = 1.0 };
+					 .timeout = 86400 };
 	char *lowerspec = NULL;
 	int c, r;
 

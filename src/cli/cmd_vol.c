@@ -14,12 +14,31 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "pony/acall.h"
 #include "pony/util.h"
 #include "vol.h"
 
+/*
+ * One acall ring for every member this process opens: member I/O goes
+ * through io_uring (or acall's workers). It lives until the process exits,
+ * as the bdevs using it do.
+ */
+static struct acall_ring *vol_ring(void)
+{
+	static struct acall_ring *ring;
+	static bool tried;
+
+	if (!tried) {
+		tried = true;
+		if (acall_ring_new(NULL, &ring) < 0)
+			ring = NULL;    /* plain syscalls then */
+	}
+	return ring;
+}
+
 int vol_open_dev(const char *path, bool rdonly, struct bdev **ret)
 {
-	int r = bdev_file_open(path, rdonly ? O_RDONLY : O_RDWR, ret);
+	int r = bdev_file_open_ring(path, rdonly ? O_RDONLY : O_RDWR, vol_ring(), ret);
 
 	if (r < 0)
 		cli_error("%s: %s", path, strerror(-r));
@@ -93,7 +112,7 @@ int vol_open(const char *cmd, char **paths, int n, unsigned flags, struct vol_ha
 	if (n > 64)
 		return cli_usage_error(cmd, "at most 64 members");
 	for (int i = 0; i < n; i++)
-		if (vol_open_dev(paths[i], flags & (VOL_OPEN_RDONLY | VOL_OPEN_MD), &devs[i]) < 0) {
+		if (vol_open_dev(paths[i], flags & VOL_OPEN_RDONLY, &devs[i]) < 0) {
 			free_devs(devs, i);
 			return CLI_EXIT_FAILURE;
 		}
@@ -181,7 +200,31 @@ static void create_usage(FILE *out)
 		"  -m, --metadata SIZE  also a metadata region of SIZE, three-way raid10\n"
 		"                     (two-way with fewer than 3 members), 64K chunks\n"
 		"      --assume-clean the members are zeroed: skip the initial parity sync\n"
+		"      --md           write Linux md v1.2 superblocks instead (mdadm assembles\n"
+		"                     it; the members should be zeroed or fully written)\n"
 		"  -h, --help         this help\n");
+}
+
+static int create_md(struct bdev **devs, int n, const struct volume_region_spec *rs,
+		     const char *name)
+{
+	static const unsigned md_level[] = {
+		[VOLUME_STRIPED] = 0, [VOLUME_MIRROR] = 1, [VOLUME_RAID4] = 4, [VOLUME_RAID5] = 5,
+		[VOLUME_RAID6] = 6, [VOLUME_RAID10] = 10,
+	};
+	struct volume_md_info info;
+	struct volume *v;
+	int r = volume_md_create(devs, (unsigned)n, md_level[rs->type], rs->layout, rs->chunk, name,
+				 &v, &info);
+
+	if (r < 0) {
+		free_devs(devs, n);
+		return cli_error("cannot create the md array: %s", strerror(-r));
+	}
+	printf("created md raid%u array (v1.2) of %d members, %llu bytes\n", info.level, n,
+	       (unsigned long long)info.array_size);
+	volume_free(v);
+	return CLI_EXIT_OK;
 }
 
 static int vol_create_run(int argc, char **argv)
@@ -190,8 +233,10 @@ static int vol_create_run(int argc, char **argv)
 		{ "level", required_argument, NULL, 'l' }, { "layout", required_argument, NULL, 'p' },
 		{ "chunk", required_argument, NULL, 'c' }, { "name", required_argument, NULL, 'N' },
 		{ "metadata", required_argument, NULL, 'm' },
-		{ "assume-clean", no_argument, NULL, 'A' }, { "help", no_argument, NULL, 'h' }, { 0 },
+		{ "assume-clean", no_argument, NULL, 'A' }, { "md", no_argument, NULL, 'M' },
+		{ "help", no_argument, NULL, 'h' }, { 0 },
 	};
+	bool md = false;
 	struct volume_region_spec regions[2] = { { .cls = VOLUME_CLASS_DATA, .chunk = 65536 } };
 	struct volume_set_params p = { .regions = regions + 1, .nregions = 1 };
 	const char *level = NULL, *layout = NULL;
@@ -216,6 +261,7 @@ static int vol_create_run(int argc, char **argv)
 				return cli_usage_error("pony vol create", "bad size '%s'", optarg);
 			break;
 		case 'A': p.assume_clean = true; break;
+		case 'M': md = true; break;
 		case 'h': create_usage(stdout); return CLI_EXIT_OK;
 		default: create_usage(stderr); return CLI_EXIT_USAGE;
 		}
@@ -243,6 +289,8 @@ static int vol_create_run(int argc, char **argv)
 			free_devs(devs, i);
 			return CLI_EXIT_FAILURE;
 		}
+	if (md)
+		return create_md(devs, n, &regions[1], p.name);
 	r = volume_set_create(devs, (unsigned)n, &p, &s);
 	if (r < 0) {
 		free_devs(devs, n);
@@ -404,7 +452,7 @@ static int vol_assemble_common(int argc, char **argv, bool rdonly)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'M': flags |= VOL_OPEN_MD; break;
+		case 'M': flags |= VOL_OPEN_MD | VOL_OPEN_RDONLY; break;     /* md: look, never touch */
 		case 'o': output = optarg; break;
 		case 'J': json = true; break;
 		case 'h': assemble_usage(stdout, argv[0]); return CLI_EXIT_OK;
@@ -461,10 +509,30 @@ static int vol_table_run(int argc, char **argv)
 
 /* read / write: the volume's bytes, for scripts and the demo */
 
+/* read() until n bytes or the end: pipes hand out less than asked. */
+static ssize_t read_full(int fd, uint8_t *buf, size_t n)
+{
+	size_t got = 0;
+
+	while (got < n) {
+		ssize_t r = read(fd, buf + got, n - got);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -1;
+		if (r == 0)
+			break;
+		got += (size_t)r;
+	}
+	return (ssize_t)got;
+}
+
 static int vol_copy(struct vol_handle *h, int fd, bool write_mode, uint64_t off, uint64_t len)
 {
-	size_t bs = 1 << 20;
-	_cleanup_(freep) uint8_t *buf = malloc(bs);
+	/* Whole stripes at a time: writes then need no read-modify-write. */
+	size_t bs = (size_t)ROUND_UP(4u << 20, volume_full_stripe(h->v, 0));
+	_cleanup_(freep) uint8_t *buf = util_aligned_alloc(bs);
 	uint64_t end = len == UINT64_MAX ? volume_size(h->v) : off + len;
 
 	if (!buf)
@@ -478,7 +546,7 @@ static int vol_copy(struct vol_handle *h, int fd, bool write_mode, uint64_t off,
 		int r;
 
 		if (write_mode) {
-			got = read(fd, buf, n);
+			got = read_full(fd, buf, n);
 			if (got < 0)
 				return cli_error("reading input: %s", strerror(errno));
 			if (got == 0)

@@ -212,26 +212,21 @@ static int vol_expose_run(int argc, char **argv)
 	if (!realpath(argv[argc - 1], real))
 		return cli_error("%s: %s", argv[argc - 1], strerror(errno));
 	dir = real;
-	r = vol_open("pony vol expose", argv + optind, argc - optind - 1, flags, &h);
-	if (r)
-		return r;
-	/* In the background, the parent waits until the child has mounted (or
-	 * failed): the serving process's pid names the mount, and a script may
-	 * use DIR as soon as we return. */
+	/* In the background, the parent waits until the child has assembled and
+	 * mounted (or failed, saying why on our stderr): the serving process's
+	 * pid names the mount, and a script may use DIR as soon as we return.
+	 * The child opens the members itself: an acall ring does not survive fork. */
 	if (!foreground) {
 		pid = expose_fork(&notify);
-		if (pid < 0) {
-			vol_close(&h);
+		if (pid < 0)
 			return cli_error("cannot go to the background: %s", strerror(-pid));
-		}
-		if (pid > 0) {
-			/* The child serves the volume: drop our copy without writing. */
-			if (h.set)
-				volume_set_abandon(h.set);
-			else
-				volume_free(h.v);
+		if (pid > 0)
 			return expose_wait_child(notify);
-		}
+	}
+	r = vol_open("pony vol expose", argv + optind, argc - optind - 1, flags, &h);
+	if (r) {
+		expose_notify(notify, false);
+		return r;
 	}
 	snprintf(fsname, sizeof(fsname), "fsname=pony-vol:%d,subtype=pony-vol", (int)getpid());
 	fargv[2] = fsname;

@@ -20,9 +20,22 @@
 #include "internal.h"
 #include "pony/util.h"
 
+static int db_run(struct devdb *db, const char *sql, const char *types, int64_t *ret_id, ...);
+
+/* Per connection, every open. */
+static const char connection_setup[] =
+	"PRAGMA synchronous=NORMAL;"
+	"PRAGMA mmap_size=1073741824;"
+	"PRAGMA cache_size=-32768;"
+	/* a WAL left long would be read whole by every new process to rebuild
+	 * its index; truncate it when a checkpoint has emptied it */
+	"PRAGMA journal_size_limit=0;";
+
+#define SCHEMA_VERSION 1
+
+/* Once per database (user_version below SCHEMA_VERSION); WAL mode persists. */
 static const char schema[] =
 	"PRAGMA journal_mode=WAL;"
-	"PRAGMA synchronous=NORMAL;"
 	"CREATE TABLE IF NOT EXISTS devices("
 	"  id INTEGER PRIMARY KEY,"
 	"  ident TEXT NOT NULL UNIQUE,"
@@ -46,7 +59,8 @@ static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS tags("
 	"  name TEXT NOT NULL, value TEXT NOT NULL, device_id INTEGER NOT NULL,"
 	"  PRIMARY KEY(name, value, device_id)) WITHOUT ROWID;"
-	"CREATE INDEX IF NOT EXISTS tags_device ON tags(device_id);";
+	"CREATE INDEX IF NOT EXISTS tags_device ON tags(device_id);"
+	"PRAGMA user_version=1;";
 
 static const char *const stmt_sql[STMT__MAX] = {
 	[STMT_PATH_GET] = "SELECT block, dev, ino, size, mtime_ns, diskseq, present FROM paths WHERE path=?1",
@@ -140,8 +154,20 @@ int devdb_open(const char *path, unsigned flags, struct devdb **ret_db)
 		r = devdb_sql_errno(sqlite3_open_v2(path, &db->sql,
 			SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL));
 	if (r == 0) {
+		int64_t version = 0;
+
+		int one = 1;
+
 		sqlite3_busy_timeout(db->sql, 5000);
-		r = devdb_exec(db, schema);
+		/* keep the (emptied) -wal file when the last connection closes:
+		 * each lookup process would otherwise create and unlink it */
+		sqlite3_file_control(db->sql, "main", SQLITE_FCNTL_PERSIST_WAL, &one);
+		r = devdb_exec(db, connection_setup);
+		/* a lookup is a whole process: skip the schema when it is there */
+		if (r == 0)
+			r = db_run(db, "PRAGMA user_version", "", &version);
+		if (r == 0 && version < SCHEMA_VERSION)
+			r = devdb_exec(db, schema);
 	}
 	if (r < 0) {
 		devdb_close(db);
@@ -157,6 +183,8 @@ void devdb_close(struct devdb *db)
 		return;
 	for (int i = 0; i < STMT__MAX; i++)
 		sqlite3_finalize(db->stmt[i]);
+	for (int i = 0; i < DEVDB_STMT_CACHE; i++)
+		sqlite3_finalize(db->cache[i].stmt);
 	sqlite3_close(db->sql);
 	free(db->path);
 	free(db);
@@ -167,16 +195,37 @@ const char *devdb_path(const struct devdb *db)
 	return db->path;
 }
 
-/* Runs sql with text/int64 arguments ("s"/"i" in types); 0 or -errno.
- * If ret_id is not NULL, the first column of the first row goes there. */
+/* A prepared statement for a literal sql, kept for the next call (scans
+ * store thousands of devices with the same dozen statements). */
+static sqlite3_stmt *cached_stmt(struct devdb *db, const char *sql)
+{
+	int i;
+
+	for (i = 0; i < DEVDB_STMT_CACHE && db->cache[i].sql; i++)
+		if (db->cache[i].sql == sql)
+			return db->cache[i].stmt;
+	if (i == DEVDB_STMT_CACHE)
+		return NULL;
+	if (sqlite3_prepare_v3(db->sql, sql, -1, SQLITE_PREPARE_PERSISTENT, &db->cache[i].stmt,
+			       NULL) != SQLITE_OK)
+		return NULL;
+	db->cache[i].sql = sql;
+	return db->cache[i].stmt;
+}
+
+/* Runs sql (a string literal) with text/int64 arguments ("s"/"i" in types);
+ * 0 or -errno. If ret_id is not NULL, the first column of the first row goes
+ * there (-1 if no row). */
 static int db_run(struct devdb *db, const char *sql, const char *types, int64_t *ret_id, ...)
 {
-	sqlite3_stmt *s;
+	sqlite3_stmt *s = cached_stmt(db, sql);
 	va_list ap;
 	int rc;
 
-	if (sqlite3_prepare_v2(db->sql, sql, -1, &s, NULL) != SQLITE_OK)
+	if (!s)
 		return devdb_sql_errno(sqlite3_errcode(db->sql));
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
 	va_start(ap, ret_id);
 	for (int i = 0; types[i]; i++) {
 		if (types[i] == 's') {
@@ -194,7 +243,7 @@ static int db_run(struct devdb *db, const char *sql, const char *types, int64_t 
 		*ret_id = sqlite3_column_int64(s, 0);
 	else if (rc == SQLITE_DONE && ret_id)
 		*ret_id = -1;
-	sqlite3_finalize(s);
+	sqlite3_reset(s);
 	return devdb_sql_errno(rc);
 }
 
@@ -212,9 +261,36 @@ static int drop_if_orphan(struct devdb *db, int64_t id)
 	return r;
 }
 
+/* Whether the device's stored tags are exactly tags (a re-probe that found
+ * what was there: the common case of a rescan, and then nothing is written). */
+static bool tags_unchanged(struct devdb *db, int64_t id, const struct devdb_tags *tags)
+{
+	sqlite3_stmt *s = cached_stmt(db, "SELECT name, value FROM tags WHERE device_id=?1");
+	size_t n = 0;
+	bool same = true;
+
+	if (!s)
+		return false;
+	sqlite3_reset(s);
+	sqlite3_bind_int64(s, 1, id);
+	while (same && sqlite3_step(s) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(s, 0);
+		const char *v = devdb_tags_get(tags, name);
+
+		same = v && !strcmp(v, (const char *)sqlite3_column_text(s, 1));
+		n++;
+	}
+	sqlite3_reset(s);
+	return same && n == tags->n;
+}
+
 static int store_tags(struct devdb *db, int64_t id, const struct devdb_tags *tags)
 {
-	int r = db_run(db, "DELETE FROM tags WHERE device_id=?1", "i", NULL, id);
+	int r;
+
+	if (tags_unchanged(db, id, tags))
+		return 0;
+	r = db_run(db, "DELETE FROM tags WHERE device_id=?1", "i", NULL, id);
 
 	for (size_t i = 0; r == 0 && i < tags->n; i++)
 		r = db_run(db, "INSERT OR IGNORE INTO tags(name, value, device_id) VALUES(?1, ?2, ?3)",
@@ -263,8 +339,11 @@ static int store_one(struct devdb *db, const struct store_item *it)
 static int drop_stale_parts(struct devdb *db, const char *parent, const struct devdb_probe_result *res)
 {
 	sqlite3_stmt *s;
-	int r = 0;
+	int64_t any;
+	int r = db_run(db, "SELECT 1 FROM paths WHERE parent=?1 LIMIT 1", "s", &any, parent);
 
+	if (r < 0 || any < 0)
+		return r;       /* the common case: never had partitions */
 	if (sqlite3_prepare_v2(db->sql, "SELECT path, device_id FROM paths WHERE parent=?1", -1, &s,
 			       NULL) != SQLITE_OK)
 		return -EIO;
@@ -297,8 +376,11 @@ int devdb_store(struct devdb *db, const char *path, const struct devdb_ident *id
 		.size = id->size, .status = (int)res->status, .ambivalent = res->ambivalent,
 	};
 	int r = store_one(db, &it);
+	/* the kernel's partition devices (sda1) are probed as devices of their
+	 * own; "sda:p1" as well would report every filesystem on them twice */
+	size_t nparts = devdb_block_has_partitions(id) ? 0 : res->nparts;
 
-	for (size_t i = 0; r == 0 && i < res->nparts; i++) {
+	for (size_t i = 0; r == 0 && i < nparts; i++) {
 		const struct devdb_part *p = &res->parts[i];
 		struct devdb_ident pid = *id;
 		char name[4096];

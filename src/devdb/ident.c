@@ -4,6 +4,7 @@
  * devices add their sysfs size, diskseq and WWN (the WWN makes several paths
  * to one multipath LUN one device).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -79,4 +80,28 @@ bool devdb_ident_equal(const struct devdb_ident *a, const struct devdb_ident *b)
 	 * node (mkfs /dev/sdb1), so it counts for block devices too */
 	return a->block == b->block && a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
 	       a->diskseq == b->diskseq && a->mtime_ns == b->mtime_ns;
+}
+
+bool devdb_block_has_partitions(const struct devdb_ident *id)
+{
+	char sys[128], p[512];
+	struct dirent *e;
+	bool found = false;
+	DIR *d;
+
+	if (!id->block)
+		return false;
+	snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u", major(id->dev), minor(id->dev));
+	d = opendir(sys);
+	while (d && !found && (e = readdir(d))) {
+		struct stat st;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "%s/%s/partition", sys, e->d_name);
+		found = stat(p, &st) == 0;
+	}
+	if (d)
+		closedir(d);
+	return found;
 }

@@ -28,6 +28,8 @@ struct devdb_ident {
 /* One stat (plus sysfs size/diskseq/wwid for block devices). 0 or -errno. */
 int devdb_ident_get(const char *path, struct devdb_ident *ret);
 bool devdb_ident_equal(const struct devdb_ident *a, const struct devdb_ident *b);
+/* A block device the kernel made partition devices for (sda -> sda1, ...). */
+bool devdb_block_has_partitions(const struct devdb_ident *id);
 
 enum {
 	STMT_PATH_GET,          /* identity stored for a path */
@@ -38,11 +40,18 @@ enum {
 	STMT__MAX,
 };
 
+#define DEVDB_STMT_CACHE 32
+
 struct devdb {
 	sqlite3 *sql;
 	char *path;
 	unsigned flags;
 	sqlite3_stmt *stmt[STMT__MAX];
+	/* db_run()'s statements, keyed by the SQL literal's address */
+	struct {
+		const char *sql;
+		sqlite3_stmt *stmt;
+	} cache[DEVDB_STMT_CACHE];
 };
 
 /* A prepared statement, reset and ready to bind. */

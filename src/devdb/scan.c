@@ -99,18 +99,24 @@ static int block_devices(struct strv *out)
 	return r;
 }
 
+/* One CALL op probes a batch of paths: a wake-up per path would cost more
+ * than a warm probe (tens of microseconds) on a busy two-core machine. */
+#define PROBE_BATCH 16
+
 struct probe_job {
-	const char *path;
-	struct devdb_probe_result *res;
-	int err;
+	char *const *paths;
+	struct devdb_probe_result **res;
+	int *err;
+	size_t n;
 };
 
 static int64_t probe_job_run(void *arg)
 {
 	struct probe_job *j = arg;
 
-	j->err = devdb_probe_path(j->path, NULL, &j->res);
-	return j->err;
+	for (size_t i = 0; i < j->n; i++)
+		j->err[i] = devdb_probe_path(j->paths[i], NULL, &j->res[i]);
+	return 0;
 }
 
 int devdb_probe_many(char *const *paths, size_t n, struct devdb_probe_result **res, int *err,
@@ -118,24 +124,29 @@ int devdb_probe_many(char *const *paths, size_t n, struct devdb_probe_result **r
 {
 	struct acall_ring_params params = { .workers = PROBE_WORKERS };
 	_cleanup_(acall_ring_freep) struct acall_ring *ring = NULL;
-	_cleanup_(freep) struct probe_job *jobs = calloc(n ? n : 1, sizeof(*jobs));
-	size_t next = 0, done = 0, inflight = 0;
+	size_t njobs = DIV_ROUND_UP(n, PROBE_BATCH);
+	_cleanup_(freep) struct probe_job *jobs = calloc(njobs ? njobs : 1, sizeof(*jobs));
+	size_t next = 0, done = 0, inflight = 0, paths_done = 0;
 	int r;
 
 	if (!jobs)
 		return -ENOMEM;
+	if (!n)
+		return 0;
 	r = acall_ring_new(&params, &ring);
 	if (r < 0)
 		return r;
-	while (done < n) {
+	while (done < njobs) {
 		struct acall_op *ops[PROBE_WINDOW];
 
-		for (; next < n && inflight < PROBE_WINDOW; next++, inflight++) {
+		for (; next < njobs && inflight < PROBE_WINDOW; next++, inflight++) {
 			struct acall_op *op = acall_get_op(ring);
+			size_t first = next * PROBE_BATCH;
 
 			if (!op)
 				return -ENOMEM;
-			jobs[next].path = paths[next];
+			jobs[next] = (struct probe_job){ .paths = paths + first, .res = res + first,
+				.err = err + first, .n = MIN((size_t)PROBE_BATCH, n - first) };
 			acall_prep_call(op, probe_job_run, &jobs[next]);
 			acall_op_set_data(op, &jobs[next]);
 		}
@@ -147,21 +158,25 @@ int devdb_probe_many(char *const *paths, size_t n, struct devdb_probe_result **r
 			return r;
 		for (int i = 0; i < r; i++) {
 			struct probe_job *j = acall_op_data(ops[i]);
-			size_t k = (size_t)(j - jobs);
 
-			res[k] = j->res;
-			err[k] = j->err;
+			paths_done += j->n;
 			acall_op_done(ring, ops[i]);
 		}
 		done += (size_t)r;
 		inflight -= (size_t)r;
 		if (progress)
-			progress(ctx, done, n);
+			progress(ctx, paths_done, n);
 	}
 	return 0;
 }
 
-/* Marks known paths under root (or every block path) absent if not in seen. */
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Marks known paths under root (or every block path) absent if not in seen
+ * (sorted). */
 static int mark_vanished(struct devdb *db, const char *root, const struct strv *seen,
 			 unsigned *vanished)
 {
@@ -178,11 +193,8 @@ static int mark_vanished(struct devdb *db, const char *root, const struct strv *
 		sqlite3_bind_text(s, 1, root, -1, SQLITE_STATIC);
 	while (r == 0 && sqlite3_step(s) == SQLITE_ROW) {
 		const char *p = (const char *)sqlite3_column_text(s, 0);
-		bool found = false;
 
-		for (size_t i = 0; i < seen->n && !found; i++)
-			found = !strcmp(seen->v[i], p);
-		if (!found)
+		if (!bsearch(&p, seen->v, seen->n, sizeof(*seen->v), cmp_str))
 			r = strv_add(&gone, p);
 	}
 	sqlite3_finalize(s);
@@ -273,6 +285,8 @@ int devdb_scan(struct devdb *db, const char *const *paths, size_t npaths, unsign
 			}
 		}
 	}
+	if (r == 0 && all.n)
+		qsort(all.v, all.n, sizeof(*all.v), cmp_str);      /* for mark_vanished's bsearch */
 	if (r == 0) {
 		ids = calloc(all.n + 1, sizeof(*ids));
 		res = calloc(all.n + 1, sizeof(*res));

@@ -20,6 +20,8 @@
 
 #define RO_CHECK(h) do { if ((h)->flags & HOSTFS_READONLY) return -EROFS; } while (0)
 #define INODE(fs, ino) hostfs_inode_get(hostfs_of(fs), (ino))
+/* An O_PATH descriptor of ino; tmp (a _cleanup_(closep) int) closes it if new. */
+#define INODE_FD(fs, ino, tmp) hostfs_inode_fd(hostfs_of(fs), INODE(fs, ino), &(tmp))
 
 struct creds { int uid, gid; bool switched; };
 
@@ -51,8 +53,11 @@ static int hostfs_lookup(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t par
 static int hostfs_statx(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
 			uint64_t fh, unsigned flags, unsigned mask, struct statx *ret)
 {
-	int fd = fh != VFS_NO_FH ? (int)fh : INODE(fs, ino)->fd;
+	_cleanup_(closep) int tmp = -1;
+	int fd = fh != VFS_NO_FH ? (int)fh : INODE_FD(fs, ino, tmp);
 
+	if (fd < 0)
+		return fd;
 	flags &= AT_STATX_SYNC_TYPE;
 	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW | (int)flags, mask, ret) < 0)
 		return -errno;
@@ -80,12 +85,15 @@ static int setattr_times(int fd, const struct vfs_setattr *a)
 static int hostfs_setattr(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
 			  uint64_t fh, const struct vfs_setattr *a, struct statx *ret)
 {
-	struct hostfs_inode *in = INODE(fs, ino);
+	_cleanup_(closep) int tmp = -1;
+	int ifd = INODE_FD(fs, ino, tmp);
 	char path[32];
 	int r;
 
 	RO_CHECK(hostfs_of(fs));
-	hostfs_fd_path(in->fd, path);
+	if (ifd < 0)
+		return ifd;
+	hostfs_fd_path(ifd, path);
 	if (a->valid & VFS_SET_MODE) {
 		r = fh != VFS_NO_FH ? fchmod((int)fh, a->mode) : chmod(path, a->mode);
 		if (r < 0)
@@ -95,7 +103,7 @@ static int hostfs_setattr(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t in
 		uid_t uid = a->valid & VFS_SET_UID ? a->uid : (uid_t)-1;
 		gid_t gid = a->valid & VFS_SET_GID ? a->gid : (gid_t)-1;
 
-		if (fchownat(in->fd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+		if (fchownat(ifd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
 			return -errno;
 	}
 	if (a->valid & VFS_SET_SIZE) {
@@ -104,7 +112,7 @@ static int hostfs_setattr(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t in
 		if (r < 0)
 			return -errno;
 	}
-	r = setattr_times(fh != VFS_NO_FH ? (int)fh : in->fd, a);
+	r = setattr_times(fh != VFS_NO_FH ? (int)fh : ifd, a);
 	if (r < 0)
 		return r;
 	return hostfs_statx(fs, ctx, ino, fh, 0, STATX_BASIC_STATS | STATX_BTIME, ret);
@@ -113,9 +121,11 @@ static int hostfs_setattr(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t in
 static int hostfs_readlink(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
 			   char *buf, size_t size)
 {
-	ssize_t n = readlinkat(INODE(fs, ino)->fd, "", buf, size);
+	_cleanup_(closep) int tmp = -1;
+	int fd = INODE_FD(fs, ino, tmp);
+	ssize_t n = fd < 0 ? fd : readlinkat(fd, "", buf, size);
 
-	return n < 0 ? -errno : (int)n;
+	return n < 0 ? (fd < 0 ? fd : -errno) : (int)n;
 }
 
 /* mknod/mkdir/symlink share this: create as the caller, then look it up. */
@@ -169,14 +179,18 @@ static int hostfs_link(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
 {
 	struct hostfs *h = hostfs_of(fs);
 	struct hostfs_inode *dir = hostfs_inode_get(h, newparent);
+	_cleanup_(closep) int tmp = -1;
+	int fd = INODE_FD(fs, ino, tmp);
 	char path[32];
 	int r = vfs_check_name(newname);
 
 	if (r < 0)
 		return r;
 	RO_CHECK(h);
+	if (fd < 0)
+		return fd;
 	/* AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH; the /proc path does not. */
-	if (linkat(AT_FDCWD, hostfs_fd_path(INODE(fs, ino)->fd, path), dir->fd, newname,
+	if (linkat(AT_FDCWD, hostfs_fd_path(fd, path), dir->fd, newname,
 		   AT_SYMLINK_FOLLOW) < 0)
 		return -errno;
 	return hostfs_do_lookup(h, dir, newname, ret);
@@ -224,13 +238,17 @@ static int hostfs_rename(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t par
 static int hostfs_open(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
 		       int flags, uint64_t *ret_fh)
 {
+	_cleanup_(closep) int tmp = -1;
+	int ifd = INODE_FD(fs, ino, tmp);
 	char path[32];
 	int fd;
 
 	if ((hostfs_of(fs)->flags & HOSTFS_READONLY) &&
 	    ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)))
 		return -EROFS;
-	fd = open(hostfs_fd_path(INODE(fs, ino)->fd, path),
+	if (ifd < 0)
+		return ifd;
+	fd = open(hostfs_fd_path(ifd, path),
 		  (flags & ~(O_NOFOLLOW | O_CREAT | O_EXCL)) | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -403,19 +421,25 @@ static int hostfs_fsyncdir(struct vfs *fs, uint64_t ino, uint64_t fh, bool datas
 static int hostfs_getxattr(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
 			   const char *name, void *buf, size_t size)
 {
+	_cleanup_(closep) int tmp = -1;
+	int fd = INODE_FD(fs, ino, tmp);
 	char path[32];
-	ssize_t n = getxattr(hostfs_fd_path(INODE(fs, ino)->fd, path), name, buf, size);
+	ssize_t n = fd < 0 ? fd : getxattr(hostfs_fd_path(fd, path), name, buf, size);
 
-	return n < 0 ? -errno : (int)n;
+	return n < 0 ? (fd < 0 ? fd : -errno) : (int)n;
 }
 
 static int hostfs_setxattr(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
 			   const char *name, const void *value, size_t size, int flags)
 {
+	_cleanup_(closep) int tmp = -1;
+	int fd = INODE_FD(fs, ino, tmp);
 	char path[32];
 
 	RO_CHECK(hostfs_of(fs));
-	if (setxattr(hostfs_fd_path(INODE(fs, ino)->fd, path), name, value, size, flags) < 0)
+	if (fd < 0)
+		return fd;
+	if (setxattr(hostfs_fd_path(fd, path), name, value, size, flags) < 0)
 		return -errno;
 	return 0;
 }
@@ -423,26 +447,37 @@ static int hostfs_setxattr(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t i
 static int hostfs_listxattr(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
 			    char *buf, size_t size)
 {
+	_cleanup_(closep) int tmp = -1;
+	int fd = INODE_FD(fs, ino, tmp);
 	char path[32];
-	ssize_t n = listxattr(hostfs_fd_path(INODE(fs, ino)->fd, path), buf, size);
+	ssize_t n = fd < 0 ? fd : listxattr(hostfs_fd_path(fd, path), buf, size);
 
-	return n < 0 ? -errno : (int)n;
+	return n < 0 ? (fd < 0 ? fd : -errno) : (int)n;
 }
 
 static int hostfs_removexattr(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
 			      const char *name)
 {
+	_cleanup_(closep) int tmp = -1;
+	int fd = INODE_FD(fs, ino, tmp);
 	char path[32];
 
 	RO_CHECK(hostfs_of(fs));
-	if (removexattr(hostfs_fd_path(INODE(fs, ino)->fd, path), name) < 0)
+	if (fd < 0)
+		return fd;
+	if (removexattr(hostfs_fd_path(fd, path), name) < 0)
 		return -errno;
 	return 0;
 }
 
 static int hostfs_statfs(struct vfs *fs, uint64_t ino, struct statvfs *ret)
 {
-	return fstatvfs(INODE(fs, ino)->fd, ret) < 0 ? -errno : 0;
+	_cleanup_(closep) int tmp = -1;
+	int fd = INODE_FD(fs, ino, tmp);
+
+	if (fd < 0)
+		return fd;
+	return fstatvfs(fd, ret) < 0 ? -errno : 0;
 }
 
 static int hostfs_syncfs(struct vfs *fs)
@@ -530,6 +565,7 @@ int hostfs_new(const char *path, unsigned flags, struct vfs **ret)
 	h->root.ino = st.st_ino;
 	h->root.nlookup = 1;
 	h->flags = flags;
+	hostfs_handles_probe(h);
 	pthread_mutex_init(&h->lock, NULL);
 	*ret = &h->vfs;
 	return 0;

@@ -5,12 +5,61 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/sysmacros.h>
 
 #include "internal.h"
 #include "pony/util.h"
+
+int hostfs_inode_fd(struct hostfs *h, struct hostfs_inode *in, int *ret_tmp)
+{
+	*ret_tmp = -1;
+	if (in->fd >= 0)
+		return in->fd;
+	*ret_tmp = open_by_handle_at(h->root.fd, in->handle, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	return *ret_tmp >= 0 ? *ret_tmp : -errno;
+}
+
+/* A non-directory's handle, if this filesystem gives one on the root's mount. */
+static struct file_handle *inode_handle(struct hostfs *h, int fd)
+{
+	struct file_handle *fh = malloc(sizeof(*fh) + MAX_HANDLE_SZ);
+	int mount_id;
+
+	if (!fh)
+		return NULL;
+	fh->handle_bytes = MAX_HANDLE_SZ;
+	if (name_to_handle_at(fd, "", fh, &mount_id, AT_EMPTY_PATH) < 0 ||
+	    mount_id != h->mount_id) {
+		free(fh);
+		return NULL;
+	}
+	return fh;
+}
+
+void hostfs_handles_probe(struct hostfs *h)
+{
+	struct file_handle *fh;
+	int fd;
+
+	/* open_by_handle_at() needs CAP_DAC_READ_SEARCH. */
+	h->use_handles = false;
+	if (geteuid() != 0)
+		return;
+	fh = malloc(sizeof(*fh) + MAX_HANDLE_SZ);
+	if (!fh)
+		return;
+	fh->handle_bytes = MAX_HANDLE_SZ;
+	if (name_to_handle_at(h->root.fd, "", fh, &h->mount_id, AT_EMPTY_PATH) == 0) {
+		fd = open_by_handle_at(h->root.fd, fh, O_PATH | O_CLOEXEC);
+		h->use_handles = fd >= 0;
+		if (fd >= 0)
+			close(fd);
+	}
+	free(fh);
+}
 
 const char *hostfs_fd_path(int fd, char buf[static 32])
 {
@@ -103,7 +152,11 @@ int hostfs_do_lookup(struct hostfs *h, struct hostfs_inode *parent, const char *
 		}
 		in->dev = makedev(e.attr.stx_dev_major, e.attr.stx_dev_minor);
 		in->ino = e.attr.stx_ino;
-		in->fd = TAKE_FD(fd);
+		in->fd = -1;
+		if (h->use_handles && !S_ISDIR(e.attr.stx_mode))
+			in->handle = inode_handle(h, fd);
+		if (!in->handle)
+			in->fd = TAKE_FD(fd);
 		size_t b = inode_hash(h, in->dev, in->ino);
 		in->hnext = h->buckets[b];
 		h->buckets[b] = in;
@@ -132,7 +185,9 @@ void hostfs_forget(struct vfs *fs, uint64_t ino, uint64_t nlookup)
 			p = &(*p)->hnext;
 		*p = in->hnext;
 		h->count--;
-		close(in->fd);
+		if (in->fd >= 0)
+			close(in->fd);
+		free(in->handle);
 		free(in);
 	}
 	pthread_mutex_unlock(&h->lock);
@@ -145,7 +200,9 @@ void hostfs_inodes_free(struct hostfs *h)
 
 		for (; in; in = next) {
 			next = in->hnext;
-			close(in->fd);
+			if (in->fd >= 0)
+				close(in->fd);
+			free(in->handle);
 			free(in);
 		}
 	}

@@ -17,7 +17,8 @@ struct hostfs_inode {
 	struct hostfs_inode *hnext;     /* (dev, ino) hash chain; under fs->lock */
 	dev_t dev;
 	ino_t ino;
-	int fd;                         /* O_PATH|O_NOFOLLOW; constant */
+	int fd;                         /* O_PATH|O_NOFOLLOW, or -1: handle */
+	struct file_handle *handle;     /* non-directories, when handles work */
 	uint64_t nlookup;               /* references; under fs->lock */
 };
 
@@ -28,6 +29,8 @@ struct hostfs {
 	struct hostfs_inode **buckets;
 	size_t nbuckets, count;
 	unsigned flags;                 /* HOSTFS_* */
+	bool use_handles;               /* root, and the filesystem has handles */
+	int mount_id;                   /* of the root, for name_to_handle_at */
 };
 
 static inline struct hostfs *hostfs_of(struct vfs *fs)
@@ -42,6 +45,15 @@ int hostfs_do_lookup(struct hostfs *h, struct hostfs_inode *parent, const char *
 void hostfs_forget(struct vfs *fs, uint64_t ino, uint64_t nlookup);
 /* Frees every inode of the table (at destroy). */
 void hostfs_inodes_free(struct hostfs *h);
+
+/*
+ * An O_PATH descriptor of in: its own (directories, or without handles), or
+ * one opened from its file handle, which *ret_tmp then holds for the caller
+ * to close. Keeping descriptors only for directories lets a mount hold more
+ * files than RLIMIT_NOFILE allows, as libfuse's passthrough_hp does.
+ */
+int hostfs_inode_fd(struct hostfs *h, struct hostfs_inode *in, int *ret_tmp);
+void hostfs_handles_probe(struct hostfs *h);
 
 /* "/proc/self/fd/N" for the descriptor, into buf[32]. */
 const char *hostfs_fd_path(int fd, char buf[static 32]);

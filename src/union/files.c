@@ -101,10 +101,14 @@ static int union_readlink(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t in
 	struct vfs *lfs;
 	uint64_t lino;
 
+	int r;
+
+	/* Under the lock: a concurrent copy-up drops the lower reference. */
 	pthread_mutex_lock(&u->lock);
 	node_layer_locked(u, NODE(u, ino), &lfs, &lino);
+	r = VFS_CALL(lfs, readlink, ctx, lino, buf, size);
 	pthread_mutex_unlock(&u->lock);
-	return VFS_CALL(lfs, readlink, ctx, lino, buf, size);
+	return r;
 }
 
 static bool opens_for_change(int flags)
@@ -121,6 +125,9 @@ static int open_locked(struct union_fs *u, uint64_t ino, int flags, struct union
 		r = union_copy_up_locked(u, n);
 	if (r == 0)
 		node_layer_locked(u, n, &f->fs, &f->ino);
+	/* Opened under the lock: a concurrent copy-up drops the lower reference. */
+	if (r == 0)
+		r = VFS_CALL(f->fs, open, &u->root_ctx, f->ino, flags, &f->fh);
 	return r;
 }
 
@@ -134,8 +141,6 @@ static int union_open(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino, i
 	if (!f)
 		return -ENOMEM;
 	r = LOCKED(u, open_locked(u, ino, flags, f));
-	if (r == 0)
-		r = VFS_CALL(f->fs, open, ctx, f->ino, flags, &f->fh);
 	if (r < 0) {
 		free(f);
 		return r;
@@ -154,14 +159,16 @@ static int union_create(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t pare
 
 	if (!f)
 		return -ENOMEM;
-	r = LOCKED(u, union_create_locked(u, ctx, NODE(u, parent), name, mode, flags, ret,
-					  &f->fh));
+	pthread_mutex_lock(&u->lock);
+	r = union_create_locked(u, ctx, NODE(u, parent), name, mode, flags, ret, &f->fh);
+	if (r == 0)
+		f->ino = NODE(u, ret->ino)->upper;
+	pthread_mutex_unlock(&u->lock);
 	if (r < 0) {
 		free(f);
 		return r;
 	}
 	f->fs = u->upper;
-	f->ino = NODE(u, ret->ino)->upper;
 	*ret_fh = (uint64_t)(uintptr_t)f;
 	return 0;
 }
@@ -217,12 +224,15 @@ static int union_getxattr(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t in
 	struct vfs *lfs;
 	uint64_t lino;
 
+	int r;
+
 	if (union_is_own_xattr(u, name))
 		return -ENODATA;
 	pthread_mutex_lock(&u->lock);
 	node_layer_locked(u, NODE(u, ino), &lfs, &lino);
+	r = VFS_CALL(lfs, getxattr, ctx, lino, name, buf, size);
 	pthread_mutex_unlock(&u->lock);
-	return VFS_CALL(lfs, getxattr, ctx, lino, name, buf, size);
+	return r;
 }
 
 static int union_listxattr(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino, char *buf,
@@ -233,16 +243,19 @@ static int union_listxattr(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t i
 	uint64_t lino;
 	int n, out = 0;
 
+	_cleanup_(freep) char *all = NULL;
+
 	pthread_mutex_lock(&u->lock);
 	node_layer_locked(u, NODE(u, ino), &lfs, &lino);
-	pthread_mutex_unlock(&u->lock);
 	n = VFS_CALL(lfs, listxattr, ctx, lino, NULL, 0);
+	all = n > 0 ? malloc((size_t)n) : NULL;
+	if (all)
+		n = VFS_CALL(lfs, listxattr, ctx, lino, all, (size_t)n);
+	else if (n > 0)
+		n = -ENOMEM;
+	pthread_mutex_unlock(&u->lock);
 	if (n <= 0)
 		return n;
-	_cleanup_(freep) char *all = malloc((size_t)n);
-	if (!all)
-		return -ENOMEM;
-	n = VFS_CALL(lfs, listxattr, ctx, lino, all, (size_t)n);
 	for (char *p = all; n > 0 && p < all + n; p += strlen(p) + 1) {
 		size_t len = strlen(p) + 1;
 

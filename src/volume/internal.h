@@ -74,6 +74,33 @@ int volume_mread(struct volume_seg *s, unsigned m, void *buf, size_t len, uint64
 int volume_mwrite(struct volume_seg *s, unsigned m, const void *buf, size_t len, uint64_t off);
 int volume_mstate(const struct volume_seg *s, unsigned m);
 void volume_mfail(struct volume_seg *s, unsigned m);
+/*
+ * A batch of member I/Os submitted together and waited for together, so
+ * the members of a stripe work in parallel (through acall, for file
+ * members). Entries follow volume_mread/volume_mwrite's rules.
+ */
+#define VOLUME_BATCH_MAX (2 * LAYOUT_MAX_DISKS)
+struct volume_batch {
+	struct volume_seg *s;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned pending, n;            /* protected by lock */
+	struct volume_batch_entry {
+		struct bdev_io io;
+		struct volume_batch *batch;
+		unsigned m;
+		bool write, skipped;
+	} e[VOLUME_BATCH_MAX];
+};
+void volume_batch_init(struct volume_batch *b, struct volume_seg *s);
+/* Queues one member read or write; returns its entry index. */
+unsigned volume_batch_add(struct volume_batch *b, unsigned m, bool write, void *buf, size_t len,
+			  uint64_t off);
+/* Submits everything queued, waits, applies write errors; entry results stay readable. */
+void volume_batch_run(struct volume_batch *b);
+int volume_batch_result(const struct volume_batch *b, unsigned i);
+void volume_batch_done(struct volume_batch *b);
+
 /* Members not OK (failed or rebuilding). */
 unsigned volume_seg_degraded(const struct volume_seg *s);
 /* A PARITY_ALIGN-aligned buffer of at least len bytes, kept by s; call with s->lock held. */

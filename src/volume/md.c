@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 
 #include "pony/util.h"
 #include "internal.h"
@@ -17,6 +19,8 @@
 #define MD_FEATURE_BAD_BLOCKS 8u
 #define MD_ROLE_SPARE 0xffffu
 #define MD_SB_BYTES 4096
+#define MD_NEW_MAX_DEV 384u              /* roles in a new superblock, as mdadm writes */
+#define MD_NEW_DATA_OFFSET 2048u         /* sectors: 1 MiB, mdadm's choice for small members */
 
 /* One member's superblock, decoded. */
 struct md_sb {
@@ -248,4 +252,89 @@ int volume_md_assemble(struct bdev **devs, unsigned ndevs, struct volume **ret,
 	}
 	*ret = v;
 	return 0;
+}
+
+/* Writes member i's v1.2 superblock (4 KiB in) for a new array. */
+static int md_sb_write_new(struct bdev *dev, unsigned i, const struct md_sb *a,
+			   const uint8_t *dev_uuid, uint64_t now)
+{
+	_cleanup_(freep) uint8_t *b = util_aligned_alloc(MD_SB_BYTES);
+	le64 v64;
+	le32 v32;
+
+	if (!b)
+		return -ENOMEM;
+	memset(b, 0, MD_SB_BYTES);
+#define PUT32(off, x) (v32 = cpu_to_le32(x), memcpy(b + (off), &v32, 4))
+#define PUT64(off, x) (v64 = cpu_to_le64(x), memcpy(b + (off), &v64, 8))
+	PUT32(0, MD_SB_MAGIC);
+	PUT32(4, 1);
+	memcpy(b + 16, a->set_uuid, 16);
+	memcpy(b + 32, a->name, 32);
+	PUT64(64, now);
+	PUT32(72, a->level);
+	PUT32(76, a->layout);
+	PUT64(80, a->size);
+	PUT32(88, a->chunk_sectors);
+	PUT32(92, a->raid_disks);
+	PUT64(128, a->data_offset);
+	PUT64(136, a->data_size);
+	PUT64(144, 8);                          /* super_offset: 1.2 is 4 KiB in */
+	PUT32(160, i);
+	memcpy(b + 168, dev_uuid, 16);
+	PUT64(192, now);
+	PUT64(200, 1);                          /* events */
+	PUT64(208, UINT64_MAX);                 /* resync_offset: clean, nothing to sync */
+	PUT32(220, MD_NEW_MAX_DEV);
+	for (unsigned d = 0; d < MD_NEW_MAX_DEV; d++) {
+		le16 role = cpu_to_le16(d < a->raid_disks ? (uint16_t)d : MD_ROLE_SPARE);
+
+		memcpy(b + 256 + 2 * d, &role, 2);
+	}
+	PUT32(216, md_sb_csum(b, MD_NEW_MAX_DEV));
+#undef PUT32
+#undef PUT64
+	return bdev_pwrite(dev, b, MD_SB_BYTES, 4096);
+}
+
+int volume_md_create(struct bdev **devs, unsigned ndevs, unsigned level, unsigned layout,
+		     uint64_t chunk, const char *name, struct volume **ret,
+		     struct volume_md_info *ret_info)
+{
+	struct md_sb a = { .level = level, .layout = level == 4 ? MD_PARITY_N : layout,
+			   .raid_disks = ndevs, .data_offset = MD_NEW_DATA_OFFSET };
+	struct layout_geom g = { .level = level, .layout = a.layout, .ndisks = ndevs,
+				 .chunk = level == 1 ? 0 : chunk };
+	uint64_t min = UINT64_MAX, unit = level == 1 ? 65536 : chunk, now;
+	int r;
+
+	for (unsigned i = 0; i < ndevs; i++)
+		min = MIN(min, devs[i]->size / 512);
+	if (!ndevs || ndevs > LAYOUT_MAX_DISKS || (level != 1 && (!chunk || chunk % 4096)))
+		return -EINVAL;
+	if (min < MD_NEW_DATA_OFFSET + unit / 512)
+		return -ENOSPC;
+	a.data_size = min - MD_NEW_DATA_OFFSET;
+	a.size = a.data_size / (unit / 512) * (unit / 512);
+	a.chunk_sectors = level == 1 ? 0 : (uint32_t)(chunk / 512);
+	g.dev_size = a.size * 512;
+	if (level == 1)
+		g.chunk = 0;
+	r = layout_geom_check(&g);
+	if (r < 0)
+		return r;
+	snprintf(a.name, sizeof(a.name), "%s", name ? name : "pony:0");
+	if (getrandom(a.set_uuid, 16, 0) != 16)
+		return -EIO;
+	/* One creation time for all: mdadm refuses members whose ctime differs. */
+	now = (uint64_t)time(NULL);
+	for (unsigned i = 0; i < ndevs && r >= 0; i++) {
+		uint8_t dev_uuid[16];
+
+		r = getrandom(dev_uuid, 16, 0) == 16 ? md_sb_write_new(devs[i], i, &a, dev_uuid, now)
+						      : -EIO;
+		if (r >= 0)
+			r = bdev_flush(devs[i]);
+	}
+	return r < 0 ? r : volume_md_assemble(devs, ndevs, ret, ret_info);
 }

@@ -43,6 +43,11 @@ struct parity_ops {
 	 * others. 0, or -EINVAL when more are lost than the parity covers.
 	 */
 	int (*recover)(const struct parity_stripe *s, unsigned nlost, const unsigned *lost);
+	/*
+	 * Read-modify-write: data block idx changed by delta (old ^ new);
+	 * brings P (and Q) up to date without reading the other blocks.
+	 */
+	void (*update)(const struct parity_stripe *s, unsigned idx, const uint8_t *delta);
 };
 
 extern const struct parity_ops parity_isal_ops;

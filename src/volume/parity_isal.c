@@ -157,8 +157,22 @@ static int isal_recover(const struct parity_stripe *s, unsigned nlost, const uns
 	return 0;
 }
 
+static void isal_update(const struct parity_stripe *s, unsigned idx, const uint8_t *delta)
+{
+	uint8_t tbl[32];
+
+	/* dest ^= c * delta: c = 1 for P, g^e for Q. */
+	gf_vect_mul_init(1, tbl);
+	gf_vect_mad((int)s->len, 1, 0, tbl, (uint8_t *)delta, s->p);
+	if (s->q) {
+		gf_vect_mul_init(parity_gf_pow2(s->qexp ? s->qexp[idx] : idx), tbl);
+		gf_vect_mad((int)s->len, 1, 0, tbl, (uint8_t *)delta, s->q);
+	}
+}
+
 const struct parity_ops parity_isal_ops = {
 	.name = "isal",
 	.gen = isal_gen,
 	.recover = isal_recover,
+	.update = isal_update,
 };

@@ -190,8 +190,22 @@ static int swar_recover(const struct parity_stripe *s, unsigned nlost, const uns
 	return 0;
 }
 
+static void swar_update(const struct parity_stripe *s, unsigned idx, const uint8_t *delta)
+{
+	uint8_t c = parity_gf_pow2(qexp_of(s, idx));
+
+	for (size_t w = 0; w < s->len / 8; w++) {
+		uint64_t d = word(delta, w);
+
+		put_word(s->p, w, word(s->p, w) ^ d);
+		if (s->q)
+			put_word(s->q, w, word(s->q, w) ^ swar_mulc(d, c));
+	}
+}
+
 const struct parity_ops parity_swar_ops = {
 	.name = "swar",
 	.gen = swar_gen,
 	.recover = swar_recover,
+	.update = swar_update,
 };

@@ -141,9 +141,14 @@ static int set_intent(uint64_t off, uint64_t len, void *arg)
 	return 0;
 }
 
+/*
+ * Bytes per bit: at least 64 MiB (mdadm's default bitmap chunk), so that a
+ * streaming write sets a new bit, and waits for it to reach every member,
+ * once per 64 MiB rather than once per write.
+ */
 static unsigned set_bitmap_shift(uint64_t volume_size)
 {
-	unsigned shift = 16;
+	unsigned shift = 26;
 
 	while ((volume_size >> shift) > (uint64_t)VOLUME_SB_BITMAP_BYTES * 8)
 		shift++;

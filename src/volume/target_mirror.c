@@ -44,14 +44,25 @@ static int copies_read(struct volume_seg *s, const struct copies *c, uint8_t *bu
 static int copies_write(struct volume_seg *s, const struct copies *c, const uint8_t *buf,
 			size_t len)
 {
-	unsigned written = 0;
+	struct volume_batch batch;
+	unsigned written = 0, idx[COPIES_MAX];
+	bool tried[COPIES_MAX];
 
+	/* Under the segment's lock: concurrent writes to one block reach every
+	 * copy in the same order, and the bad lists change one writer at a time. */
+	pthread_mutex_lock(&s->lock);
+	volume_batch_init(&batch, s);
 	for (unsigned i = 0; i < c->n; i++) {
-		if (volume_mstate(s, c->disk[i]) == VOLUME_MEMBER_FAILED)
-			continue;
-		if (volume_mwrite(s, c->disk[i], buf, len, c->off[i]) == 0)
-			written++;
+		tried[i] = volume_mstate(s, c->disk[i]) != VOLUME_MEMBER_FAILED;
+		if (tried[i])
+			idx[i] = volume_batch_add(&batch, c->disk[i], true, (void *)buf, len, c->off[i]);
 	}
+	volume_batch_run(&batch);
+	for (unsigned i = 0; i < c->n; i++)
+		written += tried[i] && volume_batch_result(&batch, idx[i]) == 0 &&
+			   volume_mstate(s, c->disk[i]) != VOLUME_MEMBER_FAILED;
+	volume_batch_done(&batch);
+	pthread_mutex_unlock(&s->lock);
 	return written ? 0 : -EIO;
 }
 

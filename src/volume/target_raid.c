@@ -44,7 +44,7 @@ static int row_init(struct volume_seg *s, struct row *r, uint64_t stripe, uint64
 	r->nb = r->k + (r->st.qd >= 0 ? 2 : 1);
 	r->devoff = stripe * s->geom.chunk + in;
 	r->len = len;
-	mem = volume_seg_scratch(s, r->nb * len);
+	mem = volume_seg_scratch(s, (r->nb + 1) * len);    /* + a block for RMW's delta */
 	if (!mem)
 		return -ENOMEM;
 	for (unsigned b = 0; b < r->nb; b++)
@@ -52,20 +52,39 @@ static int row_init(struct volume_seg *s, struct row *r, uint64_t stripe, uint64
 	return 0;
 }
 
-static void row_load(struct volume_seg *s, struct row *r, unsigned b)
+/* Reads the wanted blocks not yet known, all members at once; failures become lost. */
+static void row_load(struct volume_seg *s, struct row *r, const bool *want)
 {
-	unsigned d = row_disk(r, b);
-	bool was_ok = volume_mstate(s, d) == VOLUME_MEMBER_OK;
+	struct volume_batch batch;
+	unsigned idx[LAYOUT_MAX_DISKS];
+	bool was_ok[LAYOUT_MAX_DISKS];
 
-	if (r->have[b] || r->lost[b])
-		return;
-	if (volume_mread(s, d, r->blk[b], r->len, r->devoff) == 0) {
-		r->have[b] = true;
-	} else {
-		r->lost[b] = true;
-		r->rewrite[b] = was_ok && volume_mstate(s, d) == VOLUME_MEMBER_OK;
+	volume_batch_init(&batch, s);
+	for (unsigned b = 0; b < r->nb; b++) {
+		unsigned d = row_disk(r, b);
+
+		if (!want[b] || r->have[b] || r->lost[b])
+			continue;
+		was_ok[b] = volume_mstate(s, d) == VOLUME_MEMBER_OK;
+		idx[b] = volume_batch_add(&batch, d, false, r->blk[b], r->len, r->devoff);
 	}
+	volume_batch_run(&batch);
+	for (unsigned b = 0; b < r->nb; b++) {
+		if (!want[b] || r->have[b] || r->lost[b])
+			continue;
+		if (volume_batch_result(&batch, idx[b]) == 0) {
+			r->have[b] = true;
+		} else {
+			r->lost[b] = true;
+			r->rewrite[b] = was_ok[b] && volume_mstate(s, row_disk(r, b)) == VOLUME_MEMBER_OK;
+		}
+	}
+	volume_batch_done(&batch);
 }
+
+static const bool row_all[LAYOUT_MAX_DISKS] = {
+	[0 ... LAYOUT_MAX_DISKS - 1] = true,
+};
 
 static struct parity_stripe row_parity(struct row *r)
 {
@@ -83,11 +102,10 @@ static int row_solve(struct volume_seg *s, struct row *r)
 	struct parity_stripe ps = row_parity(r);
 	int ret;
 
-	for (unsigned b = 0; b < r->nb; b++) {
-		row_load(s, r, b);
+	row_load(s, r, row_all);
+	for (unsigned b = 0; b < r->nb; b++)
 		if (r->lost[b])
 			lost[nlost++] = b;
-	}
 	if (nlost > r->nb - r->k)
 		return -EIO;
 	ret = s->parity->recover(&ps, nlost, lost);
@@ -102,15 +120,20 @@ static int row_solve(struct volume_seg *s, struct row *r)
 	return 0;
 }
 
-/* Writes the blocks in mask (data given, parity regenerated) to their members. */
-static int row_store(struct volume_seg *s, struct row *r, const bool *mask)
+/* Writes the blocks in mask, and parity (regenerated when gen), to their members. */
+static int row_store(struct volume_seg *s, struct row *r, const bool *mask, bool gen)
 {
 	struct parity_stripe ps = row_parity(r);
+	struct volume_batch batch;
 
-	s->parity->gen(&ps);
+	if (gen)
+		s->parity->gen(&ps);
+	volume_batch_init(&batch, s);
 	for (unsigned b = 0; b < r->nb; b++)
 		if (mask[b] || b >= r->k)
-			volume_mwrite(s, row_disk(r, b), r->blk[b], r->len, r->devoff);
+			volume_batch_add(&batch, row_disk(r, b), true, r->blk[b], r->len, r->devoff);
+	volume_batch_run(&batch);
+	volume_batch_done(&batch);
 	return volume_seg_degraded(s) > r->nb - r->k ? -EIO : 0;
 }
 
@@ -146,6 +169,33 @@ static int raid_read_piece(struct volume_seg *s, uint64_t stripe, unsigned b, ui
 	return ret;
 }
 
+/* A whole stripe read while a data member is out: solve the row once, copy all data. */
+static int raid_read_full_degraded(struct volume_seg *s, uint64_t stripe, uint8_t *buf)
+{
+	struct row r;
+	int ret;
+
+	pthread_mutex_lock(&s->lock);
+	ret = row_init(s, &r, stripe, 0, s->geom.chunk);
+	if (ret >= 0)
+		ret = row_solve(s, &r);
+	for (unsigned b = 0; ret >= 0 && b < r.k; b++)
+		memcpy(buf + b * r.len, r.blk[b], r.len);
+	pthread_mutex_unlock(&s->lock);
+	return ret;
+}
+
+static bool raid_stripe_degraded(struct volume_seg *s, uint64_t stripe)
+{
+	struct layout_stripe st;
+
+	layout_raid456_stripe(&s->geom, stripe, &st);
+	for (unsigned b = 0; b < st.ndata; b++)
+		if (volume_mstate(s, st.disk[b]) != VOLUME_MEMBER_OK)
+			return true;
+	return false;
+}
+
 static int raid_write_full(struct volume_seg *s, uint64_t stripe, const uint8_t *buf)
 {
 	bool all[LAYOUT_MAX_DISKS];
@@ -163,13 +213,40 @@ static int raid_write_full(struct volume_seg *s, uint64_t stripe, const uint8_t 
 				memcpy(r.blk[b], buf + b * r.len, r.len);
 		}
 		memset(all, 1, sizeof(all));
-		ret = row_store(s, &r, all);
+		ret = row_store(s, &r, all, true);
 	}
 	pthread_mutex_unlock(&s->lock);
 	return ret;
 }
 
-/* Block b's [in, in+len) of stripe: reconstruct-write. */
+/*
+ * Read-modify-write of block b: read old data, P and Q, fold the change
+ * into parity. 1 when it cannot be done this way (a needed member is out):
+ * the caller then reconstruct-writes.
+ */
+static int raid_write_rmw(struct volume_seg *s, struct row *r, unsigned b, const uint8_t *buf)
+{
+	bool want[LAYOUT_MAX_DISKS] = { false }, mask[LAYOUT_MAX_DISKS] = { false };
+	uint8_t *delta = r->blk[r->nb - 1] + r->len;   /* the extra scratch block */
+	struct parity_stripe ps = row_parity(r);
+
+	want[b] = true;
+	for (unsigned p = r->k; p < r->nb; p++)
+		want[p] = true;
+	row_load(s, r, want);
+	for (unsigned i = 0; i < r->nb; i++)
+		if (want[i] && r->lost[i])
+			return 1;
+	for (size_t i = 0; i < r->len; i++)
+		delta[i] = r->blk[b][i] ^ buf[i];
+	s->parity->update(&ps, b, delta);
+	memcpy(r->blk[b], buf, r->len);
+	mask[b] = true;
+	return row_store(s, r, mask, false);
+}
+
+/* Block b's [in, in+len) of stripe: read-modify-write when it reads less, else
+ * reconstruct-write (which never reads a failed member). */
 static int raid_write_piece(struct volume_seg *s, uint64_t stripe, unsigned b, uint64_t in,
 			    const uint8_t *buf, size_t len)
 {
@@ -179,18 +256,30 @@ static int raid_write_piece(struct volume_seg *s, uint64_t stripe, unsigned b, u
 
 	pthread_mutex_lock(&s->lock);
 	ret = row_init(s, &r, stripe, in, len);
-	for (unsigned j = 0; ret >= 0 && j < r.k; j++) {
-		if (j == b)
-			continue;
-		row_load(s, &r, j);
-		if (r.lost[j])
+	if (ret >= 0 && r.nb - r.k + 1 < r.k - 1) {
+		ret = raid_write_rmw(s, &r, b, buf);
+		if (ret <= 0)
+			goto out;
+		ret = row_init(s, &r, stripe, in, len);        /* start over: RCW */
+	}
+	if (ret >= 0) {
+		bool others[LAYOUT_MAX_DISKS] = { false };
+		bool lost = false;
+
+		for (unsigned j = 0; j < r.k; j++)
+			others[j] = j != b;
+		row_load(s, &r, others);
+		for (unsigned j = 0; j < r.k; j++)
+			lost |= r.lost[j];
+		if (lost)
 			ret = row_solve(s, &r);
 	}
 	if (ret >= 0) {
 		memcpy(r.blk[b], buf, len);
 		mask[b] = true;
-		ret = row_store(s, &r, mask);
+		ret = row_store(s, &r, mask, true);
 	}
+out:
 	pthread_mutex_unlock(&s->lock);
 	return ret;
 }
@@ -208,6 +297,9 @@ static int raid_rw(struct volume_seg *s, bool write, uint8_t *buf, size_t len, u
 
 		if (write && within == 0 && len >= width) {
 			r = raid_write_full(s, stripe, buf);
+			n = (size_t)width;
+		} else if (!write && within == 0 && len >= width && raid_stripe_degraded(s, stripe)) {
+			r = raid_read_full_degraded(s, stripe, buf);
 			n = (size_t)width;
 		} else {
 			n = (size_t)MIN((uint64_t)len, chunk - in);
@@ -271,8 +363,8 @@ static int raid_scrub(struct volume_seg *s, uint64_t off, uint64_t len, bool rep
 		struct row r;
 
 		ret = fresh ? row_init(s, &r, st, 0, s->geom.chunk) : -ENOMEM;
-		for (unsigned b = 0; ret >= 0 && b < r.nb; b++)
-			row_load(s, &r, b);
+		if (ret >= 0)
+			row_load(s, &r, row_all);
 		for (unsigned b = 0; ret >= 0 && b < r.nb; b++)
 			if (r.lost[b])
 				ret = 1;        /* degraded row: nothing to compare against */

@@ -177,6 +177,69 @@ static void test_million_mixed_ops_from_two_threads_all_check_out(void **state)
 	close(s.fd);
 }
 
+/* Eight threads calling the ring synchronously at once, as FUSE threads and
+ * the block layer do: reads and writes (io_uring on the auto path, so the
+ * threads take turns leading its CQ), statx (run on the caller's thread)
+ * and calls (workers). */
+struct sync_arg {
+	struct stress *s;
+	unsigned id;
+};
+
+static void *many_sync_thread(void *arg)
+{
+	struct sync_arg *a = arg;
+	struct stress *s = a->s;
+	uint32_t buf[BLOCK / 4], back[BLOCK / 4];
+	struct statx stx;
+
+	for (unsigned i = 0; i < 5000; i++) {
+		unsigned block = a->id * 64 + i % 64;
+		struct acall_op *op = acall_get_op(s->ring);
+		bool ok;
+
+		fill(buf, a->id, block, i);
+		acall_prep_write(op, s->fd, buf, BLOCK, (uint64_t)block * BLOCK);
+		ok = acall_run(s->ring, op) == BLOCK;
+		op = acall_get_op(s->ring);
+		acall_prep_read(op, s->fd, back, BLOCK, (uint64_t)block * BLOCK);
+		ok = acall_run(s->ring, op) == BLOCK && ok && matches(back, a->id, block, i);
+		op = acall_get_op(s->ring);
+		acall_prep_statx(op, s->fd, "", AT_EMPTY_PATH, STATX_SIZE, &stx);
+		ok = acall_run(s->ring, op) == 0 && ok;
+		if (i % 16 == 0) {
+			op = acall_get_op(s->ring);
+			acall_prep_call(op, echo, (void *)(intptr_t)i);
+			ok = acall_run(s->ring, op) == i && ok;
+		}
+		if (!ok)
+			atomic_fetch_add(&s->errors, 1);
+	}
+	return NULL;
+}
+
+static void test_eight_synchronous_threads_share_one_ring(void **state)
+{
+	struct fixture *f = *state;
+	struct stress s = { .ring = f->ring };
+	struct sync_arg args[8];
+	pthread_t t[8];
+	time_t t0 = time(NULL);
+
+	s.fd = openat(f->dfd, "sync8", O_RDWR | O_CREAT, 0600);
+	assert_true(s.fd >= 0);
+	for (unsigned i = 0; i < 8; i++) {
+		args[i] = (struct sync_arg){ .s = &s, .id = i };
+		assert_int_equal(pthread_create(&t[i], NULL, many_sync_thread, &args[i]), 0);
+	}
+	for (unsigned i = 0; i < 8; i++)
+		pthread_join(t[i], NULL);
+	assert_int_equal(atomic_load(&s.errors), 0);
+	/* 125,000 calls: a lost wake-up (each costs a 20 ms timeout) shows. */
+	assert_true(time(NULL) - t0 < 60);
+	close(s.fd);
+}
+
 static int setup_auto(void **state) { return fixture_setup(state, ACALL_PATH_AUTO); }
 
 int main(void)
@@ -186,6 +249,10 @@ int main(void)
 						setup_auto, fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_million_mixed_ops_from_two_threads_all_check_out,
 						setup_workers, fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_eight_synchronous_threads_share_one_ring,
+						setup_auto, fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_eight_synchronous_threads_share_one_ring,
+						setup_uring, fixture_teardown),
 	};
 
 	require_uring_or_skip();

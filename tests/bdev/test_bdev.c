@@ -14,6 +14,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include <pthread.h>
+
+#include "pony/acall.h"
 #include "pony/bdev.h"
 
 static void fill(uint8_t *b, size_t n, unsigned seed)
@@ -64,6 +67,62 @@ static void test_file_bdev_round_trips_through_the_file(void **state)
 	assert_memory_equal(w, r, 512);
 	bdev_free(f);
 	assert_int_equal(bdev_file_open("/nonexistent/pony", O_RDONLY, &f), -ENOENT);
+	close(fd);
+	unlink(path);
+}
+
+struct waiter {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int pending;
+};
+
+static void io_done(struct bdev_io *io)
+{
+	struct waiter *w = io->data;
+
+	pthread_mutex_lock(&w->lock);
+	if (--w->pending == 0)
+		pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
+static void test_file_bdev_through_acall_completes_sync_and_async_io(void **state)
+{
+	char path[] = "/tmp/pony-bdev-ring-XXXXXX";
+	int fd = mkstemp(path);
+	struct acall_ring *ring;
+	struct bdev *f;
+	static uint8_t w[16][4096], r[16][4096];
+	struct bdev_io ios[16];
+	struct waiter wt = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 16 };
+
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 1 << 20), 0);
+	assert_int_equal(acall_ring_new(NULL, &ring), 0);
+	assert_int_equal(bdev_file_open_ring(path, O_RDWR, ring, &f), 0);
+	for (int i = 0; i < 16; i++) {
+		fill(w[i], sizeof(w[i]), (unsigned)i);
+		ios[i] = (struct bdev_io){ .op = BDEV_WRITE, .buf = w[i], .len = 4096,
+					   .off = (uint64_t)i * 8192, .done = io_done, .data = &wt };
+	}
+	for (int i = 0; i < 16; i++)
+		bdev_submit(f, &ios[i]);
+	pthread_mutex_lock(&wt.lock);
+	while (wt.pending)
+		pthread_cond_wait(&wt.cond, &wt.lock);
+	pthread_mutex_unlock(&wt.lock);
+	for (int i = 0; i < 16; i++) {
+		assert_int_equal(ios[i].result, 0);
+		assert_int_equal(bdev_pread(f, r[i], 4096, (uint64_t)i * 8192), 0);
+		assert_memory_equal(w[i], r[i], 4096);
+	}
+	assert_int_equal(bdev_flush(f), 0);
+	ios[0] = (struct bdev_io){ .op = BDEV_READ, .buf = r[0], .len = 4096, .off = 1 << 20 };
+	bdev_submit(f, &ios[0]);                /* past the end: refused before the ring */
+	assert_int_equal(ios[0].result, -EINVAL);
+	bdev_free(f);
+	acall_ring_free(ring);
 	close(fd);
 	unlink(path);
 }
@@ -152,6 +211,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_mem_bdev_round_trips_and_checks_ranges),
 		cmocka_unit_test(test_file_bdev_round_trips_through_the_file),
+		cmocka_unit_test(test_file_bdev_through_acall_completes_sync_and_async_io),
 		cmocka_unit_test(test_fault_bdev_fails_where_and_when_asked),
 		cmocka_unit_test(test_torn_write_keeps_a_prefix_and_cuts_power),
 		cmocka_unit_test(test_record_log_replays_every_prefix),

@@ -101,6 +101,19 @@ done
 [ "$("$PONY" dev find LABEL=born)" = "$img/new.img" ] || fail "watch did not add the new image"
 kill $watch_pid; watch_pid=
 
+# A block device (a loop device, as root): found, re-probed after mkfs on the
+# node (its mtime moves), not returned once detached (size and diskseq change).
+if [ "$(id -u)" -eq 0 ] && loopdev=$(losetup -f --show "$img/e1.img" 2>/dev/null); then
+	"$PONY" dev scan "$loopdev" >/dev/null || fail "scan $loopdev"
+	[ "$("$PONY" dev find --all LABEL=lab1 | grep -c "^$loopdev\$")" -eq 1 ] || fail "loop device not found by label"
+	mkfs.ext4 -q -F -L onloop "$loopdev" || fail "mkfs.ext4 on $loopdev"
+	"$PONY" dev find --all LABEL=lab1 | grep -q "^$loopdev\$" && fail "stale label on $loopdev"
+	# (the backing file carries the new label too: two devices)
+	"$PONY" dev find --all LABEL=onloop 2>/dev/null | grep -q "^$loopdev\$" || fail "relabelled loop device not found"
+	losetup -d "$loopdev"
+	"$PONY" dev find --all LABEL=onloop | grep -q "^$loopdev\$" && fail "detached loop device still found"
+fi
+
 # probe output forms
 "$PONY" dev probe -o device "$img/e1.img" | grep -qx "$img/e1.img" || fail "probe -o device"
 "$PONY" dev probe --json "$img/e1.img" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["devices"][0]["TYPE"]=="ext4"' ||

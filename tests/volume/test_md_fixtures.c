@@ -216,6 +216,48 @@ static void test_dm_fixtures_assemble_from_their_tables(void **state)
 	}
 }
 
+static void test_md_arrays_pony_creates_assemble_again(void **state)
+{
+	static const struct { unsigned level, layout, n; } made[] = {
+		{ 5, 2, 4 }, { 6, 1, 5 }, { 10, 0x201, 4 }, { 1, 0, 2 }, { 0, 0, 3 },
+	};
+
+	for (size_t i = 0; i < sizeof(made) / sizeof(made[0]); i++) {
+		struct bdev *devs[MAX_MEMBERS], *again[MAX_MEMBERS];
+		struct volume_md_info info, info2;
+		char path[MAX_MEMBERS][128];
+		struct volume *v;
+		uint8_t *buf;
+
+		for (unsigned j = 0; j < made[i].n; j++) {
+			int fd;
+
+			snprintf(path[j], sizeof(path[j]), "%s/made-%zu-%u.img", workdir, i, j);
+			fd = open(path[j], O_RDWR | O_CREAT | O_TRUNC, 0600);
+			assert_true(fd >= 0 && ftruncate(fd, 4 << 20) == 0);
+			close(fd);
+			assert_int_equal(bdev_file_open(path[j], O_RDWR, &devs[j]), 0);
+		}
+		assert_int_equal(volume_md_create(devs, made[i].n, made[i].level, made[i].layout,
+						  65536, "t", &v, &info), 0);
+		buf = malloc(volume_size(v));
+		pattern(buf, 0, volume_size(v));
+		assert_int_equal(volume_write(v, buf, volume_size(v), 0), 0);
+		expect_consistent(v);
+		/* Assemble the same members again, in reverse order, from their superblocks. */
+		volume_free(v);
+		for (unsigned j = 0; j < made[i].n; j++)
+			assert_int_equal(bdev_file_open(path[j], O_RDONLY, &again[made[i].n - 1 - j]), 0);
+		assert_int_equal(volume_md_assemble(again, made[i].n, &v, &info2), 0);
+		assert_int_equal(info2.level, made[i].level);
+		assert_int_equal(info2.minor_version, 2);
+		assert_int_equal(info2.array_size, info.array_size);
+		expect_pattern(v);
+		volume_free(v);
+		free(buf);
+	}
+}
+
 static int setup(void **state)
 {
 	snprintf(workdir, sizeof(workdir), "/tmp/pony-fixtures-XXXXXX");
@@ -240,6 +282,7 @@ int main(void)
 		cmocka_unit_test(test_md_raid6_assembles_with_two_members_missing),
 		cmocka_unit_test(test_md_refuses_wrong_member_sets_and_corrupt_superblocks),
 		cmocka_unit_test(test_dm_fixtures_assemble_from_their_tables),
+		cmocka_unit_test(test_md_arrays_pony_creates_assemble_again),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -174,6 +174,44 @@ static void test_swar_recovers_one_and_two_lost_blocks(void **state)
 	check_recovers_every_loss(&parity_swar_ops, true, true);
 }
 
+/* Updating parity by a block's delta equals generating it afresh. */
+static void check_update_equals_regeneration(const struct parity_ops *ops)
+{
+	srand(77);
+	for (int iter = 0; iter < 40; iter++) {
+		bool with_q = iter % 2;
+		unsigned ndata = 2 + (unsigned)rand() % 10;
+		size_t len = PARITY_ALIGN * (1 + (size_t)rand() % 16);
+		unsigned idx = (unsigned)rand() % ndata;
+		struct stripe_buf sb;
+		uint8_t *delta = util_aligned_alloc(len), *p = malloc(len), *q = malloc(len);
+
+		stripe_fill(&sb, ndata, len, with_q, iter % 3 == 0);
+		ops->gen(&sb.s);
+		for (size_t b = 0; b < len; b++) {
+			uint8_t nv = (uint8_t)rand();
+
+			delta[b] = sb.s.data[idx][b] ^ nv;
+			sb.s.data[idx][b] = nv;
+		}
+		ops->update(&sb.s, idx, delta);
+		ref_pq(&sb.s, p, q);
+		assert_memory_equal(sb.s.p, p, len);
+		if (with_q)
+			assert_memory_equal(sb.s.q, q, len);
+		free(delta);
+		free(p);
+		free(q);
+		stripe_free(&sb);
+	}
+}
+
+static void test_parity_update_equals_regeneration_on_both_engines(void **state)
+{
+	check_update_equals_regeneration(&parity_isal_ops);
+	check_update_equals_regeneration(&parity_swar_ops);
+}
+
 static void test_recover_refuses_more_than_the_parity_covers(void **state)
 {
 	struct stripe_buf sb;
@@ -206,6 +244,7 @@ int main(void)
 		cmocka_unit_test(test_swar_parity_equals_reference),
 		cmocka_unit_test(test_isal_recovers_one_and_two_lost_blocks),
 		cmocka_unit_test(test_swar_recovers_one_and_two_lost_blocks),
+		cmocka_unit_test(test_parity_update_equals_regeneration_on_both_engines),
 		cmocka_unit_test(test_recover_refuses_more_than_the_parity_covers),
 		cmocka_unit_test(test_parity_engines_are_selectable_by_name),
 	};

@@ -210,6 +210,7 @@ static const struct model_case cases[] = {
 	{ "raid5-p0", VOLUME_RAID5, "parity-first", 4, 4096, 1 },
 	{ "raid5-pn", VOLUME_RAID5, "parity-last", 4, 4096, 1 },
 	{ "raid6-ls", VOLUME_RAID6, "left-symmetric", 6, 4096, 2 },
+	{ "raid6-ls8", VOLUME_RAID6, "left-symmetric", 8, 4096, 2 },   /* read-modify-write */
 	{ "raid6-la", VOLUME_RAID6, "left-asymmetric", 5, 4096, 2 },
 	{ "raid6-ra", VOLUME_RAID6, "right-asymmetric", 6, 8192, 2 },
 	{ "raid6-rs", VOLUME_RAID6, "right-symmetric", 4, 4096, 2 },

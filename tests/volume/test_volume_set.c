@@ -264,7 +264,7 @@ static void test_crash_resyncs_only_what_the_bitmap_marked(void **state)
 	assert_int_equal(open_set(all, NDEV, &s, &who), 0);
 	volume_set_info(s, &info);
 	assert_false(info.was_clean);
-	assert_true(info.resynced > 0 && info.resynced <= (1u << 20));
+	assert_true(info.resynced > 0 && info.resynced <= (64u << 20));
 	assert_int_equal(volume_set_scrub(s, false, 0, NULL, NULL, NULL, NULL, &bad), 0);
 	assert_int_equal(bad, 0);
 	assert_int_equal(volume_set_close(s), 0);

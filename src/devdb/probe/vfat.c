@@ -108,26 +108,35 @@ bool devdb_probe_is_fat(struct devdb_probe *pr)
 	return bs && fat_valid(pr, mag, bs, &g);
 }
 
-/* The volume-ID entry among entries directory entries at off; 1 if found. */
+/*
+ * The volume-ID entry among entries directory entries at off; 1 if found.
+ * Read 16 entries at a time: the label is usually the first entry and the
+ * directory ends at the first empty one, so a whole 16 KiB root directory
+ * is rarely needed.
+ */
 static int fat_search_label(struct devdb_probe *pr, uint64_t off, uint32_t entries, uint8_t out[11])
 {
-	const uint8_t *dir = devdb_probe_get(pr, off, (uint64_t)entries * DIR_ENTRY_SIZE);
+	for (uint32_t base = 0; base < entries; base += 16) {
+		uint32_t n = MIN(16u, entries - base);
+		const uint8_t *dir = devdb_probe_get(pr, off + (uint64_t)base * DIR_ENTRY_SIZE,
+						     (uint64_t)n * DIR_ENTRY_SIZE);
 
-	if (!dir)
-		return 0;
-	for (uint32_t i = 0; i < entries; i++) {
-		const uint8_t *e = dir + (size_t)i * DIR_ENTRY_SIZE;
+		if (!dir)
+			return 0;
+		for (uint32_t i = 0; i < n; i++) {
+			const uint8_t *e = dir + (size_t)i * DIR_ENTRY_SIZE;
 
-		if (e[0] == 0x00)
-			break;
-		if (e[0] == 0xe5 || util_get_le16(e + 20) || util_get_le16(e + 26) ||
-		    (e[11] & ATTR_MASK) == ATTR_LONG_NAME)
-			continue;
-		if ((e[11] & (ATTR_VOLUME_ID | ATTR_DIR)) == ATTR_VOLUME_ID) {
-			memcpy(out, e, 11);
-			if (out[0] == 0x05)
-				out[0] = 0xE5;
-			return 1;
+			if (e[0] == 0x00)
+				return 0;
+			if (e[0] == 0xe5 || util_get_le16(e + 20) || util_get_le16(e + 26) ||
+			    (e[11] & ATTR_MASK) == ATTR_LONG_NAME)
+				continue;
+			if ((e[11] & (ATTR_VOLUME_ID | ATTR_DIR)) == ATTR_VOLUME_ID) {
+				memcpy(out, e, 11);
+				if (out[0] == 0x05)
+					out[0] = 0xE5;
+				return 1;
+			}
 		}
 	}
 	return 0;

@@ -150,10 +150,14 @@ static int probe_zfs(struct devdb_probe *pr, const struct devdb_magic *mag)
 	bool swapped = false;
 
 	for (int l = 0; l < 4; l++) {
-		const uint8_t *b = devdb_probe_get(pr, label_offset(pr->size, l) + VDEV_LABEL_NVPAIR,
-						   VDEV_PHYS_SIZE);
+		uint64_t off = label_offset(pr->size, l) + VDEV_LABEL_NVPAIR;
+		/* the 16-byte header first: most devices are not ZFS, and a label is 112 KiB */
+		const uint8_t *b = devdb_probe_get(pr, off, 16);
 
 		if (!b || b[0] != 1 || !util_get_be32(b + 12) || b[1] > 1)
+			continue;
+		b = devdb_probe_get(pr, off, VDEV_PHYS_SIZE);
+		if (!b)
 			continue;
 		swapped = b[1] != 1;    /* 1: little-endian host order */
 		w = (struct zfs_walk){ .find = true, .state = UINT64_MAX };
