@@ -55,6 +55,14 @@ int ponyfs_mount(struct bdev *meta, struct bdev *data, const struct ponyfs_optio
 int ponyfs_mkfs_image(struct bdev *dev, const struct ponyfs_mkfs_options *opts);
 int ponyfs_mount_image(struct bdev *dev, const struct ponyfs_options *opts, struct vfs **ret);
 
+/*
+ * A region of a pony volume (VOLUME_CLASS_METADATA or VOLUME_CLASS_DATA) as
+ * a bdev for ponyfs_mkfs()/ponyfs_mount(). v stays the caller's and must
+ * outlive the bdev. -ENOENT when the volume has no region of that class.
+ */
+struct volume;
+int ponyfs_volume_region(struct volume *v, int cls, struct bdev **ret);
+
 /* Counters of work done, for tests and benchmarks (statx light, fsync cost). */
 struct ponyfs_stats {
 	uint64_t commits;               /* metadata transactions committed */

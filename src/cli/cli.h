@@ -25,6 +25,9 @@ struct cli_command {
 extern const struct cli_command cli_dev_command;    /* cmd_dev.c */
 extern const struct cli_command cli_fs_command;     /* cmd_fs.c */
 extern const struct cli_command cli_union_command;  /* cmd_union.c */
+extern const struct cli_command cli_mkfs_command;   /* cmd_ponyfs.c */
+extern const struct cli_command cli_mount_command;  /* cmd_ponyfs.c */
+extern const struct cli_command cli_fsck_command;   /* cmd_ponyfs.c */
 extern const struct cli_command cli_vol_command;    /* cmd_vol.c */
 
 /* Serving a vfs instance through FUSE, shared by the mount commands (cmd_fs.c). */

@@ -29,6 +29,9 @@ static const struct cli_command *const commands[] = {
 	&cli_dev_command,
 	&cli_fs_command,
 	&cli_union_command,
+	&cli_mkfs_command,
+	&cli_mount_command,
+	&cli_fsck_command,
 	&cli_vol_command,
 };
 

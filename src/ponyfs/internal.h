@@ -192,8 +192,9 @@ int ponyfs_link_locked(struct ponyfs *fs, uint64_t ino, uint64_t newparent, cons
 int ponyfs_remove_locked(struct ponyfs *fs, uint64_t parent, const char *name, bool dir);
 int ponyfs_rename_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
 			 const char *name, uint64_t newparent, const char *newname, unsigned flags);
-int ponyfs_readdir_locked(struct ponyfs *fs, uint64_t ino, uint64_t cookie, vfs_filldir_t fill,
-			  void *data);
+struct ponyfs_dirent { char *name; uint64_t ino; unsigned type; uint64_t cookie; };
+int ponyfs_readdir_locked(struct ponyfs *fs, uint64_t ino, uint64_t cookie,
+			  struct ponyfs_dirent *ret, size_t max);
 int ponyfs_readlink_locked(struct ponyfs *fs, uint64_t ino, char *buf, size_t size);
 
 extern const struct vfs_ops ponyfs_ops;

@@ -443,45 +443,61 @@ int ponyfs_rename_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 	return r;
 }
 
-int ponyfs_readdir_locked(struct ponyfs *fs, uint64_t ino, uint64_t cookie, vfs_filldir_t fill,
-			  void *data)
+/*
+ * Collects up to max entries after cookie into ret (names malloc'd). The
+ * caller hands them to the filler without the lock held: a filler may call
+ * back into the filesystem (FUSE's readdirplus looks every entry up).
+ */
+int ponyfs_readdir_locked(struct ponyfs *fs, uint64_t ino, uint64_t cookie,
+			  struct ponyfs_dirent *ret, size_t max)
 {
 	sqlite3_stmt *s = NULL;
 	int64_t up = (int64_t)ino;
+	size_t n = 0;
 	int r = check_dir_name(fs, ino, NULL);
 
 	if (r < 0)
 		return r;
-	if (cookie < 1 && (r = fill(data, ".", ino, DT_DIR, 1)) != 0)
-		return r < 0 ? r : 0;
 	if (ino != VFS_ROOT_INO)
 		ponyfs_sql_int(fs, &up, "SELECT parent FROM dentries WHERE ino = ?1 LIMIT 1", 1,
 			       (int64_t)ino);
-	if (cookie < 2 && (r = fill(data, "..", (uint64_t)up, DT_DIR, 2)) != 0)
-		return r < 0 ? r : 0;
+	if (cookie < 1)
+		ret[n++] = (struct ponyfs_dirent){ strdup("."), ino, DT_DIR, 1 };
+	if (cookie < 2)
+		ret[n++] = (struct ponyfs_dirent){ strdup(".."), (uint64_t)up, DT_DIR, 2 };
 	r = ponyfs_sqlite_errno(sqlite3_prepare_v2(fs->db,
 		"SELECT d.name, d.ino, i.mode, d.cookie FROM dentries d JOIN inodes i ON i.ino = d.ino "
-		"WHERE d.parent = ?1 AND d.cookie > ?2 ORDER BY d.cookie", -1, &s, NULL));
+		"WHERE d.parent = ?1 AND d.cookie > ?2 ORDER BY d.cookie LIMIT ?3", -1, &s, NULL));
 	if (r < 0)
-		return r;
+		goto out;
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
 	sqlite3_bind_int64(s, 2, (int64_t)cookie);
-	while (r == 0 && sqlite3_step(s) == SQLITE_ROW) {
-		char name[NAME_MAX + 1];
+	sqlite3_bind_int64(s, 3, (int64_t)(max - n));
+	while (n < max && sqlite3_step(s) == SQLITE_ROW) {
 		int len = sqlite3_column_bytes(s, 0);
+		char *name;
 
 		if (len <= 0 || len > NAME_MAX) {
 			r = -EUCLEAN;
 			break;
 		}
-		memcpy(name, sqlite3_column_blob(s, 0), (size_t)len);
-		name[len] = 0;
-		r = fill(data, name, (uint64_t)sqlite3_column_int64(s, 1),
-			 vfs_mode_to_dt((mode_t)sqlite3_column_int64(s, 2)),
-			 (uint64_t)sqlite3_column_int64(s, 3));
+		name = strndup(sqlite3_column_blob(s, 0), (size_t)len);
+		ret[n++] = (struct ponyfs_dirent){ name, (uint64_t)sqlite3_column_int64(s, 1),
+			vfs_mode_to_dt((mode_t)sqlite3_column_int64(s, 2)),
+			(uint64_t)sqlite3_column_int64(s, 3) };
 	}
 	sqlite3_finalize(s);
-	return r < 0 ? r : 0;
+out:
+	for (size_t i = 0; i < n; i++) {
+		if (!ret[i].name && r >= 0)
+			r = -ENOMEM;
+	}
+	if (r < 0) {
+		for (size_t i = 0; i < n; i++)
+			free(ret[i].name);
+		return r;
+	}
+	return (int)n;
 }
 
 int ponyfs_readlink_locked(struct ponyfs *fs, uint64_t ino, char *buf, size_t size)

@@ -362,10 +362,30 @@ static int pf_opendir(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, ui
 	return r;
 }
 
+#define READDIR_BATCH 256
+
 static int pf_readdir(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, uint64_t fh,
 		      uint64_t cookie, vfs_filldir_t fill, void *data)
 {
-	return LOCKED(ponyfs_of(v), ponyfs_readdir_locked(ponyfs_of(v), ino, cookie, fill, data));
+	struct ponyfs_dirent *d = malloc(READDIR_BATCH * sizeof(*d));
+	int n, r = 0;
+
+	if (!d)
+		return -ENOMEM;
+	do {
+		n = LOCKED(ponyfs_of(v), ponyfs_readdir_locked(ponyfs_of(v), ino, cookie, d,
+							       READDIR_BATCH));
+		for (int i = 0; i < n; i++) {
+			if (!r)
+				r = fill(data, d[i].name, d[i].ino, d[i].type, d[i].cookie);
+			cookie = d[i].cookie;
+			free(d[i].name);
+		}
+	} while (n == READDIR_BATCH && !r);
+	free(d);
+	if (n < 0)
+		return n;
+	return r < 0 ? r : 0;
 }
 
 static int pf_releasedir(struct vfs *v, uint64_t ino, uint64_t fh)

@@ -329,8 +329,6 @@ int ponyfs_mount(struct bdev *meta, struct bdev *data, const struct ponyfs_optio
 	if (r >= 0 && !(opts && opts->read_only))
 		r = mount_orphans(fs);
 	fs->read_only = opts && opts->read_only;
-	if (r >= 0)
-		r = ponyfs_timer_start(fs);
 	if (r < 0) {
 		fs->read_only = true;   /* nothing to write back from a failed mount */
 		ponyfs_destroy(&fs->vfs);

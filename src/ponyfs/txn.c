@@ -140,6 +140,10 @@ int ponyfs_txn_begin_locked(struct ponyfs *fs)
 		return -EROFS;
 	if (fs->in_txn)
 		return 0;
+	/* Started with the first change, not at mount: a FUSE daemon forks
+	 * after mounting, and threads do not survive fork. */
+	if (fs->commit_ms && !fs->timer_running && !fs->stopping)
+		ponyfs_timer_start(fs);
 	r = ponyfs_exec(fs, "BEGIN");
 	if (r >= 0)
 		fs->in_txn = true;

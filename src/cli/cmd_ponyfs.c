@@ -1,0 +1,317 @@
+/*
+ * cmd_ponyfs.c - `pony mkfs`, `pony mount` and `pony fsck`: ponyfs on one
+ * image (both regions on it) or on a pony volume of several images, whose
+ * regions the volume lays out (metadata mirrored, data RAID6 or as asked).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "pony/fuse.h"
+#include "pony/ponyfs.h"
+#include "pony/util.h"
+#include "pony/volume.h"
+
+#define MAX_IMAGES 32
+
+/* The images, opened read-write; on failure the ones opened are freed. */
+static int open_images(char **paths, int n, struct bdev **devs)
+{
+	for (int i = 0; i < n; i++) {
+		int r = bdev_file_open(paths[i], O_RDWR, &devs[i]);
+
+		if (r < 0) {
+			while (i--)
+				bdev_free(devs[i]);
+			return cli_error("%s: %s", paths[i], strerror(-r));
+		}
+	}
+	return 0;
+}
+
+static bool is_ponyfs_image(struct bdev *dev)
+{
+	char magic[8];
+
+	return bdev_size(dev) >= 8 && bdev_pread(dev, magic, 8, 0) == 0 && !memcmp(magic, "PONYFS1", 8);
+}
+
+static int layout_for(enum volume_target_type t, unsigned *ret)
+{
+	*ret = 0;
+	switch (t) {
+	case VOLUME_RAID5: return volume_layout_from_name(5, "left-symmetric", ret);
+	case VOLUME_RAID6: return volume_layout_from_name(6, "left-symmetric", ret);
+	case VOLUME_RAID10: return volume_layout_from_name(10, "n2", ret);
+	default: return 0;
+	}
+}
+
+/* A pony volume with a metadata and a data region, and ponyfs on them. */
+static int mkfs_volume(struct bdev **devs, int n, enum volume_target_type data_type,
+		       enum volume_target_type meta_type, uint64_t chunk, bool assume_clean,
+		       const struct ponyfs_mkfs_options *o)
+{
+	uint64_t smallest = UINT64_MAX;
+	struct volume_region_spec specs[2] = {
+		{ .cls = VOLUME_CLASS_METADATA, .type = meta_type, .chunk = 64 << 10 },
+		{ .cls = VOLUME_CLASS_DATA, .type = data_type, .chunk = chunk },
+	};
+	struct volume_set_params p = { .name = o->label ? o->label : "ponyfs", .regions = specs,
+				       .nregions = 2, .assume_clean = assume_clean };
+	struct volume_set *set = NULL;
+	struct bdev *meta = NULL, *data = NULL;
+	int r;
+
+	for (int i = 0; i < n; i++)
+		smallest = MIN(smallest, bdev_size(devs[i]));
+	specs[0].size = ROUND_UP(MAX(smallest / 16, 8ull << 20), 1ull << 20);
+	r = layout_for(meta_type, &specs[0].layout);
+	if (r >= 0)
+		r = layout_for(data_type, &specs[1].layout);
+	if (r >= 0)
+		r = volume_set_create(devs, (unsigned)n, &p, &set);
+	if (r < 0) {
+		for (int i = 0; i < n; i++)
+			bdev_free(devs[i]);
+		return cli_error("cannot create the volume: %s", strerror(-r));
+	}
+	r = ponyfs_volume_region(volume_set_volume(set), VOLUME_CLASS_METADATA, &meta);
+	if (r >= 0)
+		r = ponyfs_volume_region(volume_set_volume(set), VOLUME_CLASS_DATA, &data);
+	if (r >= 0)
+		r = ponyfs_mkfs(meta, data, o);
+	bdev_free(meta);
+	bdev_free(data);
+	if (volume_set_close(set) < 0 && r >= 0)
+		r = -EIO;
+	return r < 0 ? cli_error("mkfs failed: %s", strerror(-r)) : CLI_EXIT_OK;
+}
+
+static int mkfs_run(int argc, char **argv)
+{
+	struct ponyfs_mkfs_options o = { 0 };
+	enum volume_target_type data_type = VOLUME_RAID6, meta_type = VOLUME_MIRROR;
+	bool data_given = false, assume_clean = false;
+	uint64_t chunk = 64 << 10;
+	struct bdev *devs[MAX_IMAGES];
+	int c, n, r;
+
+	static const struct option longopts[] = {
+		{ "data", required_argument, NULL, 'D' },
+		{ "metadata", required_argument, NULL, 'M' },
+		{ "chunk", required_argument, NULL, 'c' },
+		{ "label", required_argument, NULL, 'L' },
+		{ "assume-clean", no_argument, NULL, 'a' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "L:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'D':
+			if (volume_target_from_name(optarg, &data_type) < 0)
+				return cli_usage_error("pony mkfs", "unknown data layout '%s'", optarg);
+			data_given = true;
+			break;
+		case 'M':
+			/* "mirror3" style: a mirror over every member, however many. */
+			if (strncmp(optarg, "mirror", 6) && volume_target_from_name(optarg, &meta_type) < 0)
+				return cli_usage_error("pony mkfs", "unknown metadata layout '%s'", optarg);
+			break;
+		case 'c':
+			if (util_parse_size(optarg, &chunk) < 0 || !chunk || chunk % 4096)
+				return cli_usage_error("pony mkfs", "bad chunk size '%s'", optarg);
+			break;
+		case 'L': o.label = optarg; break;
+		case 'a': assume_clean = true; break;
+		case 'h':
+			printf("Usage: pony mkfs [--data raid6|raid5|raid10|mirror|striped|linear]\n"
+			       "                 [--metadata mirror|mirror3] [--chunk SIZE] [--label L]\n"
+			       "                 [--assume-clean] IMG...\n"
+			       "Makes a ponyfs. One image holds both regions itself; several images\n"
+			       "become a pony volume with a mirrored metadata region and a data\n"
+			       "region laid out as --data says (default raid6). --assume-clean skips\n"
+			       "the initial parity sync of zeroed images.\n");
+			return CLI_EXIT_OK;
+		default: return cli_usage_error("pony mkfs", "bad option");
+		}
+	}
+	n = argc - optind;
+	if (n < 1 || n > MAX_IMAGES)
+		return cli_usage_error("pony mkfs", "one to %d images are needed", MAX_IMAGES);
+	if (o.label && strlen(o.label) > 31)
+		return cli_usage_error("pony mkfs", "the label is longer than 31 bytes");
+	r = open_images(argv + optind, n, devs);
+	if (r)
+		return r;
+	if (n == 1 && !data_given) {
+		r = ponyfs_mkfs_image(devs[0], &o);
+		bdev_free(devs[0]);
+		return r < 0 ? cli_error("%s: %s", argv[optind], strerror(-r)) : CLI_EXIT_OK;
+	}
+	return mkfs_volume(devs, n, data_type, meta_type, chunk, assume_clean, &o);
+}
+
+/* What a mounted or checked ponyfs stands on. */
+struct stand {
+	struct volume_set *set;
+	struct bdev *meta, *data;
+	struct bdev *image;
+};
+
+static void stand_done(struct stand *s)
+{
+	bdev_free(s->meta);
+	bdev_free(s->data);
+	bdev_free(s->image);
+	volume_set_close(s->set);
+}
+
+static int stand_open(char **paths, int n, struct stand *s)
+{
+	struct bdev *devs[MAX_IMAGES];
+	unsigned bad = 0;
+	int r = open_images(paths, n, devs);
+
+	memset(s, 0, sizeof(*s));
+	if (r)
+		return r;
+	if (n == 1 && is_ponyfs_image(devs[0])) {
+		s->image = devs[0];
+		return 0;
+	}
+	r = volume_set_open(devs, (unsigned)n, 0, &s->set, &bad);
+	if (r < 0) {
+		for (int i = 0; i < n; i++)
+			bdev_free(devs[i]);
+		return cli_error("%s: not a ponyfs or a pony volume (%s)", paths[bad < (unsigned)n ? bad : 0],
+				 strerror(-r));
+	}
+	r = ponyfs_volume_region(volume_set_volume(s->set), VOLUME_CLASS_METADATA, &s->meta);
+	if (r >= 0)
+		r = ponyfs_volume_region(volume_set_volume(s->set), VOLUME_CLASS_DATA, &s->data);
+	if (r < 0) {
+		stand_done(s);
+		return cli_error("the volume has no ponyfs regions: %s", strerror(-r));
+	}
+	return 0;
+}
+
+static int mount_run(int argc, char **argv)
+{
+	struct ponyfuse_options fo = { .subtype = "pony", .timeout = 1.0 };
+	struct ponyfs_options po = { .commit_ms = 5000 };
+	_cleanup_(vfs_freep) struct vfs *fs = NULL;
+	struct stand s;
+	int c, n, r;
+
+	static const struct option longopts[] = {
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "debug", no_argument, NULL, 'd' },
+		{ "commit", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "fdc:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'f': fo.foreground = true; break;
+		case 'd': fo.debug = fo.foreground = true; break;
+		case 'c': po.commit_ms = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'h':
+			printf("Usage: pony mount [-f] [-d] [--commit MS] IMG... MNT\n"
+			       "Mounts the ponyfs on IMG (or on the pony volume of the images) at\n"
+			       "MNT through FUSE. Metadata commits every --commit milliseconds\n"
+			       "(default 5000), on fsync and on `pony fs syncfs`.\n");
+			return CLI_EXIT_OK;
+		default: return cli_usage_error("pony mount", "bad option");
+		}
+	}
+	n = argc - optind - 1;
+	if (n < 1 || n > MAX_IMAGES)
+		return cli_usage_error("pony mount", "IMG... and MNT are needed");
+	r = stand_open(argv + optind, n, &s);
+	if (r)
+		return r;
+	r = s.image ? ponyfs_mount_image(s.image, &po, &fs) : ponyfs_mount(s.meta, s.data, &po, &fs);
+	if (r < 0) {
+		stand_done(&s);
+		return cli_error("%s: cannot mount: %s", argv[optind], strerror(-r));
+	}
+	umask(0);
+	r = cli_fuse_serve(fs, argv[argc - 1], argv[optind], &fo);
+	vfs_free(TAKE_PTR(fs));
+	stand_done(&s);
+	return r;
+}
+
+static void fsck_report(void *arg, const char *text)
+{
+	printf("%s\n", text);
+}
+
+static int fsck_run(int argc, char **argv)
+{
+	unsigned flags = PONYFS_FSCK_DATA;
+	struct stand s;
+	int c, n, r;
+
+	static const struct option longopts[] = {
+		{ "repair", no_argument, NULL, 'r' },
+		{ "no-data", no_argument, NULL, 'n' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "rh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'r': flags |= PONYFS_FSCK_REPAIR; break;
+		case 'n': flags &= ~(unsigned)PONYFS_FSCK_DATA; break;
+		case 'h':
+			printf("Usage: pony fsck [--repair] [--no-data] IMG...\n"
+			       "Checks an unmounted ponyfs: SQLite integrity, reachability, link\n"
+			       "counts, extents and free space, and every block's checksum (unless\n"
+			       "--no-data). Exit 0: clean; 1: problems (fixed with --repair where\n"
+			       "possible); 2: usage.\n");
+			return CLI_EXIT_OK;
+		default: return cli_usage_error("pony fsck", "bad option");
+		}
+	}
+	n = argc - optind;
+	if (n < 1 || n > MAX_IMAGES)
+		return cli_usage_error("pony fsck", "one or more images are needed");
+	r = stand_open(argv + optind, n, &s);
+	if (r)
+		return r;
+	r = s.image ? ponyfs_fsck_image(s.image, flags, fsck_report, NULL)
+		    : ponyfs_fsck(s.meta, s.data, flags, fsck_report, NULL);
+	stand_done(&s);
+	if (r < 0)
+		return cli_error("%s: cannot check: %s", argv[optind], strerror(-r));
+	printf("%s: %d problem%s%s\n", argv[optind], r, r == 1 ? "" : "s",
+	       r && (flags & PONYFS_FSCK_REPAIR) ? " (repaired what could be)" : "");
+	return r ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
+}
+
+const struct cli_command cli_mkfs_command = {
+	.name = "mkfs",
+	.summary = "make a ponyfs on an image or a pony volume of images",
+	.run = mkfs_run,
+};
+
+const struct cli_command cli_mount_command = {
+	.name = "mount",
+	.summary = "mount a ponyfs through FUSE",
+	.run = mount_run,
+};
+
+const struct cli_command cli_fsck_command = {
+	.name = "fsck",
+	.summary = "check (and repair) an unmounted ponyfs",
+	.run = fsck_run,
+};
