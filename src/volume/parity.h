@@ -11,6 +11,7 @@
 #ifndef PONY_VOLUME_PARITY_H
 #define PONY_VOLUME_PARITY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,6 +29,7 @@ struct parity_stripe {
 	uint8_t *p;
 	uint8_t *q;                     /* NULL: no Q (raid4/5) */
 	const uint8_t *qexp;            /* Q exponent per data block; NULL: 0..ndata-1 */
+	bool data_only;                 /* recover: lost P/Q may stay stale (reads) */
 };
 
 /* Block indexes in a lost[] list: data 0..ndata-1, then these. */
@@ -40,7 +42,8 @@ struct parity_ops {
 	void (*gen)(const struct parity_stripe *s);
 	/*
 	 * Rebuilds nlost blocks (distinct indexes as above) in place from the
-	 * others. 0, or -EINVAL when more are lost than the parity covers.
+	 * others (only the data blocks when s->data_only: a read needs no
+	 * parity). 0, or -EINVAL when more are lost than the parity covers.
 	 */
 	int (*recover)(const struct parity_stripe *s, unsigned nlost, const unsigned *lost);
 	/*

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <isa-l.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "parity.h"
@@ -91,33 +92,86 @@ static uint8_t *isal_block(const struct parity_stripe *s, unsigned r)
 	return r < s->ndata ? s->data[r] : r == PARITY_P(s) ? s->p : s->q;
 }
 
-/* Solves the lost data blocks (lost[0..ndl-1], all < ndata). */
+/*
+ * The decoding tables of the last failure pattern solved on this thread: a
+ * degraded array meets the same few patterns stripe after stripe, so the
+ * matrix inversion and table expansion are done once per pattern, not per
+ * stripe. The key is everything the tables depend on.
+ */
+struct isal_decode_cache {
+	bool valid, has_q;
+	unsigned k, nlost, lost[2];
+	uint8_t qexp[PARITY_MAX_DATA];
+	uint8_t tbls[32 * 2 * PARITY_MAX_DATA];
+};
+static _Thread_local struct isal_decode_cache isal_cache;
+
+static void isal_key(const struct parity_stripe *s, const unsigned *lost, unsigned nlost,
+		     struct isal_decode_cache *key)
+{
+	memset(key, 0, offsetof(struct isal_decode_cache, tbls));
+	key->valid = true;
+	key->has_q = s->q != NULL;
+	key->k = s->ndata;
+	key->nlost = nlost;
+	memcpy(key->lost, lost, nlost * sizeof(lost[0]));
+	for (unsigned i = 0; i < s->ndata; i++)
+		key->qexp[i] = s->qexp ? s->qexp[i] : (uint8_t)i;
+}
+
+/* Fills cache->tbls for the key in it: decoding rows for the lost data blocks. */
+static int isal_decode_tables(const struct parity_stripe *s, unsigned ndl,
+			      struct isal_decode_cache *c)
+{
+	unsigned k = s->ndata, nb = k + (s->q ? 2 : 1), rows = 0;
+	uint8_t b[PARITY_MAX_DATA * PARITY_MAX_DATA], inv[PARITY_MAX_DATA * PARITY_MAX_DATA];
+	uint8_t dec[2 * PARITY_MAX_DATA];
+
+	for (unsigned r = 0; r < nb && rows < k; r++) {
+		bool gone = false;
+
+		for (unsigned j = 0; j < c->nlost; j++)
+			gone |= c->lost[j] == r;
+		if (!gone)
+			isal_gen_row(s, r, b + rows++ * k);
+	}
+	if (rows < k || gf_invert_matrix(b, inv, (int)k) < 0)
+		return -EINVAL;
+	for (unsigned j = 0; j < ndl; j++)
+		memcpy(dec + j * k, inv + c->lost[j] * k, k);
+	ec_init_tables((int)k, (int)ndl, dec, c->tbls);
+	return 0;
+}
+
+/* Solves the lost data blocks (lost[0..ndl-1], all < ndata) in one pass. */
 static int isal_solve_data(const struct parity_stripe *s, unsigned ndl, const unsigned *lost,
 			   unsigned nlost)
 {
 	unsigned k = s->ndata, nb = k + (s->q ? 2 : 1), rows = 0;
-	uint8_t b[PARITY_MAX_DATA * PARITY_MAX_DATA], inv[PARITY_MAX_DATA * PARITY_MAX_DATA];
-	uint8_t dec[2 * PARITY_MAX_DATA], tbls[32 * 2 * PARITY_MAX_DATA];
+	struct isal_decode_cache key;
 	uint8_t *src[PARITY_MAX_DATA], *out[2];
 
+	isal_key(s, lost, nlost, &key);
+	if (memcmp(&key, &isal_cache, offsetof(struct isal_decode_cache, tbls))) {
+		int r;
+
+		isal_cache.valid = false;
+		r = isal_decode_tables(s, ndl, &key);
+		if (r < 0)
+			return r;
+		isal_cache = key;
+	}
 	for (unsigned r = 0; r < nb && rows < k; r++) {
 		bool gone = false;
 
 		for (unsigned j = 0; j < nlost; j++)
 			gone |= lost[j] == r;
-		if (gone)
-			continue;
-		isal_gen_row(s, r, b + rows * k);
-		src[rows++] = isal_block(s, r);
+		if (!gone)
+			src[rows++] = isal_block(s, r);
 	}
-	if (rows < k || gf_invert_matrix(b, inv, (int)k) < 0)
-		return -EINVAL;
-	for (unsigned j = 0; j < ndl; j++) {
-		memcpy(dec + j * k, inv + lost[j] * k, k);
+	for (unsigned j = 0; j < ndl; j++)
 		out[j] = s->data[lost[j]];
-	}
-	ec_init_tables((int)k, (int)ndl, dec, tbls);
-	ec_encode_data((int)s->len, (int)k, (int)ndl, tbls, src, out);
+	ec_encode_data((int)s->len, (int)k, (int)ndl, isal_cache.tbls, src, out);
 	return 0;
 }
 
@@ -152,7 +206,7 @@ static int isal_recover(const struct parity_stripe *s, unsigned nlost, const uns
 		if (r < 0)
 			return r;
 	}
-	if (ndl < nlost)
+	if (ndl < nlost && !s->data_only)
 		isal_gen(s);
 	return 0;
 }

@@ -178,11 +178,12 @@ static int swar_recover(const struct parity_stripe *s, unsigned nlost, const uns
 		return r;
 	top = swar_order(s, order);
 	if (lost[0] >= s->ndata) {      /* only parity lost */
-		swar_gen(s);
+		if (!s->data_only)
+			swar_gen(s);
 		return 0;
 	}
 	if (nlost == 1 || lost[1] == PARITY_Q(s))
-		swar_recover_from_p(s, order, top, lost[0], nlost == 2);
+		swar_recover_from_p(s, order, top, lost[0], nlost == 2 && !s->data_only);
 	else if (lost[1] == PARITY_P(s))
 		swar_recover_data_p(s, order, top, lost[0]);
 	else

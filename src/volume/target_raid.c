@@ -95,24 +95,33 @@ static struct parity_stripe row_parity(struct row *r)
 	};
 }
 
-/* Loads every block it can and rebuilds the lost ones; rewrites read errors. */
-static int row_solve(struct volume_seg *s, struct row *r)
+/*
+ * Loads every block it can and rebuilds the lost ones; rewrites read errors.
+ * data_only: the caller reads, so lost parity on a failed member is left
+ * unsolved (a parity read error on a working member is still rebuilt and
+ * rewritten).
+ */
+static int row_solve(struct volume_seg *s, struct row *r, bool data_only)
 {
 	unsigned lost[LAYOUT_MAX_DISKS], nlost = 0;
 	struct parity_stripe ps = row_parity(r);
 	int ret;
 
 	row_load(s, r, row_all);
-	for (unsigned b = 0; b < r->nb; b++)
+	for (unsigned b = 0; b < r->nb; b++) {
 		if (r->lost[b])
 			lost[nlost++] = b;
+		if (b >= r->k && r->rewrite[b])
+			data_only = false;
+	}
 	if (nlost > r->nb - r->k)
 		return -EIO;
+	ps.data_only = data_only;
 	ret = s->parity->recover(&ps, nlost, lost);
 	if (ret < 0)
 		return ret;
 	for (unsigned b = 0; b < r->nb; b++) {
-		r->have[b] = true;
+		r->have[b] = !data_only || b < r->k || !r->lost[b];
 		if (r->rewrite[b])
 			volume_mwrite(s, row_disk(r, b), r->blk[b], r->len, r->devoff);
 		r->rewrite[b] = false;
@@ -162,24 +171,31 @@ static int raid_read_piece(struct volume_seg *s, uint64_t stripe, unsigned b, ui
 	pthread_mutex_lock(&s->lock);
 	ret = row_init(s, &r, stripe, in, len);
 	if (ret >= 0)
-		ret = row_solve(s, &r);
+		ret = row_solve(s, &r, true);
 	if (ret >= 0)
 		memcpy(buf, r.blk[b], len);
 	pthread_mutex_unlock(&s->lock);
 	return ret;
 }
 
-/* A whole stripe read while a data member is out: solve the row once, copy all data. */
+/*
+ * A whole stripe read while a data member is out: solve the row once. The
+ * data blocks are read (and the lost ones rebuilt) straight into an aligned
+ * caller's buffer; only parity goes through scratch.
+ */
 static int raid_read_full_degraded(struct volume_seg *s, uint64_t stripe, uint8_t *buf)
 {
+	bool direct = (uintptr_t)buf % PARITY_ALIGN == 0;
 	struct row r;
 	int ret;
 
 	pthread_mutex_lock(&s->lock);
 	ret = row_init(s, &r, stripe, 0, s->geom.chunk);
+	for (unsigned b = 0; ret >= 0 && direct && b < r.k; b++)
+		r.blk[b] = buf + b * r.len;
 	if (ret >= 0)
-		ret = row_solve(s, &r);
-	for (unsigned b = 0; ret >= 0 && b < r.k; b++)
+		ret = row_solve(s, &r, true);
+	for (unsigned b = 0; ret >= 0 && !direct && b < r.k; b++)
 		memcpy(buf + b * r.len, r.blk[b], r.len);
 	pthread_mutex_unlock(&s->lock);
 	return ret;
@@ -272,7 +288,7 @@ static int raid_write_piece(struct volume_seg *s, uint64_t stripe, unsigned b, u
 		for (unsigned j = 0; j < r.k; j++)
 			lost |= r.lost[j];
 		if (lost)
-			ret = row_solve(s, &r);
+			ret = row_solve(s, &r, false);
 	}
 	if (ret >= 0) {
 		memcpy(r.blk[b], buf, len);
@@ -342,7 +358,7 @@ static int raid_rebuild(struct volume_seg *s, unsigned m, uint64_t off, uint64_t
 		for (unsigned b = 0; ret >= 0 && b < r.nb; b++)
 			r.lost[b] = row_disk(&r, b) == m;
 		if (ret >= 0)
-			ret = row_solve(s, &r);
+			ret = row_solve(s, &r, false);
 		for (unsigned b = 0; ret >= 0 && b < r.nb; b++)
 			if (row_disk(&r, b) == m)
 				ret = volume_mwrite(s, m, r.blk[b], r.len, r.devoff);
