@@ -156,6 +156,14 @@ int volume_region_find(const struct volume *v, enum volume_region_class cls,
 typedef int (*volume_intent_fn)(uint64_t off, uint64_t len, void *arg);
 void volume_set_intent_hook(struct volume *v, volume_intent_fn fn, void *arg);
 
+/*
+ * Failure notice: fn runs when a member of a segment turns faulty (an I/O
+ * error or volume_fail_member), on the thread that saw it, possibly with
+ * the segment locked: it must not call back into the volume.
+ */
+typedef void (*volume_fail_fn)(unsigned seg, unsigned m, void *arg);
+void volume_set_fail_hook(struct volume *v, volume_fail_fn fn, void *arg);
+
 /* Bad ranges of a member of seg (byte offsets past its data start). */
 unsigned volume_member_badblocks(const struct volume *v, unsigned seg, unsigned m,
 				 uint64_t *offs, uint64_t *lens, unsigned max);
@@ -212,11 +220,26 @@ struct volume_set_info {
 	uint64_t rebuild_off;           /* checkpoint; UINT64_MAX: none */
 	unsigned scrub_seg;
 	uint64_t scrub_off;             /* an interrupted scrub's checkpoint; UINT64_MAX: none */
+	unsigned nspares;               /* idle hot spares */
 };
 void volume_set_info(const struct volume_set *s, struct volume_set_info *ret);
 int volume_set_member(const struct volume_set *s, unsigned m, struct volume_set_member *ret);
 
 int volume_set_fail(struct volume_set *s, unsigned m);
+/*
+ * Hot spares. volume_set_add_spare() adds dev (handed over on success) as an
+ * idle spare: its superblock names it, it takes no I/O. When a member fails
+ * (an I/O error, volume_set_fail, or missing at assembly) and a spare is
+ * idle, a background worker puts the spare in the member's place and
+ * rebuilds it, as md does. -ENOSPC: too small; -E2BIG: spare slots full.
+ */
+int volume_set_add_spare(struct volume_set *s, struct bdev *dev);
+unsigned volume_set_spare_count(const struct volume_set *s);
+const char *volume_set_spare_device(const struct volume_set *s, unsigned i);
+/* Progress of the background rebuild onto a spare (fn runs on the worker). */
+void volume_set_watch(struct volume_set *s, volume_progress_fn fn, void *arg);
+/* Waits until the spare worker is idle: the last take-over's result (0: none or done). */
+int volume_set_wait(struct volume_set *s);
 int volume_set_replace(struct volume_set *s, unsigned m, struct bdev *dev);
 /* Rebuilds rebuilding members from the checkpoint on, saving it as it goes. */
 int volume_set_rebuild(struct volume_set *s, uint64_t rate, volume_progress_fn progress,

@@ -54,6 +54,8 @@ struct volume_seg {
 	const struct parity_ops *parity;
 	enum volume_region_class cls;
 	bool bbl;                       /* write errors go to the bad-block list */
+	volume_fail_fn fail_hook;       /* a member just failed (volume_set_fail_hook) */
+	void *fail_arg;
 	pthread_mutex_t lock;           /* serializes writes, degraded reads, rebuild, bad lists */
 	void *scratch;                  /* stripe buffers; protected by lock */
 	size_t scratch_len;

@@ -26,11 +26,13 @@ enum {
 	SB_NBAD = 0x074, SB_REBUILD_OFF = 0x078, SB_MEMBER_STATE = 0x080,
 	SB_MEMBER_UUIDS = 0x0c0, SB_SEGS = 0x4c0, SB_SEG_SIZE = 48, SB_NAME = 0x640,
 	SB_BAD = 0x680, SB_END_COPY = 0xe80, SB_SCRUB_SEG = 0xe88, SB_SCRUB_OFF = 0xe90,
+	SB_NSPARES = 0xe98, SB_SPARE_UUIDS = 0xea0, SB_TAIL = 0xf20,
 };
 
 _Static_assert(SB_SEGS == SB_MEMBER_UUIDS + VOLUME_SB_MAX_MEMBERS * 16, "uuids end at segs");
 _Static_assert(SB_NAME == SB_SEGS + VOLUME_SB_MAX_SEGS * SB_SEG_SIZE, "segs end at name");
 _Static_assert(SB_END_COPY == SB_BAD + VOLUME_SB_MAX_BAD * 16, "bad list ends at end_copy");
+_Static_assert(SB_TAIL == SB_SPARE_UUIDS + VOLUME_SB_MAX_SPARES * 16, "spare uuids end at tail");
 
 void volume_sb_encode(const struct volume_sb *sb, uint8_t *b)
 {
@@ -74,6 +76,8 @@ void volume_sb_encode(const struct volume_sb *sb, uint8_t *b)
 	put64(b + SB_END_COPY, sb->end_copy);
 	put32(b + SB_SCRUB_SEG, sb->scrub_seg);
 	put64(b + SB_SCRUB_OFF, sb->scrub_off);
+	put32(b + SB_NSPARES, sb->nspares);
+	memcpy(b + SB_SPARE_UUIDS, sb->spare_uuids, sizeof(sb->spare_uuids));
 	put32(b + SB_CRC, util_crc32c(0, b, VOLUME_SB_SIZE));
 }
 
@@ -108,8 +112,11 @@ int volume_sb_decode(const uint8_t *b, struct volume_sb *sb)
 	sb->rebuild_off = util_get_le64(b + SB_REBUILD_OFF);
 	memcpy(sb->member_state, b + SB_MEMBER_STATE, VOLUME_SB_MAX_MEMBERS);
 	memcpy(sb->member_uuids, b + SB_MEMBER_UUIDS, sizeof(sb->member_uuids));
+	sb->nspares = util_get_le32(b + SB_NSPARES);
+	memcpy(sb->spare_uuids, b + SB_SPARE_UUIDS, sizeof(sb->spare_uuids));
 	if (sb->nmembers == 0 || sb->nmembers > VOLUME_SB_MAX_MEMBERS ||
-	    sb->member_index >= sb->nmembers || sb->nsegs == 0 ||
+	    sb->nspares > VOLUME_SB_MAX_SPARES ||
+	    sb->member_index >= sb->nmembers + sb->nspares || sb->nsegs == 0 ||
 	    sb->nsegs > VOLUME_SB_MAX_SEGS || sb->nbad > VOLUME_SB_MAX_BAD ||
 	    sb->bitmap_shift > 62)
 		return -EBADMSG;

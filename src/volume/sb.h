@@ -14,6 +14,7 @@
 #define VOLUME_SB_MAX_MEMBERS 64
 #define VOLUME_SB_MAX_SEGS 8
 #define VOLUME_SB_MAX_BAD 128
+#define VOLUME_SB_MAX_SPARES 8
 #define VOLUME_SB_BITMAP_OFFSET 4096u
 #define VOLUME_SB_BITMAP_BYTES (60u * 1024)
 #define VOLUME_SB_DATA_OFFSET (1u << 20)
@@ -49,6 +50,8 @@ struct volume_sb {
 	struct volume_sb_seg segs[VOLUME_SB_MAX_SEGS];
 	char name[64];
 	struct volume_sb_bad bad[VOLUME_SB_MAX_BAD];
+	uint32_t nspares;               /* idle hot spares; index nmembers + i is spare i */
+	uint8_t spare_uuids[VOLUME_SB_MAX_SPARES][16];
 };
 
 void volume_sb_encode(const struct volume_sb *sb, uint8_t *buf);

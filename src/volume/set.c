@@ -13,36 +13,15 @@
 #include "pony/util.h"
 #include "internal.h"
 #include "sb.h"
+#include "set.h"
 
-#define SET_CHECKPOINT (64ull << 20)    /* rebuild bytes between checkpoints */
-#define BM_PAGE 4096u
-
-struct volume_set {
-	struct volume *v;
-	unsigned n;
-	struct bdev *dev[VOLUME_SB_MAX_MEMBERS];        /* by index; in v unless refused */
-	struct bdev *refused[VOLUME_SB_MAX_MEMBERS];    /* a stale device per index (in extra) */
-	struct bdev *extra[VOLUME_SB_MAX_MEMBERS];      /* devices not in v, freed at close */
-	unsigned nextra;
-	uint64_t events[VOLUME_SB_MAX_MEMBERS];
-	bool stale[VOLUME_SB_MAX_MEMBERS];
-	struct volume_sb sb;                            /* the volume's state */
-	bool rdonly, was_clean;
-	uint64_t resynced, last_checkpoint;
-	pthread_mutex_t bm_lock;
-	uint8_t *bitmap;                                /* protected by bm_lock */
-	volume_progress_fn user_progress;
-	void *user_arg;
-	unsigned progress_seg;
-};
-
-static struct volume_seg *set_seg(struct volume_set *s, unsigned i)
+struct volume_seg *set_seg(struct volume_set *s, unsigned i)
 {
 	return (struct volume_seg *)volume_seg_get(s->v, i);
 }
 
 /* Worst state of member m over every segment. */
-static int set_member_state(struct volume_set *s, unsigned m)
+int set_member_state(struct volume_set *s, unsigned m)
 {
 	int st = VOLUME_MEMBER_OK;
 
@@ -81,6 +60,7 @@ int volume_set_commit(struct volume_set *s)
 
 	if (s->rdonly)
 		return -EROFS;
+	pthread_mutex_lock(&s->lock);
 	s->sb.events++;
 	for (unsigned m = 0; m < s->n; m++)
 		s->sb.member_state[m] = (uint8_t)set_member_state(s, m);
@@ -104,6 +84,8 @@ int volume_set_commit(struct volume_set *s)
 			written++;
 		}
 	}
+	set_spare_commit(s);
+	pthread_mutex_unlock(&s->lock);
 	return written ? 0 : ret ? ret : -EIO;
 }
 
@@ -155,6 +137,14 @@ static unsigned set_bitmap_shift(uint64_t volume_size)
 	return shift;
 }
 
+/* A member turned faulty during I/O: an idle spare takes its place. */
+static void set_on_fail(unsigned seg, unsigned m, void *arg)
+{
+	(void)seg;
+	(void)m;
+	set_spare_kick(arg);
+}
+
 /* Builds the volume from the superblock's segments over s->dev (NULL: missing). */
 static int set_build(struct volume_set *s)
 {
@@ -186,6 +176,7 @@ static int set_build(struct volume_set *s)
 	}
 	s->v = TAKE_PTR(v);
 	volume_set_intent_hook(s->v, set_intent, s);
+	volume_set_fail_hook(s->v, set_on_fail, s);
 	volume_enable_badblock_log(s->v, true);
 	return 0;
 }
@@ -201,7 +192,15 @@ static struct volume_set *set_new(void)
 		free(s);
 		return NULL;
 	}
+	pthread_mutexattr_t a;
+
 	pthread_mutex_init(&s->bm_lock, NULL);
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&s->lock, &a);
+	pthread_mutexattr_destroy(&a);
+	pthread_mutex_init(&s->wlock, NULL);
+	pthread_cond_init(&s->wcond, NULL);
 	return s;
 }
 
@@ -209,11 +208,17 @@ static void set_free(struct volume_set *s)
 {
 	if (!s)
 		return;
+	set_spare_stop(s);
 	if (s->v)
 		volume_free(s->v);
 	for (unsigned i = 0; i < s->nextra; i++)
 		bdev_free(s->extra[i]);
+	for (unsigned i = 0; i < VOLUME_SB_MAX_SPARES; i++)
+		bdev_free(s->spare[i]);
 	pthread_mutex_destroy(&s->bm_lock);
+	pthread_mutex_destroy(&s->lock);
+	pthread_mutex_destroy(&s->wlock);
+	pthread_cond_destroy(&s->wcond);
 	free(s->bitmap);
 	free(s);
 }
@@ -274,6 +279,7 @@ int volume_set_create(struct bdev **devs, unsigned ndevs, const struct volume_se
 		};
 	}
 	volume_set_intent_hook(v, set_intent, s);
+	volume_set_fail_hook(v, set_on_fail, s);
 	volume_enable_badblock_log(v, true);
 	if (r >= 0)
 		r = set_zero_bitmap(s);
@@ -316,9 +322,10 @@ static int set_gather(struct volume_set *s, struct bdev **devs, unsigned ndevs,
 		unsigned m = sbs[i].member_index;
 
 		*ret_member = i;
-		if (memcmp(sbs[i].volume_uuid, s->sb.volume_uuid, 16) || m >= s->n ||
-		    sbs[i].nsegs != s->sb.nsegs)
+		if (memcmp(sbs[i].volume_uuid, s->sb.volume_uuid, 16) || sbs[i].nsegs != s->sb.nsegs)
 			return -EXDEV;
+		if (set_spare_gather(s, devs[i], &sbs[i]) == 0)
+			continue;
 		if (memcmp(sbs[i].member_uuid, s->sb.member_uuids[m], 16) || sbs[i].events < s->sb.events) {
 			/* Replaced or left behind: older than the volume. */
 			s->stale[m] = true;
@@ -360,7 +367,7 @@ static int set_load_state(struct volume_set *s, struct volume_sb *sbs, struct bd
 	for (unsigned i = 0; i < ndevs; i++) {
 		unsigned m = sbs[i].member_index;
 
-		if (s->dev[m] != devs[i])
+		if (m >= s->n || s->dev[m] != devs[i])
 			continue;
 		for (unsigned j = 0; j < sbs[i].nbad; j++)
 			for (unsigned k = 0; k < volume_segment_count(s->v); k++) {
@@ -451,11 +458,14 @@ int volume_set_open(struct bdev **devs, unsigned ndevs, unsigned flags,
 		/* The caller keeps its devices: take them back out of the set. */
 		if (s && s->v)
 			volume_detach_members(s->v);
-		if (s)
+		if (s) {
 			s->nextra = 0;
+			memset(s->spare, 0, sizeof(s->spare));
+		}
 		set_free(s);
 		return r;
 	}
+	set_spare_kick(s);      /* members missing at assembly: spares take their places */
 	*ret = s;
 	return 0;
 }
@@ -478,6 +488,7 @@ void volume_set_info(const struct volume_set *s, struct volume_set_info *ret)
 	ret->rebuild_off = s->sb.rebuild_off;
 	ret->scrub_seg = s->sb.scrub_seg;
 	ret->scrub_off = s->sb.scrub_off;
+	ret->nspares = s->sb.nspares;
 }
 
 int volume_set_member(const struct volume_set *s, unsigned m, struct volume_set_member *ret)
@@ -499,13 +510,19 @@ int volume_set_member(const struct volume_set *s, unsigned m, struct volume_set_
 
 int volume_set_fail(struct volume_set *s, unsigned m)
 {
+	int r;
+
 	if (m >= s->n)
 		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
 	set_member_force(s, m, VOLUME_MEMBER_FAILED);
-	return volume_set_commit(s);
+	r = volume_set_commit(s);
+	pthread_mutex_unlock(&s->lock);
+	set_spare_kick(s);
+	return r;
 }
 
-int volume_set_replace(struct volume_set *s, unsigned m, struct bdev *dev)
+static int set_replace_locked(struct volume_set *s, unsigned m, struct bdev *dev)
 {
 	struct bdev *old;
 	int r;
@@ -529,7 +546,9 @@ int volume_set_replace(struct volume_set *s, unsigned m, struct bdev *dev)
 		__atomic_store_n(&g->m[m].state, VOLUME_MEMBER_REBUILDING, __ATOMIC_RELEASE);
 		pthread_mutex_unlock(&g->lock);
 	}
+	pthread_mutex_lock(&s->bm_lock);      /* bitmap writes walk s->dev */
 	s->dev[m] = dev;
+	pthread_mutex_unlock(&s->bm_lock);
 	bdev_free(old);
 	s->refused[m] = NULL;
 	s->stale[m] = false;
@@ -539,6 +558,16 @@ int volume_set_replace(struct volume_set *s, unsigned m, struct bdev *dev)
 	if (r >= 0)
 		r = bdev_pwrite(dev, s->bitmap, VOLUME_SB_BITMAP_BYTES, s->sb.bitmap_offset);
 	return r < 0 ? r : volume_set_commit(s);
+}
+
+int volume_set_replace(struct volume_set *s, unsigned m, struct bdev *dev)
+{
+	int r;
+
+	pthread_mutex_lock(&s->lock);
+	r = set_replace_locked(s, m, dev);
+	pthread_mutex_unlock(&s->lock);
+	return r;
 }
 
 static int set_rebuild_progress(uint64_t done, uint64_t total, void *arg)
@@ -559,8 +588,8 @@ static int set_rebuild_progress(uint64_t done, uint64_t total, void *arg)
 	return r;
 }
 
-int volume_set_rebuild(struct volume_set *s, uint64_t rate, volume_progress_fn progress,
-		       void *arg)
+static int set_rebuild_locked(struct volume_set *s, uint64_t rate, volume_progress_fn progress,
+			      void *arg)
 {
 	unsigned first = s->sb.rebuild_off == VOLUME_SB_NO_REBUILD ? 0 : s->sb.rebuild_seg;
 	uint64_t from = s->sb.rebuild_off == VOLUME_SB_NO_REBUILD ? 0 : s->sb.rebuild_off;
@@ -588,6 +617,17 @@ int volume_set_rebuild(struct volume_set *s, uint64_t rate, volume_progress_fn p
 	return r;
 }
 
+int volume_set_rebuild(struct volume_set *s, uint64_t rate, volume_progress_fn progress,
+		       void *arg)
+{
+	int r;
+
+	pthread_mutex_lock(&s->lock);
+	r = set_rebuild_locked(s, rate, progress, arg);
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
 static int set_scrub_progress(uint64_t done, uint64_t total, void *arg)
 {
 	struct volume_set *s = arg;
@@ -605,9 +645,9 @@ static int set_scrub_progress(uint64_t done, uint64_t total, void *arg)
 	return r;
 }
 
-int volume_set_scrub(struct volume_set *s, bool repair, uint64_t rate,
-		     volume_mismatch_fn report, void *report_arg,
-		     volume_progress_fn progress, void *arg, uint64_t *ret_count)
+static int set_scrub_locked(struct volume_set *s, bool repair, uint64_t rate,
+			    volume_mismatch_fn report, void *report_arg,
+			    volume_progress_fn progress, void *arg, uint64_t *ret_count)
 {
 	bool resume = s->sb.scrub_off != VOLUME_SB_NO_REBUILD && s->sb.scrub_seg < s->sb.nsegs;
 	unsigned first = resume ? s->sb.scrub_seg : 0;
@@ -637,6 +677,18 @@ int volume_set_scrub(struct volume_set *s, bool repair, uint64_t rate,
 	return r;
 }
 
+int volume_set_scrub(struct volume_set *s, bool repair, uint64_t rate,
+		     volume_mismatch_fn report, void *report_arg,
+		     volume_progress_fn progress, void *arg, uint64_t *ret_count)
+{
+	int r;
+
+	pthread_mutex_lock(&s->lock);
+	r = set_scrub_locked(s, repair, rate, report, report_arg, progress, arg, ret_count);
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
 void volume_set_abandon(struct volume_set *s)
 {
 	set_free(s);
@@ -648,6 +700,7 @@ int volume_set_close(struct volume_set *s)
 
 	if (!s)
 		return 0;
+	set_spare_stop(s);      /* a rebuild onto a spare saves its checkpoint */
 	if (!s->rdonly) {
 		r = volume_flush(s->v);
 		if (r >= 0)

@@ -234,6 +234,14 @@ void volume_set_intent_hook(struct volume *v, volume_intent_fn fn, void *arg)
 	v->intent_arg = arg;
 }
 
+void volume_set_fail_hook(struct volume *v, volume_fail_fn fn, void *arg)
+{
+	for (unsigned i = 0; i < v->nsegs; i++) {
+		v->segs[i]->fail_hook = fn;
+		v->segs[i]->fail_arg = arg;
+	}
+}
+
 void volume_enable_badblock_log(struct volume *v, bool on)
 {
 	for (unsigned i = 0; i < v->nsegs; i++)
@@ -352,7 +360,10 @@ int volume_mstate(const struct volume_seg *s, unsigned m)
 
 void volume_mfail(struct volume_seg *s, unsigned m)
 {
-	__atomic_store_n(&s->m[m].state, VOLUME_MEMBER_FAILED, __ATOMIC_RELEASE);
+	int was = __atomic_exchange_n(&s->m[m].state, VOLUME_MEMBER_FAILED, __ATOMIC_ACQ_REL);
+
+	if (was != VOLUME_MEMBER_FAILED && s->fail_hook)
+		s->fail_hook(s->index, m, s->fail_arg);
 }
 
 unsigned volume_seg_degraded(const struct volume_seg *s)

@@ -5,7 +5,8 @@
  * fall back to the other copy; foreign members are refused; after a crash
  * the write-intent bitmap resyncs exactly what was being written; write
  * errors land in the bad-block log; regions of different geometry share
- * the members.
+ * the members; an idle hot spare takes a failed member's place by itself
+ * and is rebuilt.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -325,6 +326,137 @@ static void test_write_errors_go_to_the_bad_block_log_and_survive_reassembly(voi
 	assert_int_equal(volume_set_close(s), 0);
 }
 
+/* A bdev over any memory bdev that does not free it. */
+static struct bdev *view_of(struct bdev *mem, const char *name)
+{
+	struct view *v = calloc(1, sizeof(*v));
+
+	v->b.ops = &view_ops;
+	v->b.size = mem->size;
+	v->b.block_size = 512;
+	snprintf(v->b.name, sizeof(v->b.name), "%s", name);
+	v->lower = mem;
+	return &v->b;
+}
+
+static bool mem_is_zero(struct bdev *mem, uint64_t off, size_t len)
+{
+	uint8_t *b = malloc(len);
+	bool zero = true;
+
+	assert_int_equal(bdev_pread(mem, b, len, off), 0);
+	for (size_t i = 0; i < len; i++)
+		zero &= b[i] == 0;
+	free(b);
+	return zero;
+}
+
+static int count_progress(uint64_t done, uint64_t total, void *arg)
+{
+	(*(unsigned *)arg)++;
+	return done > total;    /* never stops it */
+}
+
+static void test_an_idle_spare_takes_a_failed_members_place_and_is_rebuilt(void **state)
+{
+	struct volume_set *s = create(&raid6_all, 1);
+	struct bdev *spare_mem, *d[NDEV + 1], *f = NULL;
+	struct volume_set_member m;
+	struct volume_set_info info;
+	size_t n = 4 << 20;
+	uint8_t *w = malloc(n), *r = malloc(n);
+	unsigned who, calls = 0;
+	uint64_t bad = 9;
+
+	assert_int_equal(bdev_mem_new(DEV_SIZE, &spare_mem), 0);
+	fill(w, n, 11);
+	assert_int_equal(volume_write(volume_set_volume(s), w, n, 0), 0);
+	assert_int_equal(volume_set_add_spare(s, view_of(spare_mem, "spare")), 0);
+	volume_set_info(s, &info);
+	assert_int_equal(info.nspares, 1);
+	assert_string_equal(volume_set_spare_device(s, 0), "spare");
+	/* Idle: a healthy volume keeps writing to its members only. */
+	assert_int_equal(volume_write(volume_set_volume(s), w, n, 0), 0);
+	assert_int_equal(volume_set_wait(s), 0);
+	for (unsigned i = 0; i < NDEV; i++) {
+		assert_int_equal(volume_set_member(s, i, &m), 0);
+		assert_int_equal(m.state, VOLUME_MEMBER_OK);
+	}
+	assert_true(mem_is_zero(spare_mem, 1 << 20, 1 << 20));
+	assert_int_equal(volume_set_close(s), 0);
+
+	/* Reassembled with the spare among the members, in any order; member 3 dies. */
+	for (unsigned i = 0; i < NDEV; i++)
+		d[i] = view(all[i]);
+	d[NDEV] = d[2];
+	d[2] = view_of(spare_mem, "spare");
+	for (unsigned i = 0; i <= NDEV; i++)
+		if (!strcmp(d[i]->name, "m3"))
+			d[i] = f = wrap(d[i]);
+	assert_int_equal(volume_set_open(d, NDEV + 1, 0, &s, &who), 0);
+	volume_set_info(s, &info);
+	assert_int_equal(info.nspares, 1);
+	volume_set_watch(s, count_progress, &calls);
+	bdev_fault_vanish(f);
+	fill(w, 65536, 12);
+	assert_int_equal(volume_write(volume_set_volume(s), w, 65536, 0), 0);
+	/* The write error failed member 3; the spare took its place and was rebuilt. */
+	assert_int_equal(volume_set_wait(s), 0);
+	assert_true(calls > 0);
+	volume_set_info(s, &info);
+	assert_int_equal(info.nspares, 0);
+	assert_int_equal(volume_set_member(s, 3, &m), 0);
+	assert_int_equal(m.state, VOLUME_MEMBER_OK);
+	assert_string_equal(m.device, "spare");
+	assert_false(mem_is_zero(spare_mem, 1 << 20, 1 << 20));
+	assert_int_equal(volume_set_scrub(s, false, 0, NULL, NULL, NULL, NULL, &bad), 0);
+	assert_int_equal(bad, 0);
+	assert_int_equal(volume_set_close(s), 0);
+
+	/* The spare is member 3 now: with two others gone, the data reads back. */
+	for (unsigned i = 0; i < NDEV; i++)
+		d[i] = i == 3 ? view_of(spare_mem, "spare") : view(i);
+	assert_int_equal(volume_set_open(d, NDEV, 0, &s, &who), 0);
+	assert_int_equal(volume_set_fail(s, 0), 0);
+	assert_int_equal(volume_set_fail(s, 5), 0);
+	assert_int_equal(volume_read(volume_set_volume(s), r, n, 0), 0);
+	assert_memory_equal(w, r, n);
+	assert_int_equal(volume_set_close(s), 0);
+	bdev_free(spare_mem);
+	free(w);
+	free(r);
+}
+
+/* A spare added to a volume already missing a member is taken at once. */
+static void test_a_spare_added_to_a_degraded_volume_is_rebuilt_at_once(void **state)
+{
+	struct volume_set *s = create(&raid6_all, 1);
+	struct bdev *spare_mem;
+	struct volume_set_member m;
+	size_t n = 2 << 20;
+	uint8_t *w = malloc(n), *r = malloc(n);
+
+	assert_int_equal(bdev_mem_new(DEV_SIZE, &spare_mem), 0);
+	fill(w, n, 13);
+	assert_int_equal(volume_write(volume_set_volume(s), w, n, 0), 0);
+	assert_int_equal(volume_set_fail(s, 1), 0);
+	assert_int_equal(volume_set_wait(s), 0);        /* no spare: nothing happens */
+	assert_int_equal(volume_set_member(s, 1, &m), 0);
+	assert_int_equal(m.state, VOLUME_MEMBER_FAILED);
+	assert_int_equal(volume_set_add_spare(s, view_of(spare_mem, "spare")), 0);
+	assert_int_equal(volume_set_wait(s), 0);
+	assert_int_equal(volume_set_member(s, 1, &m), 0);
+	assert_int_equal(m.state, VOLUME_MEMBER_OK);
+	assert_int_equal(volume_set_fail(s, 0), 0);
+	assert_int_equal(volume_set_fail(s, 2), 0);
+	assert_int_equal(volume_read(volume_set_volume(s), r, n, 0), 0);
+	assert_memory_equal(w, r, n);
+	assert_int_equal(volume_set_close(s), 0);
+	bdev_free(spare_mem);
+	free(w);
+	free(r);
+}
+
 static void test_regions_have_their_own_geometry_on_shared_members(void **state)
 {
 	const struct volume_region_spec regions[] = {
@@ -382,6 +514,8 @@ int main(void)
 		cmocka_unit_test(test_crash_resyncs_only_what_the_bitmap_marked),
 		cmocka_unit_test(test_write_errors_go_to_the_bad_block_log_and_survive_reassembly),
 		cmocka_unit_test(test_regions_have_their_own_geometry_on_shared_members),
+		cmocka_unit_test(test_an_idle_spare_takes_a_failed_members_place_and_is_rebuilt),
+		cmocka_unit_test(test_a_spare_added_to_a_degraded_volume_is_rebuilt_at_once),
 	};
 	return cmocka_run_group_tests(tests, NULL, teardown);
 }

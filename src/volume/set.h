@@ -1,0 +1,65 @@
+/*
+ * set.h - the inside of a pony volume set (an opened pony volume), shared by
+ * set.c (members, superblocks, bitmap, rebuild and scrub) and spare.c (idle
+ * hot spares and the worker that rebuilds onto them). Not public.
+ */
+#ifndef PONY_VOLUME_SET_H
+#define PONY_VOLUME_SET_H
+
+#include <pthread.h>
+
+#include "internal.h"
+#include "sb.h"
+
+#define SET_CHECKPOINT (64ull << 20)    /* rebuild bytes between checkpoints */
+#define BM_PAGE 4096u
+
+struct volume_set {
+	struct volume *v;
+	unsigned n;
+	struct bdev *dev[VOLUME_SB_MAX_MEMBERS];        /* by index; in v unless refused */
+	struct bdev *refused[VOLUME_SB_MAX_MEMBERS];    /* a stale device per index (in extra) */
+	struct bdev *extra[VOLUME_SB_MAX_MEMBERS];      /* devices not in v, freed at close */
+	unsigned nextra;
+	uint64_t events[VOLUME_SB_MAX_MEMBERS];
+	bool stale[VOLUME_SB_MAX_MEMBERS];
+	struct volume_sb sb;                            /* the volume's state */
+	bool rdonly, was_clean;
+	uint64_t resynced, last_checkpoint;
+	pthread_mutex_t bm_lock;
+	uint8_t *bitmap;                                /* protected by bm_lock */
+	volume_progress_fn user_progress;
+	void *user_arg;
+	unsigned progress_seg;
+	/*
+	 * lock (recursive) serializes changes of the set's state: commits,
+	 * fail, replace, rebuild, scrub, spare take-over. Member I/O never
+	 * takes it.
+	 */
+	pthread_mutex_t lock;
+	struct bdev *spare[VOLUME_SB_MAX_SPARES];       /* idle; sb.spare_uuids[i] is theirs */
+	/* The spare worker (spare.c); its fields are protected by wlock. */
+	pthread_mutex_t wlock;
+	pthread_cond_t wcond;
+	pthread_t worker;
+	bool worker_started, wake, busy, stopping;
+	int spare_result;
+	volume_progress_fn watch;
+	void *watch_arg;
+};
+
+struct volume_seg *set_seg(struct volume_set *s, unsigned i);
+/* Worst state of member m over every segment. */
+int set_member_state(struct volume_set *s, unsigned m);
+
+/* spare.c */
+/* Wakes the spare worker when a member is failed and a spare is idle. */
+void set_spare_kick(struct volume_set *s);
+/* Stops the worker (a rebuild in progress saves its checkpoint) and waits for it. */
+void set_spare_stop(struct volume_set *s);
+/* Places devices whose superblock names a spare slot; 0, or 1: not a spare. */
+int set_spare_gather(struct volume_set *s, struct bdev *dev, const struct volume_sb *sb);
+/* Writes each spare's superblock (commit). */
+void set_spare_commit(struct volume_set *s);
+
+#endif
