@@ -195,6 +195,10 @@ int vol_open(const char *cmd, char **paths, int n, unsigned flags, struct vol_ha
 	h->v = volume_set_volume(h->set);
 	if (!(flags & VOL_OPEN_QUIET))
 		report_stale(h->set);
+	/* A member failing (or missing) while a hot spare is idle starts a rebuild
+	 * onto the spare in the background; vol_close() waits for it. */
+	util_progress_init(&h->spare_bar, "rebuild onto spare", volume_size(h->v));
+	volume_set_watch(h->set, vol_progress, &h->spare_bar);
 	return 0;
 }
 
@@ -202,9 +206,16 @@ int vol_close(struct vol_handle *h)
 {
 	int r = 0;
 
-	if (h->set)
+	if (h->set) {
+		vol_catch_interrupt();
+		r = volume_set_wait(h->set);
+		util_progress_done(&h->spare_bar);
+		if (r < 0 && r != -ECANCELED)
+			cli_error("rebuild onto a spare: %s", strerror(-r));
+		if (r == -ECANCELED)
+			cli_error("rebuild onto a spare stopped; 'pony vol rebuild' resumes it");
 		r = volume_set_close(h->set);
-	else
+	} else
 		volume_free(h->v);
 	h->set = NULL;
 	h->v = NULL;
@@ -258,11 +269,12 @@ static void create_usage(FILE *out)
 		"      --assume-clean the members are zeroed: skip the initial parity sync\n"
 		"      --md           write Linux md v1.2 superblocks instead (mdadm assembles\n"
 		"                     it; the members should be zeroed or fully written)\n"
+		"      --json         print the new volume's state as JSON\n"
 		"  -h, --help         this help\n");
 }
 
 static int create_md(struct bdev **devs, int n, const struct volume_region_spec *rs,
-		     const char *name)
+		     const char *name, bool json)
 {
 	static const unsigned md_level[] = {
 		[VOLUME_STRIPED] = 0, [VOLUME_MIRROR] = 1, [VOLUME_RAID4] = 4, [VOLUME_RAID5] = 5,
@@ -277,8 +289,14 @@ static int create_md(struct bdev **devs, int n, const struct volume_region_spec 
 		free_devs(devs, n);
 		return cli_error("cannot create the md array: %s", strerror(-r));
 	}
-	printf("created md raid%u array (v1.2) of %d members, %llu bytes\n", info.level, n,
-	       (unsigned long long)info.array_size);
+	if (json) {
+		struct vol_handle h = { .v = v };
+
+		vol_json_report(&h, "create", -1, NULL);
+	} else {
+		printf("created md raid%u array (v1.2) of %d members, %llu bytes\n", info.level, n,
+		       (unsigned long long)info.array_size);
+	}
 	volume_free(v);
 	return CLI_EXIT_OK;
 }
@@ -290,9 +308,9 @@ static int vol_create_run(int argc, char **argv)
 		{ "chunk", required_argument, NULL, 'c' }, { "name", required_argument, NULL, 'N' },
 		{ "metadata", required_argument, NULL, 'm' },
 		{ "assume-clean", no_argument, NULL, 'A' }, { "md", no_argument, NULL, 'M' },
-		{ "help", no_argument, NULL, 'h' }, { 0 },
+		{ "json", no_argument, NULL, 'J' }, { "help", no_argument, NULL, 'h' }, { 0 },
 	};
-	bool md = false;
+	bool md = false, json = false;
 	struct volume_region_spec regions[2] = { { .cls = VOLUME_CLASS_DATA, .chunk = 65536 } };
 	struct volume_set_params p = { .regions = regions + 1, .nregions = 1 };
 	const char *level = NULL, *layout = NULL;
@@ -318,6 +336,7 @@ static int vol_create_run(int argc, char **argv)
 			break;
 		case 'A': p.assume_clean = true; break;
 		case 'M': md = true; break;
+		case 'J': json = true; break;
 		case 'h': create_usage(stdout); return CLI_EXIT_OK;
 		default: create_usage(stderr); return CLI_EXIT_USAGE;
 		}
@@ -346,7 +365,7 @@ static int vol_create_run(int argc, char **argv)
 			return CLI_EXIT_FAILURE;
 		}
 	if (md)
-		return create_md(devs, n, &regions[1], p.name);
+		return create_md(devs, n, &regions[1], p.name, json);
 	r = volume_set_create(devs, (unsigned)n, &p, &s);
 	if (r < 0) {
 		free_devs(devs, n);
@@ -356,112 +375,21 @@ static int vol_create_run(int argc, char **argv)
 			return cli_error("%s cannot be made of %d members with these options", level, n);
 		return cli_error("create: %s", strerror(-r));
 	}
-	printf("created %s volume of %d members, %llu bytes%s\n",
-	       volume_target_name(p.regions[p.nregions - 1].type), n,
-	       (unsigned long long)volume_size(volume_set_volume(s)),
-	       meta ? " (with a raid10 metadata region first)" : "");
+	if (json) {
+		struct vol_handle h = { .set = s, .v = volume_set_volume(s) };
+
+		vol_json_report(&h, "create", -1, NULL);
+	} else {
+		printf("created %s volume of %d members, %llu bytes%s\n",
+		       volume_target_name(p.regions[p.nregions - 1].type), n,
+		       (unsigned long long)volume_size(volume_set_volume(s)),
+		       meta ? " (with a raid10 metadata region first)" : "");
+	}
 	r = volume_set_close(s);
 	return r < 0 ? cli_error("create: %s", strerror(-r)) : CLI_EXIT_OK;
 }
 
-/* status and assemble */
-
-static const char *state_name(enum volume_member_state s)
-{
-	return s == VOLUME_MEMBER_OK ? "ok" : s == VOLUME_MEMBER_FAILED ? "failed" : "rebuilding";
-}
-
-static void print_uuid(char *buf, const uint8_t *u)
-{
-	for (int i = 0; i < 16; i++) {
-		if (i == 4 || i == 6 || i == 8 || i == 10)
-			*buf++ = '-';
-		buf += sprintf(buf, "%02x", u[i]);
-	}
-}
-
-static void status_json(struct vol_handle *h)
-{
-	struct util_json j;
-	struct volume_set_info info;
-	char uuid[40];
-
-	util_json_init(&j, stdout);
-	util_json_object_begin(&j, NULL);
-	util_json_uint(&j, "size", volume_size(h->v));
-	if (h->set) {
-		volume_set_info(h->set, &info);
-		print_uuid(uuid, info.uuid);
-		util_json_string(&j, "name", info.name);
-		util_json_string(&j, "uuid", uuid);
-		util_json_uint(&j, "events", info.events);
-		if (info.rebuild_off != UINT64_MAX)
-			util_json_uint(&j, "rebuild_checkpoint", info.rebuild_off);
-	}
-	util_json_array_begin(&j, "regions");
-	for (unsigned i = 0; i < volume_segment_count(h->v); i++) {
-		util_json_object_begin(&j, NULL);
-		util_json_uint(&j, "full_stripe", volume_full_stripe(h->v, i));
-		util_json_object_end(&j);
-	}
-	util_json_array_end(&j);
-	util_json_array_begin(&j, "members");
-	for (unsigned m = 0; m < volume_member_count(h->v, 0); m++) {
-		struct volume_set_member sm = { 0 };
-
-		util_json_object_begin(&j, NULL);
-		util_json_uint(&j, "index", m);
-		if (h->set) {
-			volume_set_member(h->set, m, &sm);
-			util_json_string(&j, "device", sm.device ? sm.device : "");
-			util_json_uint(&j, "events", sm.events);
-			util_json_bool(&j, "stale", sm.stale);
-			util_json_uint(&j, "badblocks", sm.badblocks);
-		} else {
-			sm.state = volume_member_state(h->v, 0, m);
-			sm.device = volume_member_device(h->v, 0, m);
-			util_json_string(&j, "device", sm.device ? sm.device : "");
-		}
-		util_json_string(&j, "state", state_name(sm.state));
-		util_json_object_end(&j);
-	}
-	util_json_array_end(&j);
-	util_json_object_end(&j);
-	util_json_end(&j);
-}
-
-static void status_text(struct vol_handle *h)
-{
-	struct volume_set_info info;
-	char uuid[40], sz[16];
-
-	printf("size: %s (%llu bytes)\n", util_format_size(volume_size(h->v), sz, sizeof(sz)),
-	       (unsigned long long)volume_size(h->v));
-	if (h->set) {
-		volume_set_info(h->set, &info);
-		print_uuid(uuid, info.uuid);
-		printf("name: %s\nuuid: %s\nevents: %llu\n", info.name, uuid,
-		       (unsigned long long)info.events);
-		if (info.rebuild_off != UINT64_MAX)
-			printf("rebuild checkpoint: region %u, %llu bytes\n", info.rebuild_seg,
-			       (unsigned long long)info.rebuild_off);
-	}
-	for (unsigned i = 0; i < volume_segment_count(h->v); i++)
-		printf("region %u: full stripe %llu bytes\n", i,
-		       (unsigned long long)volume_full_stripe(h->v, i));
-	for (unsigned m = 0; m < volume_member_count(h->v, 0); m++) {
-		struct volume_set_member sm = { .state = volume_member_state(h->v, 0, m),
-						 .device = volume_member_device(h->v, 0, m) };
-
-		if (h->set)
-			volume_set_member(h->set, m, &sm);
-		printf("member %u: %-10s %s%s", m, state_name(sm.state),
-		       sm.device ? sm.device : "-", sm.stale ? " (stale, refused)" : "");
-		if (sm.badblocks)
-			printf(" %u bad ranges", sm.badblocks);
-		putchar('\n');
-	}
-}
+/* assemble and status */
 
 /* Copies the whole volume to path ("-": stdout). */
 static int dump_volume(struct volume *v, const char *path)
@@ -530,10 +458,7 @@ static int vol_assemble_common(int argc, char **argv, bool rdonly)
 	if (output)
 		r = dump_volume(h.v, output);
 	if (!r && (!output || strcmp(output, "-"))) {
-		if (json)
-			status_json(&h);
-		else
-			status_text(&h);
+		vol_print_status(&h, json);
 	}
 	return vol_close(&h) ? CLI_EXIT_FAILURE : r;
 }
@@ -548,24 +473,62 @@ static int vol_status_run(int argc, char **argv)
 	return vol_assemble_common(argc, argv, true);
 }
 
+/* The table as JSON: one object per line of it, its fields split. */
+static void table_json(const char *t)
+{
+	struct util_json j;
+
+	util_json_init(&j, stdout);
+	util_json_object_begin(&j, NULL);
+	util_json_array_begin(&j, "table");
+	while (*t) {
+		size_t n = strcspn(t, "\n");
+		char line[4096], *save = NULL, *w;
+		unsigned long long start = 0, len = 0;
+		int used = 0;
+
+		snprintf(line, sizeof(line), "%.*s", (int)MIN(n, sizeof(line) - 1), t);
+		t += n + (t[n] == '\n');
+		if (sscanf(line, "%llu %llu %n", &start, &len, &used) < 2)
+			continue;
+		util_json_object_begin(&j, NULL);
+		util_json_uint(&j, "start", start);
+		util_json_uint(&j, "length", len);
+		util_json_string(&j, "line", line);
+		util_json_array_begin(&j, "args");
+		for (w = strtok_r(line + used, " ", &save); w; w = strtok_r(NULL, " ", &save))
+			util_json_string(&j, NULL, w);
+		util_json_array_end(&j);
+		util_json_object_end(&j);
+	}
+	util_json_array_end(&j);
+	util_json_object_end(&j);
+	util_json_end(&j);
+}
+
 static int vol_table_run(int argc, char **argv)
 {
-	bool md = argc > 1 && !strcmp(argv[1], "--md");
+	bool md = false, json = false;
 	struct vol_handle h;
 	char *t;
-	int r;
+	int r, i = 1;
 
 	if (cli_wants_help(argc, argv)) {
-		printf("Usage: pony vol table [--md] DEV...\n"
-		       "Prints the volume's table in device-mapper syntax.\n");
+		printf("Usage: pony vol table [--md] [--json] DEV...\n"
+		       "Prints the volume's table in device-mapper syntax (--json: one\n"
+		       "object per line, sectors, the target and its arguments split).\n");
 		return CLI_EXIT_OK;
 	}
-	r = vol_open("pony vol table", argv + 1 + md, argc - 1 - md,
+	for (; i < argc && (!strcmp(argv[i], "--md") || !strcmp(argv[i], "--json")); i++)
+		*(argv[i][2] == 'm' ? &md : &json) = true;
+	r = vol_open("pony vol table", argv + i, argc - i,
 		     VOL_OPEN_RDONLY | VOL_OPEN_QUIET | (md ? VOL_OPEN_MD : 0), &h);
 	if (r)
 		return r;
 	t = volume_table_format(h.v);
-	if (t)
+	if (t && json)
+		table_json(t);
+	else if (t)
 		fputs(t, stdout);
 	free(t);
 	vol_close(&h);

@@ -1,7 +1,9 @@
 /*
  * cmd_vol_admin.c - `pony vol fail | add | replace | rebuild | scrub |
  * badblocks`: failure handling from the command line. Every state change
- * is saved in the members' superblocks before the command returns.
+ * is saved in the members' superblocks before the command returns. A
+ * device added to a healthy volume becomes an idle hot spare; a member
+ * failing while one is idle is rebuilt onto it before the command returns.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -66,8 +68,11 @@ static int admin_parse(int argc, char **argv, const char *usage, struct admin_op
 
 static int vol_fail_run(int argc, char **argv)
 {
-	ADMIN_PARSE("Usage: pony vol fail -m INDEX DEV...\n"
-		    "Marks member INDEX faulty: no I/O goes to it any more.\n")
+	ADMIN_PARSE("Usage: pony vol fail -m INDEX [--json] DEV...\n"
+		    "Marks member INDEX faulty: no I/O goes to it any more. With an idle\n"
+		    "hot spare among DEV..., the spare takes its place and is rebuilt.\n")
+	unsigned spares;
+
 	if (!o.have_member)
 		return cli_usage_error("pony vol fail", "--member INDEX is required");
 	r = vol_open("pony vol fail", argv + optind, argc - optind, 0, &h);
@@ -77,15 +82,29 @@ static int vol_fail_run(int argc, char **argv)
 		vol_close(&h);
 		return cli_error("no member %u", o.member);
 	}
+	spares = volume_set_spare_count(h.set);
 	r = volume_set_fail(h.set, o.member);
-	if (r < 0)
+	if (r < 0) {
 		cli_error("fail: %s", strerror(-r));
-	else
+		return vol_close(&h), CLI_EXIT_FAILURE;
+	}
+	/* An idle spare is being put in: wait for its rebuild (a progress bar). */
+	vol_catch_interrupt();
+	r = volume_set_wait(h.set);
+	util_progress_done(&h.spare_bar);
+	if (r < 0)
+		cli_error("rebuild onto a spare: %s", strerror(-r));
+	if (o.json) {
+		vol_json_report(&h, "fail", (int)o.member, NULL);
+	} else {
 		printf("member %u marked faulty\n", o.member);
+		if (volume_set_spare_count(h.set) < spares && r >= 0)
+			printf("a hot spare took its place and was rebuilt\n");
+	}
 	return vol_close(&h) || r < 0 ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
 }
 
-static int do_rebuild(struct vol_handle *h, uint64_t rate)
+static int do_rebuild(struct vol_handle *h, uint64_t rate, bool json)
 {
 	struct util_progress p;
 	int r;
@@ -97,7 +116,32 @@ static int do_rebuild(struct vol_handle *h, uint64_t rate)
 	if (r < 0)
 		return cli_error("rebuild: %s (the checkpoint is saved; run 'pony vol rebuild' "
 				 "to resume)", strerror(-r));
-	printf("rebuild done\n");
+	if (!json)
+		printf("rebuild done\n");
+	return 0;
+}
+
+/* add on a healthy volume: dev becomes an idle hot spare. */
+static int add_spare(struct vol_handle *h, const char *path, bool json)
+{
+	struct bdev *dev;
+	int r;
+
+	if (vol_open_dev(path, false, &dev) < 0)
+		return CLI_EXIT_FAILURE;
+	r = volume_set_add_spare(h->set, dev);
+	if (r < 0) {
+		bdev_free(dev);
+		if (r == -ENOSPC)
+			return cli_error("%s is too small for this volume", path);
+		if (r == -E2BIG)
+			return cli_error("no room for another spare (at most 8)");
+		return cli_error("cannot add %s: %s", path, strerror(-r));
+	}
+	if (json)
+		vol_json_report(h, "add", -1, path);
+	else
+		printf("%s added as a hot spare (idle until a member fails)\n", path);
 	return 0;
 }
 
@@ -105,11 +149,13 @@ static int do_rebuild(struct vol_handle *h, uint64_t rate)
 static int vol_swap(int argc, char **argv, bool replace)
 {
 	ADMIN_PARSE(replace ?
-		    "Usage: pony vol replace -m INDEX -d NEWDEV [-r RATE] DEV...\n"
+		    "Usage: pony vol replace -m INDEX -d NEWDEV [-r RATE] [--json] DEV...\n"
 		    "Takes member INDEX out (faulty or not) and rebuilds onto NEWDEV.\n" :
-		    "Usage: pony vol add -d NEWDEV [-m INDEX] [-r RATE] DEV...\n"
+		    "Usage: pony vol add -d NEWDEV [-m INDEX] [-r RATE] [--json] DEV...\n"
 		    "Puts NEWDEV in place of a failed member (the first, or INDEX) and\n"
-		    "rebuilds it, online, with a progress bar.\n")
+		    "rebuilds it, online, with a progress bar. With no failed member,\n"
+		    "NEWDEV becomes an idle hot spare: a member failing later is rebuilt\n"
+		    "onto it automatically (list it among DEV... from then on).\n")
 	struct bdev *dev;
 	unsigned m = o.member;
 
@@ -125,8 +171,8 @@ static int vol_swap(int argc, char **argv, bool replace)
 			if (volume_member_state(h.v, 0, m) == VOLUME_MEMBER_FAILED)
 				break;
 		if (m == volume_member_count(h.v, 0)) {
-			vol_close(&h);
-			return cli_error("no failed member to replace");
+			r = add_spare(&h, o.device, o.json);
+			return vol_close(&h) || r ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
 		}
 	}
 	if (m >= volume_member_count(h.v, 0)) {
@@ -149,8 +195,11 @@ static int vol_swap(int argc, char **argv, bool replace)
 			return cli_error("%s is too small for this volume", o.device);
 		return cli_error("cannot put %s in: %s", o.device, strerror(-r));
 	}
-	printf("%s is member %u, rebuilding\n", o.device, m);
-	r = do_rebuild(&h, o.rate);
+	if (!o.json)
+		printf("%s is member %u, rebuilding\n", o.device, m);
+	r = do_rebuild(&h, o.rate, o.json);
+	if (!r && o.json)
+		vol_json_report(&h, replace ? "replace" : "add", (int)m, o.device);
 	return vol_close(&h) || r ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
 }
 
@@ -166,13 +215,15 @@ static int vol_replace_run(int argc, char **argv)
 
 static int vol_rebuild_run(int argc, char **argv)
 {
-	ADMIN_PARSE("Usage: pony vol rebuild [-r RATE] DEV...\n"
+	ADMIN_PARSE("Usage: pony vol rebuild [-r RATE] [--json] DEV...\n"
 		    "Rebuilds members being rebuilt, from the saved checkpoint on.\n"
 		    "  -r, --rate BYTES  at most BYTES of volume data per second\n")
 	r = vol_open("pony vol rebuild", argv + optind, argc - optind, 0, &h);
 	if (r)
 		return r;
-	r = do_rebuild(&h, o.rate);
+	r = do_rebuild(&h, o.rate, o.json);
+	if (!r && o.json)
+		vol_json_report(&h, "rebuild", -1, NULL);
 	return vol_close(&h) || r ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
 }
 

@@ -8,12 +8,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "pony/util.h"
 #include "pony/volume.h"
 
 /* An opened volume: a pony set, or an md array / dm table (v alone). */
 struct vol_handle {
 	struct volume_set *set;
 	struct volume *v;
+	struct util_progress spare_bar;         /* a rebuild onto a hot spare */
 };
 
 enum {
@@ -33,6 +35,14 @@ int vol_open_dev(const char *path, bool rdonly, struct bdev **ret);
 void vol_catch_interrupt(void);
 /* A progress callback drawing a util_progress bar (arg: struct util_progress *). */
 int vol_progress(uint64_t done, uint64_t total, void *arg);
+/* "ok", "failed", "rebuilding". */
+const char *vol_state_name(enum volume_member_state s);
+/* assemble / status output: text, or one JSON object (vol_json_state's fields). */
+void vol_print_status(struct vol_handle *h, bool json);
+/* The volume's state (size, name, members, spares) into an open JSON object. */
+void vol_json_state(struct util_json *j, struct vol_handle *h);
+/* --json of a state change: {"action", "member" (if >= 0), "device" (if set), state...}. */
+void vol_json_report(struct vol_handle *h, const char *action, int member, const char *device);
 /* Parses a member index option. */
 int vol_parse_member(const char *cmd, const char *text, unsigned *ret);
 

@@ -2,8 +2,10 @@
 # vol_cli.sh - `pony vol` end to end on image files: every md fixture the
 # kernel wrote assembles with --md and reads back its pattern; a pony RAID6
 # is created, written, loses two members, reads back intact, refuses the
-# stale members by name, gets a new member rebuilt and scrubs clean; bad
-# input gets clear errors and changes nothing.
+# stale members by name, gets a new member rebuilt and scrubs clean; an idle
+# hot spare takes a failed member's place by itself; every command that
+# prints takes --json; rebuild and scrub draw progress bars on a terminal;
+# bad input gets clear errors and changes nothing.
 . "$PONY_SRCDIR/tests/lib.sh"
 set -u
 work=$(mktemp -d /tmp/pony-vol-cli.XXXXXX)
@@ -99,6 +101,54 @@ for i in 0 1 2 3 4 5; do truncate -s 12M r$i.img; done
 [ "$(wc -l < regions.table)" = 2 ] || fail "two regions, two table lines: $(cat regions.table)"
 "$PONY" vol assemble --table regions.table -o regions.out > /dev/null || fail "regions table"
 cmp -s -n 3000000 regions.out data || fail "the table reads other bytes than the volume"
+
+# Hot spares, --json everywhere, progress bars (a terminal through script(1)).
+json() { python3 -c "import json,sys; s=json.load(sys.stdin); $1" || fail "json: $1"; }
+for i in 0 1 2 3 4 5 6 7; do truncate -s 12M h$i.img; done
+"$PONY" vol create --json -l raid6 -c 64K h0.img h1.img h2.img h3.img h4.img h5.img |
+	json 'assert s["action"] == "create" and len(s["members"]) == 6 and s["spares"] == []'
+"$PONY" vol write -f data h[0-5].img || fail "write h"
+"$PONY" vol add --json -d h6.img h[0-5].img |
+	json 'assert s["spares"] == ["h6.img"], s; assert all(m["state"] == "ok" for m in s["members"])'
+"$PONY" vol status h[0-6].img | grep -q "spare 0: idle *h6.img" || fail "spare not in status"
+# Idle: writes to the healthy volume leave the spare's data area untouched.
+"$PONY" vol write -f data h[0-6].img || fail "write with a spare"
+[ "$(dd if=h6.img bs=1M skip=1 count=10 status=none | tr -d '\0' | wc -c)" = 0 ] ||
+	fail "an idle spare was written"
+"$PONY" vol table --json h[0-6].img | json 'assert s["table"][0]["args"][:2] == ["raid", "raid6_ls"], s'
+if command -v script > /dev/null; then
+	script -qec "'$PONY' vol fail -m 3 h[0-6].img" /dev/null > tty.out || fail "fail with a spare"
+	grep -q "rebuild onto spare \[" tty.out || fail "no progress bar for the spare's rebuild"
+	grep -q "a hot spare took its place and was rebuilt" tty.out || fail "spare not taken"
+else
+	"$PONY" vol fail -m 3 h[0-6].img > /dev/null 2>&1 || fail "fail with a spare"
+fi
+"$PONY" vol status --json h[0-6].img 2>/dev/null |
+	json 'assert s["members"][3]["device"] == "h6.img" and s["members"][3]["state"] == "ok" and s["spares"] == [], s'
+# h6 holds member 3's data: read with two other members gone too.
+"$PONY" vol read -L 3000000 -f out3 h0.img h2.img h6.img h5.img 2>/dev/null || fail "read via the spare"
+cmp -s out3 data || fail "the spare's rebuilt data differs"
+"$PONY" vol fail --json -m 1 h0.img h1.img h2.img h6.img h4.img h5.img |
+	json 'assert s["action"] == "fail" and s["members"][1]["state"] == "failed", s'
+if command -v script > /dev/null; then
+	script -qec "'$PONY' vol replace -m 1 -d h7.img h0.img h2.img h6.img h4.img h5.img" /dev/null \
+		> tty.out || fail "replace"
+	grep -q "rebuild \[" tty.out || fail "no progress bar on rebuild"
+	script -qec "'$PONY' vol scrub h0.img h7.img h2.img h6.img h4.img h5.img" /dev/null > tty.out ||
+		fail "scrub"
+	grep -q "scrub \[" tty.out || fail "no progress bar on scrub"
+	grep -q "0 mismatches" tty.out || fail "scrub after the spare's rebuild"
+else
+	"$PONY" vol replace -m 1 -d h7.img h0.img h2.img h6.img h4.img h5.img >/dev/null 2>&1 ||
+		fail "replace"
+fi
+"$PONY" vol fail -m 0 h0.img h7.img h2.img h6.img h4.img h5.img > /dev/null || fail "fail 0"
+"$PONY" vol replace --json -m 0 -d h0.img h7.img h2.img h6.img h4.img h5.img 2>/dev/null |
+	json 'assert s["action"] == "replace" and s["member"] == 0 and s["members"][0]["state"] == "ok", s'
+"$PONY" vol rebuild --json h0.img h7.img h2.img h6.img h4.img h5.img 2>/dev/null |
+	json 'assert s["action"] == "rebuild", s'
+"$PONY" vol badblocks --json h0.img h7.img h2.img h6.img h4.img h5.img |
+	json 'assert s["badblocks"] == [], s'
 
 # Bad input: clear errors, nothing written.
 cp d0.img keep.img
