@@ -6,6 +6,7 @@
 #define PONY_VOLUME_INTERNAL_H
 
 #include <pthread.h>
+#include <sys/types.h>
 
 #include "pony/volume.h"
 #include "layout.h"
@@ -35,8 +36,13 @@ struct volume_seg;
 struct volume_target_ops {
 	const char *name;
 	int (*check)(struct volume_seg *s);     /* geometry vs devices: 0, -EINVAL, -ENOSPC */
-	int (*read)(struct volume_seg *s, uint8_t *buf, size_t len, uint64_t off);
-	int (*write)(struct volume_seg *s, const uint8_t *buf, size_t len, uint64_t off);
+	/*
+	 * Reads or writes the first piece of [off, off+len) (a chunk, a stripe,
+	 * or all of it: the target's unit of work) and returns the bytes it
+	 * did (> 0), or -errno. volume_seg_io() walks a whole range with it,
+	 * so no target repeats the loop; buf is const for writes.
+	 */
+	ssize_t (*io)(struct volume_seg *s, bool write, uint8_t *buf, size_t len, uint64_t off);
 	/* Rebuilds member m's data for segment bytes [off, off+len) (whole stripes). */
 	int (*rebuild)(struct volume_seg *s, unsigned m, uint64_t off, uint64_t len);
 	/* Checks (and repairs) [off, off+len); adds mismatches to *count. */
@@ -103,6 +109,8 @@ void volume_batch_run(struct volume_batch *b);
 int volume_batch_result(const struct volume_batch *b, unsigned i);
 void volume_batch_done(struct volume_batch *b);
 
+/* The whole of [off, off+len) of a segment through its io hook: 0 or -errno. */
+int volume_seg_io(struct volume_seg *s, bool write, uint8_t *buf, size_t len, uint64_t off);
 /* Members not OK (failed or rebuilding). */
 unsigned volume_seg_degraded(const struct volume_seg *s);
 /* A PARITY_ALIGN-aligned buffer of at least len bytes, kept by s; call with s->lock held. */

@@ -126,20 +126,21 @@ static void mirror_copies(const struct volume_seg *s, uint64_t off, struct copie
 	}
 }
 
-static int mirror_read(struct volume_seg *s, uint8_t *buf, size_t len, uint64_t off)
+/* len bytes at c's places: len or -errno. */
+static ssize_t copies_io(struct volume_seg *s, const struct copies *c, bool write, uint8_t *buf,
+			 size_t len)
 {
-	struct copies c;
+	int r = write ? copies_write(s, c, buf, len) : copies_read(s, c, buf, len);
 
-	mirror_copies(s, off, &c);
-	return copies_read(s, &c, buf, len);
+	return r < 0 ? r : (ssize_t)len;
 }
 
-static int mirror_write(struct volume_seg *s, const uint8_t *buf, size_t len, uint64_t off)
+static ssize_t mirror_io(struct volume_seg *s, bool write, uint8_t *buf, size_t len, uint64_t off)
 {
 	struct copies c;
 
 	mirror_copies(s, off, &c);
-	return copies_write(s, &c, buf, len);
+	return copies_io(s, &c, write, buf, len);
 }
 
 static int mirror_rebuild(struct volume_seg *s, unsigned m, uint64_t off, uint64_t len)
@@ -180,8 +181,7 @@ static uint64_t mirror_unit(const struct volume_seg *s)
 const struct volume_target_ops volume_mirror_ops = {
 	.name = "mirror",
 	.check = mirror_check,
-	.read = mirror_read,
-	.write = mirror_write,
+	.io = mirror_io,
 	.rebuild = mirror_rebuild,
 	.scrub = mirror_scrub,
 	.unit = mirror_unit,
@@ -208,34 +208,14 @@ static void raid10_copies(const struct volume_seg *s, uint64_t chunk, uint64_t i
 		c->off[i] += in;
 }
 
-static int raid10_rw(struct volume_seg *s, bool write, uint8_t *buf, size_t len, uint64_t off)
+/* One chunk (or what is left of it) at each of its copies. */
+static ssize_t raid10_io(struct volume_seg *s, bool write, uint8_t *buf, size_t len, uint64_t off)
 {
 	uint64_t chunk = s->geom.chunk;
+	struct copies c;
 
-	while (len) {
-		struct copies c;
-		size_t n = (size_t)MIN((uint64_t)len, chunk - off % chunk);
-		int r;
-
-		raid10_copies(s, off / chunk, off % chunk, &c);
-		r = write ? copies_write(s, &c, buf, n) : copies_read(s, &c, buf, n);
-		if (r < 0)
-			return r;
-		buf += n;
-		off += n;
-		len -= n;
-	}
-	return 0;
-}
-
-static int raid10_read(struct volume_seg *s, uint8_t *buf, size_t len, uint64_t off)
-{
-	return raid10_rw(s, false, buf, len, off);
-}
-
-static int raid10_write(struct volume_seg *s, const uint8_t *buf, size_t len, uint64_t off)
-{
-	return raid10_rw(s, true, (uint8_t *)buf, len, off);
+	raid10_copies(s, off / chunk, off % chunk, &c);
+	return copies_io(s, &c, write, buf, (size_t)MIN((uint64_t)len, chunk - off % chunk));
 }
 
 static int raid10_rebuild(struct volume_seg *s, unsigned m, uint64_t off, uint64_t len)
@@ -280,8 +260,7 @@ static uint64_t raid10_unit(const struct volume_seg *s)
 const struct volume_target_ops volume_raid10_ops = {
 	.name = "raid10",
 	.check = raid10_check,
-	.read = raid10_read,
-	.write = raid10_write,
+	.io = raid10_io,
 	.rebuild = raid10_rebuild,
 	.scrub = raid10_scrub,
 	.unit = raid10_unit,

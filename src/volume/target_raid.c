@@ -300,45 +300,23 @@ out:
 	return ret;
 }
 
-static int raid_rw(struct volume_seg *s, bool write, uint8_t *buf, size_t len, uint64_t off)
+/* A whole stripe when the range covers one, else a piece of one chunk. */
+static ssize_t raid_io(struct volume_seg *s, bool write, uint8_t *buf, size_t len, uint64_t off)
 {
 	uint64_t chunk = s->geom.chunk, width = chunk * layout_ndata(&s->geom);
+	uint64_t stripe = off / width, within = off % width, in = within % chunk;
+	unsigned b = (unsigned)(within / chunk);
+	size_t n = (size_t)MIN((uint64_t)len, chunk - in);
+	int r;
 
-	while (len) {
-		uint64_t stripe = off / width, within = off % width;
-		unsigned b = (unsigned)(within / chunk);
-		uint64_t in = within % chunk;
-		size_t n;
-		int r;
-
-		if (write && within == 0 && len >= width) {
-			r = raid_write_full(s, stripe, buf);
-			n = (size_t)width;
-		} else if (!write && within == 0 && len >= width && raid_stripe_degraded(s, stripe)) {
-			r = raid_read_full_degraded(s, stripe, buf);
-			n = (size_t)width;
-		} else {
-			n = (size_t)MIN((uint64_t)len, chunk - in);
-			r = write ? raid_write_piece(s, stripe, b, in, buf, n)
-				  : raid_read_piece(s, stripe, b, in, buf, n);
-		}
-		if (r < 0)
-			return r;
-		buf += n;
-		off += n;
-		len -= n;
+	if (within == 0 && len >= width && (write || raid_stripe_degraded(s, stripe))) {
+		n = (size_t)width;
+		r = write ? raid_write_full(s, stripe, buf) : raid_read_full_degraded(s, stripe, buf);
+	} else {
+		r = write ? raid_write_piece(s, stripe, b, in, buf, n)
+			  : raid_read_piece(s, stripe, b, in, buf, n);
 	}
-	return 0;
-}
-
-static int raid_read(struct volume_seg *s, uint8_t *buf, size_t len, uint64_t off)
-{
-	return raid_rw(s, false, buf, len, off);
-}
-
-static int raid_write(struct volume_seg *s, const uint8_t *buf, size_t len, uint64_t off)
-{
-	return raid_rw(s, true, (uint8_t *)buf, len, off);
+	return r < 0 ? r : (ssize_t)n;
 }
 
 static uint64_t raid_unit(const struct volume_seg *s)
@@ -412,8 +390,7 @@ static int raid_scrub(struct volume_seg *s, uint64_t off, uint64_t len, bool rep
 const struct volume_target_ops volume_raid_ops = {
 	.name = "raid",
 	.check = raid_check,
-	.read = raid_read,
-	.write = raid_write,
+	.io = raid_io,
 	.rebuild = raid_rebuild,
 	.scrub = raid_scrub,
 	.unit = raid_unit,

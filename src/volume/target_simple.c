@@ -34,21 +34,24 @@ static int linear_check(struct volume_seg *s)
 	return s->len <= s->geom.dev_size ? 0 : -ENOSPC;
 }
 
-static int linear_read(struct volume_seg *s, uint8_t *buf, size_t len, uint64_t off)
+/* Member m's [off, off+len) for a target without redundancy: len or -errno. */
+static ssize_t plain_io(struct volume_seg *s, unsigned m, bool write, uint8_t *buf, size_t len,
+			uint64_t off)
 {
-	return plain_read(s, 0, buf, len, off);
+	int r = write ? plain_write(s, m, buf, len, off) : plain_read(s, m, buf, len, off);
+
+	return r < 0 ? r : (ssize_t)len;
 }
 
-static int linear_write(struct volume_seg *s, const uint8_t *buf, size_t len, uint64_t off)
+static ssize_t linear_io(struct volume_seg *s, bool write, uint8_t *buf, size_t len, uint64_t off)
 {
-	return plain_write(s, 0, buf, len, off);
+	return plain_io(s, 0, write, buf, len, off);
 }
 
 const struct volume_target_ops volume_linear_ops = {
 	.name = "linear",
 	.check = linear_check,
-	.read = linear_read,
-	.write = linear_write,
+	.io = linear_io,
 };
 
 static int striped_check(struct volume_seg *s)
@@ -60,41 +63,20 @@ static int striped_check(struct volume_seg *s)
 	return s->len <= s->geom.dev_size * s->nmembers ? 0 : -ENOSPC;
 }
 
-static int striped_rw(struct volume_seg *s, bool write, uint8_t *buf, size_t len, uint64_t off)
+/* One chunk (or what is left of it). */
+static ssize_t striped_io(struct volume_seg *s, bool write, uint8_t *buf, size_t len, uint64_t off)
 {
 	const struct layout_geom *g = &s->geom;
+	uint64_t c = off / g->chunk, in = off % g->chunk;
 
-	while (len) {
-		uint64_t c = off / g->chunk, in = off % g->chunk;
-		unsigned disk = (unsigned)(c % g->ndisks);
-		uint64_t doff = c / g->ndisks * g->chunk + in;
-		size_t n = (size_t)MIN((uint64_t)len, g->chunk - in);
-		int r = write ? plain_write(s, disk, buf, n, doff) : plain_read(s, disk, buf, n, doff);
-
-		if (r < 0)
-			return r;
-		buf += n;
-		off += n;
-		len -= n;
-	}
-	return 0;
-}
-
-static int striped_read(struct volume_seg *s, uint8_t *buf, size_t len, uint64_t off)
-{
-	return striped_rw(s, false, buf, len, off);
-}
-
-static int striped_write(struct volume_seg *s, const uint8_t *buf, size_t len, uint64_t off)
-{
-	return striped_rw(s, true, (uint8_t *)buf, len, off);
+	return plain_io(s, (unsigned)(c % g->ndisks), write, buf,
+			(size_t)MIN((uint64_t)len, g->chunk - in), c / g->ndisks * g->chunk + in);
 }
 
 const struct volume_target_ops volume_striped_ops = {
 	.name = "striped",
 	.check = striped_check,
-	.read = striped_read,
-	.write = striped_write,
+	.io = striped_io,
 };
 
 static int none_check(struct volume_seg *s)
@@ -102,30 +84,21 @@ static int none_check(struct volume_seg *s)
 	return s->nmembers ? -EINVAL : 0;
 }
 
-static int zero_read(struct volume_seg *s, uint8_t *buf, size_t len, uint64_t off)
+/* Reads zeros, swallows writes. */
+static ssize_t zero_io(struct volume_seg *s, bool write, uint8_t *buf, size_t len, uint64_t off)
 {
-	memset(buf, 0, len);
-	return 0;
-}
-
-static int zero_write(struct volume_seg *s, const uint8_t *buf, size_t len, uint64_t off)
-{
-	return 0;
+	if (!write)
+		memset(buf, 0, len);
+	return (ssize_t)len;
 }
 
 const struct volume_target_ops volume_zero_ops = {
 	.name = "zero",
 	.check = none_check,
-	.read = zero_read,
-	.write = zero_write,
+	.io = zero_io,
 };
 
-static int error_read(struct volume_seg *s, uint8_t *buf, size_t len, uint64_t off)
-{
-	return -EIO;
-}
-
-static int error_write(struct volume_seg *s, const uint8_t *buf, size_t len, uint64_t off)
+static ssize_t error_io(struct volume_seg *s, bool write, uint8_t *buf, size_t len, uint64_t off)
 {
 	return -EIO;
 }
@@ -133,6 +106,5 @@ static int error_write(struct volume_seg *s, const uint8_t *buf, size_t len, uin
 const struct volume_target_ops volume_error_ops = {
 	.name = "error",
 	.check = none_check,
-	.read = error_read,
-	.write = error_write,
+	.io = error_io,
 };

@@ -248,6 +248,22 @@ void volume_enable_badblock_log(struct volume *v, bool on)
 		v->segs[i]->bbl = on;
 }
 
+int volume_seg_io(struct volume_seg *s, bool write, uint8_t *buf, size_t len, uint64_t off)
+{
+	if (!s->ops->io)
+		return -EOPNOTSUPP;
+	while (len) {
+		ssize_t n = s->ops->io(s, write, buf, len, off);
+
+		if (n < 0)
+			return (int)n;
+		buf += n;
+		off += (uint64_t)n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
 static int volume_rw_aligned(struct volume *v, bool write, uint8_t *buf, size_t len, uint64_t off)
 {
 	for (unsigned i = 0; i < v->nsegs && len; i++) {
@@ -263,10 +279,7 @@ static int volume_rw_aligned(struct volume *v, bool write, uint8_t *buf, size_t 
 			if (r < 0)
 				return r;
 		}
-		if (write)
-			r = s->ops->write ? s->ops->write(s, buf, n, off - s->start) : -EOPNOTSUPP;
-		else
-			r = s->ops->read ? s->ops->read(s, buf, n, off - s->start) : -EOPNOTSUPP;
+		r = volume_seg_io(s, write, buf, n, off - s->start);
 		if (r < 0)
 			return r;
 		buf += n;
