@@ -326,6 +326,20 @@ static void test_write_errors_go_to_the_bad_block_log_and_survive_reassembly(voi
 	assert_int_equal(volume_set_close(s), 0);
 }
 
+/* With members a and b failed too, the first n bytes read back as w; closes s. */
+static void check_reads_without(struct volume_set *s, unsigned a, unsigned b, const uint8_t *w,
+				size_t n)
+{
+	uint8_t *r = malloc(n);
+
+	assert_int_equal(volume_set_fail(s, a), 0);
+	assert_int_equal(volume_set_fail(s, b), 0);
+	assert_int_equal(volume_read(volume_set_volume(s), r, n, 0), 0);
+	assert_memory_equal(w, r, n);
+	assert_int_equal(volume_set_close(s), 0);
+	free(r);
+}
+
 /* A bdev over any memory bdev that does not free it. */
 static struct bdev *view_of(struct bdev *mem, const char *name)
 {
@@ -364,7 +378,7 @@ static void test_an_idle_spare_takes_a_failed_members_place_and_is_rebuilt(void 
 	struct volume_set_member m;
 	struct volume_set_info info;
 	size_t n = 4 << 20;
-	uint8_t *w = malloc(n), *r = malloc(n);
+	uint8_t *w = malloc(n);
 	unsigned who, calls = 0;
 	uint64_t bad = 9;
 
@@ -417,14 +431,9 @@ static void test_an_idle_spare_takes_a_failed_members_place_and_is_rebuilt(void 
 	for (unsigned i = 0; i < NDEV; i++)
 		d[i] = i == 3 ? view_of(spare_mem, "spare") : view(i);
 	assert_int_equal(volume_set_open(d, NDEV, 0, &s, &who), 0);
-	assert_int_equal(volume_set_fail(s, 0), 0);
-	assert_int_equal(volume_set_fail(s, 5), 0);
-	assert_int_equal(volume_read(volume_set_volume(s), r, n, 0), 0);
-	assert_memory_equal(w, r, n);
-	assert_int_equal(volume_set_close(s), 0);
+	check_reads_without(s, 0, 5, w, n);
 	bdev_free(spare_mem);
 	free(w);
-	free(r);
 }
 
 /* A spare added to a volume already missing a member is taken at once. */
@@ -434,7 +443,7 @@ static void test_a_spare_added_to_a_degraded_volume_is_rebuilt_at_once(void **st
 	struct bdev *spare_mem;
 	struct volume_set_member m;
 	size_t n = 2 << 20;
-	uint8_t *w = malloc(n), *r = malloc(n);
+	uint8_t *w = malloc(n);
 
 	assert_int_equal(bdev_mem_new(DEV_SIZE, &spare_mem), 0);
 	fill(w, n, 13);
@@ -447,14 +456,9 @@ static void test_a_spare_added_to_a_degraded_volume_is_rebuilt_at_once(void **st
 	assert_int_equal(volume_set_wait(s), 0);
 	assert_int_equal(volume_set_member(s, 1, &m), 0);
 	assert_int_equal(m.state, VOLUME_MEMBER_OK);
-	assert_int_equal(volume_set_fail(s, 0), 0);
-	assert_int_equal(volume_set_fail(s, 2), 0);
-	assert_int_equal(volume_read(volume_set_volume(s), r, n, 0), 0);
-	assert_memory_equal(w, r, n);
-	assert_int_equal(volume_set_close(s), 0);
+	check_reads_without(s, 0, 2, w, n);
 	bdev_free(spare_mem);
 	free(w);
-	free(r);
 }
 
 static void test_regions_have_their_own_geometry_on_shared_members(void **state)
