@@ -155,9 +155,71 @@ static int md_spec_type(unsigned level, enum volume_target_type *t)
 	}
 }
 
+#define MD_RAID0_ORIG_LAYOUT 1u
+#define MD_RAID0_ALT_MULTIZONE_LAYOUT 2u
+
+/*
+ * raid0 over members of unequal size, as md's create_strip_zones() lays it
+ * out: zone k stripes over the members (in role order) larger than the
+ * previous zone's end on each member, from that end to the next smallest
+ * member's size. Each zone is a striped segment. In the original layout md
+ * picks a zone's device from the chunk number in the whole array, not in
+ * the zone: that is the zone's device list rotated by its first chunk.
+ * 0 and *ret_more true when it added the zones; false when all sizes match.
+ */
+static int md_raid0_zones(struct volume *v, const struct md_sb *ref, const struct md_sb *sbs,
+			  const int *sb_of_slot, struct bdev **slot, const uint64_t *offsets,
+			  bool *ret_more)
+{
+	uint64_t chunk = ref->chunk_sectors * 512ull, size[LAYOUT_MAX_DISKS], prev = 0, start = 0;
+	bool unequal = false;
+	int r = 0;
+
+	for (unsigned i = 0; i < ref->raid_disks; i++) {
+		if (sb_of_slot[i] < 0)
+			return -ENODEV;         /* raid0 has no redundancy */
+		size[i] = sbs[sb_of_slot[i]].data_size * 512 / chunk * chunk;
+		unequal |= size[i] != size[0];
+	}
+	*ret_more = unequal;
+	if (!unequal)
+		return 0;
+	/* The kernel refuses multi-zone arrays of unknown layout too. */
+	if (ref->layout != MD_RAID0_ORIG_LAYOUT && ref->layout != MD_RAID0_ALT_MULTIZONE_LAYOUT)
+		return -EOPNOTSUPP;
+	while (r >= 0) {
+		struct bdev *zdev[LAYOUT_MAX_DISKS], *dev[LAYOUT_MAX_DISKS];
+		uint64_t zoff[LAYOUT_MAX_DISKS], off[LAYOUT_MAX_DISKS], end = UINT64_MAX;
+		unsigned nb = 0, rot;
+		struct volume_target_spec spec = { .type = VOLUME_STRIPED, .chunk = chunk,
+						   .devs = dev, .offsets = off };
+
+		for (unsigned i = 0; i < ref->raid_disks; i++)
+			if (size[i] > prev) {
+				end = MIN(end, size[i]);
+				zoff[nb] = offsets[i] + prev;
+				zdev[nb++] = slot[i];
+			}
+		if (!nb)
+			break;
+		rot = ref->layout == MD_RAID0_ORIG_LAYOUT ? (unsigned)(start / chunk % nb) : 0;
+		for (unsigned j = 0; j < nb; j++) {
+			dev[j] = zdev[(rot + j) % nb];
+			off[j] = zoff[(rot + j) % nb];
+		}
+		spec.ndevs = nb;
+		spec.dev_size = end - prev;
+		r = volume_add_segment(v, start, (end - prev) * nb, &spec);
+		start += (end - prev) * nb;
+		prev = end;
+	}
+	return r;
+}
+
 int volume_md_assemble(struct bdev **devs, unsigned ndevs, struct volume **ret,
 		       struct volume_md_info *ret_info)
 {
+	bool zoned = false;
 	struct md_sb sbs[LAYOUT_MAX_DISKS], *ref = NULL;
 	struct bdev *slot[LAYOUT_MAX_DISKS] = { NULL };
 	uint64_t offsets[LAYOUT_MAX_DISKS] = { 0 }, dev_size;
@@ -215,7 +277,9 @@ int volume_md_assemble(struct bdev **devs, unsigned ndevs, struct volume **ret,
 	spec.offsets = offsets;
 	spec.dev_size = dev_size;
 	r = volume_new(&v);
-	if (r >= 0)
+	if (r >= 0 && ref->level == 0)
+		r = md_raid0_zones(v, ref, sbs, sb_of_slot, slot, offsets, &zoned);
+	if (r >= 0 && !zoned)
 		r = volume_add_segment(v, 0, layout_array_size(&g), &spec);
 	for (unsigned i = 0; r >= 0 && i < ref->raid_disks; i++)
 		if (sb_of_slot[i] >= 0)

@@ -3,7 +3,8 @@
  * (tests/data/volume, made by make-fixtures.sh under md-oracle) assemble in
  * pony and read back the pattern the kernel wrote into them, and pony's
  * scrub finds their parity exactly where and as md put it (0 mismatches):
- * raid0, 1, 4, 5 in every layout, 6, 10 near/far/offset, dm striped and
+ * raid0 (equal members, and unequal ones in md's zones with both multi-zone
+ * layouts), 1, 4, 5 in every layout, 6, 10 near/far/offset, dm striped and
  * raid6_zr. Also: the bad-block log is honoured, degraded assembly works,
  * wrong member sets and corrupt superblocks are refused.
  */
@@ -92,6 +93,8 @@ struct md_fixture {
 
 static const struct md_fixture md_fixtures[] = {
 	{ "raid0", 3, 0, 0, 2 },
+	{ "raid0-zo", 3, 0, 1, 2 },     /* unequal members: zones, original layout */
+	{ "raid0-za", 4, 0, 2, 2 },     /* unequal members: zones, alternate layout */
 	{ "raid1", 2, 1, 0, 0 },
 	{ "raid4", 3, 4, 5, 2 },
 	{ "raid5-ls", 3, 5, 2, 2 },

@@ -10,9 +10,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 oracle=${MD_ORACLE:-$here/../../../../shared/tools/md-oracle/md-oracle.sh}
 work=$(mktemp -d /tmp/pony-fixtures.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-python3 "$here/make-pattern.py" 16 "$work/pattern.bin"
+python3 "$here/make-pattern.py" 32 "$work/pattern.bin"
 
-# name:level:layout:chunkKiB:ndisks:metadata
+# name:level:layout:chunkKiB:ndisks:metadata[:sizes] (sizes: KiB per member,
+# comma-separated; default 4 MiB each)
 boot1_sets="raid0:0:-:64:3:1.2 raid1:1:-:-:2:1.0 raid4:4:-:64:3:1.2
  raid5-ls:5:left-symmetric:64:3:1.2 raid5-la:5:left-asymmetric:64:4:1.1
  raid5-rs:5:right-symmetric:64:3:1.2 raid5-ra:5:right-asymmetric:64:4:1.2"
@@ -22,12 +23,23 @@ boot2_sets="raid6:6:left-symmetric:64:5:1.2 raid6-ra:6:right-asymmetric:64:5:1.2
 boot2_dm=''
 boot3_sets="raid5-p0:5:parity-first:64:4:1.2 raid6-n:6:parity-last:64:4:1.2"
 boot3_dm='dm-raid6-zr;5;0 24576 raid raid6_zr 1 128 5 - $T0 - $T1 - $T2 - $T3 - $T4'
+# raid0 over members of unequal size: md's zones, in both multi-zone layouts.
+# The smallest member holds an odd number of chunks, so zone 1 starts at an
+# odd chunk and the original layout's rotation of the zone's devices shows.
+boot4_sets="raid0-zo:0:original:64:3:1.2:4160,6144,8192
+ raid0-za:0:alternate:64:4:1.2:6144,4160,5184,4608"
+boot4_dm=''
 
 run_boot() {
 	local boot=$1 sets=$2 dm=$3 imgs=() names=() s name nd
+	declare -A size=()
 	for s in $sets; do
-		IFS=: read -r name _ _ _ nd _ <<<"$s"
-		for ((j = 0; j < nd; j++)); do names+=("$name-$j"); done
+		IFS=: read -r name _ _ _ nd _ sizes <<<"$s"
+		IFS=, read -ra kib <<<"${sizes:-}"
+		for ((j = 0; j < nd; j++)); do
+			names+=("$name-$j")
+			size[$name-$j]=${kib[j]:-4096}K
+		done
 	done
 	IFS='|' read -ra dms <<<"$dm"
 	for s in "${dms[@]}"; do
@@ -36,7 +48,7 @@ run_boot() {
 		for ((j = 0; j < nd; j++)); do names+=("$name-$j"); done
 	done
 	for n in "${names[@]}"; do
-		truncate -s 4M "$work/$n.img"
+		truncate -s "${size[$n]:-4M}" "$work/$n.img"
 		imgs+=("$work/$n.img")
 	done
 	"$oracle" run -s "$here/oracle-job.sh" -P "$work/pattern.bin" \
@@ -53,12 +65,13 @@ run_boot() {
 	done
 }
 
-[ $# -gt 0 ] || set -- boot1 boot2 boot3
+[ $# -gt 0 ] || set -- boot1 boot2 boot3 boot4
 for boot in "$@"; do
 	case $boot in
 	boot1) BADBLOCK="raid5-ls 1 64 8" run_boot boot1 "$boot1_sets" "$boot1_dm";;
 	boot2) run_boot boot2 "$boot2_sets" "$boot2_dm";;
 	boot3) run_boot boot3 "$boot3_sets" "$boot3_dm";;
+	boot4) run_boot boot4 "$boot4_sets" "$boot4_dm";;
 	*) echo "unknown boot $boot" >&2; exit 2;;
 	esac
 done

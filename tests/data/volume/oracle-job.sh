@@ -11,7 +11,7 @@
 #           data offset), so its superblock carries a bad-block log entry
 i=0 k=0
 for s in $SETS; do
-    IFS=: read -r name lvl lay chk nd meta <<E
+    IFS=: read -r name lvl lay chk nd meta sizes <<E
 $s
 E
     devs=; j=0
