@@ -28,6 +28,23 @@ static bool layout_raid6_known(unsigned a)
 	       (a >= MD_LEFT_ASYMMETRIC_6 && a <= MD_PARITY_0_6);
 }
 
+/*
+ * setup_geo()'s far_set_size: the devices a chunk's far copies rotate in.
+ * Layout bits 17-18: 0 the whole array (mdadm's f2/o2), 1 the old "far sets"
+ * (disks / far copies), 2 far sets of near * far devices (dm-raid's
+ * raid10_format far/offset).
+ */
+static unsigned raid10_far_set_size(const struct layout_geom *g)
+{
+	unsigned nc = layout_raid10_near(g->layout), fc = layout_raid10_far(g->layout);
+
+	switch (g->layout >> 17) {
+	case 1: return fc ? g->ndisks / fc : 0;
+	case 2: return fc * nc;
+	default: return g->ndisks;
+	}
+}
+
 int layout_geom_check(const struct layout_geom *g)
 {
 	unsigned nc, fc;
@@ -49,11 +66,11 @@ int layout_geom_check(const struct layout_geom *g)
 	case 10:
 		nc = layout_raid10_near(g->layout);
 		fc = layout_raid10_far(g->layout);
-		if (g->layout >> 17)
-			return -EOPNOTSUPP;     /* far sets: not done */
+		if (g->layout >> 17 > 2)
+			return -EINVAL;         /* setup_geo() knows sets 0, 1, 2 only */
 		if (nc < 1 || fc < 1 || nc * fc < 2 || nc * fc > g->ndisks || nc > g->ndisks)
 			return -EINVAL;
-		return 0;
+		return raid10_far_set_size(g) >= 1 ? 0 : -EINVAL;
 	default:
 		return -EINVAL;
 	}
@@ -234,6 +251,10 @@ unsigned layout_raid10_copies(const struct layout_geom *g, uint64_t c, unsigned 
 			      uint64_t *dev_off)
 {
 	unsigned nc = layout_raid10_near(g->layout), fc = layout_raid10_far(g->layout);
+	unsigned set_size = raid10_far_set_size(g);
+	/* The last set takes the devices left over: it is larger. */
+	unsigned last_start = (g->ndisks / set_size - 1) * set_size;
+	unsigned last_size = set_size + g->ndisks % set_size;
 	uint64_t chunks, stride, stripe, sector;
 	unsigned dev, slot = 0;
 
@@ -251,7 +272,13 @@ unsigned layout_raid10_copies(const struct layout_geom *g, uint64_t c, unsigned 
 		disk[slot] = d;
 		dev_off[slot++] = s * g->chunk;
 		for (unsigned f = 1; f < fc; f++) {
-			d = (d + nc) % g->ndisks;
+			unsigned set = d / set_size;
+
+			d += nc;
+			if (g->ndisks % set_size && d > last_start)
+				d = (d - last_start) % last_size + last_start;
+			else
+				d = d % set_size + set_size * set;
 			s += stride;
 			disk[slot] = d;
 			dev_off[slot++] = s * g->chunk;

@@ -2,7 +2,7 @@
  * table.c - volume tables in device-mapper's table syntax, so a table that
  * works with dmsetup works with pony: "START LEN TARGET ARGS" per line, in
  * 512-byte sectors, devices by path. Targets: linear, striped, mirror,
- * raid (raid0, raid1, raid4, raid5_xx, raid6_xx, raid10 near), zero, error.
+ * raid (raid0, raid1, raid4, raid5_xx, raid6_xx, raid10 near/far/offset), zero, error.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -146,7 +146,27 @@ static int raid_type(const char *name, struct volume_target_spec *s)
 			return 0;
 		return layout_from_name(level, name + 6, &s->layout);
 	}
-	return -EOPNOTSUPP;     /* raid10_far/offset use dm's far sets: not done */
+	return -EOPNOTSUPP;
+}
+
+/*
+ * dm-raid's raid10 layout word (raid10_format_to_md_layout()): near puts
+ * the copies side by side; far and offset spread them in far sets of
+ * copies devices (md layout bit 18, RAID10_USE_FAR_SETS).
+ */
+static int raid10_dm_layout(const char *fmt, unsigned copies, unsigned *ret)
+{
+	if (!copies)
+		copies = 2;
+	if (!strcmp(fmt, "near"))
+		*ret = copies | 1u << 8;
+	else if (!strcmp(fmt, "far"))
+		*ret = 1u | copies << 8 | 1u << 18;
+	else if (!strcmp(fmt, "offset"))
+		*ret = 1u | copies << 8 | 1u << 16 | 1u << 18;
+	else
+		return -EOPNOTSUPP;
+	return 0;
 }
 
 static int parse_raid(struct table_line *l, struct table_ctx *c, struct volume_target_spec *s)
@@ -154,6 +174,7 @@ static int parse_raid(struct table_line *l, struct table_ctx *c, struct volume_t
 	const char *type = next_tok(l);
 	unsigned nparams, ndev, copies = 0;
 	uint64_t chunk, data_offset = 0, v;
+	const char *format = "near";
 	int r = type ? raid_type(type, s) : -EINVAL;
 
 	if (r < 0 || next_unsigned(l, 64, &nparams) < 0 || nparams < 1 || next_u64(l, &chunk) < 0)
@@ -167,9 +188,9 @@ static int parse_raid(struct table_line *l, struct table_ctx *c, struct volume_t
 			continue;
 		i++;
 		if (!strcmp(key, "raid10_format")) {
-			const char *fmt = next_tok(l);
-			if (!fmt || strcmp(fmt, "near"))
-				return -EOPNOTSUPP;
+			format = next_tok(l);
+			if (!format)
+				return -EINVAL;
 		} else if (next_u64(l, &v) < 0) {
 			return -EINVAL;
 		} else if (!strcmp(key, "raid10_copies")) {
@@ -178,8 +199,8 @@ static int parse_raid(struct table_line *l, struct table_ctx *c, struct volume_t
 			data_offset = v;
 		}
 	}
-	if (copies && s->type == VOLUME_RAID10)
-		s->layout = copies | 1 << 8;
+	if (s->type == VOLUME_RAID10 && (r = raid10_dm_layout(format, copies, &s->layout)) < 0)
+		return r;
 	if (next_unsigned(l, LAYOUT_MAX_DISKS, &ndev) < 0 || ndev < 1)
 		return -EINVAL;
 	for (unsigned i = 0; i < ndev; i++) {
@@ -364,8 +385,15 @@ char *volume_table_format(const struct volume *v)
 			format_devs(f, s, true);
 			break;
 		case VOLUME_RAID10:
-			fprintf(f, "raid raid10 %u %llu raid10_copies %u", off ? 5 : 3, chunk,
-				layout_raid10_near(s->geom.layout));
+			/* Far and offset copies: exact for dm-raid's far sets; md's
+			 * whole-array rotation (mdadm f2/o2) has no dm spelling. */
+			if (layout_raid10_far(s->geom.layout) > 1)
+				fprintf(f, "raid raid10 %u %llu raid10_copies %u raid10_format %s",
+					off ? 7 : 5, chunk, layout_raid10_far(s->geom.layout),
+					layout_raid10_offset(s->geom.layout) ? "offset" : "far");
+			else
+				fprintf(f, "raid raid10 %u %llu raid10_copies %u", off ? 5 : 3, chunk,
+					layout_raid10_near(s->geom.layout));
 			format_raid_tail(f, s, off);
 			break;
 		case VOLUME_RAID4:

@@ -4,8 +4,9 @@
  * pony and read back the pattern the kernel wrote into them, and pony's
  * scrub finds their parity exactly where and as md put it (0 mismatches):
  * raid0 (equal members, and unequal ones in md's zones with both multi-zone
- * layouts), 1, 4, 5 in every layout, 6, 10 near/far/offset, dm striped and
- * raid6_zr. Also: the bad-block log is honoured, degraded assembly works,
+ * layouts), 1, 4, 5 in every layout, 6, 10 near/far/offset, dm striped,
+ * raid6_zr and raid10 far/offset (md's far sets). Also: the bad-block log
+ * is honoured, degraded assembly works,
  * wrong member sets and corrupt superblocks are refused.
  */
 #include <errno.h>
@@ -201,9 +202,15 @@ static void test_dm_fixtures_assemble_from_their_tables(void **state)
 	static const struct { const char *name; unsigned n; const char *fmt; } dm[] = {
 		{ "dm-striped", 2, "0 16384 striped 2 128 %s 0 %s 0\n" },
 		{ "dm-raid6-zr", 5, "0 24576 raid raid6_zr 1 128 5 - %s - %s - %s - %s - %s\n" },
+		/* Far sets ({0,1}, {2,3,4}): the pattern reads the first copies,
+		 * the scrub compares every far copy where md put it. */
+		{ "dm-raid10-far", 5, "0 20480 raid raid10 5 128 raid10_copies 2 raid10_format far "
+				      "5 - %s - %s - %s - %s - %s\n" },
+		{ "dm-raid10-offset", 5, "0 20480 raid raid10 5 128 raid10_copies 2 raid10_format "
+					 "offset 5 - %s - %s - %s - %s - %s\n" },
 	};
 
-	for (size_t i = 0; i < 2; i++) {
+	for (size_t i = 0; i < sizeof(dm) / sizeof(dm[0]); i++) {
 		char paths[5][512], table[4096];
 		struct volume *v;
 		unsigned line = 0;

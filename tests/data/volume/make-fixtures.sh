@@ -29,6 +29,12 @@ boot3_dm='dm-raid6-zr;5;0 24576 raid raid6_zr 1 128 5 - $T0 - $T1 - $T2 - $T3 - 
 boot4_sets="raid0-zo:0:original:64:3:1.2:4160,6144,8192
  raid0-za:0:alternate:64:4:1.2:6144,4160,5184,4608"
 boot4_dm=''
+# dm-raid raid10 far and offset: md's far sets (layout bit 18), 5 members so
+# the last set takes the odd one (sets {0,1} and {2,3,4}). This kernel's
+# dm-raid runs raid10 only with metadata devices: members 5-9 are those
+# (dm-raid's own superblocks; pony reads the data members 0-4 alone).
+boot5_sets=""
+boot5_dm='dm-raid10-far;10;0 20480 raid raid10 5 128 raid10_copies 2 raid10_format far 5 $T5 $T0 $T6 $T1 $T7 $T2 $T8 $T3 $T9 $T4|dm-raid10-offset;10;0 20480 raid raid10 5 128 raid10_copies 2 raid10_format offset 5 $T5 $T0 $T6 $T1 $T7 $T2 $T8 $T3 $T9 $T4'
 
 run_boot() {
 	local boot=$1 sets=$2 dm=$3 imgs=() names=() s name nd
@@ -65,13 +71,14 @@ run_boot() {
 	done
 }
 
-[ $# -gt 0 ] || set -- boot1 boot2 boot3 boot4
+[ $# -gt 0 ] || set -- boot1 boot2 boot3 boot4 boot5
 for boot in "$@"; do
 	case $boot in
 	boot1) BADBLOCK="raid5-ls 1 64 8" run_boot boot1 "$boot1_sets" "$boot1_dm";;
 	boot2) run_boot boot2 "$boot2_sets" "$boot2_dm";;
 	boot3) run_boot boot3 "$boot3_sets" "$boot3_dm";;
 	boot4) run_boot boot4 "$boot4_sets" "$boot4_dm";;
+	boot5) run_boot boot5 "$boot5_sets" "$boot5_dm";;
 	*) echo "unknown boot $boot" >&2; exit 2;;
 	esac
 done
