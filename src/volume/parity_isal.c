@@ -93,18 +93,21 @@ static uint8_t *isal_block(const struct parity_stripe *s, unsigned r)
 }
 
 /*
- * The decoding tables of the last failure pattern solved on this thread: a
- * degraded array meets the same few patterns stripe after stripe, so the
- * matrix inversion and table expansion are done once per pattern, not per
- * stripe. The key is everything the tables depend on.
+ * The decoding tables of the last failure patterns solved on this thread: a
+ * degraded array meets the same few patterns stripe after stripe (two lost
+ * members give one pattern per parity rotation), so the matrix inversion
+ * and table expansion are done once per pattern, not per stripe. The key
+ * is everything the tables depend on.
  */
+#define ISAL_CACHE_SLOTS 16
 struct isal_decode_cache {
 	bool valid, has_q;
 	unsigned k, nlost, lost[2];
 	uint8_t qexp[PARITY_MAX_DATA];
 	uint8_t tbls[32 * 2 * PARITY_MAX_DATA];
 };
-static _Thread_local struct isal_decode_cache isal_cache;
+static _Thread_local struct isal_decode_cache isal_cache[ISAL_CACHE_SLOTS];
+static _Thread_local unsigned isal_cache_next;
 
 static void isal_key(const struct parity_stripe *s, const unsigned *lost, unsigned nlost,
 		     struct isal_decode_cache *key)
@@ -148,18 +151,20 @@ static int isal_solve_data(const struct parity_stripe *s, unsigned ndl, const un
 			   unsigned nlost)
 {
 	unsigned k = s->ndata, nb = k + (s->q ? 2 : 1), rows = 0;
-	struct isal_decode_cache key;
+	struct isal_decode_cache key, *c = NULL;
 	uint8_t *src[PARITY_MAX_DATA], *out[2];
 
 	isal_key(s, lost, nlost, &key);
-	if (memcmp(&key, &isal_cache, offsetof(struct isal_decode_cache, tbls))) {
-		int r;
+	for (unsigned i = 0; i < ISAL_CACHE_SLOTS && !c; i++)
+		if (!memcmp(&key, &isal_cache[i], offsetof(struct isal_decode_cache, tbls)))
+			c = &isal_cache[i];
+	if (!c) {
+		int r = isal_decode_tables(s, ndl, &key);
 
-		isal_cache.valid = false;
-		r = isal_decode_tables(s, ndl, &key);
 		if (r < 0)
 			return r;
-		isal_cache = key;
+		c = &isal_cache[isal_cache_next++ % ISAL_CACHE_SLOTS];
+		*c = key;
 	}
 	for (unsigned r = 0; r < nb && rows < k; r++) {
 		bool gone = false;
@@ -171,7 +176,7 @@ static int isal_solve_data(const struct parity_stripe *s, unsigned ndl, const un
 	}
 	for (unsigned j = 0; j < ndl; j++)
 		out[j] = s->data[lost[j]];
-	ec_encode_data((int)s->len, (int)k, (int)ndl, isal_cache.tbls, src, out);
+	ec_encode_data((int)s->len, (int)k, (int)ndl, c->tbls, src, out);
 	return 0;
 }
 
