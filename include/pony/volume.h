@@ -281,7 +281,11 @@ char *volume_table_format(const struct volume *v);
  * md v1.x arrays. volume_md_assemble() reads the superblocks (1.0, 1.1 or
  * 1.2) of devs (handed over on success), checks they are one array, orders
  * members by role, loads each bad-block log, and builds the volume.
- * Missing members up to the redundancy are allowed (degraded).
+ * Missing members up to the redundancy are allowed (degraded), except as
+ * md allows them: a raid4/5/6 not shut down clean with a member missing is
+ * refused (-EUCLEAN) unless md's write-intent bitmap shows no write in
+ * flight. pony assembles md arrays to read them and never resyncs one; the
+ * bitmap decides only whether a degraded read could meet stale parity.
  */
 struct volume_md_info {
 	unsigned level, layout, raid_disks;
@@ -291,6 +295,9 @@ struct volume_md_info {
 	uint64_t events;
 	unsigned minor_version;         /* 0, 1, 2: where the superblock sits */
 	unsigned badblocks;             /* bad-block log entries loaded */
+	bool dirty;                     /* not shut down clean (resync_offset set) */
+	uint64_t bitmap_chunk;          /* md's write-intent bitmap: bytes a bit; 0: none */
+	unsigned bitmap_dirty;          /* its set bits (chunks with writes in flight) */
 };
 int volume_md_assemble(struct bdev **devs, unsigned ndevs, struct volume **ret,
 		       struct volume_md_info *ret_info);

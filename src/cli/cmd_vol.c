@@ -89,10 +89,19 @@ static int vol_open_md(char **paths, int n, struct bdev **devs, struct vol_handl
 	struct volume_md_info info;
 	int r = volume_md_assemble(devs, (unsigned)n, &h->v, &info);
 
-	if (r >= 0)
+	if (r >= 0) {
+		if (info.dirty)
+			fprintf(stderr, "pony: the md array was not shut down cleanly (%u chunks "
+				"marked in its write-intent bitmap); md would resync them\n",
+				info.bitmap_dirty);
 		return 0;
+	}
 	free_devs(devs, n);
 	switch (r) {
+	case -EUCLEAN:
+		return cli_error("the md array was not shut down cleanly and a member is missing: "
+				 "its parity may be stale where writes were in flight (md refuses "
+				 "it too: cannot start dirty degraded array)");
 	case -EXDEV: return cli_error("the devices are members of different md arrays");
 	case -ENODATA: return cli_error("no md v1.x superblock found on a member");
 	case -EBADMSG: return cli_error("an md superblock is corrupt (bad checksum or field)");

@@ -15,10 +15,13 @@
 #include "internal.h"
 
 #define MD_SB_MAGIC 0xa92b4efcu
+#define MD_FEATURE_BITMAP_OFFSET 1u
 #define MD_FEATURE_RESHAPE_ACTIVE 4u
 #define MD_FEATURE_BAD_BLOCKS 8u
 #define MD_ROLE_SPARE 0xffffu
 #define MD_SB_BYTES 4096
+#define MD_BITMAP_MAGIC 0x6d746962u      /* "bitm" */
+#define MD_BITMAP_SB_BYTES 256           /* bitmap_super_t; the bits follow */
 #define MD_NEW_MAX_DEV 384u              /* roles in a new superblock, as mdadm writes */
 #define MD_NEW_DATA_OFFSET 2048u         /* sectors: 1 MiB, mdadm's choice for small members */
 
@@ -31,7 +34,8 @@ struct md_sb {
 	uint64_t size, data_offset, data_size, super_offset, events;
 	uint32_t chunk_sectors, dev_number;
 	unsigned role;
-	int32_t bblog_offset;
+	int32_t bblog_offset, bitmap_offset;
+	uint64_t resync_offset;                 /* UINT64_MAX: clean */
 	uint16_t bblog_size;
 	uint8_t bblog_shift;
 };
@@ -76,6 +80,9 @@ static int md_sb_decode(const uint8_t *b, uint64_t at, struct md_sb *sb)
 	sb->bblog_size = util_get_le16(b + 186);
 	sb->bblog_offset = (int32_t)util_get_le32(b + 188);
 	sb->events = util_get_le64(b + 200);
+	sb->resync_offset = util_get_le64(b + 208);
+	if (sb->feature_map & MD_FEATURE_BITMAP_OFFSET)
+		sb->bitmap_offset = (int32_t)util_get_le32(b + 96);
 	if (sb->super_offset * 512 != at || sb->dev_number >= max_dev)
 		return -EBADMSG;
 	sb->role = util_get_le16(b + 256 + 2 * sb->dev_number);
@@ -140,6 +147,96 @@ static int md_load_badblocks(struct bdev *dev, const struct md_sb *sb, struct vo
 		(*count)++;
 	}
 	return r;
+}
+
+/*
+ * md's internal write-intent bitmap on one member (bitmap_super_t, then one
+ * bit per chunk of every member's data, little-endian bit order): ORs its
+ * bits into *bits (grown as needed) and returns the chunk size in bytes, or
+ * 0 when the member has none, or -errno.
+ */
+static int64_t md_bitmap_read(struct bdev *dev, const struct md_sb *sb, uint8_t **bits,
+			      size_t *nbytes)
+{
+	uint64_t at = sb->super_offset * 512 + (int64_t)sb->bitmap_offset * 512, chunk, nbits;
+	_cleanup_(freep) uint8_t *b = NULL;
+	size_t len;
+	int r;
+
+	if (!(sb->feature_map & MD_FEATURE_BITMAP_OFFSET))
+		return 0;
+	b = malloc(MD_BITMAP_SB_BYTES);
+	if (!b)
+		return -ENOMEM;
+	if (at + MD_BITMAP_SB_BYTES > dev->size)
+		return -EBADMSG;
+	r = bdev_pread(dev, b, MD_BITMAP_SB_BYTES, at);
+	if (r < 0)
+		return r;
+	chunk = util_get_le32(b + 52);
+	if (util_get_le32(b) != MD_BITMAP_MAGIC || chunk < 512 || (chunk & (chunk - 1)))
+		return -EBADMSG;
+	nbits = DIV_ROUND_UP(util_get_le64(b + 40) * 512, chunk);      /* sync_size */
+	len = (size_t)DIV_ROUND_UP(nbits, 8);
+	if (at + MD_BITMAP_SB_BYTES + len > dev->size)
+		return -EBADMSG;
+	free(b);
+	b = malloc(len ? len : 1);
+	if (!b)
+		return -ENOMEM;
+	r = bdev_pread(dev, b, len, at + MD_BITMAP_SB_BYTES);
+	if (r < 0)
+		return r;
+	if (len > *nbytes) {
+		uint8_t *n = realloc(*bits, len);
+
+		if (!n)
+			return -ENOMEM;
+		memset(n + *nbytes, 0, len - *nbytes);
+		*bits = n;
+		*nbytes = len;
+	}
+	for (size_t i = 0; i < len; i++)
+		(*bits)[i] |= b[i];
+	if (nbits % 8)          /* bits past the last chunk mean nothing */
+		(*bits)[len - 1] &= (uint8_t)((1u << (nbits % 8)) - 1);
+	return (int64_t)chunk;
+}
+
+/*
+ * Whether md would resync: an array not shut down clean, where (with a
+ * bitmap) some chunk was being written. md refuses to start a parity array
+ * in that state with a member missing (its parity may be stale where
+ * writes were in flight, so a rebuilt block would be wrong): so does pony.
+ * Fills info's dirty fields.
+ */
+static int md_check_dirty(const struct md_sb *ref, const struct md_sb *sbs,
+			  const int *sb_of_slot, struct bdev **slot, struct volume_md_info *info)
+{
+	_cleanup_(freep) uint8_t *bits = NULL;
+	size_t nbytes = 0;
+	unsigned missing = 0;
+
+	info->dirty = ref->resync_offset != UINT64_MAX;
+	for (unsigned i = 0; i < ref->raid_disks; i++) {
+		int64_t chunk;
+
+		if (sb_of_slot[i] < 0) {
+			missing++;
+			continue;
+		}
+		chunk = md_bitmap_read(slot[i], &sbs[sb_of_slot[i]], &bits, &nbytes);
+		if (chunk < 0)
+			return (int)chunk;
+		if (chunk)
+			info->bitmap_chunk = (uint64_t)chunk;
+	}
+	for (size_t i = 0; i < nbytes; i++)
+		info->bitmap_dirty += (unsigned)__builtin_popcount(bits[i]);
+	if (info->dirty && missing && ref->level >= 4 && ref->level <= 6 &&
+	    (!info->bitmap_chunk || info->bitmap_dirty))
+		return -EUCLEAN;
+	return 0;
 }
 
 static int md_spec_type(unsigned level, enum volume_target_type *t)
@@ -219,6 +316,7 @@ static int md_raid0_zones(struct volume *v, const struct md_sb *ref, const struc
 int volume_md_assemble(struct bdev **devs, unsigned ndevs, struct volume **ret,
 		       struct volume_md_info *ret_info)
 {
+	struct volume_md_info dirty = { 0 };
 	bool zoned = false;
 	struct md_sb sbs[LAYOUT_MAX_DISKS], *ref = NULL;
 	struct bdev *slot[LAYOUT_MAX_DISKS] = { NULL };
@@ -262,6 +360,9 @@ int volume_md_assemble(struct bdev **devs, unsigned ndevs, struct volume **ret,
 		offsets[role] = sbs[i].data_offset * 512;
 		sb_of_slot[role] = (int)i;
 	}
+	r = md_check_dirty(ref, sbs, sb_of_slot, slot, &dirty);
+	if (r < 0)
+		return r;
 	dev_size = (ref->level == 0 ? ref->data_size : ref->size) * 512;
 	if (ref->level != 1)
 		dev_size = dev_size / (ref->chunk_sectors * 512ull) * ref->chunk_sectors * 512;
@@ -313,6 +414,9 @@ int volume_md_assemble(struct bdev **devs, unsigned ndevs, struct volume **ret,
 		ret_info->events = ref->events;
 		ret_info->minor_version = ref->minor;
 		ret_info->badblocks = badblocks;
+		ret_info->dirty = dirty.dirty;
+		ret_info->bitmap_chunk = dirty.bitmap_chunk;
+		ret_info->bitmap_dirty = dirty.bitmap_dirty;
 	}
 	*ret = v;
 	return 0;

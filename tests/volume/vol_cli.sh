@@ -23,7 +23,7 @@ expect_usage_error "$PONY" vol frobnicate
 
 # md fixtures: the kernel's arrays, read back through pony.
 python3 "$fixtures/make-pattern.py" 16 pattern.bin
-for set in raid0:3 raid0-zo:3 raid0-za:4 raid1:2 raid4:3 raid5-ls:3 raid5-la:4 raid5-rs:3 raid5-ra:4 raid5-p0:4 \
+for set in raid0:3 raid0-zo:3 raid0-za:4 raid1:2 raid4:3 raid5-ls:3 raid5-bm:3 raid5-la:4 raid5-rs:3 raid5-ra:4 raid5-p0:4 \
 	   raid6:5 raid6-ra:5 raid6-n:4 raid10-n2:4 raid10-f2:4 raid10-o2:4; do
 	name=${set%:*} n=${set#*:} imgs=()
 	for ((i = 0; i < n; i++)); do

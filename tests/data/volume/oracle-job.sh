@@ -11,14 +11,16 @@
 #           data offset), so its superblock carries a bad-block log entry
 i=0 k=0
 for s in $SETS; do
-    IFS=: read -r name lvl lay chk nd meta sizes <<E
+    IFS=: read -r name lvl lay chk nd meta sizes extra <<E
 $s
 E
     devs=; j=0
     while [ $j -lt $nd ]; do eval "devs=\"\$devs \$M$((i + j))\""; j=$((j + 1)); done
     i=$((i + nd))
     opts="--metadata=$meta --level=$lvl --raid-devices=$nd --assume-clean --run --homehost=oracle"
-    [ "$lvl" != 0 ] && opts="$opts --bitmap=none"
+    extra=$(echo "${extra:-}" | tr , ' ')
+    case "$extra" in *--bitmap*) ;; *) [ "$lvl" != 0 ] && opts="$opts --bitmap=none";; esac
+    [ -n "$extra" ] && opts="$opts $extra"
     [ "$lay" != - ] && opts="$opts --layout=$lay"
     [ "$chk" != - ] && opts="$opts --chunk=$chk"
     echo "SET $name: mdadm --create /dev/md$k $opts$devs"
