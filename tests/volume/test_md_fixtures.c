@@ -325,45 +325,48 @@ static void md_leave_dirty(const char *path, bool set_bit)
  * md's internal write-intent bitmap decides, as in md, whether a raid5 left
  * dirty may be read with a member missing: not when a write was in flight.
  */
-static void test_md_write_intent_bitmap_decides_dirty_degraded_assembly(void **state)
+/*
+ * Assembles raid5-bm with member 1 left out (degraded, n == 2) or whole
+ * (n == 3); on success checks the pattern and the bitmap's report.
+ */
+static int assemble_bm(unsigned n, bool want_dirty, unsigned want_bits)
 {
 	struct bdev *devs[3];
 	struct volume_md_info info;
 	struct volume *v;
+	int r;
 
 	open_members("raid5-bm", 3, devs);
-	assert_int_equal(volume_md_assemble(devs, 3, &v, &info), 0);
+	if (n == 2) {
+		bdev_free(devs[1]);
+		devs[1] = devs[2];
+	}
+	r = volume_md_assemble(devs, n, &v, &info);
+	if (r < 0) {
+		for (unsigned i = 0; i < n; i++)
+			bdev_free(devs[i]);
+		return r;
+	}
 	assert_int_equal(info.bitmap_chunk, 65536);
-	assert_false(info.dirty);
-	assert_int_equal(info.bitmap_dirty, 0);
+	assert_int_equal(info.dirty, want_dirty);
+	assert_int_equal(info.bitmap_dirty, want_bits);
 	expect_pattern(v);
 	volume_free(v);
+	return 0;
+}
+
+static void test_md_write_intent_bitmap_decides_dirty_degraded_assembly(void **state)
+{
+	assert_int_equal(assemble_bm(3, false, 0), 0);
 	/* Not clean, but the bitmap shows no write in flight: degraded is fine. */
 	for (unsigned i = 0; i < 3; i++)
 		md_leave_dirty(fixture_path("raid5-bm", i), false);
-	open_members("raid5-bm", 3, devs);
-	bdev_free(devs[1]);
-	devs[1] = devs[2];
-	assert_int_equal(volume_md_assemble(devs, 2, &v, &info), 0);
-	assert_true(info.dirty);
-	assert_int_equal(info.bitmap_dirty, 0);
-	expect_pattern(v);
-	volume_free(v);
+	assert_int_equal(assemble_bm(2, true, 0), 0);
 	/* A write in flight in chunk 0: refused degraded, read whole. */
 	for (unsigned i = 0; i < 3; i++)
 		md_leave_dirty(fixture_path("raid5-bm", i), true);
-	open_members("raid5-bm", 3, devs);
-	bdev_free(devs[1]);
-	devs[1] = devs[2];
-	assert_int_equal(volume_md_assemble(devs, 2, &v, &info), -EUCLEAN);
-	bdev_free(devs[0]);
-	bdev_free(devs[1]);
-	open_members("raid5-bm", 3, devs);
-	assert_int_equal(volume_md_assemble(devs, 3, &v, &info), 0);
-	assert_true(info.dirty);
-	assert_int_equal(info.bitmap_dirty, 1);
-	expect_pattern(v);
-	volume_free(v);
+	assert_int_equal(assemble_bm(2, true, 1), -EUCLEAN);
+	assert_int_equal(assemble_bm(3, true, 1), 0);
 }
 
 int main(void)
