@@ -6,6 +6,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -28,7 +29,7 @@ static int sysfs_read(const char *path, char *buf, size_t len)
 	return 0;
 }
 
-static void block_ident(struct stat *st, struct devdb_ident *id)
+static void block_ident(const struct stat *st, struct devdb_ident *id)
 {
 	char sys[128], buf[128], wwid[96] = "";
 	unsigned maj = major(st->st_rdev), min = minor(st->st_rdev);
@@ -50,28 +51,47 @@ static void block_ident(struct stat *st, struct devdb_ident *id)
 		snprintf(id->key, sizeof(id->key), "b:%u:%u", maj, min);
 }
 
+int devdb_ident_from_stat(const struct stat *st, struct devdb_ident *id)
+{
+	memset(id, 0, sizeof(*id));
+	id->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+	if (S_ISBLK(st->st_mode)) {
+		id->block = true;
+		id->dev = st->st_rdev;
+		block_ident(st, id);
+		return 0;
+	}
+	if (!S_ISREG(st->st_mode))
+		return -ENOTBLK;
+	id->dev = st->st_dev;
+	id->ino = st->st_ino;
+	id->size = (uint64_t)st->st_size;
+	snprintf(id->key, sizeof(id->key), "f:%llu:%llu", (unsigned long long)st->st_dev,
+		 (unsigned long long)st->st_ino);
+	return 0;
+}
+
 int devdb_ident_get(const char *path, struct devdb_ident *id)
 {
 	struct stat st;
 
-	memset(id, 0, sizeof(*id));
 	if (stat(path, &st) < 0)
 		return -errno;
-	id->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-	if (S_ISBLK(st.st_mode)) {
-		id->block = true;
-		id->dev = st.st_rdev;
-		block_ident(&st, id);
-		return 0;
-	}
-	if (!S_ISREG(st.st_mode))
-		return -ENOTBLK;
-	id->dev = st.st_dev;
-	id->ino = st.st_ino;
-	id->size = (uint64_t)st.st_size;
-	snprintf(id->key, sizeof(id->key), "f:%llu:%llu", (unsigned long long)st.st_dev,
-		 (unsigned long long)st.st_ino);
-	return 0;
+	return devdb_ident_from_stat(&st, id);
+}
+
+int devdb_probe_ident(const char *path, struct devdb_ident *id, struct devdb_probe_result **ret)
+{
+	_cleanup_(closep) int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	struct stat st;
+	int r;
+
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return -errno;
+	r = devdb_ident_from_stat(&st, id);
+	if (r < 0)
+		return r;
+	return devdb_probe_fd(fd, &st, NULL, ret);
 }
 
 bool devdb_ident_equal(const struct devdb_ident *a, const struct devdb_ident *b)

@@ -9,6 +9,7 @@
 #include <sqlite3.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "pony/devdb.h"
 
@@ -27,6 +28,17 @@ struct devdb_ident {
 
 /* One stat (plus sysfs size/diskseq/wwid for block devices). 0 or -errno. */
 int devdb_ident_get(const char *path, struct devdb_ident *ret);
+/* The same from a stat already made; -ENOTBLK for neither file nor device. */
+int devdb_ident_from_stat(const struct stat *st, struct devdb_ident *ret);
+/*
+ * Opens path once and probes it; its identity comes from the same open
+ * file's fstat, so the tags stored are those of exactly that identity.
+ */
+int devdb_probe_ident(const char *path, struct devdb_ident *ret_id,
+		      struct devdb_probe_result **ret);
+/* Probes an open file or block device whose fstat is st. */
+int devdb_probe_fd(int fd, const struct stat *st, const struct devdb_probe_opts *opts,
+		   struct devdb_probe_result **ret);
 bool devdb_ident_equal(const struct devdb_ident *a, const struct devdb_ident *b);
 /* A block device the kernel made partition devices for (sda -> sda1, ...). */
 bool devdb_block_has_partitions(const struct devdb_ident *id);
@@ -72,8 +84,14 @@ int devdb_store(struct devdb *db, const char *path, const struct devdb_ident *id
 int devdb_stored_ident(struct devdb *db, const char *path, struct devdb_ident *ret,
 		       bool *ret_present);
 
-/* Probes paths[0..n) in parallel (through acall); res[i] or err[i] per path. */
-int devdb_probe_many(char *const *paths, size_t n, struct devdb_probe_result **res, int *err,
-		     void (*progress)(void *ctx, uint64_t done, uint64_t total), void *ctx);
+/*
+ * Probes paths[0..n) in parallel (through acall): ids[i] and res[i], or
+ * err[i], per path. done(ctx, first, count) runs on the calling thread as
+ * each batch of paths is finished (scan stores them while the rest are
+ * probed); a negative return stops and is returned.
+ */
+int devdb_probe_many(char *const *paths, size_t n, struct devdb_ident *ids,
+		     struct devdb_probe_result **res, int *err,
+		     int (*done)(void *ctx, size_t first, size_t count), void *ctx);
 
 #endif

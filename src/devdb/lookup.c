@@ -128,7 +128,7 @@ int devdb_update_path(struct devdb *db, const char *path)
 		return r;
 	if (r == 1 && present && devdb_ident_equal(&cur, &old))
 		return 0;
-	r = devdb_probe_path(path, NULL, &res);
+	r = devdb_probe_ident(path, &cur, &res);
 	if (r < 0)
 		return r;
 	r = devdb_exec(db, "BEGIN IMMEDIATE");

@@ -14,6 +14,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 
+#include "internal.h"
 #include "probe.h"
 
 #define PROBE_MAX_READ (16u << 20)
@@ -24,6 +25,13 @@
  * prober asks for.
  */
 #define PROBE_HEAD 8192u
+/*
+ * Beyond the head, magics sit a few bytes apart (swap's page-size magic at
+ * 32758, ISO 9660's at 32769, UDF's at 32777; swap's at 65526, btrfs's at
+ * 65600): a small read takes the next PROBE_SMALL bytes with it, which
+ * saves a system call per neighbour for a few dozen bytes of copying.
+ */
+#define PROBE_SMALL 128u
 
 struct probe_buf {
 	struct probe_buf *next;
@@ -100,6 +108,8 @@ const uint8_t *devdb_probe_get(struct devdb_probe *pr, uint64_t off, uint64_t le
 		len = MIN((uint64_t)PROBE_HEAD, pr->size);
 		want_off = off;
 		off = 0;
+	} else if (len < PROBE_SMALL) {
+		len = MIN((uint64_t)PROBE_SMALL, pr->size - off);
 	}
 	b = malloc(sizeof(*b) + len);
 	if (!b) {
@@ -516,24 +526,29 @@ static int64_t fd_read(void *ctx, void *buf, size_t len, uint64_t off)
 	return (int64_t)done;
 }
 
-int devdb_probe_path(const char *path, const struct devdb_probe_opts *opts,
-		     struct devdb_probe_result **ret)
+int devdb_probe_fd(int fd, const struct stat *st, const struct devdb_probe_opts *opts,
+		   struct devdb_probe_result **ret)
 {
-	_cleanup_(closep) int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	struct devdb_reader rd = { .ctx = &fd, .read = fd_read };
-	struct stat st;
 
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if (S_ISBLK(st.st_mode)) {
+	if (S_ISBLK(st->st_mode)) {
 		if (ioctl(fd, BLKGETSIZE64, &rd.size) < 0)
 			return -errno;
-	} else if (S_ISREG(st.st_mode)) {
-		rd.size = (uint64_t)st.st_size;
+	} else if (S_ISREG(st->st_mode)) {
+		rd.size = (uint64_t)st->st_size;
 	} else {
 		return -ENOTBLK;
 	}
 	return devdb_probe_reader(&rd, opts, ret);
+}
+
+int devdb_probe_path(const char *path, const struct devdb_probe_opts *opts,
+		     struct devdb_probe_result **ret)
+{
+	_cleanup_(closep) int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	struct stat st;
+
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return -errno;
+	return devdb_probe_fd(fd, &st, opts, ret);
 }
