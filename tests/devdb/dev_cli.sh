@@ -12,7 +12,8 @@ set -u
 command -v mkfs.ext4 >/dev/null || skip "mkfs.ext4 is missing"
 dir=$(mktemp -d /tmp/pony-devcli.XXXXXX)
 watch_pid=
-trap '[ -n "$watch_pid" ] && kill $watch_pid 2>/dev/null; rm -rf "$dir"' EXIT
+loopdev=
+trap '[ -n "$watch_pid" ] && kill $watch_pid 2>/dev/null; [ -n "$loopdev" ] && losetup -d "$loopdev" 2>/dev/null; rm -rf "$dir"' EXIT
 export PONY_DEVDB=$dir/db/devdb.sqlite
 img=$dir/img
 mkdir -p "$img"
@@ -111,7 +112,8 @@ if [ "$(id -u)" -eq 0 ] && loopdev=$(losetup -f --show "$img/e1.img" 2>/dev/null
 	# (the backing file carries the new label too: two devices)
 	"$PONY" dev find --all LABEL=onloop 2>/dev/null | grep -q "^$loopdev\$" || fail "relabelled loop device not found"
 	losetup -d "$loopdev"
-	"$PONY" dev find --all LABEL=onloop | grep -q "^$loopdev\$" && fail "detached loop device still found"
+	lo=$loopdev loopdev=    # detached: the trap must not detach a reuser's
+	"$PONY" dev find --all LABEL=onloop | grep -q "^$lo\$" && fail "detached loop device still found"
 fi
 
 # pony volume members: every member of a volume found by the volume's UUID.
