@@ -36,6 +36,19 @@ int devdb_ident_from_stat(const struct stat *st, struct devdb_ident *ret);
  */
 int devdb_probe_ident(const char *path, struct devdb_ident *ret_id,
 		      struct devdb_probe_result **ret);
+/*
+ * The partition-table entry of [start, ...) (512-byte sectors; number if
+ * several start there) on the open disk fd of size bytes, as PART_ENTRY_*,
+ * PARTUUID and PARTLABEL added to tags: 1 found, 0 no table or no entry.
+ */
+int devdb_probe_pt_entry(int fd, uint64_t size, uint64_t start, unsigned number,
+			 struct devdb_tags *tags);
+/*
+ * For a kernel partition device (st of /dev/sda1), its entry in the parent
+ * disk's table plus PART_ENTRY_DISK, added to tags, as libblkid does: 1
+ * added, 0 not a partition (or its disk has no node), -errno.
+ */
+int devdb_part_entry_tags(const struct stat *st, struct devdb_tags *tags);
 /* Probes an open file or block device whose fstat is st. */
 int devdb_probe_fd(int fd, const struct stat *st, const struct devdb_probe_opts *opts,
 		   struct devdb_probe_result **ret);

@@ -526,10 +526,45 @@ static int64_t fd_read(void *ctx, void *buf, size_t len, uint64_t off)
 	return (int64_t)done;
 }
 
+int devdb_probe_pt_entry(int fd, uint64_t size, uint64_t start, unsigned number,
+			 struct devdb_tags *tags)
+{
+	struct devdb_reader rd = { .size = size, .ctx = &fd, .read = fd_read };
+	struct devdb_probe pr;
+	struct devdb_part part = { 0 };
+	struct devdb_pt pt;
+	const struct devdb_pt_entry *hit = NULL;
+	int r;
+
+	probe_init(&pr, &rd, 0, rd.size, NULL);
+	r = pr.size > 1024 ? probe_pt(&pr, &pt) : 0;
+	devdb_probe_release(&pr);
+	if (r <= 0)
+		return r;
+	/* libblkid's blkid_partlist_devno_to_partition(): the entry that
+	 * starts where the kernel's partition does; its number if several */
+	for (size_t i = 0; i < pt.n; i++)
+		if (pt.e[i].start == start && (!hit || pt.e[i].number == number))
+			hit = &pt.e[i];
+	r = hit ? part_tags(&part, &pt, hit) : 0;
+	/* libblkid names the table an extended partition (a 1 KiB device of
+	 * its own) carries without reading it */
+	if (r == 0 && hit && !strcmp(pt.type, "dos") && !devdb_tags_get(tags, "PTTYPE") &&
+	    (!strcmp(hit->type, "0x5") || !strcmp(hit->type, "0xf") || !strcmp(hit->type, "0x85")))
+		r = devdb_tags_add(tags, "PTTYPE", "dos");
+	free(pt.e);
+	for (size_t i = 0; r == 0 && hit && i < part.tags.n; i++)
+		r = devdb_tags_add(tags, part.tags.v[i].name, part.tags.v[i].value);
+	devdb_tags_done(&part.tags);
+	return r < 0 ? r : hit ? 1 : 0;
+}
+
 int devdb_probe_fd(int fd, const struct stat *st, const struct devdb_probe_opts *opts,
 		   struct devdb_probe_result **ret)
 {
 	struct devdb_reader rd = { .ctx = &fd, .read = fd_read };
+
+	int r;
 
 	if (S_ISBLK(st->st_mode)) {
 		if (ioctl(fd, BLKGETSIZE64, &rd.size) < 0)
@@ -539,7 +574,20 @@ int devdb_probe_fd(int fd, const struct stat *st, const struct devdb_probe_opts 
 	} else {
 		return -ENOTBLK;
 	}
-	return devdb_probe_reader(&rd, opts, ret);
+	r = devdb_probe_reader(&rd, opts, ret);
+	/* a kernel partition device (sda1) learns its entry from its disk */
+	if (r == 0 && S_ISBLK(st->st_mode)) {
+		r = devdb_part_entry_tags(st, &(*ret)->tags);
+		if (r > 0 && (*ret)->status == DEVDB_PROBE_NONE)
+			(*ret)->status = DEVDB_PROBE_FOUND;
+		if (r < 0) {
+			devdb_probe_result_free(*ret);
+			*ret = NULL;
+			return r;
+		}
+		r = 0;
+	}
+	return r;
 }
 
 int devdb_probe_path(const char *path, const struct devdb_probe_opts *opts,
