@@ -69,6 +69,7 @@ static const char *const stmt_sql[STMT__MAX] = {
 	[STMT_DEV_TAGS] = "SELECT name, value FROM tags WHERE device_id=?1",
 	[STMT_DEV_PATHS] = "SELECT path, present, parent FROM paths WHERE device_id=?1 "
 			   "ORDER BY present DESC, length(path), path",
+	[STMT_PATH_PARENT] = "SELECT parent FROM paths WHERE path=?1",
 };
 
 int devdb_sql_errno(int rc)

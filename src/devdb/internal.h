@@ -62,6 +62,7 @@ enum {
 	STMT_DEV_GET,
 	STMT_DEV_TAGS,
 	STMT_DEV_PATHS,
+	STMT_PATH_PARENT,       /* the image a partition path lives in */
 	STMT__MAX,
 };
 

@@ -94,15 +94,15 @@ static int load_dev(struct devdb *db, int64_t id, struct devdb_dev **ret)
 /* The image a partition path lives in, or NULL (malloc'd). */
 static char *path_parent(struct devdb *db, const char *path)
 {
-	sqlite3_stmt *s;
+	sqlite3_stmt *s = devdb_stmt(db, STMT_PATH_PARENT);
 	char *parent = NULL;
 
-	if (sqlite3_prepare_v2(db->sql, "SELECT parent FROM paths WHERE path=?1", -1, &s, NULL))
+	if (!s)
 		return NULL;
 	sqlite3_bind_text(s, 1, path, -1, SQLITE_STATIC);
 	if (sqlite3_step(s) == SQLITE_ROW)
 		parent = col_dup(s, 0);
-	sqlite3_finalize(s);
+	sqlite3_reset(s);
 	return parent;
 }
 
