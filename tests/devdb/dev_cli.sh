@@ -136,4 +136,27 @@ dd if=/dev/zero of="$vdir/m2.img" bs=4096 count=1 conv=notrunc status=none
 "$PONY" dev probe --json "$img/e1.img" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["devices"][0]["TYPE"]=="ext4"' ||
 	fail "probe --json"
 "$PONY" dev probe "$img/blank.img" >/dev/null; [ $? -eq 2 ] || fail "probe of a blank image did not exit 2"
+
+# A database of schema version 1 (before paths.probe_sum) is upgraded in
+# place, its devices kept, and scans work on it.
+if command -v sqlite3 >/dev/null; then
+	old=$dir/v1.sqlite
+	sqlite3 "$old" "PRAGMA journal_mode=WAL;
+	CREATE TABLE devices(id INTEGER PRIMARY KEY, ident TEXT NOT NULL UNIQUE, kind TEXT NOT NULL,
+	  connect TEXT, present INTEGER NOT NULL DEFAULT 1, size INTEGER NOT NULL DEFAULT 0,
+	  status INTEGER NOT NULL DEFAULT 0, ambivalent TEXT);
+	CREATE TABLE paths(path TEXT PRIMARY KEY, device_id INTEGER NOT NULL, parent TEXT, dir TEXT,
+	  present INTEGER NOT NULL DEFAULT 1, block INTEGER NOT NULL DEFAULT 0, dev INTEGER,
+	  ino INTEGER, size INTEGER, mtime_ns INTEGER, diskseq INTEGER) WITHOUT ROWID;
+	CREATE TABLE tags(name TEXT NOT NULL, value TEXT NOT NULL, device_id INTEGER NOT NULL,
+	  PRIMARY KEY(name, value, device_id)) WITHOUT ROWID;
+	INSERT INTO devices(id, ident, kind, connect, present) VALUES(1, 'r:nbd://h:1/x', 'remote', 'nbd://h:1/x', 0);
+	INSERT INTO paths(path, device_id, present) VALUES('nbd://h:1/x', 1, 0);
+	INSERT INTO tags VALUES('LABEL', 'oldremote', 1);
+	PRAGMA user_version=1;" >/dev/null || fail "making a version 1 database"
+	"$PONY" dev scan --db "$old" "$img" >/dev/null || fail "scan on a version 1 database"
+	[ "$(sqlite3 "$old" 'PRAGMA user_version')" = 2 ] || fail "version 1 database not upgraded"
+	"$PONY" dev find --db "$old" LABEL=oldremote | grep -q "nbd://h:1/x" || fail "device of version 1 lost"
+	"$PONY" dev find --db "$old" TYPE=swap | grep -q "s.img" || fail "scan into an upgraded database"
+fi
 pass
