@@ -31,7 +31,7 @@ static const char connection_setup[] =
 	 * its index; truncate it when a checkpoint has emptied it */
 	"PRAGMA journal_size_limit=0;";
 
-#define SCHEMA_VERSION 2
+#define SCHEMA_VERSION 3
 
 /* Once per database (user_version below SCHEMA_VERSION); WAL mode persists. */
 static const char schema[] =
@@ -55,15 +55,19 @@ static const char schema[] =
 	"  dev INTEGER, ino INTEGER, size INTEGER, mtime_ns INTEGER, diskseq INTEGER,"
 	"  probe_sum INTEGER"                /* what the last probe found, hashed */
 	") WITHOUT ROWID;"
-	"CREATE INDEX IF NOT EXISTS paths_device ON paths(device_id);"
+	/* covering for a hit's paths (STMT_DEV_PATHS): no descent into paths
+	 * per path; version 1's narrower paths_device goes */
+	"DROP INDEX IF EXISTS paths_device;"
+	"CREATE INDEX IF NOT EXISTS paths_by_device ON paths(device_id, present, parent);"
 	"CREATE INDEX IF NOT EXISTS paths_parent ON paths(parent) WHERE parent IS NOT NULL;"
 	"CREATE TABLE IF NOT EXISTS tags("
 	"  name TEXT NOT NULL, value TEXT NOT NULL, device_id INTEGER NOT NULL,"
 	"  PRIMARY KEY(name, value, device_id)) WITHOUT ROWID;"
 	"CREATE INDEX IF NOT EXISTS tags_device ON tags(device_id);"
-	"PRAGMA user_version=2;";
+	"PRAGMA user_version=3;";
 
-/* Version 1 to 2: paths learnt probe_sum. */
+/* Version 1 to 2: paths learnt probe_sum (2 to 3, the covering index, is
+ * the schema's own DROP/CREATE INDEX). */
 static const char migrate_v1[] = "ALTER TABLE paths ADD COLUMN probe_sum INTEGER;";
 
 static const char *const stmt_sql[STMT__MAX] = {
@@ -74,6 +78,8 @@ static const char *const stmt_sql[STMT__MAX] = {
 	[STMT_DEV_PATHS] = "SELECT path, present, parent FROM paths WHERE device_id=?1 "
 			   "ORDER BY present DESC, length(path), path",
 	[STMT_PATH_PARENT] = "SELECT parent FROM paths WHERE path=?1",
+	[STMT_BEGIN] = "BEGIN",
+	[STMT_COMMIT] = "COMMIT",
 };
 
 int devdb_sql_errno(int rc)
@@ -116,6 +122,18 @@ sqlite3_stmt *devdb_stmt(struct devdb *db, int which)
 	sqlite3_reset(s);
 	sqlite3_clear_bindings(s);
 	return s;
+}
+
+int devdb_exec_stmt(struct devdb *db, int which)
+{
+	sqlite3_stmt *s = devdb_stmt(db, which);
+	int rc;
+
+	if (!s)
+		return devdb_sql_errno(sqlite3_errcode(db->sql));
+	rc = sqlite3_step(s);
+	sqlite3_reset(s);
+	return devdb_sql_errno(rc);
 }
 
 /* mkdir -p of path's directory (the default lives in /var/lib/pony). */

@@ -63,6 +63,8 @@ enum {
 	STMT_DEV_TAGS,
 	STMT_DEV_PATHS,
 	STMT_PATH_PARENT,       /* the image a partition path lives in */
+	STMT_BEGIN,             /* a (deferred) transaction around a lookup's reads */
+	STMT_COMMIT,
 	STMT__MAX,
 };
 
@@ -82,6 +84,8 @@ struct devdb {
 
 /* A prepared statement, reset and ready to bind. */
 sqlite3_stmt *devdb_stmt(struct devdb *db, int which);
+/* Runs a statement without results (STMT_BEGIN, STMT_COMMIT); 0 or -errno. */
+int devdb_exec_stmt(struct devdb *db, int which);
 /* sqlite3_exec() with the result turned into -errno. */
 int devdb_exec(struct devdb *db, const char *sql);
 /* An SQLite result code as -errno. */
