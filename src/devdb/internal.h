@@ -49,7 +49,11 @@ int devdb_probe_pt_entry(int fd, uint64_t size, uint64_t start, unsigned number,
  * added, 0 not a partition (or its disk has no node), -errno.
  */
 int devdb_part_entry_tags(const struct stat *st, struct devdb_tags *tags);
-/* Probes an open file or block device whose fstat is st. */
+/* Probes size bytes of an open fd (probe.c: no sysfs, no database). */
+int devdb_probe_fd_size(int fd, uint64_t size, const struct devdb_probe_opts *opts,
+			struct devdb_probe_result **ret);
+/* Probes an open file or block device whose fstat is st (and, for a kernel
+ * partition device, its entry in the parent's table). */
 int devdb_probe_fd(int fd, const struct stat *st, const struct devdb_probe_opts *opts,
 		   struct devdb_probe_result **ret);
 bool devdb_ident_equal(const struct devdb_ident *a, const struct devdb_ident *b);

@@ -7,12 +7,9 @@
  * outside the device, so no prober can read past it whatever the input.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <linux/fs.h>
 #include <stdarg.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "probe.h"
@@ -559,44 +556,10 @@ int devdb_probe_pt_entry(int fd, uint64_t size, uint64_t start, unsigned number,
 	return r < 0 ? r : hit ? 1 : 0;
 }
 
-int devdb_probe_fd(int fd, const struct stat *st, const struct devdb_probe_opts *opts,
-		   struct devdb_probe_result **ret)
+int devdb_probe_fd_size(int fd, uint64_t size, const struct devdb_probe_opts *opts,
+			struct devdb_probe_result **ret)
 {
-	struct devdb_reader rd = { .ctx = &fd, .read = fd_read };
+	struct devdb_reader rd = { .size = size, .ctx = &fd, .read = fd_read };
 
-	int r;
-
-	if (S_ISBLK(st->st_mode)) {
-		if (ioctl(fd, BLKGETSIZE64, &rd.size) < 0)
-			return -errno;
-	} else if (S_ISREG(st->st_mode)) {
-		rd.size = (uint64_t)st->st_size;
-	} else {
-		return -ENOTBLK;
-	}
-	r = devdb_probe_reader(&rd, opts, ret);
-	/* a kernel partition device (sda1) learns its entry from its disk */
-	if (r == 0 && S_ISBLK(st->st_mode)) {
-		r = devdb_part_entry_tags(st, &(*ret)->tags);
-		if (r > 0 && (*ret)->status == DEVDB_PROBE_NONE)
-			(*ret)->status = DEVDB_PROBE_FOUND;
-		if (r < 0) {
-			devdb_probe_result_free(*ret);
-			*ret = NULL;
-			return r;
-		}
-		r = 0;
-	}
-	return r;
-}
-
-int devdb_probe_path(const char *path, const struct devdb_probe_opts *opts,
-		     struct devdb_probe_result **ret)
-{
-	_cleanup_(closep) int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	struct stat st;
-
-	if (fd < 0 || fstat(fd, &st) < 0)
-		return -errno;
-	return devdb_probe_fd(fd, &st, opts, ret);
+	return devdb_probe_reader(&rd, opts, ret);
 }
