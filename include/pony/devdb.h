@@ -175,6 +175,30 @@ int devdb_mark_absent(struct devdb *db, const char *path);
 /* Directories holding known image files (for `watch`); same ownership as
  * devdb_duplicate_uuids(). */
 int devdb_image_dirs(struct devdb *db, char ***ret_dirs, size_t *ret_n);
+
+/*
+ * Block device events (`pony dev watch`): udev's, through libudev (loaded
+ * on demand), when udevd runs; else the kernel's uevents read from
+ * NETLINK_KOBJECT_UEVENT directly. AUTO picks by /run/udev/control.
+ */
+enum devdb_uevent_source { DEVDB_UEVENT_AUTO, DEVDB_UEVENT_UDEV, DEVDB_UEVENT_KERNEL };
+struct devdb_uevent {
+	char action[16];        /* add, change, remove, ... */
+	char node[256];         /* /dev/loop0 */
+};
+struct devdb_uevents;
+int devdb_uevents_open(enum devdb_uevent_source source, struct devdb_uevents **ret);
+void devdb_uevents_free(struct devdb_uevents *ev);
+static inline void devdb_uevents_freep(struct devdb_uevents **ev)
+{
+	devdb_uevents_free(*ev);
+}
+/* The descriptor to poll for POLLIN. */
+int devdb_uevents_fd(const struct devdb_uevents *ev);
+enum devdb_uevent_source devdb_uevents_source(const struct devdb_uevents *ev);
+/* 1: *out is a block device event; 0: nothing (or not a block device); -errno. */
+int devdb_uevents_receive(struct devdb_uevents *ev, struct devdb_uevent *out);
+
 /* Inserts n synthetic devices (benchmarks): path prefix + i, LABEL/UUID tags. */
 int devdb_add_synthetic(struct devdb *db, const char *prefix, uint64_t n);
 

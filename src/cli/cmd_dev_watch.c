@@ -1,14 +1,14 @@
 /*
  * cmd_dev_watch.c - `pony dev watch`: keeps the database current without
- * rescans. udev's netlink events (libudev) report block devices coming,
- * changing and going; inotify reports IN_CLOSE_WRITE on block device nodes
+ * rescans. Netlink uevents report block devices coming, changing and going
+ * (udev's through libudev when udevd runs, else the kernel's own:
+ * devdb_uevents_open()); inotify reports IN_CLOSE_WRITE on block device nodes
  * and in directories of image files, as udev's own "watch" does, so a mkfs
  * that rewrites a label is probed again the moment the tool closes the
  * device, and a lookup right after finds the new label.
  */
 #include <errno.h>
 #include <getopt.h>
-#include <libudev.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdio.h>
@@ -90,23 +90,29 @@ static void handle_inotify(struct watch *w)
 	}
 }
 
-static void handle_udev(struct watch *w, struct udev_monitor *mon)
+static void handle_uevent(struct watch *w, struct devdb_uevents *ev)
 {
-	struct udev_device *dev = udev_monitor_receive_device(mon);
-	const char *node, *action;
+	struct devdb_uevent e;
+	int r;
 
-	if (!dev)
-		return;
-	node = udev_device_get_devnode(dev);
-	action = udev_device_get_action(dev);
-	if (node && action && !strcmp(action, "remove")) {
-		if (devdb_mark_absent(w->db, node) == 0 && w->verbose)
-			printf("gone %s\n", node);
-	} else if (node) {
-		watch_update(w, node, action ? action : "change");
-		watch_add(w, node, false);
+	while ((r = devdb_uevents_receive(ev, &e)) != 0) {
+		if (r < 0) {
+			if (r == -ENOBUFS)      /* events were lost: carry on with the next */
+				continue;
+			fprintf(stderr, "pony: watch: uevent: %s\n", strerror(-r));
+			return;
+		}
+		if (w->verbose)
+			printf("uevent %s %s\n", e.action, e.node);
+		if (!strcmp(e.action, "remove")) {
+			if (devdb_mark_absent(w->db, e.node) == 0 && w->verbose)
+				printf("gone %s\n", e.node);
+			fflush(stdout);
+		} else {
+			watch_update(w, e.node, e.action);
+			watch_add(w, e.node, false);
+		}
 	}
-	udev_device_unref(dev);
 }
 
 static void add_block_nodes(struct watch *w)
@@ -129,10 +135,12 @@ static void add_block_nodes(struct watch *w)
 static void watch_usage(FILE *f)
 {
 	fprintf(f, "Usage: pony dev watch [--db PATH] [--timeout SECONDS] [--verbose] [DIR...]\n"
-		   "Keeps the database current: udev events for block devices, inotify\n"
+		   "Keeps the database current: uevents for block devices (udev's when udevd\n"
+		   "runs, else the kernel's; PONY_UEVENT_SOURCE=kernel|udev forces one), inotify\n"
 		   "IN_CLOSE_WRITE on block device nodes and on directories of image files (the\n"
 		   "ones the database knows, and DIRs given). Runs until killed, or SECONDS.\n"
-		   "Prints 'watching ...' on stderr once every watch is in place.\n");
+		   "Prints 'watching ...' on stderr once every watch is in place; --verbose\n"
+		   "prints each update (and each block device uevent: 'uevent ACTION NODE').\n");
 }
 
 int dev_watch_run(int argc, char **argv)
@@ -142,8 +150,8 @@ int dev_watch_run(int argc, char **argv)
 		{ "verbose", no_argument, NULL, 'v' }, { "help", no_argument, NULL, 'h' }, { 0 },
 	};
 	struct watch w = { .ifd = -1 };
-	struct udev *udev = NULL;
-	struct udev_monitor *mon = NULL;
+	_cleanup_(devdb_uevents_freep) struct devdb_uevents *ev = NULL;
+	const char *source = getenv("PONY_UEVENT_SOURCE");
 	const char *dbpath = NULL;
 	double timeout = 0;
 	char **dirs = NULL;
@@ -191,18 +199,17 @@ int dev_watch_run(int argc, char **argv)
 		free(dirs);
 	}
 	add_block_nodes(&w);
-	udev = udev_new();
-	mon = udev ? udev_monitor_new_from_netlink(udev, "udev") : NULL;
-	if (mon && (udev_monitor_filter_add_match_subsystem_devtype(mon, "block", NULL) < 0 ||
-		    udev_monitor_enable_receiving(mon) < 0)) {
-		udev_monitor_unref(mon);
-		mon = NULL;
-	}
-	fprintf(stderr, "pony: watching %d paths%s\n", w.nwd, mon ? " and udev events" : "");
+	r = devdb_uevents_open(!source ? DEVDB_UEVENT_AUTO : !strcmp(source, "kernel") ?
+			       DEVDB_UEVENT_KERNEL : DEVDB_UEVENT_UDEV, &ev);
+	if (r < 0)
+		cli_error("no device events (%s): only inotify", strerror(-r));
+	fprintf(stderr, "pony: watching %d paths%s\n", w.nwd, !ev ? "" :
+		devdb_uevents_source(ev) == DEVDB_UEVENT_UDEV ? " and udev events" :
+		" and kernel uevents");
 	end = timeout > 0 ? util_now_ns() + (uint64_t)(timeout * 1e9) : 0;
 	for (;;) {
 		struct pollfd pfd[2] = { { .fd = w.ifd, .events = POLLIN },
-					 { .fd = mon ? udev_monitor_get_fd(mon) : -1, .events = POLLIN } };
+					 { .fd = ev ? devdb_uevents_fd(ev) : -1, .events = POLLIN } };
 		int ms = -1;
 
 		if (end) {
@@ -216,11 +223,9 @@ int dev_watch_run(int argc, char **argv)
 			break;
 		if (pfd[0].revents & POLLIN)
 			handle_inotify(&w);
-		if (mon && (pfd[1].revents & POLLIN))
-			handle_udev(&w, mon);
+		if (ev && (pfd[1].revents & POLLIN))
+			handle_uevent(&w, ev);
 	}
-	udev_monitor_unref(mon);
-	udev_unref(udev);
 	for (int i = 0; i < w.nwd; i++)
 		free(w.wpath[i]);
 	close(w.ifd);

@@ -31,7 +31,7 @@ static const char connection_setup[] =
 	 * its index; truncate it when a checkpoint has emptied it */
 	"PRAGMA journal_size_limit=0;";
 
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 3
 
 /* Once per database (user_version below SCHEMA_VERSION); WAL mode persists. */
 static const char schema[] =
@@ -52,15 +52,23 @@ static const char schema[] =
 	"  dir TEXT,"                       /* the directory of an image file */
 	"  present INTEGER NOT NULL DEFAULT 1,"
 	"  block INTEGER NOT NULL DEFAULT 0,"
-	"  dev INTEGER, ino INTEGER, size INTEGER, mtime_ns INTEGER, diskseq INTEGER"
+	"  dev INTEGER, ino INTEGER, size INTEGER, mtime_ns INTEGER, diskseq INTEGER,"
+	"  probe_sum INTEGER"                /* what the last probe found, hashed */
 	") WITHOUT ROWID;"
-	"CREATE INDEX IF NOT EXISTS paths_device ON paths(device_id);"
+	/* covering for a hit's paths (STMT_DEV_PATHS): no descent into paths
+	 * per path; version 1's narrower paths_device goes */
+	"DROP INDEX IF EXISTS paths_device;"
+	"CREATE INDEX IF NOT EXISTS paths_by_device ON paths(device_id, present, parent);"
 	"CREATE INDEX IF NOT EXISTS paths_parent ON paths(parent) WHERE parent IS NOT NULL;"
 	"CREATE TABLE IF NOT EXISTS tags("
 	"  name TEXT NOT NULL, value TEXT NOT NULL, device_id INTEGER NOT NULL,"
 	"  PRIMARY KEY(name, value, device_id)) WITHOUT ROWID;"
 	"CREATE INDEX IF NOT EXISTS tags_device ON tags(device_id);"
-	"PRAGMA user_version=1;";
+	"PRAGMA user_version=3;";
+
+/* Version 1 to 2: paths learnt probe_sum (2 to 3, the covering index, is
+ * the schema's own DROP/CREATE INDEX). */
+static const char migrate_v1[] = "ALTER TABLE paths ADD COLUMN probe_sum INTEGER;";
 
 static const char *const stmt_sql[STMT__MAX] = {
 	[STMT_PATH_GET] = "SELECT block, dev, ino, size, mtime_ns, diskseq, present FROM paths WHERE path=?1",
@@ -69,6 +77,9 @@ static const char *const stmt_sql[STMT__MAX] = {
 	[STMT_DEV_TAGS] = "SELECT name, value FROM tags WHERE device_id=?1",
 	[STMT_DEV_PATHS] = "SELECT path, present, parent FROM paths WHERE device_id=?1 "
 			   "ORDER BY present DESC, length(path), path",
+	[STMT_PATH_PARENT] = "SELECT parent FROM paths WHERE path=?1",
+	[STMT_BEGIN] = "BEGIN",
+	[STMT_COMMIT] = "COMMIT",
 };
 
 int devdb_sql_errno(int rc)
@@ -111,6 +122,18 @@ sqlite3_stmt *devdb_stmt(struct devdb *db, int which)
 	sqlite3_reset(s);
 	sqlite3_clear_bindings(s);
 	return s;
+}
+
+int devdb_exec_stmt(struct devdb *db, int which)
+{
+	sqlite3_stmt *s = devdb_stmt(db, which);
+	int rc;
+
+	if (!s)
+		return devdb_sql_errno(sqlite3_errcode(db->sql));
+	rc = sqlite3_step(s);
+	sqlite3_reset(s);
+	return devdb_sql_errno(rc);
 }
 
 /* mkdir -p of path's directory (the default lives in /var/lib/pony). */
@@ -166,6 +189,8 @@ int devdb_open(const char *path, unsigned flags, struct devdb **ret_db)
 		/* a lookup is a whole process: skip the schema when it is there */
 		if (r == 0)
 			r = db_run(db, "PRAGMA user_version", "", &version);
+		if (r == 0 && version == 1)
+			r = devdb_exec(db, migrate_v1);
 		if (r == 0 && version < SCHEMA_VERSION)
 			r = devdb_exec(db, schema);
 	}
@@ -393,6 +418,55 @@ static int drop_stale_parts(struct devdb *db, const char *parent, const struct d
 	return r;
 }
 
+/* FNV-1a over s and its NUL: a field at a time, so "ab","c" != "a","bc". */
+static uint64_t sum_str(uint64_t h, const char *s)
+{
+	do {
+		h ^= (unsigned char)*s;
+		h *= 0x100000001b3ull;
+	} while (*s++);
+	return h;
+}
+
+static uint64_t sum_u64(uint64_t h, uint64_t v)
+{
+	for (int i = 0; i < 8; i++, v >>= 8) {
+		h ^= v & 0xff;
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+static uint64_t sum_tags(uint64_t h, int status, const char *ambivalent,
+			 const struct devdb_tags *tags)
+{
+	h = sum_u64(h, (uint64_t)status);
+	h = sum_str(h, ambivalent ? ambivalent : "");
+	for (size_t i = 0; i < tags->n; i++)
+		h = sum_str(sum_str(h, tags->v[i].name), tags->v[i].value);
+	return sum_u64(h, tags->n);
+}
+
+/*
+ * Everything devdb_store() writes for a path, hashed: the identity, the
+ * result and its partitions. A re-probe (scan --force) whose sum equals the
+ * stored one has nothing to write and is answered with one query.
+ */
+static int64_t probe_sum(const struct devdb_ident *id, const struct devdb_probe_result *res,
+			 size_t nparts)
+{
+	uint64_t h = sum_str(0xcbf29ce484222325ull, id->key);
+
+	h = sum_tags(sum_u64(h, id->size), (int)res->status, res->ambivalent, &res->tags);
+	for (size_t i = 0; i < nparts; i++) {
+		const struct devdb_part *p = &res->parts[i];
+
+		h = sum_u64(sum_u64(sum_u64(h, p->number), p->offset), p->size);
+		h = sum_tags(h, (int)p->status, p->ambivalent, &p->tags);
+	}
+	return (int64_t)sum_u64(h, nparts);
+}
+
 int devdb_store(struct devdb *db, const char *path, const struct devdb_ident *id,
 		const struct devdb_probe_result *res)
 {
@@ -400,11 +474,19 @@ int devdb_store(struct devdb *db, const char *path, const struct devdb_ident *id
 		.path = path, .kind = id->block ? "block" : "file", .id = id, .tags = &res->tags,
 		.size = id->size, .status = (int)res->status, .ambivalent = res->ambivalent,
 	};
-	int r = store_one(db, &it);
 	/* the kernel's partition devices (sda1) are probed as devices of their
 	 * own; "sda:p1" as well would report every filesystem on them twice */
 	size_t nparts = devdb_block_has_partitions(id) ? 0 : res->nparts;
+	int64_t sum = probe_sum(id, res, nparts), same = -1;
+	int r = db_run(db, "SELECT 1 FROM paths WHERE path=?1 AND parent IS NULL AND present=1 AND "
+			   "block=?2 AND dev=?3 AND ino=?4 AND size=?5 AND mtime_ns=?6 AND "
+			   "diskseq=?7 AND probe_sum=?8",
+		       "siiiiiii", &same, path, (int64_t)id->block, (int64_t)id->dev,
+		       (int64_t)id->ino, (int64_t)id->size, id->mtime_ns, (int64_t)id->diskseq, sum);
 
+	if (r < 0 || same >= 0)
+		return r;
+	r = store_one(db, &it);
 	for (size_t i = 0; r == 0 && i < nparts; i++) {
 		const struct devdb_part *p = &res->parts[i];
 		struct devdb_ident pid = *id;
@@ -420,6 +502,8 @@ int devdb_store(struct devdb *db, const char *path, const struct devdb_ident *id
 	}
 	if (r == 0)
 		r = drop_stale_parts(db, path, res);
+	if (r == 0)
+		r = db_run(db, "UPDATE paths SET probe_sum=?2 WHERE path=?1", "si", NULL, path, sum);
 	return r;
 }
 

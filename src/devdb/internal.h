@@ -9,6 +9,7 @@
 #include <sqlite3.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "pony/devdb.h"
 
@@ -27,6 +28,34 @@ struct devdb_ident {
 
 /* One stat (plus sysfs size/diskseq/wwid for block devices). 0 or -errno. */
 int devdb_ident_get(const char *path, struct devdb_ident *ret);
+/* The same from a stat already made; -ENOTBLK for neither file nor device. */
+int devdb_ident_from_stat(const struct stat *st, struct devdb_ident *ret);
+/*
+ * Opens path once and probes it; its identity comes from the same open
+ * file's fstat, so the tags stored are those of exactly that identity.
+ */
+int devdb_probe_ident(const char *path, struct devdb_ident *ret_id,
+		      struct devdb_probe_result **ret);
+/*
+ * The partition-table entry of [start, ...) (512-byte sectors; number if
+ * several start there) on the open disk fd of size bytes, as PART_ENTRY_*,
+ * PARTUUID and PARTLABEL added to tags: 1 found, 0 no table or no entry.
+ */
+int devdb_probe_pt_entry(int fd, uint64_t size, uint64_t start, unsigned number,
+			 struct devdb_tags *tags);
+/*
+ * For a kernel partition device (st of /dev/sda1), its entry in the parent
+ * disk's table plus PART_ENTRY_DISK, added to tags, as libblkid does: 1
+ * added, 0 not a partition (or its disk has no node), -errno.
+ */
+int devdb_part_entry_tags(const struct stat *st, struct devdb_tags *tags);
+/* Probes size bytes of an open fd (probe.c: no sysfs, no database). */
+int devdb_probe_fd_size(int fd, uint64_t size, const struct devdb_probe_opts *opts,
+			struct devdb_probe_result **ret);
+/* Probes an open file or block device whose fstat is st (and, for a kernel
+ * partition device, its entry in the parent's table). */
+int devdb_probe_fd(int fd, const struct stat *st, const struct devdb_probe_opts *opts,
+		   struct devdb_probe_result **ret);
 bool devdb_ident_equal(const struct devdb_ident *a, const struct devdb_ident *b);
 /* A block device the kernel made partition devices for (sda -> sda1, ...). */
 bool devdb_block_has_partitions(const struct devdb_ident *id);
@@ -37,6 +66,9 @@ enum {
 	STMT_DEV_GET,
 	STMT_DEV_TAGS,
 	STMT_DEV_PATHS,
+	STMT_PATH_PARENT,       /* the image a partition path lives in */
+	STMT_BEGIN,             /* a (deferred) transaction around a lookup's reads */
+	STMT_COMMIT,
 	STMT__MAX,
 };
 
@@ -56,6 +88,8 @@ struct devdb {
 
 /* A prepared statement, reset and ready to bind. */
 sqlite3_stmt *devdb_stmt(struct devdb *db, int which);
+/* Runs a statement without results (STMT_BEGIN, STMT_COMMIT); 0 or -errno. */
+int devdb_exec_stmt(struct devdb *db, int which);
 /* sqlite3_exec() with the result turned into -errno. */
 int devdb_exec(struct devdb *db, const char *sql);
 /* An SQLite result code as -errno. */
@@ -72,8 +106,14 @@ int devdb_store(struct devdb *db, const char *path, const struct devdb_ident *id
 int devdb_stored_ident(struct devdb *db, const char *path, struct devdb_ident *ret,
 		       bool *ret_present);
 
-/* Probes paths[0..n) in parallel (through acall); res[i] or err[i] per path. */
-int devdb_probe_many(char *const *paths, size_t n, struct devdb_probe_result **res, int *err,
-		     void (*progress)(void *ctx, uint64_t done, uint64_t total), void *ctx);
+/*
+ * Probes paths[0..n) in parallel (through acall): ids[i] and res[i], or
+ * err[i], per path. done(ctx, first, count) runs on the calling thread as
+ * each batch of paths is finished (scan stores them while the rest are
+ * probed); a negative return stops and is returned.
+ */
+int devdb_probe_many(char *const *paths, size_t n, struct devdb_ident *ids,
+		     struct devdb_probe_result **res, int *err,
+		     int (*done)(void *ctx, size_t first, size_t count), void *ctx);
 
 #endif

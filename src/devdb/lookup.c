@@ -94,15 +94,15 @@ static int load_dev(struct devdb *db, int64_t id, struct devdb_dev **ret)
 /* The image a partition path lives in, or NULL (malloc'd). */
 static char *path_parent(struct devdb *db, const char *path)
 {
-	sqlite3_stmt *s;
+	sqlite3_stmt *s = devdb_stmt(db, STMT_PATH_PARENT);
 	char *parent = NULL;
 
-	if (sqlite3_prepare_v2(db->sql, "SELECT parent FROM paths WHERE path=?1", -1, &s, NULL))
+	if (!s)
 		return NULL;
 	sqlite3_bind_text(s, 1, path, -1, SQLITE_STATIC);
 	if (sqlite3_step(s) == SQLITE_ROW)
 		parent = col_dup(s, 0);
-	sqlite3_finalize(s);
+	sqlite3_reset(s);
 	return parent;
 }
 
@@ -128,7 +128,7 @@ int devdb_update_path(struct devdb *db, const char *path)
 		return r;
 	if (r == 1 && present && devdb_ident_equal(&cur, &old))
 		return 0;
-	r = devdb_probe_path(path, NULL, &res);
+	r = devdb_probe_ident(path, &cur, &res);
 	if (r < 0)
 		return r;
 	r = devdb_exec(db, "BEGIN IMMEDIATE");
@@ -144,6 +144,19 @@ int devdb_update_path(struct devdb *db, const char *path)
  * The stat check of one hit: 0 still valid (maybe after a re-probe),
  * -ENOENT gone, -errno. *ret_changed says whether the tags may differ now.
  */
+/* Reads only: whether d's preferred path is still the identity stored
+ * (the common case, answered inside the lookup's read transaction). */
+static bool dev_unchanged(struct devdb *db, const struct devdb_dev *d)
+{
+	_cleanup_(freep) char *parent = d->npaths ? path_parent(db, d->paths[0]) : NULL;
+	const char *p = parent ? parent : d->npaths ? d->paths[0] : NULL;
+	struct devdb_ident cur, old;
+	bool present;
+
+	return p && devdb_ident_get(p, &cur) == 0 && devdb_stored_ident(db, p, &old, &present) == 1 &&
+	       present && devdb_ident_equal(&cur, &old);
+}
+
 static int verify_dev(struct devdb *db, const struct devdb_dev *d, bool *ret_changed)
 {
 	*ret_changed = false;
@@ -240,46 +253,79 @@ static int devs_append(struct devdb_dev ***devs, size_t *n, struct devdb_dev *d)
 	return 0;
 }
 
-int devdb_find(struct devdb *db, const char *const *names, const char *const *values,
-	       size_t nterms, struct devdb_dev ***ret_devs, size_t *ret_n)
+/*
+ * The hits, loaded inside one read transaction (a statement outside one is
+ * a transaction of its own: shm locks and a WAL check each time); those
+ * whose stat check passes are done. *ret_stale (nstale) are the hits to
+ * verify outside it, since verifying may re-probe and write.
+ */
+static int find_load(struct devdb *db, const char *const *names, const char *const *values,
+		     size_t nterms, struct devdb_dev ***devs, size_t *n,
+		     struct devdb_dev ***ret_stale, size_t *ret_nstale)
 {
 	_cleanup_(freep) int64_t *ids = NULL;
-	struct devdb_dev **devs = NULL;
-	size_t nids = 0, n = 0;
-	int r;
+	bool txn = sqlite3_get_autocommit(db->sql);
+	bool verify = !(db->flags & DEVDB_OPEN_NOVERIFY);
+	size_t nids = 0;
+	int r = txn ? devdb_exec_stmt(db, STMT_BEGIN) : 0;
 
-	if (!nterms)
-		return -EINVAL;
-	r = find_ids(db, names, values, nterms, &ids, &nids);
+	if (r == 0)
+		r = find_ids(db, names, values, nterms, &ids, &nids);
 	for (size_t i = 0; r >= 0 && i < nids; i++) {
 		struct devdb_dev *d = NULL;
-		bool changed = false;
 
 		r = load_dev(db, ids[i], &d);
 		if (r == -ENOENT) {
 			r = 0;
 			continue;
 		}
-		if (r == 0 && strcmp(d->kind, "remote") && !(db->flags & DEVDB_OPEN_NOVERIFY)) {
-			r = verify_dev(db, d, &changed);
-			if (r == 0 && changed) {
-				/* re-read: the re-probe may have changed the tags, or the paths */
-				devdb_dev_free(d);
-				d = NULL;
-				r = dev_matches(db, ids[i], names, values, nterms);
-				r = r > 0 ? load_dev(db, ids[i], &d) : r == 0 ? -ENOENT : r;
-			}
-			if (r == -ENOENT) {
-				devdb_dev_free(d);
-				r = 0;
-				continue;
-			}
+		if (r == 0 && verify && strcmp(d->kind, "remote") && !dev_unchanged(db, d))
+			r = devs_append(ret_stale, ret_nstale, d);
+		else if (r == 0)
+			r = devs_append(devs, n, d);
+		if (r < 0)
+			devdb_dev_free(d);
+	}
+	if (txn)
+		devdb_exec_stmt(db, STMT_COMMIT);
+	return r;
+}
+
+int devdb_find(struct devdb *db, const char *const *names, const char *const *values,
+	       size_t nterms, struct devdb_dev ***ret_devs, size_t *ret_n)
+{
+	struct devdb_dev **devs = NULL, **stale = NULL;
+	size_t n = 0, nstale = 0;
+	int r;
+
+	if (!nterms)
+		return -EINVAL;
+	r = find_load(db, names, values, nterms, &devs, &n, &stale, &nstale);
+	for (size_t i = 0; r >= 0 && i < nstale; i++) {
+		struct devdb_dev *d = stale[i];
+		int64_t id = d->id;
+		bool changed = false;
+
+		stale[i] = NULL;
+		r = verify_dev(db, d, &changed);
+		if (r == 0 && changed) {
+			/* re-read: the re-probe may have changed the tags, or the paths */
+			devdb_dev_free(d);
+			d = NULL;
+			r = dev_matches(db, id, names, values, nterms);
+			r = r > 0 ? load_dev(db, id, &d) : r == 0 ? -ENOENT : r;
+		}
+		if (r == -ENOENT) {
+			devdb_dev_free(d);
+			r = 0;
+			continue;
 		}
 		if (r == 0)
 			r = devs_append(&devs, &n, d);
 		if (r < 0)
 			devdb_dev_free(d);
 	}
+	devdb_devs_free(stale, nstale);
 	if (r < 0) {
 		devdb_devs_free(devs, n);
 		return r;

@@ -7,13 +7,11 @@
  * outside the device, so no prober can read past it whatever the input.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <linux/fs.h>
 #include <stdarg.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
+#include "internal.h"
 #include "probe.h"
 
 #define PROBE_MAX_READ (16u << 20)
@@ -24,6 +22,13 @@
  * prober asks for.
  */
 #define PROBE_HEAD 8192u
+/*
+ * Beyond the head, magics sit a few bytes apart (swap's page-size magic at
+ * 32758, ISO 9660's at 32769, UDF's at 32777; swap's at 65526, btrfs's at
+ * 65600): a small read takes the next PROBE_SMALL bytes with it, which
+ * saves a system call per neighbour for a few dozen bytes of copying.
+ */
+#define PROBE_SMALL 128u
 
 struct probe_buf {
 	struct probe_buf *next;
@@ -100,6 +105,8 @@ const uint8_t *devdb_probe_get(struct devdb_probe *pr, uint64_t off, uint64_t le
 		len = MIN((uint64_t)PROBE_HEAD, pr->size);
 		want_off = off;
 		off = 0;
+	} else if (len < PROBE_SMALL) {
+		len = MIN((uint64_t)PROBE_SMALL, pr->size - off);
 	}
 	b = malloc(sizeof(*b) + len);
 	if (!b) {
@@ -516,24 +523,43 @@ static int64_t fd_read(void *ctx, void *buf, size_t len, uint64_t off)
 	return (int64_t)done;
 }
 
-int devdb_probe_path(const char *path, const struct devdb_probe_opts *opts,
-		     struct devdb_probe_result **ret)
+int devdb_probe_pt_entry(int fd, uint64_t size, uint64_t start, unsigned number,
+			 struct devdb_tags *tags)
 {
-	_cleanup_(closep) int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	struct devdb_reader rd = { .ctx = &fd, .read = fd_read };
-	struct stat st;
+	struct devdb_reader rd = { .size = size, .ctx = &fd, .read = fd_read };
+	struct devdb_probe pr;
+	struct devdb_part part = { 0 };
+	struct devdb_pt pt;
+	const struct devdb_pt_entry *hit = NULL;
+	int r;
 
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if (S_ISBLK(st.st_mode)) {
-		if (ioctl(fd, BLKGETSIZE64, &rd.size) < 0)
-			return -errno;
-	} else if (S_ISREG(st.st_mode)) {
-		rd.size = (uint64_t)st.st_size;
-	} else {
-		return -ENOTBLK;
-	}
+	probe_init(&pr, &rd, 0, rd.size, NULL);
+	r = pr.size > 1024 ? probe_pt(&pr, &pt) : 0;
+	devdb_probe_release(&pr);
+	if (r <= 0)
+		return r;
+	/* libblkid's blkid_partlist_devno_to_partition(): the entry that
+	 * starts where the kernel's partition does; its number if several */
+	for (size_t i = 0; i < pt.n; i++)
+		if (pt.e[i].start == start && (!hit || pt.e[i].number == number))
+			hit = &pt.e[i];
+	r = hit ? part_tags(&part, &pt, hit) : 0;
+	/* libblkid names the table an extended partition (a 1 KiB device of
+	 * its own) carries without reading it */
+	if (r == 0 && hit && !strcmp(pt.type, "dos") && !devdb_tags_get(tags, "PTTYPE") &&
+	    (!strcmp(hit->type, "0x5") || !strcmp(hit->type, "0xf") || !strcmp(hit->type, "0x85")))
+		r = devdb_tags_add(tags, "PTTYPE", "dos");
+	free(pt.e);
+	for (size_t i = 0; r == 0 && hit && i < part.tags.n; i++)
+		r = devdb_tags_add(tags, part.tags.v[i].name, part.tags.v[i].value);
+	devdb_tags_done(&part.tags);
+	return r < 0 ? r : hit ? 1 : 0;
+}
+
+int devdb_probe_fd_size(int fd, uint64_t size, const struct devdb_probe_opts *opts,
+			struct devdb_probe_result **ret)
+{
+	struct devdb_reader rd = { .size = size, .ctx = &fd, .read = fd_read };
+
 	return devdb_probe_reader(&rd, opts, ret);
 }

@@ -65,7 +65,12 @@ static int walk_dir(const char *dir, int depth, struct strv *out)
 			continue;
 		if (snprintf(p, sizeof(p), "%s/%s", dir, e->d_name) >= (int)sizeof(p))
 			continue;
-		if (lstat(p, &st) < 0)
+		/* the entry's type, where the filesystem gives it, spares an lstat */
+		if (e->d_type == DT_REG || e->d_type == DT_BLK)
+			st.st_mode = e->d_type == DT_REG ? S_IFREG : S_IFBLK;
+		else if (e->d_type == DT_DIR)
+			st.st_mode = S_IFDIR;
+		else if (lstat(p, &st) < 0)
 			continue;
 		if (S_ISDIR(st.st_mode) && depth > 0)
 			r = walk_dir(p, depth - 1, out);
@@ -105,29 +110,34 @@ static int block_devices(struct strv *out)
 
 struct probe_job {
 	char *const *paths;
+	struct devdb_ident *ids;
 	struct devdb_probe_result **res;
 	int *err;
-	size_t n;
+	size_t first, n;
 };
 
 static int64_t probe_job_run(void *arg)
 {
 	struct probe_job *j = arg;
 
-	for (size_t i = 0; i < j->n; i++)
-		j->err[i] = devdb_probe_path(j->paths[i], NULL, &j->res[i]);
+	for (size_t i = 0; i < j->n; i++) {
+		size_t k = j->first + i;
+
+		j->err[k] = devdb_probe_ident(j->paths[k], &j->ids[k], &j->res[k]);
+	}
 	return 0;
 }
 
-int devdb_probe_many(char *const *paths, size_t n, struct devdb_probe_result **res, int *err,
-		     void (*progress)(void *ctx, uint64_t done, uint64_t total), void *ctx)
+int devdb_probe_many(char *const *paths, size_t n, struct devdb_ident *ids,
+		     struct devdb_probe_result **res, int *err,
+		     int (*done_cb)(void *ctx, size_t first, size_t count), void *ctx)
 {
 	struct acall_ring_params params = { .workers = PROBE_WORKERS };
 	_cleanup_(acall_ring_freep) struct acall_ring *ring = NULL;
 	size_t njobs = DIV_ROUND_UP(n, PROBE_BATCH);
 	_cleanup_(freep) struct probe_job *jobs = calloc(njobs ? njobs : 1, sizeof(*jobs));
-	size_t next = 0, done = 0, inflight = 0, paths_done = 0;
-	int r;
+	size_t next = 0, inflight = 0;
+	int r, failed = 0;
 
 	if (!jobs)
 		return -ENOMEM;
@@ -136,38 +146,42 @@ int devdb_probe_many(char *const *paths, size_t n, struct devdb_probe_result **r
 	r = acall_ring_new(&params, &ring);
 	if (r < 0)
 		return r;
-	while (done < njobs) {
+	/* after a failure, the ops in flight are still waited for: their
+	 * workers write into jobs[] and res[] */
+	while (inflight || (next < njobs && !failed)) {
 		struct acall_op *ops[PROBE_WINDOW];
 
-		for (; next < njobs && inflight < PROBE_WINDOW; next++, inflight++) {
+		for (; !failed && next < njobs && inflight < PROBE_WINDOW; next++, inflight++) {
 			struct acall_op *op = acall_get_op(ring);
 			size_t first = next * PROBE_BATCH;
 
-			if (!op)
-				return -ENOMEM;
-			jobs[next] = (struct probe_job){ .paths = paths + first, .res = res + first,
-				.err = err + first, .n = MIN((size_t)PROBE_BATCH, n - first) };
+			if (!op) {
+				failed = -ENOMEM;
+				break;
+			}
+			jobs[next] = (struct probe_job){ .paths = paths, .ids = ids, .res = res,
+				.err = err, .first = first, .n = MIN((size_t)PROBE_BATCH, n - first) };
 			acall_prep_call(op, probe_job_run, &jobs[next]);
 			acall_op_set_data(op, &jobs[next]);
 		}
 		r = acall_submit(ring);
 		if (r < 0)
-			return r;
+			return r;       /* nothing was queued: nothing is in flight */
+		if (!inflight)
+			break;
 		r = acall_wait_batch(ring, ops, PROBE_WINDOW, 1);
 		if (r < 0)
 			return r;
+		inflight -= (size_t)r;
 		for (int i = 0; i < r; i++) {
 			struct probe_job *j = acall_op_data(ops[i]);
 
-			paths_done += j->n;
 			acall_op_done(ring, ops[i]);
+			if (!failed && done_cb)
+				failed = MIN(done_cb(ctx, j->first, j->n), 0);
 		}
-		done += (size_t)r;
-		inflight -= (size_t)r;
-		if (progress)
-			progress(ctx, paths_done, n);
 	}
-	return 0;
+	return failed;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -207,25 +221,27 @@ static int mark_vanished(struct devdb *db, const char *root, const struct strv *
 	return r == -ENOENT ? 0 : r;
 }
 
-/* Which paths need a probe: identity unknown, changed, or forced. */
+/*
+ * Which paths need a probe: identity unknown, changed, or forced. Only a
+ * path stored as present needs a stat here; the others get theirs from the
+ * probe's own open (on a worker thread).
+ */
 static int scan_select(struct devdb *db, const struct strv *all, unsigned flags, struct strv *todo,
-		       struct devdb_ident *ids, struct devdb_scan_stats *st)
+		       struct devdb_scan_stats *st)
 {
 	for (size_t i = 0; i < all->n; i++) {
-		struct devdb_ident old;
-		bool present;
-		int r = devdb_ident_get(all->v[i], &ids[todo->n]);
+		struct devdb_ident old, cur;
+		bool present = false;
+		int r = flags & DEVDB_SCAN_FORCE ? 0 : devdb_stored_ident(db, all->v[i], &old, &present);
 
-		if (r < 0) {
-			st->failed++;
-			continue;
-		}
-		r = devdb_stored_ident(db, all->v[i], &old, &present);
 		if (r < 0)
 			return r;
-		if (r == 1 && present && !(flags & DEVDB_SCAN_FORCE) && devdb_ident_equal(&old, &ids[todo->n])) {
-			st->unchanged++;
-			continue;
+		if (r == 1 && present) {
+			r = devdb_ident_get(all->v[i], &cur);
+			if (r == 0 && devdb_ident_equal(&old, &cur)) {
+				st->unchanged++;
+				continue;
+			}
 		}
 		r = strv_add(todo, all->v[i]);
 		if (r < 0)
@@ -234,22 +250,42 @@ static int scan_select(struct devdb *db, const struct strv *all, unsigned flags,
 	return 0;
 }
 
-static int scan_store(struct devdb *db, const struct strv *todo, const struct devdb_ident *ids,
-		      struct devdb_probe_result **res, const int *err, struct devdb_scan_stats *st)
+/* Stores probe results as their batch finishes, inside the scan's transaction. */
+struct scan_store {
+	struct devdb *db;
+	const struct strv *todo;
+	const struct devdb_ident *ids;
+	struct devdb_probe_result **res;
+	const int *err;
+	struct devdb_scan_stats *st;
+	size_t stored;
+	void (*progress)(void *ctx, uint64_t done, uint64_t total);
+	void *ctx;
+};
+
+static int scan_store(void *arg, size_t first, size_t count)
 {
+	struct scan_store *s = arg;
 	int r = 0;
 
-	for (size_t i = 0; r == 0 && i < todo->n; i++) {
-		if (err[i] < 0 || !res[i]) {
-			st->failed++;
+	for (size_t i = first; r == 0 && i < first + count; i++) {
+		struct devdb_probe_result *res = s->res[i];
+
+		if (s->err[i] < 0 || !res) {
+			s->st->failed++;
 			continue;
 		}
-		r = devdb_store(db, todo->v[i], &ids[i], res[i]);
-		st->probed++;
-		st->bytes_read += res[i]->bytes_read;
-		if (res[i]->status == DEVDB_PROBE_FOUND)
-			st->found++;
+		r = devdb_store(s->db, s->todo->v[i], &s->ids[i], res);
+		s->st->probed++;
+		s->st->bytes_read += res->bytes_read;
+		if (res->status == DEVDB_PROBE_FOUND)
+			s->st->found++;
+		devdb_probe_result_free(res);
+		s->res[i] = NULL;
 	}
+	s->stored += count;
+	if (s->progress)
+		s->progress(s->ctx, s->stored, s->todo->n);
 	return r;
 }
 
@@ -293,14 +329,18 @@ int devdb_scan(struct devdb *db, const char *const *paths, size_t npaths, unsign
 		err = calloc(all.n + 1, sizeof(*err));
 		r = ids && res && err ? 0 : -ENOMEM;
 	}
-	if (r == 0)
-		r = scan_select(db, &all, flags, &todo, ids, &st);
-	if (r == 0)
-		r = devdb_probe_many(todo.v, todo.n, res, err, progress, ctx);
+	/* one transaction for the whole scan (a read transaction per query
+	 * costs two fcntl locks), written as probes finish: the database work
+	 * of one batch overlaps the probing of the next */
 	if (r == 0)
 		r = devdb_exec(db, "BEGIN IMMEDIATE");
 	if (r == 0) {
-		r = scan_store(db, &todo, ids, res, err, &st);
+		struct scan_store store = { .db = db, .todo = &todo, .ids = ids, .res = res,
+			.err = err, .st = &st, .progress = progress, .ctx = ctx };
+
+		r = scan_select(db, &all, flags, &todo, &st);
+		if (r == 0)
+			r = devdb_probe_many(todo.v, todo.n, ids, res, err, scan_store, &store);
 		for (size_t i = 0; r == 0 && i < roots.n; i++)
 			r = mark_vanished(db, roots.v[i], &all, &st.vanished);
 		if (r == 0 && !npaths)

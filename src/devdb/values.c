@@ -22,6 +22,7 @@ const char *devdb_tags_get(const struct devdb_tags *tags, const char *name)
 
 int devdb_tags_add(struct devdb_tags *tags, const char *name, const char *value)
 {
+	size_t nlen, vlen;
 	char *n, *v;
 
 	if (tags->n == tags->cap) {
@@ -33,33 +34,42 @@ int devdb_tags_add(struct devdb_tags *tags, const char *name, const char *value)
 		tags->v = t;
 		tags->cap = cap;
 	}
-	n = strdup(name);
-	v = strdup(value);
-	if (!n || !v) {
-		free(n);
-		free(v);
+	/* one allocation: name, then value (a probe makes a dozen of these
+	 * per device, so a scan makes hundreds of thousands) */
+	nlen = strlen(name) + 1;
+	vlen = strlen(value) + 1;
+	n = malloc(nlen + vlen);
+	if (!n)
 		return -ENOMEM;
-	}
+	v = n + nlen;
+	memcpy(n, name, nlen);
+	memcpy(v, value, vlen);
 	tags->v[tags->n++] = (struct devdb_tag){ .name = n, .value = v };
 	return 0;
 }
 
 void devdb_tags_done(struct devdb_tags *tags)
 {
-	for (size_t i = 0; i < tags->n; i++) {
-		free(tags->v[i].name);
-		free(tags->v[i].value);
-	}
+	for (size_t i = 0; i < tags->n; i++)
+		free(tags->v[i].name);  /* the value is in the same allocation */
 	free(tags->v);
 	*tags = (struct devdb_tags){ 0 };
 }
 
 int devdb_probe_set(struct devdb_probe *pr, const char *name, const char *fmt, ...)
 {
-	char *s = NULL;
+	char buf[256], *s = NULL;
 	va_list ap;
 	int r;
 
+	/* values are short: format on the stack, allocate only when not */
+	va_start(ap, fmt);
+	r = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (r < 0)
+		return -ENOMEM;
+	if ((size_t)r < sizeof(buf))
+		return devdb_tags_add(&pr->vals, name, buf);
 	va_start(ap, fmt);
 	r = vasprintf(&s, fmt, ap);
 	va_end(ap);
@@ -72,7 +82,14 @@ int devdb_probe_set(struct devdb_probe *pr, const char *name, const char *fmt, .
 
 int devdb_probe_set_u64(struct devdb_probe *pr, const char *name, uint64_t v)
 {
-	return devdb_probe_set(pr, name, "%llu", (unsigned long long)v);
+	char buf[21], *p = buf + sizeof(buf) - 1;
+
+	*p = '\0';
+	do {
+		*--p = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	return devdb_tags_add(&pr->vals, name, p);
 }
 
 bool devdb_is_zero(const void *data, size_t len)
@@ -198,12 +215,20 @@ int devdb_probe_set_utf8(struct devdb_probe *pr, const char *name, const void *d
 
 int devdb_probe_set_uuid(struct devdb_probe *pr, const char *name, const uint8_t u[16])
 {
+	static const char hex[] = "0123456789abcdef";
+	char buf[37], *p = buf;
+
 	if (devdb_is_zero(u, 16))
 		return 0;
-	return devdb_probe_set(pr, name,
-		"%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-		u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11],
-		u[12], u[13], u[14], u[15]);
+	/* 8-4-4-4-12, lower case, as libblkid's blkid_unparse_uuid() */
+	for (int i = 0; i < 16; i++) {
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			*p++ = '-';
+		*p++ = hex[u[i] >> 4];
+		*p++ = hex[u[i] & 15];
+	}
+	*p = '\0';
+	return devdb_tags_add(&pr->vals, name, buf);
 }
 
 uint32_t devdb_crc32(uint32_t seed, const void *buf, size_t len)

@@ -2,8 +2,9 @@
 # compare_blkid.sh - pony's probers against the installed libblkid on images
 # made here by the real mkfs tools with random labels and UUIDs: every field
 # `blkid -p -o export` prints must come out of `pony dev probe -o export`
-# with the same value. Also: a device holding two filesystems is reported
-# as ambivalent by both (exit 8), not silently taken for one of them.
+# with the same value. Also: a device holding two signatures is reported
+# as ambivalent by both (exit 8, the same ID_FS_AMBIVALENT udev line), not
+# silently taken for one of them.
 set -u
 . "$PONY_SRCDIR/tests/lib.sh"
 
@@ -69,5 +70,25 @@ if [ -f "$dir/btrfs.img" ] && [ -f "$dir/ext2.img" ]; then
 		fail "ambivalent device not listed as such"
 	PONY_DEVDB=$dir/devdb.sqlite "$PONY" dev find TYPE=btrfs >/dev/null && fail "ambivalent device found by TYPE"
 fi
+# Ambivalence as libblkid encodes it: the same exit code and the same
+# udev output (ID_FS_AMBIVALENT=usage:type[:version] ..., in probe order)
+# for each pair of signatures: a stale superblock copied under a new one.
+amb=0
+ambivalent_pair() { # ambivalent_pair TARGET SOURCE OFFSET_KIB COUNT_KIB
+	local t=$dir/amb-$1-$2.img want got
+	[ -f "$dir/$1.img" ] && [ -f "$dir/$2.img" ] || return 0
+	cp --sparse=always "$dir/$1.img" "$t"
+	dd if="$dir/$2.img" of="$t" bs=1024 skip="$3" seek="$3" count="$4" conv=notrunc status=none
+	want=$(blkid -p -o udev "$t" 2>&1; echo "exit $?")
+	got=$("$PONY" dev probe -o udev "$t" 2>&1; echo "exit $?")
+	[ "$want" = "$got" ] || fail "$1 with $2's superblock: blkid says '$want', pony '$got'"
+	case $want in *ID_FS_AMBIVALENT=*) ;; *) fail "blkid did not call $1+$2 ambivalent: $want";; esac
+	echo "$1 + $2: $(echo "$want" | head -1)"
+	amb=$((amb + 1))
+	rm -f "$t"
+}
+ambivalent_pair xfs ext4 1 1            # ext4's superblock at 1 KiB, under XFS's at 0
+ambivalent_pair btrfs ext3 1 1           # under btrfs's at 64 KiB
+[ "$amb" -ge 1 ] || fail "no ambivalent pair could be made"
 echo "compared $made images, $fields fields equal to libblkid $(blkid --version | awk '{print $4}')"
 pass

@@ -12,7 +12,8 @@ set -u
 command -v mkfs.ext4 >/dev/null || skip "mkfs.ext4 is missing"
 dir=$(mktemp -d /tmp/pony-devcli.XXXXXX)
 watch_pid=
-trap '[ -n "$watch_pid" ] && kill $watch_pid 2>/dev/null; rm -rf "$dir"' EXIT
+loopdev=
+trap '[ -n "$watch_pid" ] && kill $watch_pid 2>/dev/null; [ -n "$loopdev" ] && losetup -d "$loopdev" 2>/dev/null; rm -rf "$dir"' EXIT
 export PONY_DEVDB=$dir/db/devdb.sqlite
 img=$dir/img
 mkdir -p "$img"
@@ -111,7 +112,8 @@ if [ "$(id -u)" -eq 0 ] && loopdev=$(losetup -f --show "$img/e1.img" 2>/dev/null
 	# (the backing file carries the new label too: two devices)
 	"$PONY" dev find --all LABEL=onloop 2>/dev/null | grep -q "^$loopdev\$" || fail "relabelled loop device not found"
 	losetup -d "$loopdev"
-	"$PONY" dev find --all LABEL=onloop | grep -q "^$loopdev\$" && fail "detached loop device still found"
+	lo=$loopdev loopdev=    # detached: the trap must not detach a reuser's
+	"$PONY" dev find --all LABEL=onloop | grep -q "^$lo\$" && fail "detached loop device still found"
 fi
 
 # pony volume members: every member of a volume found by the volume's UUID.
@@ -134,4 +136,29 @@ dd if=/dev/zero of="$vdir/m2.img" bs=4096 count=1 conv=notrunc status=none
 "$PONY" dev probe --json "$img/e1.img" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["devices"][0]["TYPE"]=="ext4"' ||
 	fail "probe --json"
 "$PONY" dev probe "$img/blank.img" >/dev/null; [ $? -eq 2 ] || fail "probe of a blank image did not exit 2"
+
+# A database of schema version 1 (before paths.probe_sum) is upgraded in
+# place, its devices kept, and scans work on it.
+if command -v sqlite3 >/dev/null; then
+	old=$dir/v1.sqlite
+	sqlite3 "$old" "PRAGMA journal_mode=WAL;
+	CREATE TABLE devices(id INTEGER PRIMARY KEY, ident TEXT NOT NULL UNIQUE, kind TEXT NOT NULL,
+	  connect TEXT, present INTEGER NOT NULL DEFAULT 1, size INTEGER NOT NULL DEFAULT 0,
+	  status INTEGER NOT NULL DEFAULT 0, ambivalent TEXT);
+	CREATE TABLE paths(path TEXT PRIMARY KEY, device_id INTEGER NOT NULL, parent TEXT, dir TEXT,
+	  present INTEGER NOT NULL DEFAULT 1, block INTEGER NOT NULL DEFAULT 0, dev INTEGER,
+	  ino INTEGER, size INTEGER, mtime_ns INTEGER, diskseq INTEGER) WITHOUT ROWID;
+	CREATE TABLE tags(name TEXT NOT NULL, value TEXT NOT NULL, device_id INTEGER NOT NULL,
+	  PRIMARY KEY(name, value, device_id)) WITHOUT ROWID;
+	INSERT INTO devices(id, ident, kind, connect, present) VALUES(1, 'r:nbd://h:1/x', 'remote', 'nbd://h:1/x', 0);
+	INSERT INTO paths(path, device_id, present) VALUES('nbd://h:1/x', 1, 0);
+	INSERT INTO tags VALUES('LABEL', 'oldremote', 1);
+	PRAGMA user_version=1;" >/dev/null || fail "making a version 1 database"
+	"$PONY" dev scan --db "$old" "$img" >/dev/null || fail "scan on a version 1 database"
+	[ "$(sqlite3 "$old" 'PRAGMA user_version')" = 3 ] || fail "version 1 database not upgraded"
+	sqlite3 "$old" "EXPLAIN QUERY PLAN SELECT path, present, parent FROM paths WHERE device_id=1" |
+		grep -q "COVERING INDEX paths_by_device" || fail "upgraded database lacks the covering index"
+	"$PONY" dev find --db "$old" LABEL=oldremote | grep -q "nbd://h:1/x" || fail "device of version 1 lost"
+	"$PONY" dev find --db "$old" TYPE=swap | grep -q "s.img" || fail "scan into an upgraded database"
+fi
 pass

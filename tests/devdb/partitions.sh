@@ -2,7 +2,8 @@
 # partitions.sh - GPT and DOS tables made by sfdisk: each partition is a
 # device of its own (IMG:pN) with PARTUUID, PARTLABEL and PART_ENTRY_* equal
 # to what sfdisk wrote and (through a loop device, when available) to what
-# libblkid reports for the kernel's partition device; a GPT whose primary
+# libblkid reports for the kernel's partition device (PART_ENTRY_* from the
+# parent's table, compared with blkid -p on /dev/loopNpM); a GPT whose primary
 # header is destroyed is read from its backup; a filesystem inside a
 # partition is found by label from the index.
 set -u
@@ -40,19 +41,56 @@ done
 [ "$(tag "$gpt" "$gpt:p1" LABEL)" = inpart ] || fail "ext4 inside p1 not found"
 [ "$(tag "$gpt" "$gpt:p1" TYPE)" = ext4 ] || fail "TYPE inside p1"
 
-# The kernel's view through libblkid, when a loop device can be had.
-if [ "$(id -u)" -eq 0 ] && loop=$(losetup -f --show -P -r "$gpt" 2>/dev/null); then
-	for _ in $(seq 30); do [ -b "${loop}p1" ] && break; sleep 0.1; done
-	if [ -b "${loop}p1" ]; then
-		blkid -p -o export "${loop}p1" | grep -v '^DEVNAME=\|^PART_ENTRY_DISK=' >"$dir/want"
-		probe "$gpt" "$gpt:p1" >"$dir/got"
-		while IFS= read -r l; do
-			grep -qxF -- "$l" "$dir/got" || fail "libblkid on ${loop}p1 says '$l'; pony: $(tr '\n' ' ' <"$dir/got")"
-		done <"$dir/want"
-		echo "p1 equal to libblkid on ${loop}p1 ($(wc -l <"$dir/want") fields)"
+# The kernel's partition devices (losetup -P; partx -a where the kernel has
+# no parser for the table): `pony dev probe` on /dev/loopNpM gives what
+# `blkid -p` gives on the same device, PART_ENTRY_* read from the parent's
+# table included (export and udev forms). Sets kloop (the loop device) when
+# they could be compared; otherwise says why not.
+kernel_parts() {
+	local img=$1 pn l n=0
+	shift
+	kloop=
+	if [ "$(id -u)" -ne 0 ] || [ ! -e /dev/loop-control ] || ! loop=$(losetup -f --show -P -r "$img" 2>/dev/null); then
+		echo "not compared: no loop device for ${img##*/}"
+		return 0
 	fi
-	losetup -d "$loop"; loop=
+	for _ in $(seq 10); do [ -b "${loop}p1" ] && break; sleep 0.1; done
+	[ -b "${loop}p1" ] || partx -a "$loop" 2>/dev/null
+	for _ in $(seq 30); do [ -b "${loop}p1" ] && break; sleep 0.1; done
+	if [ ! -b "${loop}p1" ]; then
+		echo "not compared: no partition devices for $loop (neither losetup -P nor partx -a)"
+		return 0
+	fi
+	for pn in "$@"; do
+		blkid -p -o export "${loop}p$pn" | grep -v '^DEVNAME=' >"$dir/want"
+		grep -q '^PART_ENTRY_UUID=' "$dir/want" || fail "libblkid gives no PART_ENTRY_UUID for ${loop}p$pn"
+		"$PONY" dev probe -o export "${loop}p$pn" >"$dir/got" || fail "pony dev probe ${loop}p$pn"
+		while IFS= read -r l; do
+			grep -qxF -- "$l" "$dir/got" || fail "libblkid on ${loop}p$pn says '$l'; pony: $(tr '\n' ' ' <"$dir/got")"
+			n=$((n + 1))
+		done <"$dir/want"
+		blkid -p -o udev "${loop}p$pn" | grep '^ID_PART_' >"$dir/want"
+		"$PONY" dev probe -o udev "${loop}p$pn" >"$dir/got"
+		while IFS= read -r l; do
+			grep -qxF -- "$l" "$dir/got" || fail "udev form of ${loop}p$pn: libblkid says '$l'"
+		done <"$dir/want"
+	done
+	echo "${loop}p{$(echo "$@" | tr ' ' ,)} of ${img##*/} equal to libblkid on them ($n fields)"
+	kloop=$loop
+}
+release_loop() { partx -d "$loop" 2>/dev/null; losetup -d "$loop"; loop= kloop=; }
+
+kernel_parts "$gpt" 1 2
+if [ -n "$kloop" ]; then
+	# the index finds the kernel's partition device by PARTUUID and PARTLABEL
+	PONY_DEVDB=$dir/kernel.sqlite "$PONY" dev scan "${kloop}p1" "${kloop}p2" >/dev/null || fail "scan ${kloop}pN"
+	u=$(blkid -p -o value -s PART_ENTRY_UUID "${kloop}p2")
+	[ "$(PONY_DEVDB=$dir/kernel.sqlite "$PONY" dev find PARTUUID="$u")" = "${kloop}p2" ] ||
+		fail "find PARTUUID=$u is not ${kloop}p2"
+	[ "$(PONY_DEVDB=$dir/kernel.sqlite "$PONY" dev find PARTLABEL=esp)" = "${kloop}p2" ] ||
+		fail "find PARTLABEL=esp is not ${kloop}p2"
 fi
+[ -n "$loop" ] && release_loop
 
 # Index: the filesystem and the partition label are found, as IMG:p1.
 "$PONY" dev scan "$dir" >/dev/null || fail "scan"
@@ -83,4 +121,7 @@ TBL
 [ "$(tag "$dos" "$dos:p5" PART_ENTRY_TYPE)" = 0x82 ] || fail "p5 type"
 [ "$(tag "$dos" "$dos:p6" PART_ENTRY_OFFSET)" = 22528 ] || fail "p6 offset"
 [ "$(tag "$dos" "$dos:p2" PART_ENTRY_TYPE)" = 0x5 ] || fail "extended partition entry"
+# through the kernel: primary, extended (PTTYPE without reading it), logical
+kernel_parts "$dos" 1 2 5 6
+[ -n "$loop" ] && release_loop
 pass

@@ -187,6 +187,51 @@ static int setup(void **state)
 	return mkdtemp(dir) ? 0 : -1;
 }
 
+static off_t wal_size(const char *name)
+{
+	char path[256];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s/devdb.sqlite-wal", dir, name);
+	return stat(path, &st) == 0 ? st.st_size : 0;
+}
+
+/* A forced rescan answers "same result, nothing to write" with one query:
+ * it must still see new contents behind an unchanged identity. */
+static void test_forced_rescan_stores_only_what_changed(void **state)
+{
+	struct devdb *db = open_db("f", 0);
+	struct timespec keep[2] = { { 0, UTIME_OMIT }, { 0, 0 } };
+	struct devdb_scan_stats st;
+	struct devdb_dev *d;
+	struct stat sb;
+	char p[256];
+	const char *scan[] = { p };
+	off_t wal;
+
+	snprintf(p, sizeof(p), "%s/gamma.img", dir);
+	write_swap(p, "old", 0x33);
+	assert_int_equal(devdb_scan(db, scan, 1, 0, NULL, NULL, &st), 0);
+	/* same file, same size, same mtime: only the label differs */
+	assert_int_equal(stat(p, &sb), 0);
+	keep[1] = sb.st_mtim;
+	write_swap(p, "new", 0x33);
+	assert_int_equal(utimensat(AT_FDCWD, p, keep, 0), 0);
+	assert_int_equal(devdb_scan(db, scan, 1, 0, NULL, NULL, &st), 0);
+	assert_int_equal(st.unchanged, 1);                      /* identity equal: not read */
+	assert_int_equal(devdb_scan(db, scan, 1, DEVDB_SCAN_FORCE, NULL, NULL, &st), 0);
+	assert_int_equal(st.probed, 1);
+	assert_int_equal(devdb_find_tag(db, "LABEL", "old", &d), -ENOENT);
+	assert_int_equal(devdb_find_tag(db, "LABEL", "new", &d), 0);
+	devdb_dev_free(d);
+	/* forced again, nothing new: nothing written (the WAL would grow) */
+	wal = wal_size("f");
+	assert_int_equal(devdb_scan(db, scan, 1, DEVDB_SCAN_FORCE, NULL, NULL, &st), 0);
+	assert_int_equal(st.probed, 1);
+	assert_int_equal(wal_size("f"), wal);
+	devdb_close(db);
+}
+
 static int teardown(void **state)
 {
 	char cmd[300];
@@ -203,6 +248,7 @@ int main(void)
 		cmocka_unit_test(test_copies_are_two_devices_and_reported),
 		cmocka_unit_test(test_remote_device_is_returned_not_present),
 		cmocka_unit_test(test_hundred_thousand_synthetic_entries_answer),
+		cmocka_unit_test(test_forced_rescan_stores_only_what_changed),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -20,9 +20,14 @@
 
 static const uint8_t *ponyvol_sb(struct devdb_probe *pr, uint64_t off)
 {
-	const uint8_t *sb = devdb_probe_get(pr, off, SB_SIZE);
+	/* the magic first: this prober runs on every device, and the end copy
+	 * is not in the head buffer, so a 4 KiB read per device would be waste */
+	const uint8_t *sb = devdb_probe_get(pr, off, 8);
 
-	if (!sb || memcmp(sb, "PONYVOL\0", 8) || util_get_le32(sb + SB_VERSION) != 1)
+	if (!sb || memcmp(sb, "PONYVOL\0", 8))
+		return NULL;
+	sb = devdb_probe_get(pr, off, SB_SIZE);
+	if (!sb || util_get_le32(sb + SB_VERSION) != 1)
 		return NULL;
 	if (devdb_crc32c_skip(~0u, sb, SB_SIZE, SB_CRC, 4) != ~util_get_le32(sb + SB_CRC))
 		return NULL;
