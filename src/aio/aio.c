@@ -51,13 +51,16 @@ static bool cb_known(const struct aiocb *cb)
 
 static int submit(struct aiocb *cb, enum aio_kind kind)
 {
+	struct aio_req *run = NULL;
 	int r;
 
 	if (!cb)
 		return fail(-EINVAL);
 	pthread_mutex_lock(&aio.lock);
-	r = aio_submit_locked(cb, kind, NULL, false);
+	r = aio_submit_locked(cb, kind, NULL, false, &run);
 	pthread_mutex_unlock(&aio.lock);
+	if (run)
+		aio_run_inline(run);
 	return r < 0 ? fail(r) : 0;
 }
 
@@ -221,9 +224,9 @@ static int lio_submit_locked(struct aiocb *const list[], int nent, struct aio_li
 		if (!cb || cb->aio_lio_opcode == LIO_NOP)
 			continue;
 		if (cb->aio_lio_opcode == LIO_READ)
-			r = aio_submit_locked(cb, AIO_KIND_READ, lio, true);
+			r = aio_submit_locked(cb, AIO_KIND_READ, lio, true, NULL);
 		else if (cb->aio_lio_opcode == LIO_WRITE)
-			r = aio_submit_locked(cb, AIO_KIND_WRITE, lio, true);
+			r = aio_submit_locked(cb, AIO_KIND_WRITE, lio, true, NULL);
 		else
 			r = -EINVAL;
 		if (r < 0) {

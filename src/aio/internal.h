@@ -122,8 +122,14 @@ int aio_fdq_get_locked(int fd, struct aio_fdq **ret_q);
 /* Submits cb as kind; lio may be NULL. 0, or -errno (nothing submitted,
  * the aiocb untouched). The caller holds aio.lock. batch: the op is only
  * prepared; the caller submits it with the thread's others (one
- * acall_submit() for a whole lio_listio() list). */
-int aio_submit_locked(struct aiocb *cb, enum aio_kind kind, struct aio_lio *lio, bool batch);
+ * acall_submit() for a whole lio_listio() list). ret_inline: NULL, or
+ * where to say that the caller must run the request with aio_run_inline()
+ * (left untouched otherwise). */
+int aio_submit_locked(struct aiocb *cb, enum aio_kind kind, struct aio_lio *lio, bool batch,
+		      struct aio_req **ret_inline);
+/* ret_inline set by aio_submit_locked(): a small buffered copy the caller
+ * runs itself, after dropping aio.lock (see req_inline_ok()). */
+void aio_run_inline(struct aio_req *req);
 /* Asks every request of fd (cb NULL) or cb alone to stop: AIO_CANCELED,
  * AIO_NOTCANCELED, AIO_ALLDONE, or -errno. */
 int aio_cancel_fd(int fd, struct aiocb *cb);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,6 +27,12 @@
  * thread, and aio_read()/lio_listio() must return before a big copy is
  * done, as they do under glibc (LTP aio_suspend/9-1 measures it). */
 #define AIO_COPY_ON_WORKER 65536
+/* A buffered write run in the submitting thread that took longer than this
+ * was held up (dirty-page throttling sleeps for 10 ms and more; a copy into
+ * the page cache takes microseconds, a preemption on a busy machine a few
+ * ms): buffered writes then go the asynchronous way for AIO_INLINE_PAUSE_NS. */
+#define AIO_INLINE_SLOW_NS 10000000L
+#define AIO_INLINE_PAUSE_NS 100000000L
 /* acall workers: big copies and stream writes (see req_copy_on_worker()). */
 #define AIO_WORKERS 16
 /* How long aio_cancel() waits to learn whether a request it asked to stop
@@ -40,6 +47,9 @@ struct aio_state aio = {
  * them (their threads are gone and their io_uring is shared with the
  * parent). */
 static struct acall_ring *stale_rings[8];
+
+/* Until when (CLOCK_MONOTONIC ns) buffered writes do not run inline. */
+static _Atomic int64_t inline_writes_off_until;
 
 /* Notifications gathered under the lock, sent after it is released. */
 struct aio_notes {
@@ -199,6 +209,35 @@ static bool req_copy_on_worker(const struct aio_req *req)
 		return req->kind == AIO_KIND_WRITE;
 	return (req->kind == AIO_KIND_READ || (req->kind == AIO_KIND_WRITE && !q->append)) &&
 	       !q->direct && req->cb->aio_nbytes >= AIO_COPY_ON_WORKER;
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/*
+ * Which requests the submitting thread runs itself before aio_read() or
+ * aio_write() returns: small buffered copies of regular files. A read is
+ * tried with RWF_NOWAIT (done only if every byte was in the page cache,
+ * else it goes to io_uring), which is what io_uring itself does first; a
+ * write is a plain pwrite() into the page cache, which io_uring would hand
+ * to its io-wq threads on ext4 (one at a time per file, and two thread
+ * switches per request). A write that blocked turns this off for a while.
+ */
+static bool req_inline_ok(const struct aio_req *req)
+{
+	const struct aio_fdq *q = req->q;
+
+	if (q->stream || q->direct || req->cb->aio_nbytes >= AIO_COPY_ON_WORKER)
+		return false;
+	if (req->kind == AIO_KIND_READ)
+		return true;
+	return req->kind == AIO_KIND_WRITE && !q->append &&
+	       mono_ns() >= atomic_load(&inline_writes_off_until);
 }
 
 /* Prepares req's acall op; the caller submits. */
@@ -422,13 +461,33 @@ static void req_enqueue_locked(struct aio_req *req, struct aio_lio *lio)
 	aio_cb_publish(req->cb, EINPROGRESS, 0);
 }
 
-int aio_submit_locked(struct aiocb *cb, enum aio_kind kind, struct aio_lio *lio, bool batch)
+/* Submits req's prepared op; on failure req completes with the error
+ * (no notification: the caller reports it). 0 or -EAGAIN. */
+static int req_submit_locked(struct aio_req *req)
+{
+	struct aio_notes notes = { .n = 0 };
+	int r;
+
+	/* The op may complete (and req be freed) before this returns. */
+	r = acall_submit(aio.ring);
+	if (r >= 0)
+		return 0;
+	acall_op_done(aio.ring, req->op);
+	req->op = NULL;
+	req->sev.sigev_notify = SIGEV_NONE;
+	req_finish_locked(req, r, &notes);
+	return -EAGAIN;
+}
+
+int aio_submit_locked(struct aiocb *cb, enum aio_kind kind, struct aio_lio *lio, bool batch,
+		      struct aio_req **ret_inline)
 {
 	static const struct sigevent none = { .sigev_notify = SIGEV_NONE };
 	const struct sigevent *sev = lio && !lio->individual ? &none : &cb->aio_sigevent;
 	struct acall_ring *ring;
 	struct aio_fdq *q;
 	struct aio_req *req;
+	bool run_inline;
 	int r;
 
 	r = check_args(cb, kind);
@@ -453,26 +512,55 @@ int aio_submit_locked(struct aiocb *cb, enum aio_kind kind, struct aio_lio *lio,
 	if (r < 0)
 		return r;
 	req = req_new(cb, kind, q, sev);
-	if (!req || (!req->deferred && req_prep_locked(req) < 0)) {
+	run_inline = req && ret_inline && !req->deferred && req_inline_ok(req);
+	if (!req || (!req->deferred && !run_inline && req_prep_locked(req) < 0)) {
 		free(req);
 		fdq_put_locked(q);
 		return -EAGAIN;
 	}
+	if (run_inline)
+		req->state = AIO_REQ_RUNNING;   /* with no op: see aio_run_inline() */
 	req_enqueue_locked(req, lio);
+	if (run_inline) {
+		*ret_inline = req;
+		return 0;
+	}
 	if (req->deferred || batch)
 		return 0;
-	/* The op may complete (and req be freed) before this returns. */
-	r = acall_submit(ring);
-	if (r < 0) {
-		struct aio_notes notes = { .n = 0 };
+	return req_submit_locked(req);
+}
 
-		acall_op_done(ring, req->op);
-		req->op = NULL;
-		req->sev.sigev_notify = SIGEV_NONE;
-		req_finish_locked(req, r, &notes);
-		return -EAGAIN;
+void aio_run_inline(struct aio_req *req)
+{
+	const struct aiocb *cb = req->cb;
+	const struct sigevent sev = req->sev;   /* req may be gone when it is sent */
+	struct iovec iov = { .iov_base = (void *)cb->aio_buf, .iov_len = cb->aio_nbytes };
+	struct aio_notes notes = { .n = 0 };
+	bool done = true;
+	int64_t res, t0;
+	ssize_t r;
+
+	if (req->kind == AIO_KIND_READ) {
+		r = preadv2(cb->aio_fildes, &iov, 1, cb->aio_offset, RWF_NOWAIT);
+		res = r < 0 ? -errno : r;
+		/* Not all cached (or no RWF_NOWAIT here): io_uring reads it. */
+		done = res == (int64_t)cb->aio_nbytes;
+	} else {
+		t0 = mono_ns();
+		r = pwrite(cb->aio_fildes, iov.iov_base, iov.iov_len, cb->aio_offset);
+		res = r < 0 ? -errno : r;
+		if (mono_ns() - t0 > AIO_INLINE_SLOW_NS)
+			atomic_store(&inline_writes_off_until, mono_ns() + AIO_INLINE_PAUSE_NS);
 	}
-	return 0;
+	pthread_mutex_lock(&aio.lock);
+	if (done)
+		req_finish_locked(req, res, &notes);
+	else if (req_prep_locked(req) < 0)
+		req_finish_locked(req, -EAGAIN, &notes);
+	else if (req_submit_locked(req) < 0)
+		notes_add(&notes, &sev, getpid());  /* accepted: say it failed */
+	pthread_mutex_unlock(&aio.lock);
+	notes_send(&notes);
 }
 
 int aio_wait_seq(uint32_t seq, const struct timespec *timeout)
@@ -499,7 +587,9 @@ static int cancel_one_locked(struct aio_req *req, struct aio_notes *notes, bool 
 		req_finish_locked(req, -ECANCELED, notes);
 		return 0;
 	}
-	if (req->kind == AIO_KIND_WRITE && req->q->stream) {
+	/* A write to a stream that started, or a copy the submitting thread
+	 * runs itself (no op), cannot be stopped. */
+	if ((req->kind == AIO_KIND_WRITE && req->q->stream) || !req->op) {
 		*notcanceled = true;
 		return 0;
 	}
