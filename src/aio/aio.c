@@ -155,6 +155,8 @@ int pony_aio_suspend(const struct aiocb *const list[], int nent, const struct ti
 
 		if (any_done(list, nent, &waitable) || !waitable)
 			break;
+		if (aio_copy_help())    /* rather than sleep until a worker does */
+			continue;
 		if (timeout) {
 			ns = ns_left(&end);
 			if (!ns) {
@@ -202,6 +204,8 @@ static int lio_wait(struct aio_lio *lio)
 		pthread_mutex_unlock(&aio.lock);
 		if (!left)
 			break;
+		if (aio_copy_help())
+			continue;
 		r = aio_wait_seq(seq, NULL);
 		if (r == -EINTR)
 			break;

@@ -22,17 +22,6 @@
 
 /* Linux moves at most this much in one read or write (MAX_RW_COUNT). */
 #define AIO_RW_MAX 0x7ffff000UL
-/* Buffered reads and writes of regular files from this size on run on
- * acall's workers: io_uring copies cached data inline, in the submitting
- * thread, and aio_read()/lio_listio() must return before a big copy is
- * done, as they do under glibc (LTP aio_suspend/9-1 measures it). */
-#define AIO_COPY_ON_WORKER 65536
-/* A buffered write run in the submitting thread that took longer than this
- * was held up (dirty-page throttling sleeps for 10 ms and more; a copy into
- * the page cache takes microseconds, a preemption on a busy machine a few
- * ms): buffered writes then go the asynchronous way for AIO_INLINE_PAUSE_NS. */
-#define AIO_INLINE_SLOW_NS 10000000L
-#define AIO_INLINE_PAUSE_NS 100000000L
 /* acall workers: big copies and stream writes (see req_copy_on_worker()). */
 #define AIO_WORKERS 16
 /* How long aio_cancel() waits to learn whether a request it asked to stop
@@ -47,18 +36,6 @@ struct aio_state aio = {
  * them (their threads are gone and their io_uring is shared with the
  * parent). */
 static struct acall_ring *stale_rings[8];
-
-/* Until when (CLOCK_MONOTONIC ns) buffered writes do not run inline. */
-static _Atomic int64_t inline_writes_off_until;
-
-/* Notifications gathered under the lock, sent after it is released. */
-struct aio_notes {
-	unsigned n;
-	struct {
-		struct sigevent sev;
-		pid_t pid;
-	} v[2];
-};
 
 static unsigned aio_max(void)
 {
@@ -139,7 +116,7 @@ int aio_fdq_get_locked(int fd, struct aio_fdq **ret_q)
 	return 0;
 }
 
-static void fdq_put_locked(struct aio_fdq *q)
+void aio_fdq_put_locked(struct aio_fdq *q)
 {
 	struct aio_fdq **p;
 
@@ -197,7 +174,10 @@ static int64_t req_copy(void *arg)
 
 /*
  * Which requests a worker runs as a plain call rather than io_uring:
- * big buffered copies of regular files (AIO_COPY_ON_WORKER), and writes to
+ * big buffered copies of regular files (AIO_COPY_SMALL and more: io_uring
+ * copies cached data inline, in the submitting thread, and aio_read() and
+ * lio_listio() must return before a big copy is done, as they do under
+ * glibc; LTP aio_suspend/9-1 measures it), and writes to
  * streams, since io_uring ends a socket or pipe write at the first short
  * write while write(2) on a blocking fd sends it all, as glibc's does.
  */
@@ -208,40 +188,11 @@ static bool req_copy_on_worker(const struct aio_req *req)
 	if (q->stream)
 		return req->kind == AIO_KIND_WRITE;
 	return (req->kind == AIO_KIND_READ || (req->kind == AIO_KIND_WRITE && !q->append)) &&
-	       !q->direct && req->cb->aio_nbytes >= AIO_COPY_ON_WORKER;
-}
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-/*
- * Which requests the submitting thread runs itself before aio_read() or
- * aio_write() returns: small buffered copies of regular files. A read is
- * tried with RWF_NOWAIT (done only if every byte was in the page cache,
- * else it goes to io_uring), which is what io_uring itself does first; a
- * write is a plain pwrite() into the page cache, which io_uring would hand
- * to its io-wq threads on ext4 (one at a time per file, and two thread
- * switches per request). A write that blocked turns this off for a while.
- */
-static bool req_inline_ok(const struct aio_req *req)
-{
-	const struct aio_fdq *q = req->q;
-
-	if (q->stream || q->direct || req->cb->aio_nbytes >= AIO_COPY_ON_WORKER)
-		return false;
-	if (req->kind == AIO_KIND_READ)
-		return true;
-	return req->kind == AIO_KIND_WRITE && !q->append &&
-	       mono_ns() >= atomic_load(&inline_writes_off_until);
+	       !q->direct && req->cb->aio_nbytes >= AIO_COPY_SMALL;
 }
 
 /* Prepares req's acall op; the caller submits. */
-static int req_prep_locked(struct aio_req *req)
+int aio_req_prep_locked(struct aio_req *req)
 {
 	struct acall_op *op = acall_get_op(aio.ring);
 	struct aiocb *cb = req->cb;
@@ -283,7 +234,7 @@ static void req_unref_locked(struct aio_req *req)
 		free(req);
 }
 
-static void notes_add(struct aio_notes *n, const struct sigevent *sev, pid_t pid)
+void aio_notes_add(struct aio_notes *n, const struct sigevent *sev, pid_t pid)
 {
 	if (sev->sigev_notify == SIGEV_NONE)
 		return;
@@ -291,7 +242,7 @@ static void notes_add(struct aio_notes *n, const struct sigevent *sev, pid_t pid
 	n->v[n->n++].pid = pid;
 }
 
-static void notes_send(const struct aio_notes *n)
+void aio_notes_send(const struct aio_notes *n)
 {
 	for (unsigned i = 0; i < n->n; i++)
 		aio_notify(&n->v[i].sev, n->v[i].pid);
@@ -307,7 +258,7 @@ static void wake_all(void)
 static void start_ready_locked(struct aio_fdq *q, struct aio_notes *notes);
 
 /* Publishes req's result (res: a count or -errno) and lets it go. */
-static void req_finish_locked(struct aio_req *req, int64_t res, struct aio_notes *notes)
+void aio_req_finish_locked(struct aio_req *req, int64_t res, struct aio_notes *notes)
 {
 	struct aio_fdq *q = req->q;
 	struct aio_lio *lio = req->lio;
@@ -315,9 +266,9 @@ static void req_finish_locked(struct aio_req *req, int64_t res, struct aio_notes
 	req->error = res < 0 ? (int)-res : 0;
 	req->state = AIO_REQ_DONE;
 	aio_cb_publish(req->cb, req->error, res < 0 ? -1 : (ssize_t)res);
-	notes_add(notes, &req->sev, req->pid);
+	aio_notes_add(notes, &req->sev, req->pid);
 	if (lio && --lio->nreq == 0 && lio->notify)
-		notes_add(notes, &lio->sev, lio->pid);
+		aio_notes_add(notes, &lio->sev, lio->pid);
 	if (lio && --lio->refs == 0)
 		free(lio);
 	req->lio = NULL;
@@ -338,7 +289,7 @@ static void req_finish_locked(struct aio_req *req, int64_t res, struct aio_notes
 		start_ready_locked(q, notes);
 		q->hold--;
 	}
-	fdq_put_locked(q);
+	aio_fdq_put_locked(q);
 	wake_all();
 	req_unref_locked(req);
 }
@@ -352,8 +303,8 @@ static void start_ready_locked(struct aio_fdq *q, struct aio_notes *notes)
 		next = req->next;
 		if (req->state == AIO_REQ_QUEUED && !req_blocked(req, read_before, write_before)) {
 			q->ndeferred--;
-			if (req_prep_locked(req) < 0) {
-				req_finish_locked(req, -EAGAIN, notes);
+			if (aio_req_prep_locked(req) < 0) {
+				aio_req_finish_locked(req, -EAGAIN, notes);
 				continue;
 			}
 			any = true;
@@ -375,9 +326,9 @@ static void op_done(struct acall_ring *ring, struct acall_op *op, void *arg)
 	req->op = NULL;
 	if (res == -EINTR && req->cancel_asked)
 		res = -ECANCELED;       /* a worker interrupted by the cancel */
-	req_finish_locked(req, res, &notes);
+	aio_req_finish_locked(req, res, &notes);
 	pthread_mutex_unlock(&aio.lock);
-	notes_send(&notes);
+	aio_notes_send(&notes);
 }
 
 /* Errors POSIX lets a submission report at once. A bad or wrongly opened
@@ -463,7 +414,7 @@ static void req_enqueue_locked(struct aio_req *req, struct aio_lio *lio)
 
 /* Submits req's prepared op; on failure req completes with the error
  * (no notification: the caller reports it). 0 or -EAGAIN. */
-static int req_submit_locked(struct aio_req *req)
+int aio_req_submit_locked(struct aio_req *req)
 {
 	struct aio_notes notes = { .n = 0 };
 	int r;
@@ -475,7 +426,7 @@ static int req_submit_locked(struct aio_req *req)
 	acall_op_done(aio.ring, req->op);
 	req->op = NULL;
 	req->sev.sigev_notify = SIGEV_NONE;
-	req_finish_locked(req, r, &notes);
+	aio_req_finish_locked(req, r, &notes);
 	return -EAGAIN;
 }
 
@@ -487,7 +438,7 @@ int aio_submit_locked(struct aiocb *cb, enum aio_kind kind, struct aio_lio *lio,
 	struct acall_ring *ring;
 	struct aio_fdq *q;
 	struct aio_req *req;
-	bool run_inline;
+	enum aio_way way;
 	int r;
 
 	r = check_args(cb, kind);
@@ -503,7 +454,7 @@ int aio_submit_locked(struct aiocb *cb, enum aio_kind kind, struct aio_lio *lio,
 	if (r == 0) {
 		r = check_fd(cb, kind, q);
 		if (r < 0)
-			fdq_put_locked(q);
+			aio_fdq_put_locked(q);
 	}
 	if (r == -EBADF && (kind == AIO_KIND_READ || kind == AIO_KIND_WRITE)) {
 		submit_failed_late(cb, r, sev);
@@ -512,55 +463,32 @@ int aio_submit_locked(struct aiocb *cb, enum aio_kind kind, struct aio_lio *lio,
 	if (r < 0)
 		return r;
 	req = req_new(cb, kind, q, sev);
-	run_inline = req && ret_inline && !req->deferred && req_inline_ok(req);
-	if (!req || (!req->deferred && !run_inline && req_prep_locked(req) < 0)) {
+	way = req && !req->deferred ? aio_copy_way(req, ret_inline != NULL) : AIO_WAY_ACALL;
+	if (!req || (way == AIO_WAY_ACALL && !req->deferred && aio_req_prep_locked(req) < 0) ||
+	    (way == AIO_WAY_DRAIN && aio_copy_schedule_locked(q) < 0)) {
 		free(req);
-		fdq_put_locked(q);
+		aio_fdq_put_locked(q);
 		return -EAGAIN;
 	}
-	if (run_inline)
+	if (way == AIO_WAY_INLINE)
 		req->state = AIO_REQ_RUNNING;   /* with no op: see aio_run_inline() */
+	if (way == AIO_WAY_DRAIN) {
+		req->state = AIO_REQ_COPY;
+		q->ncopy++;
+		atomic_fetch_add(&aio.ncopy, 1);
+	}
 	req_enqueue_locked(req, lio);
-	if (run_inline) {
+	switch (way) {
+	case AIO_WAY_INLINE:
 		*ret_inline = req;
 		return 0;
-	}
-	if (req->deferred || batch)
+	case AIO_WAY_DRAIN:
+		if (!batch)
+			aio_copy_submit_locked(q);
 		return 0;
-	return req_submit_locked(req);
-}
-
-void aio_run_inline(struct aio_req *req)
-{
-	const struct aiocb *cb = req->cb;
-	const struct sigevent sev = req->sev;   /* req may be gone when it is sent */
-	struct iovec iov = { .iov_base = (void *)cb->aio_buf, .iov_len = cb->aio_nbytes };
-	struct aio_notes notes = { .n = 0 };
-	bool done = true;
-	int64_t res, t0;
-	ssize_t r;
-
-	if (req->kind == AIO_KIND_READ) {
-		r = preadv2(cb->aio_fildes, &iov, 1, cb->aio_offset, RWF_NOWAIT);
-		res = r < 0 ? -errno : r;
-		/* Not all cached (or no RWF_NOWAIT here): io_uring reads it. */
-		done = res == (int64_t)cb->aio_nbytes;
-	} else {
-		t0 = mono_ns();
-		r = pwrite(cb->aio_fildes, iov.iov_base, iov.iov_len, cb->aio_offset);
-		res = r < 0 ? -errno : r;
-		if (mono_ns() - t0 > AIO_INLINE_SLOW_NS)
-			atomic_store(&inline_writes_off_until, mono_ns() + AIO_INLINE_PAUSE_NS);
+	default:
+		return req->deferred || batch ? 0 : aio_req_submit_locked(req);
 	}
-	pthread_mutex_lock(&aio.lock);
-	if (done)
-		req_finish_locked(req, res, &notes);
-	else if (req_prep_locked(req) < 0)
-		req_finish_locked(req, -EAGAIN, &notes);
-	else if (req_submit_locked(req) < 0)
-		notes_add(&notes, &sev, getpid());  /* accepted: say it failed */
-	pthread_mutex_unlock(&aio.lock);
-	notes_send(&notes);
 }
 
 int aio_wait_seq(uint32_t seq, const struct timespec *timeout)
@@ -581,10 +509,13 @@ int aio_wait_seq(uint32_t seq, const struct timespec *timeout)
 static int cancel_one_locked(struct aio_req *req, struct aio_notes *notes, bool *notcanceled,
 			     bool *canceled)
 {
-	if (req->state == AIO_REQ_QUEUED) {
-		req->q->ndeferred--;
+	if (req->state == AIO_REQ_QUEUED || req->state == AIO_REQ_COPY) {
+		if (req->state == AIO_REQ_QUEUED)
+			req->q->ndeferred--;
+		else
+			aio_copy_unqueue_locked(req);
 		*canceled = true;
-		req_finish_locked(req, -ECANCELED, notes);
+		aio_req_finish_locked(req, -ECANCELED, notes);
 		return 0;
 	}
 	/* A write to a stream that started, or a copy the submitting thread
@@ -675,7 +606,7 @@ int aio_cancel_fd(int fd, struct aiocb *cb)
 		/* A notification may be due per request: send as we go. */
 		if (cancel_one_locked(req, &notes, &notcanceled, &canceled))
 			wait[nwait++] = req;
-		notes_send(&notes);
+		aio_notes_send(&notes);
 		notes.n = 0;
 		q = aio_fdq_lookup_locked(fd);
 	}
@@ -719,6 +650,7 @@ static void aio_fork_child(void)
 		}
 	aio.ring = NULL;
 	aio.inflight = 0;
+	atomic_store(&aio.ncopy, 0);
 	atomic_store(&aio.sleepers, 0);
 }
 

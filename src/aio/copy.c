@@ -1,0 +1,183 @@
+/*
+ * copy.c - small buffered copies of regular files, which io_uring serves
+ * badly through the POSIX AIO API: the ways they run instead of as an
+ * io_uring op.
+ *
+ * Writes: io_uring hands a buffered write on ext4 to its io-wq threads (one
+ * at a time per file) and its completion comes back through acall's
+ * reaper: two thread switches per request, which made pony's buffered
+ * writes 0.25-0.74x glibc's. Here they wait in their fd's queue
+ * (AIO_REQ_COPY) for a drainer that copies them in submission order with
+ * plain pwrite() calls: an acall worker, scheduled once per fd while
+ * copies wait (glibc's design, one thread per fd), or any thread about to
+ * sleep in aio_suspend() or lio_listio(LIO_WAIT), which does the copies
+ * itself instead of waiting for the worker to wake. aio_write() returns
+ * before the copy, as POSIX and programs (LTP aio_error/2-1) expect.
+ *
+ * Reads: tried first in aio_read() itself with RWF_NOWAIT, and complete
+ * there when every byte is in the page cache (what io_uring tries first
+ * too, without the hop through the reaper); otherwise they go to io_uring,
+ * which reads the disk without a thread.
+ *
+ * Locking as in internal.h; a drainer drops aio.lock around each copy.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* Buffered copies from this size on run on acall's workers (req.c). */
+#define AIO_COPY_SMALL 65536
+
+enum aio_way aio_copy_way(const struct aio_req *req, bool can_inline)
+{
+	const struct aio_fdq *q = req->q;
+
+	if (q->stream || q->direct || req->cb->aio_nbytes >= AIO_COPY_SMALL)
+		return AIO_WAY_ACALL;
+	if (req->kind == AIO_KIND_READ)
+		return can_inline ? AIO_WAY_INLINE : AIO_WAY_ACALL;
+	return req->kind == AIO_KIND_WRITE && !q->append ? AIO_WAY_DRAIN : AIO_WAY_ACALL;
+}
+
+void aio_run_inline(struct aio_req *req)
+{
+	const struct aiocb *cb = req->cb;
+	const struct sigevent sev = req->sev;   /* req may be gone when it is sent */
+	struct iovec iov = { .iov_base = (void *)cb->aio_buf, .iov_len = cb->aio_nbytes };
+	struct aio_notes notes = { .n = 0 };
+	ssize_t r = preadv2(cb->aio_fildes, &iov, 1, cb->aio_offset, RWF_NOWAIT);
+
+	pthread_mutex_lock(&aio.lock);
+	if (r == (ssize_t)cb->aio_nbytes)
+		aio_req_finish_locked(req, r, &notes);
+	/* Not all cached (or no RWF_NOWAIT here): io_uring reads it. */
+	else if (aio_req_prep_locked(req) < 0)
+		aio_req_finish_locked(req, -EAGAIN, &notes);
+	else if (aio_req_submit_locked(req) < 0)
+		aio_notes_add(&notes, &sev, getpid());  /* accepted: say it failed */
+	pthread_mutex_unlock(&aio.lock);
+	aio_notes_send(&notes);
+}
+
+static struct aio_req *first_copy(const struct aio_fdq *q)
+{
+	for (struct aio_req *req = q->head; req; req = req->next)
+		if (req->state == AIO_REQ_COPY)
+			return req;
+	return NULL;
+}
+
+void aio_copy_unqueue_locked(struct aio_req *req)
+{
+	req->q->ncopy--;
+	atomic_fetch_sub(&aio.ncopy, 1);
+}
+
+/* Copies q's waiting writes in order until none is left. The caller holds
+ * aio.lock once (it is dropped around each copy) and keeps q. */
+static bool drain_locked(struct aio_fdq *q)
+{
+	struct aio_req *req;
+	bool any = false;
+
+	if (q->draining)
+		return false;
+	q->draining = true;
+	while ((req = first_copy(q))) {
+		const struct aiocb *cb = req->cb;
+		struct aio_notes notes = { .n = 0 };
+		ssize_t r;
+
+		/* Running with no op: aio_cancel() cannot stop it now. */
+		req->state = AIO_REQ_RUNNING;
+		aio_copy_unqueue_locked(req);
+		pthread_mutex_unlock(&aio.lock);
+		r = pwrite(cb->aio_fildes, (const void *)cb->aio_buf, cb->aio_nbytes,
+			   cb->aio_offset);
+		pthread_mutex_lock(&aio.lock);
+		aio_req_finish_locked(req, r < 0 ? -errno : r, &notes);
+		pthread_mutex_unlock(&aio.lock);
+		aio_notes_send(&notes);
+		pthread_mutex_lock(&aio.lock);
+		any = true;
+	}
+	q->draining = false;
+	return any;
+}
+
+/* The worker's drainer: an acall CALL op. */
+static int64_t drain_call(void *arg)
+{
+	struct aio_fdq *q = arg;
+
+	pthread_mutex_lock(&aio.lock);
+	q->drain_op = NULL;
+	drain_locked(q);
+	q->hold--;
+	aio_fdq_put_locked(q);
+	pthread_mutex_unlock(&aio.lock);
+	return 0;
+}
+
+static void drain_done(struct acall_ring *ring, struct acall_op *op, void *arg)
+{
+	(void)ring;
+	(void)op;
+	(void)arg;      /* the record goes back to the pool by itself */
+}
+
+int aio_copy_schedule_locked(struct aio_fdq *q)
+{
+	struct acall_op *op;
+
+	if (q->drain_op || q->draining)
+		return 0;       /* a drainer will find the new copy */
+	op = acall_get_op(aio.ring);
+	if (!op)
+		return -EAGAIN;
+	acall_prep_call(op, drain_call, q);
+	acall_op_set_callback(op, drain_done, NULL);
+	q->drain_op = op;
+	q->hold++;
+	return 0;
+}
+
+void aio_copy_submit_locked(struct aio_fdq *q)
+{
+	struct acall_op *op = q->drain_op;
+
+	if (!op || acall_submit(aio.ring) >= 0)
+		return;
+	/* No worker will come: copy here. */
+	acall_op_done(aio.ring, op);
+	q->drain_op = NULL;
+	drain_locked(q);
+	q->hold--;
+	aio_fdq_put_locked(q);
+}
+
+bool aio_copy_help(void)
+{
+	bool any = false;
+
+	if (!atomic_load(&aio.ncopy))
+		return false;
+	pthread_mutex_lock(&aio.lock);
+	for (unsigned b = 0; b < AIO_FDQ_BUCKETS && atomic_load(&aio.ncopy); b++) {
+		for (struct aio_fdq *q = aio.fdq[b]; q; q = q->hnext) {
+			if (!q->ncopy || q->draining)
+				continue;
+			q->hold++;
+			any |= drain_locked(q);
+			q->hold--;
+			aio_fdq_put_locked(q);
+			b--;    /* the chain may have changed: this bucket again */
+			break;
+		}
+	}
+	pthread_mutex_unlock(&aio.lock);
+	return any;
+}
