@@ -56,9 +56,9 @@ static int submit(struct aiocb *cb, enum aio_kind kind)
 
 	if (!cb)
 		return fail(-EINVAL);
-	pthread_mutex_lock(&aio.lock);
+	aio_lock();
 	r = aio_submit_locked(cb, kind, NULL, false, &run);
-	pthread_mutex_unlock(&aio.lock);
+	aio_unlock();
 	if (run)
 		aio_run_inline(run);
 	return r < 0 ? fail(r) : 0;
@@ -199,9 +199,9 @@ static int lio_wait(struct aio_lio *lio)
 		uint32_t seq = atomic_load(&aio.seq);
 		unsigned left;
 
-		pthread_mutex_lock(&aio.lock);
+		aio_lock();
 		left = lio->nreq;
-		pthread_mutex_unlock(&aio.lock);
+		aio_unlock();
 		if (!left)
 			break;
 		if (aio_copy_help())
@@ -263,7 +263,7 @@ static int lio_listio_common(int mode, struct aiocb *const list[], int nent,
 	if (lio->notify)
 		lio->sev = *sev;
 	now.sev.sigev_notify = SIGEV_NONE;
-	pthread_mutex_lock(&aio.lock);
+	aio_lock();
 	failed = lio_submit_locked(list, nent, lio);
 	if (aio.ring)
 		acall_submit(aio.ring);  /* the whole list in one batch; it
@@ -273,7 +273,7 @@ static int lio_listio_common(int mode, struct aiocb *const list[], int nent,
 		now.sev = lio->sev;     /* nothing went out: notify at once */
 		now.pid = lio->pid;
 	}
-	pthread_mutex_unlock(&aio.lock);
+	aio_unlock();
 	aio_notify(&now.sev, now.pid);
 	if (mode == LIO_WAIT) {
 		r = lio_wait(lio);
@@ -281,10 +281,10 @@ static int lio_listio_common(int mode, struct aiocb *const list[], int nent,
 			if (list[i] && list[i]->aio_lio_opcode != LIO_NOP && aio_cb_error(list[i]))
 				failed++;
 	}
-	pthread_mutex_lock(&aio.lock);
+	aio_lock();
 	if (--lio->refs == 0)
 		free(lio);
-	pthread_mutex_unlock(&aio.lock);
+	aio_unlock();
 	if (r < 0)
 		return fail(r);
 	return failed ? fail(-EIO) : 0;

@@ -50,7 +50,7 @@ void aio_run_inline(struct aio_req *req)
 	struct aio_notes notes = { .n = 0 };
 	ssize_t r = preadv2(cb->aio_fildes, &iov, 1, cb->aio_offset, RWF_NOWAIT);
 
-	pthread_mutex_lock(&aio.lock);
+	aio_lock();
 	if (r == (ssize_t)cb->aio_nbytes)
 		aio_req_finish_locked(req, r, &notes);
 	/* Not all cached (or no RWF_NOWAIT here): io_uring reads it. */
@@ -58,7 +58,7 @@ void aio_run_inline(struct aio_req *req)
 		aio_req_finish_locked(req, -EAGAIN, &notes);
 	else if (aio_req_submit_locked(req) < 0)
 		aio_notes_add(&notes, &sev, getpid());  /* accepted: say it failed */
-	pthread_mutex_unlock(&aio.lock);
+	aio_unlock();
 	aio_notes_send(&notes);
 }
 
@@ -94,14 +94,14 @@ static bool drain_locked(struct aio_fdq *q)
 		/* Running with no op: aio_cancel() cannot stop it now. */
 		req->state = AIO_REQ_RUNNING;
 		aio_copy_unqueue_locked(req);
-		pthread_mutex_unlock(&aio.lock);
+		aio_unlock();
 		r = pwrite(cb->aio_fildes, (const void *)cb->aio_buf, cb->aio_nbytes,
 			   cb->aio_offset);
-		pthread_mutex_lock(&aio.lock);
+		aio_lock();
 		aio_req_finish_locked(req, r < 0 ? -errno : r, &notes);
-		pthread_mutex_unlock(&aio.lock);
+		aio_unlock();
 		aio_notes_send(&notes);
-		pthread_mutex_lock(&aio.lock);
+		aio_lock();
 		any = true;
 	}
 	q->draining = false;
@@ -113,12 +113,12 @@ static int64_t drain_call(void *arg)
 {
 	struct aio_fdq *q = arg;
 
-	pthread_mutex_lock(&aio.lock);
+	aio_lock();
 	q->drain_op = NULL;
 	drain_locked(q);
 	q->hold--;
 	aio_fdq_put_locked(q);
-	pthread_mutex_unlock(&aio.lock);
+	aio_unlock();
 	return 0;
 }
 
@@ -163,9 +163,11 @@ bool aio_copy_help(void)
 {
 	bool any = false;
 
-	if (!atomic_load(&aio.ncopy))
+	/* aio_busy: a signal handler interrupted pony here; the lists may
+	 * be half changed under it. */
+	if (!atomic_load(&aio.ncopy) || aio_busy)
 		return false;
-	pthread_mutex_lock(&aio.lock);
+	aio_lock();
 	for (unsigned b = 0; b < AIO_FDQ_BUCKETS && atomic_load(&aio.ncopy); b++) {
 		for (struct aio_fdq *q = aio.fdq[b]; q; q = q->hnext) {
 			if (!q->ncopy || q->draining)
@@ -178,6 +180,6 @@ bool aio_copy_help(void)
 			break;
 		}
 	}
-	pthread_mutex_unlock(&aio.lock);
+	aio_unlock();
 	return any;
 }

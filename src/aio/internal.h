@@ -140,6 +140,23 @@ struct aio_state {
 
 extern struct aio_state aio;
 
+/* How many times this thread holds aio.lock: non-zero when a signal
+ * handler interrupted pony in this thread. aio_suspend(), async-signal-safe,
+ * then only reads aiocbs (see aio_copy_help()). */
+extern _Thread_local unsigned aio_busy;
+
+static inline void aio_lock(void)
+{
+	pthread_mutex_lock(&aio.lock);
+	aio_busy++;
+}
+
+static inline void aio_unlock(void)
+{
+	aio_busy--;
+	pthread_mutex_unlock(&aio.lock);
+}
+
 /* req.c: requests, fd queues, submission, completion, cancellation. */
 int aio_ring_get_locked(struct acall_ring **ret_ring);
 struct aio_fdq *aio_fdq_lookup_locked(int fd);

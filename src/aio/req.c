@@ -31,6 +31,7 @@
 struct aio_state aio = {
 	.lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP,
 };
+_Thread_local unsigned aio_busy;
 
 /* Rings of parents, kept reachable after fork: the child must never touch
  * them (their threads are gone and their io_uring is shared with the
@@ -322,12 +323,12 @@ static void op_done(struct acall_ring *ring, struct acall_op *op, void *arg)
 	int64_t res = acall_op_result(op);
 	struct aio_notes notes = { .n = 0 };
 
-	pthread_mutex_lock(&aio.lock);
+	aio_lock();
 	req->op = NULL;
 	if (res == -EINTR && req->cancel_asked)
 		res = -ECANCELED;       /* a worker interrupted by the cancel */
 	aio_req_finish_locked(req, res, &notes);
-	pthread_mutex_unlock(&aio.lock);
+	aio_unlock();
 	aio_notes_send(&notes);
 }
 
@@ -550,11 +551,11 @@ static void cancel_wait(struct aio_req **wait, unsigned n, bool *notcanceled, bo
 		struct timespec rel;
 		long ns;
 
-		pthread_mutex_lock(&aio.lock);
+		aio_lock();
 		left = 0;
 		for (unsigned i = 0; i < n; i++)
 			left += wait[i]->state != AIO_REQ_DONE;
-		pthread_mutex_unlock(&aio.lock);
+		aio_unlock();
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		ns = (end.tv_sec - now.tv_sec) * 1000000000L + end.tv_nsec - now.tv_nsec;
 		if (!left || ns <= 0)
@@ -564,7 +565,7 @@ static void cancel_wait(struct aio_req **wait, unsigned n, bool *notcanceled, bo
 		aio_wait_seq(seq, &rel);
 	}
 	atomic_fetch_sub(&aio.sleepers, 1);
-	pthread_mutex_lock(&aio.lock);
+	aio_lock();
 	for (unsigned i = 0; i < n; i++) {
 		if (wait[i]->state != AIO_REQ_DONE)
 			*notcanceled = true;
@@ -572,7 +573,7 @@ static void cancel_wait(struct aio_req **wait, unsigned n, bool *notcanceled, bo
 			*canceled = true;
 		req_unref_locked(wait[i]);
 	}
-	pthread_mutex_unlock(&aio.lock);
+	aio_unlock();
 }
 
 int aio_cancel_fd(int fd, struct aiocb *cb)
@@ -584,12 +585,12 @@ int aio_cancel_fd(int fd, struct aiocb *cb)
 	static unsigned visit;  /* protected by aio.lock */
 	struct aio_fdq *q;
 
-	pthread_mutex_lock(&aio.lock);
+	aio_lock();
 	q = aio_fdq_lookup_locked(fd);
 	if (q)
 		wait = calloc(q->n, sizeof(*wait));
 	if (q && !wait) {
-		pthread_mutex_unlock(&aio.lock);
+		aio_unlock();
 		return -EAGAIN;
 	}
 	visit++;
@@ -610,7 +611,7 @@ int aio_cancel_fd(int fd, struct aiocb *cb)
 		notes.n = 0;
 		q = aio_fdq_lookup_locked(fd);
 	}
-	pthread_mutex_unlock(&aio.lock);
+	aio_unlock();
 	if (nwait)
 		cancel_wait(wait, nwait, &notcanceled, &canceled);
 	free(wait);
@@ -658,12 +659,12 @@ static void aio_fork_child(void)
  * starts with a fresh lock: the child has only the forking thread). */
 static void aio_fork_prepare(void)
 {
-	pthread_mutex_lock(&aio.lock);
+	pthread_mutex_lock(&aio.lock); /* raw: aio_busy stays as it is */
 }
 
 static void aio_fork_parent(void)
 {
-	pthread_mutex_unlock(&aio.lock);
+	pthread_mutex_unlock(&aio.lock); /* raw */
 }
 
 __attribute__((constructor)) static void aio_fork_register(void)
