@@ -28,8 +28,9 @@
 
 #include "internal.h"
 
-/* Buffered copies from this size on run on acall's workers (req.c). */
-#define AIO_COPY_SMALL 65536
+/* Writes a drainer copies before it publishes their results. */
+#define DRAIN_BATCH 16
+
 
 enum aio_way aio_copy_way(const struct aio_req *req, bool can_inline)
 {
@@ -62,46 +63,59 @@ void aio_run_inline(struct aio_req *req)
 	aio_notes_send(&notes);
 }
 
-static struct aio_req *first_copy(const struct aio_fdq *q)
-{
-	for (struct aio_req *req = q->head; req; req = req->next)
-		if (req->state == AIO_REQ_COPY)
-			return req;
-	return NULL;
-}
-
 void aio_copy_unqueue_locked(struct aio_req *req)
 {
 	req->q->ncopy--;
 	atomic_fetch_sub(&aio.ncopy, 1);
 }
 
-/* Copies q's waiting writes in order until none is left. The caller holds
- * aio.lock once (it is dropped around each copy) and keeps q. */
+/* Copies q's waiting writes in order until none is left, up to
+ * DRAIN_BATCH at a time: their results are published together, with one
+ * wake-up of the threads waiting for them rather than one per write. The
+ * caller holds aio.lock once (dropped around the copies) and keeps q. */
 static bool drain_locked(struct aio_fdq *q)
 {
-	struct aio_req *req;
+	struct aio_req *batch[DRAIN_BATCH];
+	int64_t res[DRAIN_BATCH];
 	bool any = false;
 
 	if (q->draining)
 		return false;
 	q->draining = true;
-	while ((req = first_copy(q))) {
-		const struct aiocb *cb = req->cb;
+	for (;;) {
 		struct aio_notes notes = { .n = 0 };
-		ssize_t r;
+		unsigned n = 0;
 
-		/* Running with no op: aio_cancel() cannot stop it now. */
-		req->state = AIO_REQ_RUNNING;
-		aio_copy_unqueue_locked(req);
+		for (struct aio_req *req = q->head; req && n < DRAIN_BATCH; req = req->next) {
+			if (req->state != AIO_REQ_COPY)
+				continue;
+			/* Running with no op: aio_cancel() cannot stop it. */
+			req->state = AIO_REQ_RUNNING;
+			aio_copy_unqueue_locked(req);
+			batch[n++] = req;
+		}
+		if (!n)
+			break;
 		aio_unlock();
-		r = pwrite(cb->aio_fildes, (const void *)cb->aio_buf, cb->aio_nbytes,
-			   cb->aio_offset);
+		for (unsigned i = 0; i < n; i++) {
+			const struct aiocb *cb = batch[i]->cb;
+			ssize_t r = pwrite(cb->aio_fildes, (const void *)cb->aio_buf,
+					   cb->aio_nbytes, cb->aio_offset);
+
+			res[i] = r < 0 ? -errno : r;
+		}
 		aio_lock();
-		aio_req_finish_locked(req, r < 0 ? -errno : r, &notes);
-		aio_unlock();
-		aio_notes_send(&notes);
-		aio_lock();
+		aio_wake_hold();
+		for (unsigned i = 0; i < n; i++) {
+			aio_req_finish_locked(batch[i], res[i], &notes);
+			if (notes.n) {
+				aio_unlock();
+				aio_notes_send(&notes);
+				aio_lock();
+				notes.n = 0;
+			}
+		}
+		aio_wake_release();
 		any = true;
 	}
 	q->draining = false;

@@ -178,6 +178,10 @@ int aio_req_submit_locked(struct aio_req *req);
  * starts what waited for it and lets it go. */
 void aio_req_finish_locked(struct aio_req *req, int64_t res, struct aio_notes *notes);
 void aio_notes_add(struct aio_notes *n, const struct sigevent *sev, pid_t pid);
+/* Between the two, this thread's completions are published without waking
+ * waiters; aio_wake_release() wakes them once for all. */
+void aio_wake_hold(void);
+void aio_wake_release(void);
 void aio_notes_send(const struct aio_notes *n);
 /* Asks every request of fd (cb NULL) or cb alone to stop: AIO_CANCELED,
  * AIO_NOTCANCELED, AIO_ALLDONE, or -errno. */

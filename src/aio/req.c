@@ -249,11 +249,31 @@ void aio_notes_send(const struct aio_notes *n)
 		aio_notify(&n->v[i].sev, n->v[i].pid);
 }
 
+/* Set by aio_wake_hold(): this thread's completions wake nobody until
+ * aio_wake_release(). */
+static _Thread_local bool wake_held, wake_due;
+
 static void wake_all(void)
 {
 	atomic_fetch_add(&aio.seq, 1);
-	if (atomic_load(&aio.sleepers))
+	if (wake_held)
+		wake_due = true;
+	else if (atomic_load(&aio.sleepers))
 		syscall(SYS_futex, &aio.seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+void aio_wake_hold(void)
+{
+	wake_held = true;
+}
+
+void aio_wake_release(void)
+{
+	wake_held = false;
+	if (wake_due) {
+		wake_due = false;
+		wake_all();
+	}
 }
 
 static void start_ready_locked(struct aio_fdq *q, struct aio_notes *notes);
