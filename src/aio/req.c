@@ -98,21 +98,28 @@ int aio_fdq_get_locked(int fd, struct aio_fdq **ret_q)
 	struct aio_fdq *q = aio_fdq_lookup_locked(fd);
 	int fl;
 
+	/* A queue with no request is only kept for a drainer still to come:
+	 * the fd may have been closed and reused for another file since, so
+	 * what it is gets looked at again. */
+	if (q && q->n) {
+		*ret_q = q;
+		return 0;
+	}
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0)
+		return -errno;
 	if (!q) {
-		fl = fcntl(fd, F_GETFL);
-		if (fl < 0)
-			return -errno;
 		q = calloc(1, sizeof(*q));
 		if (!q)
 			return -EAGAIN;
 		q->fd = fd;
-		q->accmode = fl & O_ACCMODE;
-		q->append = fl & O_APPEND;
-		q->stream = lseek(fd, 0, SEEK_CUR) < 0 && errno == ESPIPE;
-		q->direct = fl & O_DIRECT;
 		q->hnext = *fdq_bucket(fd);
 		*fdq_bucket(fd) = q;
 	}
+	q->accmode = fl & O_ACCMODE;
+	q->append = fl & O_APPEND;
+	q->stream = lseek(fd, 0, SEEK_CUR) < 0 && errno == ESPIPE;
+	q->direct = fl & O_DIRECT;
 	*ret_q = q;
 	return 0;
 }
