@@ -65,6 +65,41 @@ static void test_many_odirect_reads_in_flight_on_one_fd(void **state)
 	close(fd);
 }
 
+/* 32 O_DIRECT writes of 4 KiB in flight at once on one fd land where
+ * they should (read back through a buffered fd of the same file). */
+static void test_many_odirect_writes_in_flight_on_one_fd(void **state)
+{
+	enum { N = 32, BS = 4096 };
+	char path[] = "/var/tmp/pony-aio-test.XXXXXX";
+	int fd = mkstemp(path), dfd, k;
+	struct aiocb cbs[N];
+	unsigned char *buf = NULL, back[BS];
+
+	assert_true(fd >= 0);
+	dfd = open(path, O_WRONLY | O_DIRECT);
+	assert_true(dfd >= 0);
+	unlink(path);
+	assert_int_equal(posix_memalign((void **)&buf, BS, N * BS), 0);
+	for (int i = 0; i < N; i++) {
+		k = (i * 7) % N;
+		memset(buf + (size_t)k * BS, 'A' + k % 26, BS);
+		cbs[i] = aiocb_for(dfd, buf + (size_t)k * BS, BS, (off_t)k * BS);
+		assert_int_equal(aio_write(&cbs[i]), 0);
+	}
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(wait_done(&cbs[i]), 0);
+		assert_int_equal(aio_return(&cbs[i]), BS);
+	}
+	for (k = 0; k < N; k++) {
+		assert_int_equal(pread(fd, back, BS, (off_t)k * BS), BS);
+		for (int b = 0; b < BS; b++)
+			assert_int_equal(back[b], 'A' + k % 26);
+	}
+	free(buf);
+	close(dfd);
+	close(fd);
+}
+
 /* Big buffered copies take the worker path: the bytes are the same. */
 static void test_big_buffered_read_and_write(void **state)
 {
@@ -332,6 +367,7 @@ int main(void)
 		cmocka_unit_test(test_read_returns_the_file_bytes),
 		cmocka_unit_test(test_write_then_read_back),
 		cmocka_unit_test(test_many_odirect_reads_in_flight_on_one_fd),
+		cmocka_unit_test(test_many_odirect_writes_in_flight_on_one_fd),
 		cmocka_unit_test(test_big_buffered_read_and_write),
 		cmocka_unit_test(test_64_names_reach_past_4_gib),
 		cmocka_unit_test(test_fsync_covers_earlier_writes),
