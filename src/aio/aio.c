@@ -51,13 +51,16 @@ static bool cb_known(const struct aiocb *cb)
 
 static int submit(struct aiocb *cb, enum aio_kind kind)
 {
+	struct aio_req *run = NULL;
 	int r;
 
 	if (!cb)
 		return fail(-EINVAL);
-	pthread_mutex_lock(&aio.lock);
-	r = aio_submit_locked(cb, kind, NULL, false);
-	pthread_mutex_unlock(&aio.lock);
+	aio_lock();
+	r = aio_submit_locked(cb, kind, NULL, false, &run);
+	aio_unlock();
+	if (run)
+		aio_run_inline(run);
 	return r < 0 ? fail(r) : 0;
 }
 
@@ -152,6 +155,8 @@ int pony_aio_suspend(const struct aiocb *const list[], int nent, const struct ti
 
 		if (any_done(list, nent, &waitable) || !waitable)
 			break;
+		if (aio_copy_help())    /* rather than sleep until a worker does */
+			continue;
 		if (timeout) {
 			ns = ns_left(&end);
 			if (!ns) {
@@ -194,11 +199,13 @@ static int lio_wait(struct aio_lio *lio)
 		uint32_t seq = atomic_load(&aio.seq);
 		unsigned left;
 
-		pthread_mutex_lock(&aio.lock);
+		aio_lock();
 		left = lio->nreq;
-		pthread_mutex_unlock(&aio.lock);
+		aio_unlock();
 		if (!left)
 			break;
+		if (aio_copy_help())
+			continue;
 		r = aio_wait_seq(seq, NULL);
 		if (r == -EINTR)
 			break;
@@ -221,9 +228,9 @@ static int lio_submit_locked(struct aiocb *const list[], int nent, struct aio_li
 		if (!cb || cb->aio_lio_opcode == LIO_NOP)
 			continue;
 		if (cb->aio_lio_opcode == LIO_READ)
-			r = aio_submit_locked(cb, AIO_KIND_READ, lio, true);
+			r = aio_submit_locked(cb, AIO_KIND_READ, lio, true, NULL);
 		else if (cb->aio_lio_opcode == LIO_WRITE)
-			r = aio_submit_locked(cb, AIO_KIND_WRITE, lio, true);
+			r = aio_submit_locked(cb, AIO_KIND_WRITE, lio, true, NULL);
 		else
 			r = -EINVAL;
 		if (r < 0) {
@@ -256,7 +263,7 @@ static int lio_listio_common(int mode, struct aiocb *const list[], int nent,
 	if (lio->notify)
 		lio->sev = *sev;
 	now.sev.sigev_notify = SIGEV_NONE;
-	pthread_mutex_lock(&aio.lock);
+	aio_lock();
 	failed = lio_submit_locked(list, nent, lio);
 	if (aio.ring)
 		acall_submit(aio.ring);  /* the whole list in one batch; it
@@ -266,7 +273,7 @@ static int lio_listio_common(int mode, struct aiocb *const list[], int nent,
 		now.sev = lio->sev;     /* nothing went out: notify at once */
 		now.pid = lio->pid;
 	}
-	pthread_mutex_unlock(&aio.lock);
+	aio_unlock();
 	aio_notify(&now.sev, now.pid);
 	if (mode == LIO_WAIT) {
 		r = lio_wait(lio);
@@ -274,10 +281,10 @@ static int lio_listio_common(int mode, struct aiocb *const list[], int nent,
 			if (list[i] && list[i]->aio_lio_opcode != LIO_NOP && aio_cb_error(list[i]))
 				failed++;
 	}
-	pthread_mutex_lock(&aio.lock);
+	aio_lock();
 	if (--lio->refs == 0)
 		free(lio);
-	pthread_mutex_unlock(&aio.lock);
+	aio_unlock();
 	if (r < 0)
 		return fail(r);
 	return failed ? fail(-EIO) : 0;

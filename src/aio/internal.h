@@ -38,7 +38,9 @@ enum aio_kind {
 
 enum aio_req_state {
 	AIO_REQ_QUEUED,         /* held back by an ordering rule, not in acall */
-	AIO_REQ_RUNNING,        /* submitted to acall, req->op is its record */
+	AIO_REQ_COPY,           /* a buffered write waiting for a drainer (copy.c) */
+	AIO_REQ_RUNNING,        /* submitted to acall, req->op is its record; or,
+				 * with no op, copied by a pony thread now */
 	AIO_REQ_DONE,           /* result published in the aiocb */
 };
 
@@ -81,6 +83,9 @@ struct aio_fdq {
 	bool direct;                    /* O_DIRECT */
 	int accmode;                    /* O_RDONLY/O_WRONLY/O_RDWR */
 	unsigned n, ndeferred;
+	unsigned ncopy;                 /* requests in AIO_REQ_COPY */
+	bool draining;                  /* a thread copies them now */
+	struct acall_op *drain_op;      /* a worker's drainer, submitted */
 	unsigned hold;                  /* kept even when empty, while > 0 */
 	struct aio_req *head, *tail;
 	struct aio_fdq *hnext;          /* hash chain */
@@ -101,6 +106,25 @@ struct aio_lio {
  * pony knows from one it never saw or already gave back. */
 #define AIO_CB_MAGIC "pony-aio"
 
+/* Notifications gathered under the lock, sent after it is released. */
+struct aio_notes {
+	unsigned n;
+	struct {
+		struct sigevent sev;
+		pid_t pid;
+	} v[2];
+};
+
+/* How a request runs (copy.c). */
+enum aio_way {
+	AIO_WAY_ACALL,                  /* an acall op (io_uring or a worker) */
+	AIO_WAY_INLINE,                 /* aio_run_inline() by the submitter */
+	AIO_WAY_DRAIN,                  /* AIO_REQ_COPY until a drainer copies it */
+};
+
+/* Buffered copies from this size on run on acall's workers. */
+#define AIO_COPY_SMALL 65536
+
 #define AIO_FDQ_BUCKETS 256
 #define AIO_MAX_DEFAULT 4096            /* requests in flight; PONY_AIO_MAX */
 
@@ -109,11 +133,29 @@ struct aio_state {
 	struct acall_ring *ring;        /* created on first use, per process */
 	struct aio_fdq *fdq[AIO_FDQ_BUCKETS];
 	unsigned inflight, max;
+	_Atomic unsigned ncopy;         /* requests in AIO_REQ_COPY, all fds */
 	_Atomic uint32_t seq;           /* futex word, bumped by every completion */
 	_Atomic unsigned sleepers;      /* threads waiting on seq */
 };
 
 extern struct aio_state aio;
+
+/* How many times this thread holds aio.lock: non-zero when a signal
+ * handler interrupted pony in this thread. aio_suspend(), async-signal-safe,
+ * then only reads aiocbs (see aio_copy_help()). */
+extern _Thread_local unsigned aio_busy;
+
+static inline void aio_lock(void)
+{
+	pthread_mutex_lock(&aio.lock);
+	aio_busy++;
+}
+
+static inline void aio_unlock(void)
+{
+	aio_busy--;
+	pthread_mutex_unlock(&aio.lock);
+}
 
 /* req.c: requests, fd queues, submission, completion, cancellation. */
 int aio_ring_get_locked(struct acall_ring **ret_ring);
@@ -122,14 +164,45 @@ int aio_fdq_get_locked(int fd, struct aio_fdq **ret_q);
 /* Submits cb as kind; lio may be NULL. 0, or -errno (nothing submitted,
  * the aiocb untouched). The caller holds aio.lock. batch: the op is only
  * prepared; the caller submits it with the thread's others (one
- * acall_submit() for a whole lio_listio() list). */
-int aio_submit_locked(struct aiocb *cb, enum aio_kind kind, struct aio_lio *lio, bool batch);
+ * acall_submit() for a whole lio_listio() list). ret_inline: NULL, or
+ * where to say that the caller must run the request with aio_run_inline()
+ * (left untouched otherwise). */
+int aio_submit_locked(struct aiocb *cb, enum aio_kind kind, struct aio_lio *lio, bool batch,
+		      struct aio_req **ret_inline);
+void aio_fdq_put_locked(struct aio_fdq *q);
+/* Prepares req's acall op / submits it (on failure req completes with the
+ * error, unnotified): 0 or -EAGAIN. */
+int aio_req_prep_locked(struct aio_req *req);
+int aio_req_submit_locked(struct aio_req *req);
+/* Publishes req's result (a count or -errno), gathers its notifications,
+ * starts what waited for it and lets it go. */
+void aio_req_finish_locked(struct aio_req *req, int64_t res, struct aio_notes *notes);
+void aio_notes_add(struct aio_notes *n, const struct sigevent *sev, pid_t pid);
+/* Between the two, this thread's completions are published without waking
+ * waiters; aio_wake_release() wakes them once for all. */
+void aio_wake_hold(void);
+void aio_wake_release(void);
+void aio_notes_send(const struct aio_notes *n);
 /* Asks every request of fd (cb NULL) or cb alone to stop: AIO_CANCELED,
  * AIO_NOTCANCELED, AIO_ALLDONE, or -errno. */
 int aio_cancel_fd(int fd, struct aiocb *cb);
 /* Sleeps until aio.seq moves from seq or timeout (NULL: none, relative)
  * passes: 0, -ETIMEDOUT or -EINTR. */
 int aio_wait_seq(uint32_t seq, const struct timespec *timeout);
+
+/* copy.c: small buffered copies. */
+enum aio_way aio_copy_way(const struct aio_req *req, bool can_inline);
+/* A read the submitter tries itself (ret_inline of aio_submit_locked()),
+ * after dropping aio.lock. */
+void aio_run_inline(struct aio_req *req);
+/* Makes sure a worker will drain q (its op is prepared, not submitted:
+ * aio_copy_submit_locked() or the caller's batch submits it). */
+int aio_copy_schedule_locked(struct aio_fdq *q);
+void aio_copy_submit_locked(struct aio_fdq *q);
+/* req leaves AIO_REQ_COPY without being copied (cancelled). */
+void aio_copy_unqueue_locked(struct aio_req *req);
+/* A thread about to sleep copies waiting writes itself; whether it did. */
+bool aio_copy_help(void);
 
 /* notify.c: sigevents. */
 int aio_sigevent_check(const struct sigevent *sev);

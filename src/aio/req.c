@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,11 +22,6 @@
 
 /* Linux moves at most this much in one read or write (MAX_RW_COUNT). */
 #define AIO_RW_MAX 0x7ffff000UL
-/* Buffered reads and writes of regular files from this size on run on
- * acall's workers: io_uring copies cached data inline, in the submitting
- * thread, and aio_read()/lio_listio() must return before a big copy is
- * done, as they do under glibc (LTP aio_suspend/9-1 measures it). */
-#define AIO_COPY_ON_WORKER 65536
 /* acall workers: big copies and stream writes (see req_copy_on_worker()). */
 #define AIO_WORKERS 16
 /* How long aio_cancel() waits to learn whether a request it asked to stop
@@ -35,20 +31,12 @@
 struct aio_state aio = {
 	.lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP,
 };
+_Thread_local unsigned aio_busy;
 
 /* Rings of parents, kept reachable after fork: the child must never touch
  * them (their threads are gone and their io_uring is shared with the
  * parent). */
 static struct acall_ring *stale_rings[8];
-
-/* Notifications gathered under the lock, sent after it is released. */
-struct aio_notes {
-	unsigned n;
-	struct {
-		struct sigevent sev;
-		pid_t pid;
-	} v[2];
-};
 
 static unsigned aio_max(void)
 {
@@ -110,26 +98,33 @@ int aio_fdq_get_locked(int fd, struct aio_fdq **ret_q)
 	struct aio_fdq *q = aio_fdq_lookup_locked(fd);
 	int fl;
 
+	/* A queue with no request is only kept for a drainer still to come:
+	 * the fd may have been closed and reused for another file since, so
+	 * what it is gets looked at again. */
+	if (q && q->n) {
+		*ret_q = q;
+		return 0;
+	}
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0)
+		return -errno;
 	if (!q) {
-		fl = fcntl(fd, F_GETFL);
-		if (fl < 0)
-			return -errno;
 		q = calloc(1, sizeof(*q));
 		if (!q)
 			return -EAGAIN;
 		q->fd = fd;
-		q->accmode = fl & O_ACCMODE;
-		q->append = fl & O_APPEND;
-		q->stream = lseek(fd, 0, SEEK_CUR) < 0 && errno == ESPIPE;
-		q->direct = fl & O_DIRECT;
 		q->hnext = *fdq_bucket(fd);
 		*fdq_bucket(fd) = q;
 	}
+	q->accmode = fl & O_ACCMODE;
+	q->append = fl & O_APPEND;
+	q->stream = lseek(fd, 0, SEEK_CUR) < 0 && errno == ESPIPE;
+	q->direct = fl & O_DIRECT;
 	*ret_q = q;
 	return 0;
 }
 
-static void fdq_put_locked(struct aio_fdq *q)
+void aio_fdq_put_locked(struct aio_fdq *q)
 {
 	struct aio_fdq **p;
 
@@ -187,7 +182,10 @@ static int64_t req_copy(void *arg)
 
 /*
  * Which requests a worker runs as a plain call rather than io_uring:
- * big buffered copies of regular files (AIO_COPY_ON_WORKER), and writes to
+ * big buffered copies of regular files (AIO_COPY_SMALL and more: io_uring
+ * copies cached data inline, in the submitting thread, and aio_read() and
+ * lio_listio() must return before a big copy is done, as they do under
+ * glibc; LTP aio_suspend/9-1 measures it), and writes to
  * streams, since io_uring ends a socket or pipe write at the first short
  * write while write(2) on a blocking fd sends it all, as glibc's does.
  */
@@ -198,11 +196,11 @@ static bool req_copy_on_worker(const struct aio_req *req)
 	if (q->stream)
 		return req->kind == AIO_KIND_WRITE;
 	return (req->kind == AIO_KIND_READ || (req->kind == AIO_KIND_WRITE && !q->append)) &&
-	       !q->direct && req->cb->aio_nbytes >= AIO_COPY_ON_WORKER;
+	       !q->direct && req->cb->aio_nbytes >= AIO_COPY_SMALL;
 }
 
 /* Prepares req's acall op; the caller submits. */
-static int req_prep_locked(struct aio_req *req)
+int aio_req_prep_locked(struct aio_req *req)
 {
 	struct acall_op *op = acall_get_op(aio.ring);
 	struct aiocb *cb = req->cb;
@@ -244,7 +242,7 @@ static void req_unref_locked(struct aio_req *req)
 		free(req);
 }
 
-static void notes_add(struct aio_notes *n, const struct sigevent *sev, pid_t pid)
+void aio_notes_add(struct aio_notes *n, const struct sigevent *sev, pid_t pid)
 {
 	if (sev->sigev_notify == SIGEV_NONE)
 		return;
@@ -252,23 +250,43 @@ static void notes_add(struct aio_notes *n, const struct sigevent *sev, pid_t pid
 	n->v[n->n++].pid = pid;
 }
 
-static void notes_send(const struct aio_notes *n)
+void aio_notes_send(const struct aio_notes *n)
 {
 	for (unsigned i = 0; i < n->n; i++)
 		aio_notify(&n->v[i].sev, n->v[i].pid);
 }
 
+/* Set by aio_wake_hold(): this thread's completions wake nobody until
+ * aio_wake_release(). */
+static _Thread_local bool wake_held, wake_due;
+
 static void wake_all(void)
 {
 	atomic_fetch_add(&aio.seq, 1);
-	if (atomic_load(&aio.sleepers))
+	if (wake_held)
+		wake_due = true;
+	else if (atomic_load(&aio.sleepers))
 		syscall(SYS_futex, &aio.seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+void aio_wake_hold(void)
+{
+	wake_held = true;
+}
+
+void aio_wake_release(void)
+{
+	wake_held = false;
+	if (wake_due) {
+		wake_due = false;
+		wake_all();
+	}
 }
 
 static void start_ready_locked(struct aio_fdq *q, struct aio_notes *notes);
 
 /* Publishes req's result (res: a count or -errno) and lets it go. */
-static void req_finish_locked(struct aio_req *req, int64_t res, struct aio_notes *notes)
+void aio_req_finish_locked(struct aio_req *req, int64_t res, struct aio_notes *notes)
 {
 	struct aio_fdq *q = req->q;
 	struct aio_lio *lio = req->lio;
@@ -276,9 +294,9 @@ static void req_finish_locked(struct aio_req *req, int64_t res, struct aio_notes
 	req->error = res < 0 ? (int)-res : 0;
 	req->state = AIO_REQ_DONE;
 	aio_cb_publish(req->cb, req->error, res < 0 ? -1 : (ssize_t)res);
-	notes_add(notes, &req->sev, req->pid);
+	aio_notes_add(notes, &req->sev, req->pid);
 	if (lio && --lio->nreq == 0 && lio->notify)
-		notes_add(notes, &lio->sev, lio->pid);
+		aio_notes_add(notes, &lio->sev, lio->pid);
 	if (lio && --lio->refs == 0)
 		free(lio);
 	req->lio = NULL;
@@ -299,7 +317,7 @@ static void req_finish_locked(struct aio_req *req, int64_t res, struct aio_notes
 		start_ready_locked(q, notes);
 		q->hold--;
 	}
-	fdq_put_locked(q);
+	aio_fdq_put_locked(q);
 	wake_all();
 	req_unref_locked(req);
 }
@@ -313,8 +331,8 @@ static void start_ready_locked(struct aio_fdq *q, struct aio_notes *notes)
 		next = req->next;
 		if (req->state == AIO_REQ_QUEUED && !req_blocked(req, read_before, write_before)) {
 			q->ndeferred--;
-			if (req_prep_locked(req) < 0) {
-				req_finish_locked(req, -EAGAIN, notes);
+			if (aio_req_prep_locked(req) < 0) {
+				aio_req_finish_locked(req, -EAGAIN, notes);
 				continue;
 			}
 			any = true;
@@ -332,13 +350,13 @@ static void op_done(struct acall_ring *ring, struct acall_op *op, void *arg)
 	int64_t res = acall_op_result(op);
 	struct aio_notes notes = { .n = 0 };
 
-	pthread_mutex_lock(&aio.lock);
+	aio_lock();
 	req->op = NULL;
 	if (res == -EINTR && req->cancel_asked)
 		res = -ECANCELED;       /* a worker interrupted by the cancel */
-	req_finish_locked(req, res, &notes);
-	pthread_mutex_unlock(&aio.lock);
-	notes_send(&notes);
+	aio_req_finish_locked(req, res, &notes);
+	aio_unlock();
+	aio_notes_send(&notes);
 }
 
 /* Errors POSIX lets a submission report at once. A bad or wrongly opened
@@ -422,13 +440,33 @@ static void req_enqueue_locked(struct aio_req *req, struct aio_lio *lio)
 	aio_cb_publish(req->cb, EINPROGRESS, 0);
 }
 
-int aio_submit_locked(struct aiocb *cb, enum aio_kind kind, struct aio_lio *lio, bool batch)
+/* Submits req's prepared op; on failure req completes with the error
+ * (no notification: the caller reports it). 0 or -EAGAIN. */
+int aio_req_submit_locked(struct aio_req *req)
+{
+	struct aio_notes notes = { .n = 0 };
+	int r;
+
+	/* The op may complete (and req be freed) before this returns. */
+	r = acall_submit(aio.ring);
+	if (r >= 0)
+		return 0;
+	acall_op_done(aio.ring, req->op);
+	req->op = NULL;
+	req->sev.sigev_notify = SIGEV_NONE;
+	aio_req_finish_locked(req, r, &notes);
+	return -EAGAIN;
+}
+
+int aio_submit_locked(struct aiocb *cb, enum aio_kind kind, struct aio_lio *lio, bool batch,
+		      struct aio_req **ret_inline)
 {
 	static const struct sigevent none = { .sigev_notify = SIGEV_NONE };
 	const struct sigevent *sev = lio && !lio->individual ? &none : &cb->aio_sigevent;
 	struct acall_ring *ring;
 	struct aio_fdq *q;
 	struct aio_req *req;
+	enum aio_way way;
 	int r;
 
 	r = check_args(cb, kind);
@@ -444,7 +482,7 @@ int aio_submit_locked(struct aiocb *cb, enum aio_kind kind, struct aio_lio *lio,
 	if (r == 0) {
 		r = check_fd(cb, kind, q);
 		if (r < 0)
-			fdq_put_locked(q);
+			aio_fdq_put_locked(q);
 	}
 	if (r == -EBADF && (kind == AIO_KIND_READ || kind == AIO_KIND_WRITE)) {
 		submit_failed_late(cb, r, sev);
@@ -453,26 +491,32 @@ int aio_submit_locked(struct aiocb *cb, enum aio_kind kind, struct aio_lio *lio,
 	if (r < 0)
 		return r;
 	req = req_new(cb, kind, q, sev);
-	if (!req || (!req->deferred && req_prep_locked(req) < 0)) {
+	way = req && !req->deferred ? aio_copy_way(req, ret_inline != NULL) : AIO_WAY_ACALL;
+	if (!req || (way == AIO_WAY_ACALL && !req->deferred && aio_req_prep_locked(req) < 0) ||
+	    (way == AIO_WAY_DRAIN && aio_copy_schedule_locked(q) < 0)) {
 		free(req);
-		fdq_put_locked(q);
+		aio_fdq_put_locked(q);
 		return -EAGAIN;
+	}
+	if (way == AIO_WAY_INLINE)
+		req->state = AIO_REQ_RUNNING;   /* with no op: see aio_run_inline() */
+	if (way == AIO_WAY_DRAIN) {
+		req->state = AIO_REQ_COPY;
+		q->ncopy++;
+		atomic_fetch_add(&aio.ncopy, 1);
 	}
 	req_enqueue_locked(req, lio);
-	if (req->deferred || batch)
+	switch (way) {
+	case AIO_WAY_INLINE:
+		*ret_inline = req;
 		return 0;
-	/* The op may complete (and req be freed) before this returns. */
-	r = acall_submit(ring);
-	if (r < 0) {
-		struct aio_notes notes = { .n = 0 };
-
-		acall_op_done(ring, req->op);
-		req->op = NULL;
-		req->sev.sigev_notify = SIGEV_NONE;
-		req_finish_locked(req, r, &notes);
-		return -EAGAIN;
+	case AIO_WAY_DRAIN:
+		if (!batch)
+			aio_copy_submit_locked(q);
+		return 0;
+	default:
+		return req->deferred || batch ? 0 : aio_req_submit_locked(req);
 	}
-	return 0;
 }
 
 int aio_wait_seq(uint32_t seq, const struct timespec *timeout)
@@ -493,13 +537,18 @@ int aio_wait_seq(uint32_t seq, const struct timespec *timeout)
 static int cancel_one_locked(struct aio_req *req, struct aio_notes *notes, bool *notcanceled,
 			     bool *canceled)
 {
-	if (req->state == AIO_REQ_QUEUED) {
-		req->q->ndeferred--;
+	if (req->state == AIO_REQ_QUEUED || req->state == AIO_REQ_COPY) {
+		if (req->state == AIO_REQ_QUEUED)
+			req->q->ndeferred--;
+		else
+			aio_copy_unqueue_locked(req);
 		*canceled = true;
-		req_finish_locked(req, -ECANCELED, notes);
+		aio_req_finish_locked(req, -ECANCELED, notes);
 		return 0;
 	}
-	if (req->kind == AIO_KIND_WRITE && req->q->stream) {
+	/* A write to a stream that started, or a copy the submitting thread
+	 * runs itself (no op), cannot be stopped. */
+	if ((req->kind == AIO_KIND_WRITE && req->q->stream) || !req->op) {
 		*notcanceled = true;
 		return 0;
 	}
@@ -529,11 +578,11 @@ static void cancel_wait(struct aio_req **wait, unsigned n, bool *notcanceled, bo
 		struct timespec rel;
 		long ns;
 
-		pthread_mutex_lock(&aio.lock);
+		aio_lock();
 		left = 0;
 		for (unsigned i = 0; i < n; i++)
 			left += wait[i]->state != AIO_REQ_DONE;
-		pthread_mutex_unlock(&aio.lock);
+		aio_unlock();
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		ns = (end.tv_sec - now.tv_sec) * 1000000000L + end.tv_nsec - now.tv_nsec;
 		if (!left || ns <= 0)
@@ -543,7 +592,7 @@ static void cancel_wait(struct aio_req **wait, unsigned n, bool *notcanceled, bo
 		aio_wait_seq(seq, &rel);
 	}
 	atomic_fetch_sub(&aio.sleepers, 1);
-	pthread_mutex_lock(&aio.lock);
+	aio_lock();
 	for (unsigned i = 0; i < n; i++) {
 		if (wait[i]->state != AIO_REQ_DONE)
 			*notcanceled = true;
@@ -551,7 +600,7 @@ static void cancel_wait(struct aio_req **wait, unsigned n, bool *notcanceled, bo
 			*canceled = true;
 		req_unref_locked(wait[i]);
 	}
-	pthread_mutex_unlock(&aio.lock);
+	aio_unlock();
 }
 
 int aio_cancel_fd(int fd, struct aiocb *cb)
@@ -563,12 +612,12 @@ int aio_cancel_fd(int fd, struct aiocb *cb)
 	static unsigned visit;  /* protected by aio.lock */
 	struct aio_fdq *q;
 
-	pthread_mutex_lock(&aio.lock);
+	aio_lock();
 	q = aio_fdq_lookup_locked(fd);
 	if (q)
 		wait = calloc(q->n, sizeof(*wait));
 	if (q && !wait) {
-		pthread_mutex_unlock(&aio.lock);
+		aio_unlock();
 		return -EAGAIN;
 	}
 	visit++;
@@ -585,11 +634,11 @@ int aio_cancel_fd(int fd, struct aiocb *cb)
 		/* A notification may be due per request: send as we go. */
 		if (cancel_one_locked(req, &notes, &notcanceled, &canceled))
 			wait[nwait++] = req;
-		notes_send(&notes);
+		aio_notes_send(&notes);
 		notes.n = 0;
 		q = aio_fdq_lookup_locked(fd);
 	}
-	pthread_mutex_unlock(&aio.lock);
+	aio_unlock();
 	if (nwait)
 		cancel_wait(wait, nwait, &notcanceled, &canceled);
 	free(wait);
@@ -629,6 +678,7 @@ static void aio_fork_child(void)
 		}
 	aio.ring = NULL;
 	aio.inflight = 0;
+	atomic_store(&aio.ncopy, 0);
 	atomic_store(&aio.sleepers, 0);
 }
 
@@ -636,12 +686,12 @@ static void aio_fork_child(void)
  * starts with a fresh lock: the child has only the forking thread). */
 static void aio_fork_prepare(void)
 {
-	pthread_mutex_lock(&aio.lock);
+	pthread_mutex_lock(&aio.lock); /* raw: aio_busy stays as it is */
 }
 
 static void aio_fork_parent(void)
 {
-	pthread_mutex_unlock(&aio.lock);
+	pthread_mutex_unlock(&aio.lock); /* raw */
 }
 
 __attribute__((constructor)) static void aio_fork_register(void)

@@ -70,6 +70,49 @@ static void test_cancel_of_finished_work_is_all_done(void **state)
 	close(fd);
 }
 
+/*
+ * Small buffered writes wait in pony for a thread to copy them: cancelling
+ * them all races with that copy, and whatever the outcome, it is told
+ * right: a write that says ECANCELED (-1) left the file alone, one that
+ * says 0 wrote its bytes, and aio_cancel()'s answer agrees with them.
+ */
+static void test_cancelled_buffered_writes_leave_the_file_alone(void **state)
+{
+	enum { N = TEST_MAX, LEN = 512 };
+	int fd = scratch_file(N * LEN, O_RDWR);
+	char out[LEN], in[LEN];
+	struct aiocb cbs[N];
+	int r, ncanceled = 0;
+
+	memset(out, 'x', sizeof(out));
+	for (int i = 0; i < N; i++) {
+		cbs[i] = aiocb_for(fd, out, LEN, (off_t)i * LEN);
+		assert_int_equal(aio_write(&cbs[i]), 0);
+	}
+	r = aio_cancel(fd, NULL);
+	assert_true(r == AIO_CANCELED || r == AIO_NOTCANCELED || r == AIO_ALLDONE);
+	for (int i = 0; i < N; i++) {
+		int e = wait_done(&cbs[i]);
+
+		assert_int_equal(pread(fd, in, LEN, (off_t)i * LEN), LEN);
+		if (e == ECANCELED) {
+			ncanceled++;
+			assert_int_equal(aio_return(&cbs[i]), -1);
+			for (int k = 0; k < LEN; k++)
+				assert_int_equal((unsigned char)in[k], (i * LEN + k) % 251);
+		} else {
+			assert_int_equal(e, 0);
+			assert_int_equal(aio_return(&cbs[i]), LEN);
+			assert_memory_equal(in, out, LEN);
+		}
+	}
+	if (r == AIO_ALLDONE)
+		assert_int_equal(ncanceled, 0);
+	else if (r == AIO_CANCELED)
+		assert_true(ncanceled > 0);
+	close(fd);
+}
+
 /* A write blocked on a full socket buffer has sent part of its data: it
  * cannot be taken back, so it is not cancelled; the ones queued behind it
  * (socket writes keep their order) are. */
@@ -229,6 +272,7 @@ int main(void)
 		cmocka_unit_test(test_cancel_all_on_a_socket_stops_every_read),
 		cmocka_unit_test(test_cancel_of_finished_work_is_all_done),
 		cmocka_unit_test(test_blocked_socket_write_is_not_cancelled),
+		cmocka_unit_test(test_cancelled_buffered_writes_leave_the_file_alone),
 		cmocka_unit_test(test_cancel_rejects_bad_fd_and_mismatch),
 		cmocka_unit_test(test_suspend_times_out_with_eagain),
 		cmocka_unit_test(test_suspend_is_interrupted_by_a_signal),

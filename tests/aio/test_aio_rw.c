@@ -65,6 +65,41 @@ static void test_many_odirect_reads_in_flight_on_one_fd(void **state)
 	close(fd);
 }
 
+/* 32 O_DIRECT writes of 4 KiB in flight at once on one fd land where
+ * they should (read back through a buffered fd of the same file). */
+static void test_many_odirect_writes_in_flight_on_one_fd(void **state)
+{
+	enum { N = 32, BS = 4096 };
+	char path[] = "/var/tmp/pony-aio-test.XXXXXX";
+	int fd = mkstemp(path), dfd, k;
+	struct aiocb cbs[N];
+	unsigned char *buf = NULL, back[BS];
+
+	assert_true(fd >= 0);
+	dfd = open(path, O_WRONLY | O_DIRECT);
+	assert_true(dfd >= 0);
+	unlink(path);
+	assert_int_equal(posix_memalign((void **)&buf, BS, N * BS), 0);
+	for (int i = 0; i < N; i++) {
+		k = (i * 7) % N;
+		memset(buf + (size_t)k * BS, 'A' + k % 26, BS);
+		cbs[i] = aiocb_for(dfd, buf + (size_t)k * BS, BS, (off_t)k * BS);
+		assert_int_equal(aio_write(&cbs[i]), 0);
+	}
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(wait_done(&cbs[i]), 0);
+		assert_int_equal(aio_return(&cbs[i]), BS);
+	}
+	for (k = 0; k < N; k++) {
+		assert_int_equal(pread(fd, back, BS, (off_t)k * BS), BS);
+		for (int b = 0; b < BS; b++)
+			assert_int_equal(back[b], 'A' + k % 26);
+	}
+	free(buf);
+	close(dfd);
+	close(fd);
+}
+
 /* Big buffered copies take the worker path: the bytes are the same. */
 static void test_big_buffered_read_and_write(void **state)
 {
@@ -222,6 +257,38 @@ static void test_pipe_reads_complete_in_order(void **state)
 
 /* A read waiting for data on a socket does not hold back a write on the
  * same fd: requests on one fd run concurrently (glibc would deadlock). */
+/* An fd number closed and reused for a pipe is a pipe to pony, even just
+ * after small buffered writes on the file it was (whose queue may still be
+ * kept for a drainer): reads on it keep their order. */
+static void test_reused_fd_number_is_looked_at_again(void **state)
+{
+	for (int round = 0; round < 50; round++) {
+		int fd = scratch_file(0, O_RDWR), p[2];
+		char out[4] = "abcd", a[2], b[2];
+		struct aiocb w = aiocb_for(fd, out, sizeof(out), 0), r1, r2;
+
+		assert_int_equal(aio_write(&w), 0);
+		assert_int_equal(wait_done(&w), 0);
+		assert_int_equal(aio_return(&w), 4);
+		assert_int_equal(pipe(p), 0);
+		assert_int_equal(dup2(p[0], fd), fd);   /* fd is now the pipe */
+		close(p[0]);
+		r1 = aiocb_for(fd, a, 2, 0);
+		r2 = aiocb_for(fd, b, 2, 0);
+		assert_int_equal(aio_read(&r1), 0);
+		assert_int_equal(aio_read(&r2), 0);
+		assert_int_equal(write(p[1], "0011", 4), 4);
+		assert_int_equal(wait_done(&r1), 0);
+		assert_int_equal(wait_done(&r2), 0);
+		assert_int_equal(aio_return(&r1), 2);
+		assert_int_equal(aio_return(&r2), 2);
+		assert_memory_equal(a, "00", 2);
+		assert_memory_equal(b, "11", 2);
+		close(fd);
+		close(p[1]);
+	}
+}
+
 static void test_socket_write_passes_a_blocked_read(void **state)
 {
 	char in[4], out[4] = "ping", got[4];
@@ -300,12 +367,14 @@ int main(void)
 		cmocka_unit_test(test_read_returns_the_file_bytes),
 		cmocka_unit_test(test_write_then_read_back),
 		cmocka_unit_test(test_many_odirect_reads_in_flight_on_one_fd),
+		cmocka_unit_test(test_many_odirect_writes_in_flight_on_one_fd),
 		cmocka_unit_test(test_big_buffered_read_and_write),
 		cmocka_unit_test(test_64_names_reach_past_4_gib),
 		cmocka_unit_test(test_fsync_covers_earlier_writes),
 		cmocka_unit_test(test_fsync_rejects_bad_op_and_fd),
 		cmocka_unit_test(test_append_writes_keep_submission_order),
 		cmocka_unit_test(test_pipe_reads_complete_in_order),
+		cmocka_unit_test(test_reused_fd_number_is_looked_at_again),
 		cmocka_unit_test(test_socket_write_passes_a_blocked_read),
 		cmocka_unit_test(test_blocked_socket_writes_do_not_hold_back_others),
 		cmocka_unit_test(test_return_is_given_once),
