@@ -33,8 +33,8 @@ struct hostfs {
 	int mount_id;                   /* of the root, for name_to_handle_at */
 	int mount_fd;                   /* the root opened for real: O_PATH will
 					 * not do for open_by_handle_at; or -1 */
-	size_t nfds, max_fds;           /* inodes holding descriptors; above
-					 * max_fds new files are kept as handles */
+	size_t max_fds;                 /* above this many descriptors held (by
+					 * all instances) new files are handles */
 };
 
 static inline struct hostfs *hostfs_of(struct vfs *fs)

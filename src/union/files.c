@@ -75,7 +75,14 @@ static int setattr_locked(struct union_fs *u, uint64_t ino, uint64_t fh,
 		return r;
 	r = VFS_CALL(u->upper, setattr, &u->root_ctx, n->upper,
 		     f && f->fs == u->upper ? f->fh : VFS_NO_FH, a, ret);
-	return r < 0 ? r : union_node_statx_locked(u, n, 0, STATX_BASIC_STATS, ret);
+	if (r < 0)
+		return r;
+	/* The upper's answer is the node's, but for a copied-up hard link's
+	 * link count, which the index and the lowers decide. */
+	if (n->lower_links > 1)
+		return union_node_statx_locked(u, n, 0, STATX_BASIC_STATS, ret);
+	union_fix_attr(u, n, ret);
+	return 0;
 }
 
 static int union_setattr(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,

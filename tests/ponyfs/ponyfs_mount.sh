@@ -42,12 +42,7 @@ command -v fusermount3 >/dev/null || skip "fusermount3 is missing"
 pony_mount() {
 	"$PONY" mount --foreground "$@" "$T/m" 2>>"$T/pony.log" &
 	PONY_PID=$!
-	for _ in $(seq 1 100); do
-		mountpoint -q "$T/m" && return 0
-		kill -0 "$PONY_PID" 2>/dev/null || fail "pony mount exited: $(cat "$T/pony.log")"
-		sleep 0.05
-	done
-	fail "pony mount did not come up"
+	wait_for_mount "$T/m" "$PONY_PID" "$T/pony.log" "pony mount"
 }
 pony_umount() {
 	fusermount3 -u "$T/m" || fail "fusermount3 -u failed"

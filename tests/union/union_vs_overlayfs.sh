@@ -5,8 +5,12 @@
 # mounting pony's upper shows the tree pony showed, and pony mounting the
 # kernel's shows the kernel's. The lowers are checksummed before and after
 # and must never change. Also: bad input, a lower changed under the mount.
+#
+# Arguments are extra `pony union mount` options: meson runs it once with the
+# defaults and once with --writeback --threads 4.
 set -u
 . "$PONY_SRCDIR/tests/lib.sh"
+PONY_OPTS=("$@")
 require_fuse
 require_root
 grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null ||
@@ -29,15 +33,10 @@ trap cleanup EXIT
 # its exit status (ASan, leaks) is seen at unmount.
 pony_mount() {
 	local lowers=${3:-$T/l1:$T/l2}
-	"$PONY" union mount --foreground --lower "$lowers" --upper "$1" --work "$2" \
+	"$PONY" union mount --foreground "${PONY_OPTS[@]}" --lower "$lowers" --upper "$1" --work "$2" \
 		"$T/pm" 2>>"$T/pony.log" &
 	PONY_PID=$!
-	for _ in $(seq 1 100); do
-		mountpoint -q "$T/pm" && return 0
-		kill -0 "$PONY_PID" 2>/dev/null || fail "pony union mount exited: $(cat "$T/pony.log")"
-		sleep 0.05
-	done
-	fail "pony union mount did not come up"
+	wait_for_mount "$T/pm" "$PONY_PID" "$T/pony.log" "pony union mount"
 }
 pony_umount() {
 	fusermount3 -u "$T/pm" || fail "fusermount3 -u failed"

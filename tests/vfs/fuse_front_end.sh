@@ -26,12 +26,7 @@ ln -s file "$T/src/link"
 start() {
 	"$PONY" fs mount-host --foreground "$T/src" "$T/m" 2>>"$T/log" &
 	PID=$!
-	for _ in $(seq 1 100); do
-		mountpoint -q "$T/m" && return 0
-		kill -0 "$PID" 2>/dev/null || fail "mount-host exited: $(cat "$T/log")"
-		sleep 0.05
-	done
-	fail "mount-host did not come up"
+	wait_for_mount "$T/m" "$PID" "$T/log" "mount-host"
 }
 
 start
