@@ -368,12 +368,10 @@ static int rename_checks_locked(struct union_fs *u, struct rename_state *s)
 		return s->flags & RENAME_EXCHANGE ? -ENOENT : 0;
 	if (s->flags & RENAME_NOREPLACE)
 		return -EEXIST;
-	if (s->flags & RENAME_EXCHANGE) {
-		/* Exchanging merged directories would need two redirects at once. */
-		if ((S_ISDIR(s->n->type) && s->n->nlower) || (S_ISDIR(s->t->type) && s->t->nlower))
-			return -EXDEV;
+	/* An exchange gives each merged directory its redirect, as overlayfs
+	 * does with redirect_dir=on. */
+	if (s->flags & RENAME_EXCHANGE)
 		return 0;
-	}
 	if (S_ISDIR(s->n->type) && !S_ISDIR(s->t->type))
 		return -ENOTDIR;
 	if (!S_ISDIR(s->n->type) && S_ISDIR(s->t->type))
@@ -398,7 +396,9 @@ static int rename_mark_dir_locked(struct union_fs *u, struct union_node *n, bool
 		r = lower_path_locked(u, n, path, sizeof(path));
 		return r < 0 ? r : union_set_xattr(u, n->upper, "redirect", path, strlen(path));
 	}
-	if (over_lower && !n->opaque) {
+	/* A directory of the upper's own is opaque in memory but not on disk
+	 * (no lower had its name): moved over a lower name, it must say so. */
+	if (over_lower) {
 		n->opaque = true;
 		return union_set_xattr(u, n->upper, "opaque", "y", 1);
 	}

@@ -60,8 +60,10 @@ mkdir -p "$T"/{l1,l2,pu,pw,ku,kw,pm,km}
 (
 	cd "$T/l1" && mkdir -p d/sub deep emp full/in && echo deep > full/in/f && echo one > a && echo sub > d/sub/s &&
 	ln a alink && ln -s a sym && mkfifo fifo && chmod 751 d &&
+	mkdir xa xb && echo a1 > xa/a1 && echo b1 > xb/b1 &&
 	python3 -c "import os; os.setxattr('a', 'user.k', b'v1')"
-	cd "$T/l2" && mkdir -p d e/f && echo two > b && echo low > d/x && echo e > e/f/g &&
+	cd "$T/l2" && mkdir -p d e/f xa xb && echo a2 > xa/a2 && echo b2 > xb/b2 &&
+	echo two > b && echo low > d/x && echo e > e/f/g &&
 	echo shadowed > a && head -c 300000 /dev/urandom > big
 ) || fail "cannot build the lowers"
 before=$(lower_sum)
@@ -70,6 +72,8 @@ pony_mount "$T/pu" "$T/pw"
 kernel_mount "$T/ku" "$T/kw"
 mount | grep -q "^$T/pu on $T/pm type fuse.pony-union" || fail "fsname is not the upper: $(mount | grep "$T/pm")"
 
+# renameat2(RENAME_EXCHANGE) of A and B: prints the error, if any.
+xchg='python3 -c "import ctypes, os, sys; l = ctypes.CDLL(None, use_errno=True); r = l.renameat2(-100, sys.argv[1].encode(), -100, sys.argv[2].encode(), 2); print(\"exchange:\", os.strerror(ctypes.get_errno()) if r else \"ok\")"'
 # Each operation runs in both mounts; output and status must match.
 ops=(
 	'cat a b d/x; ls'
@@ -105,6 +109,9 @@ ops=(
 	'mkdir nd3; mv nd3 full 2>&1 | sed "s/.*: //"; mv full/in full2; ls full full2; rmdir full; ls -d full 2>&1 | sed "s/.*: //"'
 	'mkdir full; ls -a full; touch full/x; ls full'
 	'ln -s nowhere dangling; ls -l dangling | cut -c1; mv dangling dmoved/; readlink dmoved/dangling'
+	"$xchg xa xb; ls xa xb; cat xa/b2 xb/a1"
+	"mkdir xc; touch xc/c; $xchg xa xc; ls xa xc; $xchg xc dmoved/sub; ls xc dmoved/sub"
+	"$xchg xb b2; ls xb b2; cat b2/a1"
 )
 i=0
 for op in "${ops[@]}"; do
