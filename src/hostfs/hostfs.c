@@ -582,6 +582,8 @@ static const struct vfs_ops hostfs_ops = {
 	.statfs = hostfs_statfs,
 	.syncfs = hostfs_syncfs,
 	.barrier = hostfs_barrier,
+	.encode_fh = hostfs_encode_fh,
+	.decode_fh = hostfs_decode_fh,
 };
 
 int hostfs_new(const char *path, unsigned flags, struct vfs **ret)
@@ -606,6 +608,7 @@ int hostfs_new(const char *path, unsigned flags, struct vfs **ret)
 	h->root.nlookup = 1;
 	h->flags = flags;
 	hostfs_handles_probe(h);
+	hostfs_uuid_probe(h);
 	pthread_mutex_init(&h->lock, NULL);
 	*ret = &h->vfs;
 	return 0;

@@ -141,10 +141,7 @@ static uint64_t inode_id(struct hostfs *h, struct hostfs_inode *in)
 int hostfs_do_lookup(struct hostfs *h, struct hostfs_inode *parent, const char *name,
 		     struct vfs_entry *ret)
 {
-	_cleanup_(closep) int fd = -1;
-	struct hostfs_inode *in;
-	struct vfs_entry e = { 0 };
-	int r = vfs_check_name(name);
+	int fd, r = vfs_check_name(name);
 
 	if (r < 0)
 		return r;
@@ -153,6 +150,16 @@ int hostfs_do_lookup(struct hostfs *h, struct hostfs_inode *parent, const char *
 	fd = openat(parent->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
+	return hostfs_inode_of_fd(h, &fd, ret);
+}
+
+int hostfs_inode_of_fd(struct hostfs *h, int *pfd, struct vfs_entry *ret)
+{
+	_cleanup_(closep) int fd = TAKE_FD(*pfd);
+	struct hostfs_inode *in;
+	struct vfs_entry e = { 0 };
+	int r;
+
 	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS | STATX_BTIME,
 		  &e.attr) < 0)
 		return -errno;

@@ -140,17 +140,37 @@ static int copy_xattrs(struct union_fs *u, struct union_lower *l, uint64_t dst)
 	return n < 0 ? n : 0;
 }
 
+/*
+ * The origin, twice: overlayfs's (struct ovl_fb: version 0, magic 0xfb,
+ * length, flags 0 for little-endian, handle type, the lower filesystem's
+ * uuid, the handle), which the kernel decodes to the lower file; and pony's
+ * own (layer, lower st_ino, lower link count), which says the layer even
+ * when several lowers share a filesystem. A lower without handles gets no
+ * overlayfs origin, as in the kernel.
+ */
 static int set_origin(struct union_fs *u, uint64_t dst, const struct union_lower *l,
 		      uint32_t links)
 {
-	uint8_t fb[UNION_ORIGIN_SIZE] = { 1, 0xfb, UNION_ORIGIN_SIZE, 2 /* any endian */ };
+	uint8_t fb[UNION_FB_HEADER + 128] = { 0, 0xfb };
+	uint8_t own[UNION_PONY_ORIGIN_SIZE];
+	int type, n;
+
+	n = VFS_CALL(u->lowers[l->layer], encode_fh, l->ino, fb + UNION_FB_HEADER,
+		     sizeof(fb) - UNION_FB_HEADER, &type, fb + 5);
+	if (n > 0) {
+		fb[2] = (uint8_t)(UNION_FB_HEADER + n);
+		fb[4] = (uint8_t)type;
+		n = union_set_xattr(u, dst, "origin", fb, UNION_FB_HEADER + (size_t)n);
+		if (n < 0)
+			return n;
+	}
 	le32 layer = cpu_to_le32(l->layer), nl = cpu_to_le32(links);
 	le64 ino = cpu_to_le64(l->st_ino);
 
-	memcpy(fb + 21, &layer, 4);
-	memcpy(fb + 25, &ino, 8);
-	memcpy(fb + 33, &nl, 4);
-	return union_set_xattr(u, dst, "origin", fb, sizeof(fb));
+	memcpy(own, &layer, 4);
+	memcpy(own + 4, &ino, 8);
+	memcpy(own + 12, &nl, 4);
+	return union_set_xattr(u, dst, "pony.origin", own, sizeof(own));
 }
 
 /* Owner, mode and times last: a copy-up must not make a file writable early. */

@@ -108,12 +108,12 @@ int union_getxattr_layer(struct union_fs *u, unsigned layer, uint64_t ino,
 			 const char *suffix, char *buf, size_t size);
 bool union_is_own_xattr(struct union_fs *u, const char *name);
 
-/* pony's origin xattr: overlayfs's ovl_fb header with version 1, which the
- * kernel reads as "origin unknown", then le32 layer, le64 st_ino, le32 lower
+/* overlayfs's origin: struct ovl_fb, a 21-byte header then the handle. */
+#define UNION_FB_HEADER 21
+/* pony's own origin (pony.origin): le32 layer, le64 lower st_ino, le32 lower
  * link count at copy-up. */
-#define UNION_ORIGIN_SIZE 37
+#define UNION_PONY_ORIGIN_SIZE 16
 struct union_origin { unsigned layer; uint64_t st_ino; uint32_t links; };
-bool union_origin_decode(const uint8_t *buf, int len, struct union_origin *ret);
 /* The index entry's name for a key: 16 hex digits. */
 void union_index_name(uint64_t key, char buf[static 32]);
 int union_linked_get(struct union_fs *u, uint64_t upper);

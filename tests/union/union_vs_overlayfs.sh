@@ -147,6 +147,29 @@ kernel_mount "$T/ku" "$T/kw"
 k_on_k=$(tree_of "$T/km"); kernel_umount
 [ "$p_on_k" = "$k_on_k" ] || fail "pony on the kernel's upper differs: $(diff <(echo "$p_on_k") <(echo "$k_on_k"))"
 
+# The origin xattr is overlayfs's file handle (struct ovl_fb) both ways: a
+# file copied up by one implementation keeps, under the other, the inode
+# number that implementation gives the lower file.
+mkdir -p "$T"/{pu2,pw2,ku2,kw2}
+pony_mount "$T/pu2" "$T/pw2"
+p_ino=$(stat -c %i "$T/pm/b"); echo p >> "$T/pm/b"; ln "$T/pm/b" "$T/pm/bl"
+[ "$(stat -c %i "$T/pm/b")" = "$p_ino" ] || fail "pony: st_ino changed at copy-up"
+pony_umount
+kernel_mount "$T/ku2" "$T/kw2"
+k_ino=$(stat -c %i "$T/km/b"); echo k >> "$T/km/b"
+[ "$(stat -c %i "$T/km/b")" = "$k_ino" ] || fail "kernel: st_ino changed at copy-up"
+kernel_umount
+python3 -c "import os, sys; v = os.getxattr(sys.argv[1], 'trusted.overlay.origin'); sys.exit(not (v[0] == 0 and v[1] == 0xfb and v[2] == len(v) and len(v) > 21))" \
+	"$T/pu2/b" || fail "pony's origin is no ovl_fb"
+kernel_mount "$T/pu2" "$T/pw2"
+[ "$(stat -c %i "$T/km/b")" = "$k_ino" ] || fail "the kernel does not follow pony's origin: $(stat -c %i "$T/km/b") is not $k_ino"
+[ "$(cat "$T/km/b")" = "$(printf 'two\np')" ] || fail "the kernel shows another b on pony's upper"
+kernel_umount
+pony_mount "$T/ku2" "$T/kw2"
+[ "$(stat -c %i "$T/pm/b")" = "$p_ino" ] || fail "pony does not follow the kernel's origin: $(stat -c %i "$T/pm/b") is not $p_ino"
+[ "$(cat "$T/pm/b")" = "$(printf 'two\nk')" ] || fail "pony shows another b on the kernel's upper"
+pony_umount
+
 [ "$(lower_sum)" = "$before" ] || fail "a lower was modified"
 
 # Bad input: clear errors, nothing mounted.
