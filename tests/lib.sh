@@ -25,12 +25,14 @@ expect_failure() {
 	rm -f "$err"
 }
 
-# wait_for_mount MNT PID LOG WHAT: waits (5 s at most) until MNT is a mount
-# point; fails, showing LOG, if PID (the FUSE daemon) exits first.
+# wait_for_mount MNT PID LOG WHAT [RUNNER...]: waits (5 s at most) until MNT
+# is a mount point; fails, showing LOG, if PID (the FUSE daemon) exits first.
+# RUNNER runs the check as someone else (a user's FUSE mount refuses root).
 wait_for_mount() {
 	local mnt=$1 pid=$2 log=$3 what=$4
+	shift 4
 	for _ in $(seq 1 100); do
-		mountpoint -q "$mnt" && return 0
+		"$@" mountpoint -q "$mnt" && return 0
 		kill -0 "$pid" 2>/dev/null || fail "$what exited: $(cat "$log")"
 		sleep 0.05
 	done

@@ -280,6 +280,10 @@ static int copy_up_one_locked(struct union_fs *u, struct union_node *n)
 		.atime = { pstat.stx_atime.tv_sec, pstat.stx_atime.tv_nsec },
 		.mtime = { pstat.stx_mtime.tv_sec, pstat.stx_mtime.tv_nsec },
 	};
+	/* As overlayfs: a directory holding entries with an origin is
+	 * "impure", so the kernel's readdir gives their d_ino from the origin
+	 * too. Set before the times are put back. */
+	union_mark_impure_locked(u, parent);
 	VFS_CALL(u->upper, setattr, &u->root_ctx, parent->upper, VFS_NO_FH, &pa, &placed.attr);
 	n->upper = e.ino;
 	if (links)
@@ -304,6 +308,12 @@ int union_copy_up_locked(struct union_fs *u, struct union_node *n)
 		return -ENOENT;
 	r = union_copy_up_locked(u, n->parent);
 	return r < 0 ? r : copy_up_one_locked(u, n);
+}
+
+void union_mark_impure_locked(struct union_fs *u, struct union_node *dir)
+{
+	if (!dir->impure && dir->upper && union_set_xattr(u, dir->upper, "impure", "y", 1) == 0)
+		dir->impure = true;
 }
 
 int union_make_whiteout_locked(struct union_fs *u, struct union_node *dir, const char *name)

@@ -35,6 +35,7 @@ struct union_node {
 	uint64_t refs;
 	mode_t type;                    /* S_IFMT bits */
 	bool opaque;                    /* a directory hiding all lowers */
+	bool impure;                    /* a directory whose impure xattr is set */
 	uint32_t lower_links;           /* >1: a copied-up hard link (index) with
 					 * that many lower names at copy-up */
 	uint64_t upper;                 /* upper vfs ino, 0 if none */
@@ -125,6 +126,9 @@ int union_copy_up_locked(struct union_fs *u, struct union_node *n);
 const char *union_tmp_name(struct union_fs *u, char buf[static 32]);
 int union_set_xattr(struct union_fs *u, uint64_t upper_ino, const char *suffix,
 		    const void *value, size_t size);
+/* overlayfs's impure xattr on a directory that holds entries with an origin
+ * (their d_ino is the origin's), once per node; best effort. */
+void union_mark_impure_locked(struct union_fs *u, struct union_node *dir);
 int union_make_whiteout_locked(struct union_fs *u, struct union_node *dir, const char *name);
 /* Path of a node from the root, "/a/b"; -ENAMETOOLONG past PATH_MAX. */
 int union_node_path(struct union_node *n, char *buf, size_t size);

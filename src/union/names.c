@@ -437,6 +437,11 @@ static int rename_do_locked(struct union_fs *u, struct rename_state *s)
 		     s->newname, flags);
 	if (r < 0)
 		return r;
+	/* Entries from a lower (an origin) make their new directory impure. */
+	if (s->n->key >> UNION_LAYER_SHIFT)
+		union_mark_impure_locked(u, s->newdir);
+	if (s->t && exchange && s->t->key >> UNION_LAYER_SHIFT)
+		union_mark_impure_locked(u, s->dir);
 	struct union_node *oldp = s->n->parent;
 	union_node_set_parent_locked(s->n, s->newdir, s->newname);
 	union_node_unref_locked(u, oldp, 1);

@@ -163,6 +163,8 @@ python3 -c "import os, sys; v = os.getxattr(sys.argv[1], 'trusted.overlay.origin
 	"$T/pu2/b" || fail "pony's origin is no ovl_fb"
 kernel_mount "$T/pu2" "$T/pw2"
 [ "$(stat -c %i "$T/km/b")" = "$k_ino" ] || fail "the kernel does not follow pony's origin: $(stat -c %i "$T/km/b") is not $k_ino"
+# pony marked the directory impure, so the kernel's readdir agrees with stat.
+[ "$(ls -i "$T/km" | awk '$2 == "b" { print $1 }')" = "$k_ino" ] || fail "the kernel's readdir gives b another d_ino than stat"
 [ "$(cat "$T/km/b")" = "$(printf 'two\np')" ] || fail "the kernel shows another b on pony's upper"
 kernel_umount
 pony_mount "$T/ku2" "$T/kw2"
