@@ -33,16 +33,10 @@ trap cleanup EXIT
 # its exit status (ASan, leaks) is seen at unmount.
 pony_mount() {
 	local lowers=${3:-$T/l1:$T/l2}
-	"$PONY" union mount --foreground "${PONY_OPTS[@]}" --lower "$lowers" --upper "$1" --work "$2" \
-		"$T/pm" 2>>"$T/pony.log" &
-	PONY_PID=$!
-	wait_for_mount "$T/pm" "$PONY_PID" "$T/pony.log" "pony union mount"
+	fuse_daemon_start "$T/pm" "$T/pony.log" "pony union mount" "$PONY" union mount \
+		--foreground "${PONY_OPTS[@]}" --lower "$lowers" --upper "$1" --work "$2" "$T/pm"
 }
-pony_umount() {
-	fusermount3 -u "$T/pm" || fail "fusermount3 -u failed"
-	wait "$PONY_PID" || fail "pony exited $? after unmount: $(cat "$T/pony.log")"
-	PONY_PID=
-}
+pony_umount() { fuse_daemon_stop "$T/pm" "$T/pony.log"; }
 kernel_mount() {
 	mount -t overlay overlay -o "lowerdir=${3:-$T/l1:$T/l2},upperdir=$1,workdir=$2,redirect_dir=on" \
 		"$T/km" || fail "kernel overlay mount failed"

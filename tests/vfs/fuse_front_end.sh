@@ -9,12 +9,12 @@ require_fuse
 command -v fusermount3 >/dev/null || skip "fusermount3 is missing"
 
 T=$(mktemp -d /tmp/pony-fuse-it.XXXXXX)
-PID=
+PONY_PID=
 cleanup() {
 	if mountpoint -q "$T/m" 2>/dev/null; then
 		fusermount3 -u "$T/m" 2>/dev/null || umount -l "$T/m"
 	fi
-	[ -n "$PID" ] && wait "$PID" 2>/dev/null
+	[ -n "$PONY_PID" ] && wait "$PONY_PID" 2>/dev/null
 	rm -rf "$T"
 }
 trap cleanup EXIT
@@ -24,9 +24,7 @@ ln "$T/src/file" "$T/src/hard"
 ln -s file "$T/src/link"
 
 start() {
-	"$PONY" fs mount-host --foreground "$T/src" "$T/m" 2>>"$T/log" &
-	PID=$!
-	wait_for_mount "$T/m" "$PID" "$T/log" "mount-host"
+	fuse_daemon_start "$T/m" "$T/log" "mount-host" "$PONY" fs mount-host --foreground "$T/src" "$T/m"
 }
 
 start
@@ -43,15 +41,15 @@ out=$("$PONY" fs statx --mask 0x200 --dont-sync "$T/m/file") || fail "pony fs st
 "$PONY" fs syncfs "$T/m" || fail "pony fs syncfs failed"
 expect_failure "$PONY" fs statx /  # not a pony mount: refused with a message
 
-kill -TERM "$PID"
-wait "$PID" || fail "SIGTERM: pony exited $? ($(cat "$T/log"))"
-PID=
+kill -TERM "$PONY_PID"
+wait "$PONY_PID" || fail "SIGTERM: pony exited $? ($(cat "$T/log"))"
+PONY_PID=
 mountpoint -q "$T/m" && fail "SIGTERM left the mount behind"
 
 start
-kill -INT "$PID"
-wait "$PID" || fail "SIGINT: pony exited $?"
-PID=
+kill -INT "$PONY_PID"
+wait "$PONY_PID" || fail "SIGINT: pony exited $?"
+PONY_PID=
 mountpoint -q "$T/m" && fail "SIGINT left the mount behind"
 
 # Daemonized: returns once mounted; pony fs umount ends it.
