@@ -332,6 +332,11 @@ static void req_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 		return;
 	}
 	fi->fh = fh;
+	/* With cached attributes, cached listings too: every change comes
+	 * through this mount, and the kernel drops a directory's cache when
+	 * it changes, so a second walk of a tree costs no READDIR. */
+	if (pf_of(req)->opts.timeout > 0)
+		fi->cache_readdir = fi->keep_cache = 1;
 	if (fuse_reply_open(req, fi) == -ENOENT)
 		VFS_CALL(fs_of(req), releasedir, ino, fh);
 }

@@ -41,6 +41,29 @@ out=$("$PONY" fs statx --mask 0x200 --dont-sync "$T/m/file") || fail "pony fs st
 "$PONY" fs syncfs "$T/m" || fail "pony fs syncfs failed"
 expect_failure "$PONY" fs statx /  # not a pony mount: refused with a message
 
+# POSIX ACLs are not enforced on a FUSE mount without FUSE_CAP_POSIX_ACL:
+# the mount says EOPNOTSUPP rather than store one it would ignore, and
+# hides the name from listxattr; other xattrs pass.
+python3 - "$T/m/file" <<'PY' || fail "ACL xattrs are not refused, or user xattrs broke"
+import errno, os, sys
+f = sys.argv[1]
+for call in (lambda: os.getxattr(f, "system.posix_acl_access"),
+             lambda: os.setxattr(f, "system.posix_acl_access", b"\x02\0\0\0"),
+             lambda: os.removexattr(f, "system.posix_acl_access")):
+    try:
+        call()
+        sys.exit("an ACL call succeeded")
+    except OSError as e:
+        if e.errno != errno.EOPNOTSUPP:
+            sys.exit(f"ACL call: {e}")
+os.setxattr(f, "user.k", b"v")
+assert os.getxattr(f, "user.k") == b"v"
+assert os.listxattr(f) == ["user.k"], os.listxattr(f)
+PY
+python3 -c "import os; os.setxattr('$T/src/file', 'system.posix_acl_access', bytes.fromhex('02000000010006000000ffff04000400ffffffff10000600ffffffff20000400ffffffff'))" 2>/dev/null &&
+	{ [ "$(python3 -c "import os; print(os.listxattr('$T/m/file'))")" = "['user.k']" ] ||
+	  fail "listxattr shows an ACL the mount refuses"; }
+
 kill -TERM "$PONY_PID"
 wait "$PONY_PID" || fail "SIGTERM: pony exited $? ($(cat "$T/log"))"
 PONY_PID=
