@@ -36,6 +36,7 @@ struct union_node {
 	mode_t type;                    /* S_IFMT bits */
 	bool opaque;                    /* a directory hiding all lowers */
 	bool impure;                    /* a directory whose impure xattr is set */
+	bool no_caps;                   /* security.capability known absent */
 	uint32_t lower_links;           /* >1: a copied-up hard link (index) with
 					 * that many lower names at copy-up */
 	uint64_t upper;                 /* upper vfs ino, 0 if none */

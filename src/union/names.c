@@ -110,6 +110,7 @@ static int new_entry_locked(struct union_fs *u, struct union_node *dir, const ch
 	}
 	n->upper = e->ino;
 	n->opaque = S_ISDIR(e->attr.stx_mode);
+	n->no_caps = true;              /* nothing sets it on a new file */
 	union_node_set_parent_locked(n, dir, name);
 	ret->attr = e->attr;
 	union_fix_attr(u, n, &ret->attr);

@@ -106,6 +106,11 @@ ops=(
 	"$xchg xa xb; ls xa xb; cat xa/b2 xb/a1"
 	"mkdir xc; touch xc/c; $xchg xa xc; ls xa xc; $xchg xc dmoved/sub; ls xc dmoved/sub"
 	"$xchg xb b2; ls xb b2; cat b2/a1"
+	'python3 -c "import os; f = \"capf\"; open(f, \"w\").write(\"x\"); v = bytes.fromhex(\"0000000200200000000000000000000000000000\")
+try: os.getxattr(f, \"security.capability\")
+except OSError as e: print(e.strerror)
+os.setxattr(f, \"security.capability\", v); print(os.getxattr(f, \"security.capability\") == v)
+open(f, \"a\").write(\"y\"); print(\"security.capability\" in os.listxattr(f))"'
 )
 i=0
 for op in "${ops[@]}"; do
