@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 
 #include "cli.h"
 #include "pony/fuse.h"
@@ -38,6 +39,29 @@ static void mount_usage(FILE *out)
 		"                      through the union, as fuse-overlayfs assumes)\n"
 		"  -d, --debug         log every FUSE request (implies --foreground)\n"
 		"  -h, --help          this help\n");
+}
+
+/*
+ * Whether the upper is on a local filesystem, where closing a descriptor
+ * does nothing (hostfs's flush is close(dup()), for NFS's close-to-open):
+ * then the kernel need not send a FLUSH on every close(2).
+ */
+static bool upper_is_local(const char *upper)
+{
+	struct statfs st;
+
+	if (statfs(upper, &st) < 0)
+		return false;
+	switch ((unsigned long)st.f_type) {
+	case 0x6969:            /* NFS */
+	case 0xff534d42:        /* CIFS */
+	case 0xfe534d42:        /* SMB2 */
+	case 0x65735546:        /* FUSE */
+	case 0x00c36400:        /* Ceph */
+		return false;
+	default:
+		return true;
+	}
 }
 
 /* Splits "A:B:C" in place into lowers[]; returns the count or -EINVAL. */
@@ -105,6 +129,7 @@ static int union_mount_run(int argc, char **argv)
 	if (r < 0)
 		return cli_usage_error("pony union mount", "bad --lower list");
 	cfg.nlowers = (unsigned)r;
+	opts.noflush = upper_is_local(cfg.upper);
 	/* Files are created with exactly the mode the caller's umask left. */
 	umask(0);
 	cli_raise_nofile();

@@ -241,6 +241,7 @@ static void req_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	fi->fh = fh;
 	fi->keep_cache = pf_of(req)->opts.timeout > 0;
+	fi->noflush = pf_of(req)->opts.noflush && !pf_of(req)->opts.writeback;
 	if (fuse_reply_open(req, fi) == -ENOENT)
 		VFS_CALL(fs_of(req), release, ino, fh);
 }
@@ -262,6 +263,7 @@ static void req_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 		return;
 	}
 	fi->fh = fh;
+	fi->noflush = pf_of(req)->opts.noflush && !pf_of(req)->opts.writeback;
 	entry_param(pf_of(req), &e, &p);
 	if (fuse_reply_create(req, &p, fi) == -ENOENT) {
 		VFS_CALL(fs_of(req), release, e.ino, fh);
