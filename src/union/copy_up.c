@@ -263,6 +263,7 @@ static int copy_up_one_locked(struct union_fs *u, struct union_node *n)
 		if (r == 0)
 			r = union_linked_set(u, e.ino, 1);
 	}
+	parent->upper_empty = false;
 	if (r == 0)
 		r = VFS_CALL(u->upper, rename, &u->root_ctx, u->work, tmp, parent->upper,
 			     n->name, RENAME_NOREPLACE);
@@ -286,6 +287,7 @@ static int copy_up_one_locked(struct union_fs *u, struct union_node *n)
 	union_mark_impure_locked(u, parent);
 	VFS_CALL(u->upper, setattr, &u->root_ctx, parent->upper, VFS_NO_FH, &pa, &placed.attr);
 	n->upper = e.ino;
+	n->upper_empty = S_ISDIR(n->type);      /* made empty in the work dir */
 	if (links)
 		n->lower_links = links;
 	if (!S_ISDIR(n->type)) {
@@ -321,6 +323,7 @@ int union_make_whiteout_locked(struct union_fs *u, struct union_node *dir, const
 	struct vfs_entry e;
 	int r = union_copy_up_locked(u, dir);
 
+	dir->upper_empty = false;
 	if (r == 0)
 		r = VFS_CALL(u->upper, mknod, &u->root_ctx, dir->upper, name, S_IFCHR, 0, &e);
 	if (r == 0)

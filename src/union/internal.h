@@ -37,6 +37,10 @@ struct union_node {
 	bool opaque;                    /* a directory hiding all lowers */
 	bool impure;                    /* a directory whose impure xattr is set */
 	bool no_caps;                   /* security.capability known absent */
+	bool upper_empty;               /* a directory whose upper has no names:
+					 * made empty by the union (copy-up,
+					 * mkdir) and nothing added since, so
+					 * lookups need not ask it */
 	uint32_t lower_links;           /* >1: a copied-up hard link (index) with
 					 * that many lower names at copy-up */
 	uint64_t upper;                 /* upper vfs ino, 0 if none */
@@ -100,6 +104,10 @@ void union_fix_attr(struct union_fs *u, struct union_node *n, struct statx *x);
 /* lookup.c */
 int union_lookup_locked(struct union_fs *u, struct union_node *dir, const char *name,
 			struct union_node **ret);
+/* The same, and the node's attributes when the lookup read them (else
+ * attr->stx_mask is 0): saves a statx for the reply. */
+int union_lookup_attr_locked(struct union_fs *u, struct union_node *dir, const char *name,
+			     struct union_node **ret, struct statx *attr);
 /* Whether name exists (not whited out) in dir's lowers: a whiteout is needed. */
 int union_name_in_lowers_locked(struct union_fs *u, struct union_node *dir,
 				const char *name);

@@ -227,7 +227,7 @@ int union_upper_entry_locked(struct union_fs *u, struct union_node *dir, const c
 {
 	int r;
 
-	if (!dir->upper)
+	if (!dir->upper || dir->upper_empty)
 		return 0;
 	r = VFS_CALL(u->upper, lookup, &u->root_ctx, dir->upper, name, ret);
 	if (r == -ENOENT)
@@ -310,6 +310,7 @@ static int link_up_from_index(struct union_fs *u, struct union_node *dir, const 
 	if (r < 0)
 		return r == -ENOENT ? 0 : r;
 	r = union_copy_up_locked(u, dir);
+	dir->upper_empty = false;
 	if (r == 0)
 		r = VFS_CALL(u->upper, link, &u->root_ctx, e.ino, dir->upper, name, &l);
 	if (r == 0) {
@@ -320,13 +321,15 @@ static int link_up_from_index(struct union_fs *u, struct union_node *dir, const 
 	return r < 0 ? r : 1;
 }
 
-int union_lookup_locked(struct union_fs *u, struct union_node *dir, const char *name,
-			struct union_node **ret)
+int union_lookup_attr_locked(struct union_fs *u, struct union_node *dir, const char *name,
+			     struct union_node **ret, struct statx *attr)
 {
 	struct stack s = { .n = 0 };
 	struct vfs_entry ue;
 	int r = vfs_check_name(name);
 
+	if (attr)
+		attr->stx_mask = 0;
 	if (r < 0)
 		return r;
 	if (u->stale)
@@ -348,6 +351,11 @@ int union_lookup_locked(struct union_fs *u, struct union_node *dir, const char *
 			r = node_for(u, dir, name, key, ue.attr.stx_mode, ue.ino, &s, false, ret);
 			if (r == 0 && links > 1)
 				(*ret)->lower_links = links;
+			/* The attributes just read are the node's, unless the
+			 * node is another upper inode or a copied-up hard link
+			 * (whose link count the index decides). */
+			if (r == 0 && attr && (*ret)->upper == ue.ino && (*ret)->lower_links <= 1)
+				*attr = ue.attr;
 			return r;
 		}
 		r = upper_dir_stack(u, dir, name, ue.ino, &s);
@@ -377,6 +385,7 @@ int union_lookup_locked(struct union_fs *u, struct union_node *dir, const char *
 			struct vfs_entry l;
 
 			r = union_copy_up_locked(u, dir);
+			dir->upper_empty = false;
 			if (r == 0)
 				r = VFS_CALL(u->upper, link, &u->root_ctx, n->upper, dir->upper,
 					     name, &l);
@@ -393,6 +402,18 @@ int union_lookup_locked(struct union_fs *u, struct union_node *dir, const char *
 			return r < 0 ? r : union_lookup_locked(u, dir, name, ret);
 		}
 	}
-	return node_for(u, dir, name, key, s.file ? s.first.stx_mode : S_IFDIR, 0, &s, false,
-			ret);
+	struct statx first = s.first;
+	bool file = s.file;
+	r = node_for(u, dir, name, key, s.file ? s.first.stx_mode : S_IFDIR, 0, &s, false, ret);
+	/* A lower file's attributes, read and checked against the lower's
+	 * ctime just now, are the node's while it has no upper. */
+	if (r == 0 && attr && file && !(*ret)->upper)
+		*attr = first;
+	return r;
+}
+
+int union_lookup_locked(struct union_fs *u, struct union_node *dir, const char *name,
+			struct union_node **ret)
+{
+	return union_lookup_attr_locked(u, dir, name, ret, NULL);
 }

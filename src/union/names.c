@@ -34,9 +34,16 @@ int union_entry_locked(struct union_fs *u, struct union_node *dir, const char *n
 		       struct vfs_entry *ret)
 {
 	struct union_node *n;
-	int r = union_lookup_locked(u, dir, name, &n);
+	int r = union_lookup_attr_locked(u, dir, name, &n, &ret->attr);
 
-	return r < 0 ? r : entry_of_locked(u, n, ret);
+	if (r < 0)
+		return r;
+	if (!ret->attr.stx_mask)
+		return entry_of_locked(u, n, ret);
+	union_fix_attr(u, n, &ret->attr);
+	ret->ino = union_node_id(u, n);
+	ret->generation = 0;
+	return 0;
 }
 
 /*
@@ -111,6 +118,7 @@ static int new_entry_locked(struct union_fs *u, struct union_node *dir, const ch
 	n->upper = e->ino;
 	n->opaque = S_ISDIR(e->attr.stx_mode);
 	n->no_caps = true;              /* nothing sets it on a new file */
+	n->upper_empty = S_ISDIR(e->attr.stx_mode);
 	union_node_set_parent_locked(n, dir, name);
 	ret->attr = e->attr;
 	union_fix_attr(u, n, &ret->attr);
@@ -147,6 +155,7 @@ static int make_locked(struct union_fs *u, const struct vfs_ctx *ctx, struct uni
 	wh = prepare_new_name_locked(u, dir, name);
 	if (wh < 0)
 		return wh;
+	dir->upper_empty = false;
 	switch (a->kind) {
 	case MAKE_DIR:
 		r = VFS_CALL(u->upper, mkdir, ctx, dir->upper, name, a->mode, &e);
@@ -224,6 +233,7 @@ int union_create_locked(struct union_fs *u, const struct vfs_ctx *ctx, struct un
 	r = prepare_new_name_locked(u, dir, name);
 	if (r < 0)
 		return r;
+	dir->upper_empty = false;
 	r = VFS_CALL(u->upper, create, ctx, dir->upper, name, mode, flags, &e, ret_fh);
 	if (r < 0)
 		return r;
@@ -253,6 +263,7 @@ static int remove_upper_locked(struct union_fs *u, struct union_node *dir, const
 
 	if (!isdir && !whiteout)
 		return VFS_CALL(u->upper, unlink, &u->root_ctx, dir->upper, name);
+	dir->upper_empty = false;     /* conservatively: a whiteout may stay */
 	r = VFS_CALL(u->upper, rename, &u->root_ctx, dir->upper, name, u->work,
 		     union_tmp_name(u, tmp), whiteout ? RENAME_WHITEOUT : 0);
 	if (r < 0)
@@ -434,6 +445,7 @@ static int rename_do_locked(struct union_fs *u, struct rename_state *s)
 			return r;
 	}
 	unsigned flags = exchange ? RENAME_EXCHANGE : old_in_lower ? RENAME_WHITEOUT : 0;
+	s->dir->upper_empty = s->newdir->upper_empty = false;
 	r = VFS_CALL(u->upper, rename, &u->root_ctx, s->dir->upper, s->name, s->newdir->upper,
 		     s->newname, flags);
 	if (r < 0)
