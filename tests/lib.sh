@@ -25,5 +25,38 @@ expect_failure() {
 	rm -f "$err"
 }
 
+# wait_for_mount MNT PID LOG WHAT [RUNNER...]: waits (5 s at most) until MNT
+# is a mount point; fails, showing LOG, if PID (the FUSE daemon) exits first.
+# RUNNER runs the check as someone else (a user's FUSE mount refuses root).
+wait_for_mount() {
+	local mnt=$1 pid=$2 log=$3 what=$4
+	shift 4
+	for _ in $(seq 1 100); do
+		"$@" mountpoint -q "$mnt" && return 0
+		kill -0 "$pid" 2>/dev/null || fail "$what exited: $(cat "$log")"
+		sleep 0.05
+	done
+	fail "$what did not come up"
+}
+
+# fuse_daemon_start MNT LOG WHAT CMD...: runs CMD (a FUSE daemon kept in the
+# foreground, so its exit status is seen) in the background with stderr to
+# LOG, and waits for MNT. PONY_PID is its pid.
+fuse_daemon_start() {
+	local mnt=$1 log=$2 what=$3
+	shift 3
+	"$@" 2>>"$log" &
+	PONY_PID=$!
+	wait_for_mount "$mnt" "$PONY_PID" "$log" "$what"
+}
+
+# fuse_daemon_stop MNT LOG: unmounts MNT; the daemon must then exit 0 (ASan
+# and leak reports make it fail).
+fuse_daemon_stop() {
+	fusermount3 -u "$1" || fail "fusermount3 -u $1 failed"
+	wait "$PONY_PID" || fail "the FUSE daemon exited $? after unmount: $(cat "$2")"
+	PONY_PID=
+}
+
 require_root() { [ "$(id -u)" -eq 0 ] || skip "needs root"; }
 require_fuse() { [ -c /dev/fuse ] || skip "/dev/fuse is missing"; }

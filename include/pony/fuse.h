@@ -21,6 +21,8 @@ struct ponyfuse_options {
 	bool debug;                     /* libfuse's request log on stderr */
 	double timeout;                 /* entry and attribute cache, seconds */
 	unsigned max_threads;           /* 0: libfuse's default */
+	bool noflush;                   /* no FLUSH on close(2): the instance's
+					 * flush does nothing a close needs */
 };
 
 struct ponyfuse;

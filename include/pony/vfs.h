@@ -31,7 +31,7 @@
 #include <sys/statvfs.h>
 #include <sys/types.h>
 
-#define VFS_OPS_VERSION 1
+#define VFS_OPS_VERSION 2
 #define VFS_ROOT_INO 1ull
 #define VFS_NO_FH UINT64_MAX    /* statx/setattr without an open file */
 
@@ -214,6 +214,22 @@ struct vfs_ops {
 	 */
 	int (*layout)(struct vfs *fs, uint64_t ino, uint64_t offset, uint64_t length,
 		      struct vfs_extent *ret, size_t n);
+
+	/* -- file handles (name_to_handle_at / open_by_handle_at) ------------- */
+	/*
+	 * A handle naming ino for as long as the file exists: up to size bytes
+	 * in buf, its type in *ret_type and the filesystem's uuid (zeros when
+	 * unknown) in uuid. Returns the length; -EOVERFLOW when size is short.
+	 */
+	int (*encode_fh)(struct vfs *fs, uint64_t ino, void *buf, size_t size, int *ret_type,
+			 uint8_t uuid[16]);
+	/*
+	 * The inode a handle of this filesystem names (uuid all zeros: not
+	 * checked): a reference on ret->ino and its attributes. -ESTALE when
+	 * the file is gone or the handle is another filesystem's.
+	 */
+	int (*decode_fh)(struct vfs *fs, const uint8_t uuid[16], const void *buf, size_t len,
+			 int type, struct vfs_entry *ret);
 };
 
 /* The instance header: every instance embeds it first. */

@@ -33,6 +33,8 @@ extern const struct cli_command cli_vol_command;    /* cmd_vol.c */
 /* Serving a vfs instance through FUSE, shared by the mount commands (cmd_fs.c). */
 struct vfs;
 struct ponyfuse_options;
+/* Raises RLIMIT_NOFILE as far as allowed (before hostfs instances are made). */
+void cli_raise_nofile(void);
 int cli_fuse_serve(struct vfs *fs, const char *mountpoint, const char *source,
 		   const struct ponyfuse_options *opts);
 int cli_fuse_unmount(const char *mountpoint);

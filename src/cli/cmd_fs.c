@@ -20,6 +20,20 @@
 #include "pony/hostfs.h"
 #include "pony/util.h"
 
+void cli_raise_nofile(void)
+{
+	/* hostfs holds one O_PATH descriptor per inode the kernel keeps: a tree
+	 * of 30,000 files needs more than the usual limits. Root may raise the
+	 * hard limit too (to fs.nr_open's usual 2^20); others take the hard one.
+	 * Call it before making hostfs instances: they size their descriptor
+	 * budget from the limit. */
+	struct rlimit rl = { .rlim_cur = 1 << 20, .rlim_max = 1 << 20 };
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0 && getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 int cli_fuse_serve(struct vfs *fs, const char *mountpoint, const char *source,
 		   const struct ponyfuse_options *opts)
 {
@@ -28,14 +42,7 @@ int cli_fuse_serve(struct vfs *fs, const char *mountpoint, const char *source,
 	char fsname[4096];
 	int r;
 
-	/* hostfs holds one O_PATH descriptor per inode the kernel keeps: a tree
-	 * of 30,000 files needs more than the usual limits. Root may raise the
-	 * hard limit too (to fs.nr_open's usual 2^20); others take the hard one. */
-	struct rlimit rl = { .rlim_cur = 1 << 20, .rlim_max = 1 << 20 };
-	if (setrlimit(RLIMIT_NOFILE, &rl) < 0 && getrlimit(RLIMIT_NOFILE, &rl) == 0) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
+	cli_raise_nofile();
 	if (!realpath(source, fsname))
 		snprintf(fsname, sizeof(fsname), "%s", source);
 	o.fsname = fsname;
@@ -94,7 +101,10 @@ static int fs_mount_run(int argc, char **argv)
 		return cli_usage_error("pony fs mount-host", "DIR and MNT are needed");
 	umask(0);
 	_cleanup_(vfs_freep) struct vfs *fs = NULL;
-	int r = hostfs_new(argv[optind], 0, &fs);
+	int r;
+
+	cli_raise_nofile();
+	r = hostfs_new(argv[optind], 0, &fs);
 	if (r < 0)
 		return cli_error("%s: %s", argv[optind], strerror(-r));
 	return cli_fuse_serve(fs, argv[optind + 1], argv[optind], &opts);

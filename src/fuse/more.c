@@ -5,6 +5,7 @@
  * fills the kernel's dentry and attribute caches for a whole `ls -l`.
  */
 #include <errno.h>
+#include <linux/limits.h>
 #include <string.h>
 
 #include "internal.h"
@@ -95,6 +96,17 @@ static void pf_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 	do_readdir(req, ino, size, off, fi, true);
 }
 
+/*
+ * POSIX ACLs: without FUSE_CAP_POSIX_ACL the kernel does not enforce them on
+ * a FUSE mount, so offering them as plain xattrs would pretend it does.
+ * EOPNOTSUPP says the truth, and ls and getfacl then stop asking on this
+ * device: one request per mount, not one per file.
+ */
+static bool is_posix_acl(const char *name)
+{
+	return !strncmp(name, "system.posix_acl_", 17);
+}
+
 /* getxattr and listxattr share the size-probe-or-copy protocol. */
 static void reply_xattr(fuse_req_t req, int n, const char *buf, size_t size)
 {
@@ -115,21 +127,37 @@ static void pf_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
+	if (is_posix_acl(name)) {
+		fuse_reply_err(req, EOPNOTSUPP);
+		return;
+	}
 	reply_xattr(req, VFS_CALL(((struct ponyfuse *)fuse_req_userdata(req))->fs, getxattr,
 				  &ctx, ino, name, buf, size), buf, size);
 }
 
 static void pf_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
-	_cleanup_(freep) char *buf = size ? malloc(size) : NULL;
+	_cleanup_(freep) char *buf = malloc(XATTR_LIST_MAX);
 	struct vfs_ctx ctx = { 0 };
+	int n, kept = 0;
 
-	if (size && !buf) {
+	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	reply_xattr(req, VFS_CALL(((struct ponyfuse *)fuse_req_userdata(req))->fs, listxattr,
-				  &ctx, ino, buf, size), buf, size);
+	n = VFS_CALL(((struct ponyfuse *)fuse_req_userdata(req))->fs, listxattr, &ctx, ino, buf,
+		     XATTR_LIST_MAX);
+	for (int i = 0; i < n; i += (int)strlen(buf + i) + 1) {
+		size_t l = strlen(buf + i) + 1;
+
+		if (!is_posix_acl(buf + i)) {
+			memmove(buf + kept, buf + i, l);
+			kept += (int)l;
+		}
+	}
+	if (n >= 0 && size && (size_t)kept > size)
+		n = -ERANGE;
+	reply_xattr(req, n < 0 ? n : kept, buf, size);
 }
 
 static void pf_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
@@ -137,6 +165,10 @@ static void pf_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 {
 	struct vfs_ctx ctx = { 0 };
 
+	if (is_posix_acl(name)) {
+		fuse_reply_err(req, EOPNOTSUPP);
+		return;
+	}
 	fuse_reply_err(req, -VFS_CALL(((struct ponyfuse *)fuse_req_userdata(req))->fs,
 				      setxattr, &ctx, ino, name, value, size, flags));
 }
@@ -145,6 +177,10 @@ static void pf_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
 	struct vfs_ctx ctx = { 0 };
 
+	if (is_posix_acl(name)) {
+		fuse_reply_err(req, EOPNOTSUPP);
+		return;
+	}
 	fuse_reply_err(req, -VFS_CALL(((struct ponyfuse *)fuse_req_userdata(req))->fs,
 				      removexattr, &ctx, ino, name));
 }

@@ -77,7 +77,7 @@ static void reply_entry(fuse_req_t req, int r, const struct vfs_entry *e)
 		VFS_FORGET(fs_of(req), e->ino, 1);
 }
 
-static void pf_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+static void req_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct vfs_ctx ctx;
 	struct vfs_entry e;
@@ -86,13 +86,13 @@ static void pf_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	reply_entry(req, VFS_CALL(fs_of(req), lookup, &ctx, parent, name, &e), &e);
 }
 
-static void pf_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+static void req_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
 	VFS_FORGET(fs_of(req), ino, nlookup);
 	fuse_reply_none(req);
 }
 
-static void pf_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+static void req_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
 {
 	for (size_t i = 0; i < count; i++)
 		VFS_FORGET(fs_of(req), forgets[i].ino, forgets[i].nlookup);
@@ -111,7 +111,7 @@ static void reply_attr(fuse_req_t req, int r, const struct statx *x)
 	fuse_reply_attr(req, &st, pf_of(req)->opts.timeout);
 }
 
-static void pf_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+static void req_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct vfs_ctx ctx;
 	struct statx x;
@@ -121,7 +121,7 @@ static void pf_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 				 STATX_BASIC_STATS, &x), &x);
 }
 
-static void pf_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+static void req_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		       struct fuse_file_info *fi)
 {
 	struct vfs_setattr a = {
@@ -137,7 +137,7 @@ static void pf_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 				 &a, &x), &x);
 }
 
-static void pf_readlink(fuse_req_t req, fuse_ino_t ino)
+static void req_readlink(fuse_req_t req, fuse_ino_t ino)
 {
 	char buf[PATH_MAX + 1];
 	struct vfs_ctx ctx;
@@ -153,7 +153,7 @@ static void pf_readlink(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_readlink(req, buf);
 }
 
-static void pf_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+static void req_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		     dev_t rdev)
 {
 	struct vfs_ctx ctx;
@@ -163,7 +163,7 @@ static void pf_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	reply_entry(req, VFS_CALL(fs_of(req), mknod, &ctx, parent, name, mode, rdev, &e), &e);
 }
 
-static void pf_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+static void req_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	struct vfs_ctx ctx;
 	struct vfs_entry e;
@@ -172,7 +172,7 @@ static void pf_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	reply_entry(req, VFS_CALL(fs_of(req), mkdir, &ctx, parent, name, mode, &e), &e);
 }
 
-static void pf_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+static void req_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
 	struct vfs_ctx ctx;
 	struct vfs_entry e;
@@ -181,7 +181,7 @@ static void pf_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, cons
 	reply_entry(req, VFS_CALL(fs_of(req), symlink, &ctx, link, parent, name, &e), &e);
 }
 
-static void pf_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+static void req_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
 	struct vfs_ctx ctx;
 	struct vfs_entry e;
@@ -190,7 +190,7 @@ static void pf_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 	reply_entry(req, VFS_CALL(fs_of(req), link, &ctx, ino, newparent, newname, &e), &e);
 }
 
-static void pf_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+static void req_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct vfs_ctx ctx;
 
@@ -198,7 +198,7 @@ static void pf_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	fuse_reply_err(req, -VFS_CALL(fs_of(req), unlink, &ctx, parent, name));
 }
 
-static void pf_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+static void req_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct vfs_ctx ctx;
 
@@ -206,7 +206,7 @@ static void pf_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	fuse_reply_err(req, -VFS_CALL(fs_of(req), rmdir, &ctx, parent, name));
 }
 
-static void pf_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+static void req_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		      fuse_ino_t newparent, const char *newname, unsigned int flags)
 {
 	struct vfs_ctx ctx;
@@ -227,7 +227,7 @@ static int open_flags(fuse_req_t req, int flags)
 	return flags;
 }
 
-static void pf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+static void req_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct vfs_ctx ctx;
 	uint64_t fh;
@@ -241,11 +241,12 @@ static void pf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	fi->fh = fh;
 	fi->keep_cache = pf_of(req)->opts.timeout > 0;
+	fi->noflush = pf_of(req)->opts.noflush && !pf_of(req)->opts.writeback;
 	if (fuse_reply_open(req, fi) == -ENOENT)
 		VFS_CALL(fs_of(req), release, ino, fh);
 }
 
-static void pf_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+static void req_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		      struct fuse_file_info *fi)
 {
 	struct fuse_entry_param p;
@@ -262,6 +263,7 @@ static void pf_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		return;
 	}
 	fi->fh = fh;
+	fi->noflush = pf_of(req)->opts.noflush && !pf_of(req)->opts.writeback;
 	entry_param(pf_of(req), &e, &p);
 	if (fuse_reply_create(req, &p, fi) == -ENOENT) {
 		VFS_CALL(fs_of(req), release, e.ino, fh);
@@ -269,7 +271,7 @@ static void pf_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	}
 }
 
-static void pf_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+static void req_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	_cleanup_(freep) char *buf = malloc(size ? size : 1);
@@ -286,7 +288,7 @@ static void pf_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_buf(req, buf, (size_t)n);
 }
 
-static void pf_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+static void req_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		     off_t off, struct fuse_file_info *fi)
 {
 	ssize_t n = VFS_CALL(fs_of(req), write, ino, fi->fh, buf, size, off);
@@ -297,29 +299,29 @@ static void pf_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		fuse_reply_write(req, (size_t)n);
 }
 
-static void pf_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+static void req_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	fuse_reply_err(req, -VFS_CALL(fs_of(req), flush, ino, fi->fh));
 }
 
-static void pf_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+static void req_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	VFS_CALL(fs_of(req), release, ino, fi->fh);
 	fuse_reply_err(req, 0);
 }
 
-static void pf_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+static void req_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
 	fuse_reply_err(req, -VFS_CALL(fs_of(req), fsync, ino, fi->fh, datasync != 0));
 }
 
-static void pf_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
+static void req_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 			 off_t length, struct fuse_file_info *fi)
 {
 	fuse_reply_err(req, -VFS_CALL(fs_of(req), fallocate, ino, fi->fh, mode, offset, length));
 }
 
-static void pf_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+static void req_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct vfs_ctx ctx;
 	uint64_t fh;
@@ -332,17 +334,22 @@ static void pf_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		return;
 	}
 	fi->fh = fh;
+	/* With cached attributes, cached listings too: every change comes
+	 * through this mount, and the kernel drops a directory's cache when
+	 * it changes, so a second walk of a tree costs no READDIR. */
+	if (pf_of(req)->opts.timeout > 0)
+		fi->cache_readdir = fi->keep_cache = 1;
 	if (fuse_reply_open(req, fi) == -ENOENT)
 		VFS_CALL(fs_of(req), releasedir, ino, fh);
 }
 
-static void pf_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+static void req_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	VFS_CALL(fs_of(req), releasedir, ino, fi->fh);
 	fuse_reply_err(req, 0);
 }
 
-static void pf_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
+static void req_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 			struct fuse_file_info *fi)
 {
 	fuse_reply_err(req, -VFS_CALL(fs_of(req), fsyncdir, ino, fi->fh, datasync != 0));
@@ -352,30 +359,30 @@ void ponyfuse_init_ops(struct fuse_lowlevel_ops *ops)
 {
 	*ops = (struct fuse_lowlevel_ops){
 		.init = ponyfuse_init,
-		.lookup = pf_lookup,
-		.forget = pf_forget,
-		.forget_multi = pf_forget_multi,
-		.getattr = pf_getattr,
-		.setattr = pf_setattr,
-		.readlink = pf_readlink,
-		.mknod = pf_mknod,
-		.mkdir = pf_mkdir,
-		.symlink = pf_symlink,
-		.link = pf_link,
-		.unlink = pf_unlink,
-		.rmdir = pf_rmdir,
-		.rename = pf_rename,
-		.open = pf_open,
-		.create = pf_create,
-		.read = pf_read,
-		.write = pf_write,
-		.flush = pf_flush,
-		.release = pf_release,
-		.fsync = pf_fsync,
-		.fallocate = pf_fallocate,
-		.opendir = pf_opendir,
-		.releasedir = pf_releasedir,
-		.fsyncdir = pf_fsyncdir,
+		.lookup = req_lookup,
+		.forget = req_forget,
+		.forget_multi = req_forget_multi,
+		.getattr = req_getattr,
+		.setattr = req_setattr,
+		.readlink = req_readlink,
+		.mknod = req_mknod,
+		.mkdir = req_mkdir,
+		.symlink = req_symlink,
+		.link = req_link,
+		.unlink = req_unlink,
+		.rmdir = req_rmdir,
+		.rename = req_rename,
+		.open = req_open,
+		.create = req_create,
+		.read = req_read,
+		.write = req_write,
+		.flush = req_flush,
+		.release = req_release,
+		.fsync = req_fsync,
+		.fallocate = req_fallocate,
+		.opendir = req_opendir,
+		.releasedir = req_releasedir,
+		.fsyncdir = req_fsyncdir,
 	};
 	ponyfuse_init_ops_more(ops);
 }

@@ -28,8 +28,12 @@ struct creds { int uid, gid; bool switched; };
 /* Become the caller for a create: only root can, and only root needs to. */
 static void creds_enter(const struct vfs_ctx *ctx, struct creds *save)
 {
+	static int euid = -1;
+
 	save->switched = false;
-	if (geteuid() != 0 || (ctx->uid == 0 && ctx->gid == 0))
+	if (euid < 0)
+		euid = (int)geteuid();
+	if (euid != 0 || (ctx->uid == 0 && ctx->gid == 0))
 		return;
 	save->gid = (int)syscall(SYS_setfsgid, ctx->gid);
 	save->uid = (int)syscall(SYS_setfsuid, ctx->uid);
@@ -82,6 +86,26 @@ static int setattr_times(int fd, const struct vfs_setattr *a)
 	return utimensat(fd, "", ts, AT_EMPTY_PATH) < 0 ? -errno : 0;
 }
 
+#ifndef SYS_fchmodat2
+#define SYS_fchmodat2 452
+#endif
+
+/* chmod of an O_PATH descriptor: fchmodat2(AT_EMPTY_PATH) where the kernel
+ * has it (6.6), saving the /proc path walk; else the /proc path. */
+static int chmod_fd(int fd, const char *path, mode_t mode)
+{
+	static bool no_fchmodat2;
+
+	if (!no_fchmodat2) {
+		if (syscall(SYS_fchmodat2, fd, "", mode, AT_EMPTY_PATH) == 0)
+			return 0;
+		if (errno != ENOSYS && errno != EINVAL)
+			return -1;
+		no_fchmodat2 = true;
+	}
+	return chmod(path, mode);
+}
+
 static int hostfs_setattr(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
 			  uint64_t fh, const struct vfs_setattr *a, struct statx *ret)
 {
@@ -95,7 +119,7 @@ static int hostfs_setattr(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t in
 		return ifd;
 	hostfs_fd_path(ifd, path);
 	if (a->valid & VFS_SET_MODE) {
-		r = fh != VFS_NO_FH ? fchmod((int)fh, a->mode) : chmod(path, a->mode);
+		r = fh != VFS_NO_FH ? fchmod((int)fh, a->mode) : chmod_fd(ifd, path, a->mode);
 		if (r < 0)
 			return -errno;
 	}
@@ -558,6 +582,8 @@ static const struct vfs_ops hostfs_ops = {
 	.statfs = hostfs_statfs,
 	.syncfs = hostfs_syncfs,
 	.barrier = hostfs_barrier,
+	.encode_fh = hostfs_encode_fh,
+	.decode_fh = hostfs_decode_fh,
 };
 
 int hostfs_new(const char *path, unsigned flags, struct vfs **ret)
@@ -582,6 +608,7 @@ int hostfs_new(const char *path, unsigned flags, struct vfs **ret)
 	h->root.nlookup = 1;
 	h->flags = flags;
 	hostfs_handles_probe(h);
+	hostfs_uuid_probe(h);
 	pthread_mutex_init(&h->lock, NULL);
 	*ret = &h->vfs;
 	return 0;

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <stdio.h>
@@ -13,6 +14,9 @@
 
 #include "internal.h"
 #include "pony/util.h"
+
+/* Descriptors held for inodes by every instance of the process. */
+static atomic_size_t hostfs_fds_held;
 
 int hostfs_inode_fd(struct hostfs *h, struct hostfs_inode *in, int *ret_tmp)
 {
@@ -50,9 +54,11 @@ void hostfs_handles_probe(struct hostfs *h)
 
 	h->use_handles = false;
 	h->mount_fd = -1;
-	/* Several instances share the process's limit (a union has 2 or more). */
+	/* The instances of a process (a union has 2 or more) share one budget,
+	 * first come first served: three quarters of the descriptor limit, the
+	 * rest for open files and the front end. */
 	h->max_fds = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ?
-		     rl.rlim_cur / 8 : 4096;
+		     rl.rlim_cur / 4 * 3 : 1 << 16;
 	if (geteuid() != 0)
 		return;
 	h->mount_fd = openat(h->root.fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -135,10 +141,7 @@ static uint64_t inode_id(struct hostfs *h, struct hostfs_inode *in)
 int hostfs_do_lookup(struct hostfs *h, struct hostfs_inode *parent, const char *name,
 		     struct vfs_entry *ret)
 {
-	_cleanup_(closep) int fd = -1;
-	struct hostfs_inode *in;
-	struct vfs_entry e = { 0 };
-	int r = vfs_check_name(name);
+	int fd, r = vfs_check_name(name);
 
 	if (r < 0)
 		return r;
@@ -147,6 +150,16 @@ int hostfs_do_lookup(struct hostfs *h, struct hostfs_inode *parent, const char *
 	fd = openat(parent->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
+	return hostfs_inode_of_fd(h, &fd, ret);
+}
+
+int hostfs_inode_of_fd(struct hostfs *h, int *pfd, struct vfs_entry *ret)
+{
+	_cleanup_(closep) int fd = TAKE_FD(*pfd);
+	struct hostfs_inode *in;
+	struct vfs_entry e = { 0 };
+	int r;
+
 	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS | STATX_BTIME,
 		  &e.attr) < 0)
 		return -errno;
@@ -165,11 +178,12 @@ int hostfs_do_lookup(struct hostfs *h, struct hostfs_inode *parent, const char *
 		in->fd = -1;
 		/* Descriptors are faster (no open per call): handles only once
 		 * many are held. */
-		if (h->use_handles && !S_ISDIR(e.attr.stx_mode) && h->nfds >= h->max_fds)
+		if (h->use_handles && !S_ISDIR(e.attr.stx_mode) &&
+		    atomic_load(&hostfs_fds_held) >= h->max_fds)
 			in->handle = inode_handle(h, fd);
 		if (!in->handle) {
 			in->fd = TAKE_FD(fd);
-			h->nfds++;
+			atomic_fetch_add(&hostfs_fds_held, 1);
 		}
 		size_t b = inode_hash(h, in->dev, in->ino);
 		in->hnext = h->buckets[b];
@@ -201,7 +215,7 @@ void hostfs_forget(struct vfs *fs, uint64_t ino, uint64_t nlookup)
 		h->count--;
 		if (in->fd >= 0) {
 			close(in->fd);
-			h->nfds--;
+			atomic_fetch_sub(&hostfs_fds_held, 1);
 		}
 		free(in->handle);
 		free(in);
@@ -216,8 +230,10 @@ void hostfs_inodes_free(struct hostfs *h)
 
 		for (; in; in = next) {
 			next = in->hnext;
-			if (in->fd >= 0)
+			if (in->fd >= 0) {
 				close(in->fd);
+				atomic_fetch_sub(&hostfs_fds_held, 1);
+			}
 			free(in->handle);
 			free(in);
 		}

@@ -33,8 +33,9 @@ struct hostfs {
 	int mount_id;                   /* of the root, for name_to_handle_at */
 	int mount_fd;                   /* the root opened for real: O_PATH will
 					 * not do for open_by_handle_at; or -1 */
-	size_t nfds, max_fds;           /* inodes holding descriptors; above
-					 * max_fds new files are kept as handles */
+	uint8_t uuid[16];               /* the filesystem's (FS_IOC_GETFSUUID) */
+	size_t max_fds;                 /* above this many descriptors held (by
+					 * all instances) new files are handles */
 };
 
 static inline struct hostfs *hostfs_of(struct vfs *fs)
@@ -46,6 +47,8 @@ struct hostfs_inode *hostfs_inode_get(struct hostfs *h, uint64_t ino);
 /* Looks name up under parent and takes a reference: the entry's inode. */
 int hostfs_do_lookup(struct hostfs *h, struct hostfs_inode *parent, const char *name,
 		     struct vfs_entry *ret);
+/* Takes over *fd (an O_PATH descriptor): its inode, referenced, in ret. */
+int hostfs_inode_of_fd(struct hostfs *h, int *fd, struct vfs_entry *ret);
 void hostfs_forget(struct vfs *fs, uint64_t ino, uint64_t nlookup);
 /* Frees every inode of the table (at destroy). */
 void hostfs_inodes_free(struct hostfs *h);
@@ -58,6 +61,12 @@ void hostfs_inodes_free(struct hostfs *h);
  */
 int hostfs_inode_fd(struct hostfs *h, struct hostfs_inode *in, int *ret_tmp);
 void hostfs_handles_probe(struct hostfs *h);
+/* handle.c: the filesystem's uuid into h->uuid; the file-handle hooks (overlayfs's origin xattr holds one). */
+void hostfs_uuid_probe(struct hostfs *h);
+int hostfs_encode_fh(struct vfs *fs, uint64_t ino, void *buf, size_t size, int *ret_type,
+		     uint8_t uuid[16]);
+int hostfs_decode_fh(struct vfs *fs, const uint8_t uuid[16], const void *buf, size_t len,
+		     int type, struct vfs_entry *ret);
 
 /* "/proc/self/fd/N" for the descriptor, into buf[32]. */
 const char *hostfs_fd_path(int fd, char buf[static 32]);

@@ -140,17 +140,37 @@ static int copy_xattrs(struct union_fs *u, struct union_lower *l, uint64_t dst)
 	return n < 0 ? n : 0;
 }
 
+/*
+ * The origin, twice: overlayfs's (struct ovl_fb: version 0, magic 0xfb,
+ * length, flags 0 for little-endian, handle type, the lower filesystem's
+ * uuid, the handle), which the kernel decodes to the lower file; and pony's
+ * own (layer, lower st_ino, lower link count), which says the layer even
+ * when several lowers share a filesystem. A lower without handles gets no
+ * overlayfs origin, as in the kernel.
+ */
 static int set_origin(struct union_fs *u, uint64_t dst, const struct union_lower *l,
 		      uint32_t links)
 {
-	uint8_t fb[UNION_ORIGIN_SIZE] = { 1, 0xfb, UNION_ORIGIN_SIZE, 2 /* any endian */ };
+	uint8_t fb[UNION_FB_HEADER + 128] = { 0, 0xfb };
+	uint8_t own[UNION_PONY_ORIGIN_SIZE];
+	int type, n;
+
+	n = VFS_CALL(u->lowers[l->layer], encode_fh, l->ino, fb + UNION_FB_HEADER,
+		     sizeof(fb) - UNION_FB_HEADER, &type, fb + 5);
+	if (n > 0) {
+		fb[2] = (uint8_t)(UNION_FB_HEADER + n);
+		fb[4] = (uint8_t)type;
+		n = union_set_xattr(u, dst, "origin", fb, UNION_FB_HEADER + (size_t)n);
+		if (n < 0)
+			return n;
+	}
 	le32 layer = cpu_to_le32(l->layer), nl = cpu_to_le32(links);
 	le64 ino = cpu_to_le64(l->st_ino);
 
-	memcpy(fb + 21, &layer, 4);
-	memcpy(fb + 25, &ino, 8);
-	memcpy(fb + 33, &nl, 4);
-	return union_set_xattr(u, dst, "origin", fb, sizeof(fb));
+	memcpy(own, &layer, 4);
+	memcpy(own + 4, &ino, 8);
+	memcpy(own + 12, &nl, 4);
+	return union_set_xattr(u, dst, "pony.origin", own, sizeof(own));
 }
 
 /* Owner, mode and times last: a copy-up must not make a file writable early. */
@@ -243,6 +263,7 @@ static int copy_up_one_locked(struct union_fs *u, struct union_node *n)
 		if (r == 0)
 			r = union_linked_set(u, e.ino, 1);
 	}
+	parent->upper_empty = false;
 	if (r == 0)
 		r = VFS_CALL(u->upper, rename, &u->root_ctx, u->work, tmp, parent->upper,
 			     n->name, RENAME_NOREPLACE);
@@ -260,8 +281,13 @@ static int copy_up_one_locked(struct union_fs *u, struct union_node *n)
 		.atime = { pstat.stx_atime.tv_sec, pstat.stx_atime.tv_nsec },
 		.mtime = { pstat.stx_mtime.tv_sec, pstat.stx_mtime.tv_nsec },
 	};
+	/* As overlayfs: a directory holding entries with an origin is
+	 * "impure", so the kernel's readdir gives their d_ino from the origin
+	 * too. Set before the times are put back. */
+	union_mark_impure_locked(u, parent);
 	VFS_CALL(u->upper, setattr, &u->root_ctx, parent->upper, VFS_NO_FH, &pa, &placed.attr);
 	n->upper = e.ino;
+	n->upper_empty = S_ISDIR(n->type);      /* made empty in the work dir */
 	if (links)
 		n->lower_links = links;
 	if (!S_ISDIR(n->type)) {
@@ -286,11 +312,18 @@ int union_copy_up_locked(struct union_fs *u, struct union_node *n)
 	return r < 0 ? r : copy_up_one_locked(u, n);
 }
 
+void union_mark_impure_locked(struct union_fs *u, struct union_node *dir)
+{
+	if (!dir->impure && dir->upper && union_set_xattr(u, dir->upper, "impure", "y", 1) == 0)
+		dir->impure = true;
+}
+
 int union_make_whiteout_locked(struct union_fs *u, struct union_node *dir, const char *name)
 {
 	struct vfs_entry e;
 	int r = union_copy_up_locked(u, dir);
 
+	dir->upper_empty = false;
 	if (r == 0)
 		r = VFS_CALL(u->upper, mknod, &u->root_ctx, dir->upper, name, S_IFCHR, 0, &e);
 	if (r == 0)

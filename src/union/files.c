@@ -75,7 +75,14 @@ static int setattr_locked(struct union_fs *u, uint64_t ino, uint64_t fh,
 		return r;
 	r = VFS_CALL(u->upper, setattr, &u->root_ctx, n->upper,
 		     f && f->fs == u->upper ? f->fh : VFS_NO_FH, a, ret);
-	return r < 0 ? r : union_node_statx_locked(u, n, 0, STATX_BASIC_STATS, ret);
+	if (r < 0)
+		return r;
+	/* The upper's answer is the node's, but for a copied-up hard link's
+	 * link count, which the index and the lowers decide. */
+	if (n->lower_links > 1)
+		return union_node_statx_locked(u, n, 0, STATX_BASIC_STATS, ret);
+	union_fix_attr(u, n, ret);
+	return 0;
 }
 
 static int union_setattr(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
@@ -228,9 +235,20 @@ static int union_getxattr(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t in
 
 	if (union_is_own_xattr(u, name))
 		return -ENODATA;
+	/* The kernel asks for security.capability before every write and
+	 * chown; once known absent it is answered here. Only a setxattr
+	 * through the union makes it present (writes and chowns remove it). */
+	bool caps = !strcmp(name, "security.capability");
+	struct union_node *n = NODE(u, ino);
 	pthread_mutex_lock(&u->lock);
-	node_layer_locked(u, NODE(u, ino), &lfs, &lino);
-	r = VFS_CALL(lfs, getxattr, ctx, lino, name, buf, size);
+	if (caps && n->no_caps) {
+		r = -ENODATA;
+	} else {
+		node_layer_locked(u, n, &lfs, &lino);
+		r = VFS_CALL(lfs, getxattr, ctx, lino, name, buf, size);
+		if (caps && r == -ENODATA)
+			n->no_caps = true;
+	}
 	pthread_mutex_unlock(&u->lock);
 	return r;
 }
@@ -281,6 +299,7 @@ static int xattr_change_locked(struct union_fs *u, const struct vfs_ctx *ctx, ui
 		return r;
 	if (remove)
 		return VFS_CALL(u->upper, removexattr, ctx, n->upper, name);
+	n->no_caps = false;
 	return VFS_CALL(u->upper, setxattr, ctx, n->upper, name, value, size, flags);
 }
 

@@ -35,6 +35,12 @@ struct union_node {
 	uint64_t refs;
 	mode_t type;                    /* S_IFMT bits */
 	bool opaque;                    /* a directory hiding all lowers */
+	bool impure;                    /* a directory whose impure xattr is set */
+	bool no_caps;                   /* security.capability known absent */
+	bool upper_empty;               /* a directory whose upper has no names:
+					 * made empty by the union (copy-up,
+					 * mkdir) and nothing added since, so
+					 * lookups need not ask it */
 	uint32_t lower_links;           /* >1: a copied-up hard link (index) with
 					 * that many lower names at copy-up */
 	uint64_t upper;                 /* upper vfs ino, 0 if none */
@@ -98,6 +104,10 @@ void union_fix_attr(struct union_fs *u, struct union_node *n, struct statx *x);
 /* lookup.c */
 int union_lookup_locked(struct union_fs *u, struct union_node *dir, const char *name,
 			struct union_node **ret);
+/* The same, and the node's attributes when the lookup read them (else
+ * attr->stx_mask is 0): saves a statx for the reply. */
+int union_lookup_attr_locked(struct union_fs *u, struct union_node *dir, const char *name,
+			     struct union_node **ret, struct statx *attr);
 /* Whether name exists (not whited out) in dir's lowers: a whiteout is needed. */
 int union_name_in_lowers_locked(struct union_fs *u, struct union_node *dir,
 				const char *name);
@@ -108,12 +118,12 @@ int union_getxattr_layer(struct union_fs *u, unsigned layer, uint64_t ino,
 			 const char *suffix, char *buf, size_t size);
 bool union_is_own_xattr(struct union_fs *u, const char *name);
 
-/* pony's origin xattr: overlayfs's ovl_fb header with version 1, which the
- * kernel reads as "origin unknown", then le32 layer, le64 st_ino, le32 lower
+/* overlayfs's origin: struct ovl_fb, a 21-byte header then the handle. */
+#define UNION_FB_HEADER 21
+/* pony's own origin (pony.origin): le32 layer, le64 lower st_ino, le32 lower
  * link count at copy-up. */
-#define UNION_ORIGIN_SIZE 37
+#define UNION_PONY_ORIGIN_SIZE 16
 struct union_origin { unsigned layer; uint64_t st_ino; uint32_t links; };
-bool union_origin_decode(const uint8_t *buf, int len, struct union_origin *ret);
 /* The index entry's name for a key: 16 hex digits. */
 void union_index_name(uint64_t key, char buf[static 32]);
 int union_linked_get(struct union_fs *u, uint64_t upper);
@@ -125,6 +135,9 @@ int union_copy_up_locked(struct union_fs *u, struct union_node *n);
 const char *union_tmp_name(struct union_fs *u, char buf[static 32]);
 int union_set_xattr(struct union_fs *u, uint64_t upper_ino, const char *suffix,
 		    const void *value, size_t size);
+/* overlayfs's impure xattr on a directory that holds entries with an origin
+ * (their d_ino is the origin's), once per node; best effort. */
+void union_mark_impure_locked(struct union_fs *u, struct union_node *dir);
 int union_make_whiteout_locked(struct union_fs *u, struct union_node *dir, const char *name);
 /* Path of a node from the root, "/a/b"; -ENAMETOOLONG past PATH_MAX. */
 int union_node_path(struct union_node *n, char *buf, size_t size);

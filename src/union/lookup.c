@@ -145,26 +145,77 @@ static int upper_dir_stack(struct union_fs *u, struct union_node *dir, const cha
 	return stack_lookup(u, dir->lower, dir->nlower, name, true, s);
 }
 
-bool union_origin_decode(const uint8_t *fb, int len, struct union_origin *ret)
+/* Whether the lower of dir in layer has name as the inode x names. */
+static bool lower_has(struct union_fs *u, struct union_node *dir, unsigned layer,
+		      const char *name, const struct statx *x)
 {
-	if (len != UNION_ORIGIN_SIZE || fb[0] != 1 || fb[1] != 0xfb)
+	for (unsigned i = 0; i < dir->nlower; i++) {
+		struct vfs_entry e;
+		bool same;
+
+		if (dir->lower[i].layer != layer ||
+		    VFS_CALL(u->lowers[layer], lookup, &u->root_ctx, dir->lower[i].ino, name, &e) < 0)
+			continue;
+		same = e.attr.stx_ino == x->stx_ino && e.attr.stx_dev_major == x->stx_dev_major &&
+		       e.attr.stx_dev_minor == x->stx_dev_minor;
+		VFS_FORGET(u->lowers[layer], e.ino, 1);
+		return same;
+	}
+	return false;
+}
+
+/*
+ * overlayfs's origin (struct ovl_fb, written by the kernel) decoded in the
+ * lowers. Lowers sharing a filesystem all open the handle; the layer is the
+ * one whose directory has the file under this name (a copy-up in place),
+ * else the first that opens it, as the kernel takes. Returns whether one
+ * did; no link count (the kernel keeps no index here).
+ */
+static bool origin_from_fb(struct union_fs *u, struct union_node *dir, const char *name,
+			   uint64_t ino, struct union_origin *ret)
+{
+	uint8_t fb[UNION_FB_HEADER + 128];
+	int n = union_getxattr_layer(u, 0, ino, "origin", (char *)fb, sizeof(fb));
+	struct vfs_entry e;
+
+	/* Version 0, magic, the length it says, no flags but "any endian"
+	 * (anything else is "origin unknown" to the kernel too). */
+	if (n <= UNION_FB_HEADER || fb[0] != 0 || fb[1] != 0xfb || fb[2] != n ||
+	    (fb[3] & ~2) != 0)
 		return false;
-	ret->layer = util_get_le32(fb + 21);
-	ret->st_ino = util_get_le64(fb + 25);
-	ret->links = util_get_le32(fb + 33);
-	return true;
+	ret->layer = 0;
+	for (unsigned layer = 1; layer <= u->nlowers; layer++) {
+		if (VFS_CALL(u->lowers[layer], decode_fh, fb + 5, fb + UNION_FB_HEADER,
+			     (size_t)n - UNION_FB_HEADER, fb[4], &e) < 0)
+			continue;
+		VFS_FORGET(u->lowers[layer], e.ino, 1);
+		if (!ret->layer)
+			*ret = (struct union_origin){ .layer = layer, .st_ino = e.attr.stx_ino };
+		if (lower_has(u, dir, layer, name, &e.attr)) {
+			ret->layer = layer;
+			break;
+		}
+	}
+	return ret->layer != 0;
 }
 
 /* The stable key of an upper non-directory: its origin's, if it has one. */
-static uint64_t upper_file_key(struct union_fs *u, uint64_t ino, const struct statx *x,
-			       uint32_t *ret_links)
+static uint64_t upper_file_key(struct union_fs *u, struct union_node *dir, const char *name,
+			       uint64_t ino, const struct statx *x, uint32_t *ret_links)
 {
-	uint8_t fb[64];
-	int n = union_getxattr_layer(u, 0, ino, "origin", (char *)fb, sizeof(fb));
-	struct union_origin o;
+	uint8_t own[UNION_PONY_ORIGIN_SIZE];
+	int n = union_getxattr_layer(u, 0, ino, "pony.origin", (char *)own, sizeof(own));
+	struct union_origin o = { 0 };
 
+	if (n == UNION_PONY_ORIGIN_SIZE) {
+		o.layer = util_get_le32(own);
+		o.st_ino = util_get_le64(own + 4);
+		o.links = util_get_le32(own + 12);
+	} else if (!origin_from_fb(u, dir, name, ino, &o)) {
+		o.layer = 0;
+	}
 	*ret_links = 0;
-	if (union_origin_decode(fb, n, &o) && o.layer >= 1 && o.layer <= u->nlowers) {
+	if (o.layer >= 1 && o.layer <= u->nlowers) {
 		*ret_links = o.links;
 		return union_key(o.layer, o.st_ino);
 	}
@@ -176,7 +227,7 @@ int union_upper_entry_locked(struct union_fs *u, struct union_node *dir, const c
 {
 	int r;
 
-	if (!dir->upper)
+	if (!dir->upper || dir->upper_empty)
 		return 0;
 	r = VFS_CALL(u->upper, lookup, &u->root_ctx, dir->upper, name, ret);
 	if (r == -ENOENT)
@@ -259,6 +310,7 @@ static int link_up_from_index(struct union_fs *u, struct union_node *dir, const 
 	if (r < 0)
 		return r == -ENOENT ? 0 : r;
 	r = union_copy_up_locked(u, dir);
+	dir->upper_empty = false;
 	if (r == 0)
 		r = VFS_CALL(u->upper, link, &u->root_ctx, e.ino, dir->upper, name, &l);
 	if (r == 0) {
@@ -269,13 +321,15 @@ static int link_up_from_index(struct union_fs *u, struct union_node *dir, const 
 	return r < 0 ? r : 1;
 }
 
-int union_lookup_locked(struct union_fs *u, struct union_node *dir, const char *name,
-			struct union_node **ret)
+int union_lookup_attr_locked(struct union_fs *u, struct union_node *dir, const char *name,
+			     struct union_node **ret, struct statx *attr)
 {
 	struct stack s = { .n = 0 };
 	struct vfs_entry ue;
 	int r = vfs_check_name(name);
 
+	if (attr)
+		attr->stx_mask = 0;
 	if (r < 0)
 		return r;
 	if (u->stale)
@@ -292,11 +346,16 @@ int union_lookup_locked(struct union_fs *u, struct union_node *dir, const char *
 		}
 		if (!S_ISDIR(ue.attr.stx_mode)) {
 			uint32_t links;
-			uint64_t key = upper_file_key(u, ue.ino, &ue.attr, &links);
+			uint64_t key = upper_file_key(u, dir, name, ue.ino, &ue.attr, &links);
 
 			r = node_for(u, dir, name, key, ue.attr.stx_mode, ue.ino, &s, false, ret);
 			if (r == 0 && links > 1)
 				(*ret)->lower_links = links;
+			/* The attributes just read are the node's, unless the
+			 * node is another upper inode or a copied-up hard link
+			 * (whose link count the index decides). */
+			if (r == 0 && attr && (*ret)->upper == ue.ino && (*ret)->lower_links <= 1)
+				*attr = ue.attr;
 			return r;
 		}
 		r = upper_dir_stack(u, dir, name, ue.ino, &s);
@@ -326,6 +385,7 @@ int union_lookup_locked(struct union_fs *u, struct union_node *dir, const char *
 			struct vfs_entry l;
 
 			r = union_copy_up_locked(u, dir);
+			dir->upper_empty = false;
 			if (r == 0)
 				r = VFS_CALL(u->upper, link, &u->root_ctx, n->upper, dir->upper,
 					     name, &l);
@@ -342,6 +402,18 @@ int union_lookup_locked(struct union_fs *u, struct union_node *dir, const char *
 			return r < 0 ? r : union_lookup_locked(u, dir, name, ret);
 		}
 	}
-	return node_for(u, dir, name, key, s.file ? s.first.stx_mode : S_IFDIR, 0, &s, false,
-			ret);
+	struct statx first = s.first;
+	bool file = s.file;
+	r = node_for(u, dir, name, key, s.file ? s.first.stx_mode : S_IFDIR, 0, &s, false, ret);
+	/* A lower file's attributes, read and checked against the lower's
+	 * ctime just now, are the node's while it has no upper. */
+	if (r == 0 && attr && file && !(*ret)->upper)
+		*attr = first;
+	return r;
+}
+
+int union_lookup_locked(struct union_fs *u, struct union_node *dir, const char *name,
+			struct union_node **ret)
+{
+	return union_lookup_attr_locked(u, dir, name, ret, NULL);
 }

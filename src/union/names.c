@@ -34,38 +34,97 @@ int union_entry_locked(struct union_fs *u, struct union_node *dir, const char *n
 		       struct vfs_entry *ret)
 {
 	struct union_node *n;
-	int r = union_lookup_locked(u, dir, name, &n);
+	int r = union_lookup_attr_locked(u, dir, name, &n, &ret->attr);
 
-	return r < 0 ? r : entry_of_locked(u, n, ret);
+	if (r < 0)
+		return r;
+	if (!ret->attr.stx_mask)
+		return entry_of_locked(u, n, ret);
+	union_fix_attr(u, n, &ret->attr);
+	ret->ino = union_node_id(u, n);
+	ret->generation = 0;
+	return 0;
 }
 
 /*
  * Makes name free for a new entry in dir: -EEXIST if the union has it; the
  * directory copied up; a whiteout there removed. 1 if there was one.
+ * A directory already in the upper is asked directly: its entry decides
+ * (a whiteout frees the name, anything else holds it), and only a name the
+ * upper lacks is looked for in the lowers, so a create in a directory of
+ * the upper's own costs one failed lookup.
  */
 static int prepare_new_name_locked(struct union_fs *u, struct union_node *dir, const char *name)
 {
 	struct union_node *n;
 	struct vfs_entry e;
-	int r = union_lookup_locked(u, dir, name, &n);
+	int r;
 
-	if (r == 0) {
-		union_node_unref_locked(u, n, 1);
-		return -EEXIST;
+	if (u->stale)
+		return -ESTALE;
+	if (!S_ISDIR(dir->type))
+		return -ENOTDIR;
+	if (!dir->upper) {
+		r = union_lookup_locked(u, dir, name, &n);
+		if (r == 0) {
+			union_node_unref_locked(u, n, 1);
+			return -EEXIST;
+		}
+		if (r != -ENOENT)
+			return r;
+		/* A fresh upper directory: no entries, no whiteouts. */
+		return union_copy_up_locked(u, dir);
 	}
-	if (r != -ENOENT)
+	r = union_upper_entry_locked(u, dir, name, &e);
+	if (r < 0)
 		return r;
-	r = union_copy_up_locked(u, dir);
-	if (r == 0)
-		r = union_upper_entry_locked(u, dir, name, &e);
-	if (r <= 0)
-		return r;
+	if (r == 0) {
+		if (dir->opaque || !dir->nlower)
+			return 0;
+		r = union_name_in_lowers_locked(u, dir, name);
+		return r < 0 ? r : r ? -EEXIST : 0;
+	}
 	bool wh = union_is_whiteout(&e.attr);
 	VFS_FORGET(u->upper, e.ino, 1);
 	if (!wh)
 		return -EEXIST;
 	r = VFS_CALL(u->upper, unlink, &u->root_ctx, dir->upper, name);
 	return r < 0 ? r : 1;
+}
+
+/*
+ * The node of an entry just made in dir's upper (its reference is taken
+ * over): no lookup again, the new entry's own attributes. A directory made
+ * here has no lowers (the name was free), so it is opaque to them.
+ */
+static int new_entry_locked(struct union_fs *u, struct union_node *dir, const char *name,
+			    struct vfs_entry *e, struct vfs_entry *ret)
+{
+	struct union_node *n = union_node_find_locked(u, union_key(0, e->attr.stx_ino));
+	int r;
+
+	if (n) {
+		/* The inode number is a live node's (a link, or a reused number
+		 * of an open unlinked file): the full lookup sorts it out. */
+		VFS_FORGET(u->upper, e->ino, 1);
+		return union_entry_locked(u, dir, name, ret);
+	}
+	r = union_node_new_locked(u, union_key(0, e->attr.stx_ino), e->attr.stx_mode & S_IFMT,
+				  0, &n);
+	if (r < 0) {
+		VFS_FORGET(u->upper, e->ino, 1);
+		return r;
+	}
+	n->upper = e->ino;
+	n->opaque = S_ISDIR(e->attr.stx_mode);
+	n->no_caps = true;              /* nothing sets it on a new file */
+	n->upper_empty = S_ISDIR(e->attr.stx_mode);
+	union_node_set_parent_locked(n, dir, name);
+	ret->attr = e->attr;
+	union_fix_attr(u, n, &ret->attr);
+	ret->ino = union_node_id(u, n);
+	ret->generation = 0;
+	return 0;
 }
 
 enum make_kind { MAKE_NOD, MAKE_DIR, MAKE_SYMLINK, MAKE_LINK };
@@ -96,6 +155,7 @@ static int make_locked(struct union_fs *u, const struct vfs_ctx *ctx, struct uni
 	wh = prepare_new_name_locked(u, dir, name);
 	if (wh < 0)
 		return wh;
+	dir->upper_empty = false;
 	switch (a->kind) {
 	case MAKE_DIR:
 		r = VFS_CALL(u->upper, mkdir, ctx, dir->upper, name, a->mode, &e);
@@ -112,10 +172,13 @@ static int make_locked(struct union_fs *u, const struct vfs_ctx *ctx, struct uni
 	if (r < 0)
 		return r;
 	/* A directory made where a lower one was deleted must not show it. */
-	if (a->kind == MAKE_DIR && (wh || union_name_in_lowers_locked(u, dir, name) > 0))
+	if (a->kind == MAKE_DIR && wh)
 		r = union_set_xattr(u, e.ino, "opaque", "y", 1);
-	VFS_FORGET(u->upper, e.ino, 1);
-	return r < 0 ? r : union_entry_locked(u, dir, name, ret);
+	if (r < 0 || a->kind == MAKE_LINK) {
+		VFS_FORGET(u->upper, e.ino, 1);
+		return r < 0 ? r : union_entry_locked(u, dir, name, ret);
+	}
+	return new_entry_locked(u, dir, name, &e, ret);
 }
 
 static int union_make(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t parent, const char *name,
@@ -170,11 +233,11 @@ int union_create_locked(struct union_fs *u, const struct vfs_ctx *ctx, struct un
 	r = prepare_new_name_locked(u, dir, name);
 	if (r < 0)
 		return r;
+	dir->upper_empty = false;
 	r = VFS_CALL(u->upper, create, ctx, dir->upper, name, mode, flags, &e, ret_fh);
 	if (r < 0)
 		return r;
-	VFS_FORGET(u->upper, e.ino, 1);
-	r = union_entry_locked(u, dir, name, ret);
+	r = new_entry_locked(u, dir, name, &e, ret);
 	if (r < 0)
 		VFS_CALL(u->upper, release, e.ino, *ret_fh);
 	return r;
@@ -200,6 +263,7 @@ static int remove_upper_locked(struct union_fs *u, struct union_node *dir, const
 
 	if (!isdir && !whiteout)
 		return VFS_CALL(u->upper, unlink, &u->root_ctx, dir->upper, name);
+	dir->upper_empty = false;     /* conservatively: a whiteout may stay */
 	r = VFS_CALL(u->upper, rename, &u->root_ctx, dir->upper, name, u->work,
 		     union_tmp_name(u, tmp), whiteout ? RENAME_WHITEOUT : 0);
 	if (r < 0)
@@ -316,12 +380,10 @@ static int rename_checks_locked(struct union_fs *u, struct rename_state *s)
 		return s->flags & RENAME_EXCHANGE ? -ENOENT : 0;
 	if (s->flags & RENAME_NOREPLACE)
 		return -EEXIST;
-	if (s->flags & RENAME_EXCHANGE) {
-		/* Exchanging merged directories would need two redirects at once. */
-		if ((S_ISDIR(s->n->type) && s->n->nlower) || (S_ISDIR(s->t->type) && s->t->nlower))
-			return -EXDEV;
+	/* An exchange gives each merged directory its redirect, as overlayfs
+	 * does with redirect_dir=on. */
+	if (s->flags & RENAME_EXCHANGE)
 		return 0;
-	}
 	if (S_ISDIR(s->n->type) && !S_ISDIR(s->t->type))
 		return -ENOTDIR;
 	if (!S_ISDIR(s->n->type) && S_ISDIR(s->t->type))
@@ -346,7 +408,9 @@ static int rename_mark_dir_locked(struct union_fs *u, struct union_node *n, bool
 		r = lower_path_locked(u, n, path, sizeof(path));
 		return r < 0 ? r : union_set_xattr(u, n->upper, "redirect", path, strlen(path));
 	}
-	if (over_lower && !n->opaque) {
+	/* A directory of the upper's own is opaque in memory but not on disk
+	 * (no lower had its name): moved over a lower name, it must say so. */
+	if (over_lower) {
 		n->opaque = true;
 		return union_set_xattr(u, n->upper, "opaque", "y", 1);
 	}
@@ -381,10 +445,16 @@ static int rename_do_locked(struct union_fs *u, struct rename_state *s)
 			return r;
 	}
 	unsigned flags = exchange ? RENAME_EXCHANGE : old_in_lower ? RENAME_WHITEOUT : 0;
+	s->dir->upper_empty = s->newdir->upper_empty = false;
 	r = VFS_CALL(u->upper, rename, &u->root_ctx, s->dir->upper, s->name, s->newdir->upper,
 		     s->newname, flags);
 	if (r < 0)
 		return r;
+	/* Entries from a lower (an origin) make their new directory impure. */
+	if (s->n->key >> UNION_LAYER_SHIFT)
+		union_mark_impure_locked(u, s->newdir);
+	if (s->t && exchange && s->t->key >> UNION_LAYER_SHIFT)
+		union_mark_impure_locked(u, s->dir);
 	struct union_node *oldp = s->n->parent;
 	union_node_set_parent_locked(s->n, s->newdir, s->newname);
 	union_node_unref_locked(u, oldp, 1);

@@ -3,7 +3,8 @@
  * vfs table (no FUSE): copy-up keeps data and metadata and never touches the
  * lower, whiteouts and opaque directories hide lower names, readdir cookies
  * stay valid while entries come and go, st_ino survives copy-up and rebuilds,
- * hard links stay one inode, a changed lower is refused, bad input is refused.
+ * hard links stay one inode, merged directories can be exchanged, a changed
+ * lower is refused, bad input is refused.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -296,6 +297,35 @@ static void test_directory_rename_keeps_lower_contents(void **state)
 	assert_int_equal(vfs_walk(f->fs, &f->ctx, "d", &e), -ENOENT);
 }
 
+static void test_exchange_of_merged_directories_keeps_both_lowers(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_entry e;
+
+	assert_int_equal(VFS_CALL(f->fs, rename, &f->ctx, VFS_ROOT_INO, "d", VFS_ROOT_INO, "e",
+				  RENAME_EXCHANGE), 0);
+	for (int pass = 0; pass < 2; pass++) {
+		walk(f, "e/sub/y", &e);         /* d's lower, now under e */
+		VFS_FORGET(f->fs, e.ino, 1);
+		walk(f, "d/n40", &e);           /* e's lower, now under d */
+		VFS_FORGET(f->fs, e.ino, 1);
+		assert_int_equal(vfs_walk(f->fs, &f->ctx, "d/x", &e), -ENOENT);
+		assert_int_equal(vfs_walk(f->fs, &f->ctx, "e/n1", &e), -ENOENT);
+		remount(f);                     /* the redirects are on disk */
+	}
+	/* A directory of the upper's own exchanged with a merged one hides the
+	 * lowers of the name it takes (opaque on disk, after a remount too). */
+	assert_int_equal(VFS_CALL(f->fs, mkdir, &f->ctx, VFS_ROOT_INO, "own", 0755, &e), 0);
+	VFS_FORGET(f->fs, e.ino, 1);
+	assert_int_equal(VFS_CALL(f->fs, rename, &f->ctx, VFS_ROOT_INO, "own", VFS_ROOT_INO, "d",
+				  RENAME_EXCHANGE), 0);
+	remount(f);
+	assert_int_equal(vfs_walk(f->fs, &f->ctx, "d/n40", &e), -ENOENT);
+	assert_int_equal(vfs_walk(f->fs, &f->ctx, "d/x", &e), -ENOENT);
+	walk(f, "own/n40", &e);
+	VFS_FORGET(f->fs, e.ino, 1);
+}
+
 static void test_rename_over_lower_file_leaves_a_whiteout(void **state)
 {
 	struct fixture *f = *state;
@@ -387,6 +417,7 @@ int main(void)
 		T(test_readdir_cookies_survive_adds_and_removes),
 		T(test_whiteout_and_opaque_dir_hide_lower_names),
 		T(test_directory_rename_keeps_lower_contents),
+		T(test_exchange_of_merged_directories_keeps_both_lowers),
 		T(test_rename_over_lower_file_leaves_a_whiteout),
 		T(test_changed_lower_is_refused_until_rebuilt),
 		T(test_bad_layers_and_names_are_refused),

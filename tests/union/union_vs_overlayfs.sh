@@ -5,8 +5,12 @@
 # mounting pony's upper shows the tree pony showed, and pony mounting the
 # kernel's shows the kernel's. The lowers are checksummed before and after
 # and must never change. Also: bad input, a lower changed under the mount.
+#
+# Arguments are extra `pony union mount` options: meson runs it once with the
+# defaults and once with --writeback --threads 4.
 set -u
 . "$PONY_SRCDIR/tests/lib.sh"
+PONY_OPTS=("$@")
 require_fuse
 require_root
 grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null ||
@@ -29,21 +33,10 @@ trap cleanup EXIT
 # its exit status (ASan, leaks) is seen at unmount.
 pony_mount() {
 	local lowers=${3:-$T/l1:$T/l2}
-	"$PONY" union mount --foreground --lower "$lowers" --upper "$1" --work "$2" \
-		"$T/pm" 2>>"$T/pony.log" &
-	PONY_PID=$!
-	for _ in $(seq 1 100); do
-		mountpoint -q "$T/pm" && return 0
-		kill -0 "$PONY_PID" 2>/dev/null || fail "pony union mount exited: $(cat "$T/pony.log")"
-		sleep 0.05
-	done
-	fail "pony union mount did not come up"
+	fuse_daemon_start "$T/pm" "$T/pony.log" "pony union mount" "$PONY" union mount \
+		--foreground "${PONY_OPTS[@]}" --lower "$lowers" --upper "$1" --work "$2" "$T/pm"
 }
-pony_umount() {
-	fusermount3 -u "$T/pm" || fail "fusermount3 -u failed"
-	wait "$PONY_PID" || fail "pony exited $? after unmount: $(cat "$T/pony.log")"
-	PONY_PID=
-}
+pony_umount() { fuse_daemon_stop "$T/pm" "$T/pony.log"; }
 kernel_mount() {
 	mount -t overlay overlay -o "lowerdir=${3:-$T/l1:$T/l2},upperdir=$1,workdir=$2,redirect_dir=on" \
 		"$T/km" || fail "kernel overlay mount failed"
@@ -61,8 +54,10 @@ mkdir -p "$T"/{l1,l2,pu,pw,ku,kw,pm,km}
 (
 	cd "$T/l1" && mkdir -p d/sub deep emp full/in && echo deep > full/in/f && echo one > a && echo sub > d/sub/s &&
 	ln a alink && ln -s a sym && mkfifo fifo && chmod 751 d &&
+	mkdir xa xb && echo a1 > xa/a1 && echo b1 > xb/b1 &&
 	python3 -c "import os; os.setxattr('a', 'user.k', b'v1')"
-	cd "$T/l2" && mkdir -p d e/f && echo two > b && echo low > d/x && echo e > e/f/g &&
+	cd "$T/l2" && mkdir -p d e/f xa xb && echo a2 > xa/a2 && echo b2 > xb/b2 &&
+	echo two > b && echo low > d/x && echo e > e/f/g &&
 	echo shadowed > a && head -c 300000 /dev/urandom > big
 ) || fail "cannot build the lowers"
 before=$(lower_sum)
@@ -71,6 +66,8 @@ pony_mount "$T/pu" "$T/pw"
 kernel_mount "$T/ku" "$T/kw"
 mount | grep -q "^$T/pu on $T/pm type fuse.pony-union" || fail "fsname is not the upper: $(mount | grep "$T/pm")"
 
+# renameat2(RENAME_EXCHANGE) of A and B: prints the error, if any.
+xchg='python3 -c "import ctypes, os, sys; l = ctypes.CDLL(None, use_errno=True); r = l.renameat2(-100, sys.argv[1].encode(), -100, sys.argv[2].encode(), 2); print(\"exchange:\", os.strerror(ctypes.get_errno()) if r else \"ok\")"'
 # Each operation runs in both mounts; output and status must match.
 ops=(
 	'cat a b d/x; ls'
@@ -106,6 +103,14 @@ ops=(
 	'mkdir nd3; mv nd3 full 2>&1 | sed "s/.*: //"; mv full/in full2; ls full full2; rmdir full; ls -d full 2>&1 | sed "s/.*: //"'
 	'mkdir full; ls -a full; touch full/x; ls full'
 	'ln -s nowhere dangling; ls -l dangling | cut -c1; mv dangling dmoved/; readlink dmoved/dangling'
+	"$xchg xa xb; ls xa xb; cat xa/b2 xb/a1"
+	"mkdir xc; touch xc/c; $xchg xa xc; ls xa xc; $xchg xc dmoved/sub; ls xc dmoved/sub"
+	"$xchg xb b2; ls xb b2; cat b2/a1"
+	'python3 -c "import os; f = \"capf\"; open(f, \"w\").write(\"x\"); v = bytes.fromhex(\"0000000200200000000000000000000000000000\")
+try: os.getxattr(f, \"security.capability\")
+except OSError as e: print(e.strerror)
+os.setxattr(f, \"security.capability\", v); print(os.getxattr(f, \"security.capability\") == v)
+open(f, \"a\").write(\"y\"); print(\"security.capability\" in os.listxattr(f))"'
 )
 i=0
 for op in "${ops[@]}"; do
@@ -140,6 +145,31 @@ p_on_k=$(tree_of "$T/pm"); pony_umount
 kernel_mount "$T/ku" "$T/kw"
 k_on_k=$(tree_of "$T/km"); kernel_umount
 [ "$p_on_k" = "$k_on_k" ] || fail "pony on the kernel's upper differs: $(diff <(echo "$p_on_k") <(echo "$k_on_k"))"
+
+# The origin xattr is overlayfs's file handle (struct ovl_fb) both ways: a
+# file copied up by one implementation keeps, under the other, the inode
+# number that implementation gives the lower file.
+mkdir -p "$T"/{pu2,pw2,ku2,kw2}
+pony_mount "$T/pu2" "$T/pw2"
+p_ino=$(stat -c %i "$T/pm/b"); echo p >> "$T/pm/b"; ln "$T/pm/b" "$T/pm/bl"
+[ "$(stat -c %i "$T/pm/b")" = "$p_ino" ] || fail "pony: st_ino changed at copy-up"
+pony_umount
+kernel_mount "$T/ku2" "$T/kw2"
+k_ino=$(stat -c %i "$T/km/b"); echo k >> "$T/km/b"
+[ "$(stat -c %i "$T/km/b")" = "$k_ino" ] || fail "kernel: st_ino changed at copy-up"
+kernel_umount
+python3 -c "import os, sys; v = os.getxattr(sys.argv[1], 'trusted.overlay.origin'); sys.exit(not (v[0] == 0 and v[1] == 0xfb and v[2] == len(v) and len(v) > 21))" \
+	"$T/pu2/b" || fail "pony's origin is no ovl_fb"
+kernel_mount "$T/pu2" "$T/pw2"
+[ "$(stat -c %i "$T/km/b")" = "$k_ino" ] || fail "the kernel does not follow pony's origin: $(stat -c %i "$T/km/b") is not $k_ino"
+# pony marked the directory impure, so the kernel's readdir agrees with stat.
+[ "$(ls -i "$T/km" | awk '$2 == "b" { print $1 }')" = "$k_ino" ] || fail "the kernel's readdir gives b another d_ino than stat"
+[ "$(cat "$T/km/b")" = "$(printf 'two\np')" ] || fail "the kernel shows another b on pony's upper"
+kernel_umount
+pony_mount "$T/ku2" "$T/kw2"
+[ "$(stat -c %i "$T/pm/b")" = "$p_ino" ] || fail "pony does not follow the kernel's origin: $(stat -c %i "$T/pm/b") is not $p_ino"
+[ "$(cat "$T/pm/b")" = "$(printf 'two\nk')" ] || fail "pony shows another b on the kernel's upper"
+pony_umount
 
 [ "$(lower_sum)" = "$before" ] || fail "a lower was modified"
 
