@@ -15,7 +15,8 @@
 
 struct ponyfuse_options {
 	const char *fsname;             /* shown by df and mount: the source */
-	const char *subtype;            /* "pony-union" -> type fuse.pony-union */
+	const char *subtype;            /* "pony-union" -> type fuse.pony-union; "": none */
+	const char *mount_opts;         /* more -o options for libfuse (mount.fuse's), or NULL */
 	bool foreground;                /* false: daemonize once mounted */
 	bool writeback;                 /* kernel writeback cache: only where safe */
 	bool debug;                     /* libfuse's request log on stderr */
@@ -53,5 +54,18 @@ struct ponyfuse_statx_arg {
 };
 #define PONYFUSE_IOC_STATX _IOWR('P', 1, struct ponyfuse_statx_arg)
 #define PONYFUSE_IOC_SYNCFS _IO('P', 2)
+/* fbarrier of the file the ioctl is made on (pony barrier FILE). */
+#define PONYFUSE_IOC_BARRIER _IO('P', 3)
+/* The instance's counters as text ("name value\n" lines, NUL-terminated). */
+struct ponyfuse_counters_arg {
+	char text[1024];
+};
+#define PONYFUSE_IOC_COUNTERS _IOR('P', 4, struct ponyfuse_counters_arg)
+/*
+ * XFS_IOC_GOINGDOWN, which fstests' godown sends to the mount's root: a
+ * power cut (vfs shutdown hook). Declared _IOR by XFS, so FUSE never
+ * carries its flags in: every flavour is treated as the hardest one.
+ */
+#define PONYFUSE_IOC_GOINGDOWN _IOR('X', 125, uint32_t)
 
 #endif

@@ -214,6 +214,19 @@ struct vfs_ops {
 	 */
 	int (*layout)(struct vfs *fs, uint64_t ino, uint64_t offset, uint64_t length,
 		      struct vfs_extent *ret, size_t n);
+	/*
+	 * A power cut on purpose (XFS_IOC_GOINGDOWN): from now on nothing more
+	 * reaches the disk, not even at unmount, and every later call but
+	 * forget, release and releasedir fails with -EIO. The next mount finds
+	 * the last committed state.
+	 */
+	int (*shutdown)(struct vfs *fs);
+	/*
+	 * The instance's work counters as "name value\n" lines in buf (for
+	 * tests and tools to prove what a call did). Returns the length of
+	 * the whole text, which may exceed size (then buf holds a prefix).
+	 */
+	int (*counters)(struct vfs *fs, char *buf, size_t size);
 };
 
 /* The instance header: every instance embeds it first. */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "ponyfs.h"
 #include "pony/fuse.h"
 #include "pony/ponyfs.h"
 #include "pony/util.h"
@@ -206,6 +207,7 @@ static int mount_run(int argc, char **argv)
 {
 	struct ponyfuse_options fo = { .subtype = "pony", .timeout = 1.0 };
 	struct ponyfs_options po = { .commit_ms = 5000 };
+	struct mount_opts mo = { 0 };
 	_cleanup_(vfs_freep) struct vfs *fs = NULL;
 	struct stand s;
 	int c, n, r;
@@ -214,20 +216,31 @@ static int mount_run(int argc, char **argv)
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "debug", no_argument, NULL, 'd' },
 		{ "commit", required_argument, NULL, 'c' },
+		{ "options", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "fdc:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "fdc:o:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f': fo.foreground = true; break;
 		case 'd': fo.debug = fo.foreground = true; break;
 		case 'c': po.commit_ms = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'o':
+			r = cli_ponyfs_mount_opts(optarg, &po, &fo, &mo);
+			if (r)
+				return r;
+			break;
 		case 'h':
-			printf("Usage: pony mount [-f] [-d] [--commit MS] IMG... MNT\n"
+			printf("Usage: pony mount [-f] [-d] [--commit MS] [-o OPTS] IMG... MNT\n"
+			       "       pony IMG MNT -o OPTS   (as mount.fuse3 runs it for\n"
+			       "                              `mount -t fuse.pony IMG MNT`)\n"
 			       "Mounts the ponyfs on IMG (or on the pony volume of the images) at\n"
 			       "MNT through FUSE. Metadata commits every --commit milliseconds\n"
-			       "(default 5000), on fsync and on `pony fs syncfs`.\n");
+			       "(default 5000), on fsync and on `pony sync MNT`.\n"
+			       "-o takes mount(8) options; then the mount's type is plain fuse\n"
+			       "and its source IMG. Pony's own: commit=MS, format (mkfs IMG\n"
+			       "first when its first MiB is all zeros); the rest go to FUSE.\n");
 			return CLI_EXIT_OK;
 		default: return cli_usage_error("pony mount", "bad option");
 		}
@@ -235,7 +248,12 @@ static int mount_run(int argc, char **argv)
 	n = argc - optind - 1;
 	if (n < 1 || n > MAX_IMAGES)
 		return cli_usage_error("pony mount", "IMG... and MNT are needed");
-	r = stand_open(argv + optind, n, &s);
+	fo.mount_opts = mo.fuse;
+	r = cli_ponyfs_lock_images(argv + optind, n);
+	if (!r && mo.format && n == 1)
+		r = cli_ponyfs_format_blank(argv[optind]);
+	if (!r)
+		r = stand_open(argv + optind, n, &s);
 	if (r)
 		return r;
 	r = s.image ? ponyfs_mount_image(s.image, &po, &fs) : ponyfs_mount(s.meta, s.data, &po, &fs);
@@ -285,7 +303,9 @@ static int fsck_run(int argc, char **argv)
 	n = argc - optind;
 	if (n < 1 || n > MAX_IMAGES)
 		return cli_usage_error("pony fsck", "one or more images are needed");
-	r = stand_open(argv + optind, n, &s);
+	r = cli_ponyfs_lock_images(argv + optind, n);
+	if (!r)
+		r = stand_open(argv + optind, n, &s);
 	if (r)
 		return r;
 	r = s.image ? ponyfs_fsck_image(s.image, flags, fsck_report, NULL)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "ponyfs.h"
 
 static int version_run(int argc, char **argv)
 {
@@ -39,6 +40,9 @@ int main(int argc, char **argv)
 {
 	if (argc >= 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")))
 		return version_run(1, argv);
+	/* mount.fuse3 runs `pony IMG MNT -o OPTS` for `mount -t fuse.pony IMG MNT`. */
+	if (cli_ponyfs_is_helper_call(argc, argv))
+		return cli_mount_command.run(argc, argv);
 	return cli_dispatch("pony", commands, sizeof(commands) / sizeof(commands[0]),
 			    argc, argv);
 }

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# ponyfs_mount_helper.sh - ponyfs mounted the way fstests mounts a FUSE
+# filesystem (FSTYP=fuse, FUSE_SUBTYP=.pony): `mount -t fuse.pony IMG MNT -o
+# OPTS` through the real mount(8) and mount.fuse3. The mount shows source IMG
+# and type plain fuse in /proc/mounts; -o format makes the filesystem on a
+# blank image and leaves anything else alone; a remount straight after
+# umount(8) finds everything (it waits for the old daemon's last commit);
+# ro, commit= and bad options behave.
+set -u
+. "$PONY_SRCDIR/tests/lib.sh"
+
+require_root
+require_fuse
+for p in unshare mount.fuse3 findmnt; do
+	command -v "$p" >/dev/null || skip "$p is missing"
+done
+
+# mount(8) runs mount.fuse3 with the standard PATH, so `pony` must be in
+# /usr/local/sbin: a private mount namespace binds a directory holding it
+# there, and the machine's own /usr/local/sbin stays untouched.
+if [ -z "${PONY_HELPER_NS:-}" ]; then
+	PONY_HELPER_NS=1 exec unshare --mount --propagation private "$BASH" "$0" "$@"
+fi
+
+T=$(mktemp -d /tmp/pony-helper.XXXXXX)
+M=$T/m
+cleanup() {
+	mountpoint -q "$M" 2>/dev/null && umount "$M"
+	umount /usr/local/sbin 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+mkdir -p "$M" "$T/sbin"
+ln -s "$(realpath "$PONY")" "$T/sbin/pony"
+mount --bind "$T/sbin" /usr/local/sbin || skip "cannot bind over /usr/local/sbin"
+
+IMG=$T/scratch.img
+truncate -s 256M "$IMG"
+
+# Source IMG, type fuse with no subtype: what fstests' _check_mounted_on wants.
+mount -t fuse.pony "$IMG" "$M" -o format,commit=200 || fail "mount -t fuse.pony of a blank image"
+read -r src type <<<"$(findmnt -n -o SOURCE,FSTYPE --mountpoint "$M")"
+[ "$src" = "$IMG" ] || fail "source is '$src', expected $IMG"
+[ "$type" = fuse ] || fail "type is '$type', expected fuse"
+grep -q "^$IMG $M fuse " /proc/mounts || fail "/proc/mounts: $(grep "$M" /proc/mounts)"
+
+# Remount straight after umount, several times: the new daemon waits for
+# the old one to let go of the image, so no commit is lost or mixed.
+for i in 1 2 3 4 5; do
+	head -c $((i * 100000)) /dev/urandom > "$T/f$i"
+	cp "$T/f$i" "$M/f$i" || fail "write f$i"
+	mkdir "$M/d$i" || fail "mkdir d$i"
+	umount "$M" || fail "umount $i"
+	mount -t fuse.pony "$IMG" "$M" -o format || fail "remount $i"
+	for j in $(seq 1 "$i"); do
+		cmp -s "$T/f$j" "$M/f$j" || fail "f$j differs after remount $i"
+		[ -d "$M/d$j" ] || fail "d$j is gone after remount $i"
+	done
+done
+umount "$M"
+"$PONY" fsck "$IMG" >"$T/fsck.out" || fail "fsck after the remounts: $(cat "$T/fsck.out")"
+
+# ro reaches both FUSE and ponyfs.
+mount -t fuse.pony "$IMG" "$M" -o ro || fail "mount -o ro"
+findmnt -n -o OPTIONS --mountpoint "$M" | grep -qw ro || fail "not mounted ro"
+touch "$M/new" 2>/dev/null && fail "a read-only mount took a new file"
+cmp -s "$T/f5" "$M/f5" || fail "read on a read-only mount"
+umount "$M"
+
+# `pony mount` keeps its own ways: type fuse.pony.
+"$PONY" mount "$IMG" "$M" || fail "pony mount"
+[ "$(findmnt -n -o FSTYPE --mountpoint "$M")" = fuse.pony ] || fail "pony mount's type"
+umount "$M"
+
+# format never touches what is not blank; bad options are refused.
+head -c 1048576 /dev/urandom > "$T/junk.img"
+truncate -s 64M "$T/junk.img"
+sum=$(md5sum < "$T/junk.img")
+mount -t fuse.pony "$T/junk.img" "$M" -o format 2>/dev/null && fail "mounted a junk image"
+[ "$(md5sum < "$T/junk.img")" = "$sum" ] || fail "format wrote over a non-blank image"
+mount -t fuse.pony "$IMG" "$M" -o commit=soon 2>/dev/null && fail "took commit=soon"
+mountpoint -q "$M" && fail "a refused mount left a mount behind"
+expect_usage_error "$PONY" mount -o commit=soon "$IMG" "$M"
+pass
