@@ -33,6 +33,10 @@ static const struct cli_command *const commands[] = {
 	&cli_mkfs_command,
 	&cli_mount_command,
 	&cli_fsck_command,
+	&cli_barrier_command,
+	&cli_sync_command,
+	&cli_stat_command,
+	&cli_shutdown_command,
 	&cli_vol_command,
 };
 

@@ -1,8 +1,10 @@
 /*
  * more.c - the FUSE requests about directories, extended attributes and the
  * filesystem as a whole, plus the ioctls that carry what FUSE drops (statx
- * masks and flags, syncfs). readdirplus looks every entry up, so one request
- * fills the kernel's dentry and attribute caches for a whole `ls -l`.
+ * masks and flags, syncfs, fbarrier, the instance's counters) and the
+ * shutdown ioctl fstests' godown sends (XFS_IOC_GOINGDOWN). readdirplus
+ * looks every entry up, so one request fills the kernel's dentry and
+ * attribute caches for a whole `ls -l`.
  */
 #include <errno.h>
 #include <string.h>
@@ -160,23 +162,12 @@ static void pf_statfs(fuse_req_t req, fuse_ino_t ino)
 		fuse_reply_statfs(req, &st);
 }
 
-static void pf_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
-		     struct fuse_file_info *fi, unsigned flags, const void *in_buf,
-		     size_t in_bufsz, size_t out_bufsz)
+static void ioctl_statx(fuse_req_t req, struct vfs *fs, fuse_ino_t ino, const void *in_buf,
+			size_t in_bufsz, size_t out_bufsz)
 {
-	struct vfs *fs = ((struct ponyfuse *)fuse_req_userdata(req))->fs;
+	struct ponyfuse_statx_arg a;
 	struct vfs_ctx ctx = { 0 };
 	int r;
-
-	if (cmd == PONYFUSE_IOC_SYNCFS) {
-		fuse_reply_ioctl(req, VFS_CALL(fs, syncfs), NULL, 0);
-		return;
-	}
-	if (cmd != PONYFUSE_IOC_STATX) {
-		fuse_reply_err(req, ENOTTY);
-		return;
-	}
-	struct ponyfuse_statx_arg a;
 
 	if (in_bufsz < sizeof(a) || out_bufsz < sizeof(a)) {
 		fuse_reply_err(req, EINVAL);
@@ -190,6 +181,56 @@ static void pf_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 		fuse_reply_err(req, -r);
 	else
 		fuse_reply_ioctl(req, 0, &a, sizeof(a));
+}
+
+static void ioctl_counters(fuse_req_t req, struct vfs *fs, size_t out_bufsz)
+{
+	struct ponyfuse_counters_arg a = { { 0 } };
+	int r;
+
+	if (out_bufsz < sizeof(a)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	r = VFS_CALL(fs, counters, a.text, sizeof(a.text));
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_ioctl(req, 0, &a, sizeof(a));
+}
+
+static void pf_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
+		     struct fuse_file_info *fi, unsigned flags, const void *in_buf,
+		     size_t in_bufsz, size_t out_bufsz)
+{
+	struct vfs *fs = ((struct ponyfuse *)fuse_req_userdata(req))->fs;
+	int r;
+
+	switch (cmd) {
+	case PONYFUSE_IOC_STATX:
+		ioctl_statx(req, fs, ino, in_buf, in_bufsz, out_bufsz);
+		return;
+	case PONYFUSE_IOC_COUNTERS:
+		ioctl_counters(req, fs, out_bufsz);
+		return;
+	case PONYFUSE_IOC_SYNCFS:
+		r = VFS_CALL(fs, syncfs);
+		break;
+	case PONYFUSE_IOC_BARRIER:
+		r = flags & FUSE_IOCTL_DIR ? -EISDIR : VFS_CALL(fs, barrier, ino, fi->fh);
+		break;
+	case PONYFUSE_IOC_GOINGDOWN:
+		/* A power cut is the administrator's, as XFS's CAP_SYS_ADMIN check. */
+		r = fuse_req_ctx(req)->uid != 0 ? -EPERM : VFS_CALL(fs, shutdown);
+		break;
+	default:
+		r = -ENOTTY;
+		break;
+	}
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_ioctl(req, 0, NULL, 0);
 }
 
 void ponyfuse_init(void *userdata, struct fuse_conn_info *conn)

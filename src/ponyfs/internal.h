@@ -111,6 +111,8 @@ struct ponyfs {
 	pthread_mutex_t lock;
 	struct bdev *meta, *data;
 	struct bdev *owned[3];          /* slices and such, freed at unmount */
+	struct bdev *gates[2];          /* meta and data as the filesystem sees them (shutdown.c) */
+	bool shut_down;                 /* the power was cut: every call is -EIO */
 	struct ponyfs_sb sb;
 	sqlite3 *db;
 	sqlite3_stmt *st[ST_COUNT];
@@ -196,6 +198,12 @@ struct ponyfs_dirent { char *name; uint64_t ino; unsigned type; uint64_t cookie;
 int ponyfs_readdir_locked(struct ponyfs *fs, uint64_t ino, uint64_t cookie,
 			  struct ponyfs_dirent *ret, size_t max);
 int ponyfs_readlink_locked(struct ponyfs *fs, uint64_t ino, char *buf, size_t size);
+
+/* Shutdown (shutdown.c): fs->meta and fs->data become gates over meta and data. */
+int ponyfs_gates_open(struct ponyfs *fs, struct bdev *meta, struct bdev *data);
+void ponyfs_gates_close(struct ponyfs *fs);
+int ponyfs_shutdown(struct vfs *v);
+int ponyfs_counters(struct vfs *v, char *buf, size_t size);      /* counters.c */
 
 extern const struct vfs_ops ponyfs_ops;
 

@@ -18,10 +18,11 @@
 #define XATTR_NAME_MAX_LEN 255
 #define XATTR_VALUE_MAX 65536
 
-/* Runs expr with the filesystem locked; its value is the hook's. */
+/* Runs expr with the filesystem locked; its value is the hook's. After a
+ * shutdown (shutdown.c) nothing runs: -EIO. */
 #define LOCKED(fs, expr) ({ \
 	pthread_mutex_lock(&(fs)->lock); \
-	__typeof__(expr) _r = (expr); \
+	__typeof__(expr) _r = (fs)->shut_down ? -EIO : (expr); \
 	pthread_mutex_unlock(&(fs)->lock); \
 	_r; })
 
@@ -662,4 +663,6 @@ const struct vfs_ops ponyfs_ops = {
 	.syncfs = pf_syncfs,
 	.barrier = pf_barrier,
 	.layout = pf_layout,
+	.shutdown = ponyfs_shutdown,
+	.counters = ponyfs_counters,
 };

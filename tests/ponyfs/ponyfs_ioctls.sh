@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# ponyfs_ioctls.sh - what FUSE does not carry, through a real ponyfs mount
+# and the pony commands that make the ioctls: `pony stat --fields` computes
+# only the fields asked for (no extent walk without blocks) and --dont-sync
+# flushes and writes nothing; `pony barrier` writes the file's data back
+# without committing; `pony sync` commits; and `pony shutdown` (fstests'
+# godown's XFS_IOC_GOINGDOWN) is a power cut: nothing more reaches the image,
+# not even at unmount, every later call fails with EIO, and the next mount
+# holds exactly the committed state (what was fsynced or synced, nothing
+# after it), fsck clean.
+set -u
+. "$PONY_SRCDIR/tests/lib.sh"
+
+T=$(mktemp -d /tmp/pony-ioctls.XXXXXX)
+M=$T/m
+PONY_PID=
+cleanup() {
+	mountpoint -q "$M" 2>/dev/null && { fusermount3 -u "$M" 2>/dev/null || umount -l "$M"; }
+	[ -n "$PONY_PID" ] && wait "$PONY_PID" 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+mkdir -p "$M"
+
+# Bad input, no FUSE needed.
+expect_usage_error "$PONY" barrier
+expect_usage_error "$PONY" sync
+expect_usage_error "$PONY" shutdown
+expect_usage_error "$PONY" stat --fields bogus "$T"
+expect_usage_error "$PONY" stat --fields size
+expect_failure "$PONY" sync "$T"                      # not a pony mount
+expect_failure "$PONY" stat --counters "$T/missing"
+for c in barrier sync stat shutdown; do
+	"$PONY" "$c" --help | grep -q Usage || fail "$c --help"
+done
+
+require_fuse
+command -v fusermount3 >/dev/null || skip "fusermount3 is missing"
+truncate -s 256M "$T/img"
+"$PONY" mkfs "$T/img" || fail "mkfs"
+
+pony_mount() {
+	# No commit timer: what is committed is what fsync and pony sync made so.
+	"$PONY" mount --foreground --commit 0 "$T/img" "$M" 2>>"$T/pony.log" &
+	PONY_PID=$!
+	for _ in $(seq 1 100); do
+		mountpoint -q "$M" && return 0
+		kill -0 "$PONY_PID" 2>/dev/null || fail "pony mount exited: $(cat "$T/pony.log")"
+		sleep 0.05
+	done
+	fail "pony mount did not come up"
+}
+pony_umount() {
+	fusermount3 -u "$M" || fail "fusermount3 -u"
+	wait "$PONY_PID" || fail "pony exited $? after unmount: $(cat "$T/pony.log")"
+	PONY_PID=
+}
+counter() { "$PONY" stat --counters "$M" | awk -v k="$1" '$1 == k { print $2 }'; }
+counters() { "$PONY" stat --counters "$M" | tr '\n' ' '; }
+
+pony_mount
+head -c 100000 /dev/urandom > "$T/data"
+cp "$T/data" "$M/f" || fail "write f"
+
+# statx light: size and mtime without an extent walk, and right.
+ls -l "$M/f" >/dev/null                 # the kernel's own lookup, done now
+walks=$(counter extent_walks)
+out=$("$PONY" stat --fields size,mtime "$M/f") || fail "pony stat"
+[ "$(counter extent_walks)" = "$walks" ] || fail "size,mtime walked the extents"
+[ "$(sed -n 1p <<<"$out")" = "size 100000" ] || fail "pony stat size: $out"
+[ "$(sed -n 2p <<<"$out" | cut -d' ' -f2 | cut -d. -f1)" = "$(stat -c %Y "$M/f")" ] ||
+	fail "pony stat mtime: $out"
+out=$("$PONY" stat --fields blocks "$M/f") || fail "pony stat blocks"
+[ "$(counter extent_walks)" -gt "$walks" ] || fail "blocks did not walk the extents"
+[ "$out" = "blocks $(stat -c %b "$M/f")" ] || fail "pony stat blocks: $out"
+
+# DONT_SYNC: f's data is still cached; nothing is written, flushed or committed.
+[ "$(counter dirty_bytes)" -gt 0 ] || fail "f's data is not cached"
+before=$(counters)
+out=$("$PONY" stat --dont-sync --fields size "$M/f") || fail "pony stat --dont-sync"
+[ "$out" = "size 100000" ] || fail "--dont-sync size: $out"
+[ "$(counters)" = "$before" ] || fail "--dont-sync did work: $before -> $(counters)"
+
+# barrier: f's data written back, nothing committed, nothing waited for.
+commits=$(counter commits)
+"$PONY" barrier "$M/f" || fail "pony barrier"
+[ "$(counter dirty_bytes)" = 0 ] || fail "barrier left f's data cached"
+[ "$(counter writebacks)" -ge 1 ] || fail "barrier wrote nothing back"
+[ "$(counter commits)" = "$commits" ] || fail "barrier committed"
+expect_failure "$PONY" barrier "$M"      # a directory has no data
+
+# sync commits; an fsync commits; what comes after them is committed by nothing.
+"$PONY" sync "$M" || fail "pony sync"
+[ "$(counter commits)" -gt "$commits" ] || fail "pony sync did not commit"
+head -c 5000 /dev/urandom > "$T/fsynced"
+dd if="$T/fsynced" of="$M/fsynced" conv=fsync status=none || fail "write + fsync"
+echo lost > "$M/after-fsync"
+echo overwritten | dd of="$M/f" conv=notrunc status=none || fail "overwrite f"
+
+# The power cut: the image does not change from here on, unmount included.
+if command -v setpriv >/dev/null; then
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$PONY" shutdown "$M" 2>/dev/null &&
+		fail "a user could shut the filesystem down"
+	[ "$(cat "$M/fsynced" | md5sum)" = "$(md5sum < "$T/fsynced")" ] || fail "read after a refused shutdown"
+fi
+"$PONY" shutdown "$M" || fail "pony shutdown"
+sum=$(md5sum < "$T/img")
+for op in "cat $M/fsynced" "ls $M" "touch $M/new" "mkdir $M/d" "rm $M/f"; do
+	$op >/dev/null 2>"$T/err" && fail "'$op' worked after the shutdown"
+	grep -q "Input/output error" "$T/err" || fail "'$op': $(cat "$T/err")"
+done
+expect_failure "$PONY" sync "$M"
+pony_umount
+[ "$(md5sum < "$T/img")" = "$sum" ] || fail "the image changed after the shutdown"
+
+# The next mount: the committed state, as after a crash.
+"$PONY" fsck "$T/img" >"$T/fsck" || fail "fsck after the shutdown: $(cat "$T/fsck")"
+pony_mount
+cmp -s "$T/data" "$M/f" || fail "f lost its synced content"
+cmp -s "$T/fsynced" "$M/fsynced" || fail "the fsynced file is not whole"
+[ -e "$M/after-fsync" ] && fail "an uncommitted file survived the power cut"
+echo again > "$M/again" || fail "a write after the remount"
+pony_umount
+pass
