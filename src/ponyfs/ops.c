@@ -359,7 +359,11 @@ static int pf_opendir(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, ui
 
 	if (r >= 0 && !S_ISDIR(x.stx_mode))
 		r = -ENOTDIR;
-	*ret_fh = 0;
+	/* An open directory is a handle like an open file's, so one removed
+	 * or renamed over while open stays an orphan until closed (fstat
+	 * works on it, as generic/035 checks). */
+	if (r >= 0)
+		r = LOCKED(ponyfs_of(v), open_locked(ponyfs_of(v), ino, O_RDONLY, ret_fh));
 	return r;
 }
 
@@ -391,7 +395,7 @@ static int pf_readdir(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, ui
 
 static int pf_releasedir(struct vfs *v, uint64_t ino, uint64_t fh)
 {
-	return 0;
+	return LOCKED(ponyfs_of(v), release_locked(ponyfs_of(v), handle_of(fh)));
 }
 
 static int pf_fsyncdir(struct vfs *v, uint64_t ino, uint64_t fh, bool datasync)
