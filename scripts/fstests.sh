@@ -4,11 +4,13 @@
 # TEST_DEV and SCRATCH_DEV, mounted by `mount -t fuse.pony IMG MNT -o format`.
 #
 # Usage: scripts/fstests.sh XFSTESTS_DIR [check arguments]   (default: -g quick)
+# Environment: PONY_FSTESTS_WORK (default /var/tmp/pony-fstests), PONY_FSTESTS_SIZE (image
+# size, default 8G), PONY_FSTESTS_LOOP=0 (plain image files, no loop devices).
 #
 # XFSTESTS_DIR is cloned (from $XFSTESTS_URL, default kdave/xfstests) when
 # missing and built when not built yet; it lives outside pony's tree and is
-# never committed. The work directory ($PONY_FSTESTS_WORK, default
-# /var/tmp/pony-fstests) gets fresh blank images, the mount points and a copy
+# never committed. The work directory gets fresh blank images (attached as
+# loop devices), the mount points and a copy
 # of build/pony, linked as /usr/local/sbin/pony: mount(8) runs mount.fuse3
 # with the standard PATH only. Needs root. fstests' build dependencies (Debian):
 #   apt-get install xfslibs-dev uuid-dev libtool libattr1-dev libacl1-dev \
@@ -17,7 +19,7 @@
 set -eu
 
 [ $# -ge 1 ] && [ "$1" != -h ] && [ "$1" != --help ] || {
-	sed -n '2,16s/^# \{0,1\}//p' "$0"
+	sed -n '2,19s/^# \{0,1\}//p' "$0"
 	exit 2
 }
 XFS=$(realpath -m "$1")
@@ -37,8 +39,19 @@ for m in "$WORK/test" "$WORK/scratch"; do
 	! mountpoint -q "$m" || umount "$m"
 done
 mkdir -p "$WORK/test" "$WORK/scratch"
-rm -f "$WORK/test.img" "$WORK/scratch.img"
-truncate -s "$SIZE" "$WORK/test.img" "$WORK/scratch.img"   # blank: -o format makes them
+for img in "$WORK/test.img" "$WORK/scratch.img"; do
+	for dev in $(losetup -n -O NAME -j "$img" 2>/dev/null); do losetup -d "$dev"; done
+	rm -f "$img"
+	truncate -s "$SIZE" "$img"     # blank: -o format makes the filesystem
+done
+# The images as loop devices (PONY_FSTESTS_LOOP=0: as plain files): the
+# shutdown tests want a local block device (_require_local_device).
+TEST_DEV=$WORK/test.img
+SCRATCH_DEV=$WORK/scratch.img
+if [ "${PONY_FSTESTS_LOOP:-1}" = 1 ]; then
+	TEST_DEV=$(losetup -f --show "$WORK/test.img")
+	SCRATCH_DEV=$(losetup -f --show "$WORK/scratch.img")
+fi
 
 # A copy, so rebuilding pony during a run does not change the daemon under it.
 cp "$SRC/build/pony" "$WORK/pony.new" && mv "$WORK/pony.new" "$WORK/pony"
@@ -56,9 +69,9 @@ id 123456-fsgqa >/dev/null 2>&1 || useradd -m 123456-fsgqa
 cat > "$XFS/local.config" <<EOF
 export FSTYP=fuse
 export FUSE_SUBTYP=.pony
-export TEST_DEV=$WORK/test.img
+export TEST_DEV=$TEST_DEV
 export TEST_DIR=$WORK/test
-export SCRATCH_DEV=$WORK/scratch.img
+export SCRATCH_DEV=$SCRATCH_DEV
 export SCRATCH_MNT=$WORK/scratch
 export FUSE_MOUNT_OPTIONS="-oformat"
 EOF
