@@ -33,48 +33,46 @@ static int path_ioctl(const char *path, unsigned long cmd, void *arg)
 	return CLI_EXIT_OK;
 }
 
-/* `pony CMD PATH...`: the same argument-less ioctl on each PATH. */
-static int each_path(int argc, char **argv, const char *usage, unsigned long cmd)
+/* The commands that make one argument-less ioctl on each PATH. */
+static const struct path_command {
+	const char *name;
+	unsigned long cmd;
+	const char *usage;
+} path_commands[] = {
+	{ "barrier", PONYFUSE_IOC_BARRIER,
+	  "Usage: pony barrier FILE...\n"
+	  "fbarrier: FILE's data written so far reaches the disk before any\n"
+	  "later metadata change of its filesystem, without waiting for it now.\n" },
+	{ "sync", PONYFUSE_IOC_SYNCFS,
+	  "Usage: pony sync PATH...\n"
+	  "Writes back and commits the ponyfs mounted at (or holding) PATH:\n"
+	  "syncfs(2) and sync(1) never reach a FUSE daemon.\n" },
+	{ "shutdown", PONYFUSE_IOC_GOINGDOWN,
+	  "Usage: pony shutdown MNT\n"
+	  "Cuts the power of the ponyfs at MNT (XFS_IOC_GOINGDOWN, as fstests'\n"
+	  "godown): nothing more reaches its images, every later call fails\n"
+	  "with EIO, and the next mount finds the last committed state.\n" },
+};
+
+static int path_command_run(int argc, char **argv)
 {
+	const struct path_command *c = NULL;
 	int r = CLI_EXIT_OK;
 
+	for (size_t i = 0; i < ARRAY_SIZE(path_commands) && !c; i++)
+		if (!strcmp(argv[0], path_commands[i].name))
+			c = &path_commands[i];
+	if (!c)
+		return cli_usage_error(argv[0], "unknown command");
 	if (cli_wants_help(argc, argv)) {
-		printf("%s", usage);
+		printf("%s", c->usage);
 		return CLI_EXIT_OK;
 	}
 	if (argc < 2)
 		return cli_usage_error(argv[0], "a PATH is needed");
 	for (int i = 1; i < argc && r == CLI_EXIT_OK; i++)
-		r = path_ioctl(argv[i], cmd, NULL);
+		r = path_ioctl(argv[i], c->cmd, NULL);
 	return r;
-}
-
-static int barrier_run(int argc, char **argv)
-{
-	return each_path(argc, argv,
-			 "Usage: pony barrier FILE...\n"
-			 "fbarrier: FILE's data written so far reaches the disk before any\n"
-			 "later metadata change of its filesystem, without waiting for it now.\n",
-			 PONYFUSE_IOC_BARRIER);
-}
-
-static int sync_run(int argc, char **argv)
-{
-	return each_path(argc, argv,
-			 "Usage: pony sync PATH...\n"
-			 "Writes back and commits the ponyfs mounted at (or holding) PATH:\n"
-			 "syncfs(2) and sync(1) never reach a FUSE daemon.\n",
-			 PONYFUSE_IOC_SYNCFS);
-}
-
-static int shutdown_run(int argc, char **argv)
-{
-	return each_path(argc, argv,
-			 "Usage: pony shutdown MNT\n"
-			 "Cuts the power of the ponyfs at MNT (XFS_IOC_GOINGDOWN, as fstests'\n"
-			 "godown): nothing more reaches its images, every later call fails\n"
-			 "with EIO, and the next mount finds the last committed state.\n",
-			 PONYFUSE_IOC_GOINGDOWN);
 }
 
 enum field_kind { F_U64, F_OCT, F_TIME };
@@ -205,13 +203,13 @@ static int stat_run(int argc, char **argv)
 const struct cli_command cli_barrier_command = {
 	.name = "barrier",
 	.summary = "fbarrier of files on a ponyfs mount",
-	.run = barrier_run,
+	.run = path_command_run,
 };
 
 const struct cli_command cli_sync_command = {
 	.name = "sync",
 	.summary = "commit a ponyfs mount now",
-	.run = sync_run,
+	.run = path_command_run,
 };
 
 const struct cli_command cli_stat_command = {
@@ -223,5 +221,5 @@ const struct cli_command cli_stat_command = {
 const struct cli_command cli_shutdown_command = {
 	.name = "shutdown",
 	.summary = "cut a ponyfs mount's power (as fstests' godown)",
-	.run = shutdown_run,
+	.run = path_command_run,
 };

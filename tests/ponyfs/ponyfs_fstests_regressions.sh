@@ -9,22 +9,10 @@ set -u
 require_fuse
 command -v fusermount3 >/dev/null || skip "fusermount3 is missing"
 command -v perl >/dev/null || skip "perl is missing"
-T=$(mktemp -d /tmp/pony-fstests-reg.XXXXXX)
-M=$T/m
-PONY_PID=
-cleanup() {
-	mountpoint -q "$M" 2>/dev/null && { fusermount3 -u "$M" 2>/dev/null || umount -l "$M"; }
-	[ -n "$PONY_PID" ] && wait "$PONY_PID" 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT
-mkdir -p "$M"
+. "$PONY_SRCDIR/tests/ponyfs/mount_lib.sh" fstests-reg
 truncate -s 128M "$T/img"
 "$PONY" mkfs "$T/img" || fail "mkfs"
-"$PONY" mount --foreground "$T/img" "$M" 2>"$T/pony.log" &
-PONY_PID=$!
-for _ in $(seq 1 100); do mountpoint -q "$M" && break; sleep 0.05; done
-mountpoint -q "$M" || fail "pony mount did not come up: $(cat "$T/pony.log")"
+pony_mount "$T/img"
 
 # generic/035: open directories outlive their names.
 mkdir "$M/a" "$M/b" "$M/c" || fail "mkdir"
@@ -37,8 +25,6 @@ out=$(M=$M perl -e '
 	my @t = stat($c) or die "fstat of the removed directory: $!\n";
 	print "$s[3] $t[3]\n";' 2>&1) || fail "$out"
 [ "$out" = "0 0" ] || fail "open removed directories: nlink '$out', expected 0 0"
-fusermount3 -u "$M" || fail "unmount"
-wait "$PONY_PID" || fail "pony exited $?"
-PONY_PID=
+pony_umount
 "$PONY" fsck "$T/img" >"$T/fsck" || fail "fsck: the orphans stayed: $(cat "$T/fsck")"
 pass

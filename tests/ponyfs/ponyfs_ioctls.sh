@@ -11,16 +11,7 @@
 set -u
 . "$PONY_SRCDIR/tests/lib.sh"
 
-T=$(mktemp -d /tmp/pony-ioctls.XXXXXX)
-M=$T/m
-PONY_PID=
-cleanup() {
-	mountpoint -q "$M" 2>/dev/null && { fusermount3 -u "$M" 2>/dev/null || umount -l "$M"; }
-	[ -n "$PONY_PID" ] && wait "$PONY_PID" 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT
-mkdir -p "$M"
+. "$PONY_SRCDIR/tests/ponyfs/mount_lib.sh" ioctls
 
 # Bad input, no FUSE needed.
 expect_usage_error "$PONY" barrier
@@ -39,26 +30,11 @@ command -v fusermount3 >/dev/null || skip "fusermount3 is missing"
 truncate -s 256M "$T/img"
 "$PONY" mkfs "$T/img" || fail "mkfs"
 
-pony_mount() {
-	# No commit timer: what is committed is what fsync and pony sync made so.
-	"$PONY" mount --foreground --commit 0 "$T/img" "$M" 2>>"$T/pony.log" &
-	PONY_PID=$!
-	for _ in $(seq 1 100); do
-		mountpoint -q "$M" && return 0
-		kill -0 "$PONY_PID" 2>/dev/null || fail "pony mount exited: $(cat "$T/pony.log")"
-		sleep 0.05
-	done
-	fail "pony mount did not come up"
-}
-pony_umount() {
-	fusermount3 -u "$M" || fail "fusermount3 -u"
-	wait "$PONY_PID" || fail "pony exited $? after unmount: $(cat "$T/pony.log")"
-	PONY_PID=
-}
 counter() { "$PONY" stat --counters "$M" | awk -v k="$1" '$1 == k { print $2 }'; }
 counters() { "$PONY" stat --counters "$M" | tr '\n' ' '; }
 
-pony_mount
+# No commit timer: what is committed is what fsync and pony sync made so.
+pony_mount --commit 0 "$T/img"
 head -c 100000 /dev/urandom > "$T/data"
 cp "$T/data" "$M/f" || fail "write f"
 
@@ -115,7 +91,7 @@ pony_umount
 
 # The next mount: the committed state, as after a crash.
 "$PONY" fsck "$T/img" >"$T/fsck" || fail "fsck after the shutdown: $(cat "$T/fsck")"
-pony_mount
+pony_mount --commit 0 "$T/img"
 cmp -s "$T/data" "$M/f" || fail "f lost its synced content"
 cmp -s "$T/fsynced" "$M/fsynced" || fail "the fsynced file is not whole"
 [ -e "$M/after-fsync" ] && fail "an uncommitted file survived the power cut"
