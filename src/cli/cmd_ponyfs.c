@@ -248,6 +248,8 @@ static int mount_run(int argc, char **argv)
 	n = argc - optind - 1;
 	if (n < 1 || n > MAX_IMAGES)
 		return cli_usage_error("pony mount", "IMG... and MNT are needed");
+	if (mo.remount)
+		return cli_ponyfs_remount(argv[argc - 1], &mo);
 	fo.mount_opts = mo.fuse;
 	r = cli_ponyfs_lock_images(argv + optind, n);
 	if (!r && mo.format && n == 1)

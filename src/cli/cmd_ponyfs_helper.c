@@ -5,7 +5,8 @@
  * pony's and libfuse's, formats a blank image when asked (fstests never runs
  * mkfs for FSTYP=fuse, it only empties the scratch mount), and makes a mount
  * wait until the previous daemon of the same images has let go of them:
- * umount(8) of a FUSE mount returns before that daemon's last commit.
+ * umount(8) of a FUSE mount returns before that daemon's last commit. A
+ * `mount -o remount` comes through here too and is handed back to mount(8).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -74,7 +75,9 @@ int cli_ponyfs_mount_opts(const char *list, struct ponyfs_options *po,
 		} else if (!strcmp(o, "format")) {
 			m->format = true;
 		} else if (!is_bookkeeping(o)) {
-			if (!strcmp(o, "ro"))
+			if (!strcmp(o, "remount"))
+				m->remount = true;
+			else if (!strcmp(o, "ro"))
 				po->read_only = true;
 			else if (!strcmp(o, "rw"))
 				po->read_only = false;
@@ -103,6 +106,12 @@ int cli_ponyfs_lock_images(char **paths, int n)
 		}
 	}
 	return 0;
+}
+
+int cli_ponyfs_remount(const char *mountpoint, const struct mount_opts *m)
+{
+	execlp("mount", "mount", "-i", "-o", m->fuse, mountpoint, (char *)NULL);
+	return cli_error("cannot run mount: %s", strerror(errno));
 }
 
 static bool all_zero(const uint8_t *p, size_t n)

@@ -14,6 +14,7 @@ struct ponyfuse_options;
 /* mount(8)'s -o options, sorted: what pony itself takes, and the rest for libfuse. */
 struct mount_opts {
 	bool format;                    /* format=blank: mkfs an all-zero image first */
+	bool remount;                   /* mount(8)'s -o remount: not a new mount */
 	char fuse[1024];                /* for libfuse, comma-separated */
 };
 
@@ -32,6 +33,13 @@ int cli_ponyfs_mount_opts(const char *list, struct ponyfs_options *po,
  * be writing its last commit after umount(8) returned. 0 or CLI exit code.
  */
 int cli_ponyfs_lock_images(char **paths, int n);
+
+/*
+ * mount(8) calls the helper for `mount -o remount,...` too: the kernel
+ * changes a FUSE mount's flags itself, so this runs `mount -i` (no helper)
+ * with the options. Returns only on failure, with a CLI exit code.
+ */
+int cli_ponyfs_remount(const char *mountpoint, const struct mount_opts *m);
 
 /* mkfs of path when its first MiB is all zeros. 0 or CLI exit code. */
 int cli_ponyfs_format_blank(const char *path);

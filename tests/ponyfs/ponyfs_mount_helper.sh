@@ -57,6 +57,16 @@ for i in 1 2 3 4 5; do
 		[ -d "$M/d$j" ] || fail "d$j is gone after remount $i"
 	done
 done
+# A remount as fstests makes it (with the type, so mount.fuse3 finds pony)
+# reaches pony too, which hands it back to the kernel: the same daemon,
+# writes refused, then allowed again.
+pid=$(pgrep -f "^pony $IMG $M" | head -1)
+[ -n "$pid" ] || fail "no pony daemon for $IMG"
+mount -t fuse.pony -o remount,ro "$IMG" "$M" || fail "remount,ro"
+touch "$M/while-ro" 2>/dev/null && fail "wrote after remount,ro"
+mount -t fuse.pony -o remount,rw "$IMG" "$M" || fail "remount,rw"
+touch "$M/after-rw" || fail "no write after remount,rw"
+[ "$(pgrep -f "^pony $IMG $M" | head -1)" = "$pid" ] || fail "remount started another daemon"
 umount "$M"
 "$PONY" fsck "$IMG" >"$T/fsck.out" || fail "fsck after the remounts: $(cat "$T/fsck.out")"
 
