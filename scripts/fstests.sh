@@ -55,8 +55,8 @@ fi
 
 # A copy, so rebuilding pony during a run does not change the daemon under it.
 cp "$SRC/build/pony" "$WORK/pony.new" && mv "$WORK/pony.new" "$WORK/pony"
-if [ -e /usr/local/sbin/pony ] && [ "$(readlink /usr/local/sbin/pony)" != "$WORK/pony" ]; then
-	echo "fstests.sh: /usr/local/sbin/pony exists and is not ours; move it away" >&2
+if [ -e /usr/local/sbin/pony ] && [ ! -L /usr/local/sbin/pony ]; then
+	echo "fstests.sh: /usr/local/sbin/pony is installed, not a link of ours; move it away" >&2
 	exit 1
 fi
 ln -sfn "$WORK/pony" /usr/local/sbin/pony
