@@ -10,6 +10,7 @@ require_fuse
 command -v fusermount3 >/dev/null || skip "fusermount3 is missing"
 command -v perl >/dev/null || skip "perl is missing"
 . "$PONY_SRCDIR/tests/ponyfs/mount_lib.sh" fstests-reg
+M=$T/m
 truncate -s 128M "$T/img"
 "$PONY" mkfs "$T/img" || fail "mkfs"
 pony_mount "$T/img"

@@ -12,6 +12,7 @@ set -u
 . "$PONY_SRCDIR/tests/lib.sh"
 
 . "$PONY_SRCDIR/tests/ponyfs/mount_lib.sh" ioctls
+M=$T/m
 
 # Bad input, no FUSE needed.
 expect_usage_error "$PONY" barrier
