@@ -11,11 +11,11 @@
 #include <string.h>
 
 #include "cli.h"
-#include "ponyfs.h"
 #include "pony/fuse.h"
 #include "pony/ponyfs.h"
 #include "pony/util.h"
 #include "pony/volume.h"
+#include "ponyfs.h"
 
 #define MAX_IMAGES 32
 
@@ -207,9 +207,9 @@ static int mount_run(int argc, char **argv)
 {
 	struct ponyfuse_options fo = { .subtype = "pony", .timeout = 1.0 };
 	struct ponyfs_options po = { .commit_ms = 5000 };
-	struct mount_opts mo = { 0 };
 	_cleanup_(vfs_freep) struct vfs *fs = NULL;
 	struct stand s;
+	struct mount_opts mo = { 0 };
 	int c, n, r;
 
 	static const struct option longopts[] = {

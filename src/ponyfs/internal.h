@@ -140,6 +140,12 @@ struct ponyfs {
 
 static inline struct ponyfs *ponyfs_of(struct vfs *v) { return (struct ponyfs *)v; }
 
+/* Shutdown (shutdown.c): fs->meta and fs->data become gates over meta and data. */
+int ponyfs_gates_open(struct ponyfs *fs, struct bdev *meta, struct bdev *data);
+void ponyfs_gates_close(struct ponyfs *fs);
+int ponyfs_shutdown(struct vfs *v);
+int ponyfs_counters(struct vfs *v, char *buf, size_t size);      /* counters.c */
+
 int64_t ponyfs_now(void);
 
 /* SQL (txn.c). stmt() hands back a reset statement with its bindings cleared. */
@@ -198,12 +204,6 @@ struct ponyfs_dirent { char *name; uint64_t ino; unsigned type; uint64_t cookie;
 int ponyfs_readdir_locked(struct ponyfs *fs, uint64_t ino, uint64_t cookie,
 			  struct ponyfs_dirent *ret, size_t max);
 int ponyfs_readlink_locked(struct ponyfs *fs, uint64_t ino, char *buf, size_t size);
-
-/* Shutdown (shutdown.c): fs->meta and fs->data become gates over meta and data. */
-int ponyfs_gates_open(struct ponyfs *fs, struct bdev *meta, struct bdev *data);
-void ponyfs_gates_close(struct ponyfs *fs);
-int ponyfs_shutdown(struct vfs *v);
-int ponyfs_counters(struct vfs *v, char *buf, size_t size);      /* counters.c */
 
 extern const struct vfs_ops ponyfs_ops;
 
