@@ -315,7 +315,6 @@ int ponyfs_mount(struct bdev *meta, struct bdev *data, const struct ponyfs_optio
 	if (!fs)
 		return -ENOMEM;
 	fs->vfs.ops = &ponyfs_ops;
-	fs->commit_ms = opts ? opts->commit_ms : 0;
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_cond_init(&fs->timer_cond, NULL);
 	r = ponyfs_gates_open(fs, meta, data);
@@ -330,6 +329,10 @@ int ponyfs_mount(struct bdev *meta, struct bdev *data, const struct ponyfs_optio
 	if (r >= 0 && !(opts && opts->read_only))
 		r = mount_orphans(fs);
 	fs->read_only = opts && opts->read_only;
+	/* Only now: the orphans' transaction above must not start the commit
+	 * timer, whose thread would stay behind in the parent when a FUSE
+	 * daemon forks (no timer commits, and unmount hung joining it). */
+	fs->commit_ms = opts ? opts->commit_ms : 0;
 	if (r < 0) {
 		fs->read_only = true;   /* nothing to write back from a failed mount */
 		ponyfs_destroy(&fs->vfs);

@@ -70,6 +70,27 @@ touch "$M/after-rw" || fail "no write after remount,rw"
 umount "$M"
 "$PONY" fsck "$IMG" >"$T/fsck.out" || fail "fsck after the remounts: $(cat "$T/fsck.out")"
 
+# A power cut with an open-unlinked file committed: the next (daemonized)
+# mount deletes the orphan, and its daemon still exits at unmount, letting
+# go of the image (it once hung there, and every later mount waited).
+mount -t fuse.pony "$IMG" "$M" -o commit=100 || fail "mount before the orphan"
+exec 4>"$M/orphan"
+rm "$M/orphan" && echo x >&4 || fail "open-unlinked file"
+"$PONY" sync "$M" || fail "pony sync"
+"$PONY" shutdown "$M" || fail "pony shutdown"
+exec 4>&-
+umount "$M" || fail "umount after the shutdown"
+mount -t fuse.pony "$IMG" "$M" || fail "mount after the shutdown"
+touch "$M/after-cut" || fail "write after the shutdown"
+sleep 0.3                               # a timer commit or two
+umount "$M"
+for _ in $(seq 1 100); do
+	pgrep -f "^pony $IMG $M" >/dev/null || break
+	sleep 0.1
+done
+pgrep -f "^pony $IMG $M" >/dev/null && fail "the daemon did not exit after unmount"
+"$PONY" fsck "$IMG" >"$T/fsck.out" || fail "fsck after the orphan: $(cat "$T/fsck.out")"
+
 # ro reaches both FUSE and ponyfs.
 mount -t fuse.pony "$IMG" "$M" -o ro || fail "mount -o ro"
 findmnt -n -o OPTIONS --mountpoint "$M" | grep -qw ro || fail "not mounted ro"
