@@ -74,6 +74,10 @@ export TEST_DIR=$WORK/test
 export SCRATCH_DEV=$SCRATCH_DEV
 export SCRATCH_MNT=$WORK/scratch
 export FUSE_MOUNT_OPTIONS="-oformat"
+# Tests may write over the scratch device (generic/570 makes a swap device
+# of it): the scratch mount formats whatever is not pony's.
+export MOUNT_OPTIONS="-oformat=foreign"
+export TEST_FS_MOUNT_OPTS="-oformat"
 EOF
 cd "$XFS"
 exec ./check "$@"

@@ -240,7 +240,8 @@ static int mount_run(int argc, char **argv)
 			       "(default 5000), on fsync and on `pony sync MNT`.\n"
 			       "-o takes mount(8) options; then the mount's type is plain fuse\n"
 			       "and its source IMG. Pony's own: commit=MS, format (mkfs IMG\n"
-			       "first when its first MiB is all zeros); the rest go to FUSE.\n");
+			       "first when its first MiB is all zeros), format=foreign (also\n"
+			       "when IMG is not pony's); the rest go to FUSE.\n");
 			return CLI_EXIT_OK;
 		default: return cli_usage_error("pony mount", "bad option");
 		}
@@ -252,8 +253,8 @@ static int mount_run(int argc, char **argv)
 		return cli_ponyfs_remount(argv[argc - 1], &mo);
 	fo.mount_opts = mo.fuse;
 	r = cli_ponyfs_lock_images(argv + optind, n);
-	if (!r && mo.format && n == 1)
-		r = cli_ponyfs_format_blank(argv[optind]);
+	if (!r && (mo.format || mo.format_foreign) && n == 1)
+		r = cli_ponyfs_format(argv[optind], mo.format_foreign);
 	if (!r)
 		r = stand_open(argv + optind, n, &s);
 	if (r)

@@ -74,6 +74,8 @@ int cli_ponyfs_mount_opts(const char *list, struct ponyfs_options *po,
 			po->commit_ms = (unsigned)ms;
 		} else if (!strcmp(o, "format")) {
 			m->format = true;
+		} else if (!strcmp(o, "format=foreign")) {
+			m->format_foreign = true;
 		} else if (!is_bookkeeping(o)) {
 			if (!strcmp(o, "remount"))
 				m->remount = true;
@@ -119,7 +121,19 @@ static bool all_zero(const uint8_t *p, size_t n)
 	return n == 0 || (p[0] == 0 && !memcmp(p, p + 1, n - 1));
 }
 
-int cli_ponyfs_format_blank(const char *path)
+/* A ponyfs superblock, or a pony volume member's (first or last 4 KiB). */
+static bool is_pony(struct bdev *dev, const uint8_t *first, size_t n)
+{
+	uint8_t last[8];
+	uint64_t end = bdev_size(dev) & ~(uint64_t)4095;
+
+	if (n >= 8 && (!memcmp(first, "PONYFS1\0", 8) || !memcmp(first, "PONYVOL\0", 8)))
+		return true;
+	return end >= 4096 && bdev_pread(dev, last, sizeof(last), end - 4096) == 0 &&
+	       !memcmp(last, "PONYVOL\0", 8);
+}
+
+int cli_ponyfs_format(const char *path, bool foreign)
 {
 	_cleanup_(bdev_freep) struct bdev *dev = NULL;
 	_cleanup_(freep) uint8_t *buf = malloc(BLANK_BYTES);
@@ -134,7 +148,7 @@ int cli_ponyfs_format_blank(const char *path)
 	r = bdev_pread(dev, buf, n, 0);
 	if (r < 0)
 		return cli_error("%s: %s", path, strerror(-r));
-	if (!all_zero(buf, n))
+	if (!all_zero(buf, n) && (!foreign || is_pony(dev, buf, n)))
 		return 0;               /* a filesystem, or something else: mount decides */
 	r = ponyfs_mkfs_image(dev, &(struct ponyfs_mkfs_options){ 0 });
 	return r < 0 ? cli_error("%s: cannot format: %s", path, strerror(-r)) : 0;

@@ -13,7 +13,8 @@ struct ponyfuse_options;
 
 /* mount(8)'s -o options, sorted: what pony itself takes, and the rest for libfuse. */
 struct mount_opts {
-	bool format;                    /* format=blank: mkfs an all-zero image first */
+	bool format;                    /* format: mkfs an all-zero image first */
+	bool format_foreign;            /* format=foreign: also one that is not pony's */
 	bool remount;                   /* mount(8)'s -o remount: not a new mount */
 	char fuse[1024];                /* for libfuse, comma-separated */
 };
@@ -41,8 +42,13 @@ int cli_ponyfs_lock_images(char **paths, int n);
  */
 int cli_ponyfs_remount(const char *mountpoint, const struct mount_opts *m);
 
-/* mkfs of path when its first MiB is all zeros. 0 or CLI exit code. */
-int cli_ponyfs_format_blank(const char *path);
+/*
+ * mkfs of path when its first MiB is all zeros, or (foreign) when it holds
+ * no ponyfs or pony volume superblock (a test's scratch device that a test
+ * made a swap device of). A damaged ponyfs is never formatted: its mount
+ * fails instead. 0 or CLI exit code.
+ */
+int cli_ponyfs_format(const char *path, bool foreign);
 
 /* True when `pony ARG...` is mount.fuse3's call: `pony IMG MNT -o OPTS`. */
 bool cli_ponyfs_is_helper_call(int argc, char **argv);

@@ -109,6 +109,14 @@ truncate -s 64M "$T/junk.img"
 sum=$(md5sum < "$T/junk.img")
 mount -t fuse.pony "$T/junk.img" "$M" -o format 2>/dev/null && fail "mounted a junk image"
 [ "$(md5sum < "$T/junk.img")" = "$sum" ] || fail "format wrote over a non-blank image"
+# format=foreign formats what is not pony's (a scratch device a test made a
+# swap device of), never a damaged ponyfs.
+mount -t fuse.pony "$T/junk.img" "$M" -o format=foreign || fail "format=foreign of junk"
+umount "$M"
+printf XXXXXXXX | dd of="$T/junk.img" bs=1 seek=16 conv=notrunc status=none   # bad crc
+sum=$(md5sum < "$T/junk.img")
+mount -t fuse.pony "$T/junk.img" "$M" -o format=foreign 2>/dev/null && fail "mounted a damaged ponyfs"
+[ "$(md5sum < "$T/junk.img")" = "$sum" ] || fail "format=foreign wrote over a damaged ponyfs"
 mount -t fuse.pony "$IMG" "$M" -o commit=soon 2>/dev/null && fail "took commit=soon"
 mountpoint -q "$M" && fail "a refused mount left a mount behind"
 expect_usage_error "$PONY" mount -o commit=soon "$IMG" "$M"
