@@ -63,9 +63,16 @@ struct ponyfuse_counters_arg {
 #define PONYFUSE_IOC_COUNTERS _IOR('P', 4, struct ponyfuse_counters_arg)
 /*
  * XFS_IOC_GOINGDOWN, which fstests' godown sends to the mount's root: a
- * power cut (vfs shutdown hook). Declared _IOR by XFS, so FUSE never
- * carries its flags in: every flavour is treated as the hardest one.
+ * power cut (vfs shutdown hook), root only. Its argument points to XFS's
+ * flags word; XFS declares it _IOR, so FUSE does not carry it in and the
+ * front end reads it from the caller. NOLOGFLUSH (and an unreadable word):
+ * the cut alone; DEFAULT and LOGFLUSH: commit what was written, then cut.
  */
 #define PONYFUSE_IOC_GOINGDOWN _IOR('X', 125, uint32_t)
+enum {
+	PONYFUSE_GOINGDOWN_DEFAULT = 0,         /* XFS: flush data and log */
+	PONYFUSE_GOINGDOWN_LOGFLUSH = 1,        /* XFS: flush the log only */
+	PONYFUSE_GOINGDOWN_NOLOGFLUSH = 2,      /* XFS: flush nothing */
+};
 
 #endif

@@ -96,6 +96,7 @@ struct vfs_extent {
 	uint32_t flags;                 /* VFS_EXTENT_* */
 };
 enum { VFS_EXTENT_HOLE = 1 << 0, VFS_EXTENT_UNWRITTEN = 1 << 1 };
+enum { VFS_SHUTDOWN_FLUSH = 1 << 0 };   /* shutdown's flags */
 
 struct vfs_ops {
 	unsigned version;               /* VFS_OPS_VERSION the table was built for */
@@ -216,11 +217,12 @@ struct vfs_ops {
 		      struct vfs_extent *ret, size_t n);
 	/*
 	 * A power cut on purpose (XFS_IOC_GOINGDOWN): from now on nothing more
-	 * reaches the disk, not even at unmount, and every later call but
-	 * forget, release and releasedir fails with -EIO. The next mount finds
-	 * the last committed state.
+	 * reaches the disk, not even at unmount, and every later call fails
+	 * with -EIO. The next mount finds the last committed state. With
+	 * VFS_SHUTDOWN_FLUSH, everything written so far is committed first
+	 * (godown -f: XFS flushes its log).
 	 */
-	int (*shutdown)(struct vfs *fs);
+	int (*shutdown)(struct vfs *fs, unsigned flags);
 	/*
 	 * The instance's work counters as "name value\n" lines in buf (for
 	 * tests and tools to prove what a call did). Returns the length of

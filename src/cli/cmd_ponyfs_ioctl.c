@@ -34,20 +34,23 @@ static int path_ioctl(const char *path, unsigned long cmd, void *arg)
 }
 
 /* The commands that make one argument-less ioctl on each PATH. */
+static uint32_t goingdown_cut = PONYFUSE_GOINGDOWN_NOLOGFLUSH;
+
 static const struct path_command {
 	const char *name;
 	unsigned long cmd;
+	void *arg;
 	const char *usage;
 } path_commands[] = {
-	{ "barrier", PONYFUSE_IOC_BARRIER,
+	{ "barrier", PONYFUSE_IOC_BARRIER, NULL,
 	  "Usage: pony barrier FILE...\n"
 	  "fbarrier: FILE's data written so far reaches the disk before any\n"
 	  "later metadata change of its filesystem, without waiting for it now.\n" },
-	{ "sync", PONYFUSE_IOC_SYNCFS,
+	{ "sync", PONYFUSE_IOC_SYNCFS, NULL,
 	  "Usage: pony sync PATH...\n"
 	  "Writes back and commits the ponyfs mounted at (or holding) PATH:\n"
 	  "syncfs(2) and sync(1) never reach a FUSE daemon.\n" },
-	{ "shutdown", PONYFUSE_IOC_GOINGDOWN,
+	{ "shutdown", PONYFUSE_IOC_GOINGDOWN, &goingdown_cut,
 	  "Usage: pony shutdown MNT\n"
 	  "Cuts the power of the ponyfs at MNT (XFS_IOC_GOINGDOWN, as fstests'\n"
 	  "godown): nothing more reaches its images, every later call fails\n"
@@ -71,7 +74,7 @@ static int path_command_run(int argc, char **argv)
 	if (argc < 2)
 		return cli_usage_error(argv[0], "a PATH is needed");
 	for (int i = 1; i < argc && r == CLI_EXIT_OK; i++)
-		r = path_ioctl(argv[i], c->cmd, NULL);
+		r = path_ioctl(argv[i], c->cmd, c->arg);
 	return r;
 }
 

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "internal.h"
 #include "pony/util.h"
@@ -199,6 +200,22 @@ static void ioctl_counters(fuse_req_t req, struct vfs *fs, size_t out_bufsz)
 		fuse_reply_ioctl(req, 0, &a, sizeof(a));
 }
 
+/*
+ * XFS_IOC_GOINGDOWN's flags word stays in the caller: FUSE carries no data
+ * in for an _IOR ioctl. The caller is root (checked), so the daemon, root
+ * too, may read it; if it cannot, the hardest flavour: no flush.
+ */
+static unsigned goingdown_flags(fuse_req_t req, void *arg)
+{
+	uint32_t flags = PONYFUSE_GOINGDOWN_NOLOGFLUSH;
+	struct iovec local = { .iov_base = &flags, .iov_len = sizeof(flags) };
+	struct iovec remote = { .iov_base = arg, .iov_len = sizeof(flags) };
+
+	if (process_vm_readv(fuse_req_ctx(req)->pid, &local, 1, &remote, 1, 0) != sizeof(flags))
+		return 0;
+	return flags == PONYFUSE_GOINGDOWN_NOLOGFLUSH ? 0 : VFS_SHUTDOWN_FLUSH;
+}
+
 static void pf_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
 		     struct fuse_file_info *fi, unsigned flags, const void *in_buf,
 		     size_t in_bufsz, size_t out_bufsz)
@@ -221,7 +238,8 @@ static void pf_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 		break;
 	case PONYFUSE_IOC_GOINGDOWN:
 		/* A power cut is the administrator's, as XFS's CAP_SYS_ADMIN check. */
-		r = fuse_req_ctx(req)->uid != 0 ? -EPERM : VFS_CALL(fs, shutdown);
+		r = fuse_req_ctx(req)->uid != 0 ? -EPERM
+						 : VFS_CALL(fs, shutdown, goingdown_flags(req, arg));
 		break;
 	default:
 		r = -ENOTTY;

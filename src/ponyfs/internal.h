@@ -143,7 +143,7 @@ static inline struct ponyfs *ponyfs_of(struct vfs *v) { return (struct ponyfs *)
 /* Shutdown (shutdown.c): fs->meta and fs->data become gates over meta and data. */
 int ponyfs_gates_open(struct ponyfs *fs, struct bdev *meta, struct bdev *data);
 void ponyfs_gates_close(struct ponyfs *fs);
-int ponyfs_shutdown(struct vfs *v);
+int ponyfs_shutdown(struct vfs *v, unsigned flags);
 int ponyfs_counters(struct vfs *v, char *buf, size_t size);      /* counters.c */
 
 int64_t ponyfs_now(void);

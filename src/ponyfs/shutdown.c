@@ -4,7 +4,8 @@
  * every I/O to the region until they are cut, and fail every one with -EIO
  * afterwards, without touching the region. Shutdown cuts both under the
  * filesystem lock (so no commit is half issued by this process's own hand:
- * whatever was written stays, as after a power cut) and marks the filesystem
+ * whatever was written stays, as after a power cut; godown -f commits what
+ * was written first, as XFS flushes its log) and marks the filesystem
  * so that every later call fails with -EIO. Unmount's writeback, commit and
  * SQLite's closing checkpoint then stop at the gates, and the next mount
  * finds the last committed state, recovered from the WAL as after a crash.
@@ -106,11 +107,16 @@ void ponyfs_gates_close(struct ponyfs *fs)
 	bdev_free(fs->gates[1]);
 }
 
-int ponyfs_shutdown(struct vfs *v)
+int ponyfs_shutdown(struct vfs *v, unsigned flags)
 {
 	struct ponyfs *fs = ponyfs_of(v);
 
 	pthread_mutex_lock(&fs->lock);
+	/* godown -f: what was written commits first (errors change nothing:
+	 * the power goes either way). */
+	if ((flags & VFS_SHUTDOWN_FLUSH) && !fs->shut_down && !fs->read_only &&
+	    ponyfs_writeback_all_locked(fs, false) >= 0)
+		ponyfs_commit_locked(fs);
 	for (size_t i = 0; i < ARRAY_SIZE(fs->gates); i++)
 		if (fs->gates[i])
 			__atomic_store_n(&((struct gate *)fs->gates[i])->cut, true, __ATOMIC_RELEASE);

@@ -7,7 +7,7 @@
 # godown's XFS_IOC_GOINGDOWN) is a power cut: nothing more reaches the image,
 # not even at unmount, every later call fails with EIO, and the next mount
 # holds exactly the committed state (what was fsynced or synced, nothing
-# after it), fsck clean.
+# after it), fsck clean; godown -f's flavour commits what was written first.
 set -u
 . "$PONY_SRCDIR/tests/lib.sh"
 
@@ -97,5 +97,19 @@ cmp -s "$T/data" "$M/f" || fail "f lost its synced content"
 cmp -s "$T/fsynced" "$M/fsynced" || fail "the fsynced file is not whole"
 [ -e "$M/after-fsync" ] && fail "an uncommitted file survived the power cut"
 echo again > "$M/again" || fail "a write after the remount"
+
+# godown -f (XFS_GOING_FLAGS_LOGFLUSH, the flags word read from the caller):
+# what was written commits first, then the cut.
+if command -v perl >/dev/null; then
+	echo flushed > "$M/unsynced"
+	perl -e 'open(my $d, "<", $ARGV[0]) or die "$!\n";
+		 my $f = pack("L", 1); ioctl($d, 0x8004587d, $f) or die "GOINGDOWN: $!\n"' "$M" ||
+		fail "godown -f"
+	touch "$M/later" 2>/dev/null && fail "a write after godown -f"
+	pony_umount
+	pony_mount --commit 0 "$T/img"
+	[ "$(cat "$M/unsynced")" = flushed ] || fail "godown -f lost what was written"
+	[ "$(cat "$M/again")" = again ] || fail "godown -f lost the earlier file"
+fi
 pony_umount
 pass
