@@ -29,7 +29,7 @@ struct ponyfuse;
 /*
  * Mounts fs at mountpoint. On 0, *ret is the caller's (ponyfuse_free()), fs
  * stays the caller's and must outlive it. -ENOTCONN when /dev/fuse or the
- * mount is refused.
+ * mount is refused, -EINVAL for options libfuse does not know.
  */
 int ponyfuse_mount(struct vfs *fs, const char *mountpoint,
 		   const struct ponyfuse_options *opts, struct ponyfuse **ret);

@@ -65,8 +65,10 @@ int ponyfuse_mount(struct vfs *fs, const char *mountpoint,
 	pf->se = pf->mountpoint ? fuse_session_new(&args, &ops, sizeof(ops), pf) : NULL;
 	fuse_opt_free_args(&args);
 	if (!pf->se) {
+		/* Mostly an option libfuse does not know (it has said which on
+		 * stderr: lazytime, strictatime, relatime in 3.14), not memory. */
 		ponyfuse_free(pf);
-		return -ENOMEM;
+		return -EINVAL;
 	}
 	if (fuse_session_mount(pf->se, mountpoint) != 0) {
 		ponyfuse_free(pf);
