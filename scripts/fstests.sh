@@ -11,8 +11,8 @@
 # missing and built when not built yet; it lives outside pony's tree and is
 # never committed. The work directory gets fresh blank images (attached as
 # loop devices), the mount points and a copy
-# of build/pony, linked as /usr/local/sbin/pony: mount(8) runs mount.fuse3
-# with the standard PATH only. Needs root. fstests' build dependencies (Debian):
+# of build/pony, linked as /usr/local/sbin/pony for the run: mount(8) runs
+# mount.fuse3 with the standard PATH only. Needs root. fstests' build dependencies (Debian):
 #   apt-get install xfslibs-dev uuid-dev libtool libattr1-dev libacl1-dev \
 #       libaio-dev libgdbm-dev liburing-dev libcap-dev autoconf automake make \
 #       gcc pkg-config xfsprogs attr acl bc psmisc gawk
@@ -80,4 +80,9 @@ export MOUNT_OPTIONS="-oformat=foreign"
 export TEST_FS_MOUNT_OPTS="-oformat"
 EOF
 cd "$XFS"
-exec ./check "$@"
+rc=0
+./check "$@" || rc=$?
+# Leave no pony on the machine's PATH (a second run beside this one, with
+# its own work directory, links its own again when it starts).
+[ "$(readlink /usr/local/sbin/pony)" = "$WORK/pony" ] && rm -f /usr/local/sbin/pony
+exit "$rc"
