@@ -15,7 +15,8 @@
 
 struct ponyfuse_options {
 	const char *fsname;             /* shown by df and mount: the source */
-	const char *subtype;            /* "pony-union" -> type fuse.pony-union */
+	const char *subtype;            /* "pony-union" -> type fuse.pony-union; "": none */
+	const char *mount_opts;         /* more -o options for libfuse (mount.fuse's), or NULL */
 	bool foreground;                /* false: daemonize once mounted */
 	bool writeback;                 /* kernel writeback cache: only where safe */
 	bool debug;                     /* libfuse's request log on stderr */
@@ -30,7 +31,7 @@ struct ponyfuse;
 /*
  * Mounts fs at mountpoint. On 0, *ret is the caller's (ponyfuse_free()), fs
  * stays the caller's and must outlive it. -ENOTCONN when /dev/fuse or the
- * mount is refused.
+ * mount is refused, -EINVAL for options libfuse does not know.
  */
 int ponyfuse_mount(struct vfs *fs, const char *mountpoint,
 		   const struct ponyfuse_options *opts, struct ponyfuse **ret);
@@ -55,5 +56,25 @@ struct ponyfuse_statx_arg {
 };
 #define PONYFUSE_IOC_STATX _IOWR('P', 1, struct ponyfuse_statx_arg)
 #define PONYFUSE_IOC_SYNCFS _IO('P', 2)
+/* fbarrier of the file the ioctl is made on (pony barrier FILE). */
+#define PONYFUSE_IOC_BARRIER _IO('P', 3)
+/* The instance's counters as text ("name value\n" lines, NUL-terminated). */
+struct ponyfuse_counters_arg {
+	char text[1024];
+};
+#define PONYFUSE_IOC_COUNTERS _IOR('P', 4, struct ponyfuse_counters_arg)
+/*
+ * XFS_IOC_GOINGDOWN, which fstests' godown sends to the mount's root: a
+ * power cut (vfs shutdown hook), root only. Its argument points to XFS's
+ * flags word; XFS declares it _IOR, so FUSE does not carry it in and the
+ * front end reads it from the caller. NOLOGFLUSH (and an unreadable word):
+ * the cut alone; DEFAULT and LOGFLUSH: commit what was written, then cut.
+ */
+#define PONYFUSE_IOC_GOINGDOWN _IOR('X', 125, uint32_t)
+enum {
+	PONYFUSE_GOINGDOWN_DEFAULT = 0,         /* XFS: flush data and log */
+	PONYFUSE_GOINGDOWN_LOGFLUSH = 1,        /* XFS: flush the log only */
+	PONYFUSE_GOINGDOWN_NOLOGFLUSH = 2,      /* XFS: flush nothing */
+};
 
 #endif

@@ -31,7 +31,7 @@
 #include <sys/statvfs.h>
 #include <sys/types.h>
 
-#define VFS_OPS_VERSION 2
+#define VFS_OPS_VERSION 3
 #define VFS_ROOT_INO 1ull
 #define VFS_NO_FH UINT64_MAX    /* statx/setattr without an open file */
 
@@ -96,6 +96,7 @@ struct vfs_extent {
 	uint32_t flags;                 /* VFS_EXTENT_* */
 };
 enum { VFS_EXTENT_HOLE = 1 << 0, VFS_EXTENT_UNWRITTEN = 1 << 1 };
+enum { VFS_SHUTDOWN_FLUSH = 1 << 0 };   /* shutdown's flags */
 
 struct vfs_ops {
 	unsigned version;               /* VFS_OPS_VERSION the table was built for */
@@ -230,6 +231,20 @@ struct vfs_ops {
 	 */
 	int (*decode_fh)(struct vfs *fs, const uint8_t uuid[16], const void *buf, size_t len,
 			 int type, struct vfs_entry *ret);
+	/*
+	 * A power cut on purpose (XFS_IOC_GOINGDOWN): from now on nothing more
+	 * reaches the disk, not even at unmount, and every later call fails
+	 * with -EIO. The next mount finds the last committed state. With
+	 * VFS_SHUTDOWN_FLUSH, everything written so far is committed first
+	 * (godown -f: XFS flushes its log).
+	 */
+	int (*shutdown)(struct vfs *fs, unsigned flags);
+	/*
+	 * The instance's work counters as "name value\n" lines in buf (for
+	 * tests and tools to prove what a call did). Returns the length of
+	 * the whole text, which may exceed size (then buf holds a prefix).
+	 */
+	int (*counters)(struct vfs *fs, char *buf, size_t size);
 };
 
 /* The instance header: every instance embeds it first. */

@@ -28,6 +28,10 @@ extern const struct cli_command cli_union_command;  /* cmd_union.c */
 extern const struct cli_command cli_mkfs_command;   /* cmd_ponyfs.c */
 extern const struct cli_command cli_mount_command;  /* cmd_ponyfs.c */
 extern const struct cli_command cli_fsck_command;   /* cmd_ponyfs.c */
+extern const struct cli_command cli_barrier_command; /* cmd_ponyfs_ioctl.c */
+extern const struct cli_command cli_sync_command;   /* cmd_ponyfs_ioctl.c */
+extern const struct cli_command cli_stat_command;   /* cmd_ponyfs_ioctl.c */
+extern const struct cli_command cli_shutdown_command; /* cmd_ponyfs_ioctl.c */
 extern const struct cli_command cli_vol_command;    /* cmd_vol.c */
 
 /* Serving a vfs instance through FUSE, shared by the mount commands (cmd_fs.c). */

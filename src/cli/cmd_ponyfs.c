@@ -15,6 +15,7 @@
 #include "pony/ponyfs.h"
 #include "pony/util.h"
 #include "pony/volume.h"
+#include "ponyfs.h"
 
 #define MAX_IMAGES 32
 
@@ -208,26 +209,39 @@ static int mount_run(int argc, char **argv)
 	struct ponyfs_options po = { .commit_ms = 5000 };
 	_cleanup_(vfs_freep) struct vfs *fs = NULL;
 	struct stand s;
+	struct mount_opts mo = { 0 };
 	int c, n, r;
 
 	static const struct option longopts[] = {
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "debug", no_argument, NULL, 'd' },
 		{ "commit", required_argument, NULL, 'c' },
+		{ "options", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "fdc:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "fdc:o:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f': fo.foreground = true; break;
 		case 'd': fo.debug = fo.foreground = true; break;
 		case 'c': po.commit_ms = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'o':
+			r = cli_ponyfs_mount_opts(optarg, &po, &fo, &mo);
+			if (r)
+				return r;
+			break;
 		case 'h':
-			printf("Usage: pony mount [-f] [-d] [--commit MS] IMG... MNT\n"
+			printf("Usage: pony mount [-f] [-d] [--commit MS] [-o OPTS] IMG... MNT\n"
+			       "       pony IMG MNT -o OPTS   (as mount.fuse3 runs it for\n"
+			       "                              `mount -t fuse.pony IMG MNT`)\n"
 			       "Mounts the ponyfs on IMG (or on the pony volume of the images) at\n"
 			       "MNT through FUSE. Metadata commits every --commit milliseconds\n"
-			       "(default 5000), on fsync and on `pony fs syncfs`.\n");
+			       "(default 5000), on fsync and on `pony sync MNT`.\n"
+			       "-o takes mount(8) options; then the mount's type is plain fuse\n"
+			       "and its source IMG. Pony's own: commit=MS, format (mkfs IMG\n"
+			       "first when its first MiB is all zeros), format=foreign (also\n"
+			       "when IMG is not pony's); the rest go to FUSE.\n");
 			return CLI_EXIT_OK;
 		default: return cli_usage_error("pony mount", "bad option");
 		}
@@ -235,7 +249,14 @@ static int mount_run(int argc, char **argv)
 	n = argc - optind - 1;
 	if (n < 1 || n > MAX_IMAGES)
 		return cli_usage_error("pony mount", "IMG... and MNT are needed");
-	r = stand_open(argv + optind, n, &s);
+	if (mo.remount)
+		return cli_ponyfs_remount(argv[argc - 1], &mo);
+	fo.mount_opts = mo.fuse;
+	r = cli_ponyfs_lock_images(argv + optind, n);
+	if (!r && (mo.format || mo.format_foreign) && n == 1)
+		r = cli_ponyfs_format(argv[optind], mo.format_foreign);
+	if (!r)
+		r = stand_open(argv + optind, n, &s);
 	if (r)
 		return r;
 	r = s.image ? ponyfs_mount_image(s.image, &po, &fs) : ponyfs_mount(s.meta, s.data, &po, &fs);
@@ -285,7 +306,9 @@ static int fsck_run(int argc, char **argv)
 	n = argc - optind;
 	if (n < 1 || n > MAX_IMAGES)
 		return cli_usage_error("pony fsck", "one or more images are needed");
-	r = stand_open(argv + optind, n, &s);
+	r = cli_ponyfs_lock_images(argv + optind, n);
+	if (!r)
+		r = stand_open(argv + optind, n, &s);
 	if (r)
 		return r;
 	r = s.image ? ponyfs_fsck_image(s.image, flags, fsck_report, NULL)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "ponyfs.h"
 
 static int version_run(int argc, char **argv)
 {
@@ -32,6 +33,10 @@ static const struct cli_command *const commands[] = {
 	&cli_mkfs_command,
 	&cli_mount_command,
 	&cli_fsck_command,
+	&cli_barrier_command,
+	&cli_sync_command,
+	&cli_stat_command,
+	&cli_shutdown_command,
 	&cli_vol_command,
 };
 
@@ -39,6 +44,9 @@ int main(int argc, char **argv)
 {
 	if (argc >= 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")))
 		return version_run(1, argv);
+	/* mount.fuse3 runs `pony IMG MNT -o OPTS` for `mount -t fuse.pony IMG MNT`. */
+	if (cli_ponyfs_is_helper_call(argc, argv))
+		return cli_mount_command.run(argc, argv);
 	return cli_dispatch("pony", commands, sizeof(commands) / sizeof(commands[0]),
 			    argc, argv);
 }

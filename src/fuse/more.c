@@ -1,12 +1,15 @@
 /*
  * more.c - the FUSE requests about directories, extended attributes and the
  * filesystem as a whole, plus the ioctls that carry what FUSE drops (statx
- * masks and flags, syncfs). readdirplus looks every entry up, so one request
- * fills the kernel's dentry and attribute caches for a whole `ls -l`.
+ * masks and flags, syncfs, fbarrier, the instance's counters) and the
+ * shutdown ioctl fstests' godown sends (XFS_IOC_GOINGDOWN). readdirplus
+ * looks every entry up, so one request fills the kernel's dentry and
+ * attribute caches for a whole `ls -l`.
  */
 #include <errno.h>
 #include <linux/limits.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "internal.h"
 #include "pony/util.h"
@@ -196,23 +199,12 @@ static void pf_statfs(fuse_req_t req, fuse_ino_t ino)
 		fuse_reply_statfs(req, &st);
 }
 
-static void pf_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
-		     struct fuse_file_info *fi, unsigned flags, const void *in_buf,
-		     size_t in_bufsz, size_t out_bufsz)
+static void ioctl_statx(fuse_req_t req, struct vfs *fs, fuse_ino_t ino, const void *in_buf,
+			size_t in_bufsz, size_t out_bufsz)
 {
-	struct vfs *fs = ((struct ponyfuse *)fuse_req_userdata(req))->fs;
+	struct ponyfuse_statx_arg a;
 	struct vfs_ctx ctx = { 0 };
 	int r;
-
-	if (cmd == PONYFUSE_IOC_SYNCFS) {
-		fuse_reply_ioctl(req, VFS_CALL(fs, syncfs), NULL, 0);
-		return;
-	}
-	if (cmd != PONYFUSE_IOC_STATX) {
-		fuse_reply_err(req, ENOTTY);
-		return;
-	}
-	struct ponyfuse_statx_arg a;
 
 	if (in_bufsz < sizeof(a) || out_bufsz < sizeof(a)) {
 		fuse_reply_err(req, EINVAL);
@@ -226,6 +218,73 @@ static void pf_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 		fuse_reply_err(req, -r);
 	else
 		fuse_reply_ioctl(req, 0, &a, sizeof(a));
+}
+
+static void ioctl_counters(fuse_req_t req, struct vfs *fs, size_t out_bufsz)
+{
+	struct ponyfuse_counters_arg a = { { 0 } };
+	int r;
+
+	if (out_bufsz < sizeof(a)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	r = VFS_CALL(fs, counters, a.text, sizeof(a.text));
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_ioctl(req, 0, &a, sizeof(a));
+}
+
+/*
+ * XFS_IOC_GOINGDOWN's flags word stays in the caller: FUSE carries no data
+ * in for an _IOR ioctl. The caller is root (checked), so the daemon, root
+ * too, may read it; if it cannot, the hardest flavour: no flush.
+ */
+static unsigned goingdown_flags(fuse_req_t req, void *arg)
+{
+	uint32_t flags = PONYFUSE_GOINGDOWN_NOLOGFLUSH;
+	struct iovec local = { .iov_base = &flags, .iov_len = sizeof(flags) };
+	struct iovec remote = { .iov_base = arg, .iov_len = sizeof(flags) };
+
+	if (process_vm_readv(fuse_req_ctx(req)->pid, &local, 1, &remote, 1, 0) != sizeof(flags))
+		return 0;
+	return flags == PONYFUSE_GOINGDOWN_NOLOGFLUSH ? 0 : VFS_SHUTDOWN_FLUSH;
+}
+
+static void pf_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
+		     struct fuse_file_info *fi, unsigned flags, const void *in_buf,
+		     size_t in_bufsz, size_t out_bufsz)
+{
+	struct vfs *fs = ((struct ponyfuse *)fuse_req_userdata(req))->fs;
+	int r;
+
+	switch (cmd) {
+	case PONYFUSE_IOC_STATX:
+		ioctl_statx(req, fs, ino, in_buf, in_bufsz, out_bufsz);
+		return;
+	case PONYFUSE_IOC_COUNTERS:
+		ioctl_counters(req, fs, out_bufsz);
+		return;
+	case PONYFUSE_IOC_SYNCFS:
+		r = VFS_CALL(fs, syncfs);
+		break;
+	case PONYFUSE_IOC_BARRIER:
+		r = flags & FUSE_IOCTL_DIR ? -EISDIR : VFS_CALL(fs, barrier, ino, fi->fh);
+		break;
+	case PONYFUSE_IOC_GOINGDOWN:
+		/* A power cut is the administrator's, as XFS's CAP_SYS_ADMIN check. */
+		r = fuse_req_ctx(req)->uid != 0 ? -EPERM
+						 : VFS_CALL(fs, shutdown, goingdown_flags(req, arg));
+		break;
+	default:
+		r = -ENOTTY;
+		break;
+	}
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_ioctl(req, 0, NULL, 0);
 }
 
 void ponyfuse_init(void *userdata, struct fuse_conn_info *conn)

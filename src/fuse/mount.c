@@ -32,7 +32,7 @@ int ponyfuse_mount(struct vfs *fs, const char *mountpoint,
 		   const struct ponyfuse_options *opts, struct ponyfuse **ret)
 {
 	struct fuse_lowlevel_ops ops;
-	char fsname[4200], optstr[4400];
+	char fsname[4200], subtype[300], optstr[8800];
 	const char *argv[] = { "pony", "-o", optstr, NULL, NULL };
 	struct fuse_args args = FUSE_ARGS_INIT(3, (char **)argv);
 	struct ponyfuse *pf;
@@ -41,9 +41,18 @@ int ponyfuse_mount(struct vfs *fs, const char *mountpoint,
 	r = escape_opt(fsname, sizeof(fsname), opts->fsname ? opts->fsname : "pony");
 	if (r < 0)
 		return r;
-	snprintf(optstr, sizeof(optstr), "fsname=%s,subtype=%s,default_permissions%s",
-		 fsname, opts->subtype ? opts->subtype : "pony",
-		 geteuid() == 0 ? ",allow_other,suid,dev" : "");
+	/* No subtype at all when asked for "": the type is then plain "fuse",
+	 * which is what fstests' FSTYP=fuse expects to find in /proc/mounts. */
+	snprintf(subtype, sizeof(subtype), "subtype=%s,",
+		 opts->subtype ? opts->subtype : "pony");
+	if (opts->subtype && !*opts->subtype)
+		subtype[0] = '\0';
+	r = snprintf(optstr, sizeof(optstr), "fsname=%s,%sdefault_permissions%s%s%s",
+		     fsname, subtype, geteuid() == 0 ? ",allow_other,suid,dev" : "",
+		     opts->mount_opts && *opts->mount_opts ? "," : "",
+		     opts->mount_opts ? opts->mount_opts : "");
+	if (r < 0 || (size_t)r >= sizeof(optstr))
+		return -E2BIG;
 	if (opts->debug)
 		argv[args.argc++] = "-d";
 	pf = calloc(1, sizeof(*pf));
@@ -56,8 +65,10 @@ int ponyfuse_mount(struct vfs *fs, const char *mountpoint,
 	pf->se = pf->mountpoint ? fuse_session_new(&args, &ops, sizeof(ops), pf) : NULL;
 	fuse_opt_free_args(&args);
 	if (!pf->se) {
+		/* Mostly an option libfuse does not know (it has said which on
+		 * stderr: lazytime, strictatime, relatime in 3.14), not memory. */
 		ponyfuse_free(pf);
-		return -ENOMEM;
+		return -EINVAL;
 	}
 	if (fuse_session_mount(pf->se, mountpoint) != 0) {
 		ponyfuse_free(pf);

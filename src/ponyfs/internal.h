@@ -111,6 +111,8 @@ struct ponyfs {
 	pthread_mutex_t lock;
 	struct bdev *meta, *data;
 	struct bdev *owned[3];          /* slices and such, freed at unmount */
+	struct bdev *gates[2];          /* meta and data as the filesystem sees them (shutdown.c) */
+	bool shut_down;                 /* the power was cut: every call is -EIO */
 	struct ponyfs_sb sb;
 	sqlite3 *db;
 	sqlite3_stmt *st[ST_COUNT];
@@ -137,6 +139,12 @@ struct ponyfs {
 };
 
 static inline struct ponyfs *ponyfs_of(struct vfs *v) { return (struct ponyfs *)v; }
+
+/* Shutdown (shutdown.c): fs->meta and fs->data become gates over meta and data. */
+int ponyfs_gates_open(struct ponyfs *fs, struct bdev *meta, struct bdev *data);
+void ponyfs_gates_close(struct ponyfs *fs);
+int ponyfs_shutdown(struct vfs *v, unsigned flags);
+int ponyfs_counters(struct vfs *v, char *buf, size_t size);      /* counters.c */
 
 int64_t ponyfs_now(void);
 

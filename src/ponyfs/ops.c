@@ -18,10 +18,11 @@
 #define XATTR_NAME_MAX_LEN 255
 #define XATTR_VALUE_MAX 65536
 
-/* Runs expr with the filesystem locked; its value is the hook's. */
+/* Runs expr with the filesystem locked; its value is the hook's. After a
+ * shutdown (shutdown.c) nothing runs: -EIO. */
 #define LOCKED(fs, expr) ({ \
 	pthread_mutex_lock(&(fs)->lock); \
-	__typeof__(expr) _r = (expr); \
+	__typeof__(expr) _r = (fs)->shut_down ? -EIO : (expr); \
 	pthread_mutex_unlock(&(fs)->lock); \
 	_r; })
 
@@ -358,7 +359,11 @@ static int pf_opendir(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, ui
 
 	if (r >= 0 && !S_ISDIR(x.stx_mode))
 		r = -ENOTDIR;
-	*ret_fh = 0;
+	/* An open directory is a handle like an open file's, so one removed
+	 * or renamed over while open stays an orphan until closed (fstat
+	 * works on it, as generic/035 checks). */
+	if (r >= 0)
+		r = LOCKED(ponyfs_of(v), open_locked(ponyfs_of(v), ino, O_RDONLY, ret_fh));
 	return r;
 }
 
@@ -390,7 +395,7 @@ static int pf_readdir(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, ui
 
 static int pf_releasedir(struct vfs *v, uint64_t ino, uint64_t fh)
 {
-	return 0;
+	return LOCKED(ponyfs_of(v), release_locked(ponyfs_of(v), handle_of(fh)));
 }
 
 static int pf_fsyncdir(struct vfs *v, uint64_t ino, uint64_t fh, bool datasync)
@@ -662,4 +667,6 @@ const struct vfs_ops ponyfs_ops = {
 	.syncfs = pf_syncfs,
 	.barrier = pf_barrier,
 	.layout = pf_layout,
+	.shutdown = ponyfs_shutdown,
+	.counters = ponyfs_counters,
 };

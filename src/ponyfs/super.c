@@ -266,6 +266,7 @@ void ponyfs_destroy(struct vfs *v)
 	pthread_mutex_unlock(&fs->lock);
 	ponyfs_finalize_all(fs);
 	ponyfs_sqlite_close(fs->db);
+	ponyfs_gates_close(fs);
 	for (size_t i = 0; i < ARRAY_SIZE(fs->owned); i++)
 		bdev_free(fs->owned[i]);
 	free(fs->pending);
@@ -314,21 +315,24 @@ int ponyfs_mount(struct bdev *meta, struct bdev *data, const struct ponyfs_optio
 	if (!fs)
 		return -ENOMEM;
 	fs->vfs.ops = &ponyfs_ops;
-	fs->meta = meta;
-	fs->data = data;
-	fs->commit_ms = opts ? opts->commit_ms : 0;
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_cond_init(&fs->timer_cond, NULL);
-	r = ponyfs_sb_read(meta, &fs->sb);
+	r = ponyfs_gates_open(fs, meta, data);
+	if (r >= 0)
+		r = ponyfs_sb_read(meta, &fs->sb);
 	if (r >= 0 && fs->sb.data_blocks > bdev_size(data) / BS)
 		r = -EINVAL;            /* a wrong or truncated data region */
 	if (r >= 0)
-		r = ponyfs_sqlite_open_sb(meta, &fs->sb, &fs->db);
+		r = ponyfs_sqlite_open_sb(fs->meta, &fs->sb, &fs->db);
 	if (r >= 0)
 		r = mount_check(fs);
 	if (r >= 0 && !(opts && opts->read_only))
 		r = mount_orphans(fs);
 	fs->read_only = opts && opts->read_only;
+	/* Only now: the orphans' transaction above must not start the commit
+	 * timer, whose thread would stay behind in the parent when a FUSE
+	 * daemon forks (no timer commits, and unmount hung joining it). */
+	fs->commit_ms = opts ? opts->commit_ms : 0;
 	if (r < 0) {
 		fs->read_only = true;   /* nothing to write back from a failed mount */
 		ponyfs_destroy(&fs->vfs);

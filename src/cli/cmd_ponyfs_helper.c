@@ -1,0 +1,164 @@
+/*
+ * cmd_ponyfs_helper.c - ponyfs as mount(8) sees it. `mount -t fuse.pony IMG
+ * MNT -o OPTS` runs mount.fuse3, which runs `pony IMG MNT -o OPTS`: main.c
+ * hands that to `pony mount`, and this file sorts mount(8)'s options into
+ * pony's and libfuse's, formats a blank image when asked (fstests never runs
+ * mkfs for FSTYP=fuse, it only empties the scratch mount), and makes a mount
+ * wait until the previous daemon of the same images has let go of them:
+ * umount(8) of a FUSE mount returns before that daemon's last commit. A
+ * `mount -o remount` comes through here too and is handed back to mount(8).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "ponyfs.h"
+#include "pony/fuse.h"
+#include "pony/ponyfs.h"
+#include "pony/util.h"
+
+#define LOCK_WAIT_MS 60000
+#define BLANK_BYTES (1u << 20)
+
+/* mount(8)'s and mount.fuse3's own options, which libfuse would refuse. */
+static bool is_bookkeeping(const char *o)
+{
+	static const char *const names[] = {
+		"defaults", "auto", "noauto", "nofail", "_netdev", "user", "nouser",
+		"users", "owner", "group", "loop", "nosymfollow",
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+		if (!strcmp(o, names[i]))
+			return true;
+	return !strncmp(o, "x-", 2) || !strncmp(o, "comment=", 8);
+}
+
+static int add_fuse_opt(struct mount_opts *m, const char *o)
+{
+	size_t used = strlen(m->fuse), len = strlen(o);
+
+	if (used + len + 2 > sizeof(m->fuse))
+		return cli_usage_error("pony mount", "too many -o options");
+	if (used)
+		m->fuse[used++] = ',';
+	memcpy(m->fuse + used, o, len + 1);
+	return 0;
+}
+
+int cli_ponyfs_mount_opts(const char *list, struct ponyfs_options *po,
+			  struct ponyfuse_options *fo, struct mount_opts *m)
+{
+	_cleanup_(freep) char *copy = strdup(list);
+	char *save = NULL;
+	int r = 0;
+
+	if (!copy)
+		return cli_error("out of memory");
+	/* Options from mount(8) mean a mount(8)-style mount: type plain
+	 * "fuse", the source as fsname, nothing else (fstests' FSTYP=fuse). */
+	fo->subtype = "";
+	for (char *o = strtok_r(copy, ",", &save); o && !r; o = strtok_r(NULL, ",", &save)) {
+		if (!strncmp(o, "commit=", 7)) {
+			char *end;
+			unsigned long ms = strtoul(o + 7, &end, 10);
+
+			if (end == o + 7 || *end || ms > 3600000)
+				return cli_usage_error("pony mount", "bad %s", o);
+			po->commit_ms = (unsigned)ms;
+		} else if (!strcmp(o, "format")) {
+			m->format = true;
+		} else if (!strcmp(o, "format=foreign")) {
+			m->format_foreign = true;
+		} else if (!is_bookkeeping(o)) {
+			if (!strcmp(o, "remount"))
+				m->remount = true;
+			else if (!strcmp(o, "ro"))
+				po->read_only = true;
+			else if (!strcmp(o, "rw"))
+				po->read_only = false;
+			r = add_fuse_opt(m, o);
+		}
+	}
+	return r;
+}
+
+int cli_ponyfs_lock_images(char **paths, int n)
+{
+	for (int i = 0; i < n; i++) {
+		/* Never closed: the lock lasts as long as this process (and the
+		 * daemon it forks into, which shares the open file). */
+		int fd = open(paths[i], O_RDONLY | O_CLOEXEC);
+		int waited = 0;
+
+		if (fd < 0)
+			return cli_error("%s: %s", paths[i], strerror(errno));
+		while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+			if (errno != EWOULDBLOCK || waited >= LOCK_WAIT_MS)
+				return cli_error("%s: in use by another pony (%s)", paths[i],
+						 strerror(errno));
+			usleep(20000);
+			waited += 20;
+		}
+	}
+	return 0;
+}
+
+int cli_ponyfs_remount(const char *mountpoint, const struct mount_opts *m)
+{
+	execlp("mount", "mount", "-i", "-o", m->fuse, mountpoint, (char *)NULL);
+	return cli_error("cannot run mount: %s", strerror(errno));
+}
+
+static bool all_zero(const uint8_t *p, size_t n)
+{
+	return n == 0 || (p[0] == 0 && !memcmp(p, p + 1, n - 1));
+}
+
+/* A ponyfs superblock, or a pony volume member's (first or last 4 KiB). */
+static bool is_pony(struct bdev *dev, const uint8_t *first, size_t n)
+{
+	uint8_t last[8];
+	uint64_t end = bdev_size(dev) & ~(uint64_t)4095;
+
+	if (n >= 8 && (!memcmp(first, "PONYFS1\0", 8) || !memcmp(first, "PONYVOL\0", 8)))
+		return true;
+	return end >= 4096 && bdev_pread(dev, last, sizeof(last), end - 4096) == 0 &&
+	       !memcmp(last, "PONYVOL\0", 8);
+}
+
+int cli_ponyfs_format(const char *path, bool foreign)
+{
+	_cleanup_(bdev_freep) struct bdev *dev = NULL;
+	_cleanup_(freep) uint8_t *buf = malloc(BLANK_BYTES);
+	size_t n;
+	int r = bdev_file_open(path, O_RDWR, &dev);
+
+	if (r < 0)
+		return cli_error("%s: %s", path, strerror(-r));
+	if (!buf)
+		return cli_error("out of memory");
+	n = (size_t)MIN((uint64_t)BLANK_BYTES, bdev_size(dev));
+	r = bdev_pread(dev, buf, n, 0);
+	if (r < 0)
+		return cli_error("%s: %s", path, strerror(-r));
+	if (!all_zero(buf, n) && (!foreign || is_pony(dev, buf, n)))
+		return 0;               /* a filesystem, or something else: mount decides */
+	r = ponyfs_mkfs_image(dev, &(struct ponyfs_mkfs_options){ 0 });
+	return r < 0 ? cli_error("%s: cannot format: %s", path, strerror(-r)) : 0;
+}
+
+bool cli_ponyfs_is_helper_call(int argc, char **argv)
+{
+	struct stat img, mnt;
+
+	return argc >= 3 && argv[1][0] != '-' && stat(argv[1], &img) == 0 &&
+	       (S_ISREG(img.st_mode) || S_ISBLK(img.st_mode)) && stat(argv[2], &mnt) == 0 &&
+	       S_ISDIR(mnt.st_mode);
+}

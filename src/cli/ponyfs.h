@@ -1,0 +1,56 @@
+/*
+ * ponyfs.h - what the ponyfs command files share: the mount(8) side of
+ * `pony mount` (cmd_ponyfs_helper.c), used by cmd_ponyfs.c and main.c.
+ */
+#ifndef PONY_CLI_PONYFS_H
+#define PONY_CLI_PONYFS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct ponyfs_options;
+struct ponyfuse_options;
+
+/* mount(8)'s -o options, sorted: what pony itself takes, and the rest for libfuse. */
+struct mount_opts {
+	bool format;                    /* format: mkfs an all-zero image first */
+	bool format_foreign;            /* format=foreign: also one that is not pony's */
+	bool remount;                   /* mount(8)'s -o remount: not a new mount */
+	char fuse[1024];                /* for libfuse, comma-separated */
+};
+
+/*
+ * Sorts a -o list (given several times: appended) into po, fo and m. Pony's
+ * own: commit=MS, format, ro (also libfuse's); mount(8)'s bookkeeping
+ * (defaults, auto, nofail, _netdev, user...) is dropped; the rest goes to
+ * libfuse. Returns 0 or CLI_EXIT_USAGE after a message.
+ */
+int cli_ponyfs_mount_opts(const char *list, struct ponyfs_options *po,
+			  struct ponyfuse_options *fo, struct mount_opts *m);
+
+/*
+ * Waits (up to a minute) for an exclusive lock on every image and keeps it
+ * until the process exits: the previous daemon of the same images may still
+ * be writing its last commit after umount(8) returned. 0 or CLI exit code.
+ */
+int cli_ponyfs_lock_images(char **paths, int n);
+
+/*
+ * mount(8) calls the helper for `mount -o remount,...` too: the kernel
+ * changes a FUSE mount's flags itself, so this runs `mount -i` (no helper)
+ * with the options. Returns only on failure, with a CLI exit code.
+ */
+int cli_ponyfs_remount(const char *mountpoint, const struct mount_opts *m);
+
+/*
+ * mkfs of path when its first MiB is all zeros, or (foreign) when it holds
+ * no ponyfs or pony volume superblock (a test's scratch device that a test
+ * made a swap device of). A damaged ponyfs is never formatted: its mount
+ * fails instead. 0 or CLI exit code.
+ */
+int cli_ponyfs_format(const char *path, bool foreign);
+
+/* True when `pony ARG...` is mount.fuse3's call: `pony IMG MNT -o OPTS`. */
+bool cli_ponyfs_is_helper_call(int argc, char **argv);
+
+#endif
