@@ -26,6 +26,8 @@
 #define PONYFS_FILE_DIRTY_MAX (32u << 20)
 /* A truncated file is held back from timer commits this long after its last truncation. */
 #define PONYFS_HOLD_NS (2ull * 1000000000ull)
+/* Slots of the statement cache: more than the SQL literals of src/ponyfs. */
+#define PONYFS_STMT_CACHE 128
 
 /* Superblock v1, little-endian (docs/ponyfs-format.md). Never reorder. */
 struct ponyfs_sb_disk {
@@ -114,6 +116,8 @@ struct ponyfs {
 	struct ponyfs_sb sb;
 	sqlite3 *db;
 	sqlite3_stmt *st[ST_COUNT];
+	/* Statements of one-off SQL, prepared once: keyed by the literal's address. */
+	struct { const char *sql; sqlite3_stmt *st; } sc[PONYFS_STMT_CACHE];
 	bool in_txn;                    /* BEGIN issued, COMMIT not yet */
 	unsigned txn_ops;               /* names created in it (bounds its WAL use) */
 	bool data_unflushed;            /* data written since the last data flush */
@@ -143,6 +147,9 @@ int64_t ponyfs_now(void);
 /* SQL (txn.c). stmt() hands back a reset statement with its bindings cleared. */
 sqlite3_stmt *ponyfs_stmt(struct ponyfs *fs, enum ponyfs_stmt which);
 int ponyfs_exec(struct ponyfs *fs, const char *sql);
+/* The cached statement of sql, a string literal (its address is the key),
+ * reset with its bindings cleared; reset it after use, never finalize it. */
+int ponyfs_prepare(struct ponyfs *fs, const char *sql, sqlite3_stmt **ret);
 /* Steps a statement that returns no row (or ignores them); -errno. */
 int ponyfs_step_done(sqlite3_stmt *s);
 /* Runs a one-off statement with int64 arguments (bound in order). */

@@ -135,8 +135,8 @@ static int dentry_add(struct ponyfs *fs, uint64_t parent, const char *name, uint
 			       1, (int64_t)parent);
 	if (r < 0)
 		return r;
-	r = ponyfs_sqlite_errno(sqlite3_prepare_v2(fs->db, "INSERT INTO dentries (parent, name, ino, "
-				"cookie) VALUES (?1, ?2, ?3, ?4)", -1, &s, NULL));
+	r = ponyfs_prepare(fs, "INSERT INTO dentries (parent, name, ino, "
+				"cookie) VALUES (?1, ?2, ?3, ?4)", &s);
 	if (r >= 0) {
 		sqlite3_bind_int64(s, 1, (int64_t)parent);
 		sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
@@ -144,22 +144,22 @@ static int dentry_add(struct ponyfs *fs, uint64_t parent, const char *name, uint
 		sqlite3_bind_int64(s, 4, cookie);
 		r = ponyfs_step_done(s);
 	}
-	sqlite3_finalize(s);
+	sqlite3_reset(s);
 	return r;
 }
 
 static int dentry_del(struct ponyfs *fs, uint64_t parent, const char *name)
 {
 	sqlite3_stmt *s = NULL;
-	int r = ponyfs_sqlite_errno(sqlite3_prepare_v2(fs->db,
-		"DELETE FROM dentries WHERE parent = ?1 AND name = ?2", -1, &s, NULL));
+	int r = ponyfs_prepare(fs,
+		"DELETE FROM dentries WHERE parent = ?1 AND name = ?2", &s);
 
 	if (r >= 0) {
 		sqlite3_bind_int64(s, 1, (int64_t)parent);
 		sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
 		r = ponyfs_step_done(s);
 	}
-	sqlite3_finalize(s);
+	sqlite3_reset(s);
 	return r;
 }
 
@@ -178,9 +178,9 @@ static int inode_create(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t p
 	if (r >= 0)
 		r = ponyfs_txn_begin_locked(fs);
 	if (r >= 0)
-		r = ponyfs_sqlite_errno(sqlite3_prepare_v2(fs->db, "INSERT INTO inodes (mode, uid, gid, "
+		r = ponyfs_prepare(fs, "INSERT INTO inodes (mode, uid, gid, "
 			"nlink, size, atime, mtime, ctime, btime, rdev, target) VALUES "
-			"(?1, ?2, ?3, ?4, ?5, ?6, ?6, ?6, ?6, ?7, ?8)", -1, &s, NULL));
+			"(?1, ?2, ?3, ?4, ?5, ?6, ?6, ?6, ?6, ?7, ?8)", &s);
 	if (r < 0)
 		return r;
 	sqlite3_bind_int64(s, 1, mode);
@@ -193,7 +193,7 @@ static int inode_create(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t p
 	if (target)
 		sqlite3_bind_blob(s, 8, target, (int)strlen(target), SQLITE_STATIC);
 	r = ponyfs_step_done(s);
-	sqlite3_finalize(s);
+	sqlite3_reset(s);
 	ino = (uint64_t)sqlite3_last_insert_rowid(fs->db);
 	if (r >= 0)
 		r = dentry_add(fs, parent, name, ino);
@@ -465,9 +465,9 @@ int ponyfs_readdir_locked(struct ponyfs *fs, uint64_t ino, uint64_t cookie,
 		ret[n++] = (struct ponyfs_dirent){ strdup("."), ino, DT_DIR, 1 };
 	if (cookie < 2)
 		ret[n++] = (struct ponyfs_dirent){ strdup(".."), (uint64_t)up, DT_DIR, 2 };
-	r = ponyfs_sqlite_errno(sqlite3_prepare_v2(fs->db,
+	r = ponyfs_prepare(fs,
 		"SELECT d.name, d.ino, i.mode, d.cookie FROM dentries d JOIN inodes i ON i.ino = d.ino "
-		"WHERE d.parent = ?1 AND d.cookie > ?2 ORDER BY d.cookie LIMIT ?3", -1, &s, NULL));
+		"WHERE d.parent = ?1 AND d.cookie > ?2 ORDER BY d.cookie LIMIT ?3", &s);
 	if (r < 0)
 		goto out;
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
@@ -486,7 +486,7 @@ int ponyfs_readdir_locked(struct ponyfs *fs, uint64_t ino, uint64_t cookie,
 			vfs_mode_to_dt((mode_t)sqlite3_column_int64(s, 2)),
 			(uint64_t)sqlite3_column_int64(s, 3) };
 	}
-	sqlite3_finalize(s);
+	sqlite3_reset(s);
 out:
 	for (size_t i = 0; i < n; i++) {
 		if (!ret[i].name && r >= 0)
@@ -503,8 +503,8 @@ out:
 int ponyfs_readlink_locked(struct ponyfs *fs, uint64_t ino, char *buf, size_t size)
 {
 	sqlite3_stmt *s = NULL;
-	int r = ponyfs_sqlite_errno(sqlite3_prepare_v2(fs->db,
-		"SELECT target, mode FROM inodes WHERE ino = ?1", -1, &s, NULL));
+	int r = ponyfs_prepare(fs,
+		"SELECT target, mode FROM inodes WHERE ino = ?1", &s);
 
 	if (r < 0)
 		return r;
@@ -518,6 +518,6 @@ int ponyfs_readlink_locked(struct ponyfs *fs, uint64_t ino, char *buf, size_t si
 		if (r > 0)
 			memcpy(buf, sqlite3_column_blob(s, 0), (size_t)r);
 	}
-	sqlite3_finalize(s);
+	sqlite3_reset(s);
 	return r;
 }

@@ -416,8 +416,8 @@ static int getxattr_locked(struct ponyfs *fs, uint64_t ino, const char *name, vo
 	int r = xattr_check(fs, ino, name);
 
 	if (r >= 0)
-		r = ponyfs_sqlite_errno(sqlite3_prepare_v2(fs->db,
-			"SELECT value FROM xattrs WHERE ino = ?1 AND name = ?2", -1, &s, NULL));
+		r = ponyfs_prepare(fs,
+			"SELECT value FROM xattrs WHERE ino = ?1 AND name = ?2", &s);
 	if (r < 0)
 		return r;
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
@@ -431,7 +431,7 @@ static int getxattr_locked(struct ponyfs *fs, uint64_t ino, const char *name, vo
 		else if (size && r)
 			memcpy(buf, sqlite3_column_blob(s, 0), (size_t)r);
 	}
-	sqlite3_finalize(s);
+	sqlite3_reset(s);
 	return r;
 }
 
@@ -457,15 +457,15 @@ static int setxattr_locked(struct ponyfs *fs, uint64_t ino, const char *name, co
 	if (r >= 0)
 		r = ponyfs_txn_begin_locked(fs);
 	if (r >= 0)
-		r = ponyfs_sqlite_errno(sqlite3_prepare_v2(fs->db,
-			"INSERT OR REPLACE INTO xattrs (ino, name, value) VALUES (?1, ?2, ?3)", -1, &s, NULL));
+		r = ponyfs_prepare(fs,
+			"INSERT OR REPLACE INTO xattrs (ino, name, value) VALUES (?1, ?2, ?3)", &s);
 	if (r < 0)
 		return r;
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
 	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
 	sqlite3_bind_blob(s, 3, size ? value : "", (int)size, SQLITE_STATIC);
 	r = ponyfs_step_done(s);
-	sqlite3_finalize(s);
+	sqlite3_reset(s);
 	if (r >= 0)
 		r = ponyfs_sql(fs, "UPDATE inodes SET ctime = ?2 WHERE ino = ?1", 2, (int64_t)ino,
 			       ponyfs_now());
@@ -486,8 +486,8 @@ static int listxattr_locked(struct ponyfs *fs, uint64_t ino, char *buf, size_t s
 	int r = ponyfs_fill_attr_locked(fs, ino, 0, &x);
 
 	if (r >= 0)
-		r = ponyfs_sqlite_errno(sqlite3_prepare_v2(fs->db,
-			"SELECT name FROM xattrs WHERE ino = ?1 ORDER BY name", -1, &s, NULL));
+		r = ponyfs_prepare(fs,
+			"SELECT name FROM xattrs WHERE ino = ?1 ORDER BY name", &s);
 	if (r < 0)
 		return r;
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
@@ -505,7 +505,7 @@ static int listxattr_locked(struct ponyfs *fs, uint64_t ino, char *buf, size_t s
 		}
 		total += n + 1;
 	}
-	sqlite3_finalize(s);
+	sqlite3_reset(s);
 	return r < 0 ? r : (int)total;
 }
 
@@ -522,14 +522,14 @@ static int removexattr_locked(struct ponyfs *fs, uint64_t ino, const char *name)
 	if (r >= 0)
 		r = ponyfs_txn_begin_locked(fs);
 	if (r >= 0)
-		r = ponyfs_sqlite_errno(sqlite3_prepare_v2(fs->db,
-			"DELETE FROM xattrs WHERE ino = ?1 AND name = ?2", -1, &s, NULL));
+		r = ponyfs_prepare(fs,
+			"DELETE FROM xattrs WHERE ino = ?1 AND name = ?2", &s);
 	if (r < 0)
 		return r;
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
 	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
 	r = ponyfs_step_done(s);
-	sqlite3_finalize(s);
+	sqlite3_reset(s);
 	return r;
 }
 
@@ -596,9 +596,9 @@ static int layout_locked(struct ponyfs *fs, uint64_t ino, uint64_t off, uint64_t
 {
 	sqlite3_stmt *s = NULL;
 	size_t k = 0;
-	int r = ponyfs_sqlite_errno(sqlite3_prepare_v2(fs->db,
+	int r = ponyfs_prepare(fs,
 		"SELECT foff, nblocks, pblock FROM extents WHERE ino = ?1 AND foff + nblocks > ?2 "
-		"AND foff < ?3 ORDER BY foff", -1, &s, NULL));
+		"AND foff < ?3 ORDER BY foff", &s);
 
 	if (r < 0)
 		return r;
@@ -614,7 +614,7 @@ static int layout_locked(struct ponyfs *fs, uint64_t ino, uint64_t off, uint64_t
 		memcpy(ret[k].device_uuid, fs->sb.uuid, 16);
 		k++;
 	}
-	sqlite3_finalize(s);
+	sqlite3_reset(s);
 	return (int)k;
 }
 
