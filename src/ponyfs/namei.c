@@ -127,25 +127,19 @@ static int dentry_add(struct ponyfs *fs, uint64_t parent, const char *name, uint
 {
 	int64_t cookie;
 	sqlite3_stmt *s = NULL;
-	int r = ponyfs_sql_int(fs, &cookie, "SELECT next_cookie FROM inodes WHERE ino = ?1", 1,
-			       (int64_t)parent);
+	int r = ponyfs_sql_int(fs, &cookie, "UPDATE inodes SET next_cookie = next_cookie + 1 "
+			       "WHERE ino = ?1 RETURNING next_cookie - 1", 1, (int64_t)parent);
 
 	if (r >= 0)
-		r = ponyfs_sql(fs, "UPDATE inodes SET next_cookie = next_cookie + 1 WHERE ino = ?1",
-			       1, (int64_t)parent);
+		r = ponyfs_prepare(fs, "INSERT INTO dentries (parent, name, ino, cookie) "
+				   "VALUES (?1, ?2, ?3, ?4)", &s);
 	if (r < 0)
 		return r;
-	r = ponyfs_prepare(fs, "INSERT INTO dentries (parent, name, ino, "
-				"cookie) VALUES (?1, ?2, ?3, ?4)", &s);
-	if (r >= 0) {
-		sqlite3_bind_int64(s, 1, (int64_t)parent);
-		sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
-		sqlite3_bind_int64(s, 3, (int64_t)ino);
-		sqlite3_bind_int64(s, 4, cookie);
-		r = ponyfs_step_done(s);
-	}
-	sqlite3_reset(s);
-	return r;
+	sqlite3_bind_int64(s, 1, (int64_t)parent);
+	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
+	sqlite3_bind_int64(s, 3, (int64_t)ino);
+	sqlite3_bind_int64(s, 4, cookie);
+	return ponyfs_step_done(s);
 }
 
 static int dentry_del(struct ponyfs *fs, uint64_t parent, const char *name)
@@ -273,11 +267,10 @@ static int inode_unref(struct ponyfs *fs, uint64_t ino, bool dir)
 {
 	struct ponyfs_inode *in = ponyfs_inode_find(fs, ino);
 	int64_t nlink;
-	int r = ponyfs_sql(fs, "UPDATE inodes SET nlink = nlink - ?3, ctime = ?2 WHERE ino = ?1", 3,
-			   (int64_t)ino, ponyfs_now(), (int64_t)(dir ? 2 : 1));
+	int r = ponyfs_sql_int(fs, &nlink, "UPDATE inodes SET nlink = nlink - ?3, ctime = ?2 "
+			       "WHERE ino = ?1 RETURNING nlink", 3, (int64_t)ino, ponyfs_now(),
+			       (int64_t)(dir ? 2 : 1));
 
-	if (r >= 0)
-		r = ponyfs_sql_int(fs, &nlink, "SELECT nlink FROM inodes WHERE ino = ?1", 1, (int64_t)ino);
 	if (r < 0 || nlink > 0)
 		return r;
 	if (in && in->opens)
@@ -428,10 +421,11 @@ int ponyfs_rename_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 		r = dentry_del(fs, parent, name);
 	if (r >= 0)
 		r = dentry_add(fs, newparent, newname, src);
-	if (r >= 0)
+	if (r >= 0 && parent != newparent)
 		r = touch_dir(fs, parent, S_ISDIR(ms) ? -1 : 0);
 	if (r >= 0)
-		r = touch_dir(fs, newparent, (S_ISDIR(ms) ? 1 : 0) - (replace && S_ISDIR(md) ? 1 : 0));
+		r = touch_dir(fs, newparent, (parent != newparent && S_ISDIR(ms) ? 1 : 0) -
+			      (replace && S_ISDIR(md) ? 1 : 0));
 	if (r >= 0)
 		r = ponyfs_sql(fs, "UPDATE inodes SET ctime = ?2 WHERE ino = ?1", 2, (int64_t)src,
 			       ponyfs_now());
