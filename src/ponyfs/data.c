@@ -163,7 +163,8 @@ static int disk_read(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t first,
 	uint64_t end = first + n, blk = first;
 	uint64_t cut = in->trunc_pending ? DIV_ROUND_UP(in->trunc_to, BS) : UINT64_MAX;
 
-	memset(buf, 0, n * BS);
+	if (cut < end)
+		memset(buf + (MAX(cut, first) - first) * BS, 0, (end - MAX(cut, first)) * BS);
 	end = MIN(end, cut);
 	while (blk < end) {
 		sqlite3_stmt *s = ponyfs_stmt(fs, ST_EXT_PREV);
@@ -186,13 +187,15 @@ static int disk_read(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t first,
 			}
 		}
 		sqlite3_reset(s);
-		/* A hole: up to the next extent. */
+		/* A hole: zeros up to the next extent. */
 		s = ponyfs_stmt(fs, ST_EXT_RANGE);
 		sqlite3_bind_int64(s, 1, (int64_t)in->ino);
 		sqlite3_bind_int64(s, 2, (int64_t)blk);
 		sqlite3_bind_int64(s, 3, (int64_t)end);
-		blk = sqlite3_step(s) == SQLITE_ROW ? (uint64_t)sqlite3_column_int64(s, 0) : end;
+		run = (sqlite3_step(s) == SQLITE_ROW ? (uint64_t)sqlite3_column_int64(s, 0) : end) - blk;
 		sqlite3_reset(s);
+		memset(buf + (blk - first) * BS, 0, run * BS);
+		blk += run;
 	}
 	return 0;
 }
@@ -206,20 +209,26 @@ ssize_t ponyfs_read_locked(struct ponyfs *fs, struct ponyfs_inode *in, void *buf
 	if (off >= in->size)
 		return 0;
 	size = (size_t)MIN((uint64_t)size, in->size - off);
-	tmp = malloc((size_t)IO_BLOCKS * BS);
-	if (!tmp)
-		return -ENOMEM;
 	while (done < size) {
 		uint64_t pos = off + done, first = pos / BS;
 		uint64_t n = MIN((uint64_t)IO_BLOCKS, DIV_ROUND_UP(off + size, BS) - first);
 		size_t skip = (size_t)(pos % BS), len = (size_t)MIN(n * BS - skip, size - done);
-		int r = disk_read(fs, in, first, n, tmp);
+		/* Whole blocks go straight to the caller: one copy less. */
+		uint8_t *to = !skip && len == n * BS ? (uint8_t *)buf + done : tmp;
+		int r;
 
+		if (!to) {
+			to = tmp = malloc((size_t)IO_BLOCKS * BS);
+			if (!tmp)
+				return -ENOMEM;
+		}
+		r = disk_read(fs, in, first, n, to);
 		if (r < 0)
 			return r;
 		for (size_t i = page_pos(in, first); i < in->npages && in->pages[i].index < first + n; i++)
-			memcpy(tmp + (in->pages[i].index - first) * BS, in->pages[i].data, BS);
-		memcpy((uint8_t *)buf + done, tmp + skip, len);
+			memcpy(to + (in->pages[i].index - first) * BS, in->pages[i].data, BS);
+		if (to == tmp)
+			memcpy((uint8_t *)buf + done, tmp + skip, len);
 		done += len;
 	}
 	return (ssize_t)done;
