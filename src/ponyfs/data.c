@@ -255,7 +255,7 @@ static int page_get(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t index, 
 		in->pages = p;
 		in->cap = cap;
 	}
-	data = calloc(1, BS);
+	data = fill ? calloc(1, BS) : malloc(BS);       /* !fill: the caller writes it whole */
 	if (!data)
 		return -ENOMEM;
 	r = fill && index * BS < in->size ? disk_read(fs, in, index, 1, data) : 0;
