@@ -208,7 +208,8 @@ static int mount_run(int argc, char **argv)
 	 * only add cross-thread wake-ups (an untar of 3,000 files: 2.9 s and
 	 * 640 us of daemon CPU a file with libfuse's default, 0.6 s and 90 us
 	 * with one). */
-	struct ponyfuse_options fo = { .subtype = "pony", .timeout = 1.0, .max_threads = 1 };
+	struct ponyfuse_options fo = { .subtype = "pony", .timeout = 1.0, .max_threads = 1,
+				       .posix_acl = true };
 	struct ponyfs_options po = { .commit_ms = 5000 };
 	_cleanup_(vfs_freep) struct vfs *fs = NULL;
 	struct stand s;

@@ -204,6 +204,20 @@ int ponyfs_readdir_locked(struct ponyfs *fs, uint64_t ino, uint64_t cookie,
 			  struct ponyfs_dirent *ret, size_t max);
 int ponyfs_readlink_locked(struct ponyfs *fs, uint64_t ino, char *buf, size_t size);
 
+/* POSIX ACLs (acl.c). */
+struct ponyfs_acl_inherit {
+	uint8_t *access, *dflt;         /* NULL: none to store */
+	size_t size, dflt_size;
+};
+bool ponyfs_acl_name(const char *name);
+int ponyfs_acl_set_locked(struct ponyfs *fs, uint64_t ino, const char *name, const void *value,
+			  size_t size, int flags);
+int ponyfs_acl_chmod_locked(struct ponyfs *fs, uint64_t ino, mode_t mode);
+int ponyfs_acl_create_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
+			     mode_t *mode, struct ponyfs_acl_inherit *ret);
+int ponyfs_acl_inherit_locked(struct ponyfs *fs, uint64_t ino, const struct ponyfs_acl_inherit *a);
+void ponyfs_acl_inherit_done(struct ponyfs_acl_inherit *a);
+
 extern const struct vfs_ops ponyfs_ops;
 
 #endif

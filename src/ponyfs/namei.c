@@ -202,12 +202,15 @@ int ponyfs_create_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 			 const char *name, mode_t mode, dev_t rdev, const char *target,
 			 struct vfs_entry *ret)
 {
+	struct ponyfs_acl_inherit acl;
 	uint64_t ino;
-	int r;
+	int r = ponyfs_acl_create_locked(fs, ctx, parent, &mode, &acl);
 
-	if (!S_ISLNK(mode))
-		mode = (mode & S_IFMT) | (mode & 07777 & ~ctx->umask);
-	r = inode_create(fs, ctx, parent, name, mode, rdev, target, &ino);
+	if (r >= 0)
+		r = inode_create(fs, ctx, parent, name, mode, rdev, target, &ino);
+	if (r >= 0)
+		r = ponyfs_acl_inherit_locked(fs, ino, &acl);
+	ponyfs_acl_inherit_done(&acl);
 	return r < 0 ? r : entry_fill(fs, ino, ret);
 }
 

@@ -62,6 +62,8 @@ static int setattr_locked(struct ponyfs *fs, uint64_t ino, const struct vfs_seta
 	if (r >= 0 && (a->valid & VFS_SET_MODE))
 		r = ponyfs_sql(fs, "UPDATE inodes SET mode = (mode & ~4095) | ?2 WHERE ino = ?1", 2,
 			       (int64_t)ino, (int64_t)(a->mode & 07777));
+	if (r >= 0 && (a->valid & VFS_SET_MODE))
+		r = ponyfs_acl_chmod_locked(fs, ino, a->mode);
 	if (r >= 0 && (a->valid & VFS_SET_UID))
 		r = ponyfs_sql(fs, "UPDATE inodes SET uid = ?2 WHERE ino = ?1", 2, (int64_t)ino,
 			       (int64_t)a->uid);
@@ -475,6 +477,9 @@ static int setxattr_locked(struct ponyfs *fs, uint64_t ino, const char *name, co
 static int pf_setxattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, const char *name,
 		       const void *value, size_t size, int flags)
 {
+	if (ponyfs_acl_name(name))
+		return LOCKED(ponyfs_of(v), ponyfs_acl_set_locked(ponyfs_of(v), ino, name, value, size,
+								  flags));
 	return LOCKED(ponyfs_of(v), setxattr_locked(ponyfs_of(v), ino, name, value, size, flags));
 }
 
