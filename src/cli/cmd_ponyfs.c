@@ -202,6 +202,12 @@ static int stand_open(char **paths, int n, struct stand *s)
 	return 0;
 }
 
+/* Repairs done while mounted: a line on the daemon's stderr. */
+static void mount_report(void *arg, const char *text)
+{
+	fprintf(stderr, "pony: %s\n", text);
+}
+
 static int mount_run(int argc, char **argv)
 {
 	/* One worker thread: one lock serialises ponyfs anyway, and more workers
@@ -210,7 +216,7 @@ static int mount_run(int argc, char **argv)
 	 * with one). */
 	struct ponyfuse_options fo = { .subtype = "pony", .timeout = 1.0, .max_threads = 1,
 				       .posix_acl = true };
-	struct ponyfs_options po = { .commit_ms = 5000 };
+	struct ponyfs_options po = { .commit_ms = 5000, .report = mount_report };
 	_cleanup_(vfs_freep) struct vfs *fs = NULL;
 	struct stand s;
 	int c, n, r;

@@ -134,6 +134,32 @@ static bool block_crc_ok(const uint8_t *blk, const uint8_t *csums, uint64_t i)
 	return util_crc32c(0, blk, BS) == util_get_le32(csums + 4 * i);
 }
 
+/*
+ * A block that failed its checksum: good data from the volume's other
+ * copies or parity (ponyfs_region_repair), the bad member rewritten, a
+ * line reported. -EBADMSG when nothing matches the checksum.
+ */
+static int repair_block(struct ponyfs *fs, uint8_t *blk, uint64_t pblock, uint32_t crc)
+{
+	char line[160];
+	int m;
+
+	fs->stats.csum_errors++;
+	m = ponyfs_region_repair(fs->data, blk, pblock * BS, crc);
+	if (m >= 0)
+		fs->stats.csum_repaired++;
+	if (m >= 0)
+		snprintf(line, sizeof(line), "data block %llu failed its checksum: repaired member %d "
+			 "from the volume's redundancy", (unsigned long long)pblock, m);
+	else
+		snprintf(line, sizeof(line), "data block %llu failed its checksum: %s",
+			 (unsigned long long)pblock, m == -EOPNOTSUPP ? "no redundancy to repair it from"
+			 : "no copy matches");
+	if (fs->report)
+		fs->report(fs->report_arg, line);
+	return m >= 0 ? 0 : -EBADMSG;
+}
+
 /* Reads n blocks of one extent, starting skip blocks into it, and checks them. */
 static int extent_read(struct ponyfs *fs, sqlite3_stmt *s, uint64_t skip, uint64_t n, uint8_t *buf)
 {
@@ -149,8 +175,10 @@ static int extent_read(struct ponyfs *fs, sqlite3_stmt *s, uint64_t skip, uint64
 		return r;
 	for (uint64_t i = 0; i < n; i++) {
 		if (!block_crc_ok(buf + i * BS, csums, skip + i)) {
-			fs->stats.csum_errors++;
-			return -EBADMSG;
+			r = repair_block(fs, buf + i * BS, pblock + skip + i,
+					 util_get_le32(csums + 4 * (skip + i)));
+			if (r < 0)
+				return r;
 		}
 	}
 	return 0;

@@ -57,6 +57,7 @@ int ponyfs_sb_read(struct bdev *meta, struct ponyfs_sb *ret);
 /* Both regions of a one-image ponyfs, as slices of dev (the caller frees them). */
 int ponyfs_image_regions(struct bdev *dev, struct bdev **ret_meta, struct bdev **ret_data);
 void ponyfs_destroy(struct vfs *v);
+int ponyfs_region_repair(struct bdev *b, void *buf, uint64_t off, uint32_t crc);
 
 /* The SQLite side (sqlite_vfs.c). */
 struct ponyfs_sqlite_range { uint64_t off, len; };
@@ -138,6 +139,8 @@ struct ponyfs {
 	pthread_cond_t timer_cond;
 	bool timer_running, stopping;
 	unsigned commit_ms;
+	ponyfs_report_t report;
+	void *report_arg;
 };
 
 static inline struct ponyfs *ponyfs_of(struct vfs *v) { return (struct ponyfs *)v; }

@@ -317,6 +317,8 @@ int ponyfs_mount(struct bdev *meta, struct bdev *data, const struct ponyfs_optio
 	fs->meta = meta;
 	fs->data = data;
 	fs->commit_ms = opts ? opts->commit_ms : 0;
+	fs->report = opts ? opts->report : NULL;
+	fs->report_arg = opts ? opts->report_arg : NULL;
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_cond_init(&fs->timer_cond, NULL);
 	r = ponyfs_sb_read(meta, &fs->sb);
