@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cmd_ponyfs.h"
 #include "pony/fuse.h"
 #include "pony/ponyfs.h"
 #include "pony/util.h"
@@ -172,15 +173,32 @@ static void stand_done(struct stand *s)
 	volume_set_close(s->set);
 }
 
+static void free_paths(char **paths, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(paths[i]);
+	free(paths);
+}
+
 static int stand_open(char **paths, int n, struct stand *s)
 {
 	struct bdev *devs[MAX_IMAGES];
 	unsigned bad = 0;
-	int r = open_images(paths, n, devs);
+	char **found = NULL;
+	int r;
 
 	memset(s, 0, sizeof(*s));
-	if (r)
+	if (n == 1 && cli_ponyfs_is_spec(paths[0])) {
+		r = cli_ponyfs_find_members(paths[0], &found, &n, MAX_IMAGES);
+		if (r)
+			return r;
+		paths = found;
+	}
+	r = open_images(paths, n, devs);
+	if (r) {
+		free_paths(found, found ? n : 0);
 		return r;
+	}
 	if (n == 1 && is_ponyfs_image(devs[0])) {
 		s->image = devs[0];
 		return 0;
@@ -189,9 +207,12 @@ static int stand_open(char **paths, int n, struct stand *s)
 	if (r < 0) {
 		for (int i = 0; i < n; i++)
 			bdev_free(devs[i]);
-		return cli_error("%s: not a ponyfs or a pony volume (%s)", paths[bad < (unsigned)n ? bad : 0],
-				 strerror(-r));
+		r = cli_error("%s: not a ponyfs or a pony volume (%s)", paths[bad < (unsigned)n ? bad : 0],
+			      strerror(-r));
+		free_paths(found, found ? n : 0);
+		return r;
 	}
+	free_paths(found, found ? n : 0);
 	r = ponyfs_volume_region(volume_set_volume(s->set), VOLUME_CLASS_METADATA, &s->meta);
 	if (r >= 0)
 		r = ponyfs_volume_region(volume_set_volume(s->set), VOLUME_CLASS_DATA, &s->data);
@@ -235,10 +256,12 @@ static int mount_run(int argc, char **argv)
 		case 'd': fo.debug = fo.foreground = true; break;
 		case 'c': po.commit_ms = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'h':
-			printf("Usage: pony mount [-f] [-d] [--commit MS] IMG... MNT\n"
+			printf("Usage: pony mount [-f] [-d] [--commit MS] IMG...|UUID=U|LABEL=L MNT\n"
 			       "Mounts the ponyfs on IMG (or on the pony volume of the images) at\n"
-			       "MNT through FUSE. Metadata commits every --commit milliseconds\n"
-			       "(default 5000), on fsync and on `pony fs syncfs`.\n");
+			       "MNT through FUSE. UUID= or LABEL= names a pony volume whose members\n"
+			       "the device database knows ($PONY_DEVDB; pony dev scan DIR adds\n"
+			       "them). Metadata commits every --commit milliseconds (default\n"
+			       "5000), on fsync and on `pony fs syncfs`.\n");
 			return CLI_EXIT_OK;
 		default: return cli_usage_error("pony mount", "bad option");
 		}
@@ -284,10 +307,11 @@ static int fsck_run(int argc, char **argv)
 		case 'r': flags |= PONYFS_FSCK_REPAIR; break;
 		case 'n': flags &= ~(unsigned)PONYFS_FSCK_DATA; break;
 		case 'h':
-			printf("Usage: pony fsck [--repair] [--no-data] IMG...\n"
+			printf("Usage: pony fsck [--repair] [--no-data] IMG...|UUID=U|LABEL=L\n"
 			       "Checks an unmounted ponyfs: SQLite integrity, reachability, link\n"
 			       "counts, extents and free space, and every block's checksum (unless\n"
-			       "--no-data). Exit 0: clean; 1: problems (fixed with --repair where\n"
+			       "--no-data; --repair rewrites a bad block from the volume's\n"
+			       "redundancy). Exit 0: clean; 1: problems (fixed with --repair where\n"
 			       "possible); 2: usage.\n");
 			return CLI_EXIT_OK;
 		default: return cli_usage_error("pony fsck", "bad option");
