@@ -173,6 +173,17 @@ static void stand_done(struct stand *s)
 	volume_set_close(s->set);
 }
 
+/* What an error from opening or mounting means to the person who typed it. */
+static const char *why(int r)
+{
+	switch (r) {
+	case -EUCLEAN: return "corrupt or truncated (pony fsck says more)";
+	case -EXDEV: return "a member of another pony volume";
+	case -EPROTONOSUPPORT: return "made by a newer pony";
+	default: return strerror(-r);
+	}
+}
+
 static void free_paths(char **paths, int n)
 {
 	for (int i = 0; i < n; i++)
@@ -208,7 +219,7 @@ static int stand_open(char **paths, int n, struct stand *s)
 		for (int i = 0; i < n; i++)
 			bdev_free(devs[i]);
 		r = cli_error("%s: not a ponyfs or a pony volume (%s)", paths[bad < (unsigned)n ? bad : 0],
-			      strerror(-r));
+			      why(r));
 		free_paths(found, found ? n : 0);
 		return r;
 	}
@@ -275,7 +286,7 @@ static int mount_run(int argc, char **argv)
 	r = s.image ? ponyfs_mount_image(s.image, &po, &fs) : ponyfs_mount(s.meta, s.data, &po, &fs);
 	if (r < 0) {
 		stand_done(&s);
-		return cli_error("%s: cannot mount: %s", argv[optind], strerror(-r));
+		return cli_error("%s: cannot mount: %s", argv[optind], why(r));
 	}
 	umask(0);
 	r = cli_fuse_serve(fs, argv[argc - 1], argv[optind], &fo);
@@ -327,7 +338,7 @@ static int fsck_run(int argc, char **argv)
 		    : ponyfs_fsck(s.meta, s.data, flags, fsck_report, NULL);
 	stand_done(&s);
 	if (r < 0)
-		return cli_error("%s: cannot check: %s", argv[optind], strerror(-r));
+		return cli_error("%s: cannot check: %s", argv[optind], why(r));
 	printf("%s: %d problem%s%s\n", argv[optind], r, r == 1 ? "" : "s",
 	       r && (flags & PONYFS_FSCK_REPAIR) ? " (repaired what could be)" : "");
 	return r ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
