@@ -117,24 +117,20 @@ static void acl_chmod(uint8_t *a, size_t n, mode_t mode)
 
 static int xattr_get(struct ponyfs *fs, uint64_t ino, const char *name, uint8_t **ret, size_t *ret_size)
 {
-	sqlite3_stmt *s;
-	int r = ponyfs_prepare(fs, "SELECT value FROM xattrs WHERE ino = ?1 AND name = ?2", &s);
+	int n = ponyfs_getxattr_locked(fs, ino, name, NULL, 0);
 
-	if (r < 0)
-		return r;
-	sqlite3_bind_int64(s, 1, (int64_t)ino);
-	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
-	if (sqlite3_step(s) != SQLITE_ROW) {
-		r = -ENODATA;
-	} else {
-		*ret_size = (size_t)sqlite3_column_bytes(s, 0);
-		*ret = malloc(MAX(*ret_size, (size_t)1));
-		if (*ret)
-			memcpy(*ret, sqlite3_column_blob(s, 0), *ret_size);
-		r = *ret ? 0 : -ENOMEM;
+	if (n < 0)
+		return n;
+	*ret = malloc(MAX((size_t)n, (size_t)1));
+	if (!*ret)
+		return -ENOMEM;
+	*ret_size = (size_t)n;
+	n = ponyfs_getxattr_locked(fs, ino, name, *ret, *ret_size);
+	if (n < 0) {
+		free(*ret);
+		*ret = NULL;
 	}
-	sqlite3_reset(s);
-	return r;
+	return n < 0 ? n : 0;
 }
 
 static int xattr_put(struct ponyfs *fs, uint64_t ino, const char *name, const void *v, size_t size)

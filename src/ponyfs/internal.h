@@ -212,6 +212,8 @@ struct ponyfs_acl_inherit {
 	uint8_t *access, *dflt;         /* NULL: none to store */
 	size_t size, dflt_size;
 };
+/* An xattr's value into buf (size 0: only its length); -ENODATA when absent (ops.c). */
+int ponyfs_getxattr_locked(struct ponyfs *fs, uint64_t ino, const char *name, void *buf, size_t size);
 bool ponyfs_acl_name(const char *name);
 int ponyfs_acl_set_locked(struct ponyfs *fs, uint64_t ino, const char *name, const void *value,
 			  size_t size, int flags);

@@ -412,7 +412,7 @@ static int xattr_check(struct ponyfs *fs, uint64_t ino, const char *name)
 	return ponyfs_fill_attr_locked(fs, ino, 0, &x);
 }
 
-static int getxattr_locked(struct ponyfs *fs, uint64_t ino, const char *name, void *buf, size_t size)
+int ponyfs_getxattr_locked(struct ponyfs *fs, uint64_t ino, const char *name, void *buf, size_t size)
 {
 	sqlite3_stmt *s = NULL;
 	int r = xattr_check(fs, ino, name);
@@ -440,14 +440,14 @@ static int getxattr_locked(struct ponyfs *fs, uint64_t ino, const char *name, vo
 static int pf_getxattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, const char *name,
 		       void *buf, size_t size)
 {
-	return LOCKED(ponyfs_of(v), getxattr_locked(ponyfs_of(v), ino, name, buf, size));
+	return LOCKED(ponyfs_of(v), ponyfs_getxattr_locked(ponyfs_of(v), ino, name, buf, size));
 }
 
 static int setxattr_locked(struct ponyfs *fs, uint64_t ino, const char *name, const void *value,
 			   size_t size, int flags)
 {
 	sqlite3_stmt *s = NULL;
-	int exists = getxattr_locked(fs, ino, name, NULL, 0);
+	int exists = ponyfs_getxattr_locked(fs, ino, name, NULL, 0);
 	int r = exists == -ENODATA ? 0 : exists;
 
 	if (size > XATTR_VALUE_MAX)
@@ -522,7 +522,7 @@ static int pf_listxattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, 
 static int removexattr_locked(struct ponyfs *fs, uint64_t ino, const char *name)
 {
 	sqlite3_stmt *s = NULL;
-	int r = getxattr_locked(fs, ino, name, NULL, 0);
+	int r = ponyfs_getxattr_locked(fs, ino, name, NULL, 0);
 
 	if (r >= 0)
 		r = ponyfs_txn_begin_locked(fs);

@@ -13,24 +13,14 @@ command -v setfacl >/dev/null || skip "setfacl (package acl) is missing"
 command -v fusermount3 >/dev/null || skip "fusermount3 is missing"
 id nobody >/dev/null 2>&1 || skip "no user nobody"
 
-T=$(mktemp -d /tmp/pony-ponyfs-acl.XXXXXX)
-PONY_PID=
-cleanup() {
-	mountpoint -q "$T/m" 2>/dev/null && { fusermount3 -u "$T/m" 2>/dev/null || umount -l "$T/m"; }
-	[ -n "$PONY_PID" ] && wait "$PONY_PID" 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT
-mkdir -p "$T/m" "$T/ref"
+. "$PONY_SRCDIR/tests/ponyfs/mount_lib.sh" ponyfs-acl
+mkdir -p "$T/ref"
 chmod 755 "$T"
 setfacl -m u:nobody:r "$T/ref" 2>/dev/null || skip "the root filesystem has no ACLs"
 setfacl -b "$T/ref"
 truncate -s 256M "$T/acl.img"
 "$PONY" mkfs "$T/acl.img" >/dev/null || fail "mkfs"
-"$PONY" mount --foreground "$T/acl.img" "$T/m" 2>"$T/pony.log" &
-PONY_PID=$!
-for _ in $(seq 1 100); do mountpoint -q "$T/m" && break; sleep 0.05; done
-mountpoint -q "$T/m" || fail "pony mount did not come up: $(cat "$T/pony.log")"
+pony_mount "$T/acl.img"
 chmod 755 "$T/m"
 
 # The same steps in a directory; prints what getfacl and ls say of it.
@@ -77,13 +67,9 @@ as_nobody "echo mine >$T/m/shared/n" || fail "nobody cannot create through a dir
 
 # Everything survives a remount and fsck is clean.
 getfacl -R -p "$T/m" >"$T/before" 2>&1
-fusermount3 -u "$T/m" || fail "unmount"
-wait "$PONY_PID" || fail "pony exited badly"
-PONY_PID=
+pony_umount
 "$PONY" fsck "$T/acl.img" >/dev/null || fail "fsck after ACL work"
-"$PONY" mount --foreground "$T/acl.img" "$T/m" 2>>"$T/pony.log" &
-PONY_PID=$!
-for _ in $(seq 1 100); do mountpoint -q "$T/m" && break; sleep 0.05; done
+pony_mount "$T/acl.img"
 getfacl -R -p "$T/m" >"$T/after" 2>&1
 diff -u "$T/before" "$T/after" || fail "ACLs changed across a remount"
 pass

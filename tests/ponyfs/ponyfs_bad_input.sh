@@ -10,33 +10,8 @@ set -u
 require_fuse
 command -v fusermount3 >/dev/null || skip "fusermount3 is missing"
 
-T=$(mktemp -d /tmp/pony-ponyfs-bad.XXXXXX)
-PONY_PID=
-cleanup() {
-	mountpoint -q "$T/m" 2>/dev/null && { fusermount3 -u "$T/m" 2>/dev/null || umount -l "$T/m"; }
-	[ -n "$PONY_PID" ] && { kill "$PONY_PID" 2>/dev/null; wait "$PONY_PID" 2>/dev/null; }
-	rm -rf "$T"
-}
-trap cleanup EXIT
-mkdir -p "$T/m"
+. "$PONY_SRCDIR/tests/ponyfs/mount_lib.sh" ponyfs-bad
 
-pony_mount() {
-	"$PONY" mount --foreground "$@" "$T/m" 2>"$T/pony.log" &
-	PONY_PID=$!
-	for _ in $(seq 1 100); do
-		mountpoint -q "$T/m" && return 0
-		kill -0 "$PONY_PID" 2>/dev/null || fail "pony mount exited: $(cat "$T/pony.log")"
-		sleep 0.05
-	done
-	fail "pony mount did not come up"
-}
-pony_umount() {
-	# A close the kernel has not passed on yet can keep the mount busy a moment.
-	for _ in 1 2 3 4 5; do fusermount3 -u "$T/m" 2>"$T/umount.err" && break; sleep 0.2; done
-	mountpoint -q "$T/m" && fail "fusermount3 -u failed: $(cat "$T/umount.err")"
-	wait "$PONY_PID" || fail "pony exited $? after unmount: $(cat "$T/pony.log")"
-	PONY_PID=
-}
 # mount_refused WHAT PATTERN IMG...: the mount fails with a message saying PATTERN.
 mount_refused() {
 	local what=$1 pattern=$2
@@ -87,9 +62,7 @@ pony_umount
 
 # kill -9 in the middle of a create storm (commits every 50 ms): mounts,
 # fsck is clean, and what was fsynced before is there.
-"$PONY" mount --foreground --commit 50 "$T/a.img" "$T/m" 2>"$T/pony.log" &
-PONY_PID=$!
-for _ in $(seq 1 100); do mountpoint -q "$T/m" && break; sleep 0.05; done
+pony_mount --commit 50 "$T/a.img"
 echo durable >"$T/m/durable" && sync "$T/m/durable"
 ( for i in $(seq 1 5000); do echo "$i" >"$T/m/s$i" || break; done ) 2>/dev/null &
 STORM=$!

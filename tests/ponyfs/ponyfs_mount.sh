@@ -7,15 +7,7 @@
 set -u
 . "$PONY_SRCDIR/tests/lib.sh"
 
-T=$(mktemp -d /tmp/pony-ponyfs-it.XXXXXX)
-PONY_PID=
-cleanup() {
-	mountpoint -q "$T/m" 2>/dev/null && { fusermount3 -u "$T/m" 2>/dev/null || umount -l "$T/m"; }
-	[ -n "$PONY_PID" ] && wait "$PONY_PID" 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT
-mkdir -p "$T/m"
+. "$PONY_SRCDIR/tests/ponyfs/mount_lib.sh" ponyfs-it
 
 # Bad input first: these need no FUSE.
 expect_usage_error "$PONY" mkfs
@@ -39,21 +31,6 @@ expect_failure "$PONY" mount -f "$T/one.img" "$T/m"    # corrupt superblock: ref
 require_fuse
 command -v fusermount3 >/dev/null || skip "fusermount3 is missing"
 
-pony_mount() {
-	"$PONY" mount --foreground "$@" "$T/m" 2>>"$T/pony.log" &
-	PONY_PID=$!
-	for _ in $(seq 1 100); do
-		mountpoint -q "$T/m" && return 0
-		kill -0 "$PONY_PID" 2>/dev/null || fail "pony mount exited: $(cat "$T/pony.log")"
-		sleep 0.05
-	done
-	fail "pony mount did not come up"
-}
-pony_umount() {
-	fusermount3 -u "$T/m" || fail "fusermount3 -u failed"
-	wait "$PONY_PID" || fail "pony exited $? after unmount: $(cat "$T/pony.log")"
-	PONY_PID=
-}
 tree_of() {
 	(cd "$1" && find . -printf '%p %y %m %s %l %T@\n' | sort &&
 	 find . -type f ! -name sparse -exec md5sum {} + | sort -k2 &&

@@ -12,31 +12,8 @@ set -u
 require_fuse
 command -v fusermount3 >/dev/null || skip "fusermount3 is missing"
 
-T=$(mktemp -d /tmp/pony-ponyfs-repair.XXXXXX)
-PONY_PID=
-cleanup() {
-	mountpoint -q "$T/m" 2>/dev/null && { fusermount3 -u "$T/m" 2>/dev/null || umount -l "$T/m"; }
-	[ -n "$PONY_PID" ] && wait "$PONY_PID" 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT
-mkdir -p "$T/m"
+. "$PONY_SRCDIR/tests/ponyfs/mount_lib.sh" ponyfs-repair
 
-pony_mount() {
-	"$PONY" mount --foreground "$@" "$T/m" 2>"$T/pony.log" &
-	PONY_PID=$!
-	for _ in $(seq 1 100); do
-		mountpoint -q "$T/m" && return 0
-		kill -0 "$PONY_PID" 2>/dev/null || fail "pony mount exited: $(cat "$T/pony.log")"
-		sleep 0.05
-	done
-	fail "pony mount did not come up"
-}
-pony_umount() {
-	fusermount3 -u "$T/m" || fail "fusermount3 -u failed"
-	wait "$PONY_PID" || fail "pony exited $? after unmount: $(cat "$T/pony.log")"
-	PONY_PID=
-}
 
 # A file of 64 blocks, each starting with a marker no other byte run has.
 python3 - "$T/orig" <<'PY'
@@ -77,6 +54,7 @@ for data in raid6 mirror; do
 	cp "$T/orig" "$T/m/file" && sync "$T/m/file" || fail "write ($data)"
 	pony_umount
 	read -r img off < <(corrupt "${imgs[@]}") || fail "no block to corrupt ($data)"
+	: >"$T/pony.log"
 	pony_mount "${imgs[@]}"
 	cmp "$T/orig" "$T/m/file" || fail "$data: corrupt data read back"
 	pony_umount

@@ -9,32 +9,9 @@ set -u
 require_fuse
 command -v fusermount3 >/dev/null || skip "fusermount3 is missing"
 
-T=$(mktemp -d /tmp/pony-ponyfs-uuid.XXXXXX)
-PONY_PID=
-cleanup() {
-	mountpoint -q "$T/m" 2>/dev/null && { fusermount3 -u "$T/m" 2>/dev/null || umount -l "$T/m"; }
-	[ -n "$PONY_PID" ] && wait "$PONY_PID" 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT
-mkdir -p "$T/m" "$T/imgs"
+. "$PONY_SRCDIR/tests/ponyfs/mount_lib.sh" ponyfs-uuid
+mkdir -p "$T/imgs"
 export PONY_DEVDB=$T/devdb.sqlite
-
-pony_mount() {
-	"$PONY" mount --foreground "$1" "$T/m" 2>"$T/pony.log" &
-	PONY_PID=$!
-	for _ in $(seq 1 100); do
-		mountpoint -q "$T/m" && return 0
-		kill -0 "$PONY_PID" 2>/dev/null || fail "pony mount $1 exited: $(cat "$T/pony.log")"
-		sleep 0.05
-	done
-	fail "pony mount did not come up"
-}
-pony_umount() {
-	fusermount3 -u "$T/m" || fail "fusermount3 -u failed"
-	wait "$PONY_PID" || fail "pony exited $? after unmount: $(cat "$T/pony.log")"
-	PONY_PID=
-}
 
 for i in 0 1 2 3; do truncate -s 96M "$T/imgs/m$i.img"; done
 "$PONY" mkfs --data raid6 --label uuidtest --assume-clean "$T"/imgs/m{0,1,2,3}.img >/dev/null ||
