@@ -19,6 +19,7 @@ struct ponyfuse_options {
 	const char *mount_opts;         /* more -o options for libfuse (mount.fuse's), or NULL */
 	bool foreground;                /* false: daemonize once mounted */
 	bool writeback;                 /* kernel writeback cache: only where safe */
+	bool posix_acl;                 /* kernel enforces system.posix_acl_* (the fs keeps modes) */
 	bool debug;                     /* libfuse's request log on stderr */
 	double timeout;                 /* entry and attribute cache, seconds */
 	unsigned max_threads;           /* 0: libfuse's default */

@@ -33,9 +33,14 @@ struct ponyfs_mkfs_options {
  */
 int ponyfs_mkfs(struct bdev *meta, struct bdev *data, const struct ponyfs_mkfs_options *opts);
 
+/* A line of news for a human (fsck's problems, repairs done while mounted). */
+typedef void (*ponyfs_report_t)(void *data, const char *text);
+
 struct ponyfs_options {
 	unsigned commit_ms;             /* the commit timer; 0: commit only on fsync/sync */
 	bool read_only;
+	ponyfs_report_t report;         /* NULL: repairs are only counted */
+	void *report_arg;
 };
 
 /*
@@ -71,6 +76,7 @@ struct ponyfs_stats {
 	uint64_t data_flushes;          /* flushes of the data region */
 	uint64_t writebacks;            /* files whose cached data was written back */
 	uint64_t csum_errors;           /* blocks that failed their checksum */
+	uint64_t csum_repaired;         /* of those, rewritten from the volume's redundancy */
 };
 void ponyfs_get_stats(struct vfs *fs, struct ponyfs_stats *ret);
 
@@ -88,7 +94,6 @@ uint64_t ponyfs_dirty_bytes(struct vfs *fs);
  * A line per problem goes to report(data, text) when report is not NULL.
  */
 enum { PONYFS_FSCK_DATA = 1, PONYFS_FSCK_REPAIR = 2 };
-typedef void (*ponyfs_report_t)(void *data, const char *text);
 int ponyfs_fsck(struct bdev *meta, struct bdev *data, unsigned flags,
 		ponyfs_report_t report, void *data_arg);
 int ponyfs_fsck_image(struct bdev *dev, unsigned flags, ponyfs_report_t report, void *data_arg);

@@ -296,6 +296,8 @@ void ponyfuse_init(void *userdata, struct fuse_conn_info *conn)
 
 	if (pf->opts.writeback)
 		want |= FUSE_CAP_WRITEBACK_CACHE;
+	if (pf->opts.posix_acl)
+		want |= FUSE_CAP_POSIX_ACL;
 	conn->want |= want & conn->capable;
 	/* readdirplus always: pony's lookups are cheap, LOOKUP round trips are not. */
 	conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;

@@ -134,6 +134,35 @@ static bool block_crc_ok(const uint8_t *blk, const uint8_t *csums, uint64_t i)
 	return util_crc32c(0, blk, BS) == util_get_le32(csums + 4 * i);
 }
 
+/*
+ * A block that failed its checksum: good data from the volume's other
+ * copies or parity (ponyfs_region_repair), the bad member rewritten, a
+ * line reported. -EBADMSG when nothing matches the checksum.
+ */
+static int repair_block(struct ponyfs *fs, uint8_t *blk, uint64_t pblock, uint32_t crc)
+{
+	/* The region itself (behind the shutdown gate) has the other copies;
+	 * after a shutdown nothing reaches it. */
+	struct bdev *region = ponyfs_gate_lower(fs->data);
+	char line[160];
+	int m;
+
+	fs->stats.csum_errors++;
+	m = region ? ponyfs_region_repair(region, blk, pblock * BS, crc) : -EIO;
+	if (m >= 0)
+		fs->stats.csum_repaired++;
+	if (m >= 0)
+		snprintf(line, sizeof(line), "data block %llu failed its checksum: repaired member %d "
+			 "from the volume's redundancy", (unsigned long long)pblock, m);
+	else
+		snprintf(line, sizeof(line), "data block %llu failed its checksum: %s",
+			 (unsigned long long)pblock, m == -EOPNOTSUPP ? "no redundancy to repair it from"
+			 : "no copy matches");
+	if (fs->report)
+		fs->report(fs->report_arg, line);
+	return m >= 0 ? 0 : -EBADMSG;
+}
+
 /* Reads n blocks of one extent, starting skip blocks into it, and checks them. */
 static int extent_read(struct ponyfs *fs, sqlite3_stmt *s, uint64_t skip, uint64_t n, uint8_t *buf)
 {
@@ -149,8 +178,10 @@ static int extent_read(struct ponyfs *fs, sqlite3_stmt *s, uint64_t skip, uint64
 		return r;
 	for (uint64_t i = 0; i < n; i++) {
 		if (!block_crc_ok(buf + i * BS, csums, skip + i)) {
-			fs->stats.csum_errors++;
-			return -EBADMSG;
+			r = repair_block(fs, buf + i * BS, pblock + skip + i,
+					 util_get_le32(csums + 4 * (skip + i)));
+			if (r < 0)
+				return r;
 		}
 	}
 	return 0;
@@ -163,7 +194,8 @@ static int disk_read(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t first,
 	uint64_t end = first + n, blk = first;
 	uint64_t cut = in->trunc_pending ? DIV_ROUND_UP(in->trunc_to, BS) : UINT64_MAX;
 
-	memset(buf, 0, n * BS);
+	if (cut < end)
+		memset(buf + (MAX(cut, first) - first) * BS, 0, (end - MAX(cut, first)) * BS);
 	end = MIN(end, cut);
 	while (blk < end) {
 		sqlite3_stmt *s = ponyfs_stmt(fs, ST_EXT_PREV);
@@ -186,13 +218,15 @@ static int disk_read(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t first,
 			}
 		}
 		sqlite3_reset(s);
-		/* A hole: up to the next extent. */
+		/* A hole: zeros up to the next extent. */
 		s = ponyfs_stmt(fs, ST_EXT_RANGE);
 		sqlite3_bind_int64(s, 1, (int64_t)in->ino);
 		sqlite3_bind_int64(s, 2, (int64_t)blk);
 		sqlite3_bind_int64(s, 3, (int64_t)end);
-		blk = sqlite3_step(s) == SQLITE_ROW ? (uint64_t)sqlite3_column_int64(s, 0) : end;
+		run = (sqlite3_step(s) == SQLITE_ROW ? (uint64_t)sqlite3_column_int64(s, 0) : end) - blk;
 		sqlite3_reset(s);
+		memset(buf + (blk - first) * BS, 0, run * BS);
+		blk += run;
 	}
 	return 0;
 }
@@ -206,20 +240,26 @@ ssize_t ponyfs_read_locked(struct ponyfs *fs, struct ponyfs_inode *in, void *buf
 	if (off >= in->size)
 		return 0;
 	size = (size_t)MIN((uint64_t)size, in->size - off);
-	tmp = malloc((size_t)IO_BLOCKS * BS);
-	if (!tmp)
-		return -ENOMEM;
 	while (done < size) {
 		uint64_t pos = off + done, first = pos / BS;
 		uint64_t n = MIN((uint64_t)IO_BLOCKS, DIV_ROUND_UP(off + size, BS) - first);
 		size_t skip = (size_t)(pos % BS), len = (size_t)MIN(n * BS - skip, size - done);
-		int r = disk_read(fs, in, first, n, tmp);
+		/* Whole blocks go straight to the caller: one copy less. */
+		uint8_t *to = !skip && len == n * BS ? (uint8_t *)buf + done : tmp;
+		int r;
 
+		if (!to) {
+			to = tmp = malloc((size_t)IO_BLOCKS * BS);
+			if (!tmp)
+				return -ENOMEM;
+		}
+		r = disk_read(fs, in, first, n, to);
 		if (r < 0)
 			return r;
 		for (size_t i = page_pos(in, first); i < in->npages && in->pages[i].index < first + n; i++)
-			memcpy(tmp + (in->pages[i].index - first) * BS, in->pages[i].data, BS);
-		memcpy((uint8_t *)buf + done, tmp + skip, len);
+			memcpy(to + (in->pages[i].index - first) * BS, in->pages[i].data, BS);
+		if (to == tmp)
+			memcpy((uint8_t *)buf + done, tmp + skip, len);
 		done += len;
 	}
 	return (ssize_t)done;
@@ -246,7 +286,7 @@ static int page_get(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t index, 
 		in->pages = p;
 		in->cap = cap;
 	}
-	data = calloc(1, BS);
+	data = fill ? calloc(1, BS) : malloc(BS);       /* !fill: the caller writes it whole */
 	if (!data)
 		return -ENOMEM;
 	r = fill && index * BS < in->size ? disk_read(fs, in, index, 1, data) : 0;

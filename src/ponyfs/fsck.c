@@ -156,7 +156,18 @@ static int check_csums(struct fsck *f, int64_t ino, uint64_t foff, uint64_t p, u
 
 		if (r < 0)
 			return r;
-		if (util_crc32c(0, buf, BS) != util_get_le32(csums + 4 * i))
+		uint32_t want = util_get_le32(csums + 4 * i);
+		int m;
+
+		if (util_crc32c(0, buf, BS) == want)
+			continue;
+		m = f->flags & PONYFS_FSCK_REPAIR ? ponyfs_region_repair(f->data, buf, (p + i) * BS, want)
+						 : -EOPNOTSUPP;
+		if (m >= 0)
+			problem(f, "inode %lld: block %llu failed its checksum: repaired member %d "
+				"from the volume's redundancy", (long long)ino,
+				(unsigned long long)(foff + i), m);
+		else
 			problem(f, "inode %lld: block %llu fails its checksum", (long long)ino,
 				(unsigned long long)(foff + i));
 	}

@@ -26,6 +26,8 @@
 #define PONYFS_FILE_DIRTY_MAX (32u << 20)
 /* A truncated file is held back from timer commits this long after its last truncation. */
 #define PONYFS_HOLD_NS (2ull * 1000000000ull)
+/* Slots of the statement cache: more than the SQL literals of src/ponyfs. */
+#define PONYFS_STMT_CACHE 128
 
 /* Superblock v1, little-endian (docs/ponyfs-format.md). Never reorder. */
 struct ponyfs_sb_disk {
@@ -55,6 +57,7 @@ int ponyfs_sb_read(struct bdev *meta, struct ponyfs_sb *ret);
 /* Both regions of a one-image ponyfs, as slices of dev (the caller frees them). */
 int ponyfs_image_regions(struct bdev *dev, struct bdev **ret_meta, struct bdev **ret_data);
 void ponyfs_destroy(struct vfs *v);
+int ponyfs_region_repair(struct bdev *b, void *buf, uint64_t off, uint32_t crc);
 
 /* The SQLite side (sqlite_vfs.c). */
 struct ponyfs_sqlite_range { uint64_t off, len; };
@@ -116,6 +119,8 @@ struct ponyfs {
 	struct ponyfs_sb sb;
 	sqlite3 *db;
 	sqlite3_stmt *st[ST_COUNT];
+	/* Statements of one-off SQL, prepared once: keyed by the literal's address. */
+	struct { const char *sql; sqlite3_stmt *st; } sc[PONYFS_STMT_CACHE];
 	bool in_txn;                    /* BEGIN issued, COMMIT not yet */
 	unsigned txn_ops;               /* names created in it (bounds its WAL use) */
 	bool data_unflushed;            /* data written since the last data flush */
@@ -136,12 +141,16 @@ struct ponyfs {
 	pthread_cond_t timer_cond;
 	bool timer_running, stopping;
 	unsigned commit_ms;
+	ponyfs_report_t report;
+	void *report_arg;
 };
 
 static inline struct ponyfs *ponyfs_of(struct vfs *v) { return (struct ponyfs *)v; }
 
 /* Shutdown (shutdown.c): fs->meta and fs->data become gates over meta and data. */
 int ponyfs_gates_open(struct ponyfs *fs, struct bdev *meta, struct bdev *data);
+/* What a gate passes I/O to (b itself when not a gate); NULL once cut. */
+struct bdev *ponyfs_gate_lower(struct bdev *b);
 void ponyfs_gates_close(struct ponyfs *fs);
 int ponyfs_shutdown(struct vfs *v, unsigned flags);
 int ponyfs_counters(struct vfs *v, char *buf, size_t size);      /* counters.c */
@@ -151,6 +160,9 @@ int64_t ponyfs_now(void);
 /* SQL (txn.c). stmt() hands back a reset statement with its bindings cleared. */
 sqlite3_stmt *ponyfs_stmt(struct ponyfs *fs, enum ponyfs_stmt which);
 int ponyfs_exec(struct ponyfs *fs, const char *sql);
+/* The cached statement of sql, a string literal (its address is the key),
+ * reset with its bindings cleared; reset it after use, never finalize it. */
+int ponyfs_prepare(struct ponyfs *fs, const char *sql, sqlite3_stmt **ret);
 /* Steps a statement that returns no row (or ignores them); -errno. */
 int ponyfs_step_done(sqlite3_stmt *s);
 /* Runs a one-off statement with int64 arguments (bound in order). */
@@ -204,6 +216,22 @@ struct ponyfs_dirent { char *name; uint64_t ino; unsigned type; uint64_t cookie;
 int ponyfs_readdir_locked(struct ponyfs *fs, uint64_t ino, uint64_t cookie,
 			  struct ponyfs_dirent *ret, size_t max);
 int ponyfs_readlink_locked(struct ponyfs *fs, uint64_t ino, char *buf, size_t size);
+
+/* POSIX ACLs (acl.c). */
+struct ponyfs_acl_inherit {
+	uint8_t *access, *dflt;         /* NULL: none to store */
+	size_t size, dflt_size;
+};
+/* An xattr's value into buf (size 0: only its length); -ENODATA when absent (ops.c). */
+int ponyfs_getxattr_locked(struct ponyfs *fs, uint64_t ino, const char *name, void *buf, size_t size);
+bool ponyfs_acl_name(const char *name);
+int ponyfs_acl_set_locked(struct ponyfs *fs, uint64_t ino, const char *name, const void *value,
+			  size_t size, int flags);
+int ponyfs_acl_chmod_locked(struct ponyfs *fs, uint64_t ino, mode_t mode);
+int ponyfs_acl_create_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
+			     mode_t *mode, struct ponyfs_acl_inherit *ret);
+int ponyfs_acl_inherit_locked(struct ponyfs *fs, uint64_t ino, const struct ponyfs_acl_inherit *a);
+void ponyfs_acl_inherit_done(struct ponyfs_acl_inherit *a);
 
 extern const struct vfs_ops ponyfs_ops;
 

@@ -127,39 +127,33 @@ static int dentry_add(struct ponyfs *fs, uint64_t parent, const char *name, uint
 {
 	int64_t cookie;
 	sqlite3_stmt *s = NULL;
-	int r = ponyfs_sql_int(fs, &cookie, "SELECT next_cookie FROM inodes WHERE ino = ?1", 1,
-			       (int64_t)parent);
+	int r = ponyfs_sql_int(fs, &cookie, "UPDATE inodes SET next_cookie = next_cookie + 1 "
+			       "WHERE ino = ?1 RETURNING next_cookie - 1", 1, (int64_t)parent);
 
 	if (r >= 0)
-		r = ponyfs_sql(fs, "UPDATE inodes SET next_cookie = next_cookie + 1 WHERE ino = ?1",
-			       1, (int64_t)parent);
+		r = ponyfs_prepare(fs, "INSERT INTO dentries (parent, name, ino, cookie) "
+				   "VALUES (?1, ?2, ?3, ?4)", &s);
 	if (r < 0)
 		return r;
-	r = ponyfs_sqlite_errno(sqlite3_prepare_v2(fs->db, "INSERT INTO dentries (parent, name, ino, "
-				"cookie) VALUES (?1, ?2, ?3, ?4)", -1, &s, NULL));
-	if (r >= 0) {
-		sqlite3_bind_int64(s, 1, (int64_t)parent);
-		sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
-		sqlite3_bind_int64(s, 3, (int64_t)ino);
-		sqlite3_bind_int64(s, 4, cookie);
-		r = ponyfs_step_done(s);
-	}
-	sqlite3_finalize(s);
-	return r;
+	sqlite3_bind_int64(s, 1, (int64_t)parent);
+	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
+	sqlite3_bind_int64(s, 3, (int64_t)ino);
+	sqlite3_bind_int64(s, 4, cookie);
+	return ponyfs_step_done(s);
 }
 
 static int dentry_del(struct ponyfs *fs, uint64_t parent, const char *name)
 {
 	sqlite3_stmt *s = NULL;
-	int r = ponyfs_sqlite_errno(sqlite3_prepare_v2(fs->db,
-		"DELETE FROM dentries WHERE parent = ?1 AND name = ?2", -1, &s, NULL));
+	int r = ponyfs_prepare(fs,
+		"DELETE FROM dentries WHERE parent = ?1 AND name = ?2", &s);
 
 	if (r >= 0) {
 		sqlite3_bind_int64(s, 1, (int64_t)parent);
 		sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
 		r = ponyfs_step_done(s);
 	}
-	sqlite3_finalize(s);
+	sqlite3_reset(s);
 	return r;
 }
 
@@ -178,9 +172,9 @@ static int inode_create(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t p
 	if (r >= 0)
 		r = ponyfs_txn_begin_locked(fs);
 	if (r >= 0)
-		r = ponyfs_sqlite_errno(sqlite3_prepare_v2(fs->db, "INSERT INTO inodes (mode, uid, gid, "
+		r = ponyfs_prepare(fs, "INSERT INTO inodes (mode, uid, gid, "
 			"nlink, size, atime, mtime, ctime, btime, rdev, target) VALUES "
-			"(?1, ?2, ?3, ?4, ?5, ?6, ?6, ?6, ?6, ?7, ?8)", -1, &s, NULL));
+			"(?1, ?2, ?3, ?4, ?5, ?6, ?6, ?6, ?6, ?7, ?8)", &s);
 	if (r < 0)
 		return r;
 	sqlite3_bind_int64(s, 1, mode);
@@ -193,7 +187,7 @@ static int inode_create(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t p
 	if (target)
 		sqlite3_bind_blob(s, 8, target, (int)strlen(target), SQLITE_STATIC);
 	r = ponyfs_step_done(s);
-	sqlite3_finalize(s);
+	sqlite3_reset(s);
 	ino = (uint64_t)sqlite3_last_insert_rowid(fs->db);
 	if (r >= 0)
 		r = dentry_add(fs, parent, name, ino);
@@ -208,12 +202,15 @@ int ponyfs_create_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 			 const char *name, mode_t mode, dev_t rdev, const char *target,
 			 struct vfs_entry *ret)
 {
+	struct ponyfs_acl_inherit acl;
 	uint64_t ino;
-	int r;
+	int r = ponyfs_acl_create_locked(fs, ctx, parent, &mode, &acl);
 
-	if (!S_ISLNK(mode))
-		mode = (mode & S_IFMT) | (mode & 07777 & ~ctx->umask);
-	r = inode_create(fs, ctx, parent, name, mode, rdev, target, &ino);
+	if (r >= 0)
+		r = inode_create(fs, ctx, parent, name, mode, rdev, target, &ino);
+	if (r >= 0)
+		r = ponyfs_acl_inherit_locked(fs, ino, &acl);
+	ponyfs_acl_inherit_done(&acl);
 	return r < 0 ? r : entry_fill(fs, ino, ret);
 }
 
@@ -273,11 +270,10 @@ static int inode_unref(struct ponyfs *fs, uint64_t ino, bool dir)
 {
 	struct ponyfs_inode *in = ponyfs_inode_find(fs, ino);
 	int64_t nlink;
-	int r = ponyfs_sql(fs, "UPDATE inodes SET nlink = nlink - ?3, ctime = ?2 WHERE ino = ?1", 3,
-			   (int64_t)ino, ponyfs_now(), (int64_t)(dir ? 2 : 1));
+	int r = ponyfs_sql_int(fs, &nlink, "UPDATE inodes SET nlink = nlink - ?3, ctime = ?2 "
+			       "WHERE ino = ?1 RETURNING nlink", 3, (int64_t)ino, ponyfs_now(),
+			       (int64_t)(dir ? 2 : 1));
 
-	if (r >= 0)
-		r = ponyfs_sql_int(fs, &nlink, "SELECT nlink FROM inodes WHERE ino = ?1", 1, (int64_t)ino);
 	if (r < 0 || nlink > 0)
 		return r;
 	if (in && in->opens)
@@ -428,10 +424,11 @@ int ponyfs_rename_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 		r = dentry_del(fs, parent, name);
 	if (r >= 0)
 		r = dentry_add(fs, newparent, newname, src);
-	if (r >= 0)
+	if (r >= 0 && parent != newparent)
 		r = touch_dir(fs, parent, S_ISDIR(ms) ? -1 : 0);
 	if (r >= 0)
-		r = touch_dir(fs, newparent, (S_ISDIR(ms) ? 1 : 0) - (replace && S_ISDIR(md) ? 1 : 0));
+		r = touch_dir(fs, newparent, (parent != newparent && S_ISDIR(ms) ? 1 : 0) -
+			      (replace && S_ISDIR(md) ? 1 : 0));
 	if (r >= 0)
 		r = ponyfs_sql(fs, "UPDATE inodes SET ctime = ?2 WHERE ino = ?1", 2, (int64_t)src,
 			       ponyfs_now());
@@ -465,9 +462,9 @@ int ponyfs_readdir_locked(struct ponyfs *fs, uint64_t ino, uint64_t cookie,
 		ret[n++] = (struct ponyfs_dirent){ strdup("."), ino, DT_DIR, 1 };
 	if (cookie < 2)
 		ret[n++] = (struct ponyfs_dirent){ strdup(".."), (uint64_t)up, DT_DIR, 2 };
-	r = ponyfs_sqlite_errno(sqlite3_prepare_v2(fs->db,
+	r = ponyfs_prepare(fs,
 		"SELECT d.name, d.ino, i.mode, d.cookie FROM dentries d JOIN inodes i ON i.ino = d.ino "
-		"WHERE d.parent = ?1 AND d.cookie > ?2 ORDER BY d.cookie LIMIT ?3", -1, &s, NULL));
+		"WHERE d.parent = ?1 AND d.cookie > ?2 ORDER BY d.cookie LIMIT ?3", &s);
 	if (r < 0)
 		goto out;
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
@@ -486,7 +483,7 @@ int ponyfs_readdir_locked(struct ponyfs *fs, uint64_t ino, uint64_t cookie,
 			vfs_mode_to_dt((mode_t)sqlite3_column_int64(s, 2)),
 			(uint64_t)sqlite3_column_int64(s, 3) };
 	}
-	sqlite3_finalize(s);
+	sqlite3_reset(s);
 out:
 	for (size_t i = 0; i < n; i++) {
 		if (!ret[i].name && r >= 0)
@@ -503,8 +500,8 @@ out:
 int ponyfs_readlink_locked(struct ponyfs *fs, uint64_t ino, char *buf, size_t size)
 {
 	sqlite3_stmt *s = NULL;
-	int r = ponyfs_sqlite_errno(sqlite3_prepare_v2(fs->db,
-		"SELECT target, mode FROM inodes WHERE ino = ?1", -1, &s, NULL));
+	int r = ponyfs_prepare(fs,
+		"SELECT target, mode FROM inodes WHERE ino = ?1", &s);
 
 	if (r < 0)
 		return r;
@@ -518,6 +515,6 @@ int ponyfs_readlink_locked(struct ponyfs *fs, uint64_t ino, char *buf, size_t si
 		if (r > 0)
 			memcpy(buf, sqlite3_column_blob(s, 0), (size_t)r);
 	}
-	sqlite3_finalize(s);
+	sqlite3_reset(s);
 	return r;
 }

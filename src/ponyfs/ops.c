@@ -63,6 +63,8 @@ static int setattr_locked(struct ponyfs *fs, uint64_t ino, const struct vfs_seta
 	if (r >= 0 && (a->valid & VFS_SET_MODE))
 		r = ponyfs_sql(fs, "UPDATE inodes SET mode = (mode & ~4095) | ?2 WHERE ino = ?1", 2,
 			       (int64_t)ino, (int64_t)(a->mode & 07777));
+	if (r >= 0 && (a->valid & VFS_SET_MODE))
+		r = ponyfs_acl_chmod_locked(fs, ino, a->mode);
 	if (r >= 0 && (a->valid & VFS_SET_UID))
 		r = ponyfs_sql(fs, "UPDATE inodes SET uid = ?2 WHERE ino = ?1", 2, (int64_t)ino,
 			       (int64_t)a->uid);
@@ -415,14 +417,14 @@ static int xattr_check(struct ponyfs *fs, uint64_t ino, const char *name)
 	return ponyfs_fill_attr_locked(fs, ino, 0, &x);
 }
 
-static int getxattr_locked(struct ponyfs *fs, uint64_t ino, const char *name, void *buf, size_t size)
+int ponyfs_getxattr_locked(struct ponyfs *fs, uint64_t ino, const char *name, void *buf, size_t size)
 {
 	sqlite3_stmt *s = NULL;
 	int r = xattr_check(fs, ino, name);
 
 	if (r >= 0)
-		r = ponyfs_sqlite_errno(sqlite3_prepare_v2(fs->db,
-			"SELECT value FROM xattrs WHERE ino = ?1 AND name = ?2", -1, &s, NULL));
+		r = ponyfs_prepare(fs,
+			"SELECT value FROM xattrs WHERE ino = ?1 AND name = ?2", &s);
 	if (r < 0)
 		return r;
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
@@ -436,21 +438,21 @@ static int getxattr_locked(struct ponyfs *fs, uint64_t ino, const char *name, vo
 		else if (size && r)
 			memcpy(buf, sqlite3_column_blob(s, 0), (size_t)r);
 	}
-	sqlite3_finalize(s);
+	sqlite3_reset(s);
 	return r;
 }
 
 static int pf_getxattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, const char *name,
 		       void *buf, size_t size)
 {
-	return LOCKED(ponyfs_of(v), getxattr_locked(ponyfs_of(v), ino, name, buf, size));
+	return LOCKED(ponyfs_of(v), ponyfs_getxattr_locked(ponyfs_of(v), ino, name, buf, size));
 }
 
 static int setxattr_locked(struct ponyfs *fs, uint64_t ino, const char *name, const void *value,
 			   size_t size, int flags)
 {
 	sqlite3_stmt *s = NULL;
-	int exists = getxattr_locked(fs, ino, name, NULL, 0);
+	int exists = ponyfs_getxattr_locked(fs, ino, name, NULL, 0);
 	int r = exists == -ENODATA ? 0 : exists;
 
 	if (size > XATTR_VALUE_MAX)
@@ -462,15 +464,15 @@ static int setxattr_locked(struct ponyfs *fs, uint64_t ino, const char *name, co
 	if (r >= 0)
 		r = ponyfs_txn_begin_locked(fs);
 	if (r >= 0)
-		r = ponyfs_sqlite_errno(sqlite3_prepare_v2(fs->db,
-			"INSERT OR REPLACE INTO xattrs (ino, name, value) VALUES (?1, ?2, ?3)", -1, &s, NULL));
+		r = ponyfs_prepare(fs,
+			"INSERT OR REPLACE INTO xattrs (ino, name, value) VALUES (?1, ?2, ?3)", &s);
 	if (r < 0)
 		return r;
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
 	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
 	sqlite3_bind_blob(s, 3, size ? value : "", (int)size, SQLITE_STATIC);
 	r = ponyfs_step_done(s);
-	sqlite3_finalize(s);
+	sqlite3_reset(s);
 	if (r >= 0)
 		r = ponyfs_sql(fs, "UPDATE inodes SET ctime = ?2 WHERE ino = ?1", 2, (int64_t)ino,
 			       ponyfs_now());
@@ -480,6 +482,9 @@ static int setxattr_locked(struct ponyfs *fs, uint64_t ino, const char *name, co
 static int pf_setxattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, const char *name,
 		       const void *value, size_t size, int flags)
 {
+	if (ponyfs_acl_name(name))
+		return LOCKED(ponyfs_of(v), ponyfs_acl_set_locked(ponyfs_of(v), ino, name, value, size,
+								  flags));
 	return LOCKED(ponyfs_of(v), setxattr_locked(ponyfs_of(v), ino, name, value, size, flags));
 }
 
@@ -491,8 +496,8 @@ static int listxattr_locked(struct ponyfs *fs, uint64_t ino, char *buf, size_t s
 	int r = ponyfs_fill_attr_locked(fs, ino, 0, &x);
 
 	if (r >= 0)
-		r = ponyfs_sqlite_errno(sqlite3_prepare_v2(fs->db,
-			"SELECT name FROM xattrs WHERE ino = ?1 ORDER BY name", -1, &s, NULL));
+		r = ponyfs_prepare(fs,
+			"SELECT name FROM xattrs WHERE ino = ?1 ORDER BY name", &s);
 	if (r < 0)
 		return r;
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
@@ -510,7 +515,7 @@ static int listxattr_locked(struct ponyfs *fs, uint64_t ino, char *buf, size_t s
 		}
 		total += n + 1;
 	}
-	sqlite3_finalize(s);
+	sqlite3_reset(s);
 	return r < 0 ? r : (int)total;
 }
 
@@ -522,19 +527,19 @@ static int pf_listxattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, 
 static int removexattr_locked(struct ponyfs *fs, uint64_t ino, const char *name)
 {
 	sqlite3_stmt *s = NULL;
-	int r = getxattr_locked(fs, ino, name, NULL, 0);
+	int r = ponyfs_getxattr_locked(fs, ino, name, NULL, 0);
 
 	if (r >= 0)
 		r = ponyfs_txn_begin_locked(fs);
 	if (r >= 0)
-		r = ponyfs_sqlite_errno(sqlite3_prepare_v2(fs->db,
-			"DELETE FROM xattrs WHERE ino = ?1 AND name = ?2", -1, &s, NULL));
+		r = ponyfs_prepare(fs,
+			"DELETE FROM xattrs WHERE ino = ?1 AND name = ?2", &s);
 	if (r < 0)
 		return r;
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
 	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
 	r = ponyfs_step_done(s);
-	sqlite3_finalize(s);
+	sqlite3_reset(s);
 	return r;
 }
 
@@ -601,9 +606,9 @@ static int layout_locked(struct ponyfs *fs, uint64_t ino, uint64_t off, uint64_t
 {
 	sqlite3_stmt *s = NULL;
 	size_t k = 0;
-	int r = ponyfs_sqlite_errno(sqlite3_prepare_v2(fs->db,
+	int r = ponyfs_prepare(fs,
 		"SELECT foff, nblocks, pblock FROM extents WHERE ino = ?1 AND foff + nblocks > ?2 "
-		"AND foff < ?3 ORDER BY foff", -1, &s, NULL));
+		"AND foff < ?3 ORDER BY foff", &s);
 
 	if (r < 0)
 		return r;
@@ -619,7 +624,7 @@ static int layout_locked(struct ponyfs *fs, uint64_t ino, uint64_t off, uint64_t
 		memcpy(ret[k].device_uuid, fs->sb.uuid, 16);
 		k++;
 	}
-	sqlite3_finalize(s);
+	sqlite3_reset(s);
 	return (int)k;
 }
 

@@ -10,6 +10,7 @@
 
 #include "internal.h"
 #include "pony/volume.h"
+#include "pony/volume_repair.h"
 
 struct region {
 	struct bdev b;
@@ -68,4 +69,32 @@ int ponyfs_volume_region(struct volume *v, int cls, struct bdev **ret)
 	r->start = start;
 	*ret = &r->b;
 	return 0;
+}
+
+/*
+ * A block (BS bytes at off) that failed its checksum: each member is left
+ * out of a read in turn until the data matches crc; that member is then
+ * rewritten from the others and buf holds the good data. Returns the
+ * member repaired; -EOPNOTSUPP when b is not a volume region or has no
+ * redundancy; -EBADMSG when no copy or reconstruction matches.
+ */
+int ponyfs_region_repair(struct bdev *b, void *buf, uint64_t off, uint32_t crc)
+{
+	struct region *rg = (struct region *)b;
+	unsigned n;
+	int r = -EOPNOTSUPP;
+
+	if (b->ops != &region_ops)
+		return -EOPNOTSUPP;
+	n = volume_members_at(rg->v, rg->start + off);
+	for (unsigned m = 0; m < n; m++) {
+		r = volume_read_without(rg->v, m, buf, BS, rg->start + off);
+		if (r == -EOPNOTSUPP)
+			return r;
+		if (r < 0 || util_crc32c(0, buf, BS) != crc)
+			continue;
+		r = volume_rewrite_member(rg->v, m, rg->start + off, BS);
+		return r < 0 ? r : (int)m;
+	}
+	return -EBADMSG;
 }

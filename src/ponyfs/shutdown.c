@@ -88,6 +88,13 @@ static int gate_new(struct bdev *lower, struct bdev **ret)
 	return 0;
 }
 
+struct bdev *ponyfs_gate_lower(struct bdev *b)
+{
+	if (b->ops != &gate_ops)
+		return b;
+	return gate_is_cut(b) ? NULL : ((struct gate *)b)->lower;
+}
+
 int ponyfs_gates_open(struct ponyfs *fs, struct bdev *meta, struct bdev *data)
 {
 	int r = gate_new(meta, &fs->gates[0]);

@@ -315,6 +315,8 @@ int ponyfs_mount(struct bdev *meta, struct bdev *data, const struct ponyfs_optio
 	if (!fs)
 		return -ENOMEM;
 	fs->vfs.ops = &ponyfs_ops;
+	fs->report = opts ? opts->report : NULL;
+	fs->report_arg = opts ? opts->report_arg : NULL;
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_cond_init(&fs->timer_cond, NULL);
 	r = ponyfs_gates_open(fs, meta, data);

@@ -15,21 +15,5 @@ trap ponyfs_cleanup EXIT
 mkdir -p "$T/m"
 
 # pony_mount [OPTION...] IMG...: mounts at $T/m in the foreground, in the background.
-pony_mount() {
-	"$PONY" mount --foreground "$@" "$T/m" 2>>"$T/pony.log" &
-	PONY_PID=$!
-	for _ in $(seq 1 100); do
-		mountpoint -q "$T/m" && return 0
-		kill -0 "$PONY_PID" 2>/dev/null || fail "pony mount $* exited: $(cat "$T/pony.log")"
-		sleep 0.05
-	done
-	fail "pony mount did not come up"
-}
-
-pony_umount() {
-	# A close the kernel has not passed on yet can keep the mount busy a moment.
-	for _ in 1 2 3 4 5; do fusermount3 -u "$T/m" 2>"$T/umount.err" && break; sleep 0.2; done
-	mountpoint -q "$T/m" && fail "fusermount3 -u failed: $(cat "$T/umount.err")"
-	wait "$PONY_PID" || fail "pony exited $? after unmount: $(cat "$T/pony.log")"
-	PONY_PID=
-}
+pony_mount() { fuse_daemon_start "$T/m" "$T/pony.log" "pony mount $*" "$PONY" mount --foreground "$@" "$T/m"; }
+pony_umount() { fuse_daemon_stop "$T/m" "$T/pony.log"; }

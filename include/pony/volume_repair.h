@@ -1,0 +1,35 @@
+/*
+ * include/pony/volume_repair.h - reading around one member and rewriting
+ * it, for a layer above that knows better than the volume which copy is
+ * bad: ponyfs's block checksums. The volume alone cannot tell a silently
+ * corrupt member from a good one (md's scrub only sees that copies or
+ * parity disagree); a checksum can, and then asks for the other copies or
+ * a reconstruction from parity, and for the bad member to be rewritten.
+ */
+#ifndef PONY_VOLUME_REPAIR_H
+#define PONY_VOLUME_REPAIR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct volume;
+
+/* Members of the segment that holds volume byte off (0 when off is past the end). */
+unsigned volume_members_at(const struct volume *v, uint64_t off);
+
+/*
+ * Reads [off, off+len) (sector-aligned, inside one segment) as if member m
+ * of that segment were missing: from the other copies, or reconstructed
+ * from parity. -EOPNOTSUPP for targets without redundancy, -ENODEV when m
+ * is not a working member. The caller keeps writes to the segment out
+ * while it runs (they would skip m).
+ */
+int volume_read_without(struct volume *v, unsigned m, void *buf, size_t len, uint64_t off);
+
+/*
+ * Rewrites member m's part of the stripes (or chunks) that hold
+ * [off, off+len) from the other members: a rebuild of that range alone.
+ */
+int volume_rewrite_member(struct volume *v, unsigned m, uint64_t off, uint64_t len);
+
+#endif

@@ -1,0 +1,71 @@
+/*
+ * repair.c - a read that leaves one member out, and a rebuild of one
+ * member over a small range (include/pony/volume_repair.h). Both reuse the
+ * targets' own degraded-read and rebuild paths: the member is marked
+ * failed for the length of the read, exactly what a degraded read sees.
+ */
+#include <errno.h>
+
+#include "internal.h"
+#include "pony/util.h"
+#include "pony/volume_repair.h"
+
+static struct volume_seg *seg_at(const struct volume *v, uint64_t off)
+{
+	const struct volume_seg *s;
+
+	for (unsigned i = 0; (s = volume_seg_get(v, i)); i++)
+		if (off >= s->start && off - s->start < s->len)
+			return (struct volume_seg *)s;
+	return NULL;
+}
+
+unsigned volume_members_at(const struct volume *v, uint64_t off)
+{
+	const struct volume_seg *s = seg_at(v, off);
+
+	return s ? s->nmembers : 0;
+}
+
+static int check(struct volume_seg *s, unsigned m, uint64_t off, uint64_t len)
+{
+	if (!s || len > s->len - (off - s->start) || off % VOLUME_SECTOR || len % VOLUME_SECTOR)
+		return -EINVAL;
+	if (!s->ops->rebuild || !s->ops->unit)
+		return -EOPNOTSUPP;
+	if (m >= s->nmembers || !s->m[m].dev || volume_mstate(s, m) != VOLUME_MEMBER_OK)
+		return -ENODEV;
+	return 0;
+}
+
+int volume_read_without(struct volume *v, unsigned m, void *buf, size_t len, uint64_t off)
+{
+	struct volume_seg *s = seg_at(v, off);
+	int r = check(s, m, off, len);
+
+	if (r < 0)
+		return r;
+	/* Not volume_mfail(): this is no failure, and its hook would start a
+	 * rebuild onto an idle spare. */
+	__atomic_store_n(&s->m[m].state, VOLUME_MEMBER_FAILED, __ATOMIC_RELEASE);
+	r = volume_seg_io(s, false, buf, len, off - s->start);
+	__atomic_store_n(&s->m[m].state, VOLUME_MEMBER_OK, __ATOMIC_RELEASE);
+	return r;
+}
+
+int volume_rewrite_member(struct volume *v, unsigned m, uint64_t off, uint64_t len)
+{
+	struct volume_seg *s = seg_at(v, off);
+	int r = check(s, m, off, len);
+	uint64_t unit, a, e;
+
+	if (r < 0)
+		return r;
+	unit = s->ops->unit(s);
+	a = (off - s->start) / unit * unit;
+	e = MIN(s->len, DIV_ROUND_UP(off - s->start + len, unit) * unit);
+	pthread_mutex_lock(&s->lock);
+	r = s->ops->rebuild(s, m, a, e - a);
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
