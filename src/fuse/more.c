@@ -103,11 +103,13 @@ static void pf_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
  * POSIX ACLs: without FUSE_CAP_POSIX_ACL the kernel does not enforce them on
  * a FUSE mount, so offering them as plain xattrs would pretend it does.
  * EOPNOTSUPP says the truth, and ls and getfacl then stop asking on this
- * device: one request per mount, not one per file.
+ * device: one request per mount, not one per file. A mount with the
+ * posix_acl option (the kernel enforces them) passes them through.
  */
-static bool is_posix_acl(const char *name)
+static bool acl_refused(fuse_req_t req, const char *name)
 {
-	return !strncmp(name, "system.posix_acl_", 17);
+	return !((struct ponyfuse *)fuse_req_userdata(req))->opts.posix_acl &&
+	       !strncmp(name, "system.posix_acl_", 17);
 }
 
 /* getxattr and listxattr share the size-probe-or-copy protocol. */
@@ -130,7 +132,7 @@ static void pf_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	if (is_posix_acl(name)) {
+	if (acl_refused(req, name)) {
 		fuse_reply_err(req, EOPNOTSUPP);
 		return;
 	}
@@ -153,7 +155,7 @@ static void pf_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	for (int i = 0; i < n; i += (int)strlen(buf + i) + 1) {
 		size_t l = strlen(buf + i) + 1;
 
-		if (!is_posix_acl(buf + i)) {
+		if (!acl_refused(req, buf + i)) {
 			memmove(buf + kept, buf + i, l);
 			kept += (int)l;
 		}
@@ -168,7 +170,7 @@ static void pf_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 {
 	struct vfs_ctx ctx = { 0 };
 
-	if (is_posix_acl(name)) {
+	if (acl_refused(req, name)) {
 		fuse_reply_err(req, EOPNOTSUPP);
 		return;
 	}
@@ -180,7 +182,7 @@ static void pf_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
 	struct vfs_ctx ctx = { 0 };
 
-	if (is_posix_acl(name)) {
+	if (acl_refused(req, name)) {
 		fuse_reply_err(req, EOPNOTSUPP);
 		return;
 	}
