@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "cmd_ponyfs.h"
 #include "pony/fuse.h"
 #include "pony/ponyfs.h"
 #include "pony/util.h"
@@ -205,6 +204,11 @@ static int stand_open(char **paths, int n, struct stand *s)
 		if (r)
 			return r;
 		paths = found;
+		r = cli_ponyfs_lock_images(paths, n);
+		if (r) {
+			free_paths(found, n);
+			return r;
+		}
 	}
 	r = open_images(paths, n, devs);
 	if (r) {

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "cmd_ponyfs.h"
+#include "ponyfs.h"
 #include "pony/devdb.h"
 #include "pony/util.h"
 

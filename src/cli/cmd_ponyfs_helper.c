@@ -94,9 +94,11 @@ int cli_ponyfs_lock_images(char **paths, int n)
 	for (int i = 0; i < n; i++) {
 		/* Never closed: the lock lasts as long as this process (and the
 		 * daemon it forks into, which shares the open file). */
-		int fd = open(paths[i], O_RDONLY | O_CLOEXEC);
-		int waited = 0;
+		int fd, waited = 0;
 
+		if (cli_ponyfs_is_spec(paths[i]))
+			continue;       /* stand_open() locks the members it names */
+		fd = open(paths[i], O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			return cli_error("%s: %s", paths[i], strerror(errno));
 		while (flock(fd, LOCK_EX | LOCK_NB) < 0) {

@@ -1,6 +1,8 @@
 /*
  * ponyfs.h - what the ponyfs command files share: the mount(8) side of
- * `pony mount` (cmd_ponyfs_helper.c), used by cmd_ponyfs.c and main.c.
+ * `pony mount` (cmd_ponyfs_helper.c), used by cmd_ponyfs.c and main.c, and
+ * the member images of a volume named by UUID= or LABEL=, looked up in devdb
+ * (cmd_ponyfs_find.c).
  */
 #ifndef PONY_CLI_PONYFS_H
 #define PONY_CLI_PONYFS_H
@@ -52,5 +54,10 @@ int cli_ponyfs_format(const char *path, bool foreign);
 
 /* True when `pony ARG...` is mount.fuse3's call: `pony IMG MNT -o OPTS`. */
 bool cli_ponyfs_is_helper_call(int argc, char **argv);
+
+/* UUID=... or LABEL=...: a volume named through devdb, not a path. */
+bool cli_ponyfs_is_spec(const char *arg);
+/* The present members' paths (malloc'd, each too) in *ret_paths; a CLI exit code. */
+int cli_ponyfs_find_members(const char *spec, char ***ret_paths, int *ret_n, int max);
 
 #endif
