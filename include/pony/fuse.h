@@ -25,6 +25,8 @@ struct ponyfuse_options {
 	unsigned max_threads;           /* 0: libfuse's default */
 	bool noflush;                   /* no FLUSH on close(2): the instance's
 					 * flush does nothing a close needs */
+	bool no_opendir;                /* the instance's readdir takes VFS_NO_FH:
+					 * no OPENDIR/RELEASEDIR round trips */
 	bool no_selinux_xattr;          /* EOPNOTSUPP for security.selinux: the
 					 * host runs no SELinux, labels are inert */
 };

@@ -179,7 +179,8 @@ struct vfs_ops {
 	 * keeps its cookie while the directory is open (telldir/seekdir work),
 	 * and entries added or removed meanwhile never make another entry be
 	 * returned twice or skipped. Returns 0 (at the end, or when fill said
-	 * the buffer is full) or -errno.
+	 * the buffer is full) or -errno. An instance may accept VFS_NO_FH (no
+	 * opendir at all) and say so in its documentation.
 	 */
 	int (*readdir)(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
 		       uint64_t fh, uint64_t cookie, vfs_filldir_t fill, void *data);

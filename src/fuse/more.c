@@ -78,7 +78,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	r = VFS_CALL(d.pf->fs, readdir, &ctx, ino, fi->fh, (uint64_t)off, dirbuf_fill, &d);
+	r = VFS_CALL(d.pf->fs, readdir, &ctx, ino, d.pf->opts.no_opendir ? VFS_NO_FH : fi->fh,
+		     (uint64_t)off, dirbuf_fill, &d);
 	/* An error after some entries: hand those over, the error comes next time. */
 	if (r < 0 && d.used == 0)
 		fuse_reply_err(req, -r);

@@ -327,6 +327,12 @@ static void req_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 	uint64_t fh;
 	int r;
 
+	/* ENOSYS once: the kernel sends no OPENDIR and RELEASEDIR again, and
+	 * caches listings as cache_readdir below asks. */
+	if (pf_of(req)->opts.no_opendir) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
 	ctx_of(req, &ctx);
 	r = VFS_CALL(fs_of(req), opendir, &ctx, ino, &fh);
 	if (r < 0) {

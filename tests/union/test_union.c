@@ -251,6 +251,37 @@ static void test_readdir_cookies_survive_adds_and_removes(void **state)
 	VFS_FORGET(f->fs, d.ino, 1);
 }
 
+/* The FUSE front end lists union directories without opendir (no OPENDIR
+ * round trip): readdir by inode alone keeps the same cookie guarantees. */
+static void test_readdir_without_opendir_resumes_by_cookie(void **state)
+{
+	struct fixture *f = *state;
+	struct names all = { .n = 0 }, rest = { .n = 0 }, again = { .n = 0 };
+	struct vfs_entry d, e;
+
+	walk(f, "e", &d);
+	assert_int_equal(VFS_CALL(f->fs, readdir, &f->ctx, d.ino, VFS_NO_FH, 0, collect, &all),
+			 0);
+	assert_int_equal(all.n, 42);
+	assert_int_equal(VFS_CALL(f->fs, unlink, &f->ctx, d.ino, all.name[30]), 0);
+	assert_int_equal(VFS_CALL(f->fs, mknod, &f->ctx, d.ino, "added2", S_IFREG | 0644, 0, &e),
+			 0);
+	VFS_FORGET(f->fs, e.ino, 1);
+	/* Resuming after the 20th: the rest of the listing taken at cookie 0
+	 * (a snapshot, as opendir's), in order, nothing twice. */
+	assert_int_equal(VFS_CALL(f->fs, readdir, &f->ctx, d.ino, VFS_NO_FH, all.next[19],
+				  collect, &rest), 0);
+	for (int i = 20, j = 0; i < all.n; i++, j++)
+		assert_string_equal(rest.name[j], all.name[i]);
+	/* From cookie 0 again: a fresh listing. */
+	assert_int_equal(VFS_CALL(f->fs, readdir, &f->ctx, d.ino, VFS_NO_FH, 0, collect, &again),
+			 0);
+	assert_false(listed(&again, all.name[30]));
+	assert_true(listed(&again, "added2"));
+	assert_int_equal(again.n, 42);
+	VFS_FORGET(f->fs, d.ino, 1);
+}
+
 static void test_whiteout_and_opaque_dir_hide_lower_names(void **state)
 {
 	struct fixture *f = *state;
@@ -415,6 +446,7 @@ int main(void)
 		T(test_st_ino_is_stable_across_copy_up_and_rebuild),
 		T(test_hard_links_stay_one_inode_after_copy_up_and_rebuild),
 		T(test_readdir_cookies_survive_adds_and_removes),
+		T(test_readdir_without_opendir_resumes_by_cookie),
 		T(test_whiteout_and_opaque_dir_hide_lower_names),
 		T(test_directory_rename_keeps_lower_contents),
 		T(test_exchange_of_merged_directories_keeps_both_lowers),
