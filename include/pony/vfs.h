@@ -31,7 +31,7 @@
 #include <sys/statvfs.h>
 #include <sys/types.h>
 
-#define VFS_OPS_VERSION 3
+#define VFS_OPS_VERSION 4
 #define VFS_ROOT_INO 1ull
 #define VFS_NO_FH UINT64_MAX    /* statx/setattr without an open file */
 
@@ -246,6 +246,13 @@ struct vfs_ops {
 	 * the whole text, which may exceed size (then buf holds a prefix).
 	 */
 	int (*counters)(struct vfs *fs, char *buf, size_t size);
+	/*
+	 * A host descriptor with an open file's data at the same offsets, for
+	 * reads without a copy through the caller (the FUSE front end splices
+	 * from it); borrowed, valid until fh is released. -EOPNOTSUPP where
+	 * the data is no host file's.
+	 */
+	int (*data_fd)(struct vfs *fs, uint64_t ino, uint64_t fh);
 };
 
 /* The instance header: every instance embeds it first. */

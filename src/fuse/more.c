@@ -299,7 +299,7 @@ void ponyfuse_init(void *userdata, struct fuse_conn_info *conn)
 	struct ponyfuse *pf = userdata;
 	unsigned want = FUSE_CAP_READDIRPLUS | FUSE_CAP_IOCTL_DIR | FUSE_CAP_DONT_MASK |
 			FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_PARALLEL_DIROPS |
-			FUSE_CAP_ASYNC_READ | FUSE_CAP_CACHE_SYMLINKS;
+			FUSE_CAP_ASYNC_READ | FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_SPLICE_WRITE;
 
 	if (pf->opts.writeback)
 		want |= FUSE_CAP_WRITEBACK_CACHE;

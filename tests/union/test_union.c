@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
@@ -195,6 +196,34 @@ static void test_hard_links_stay_one_inode_after_copy_up_and_rebuild(void **stat
 	assert_int_equal(a.ino, b.ino);
 	VFS_FORGET(f->fs, a.ino, 1);
 	VFS_FORGET(f->fs, b.ino, 1);
+}
+
+/* The descriptor the FUSE front end splices reads from holds the bytes
+ * read gives: the lower's before copy-up, the upper's after. */
+static void test_data_fd_holds_what_read_gives(void **state)
+{
+	struct fixture *f = *state;
+	char buf[16] = { 0 };
+	struct vfs_entry e;
+	uint64_t fh;
+	int fd;
+
+	walk(f, "d/x", &e);
+	assert_int_equal(VFS_CALL(f->fs, open, &f->ctx, e.ino, O_RDONLY, &fh), 0);
+	fd = VFS_CALL(f->fs, data_fd, e.ino, fh);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, buf, sizeof(buf), 0), 2);
+	assert_string_equal(buf, "x\n");
+	VFS_CALL(f->fs, release, e.ino, fh);
+	assert_int_equal(VFS_CALL(f->fs, open, &f->ctx, e.ino, O_RDWR, &fh), 0);
+	assert_int_equal(VFS_CALL(f->fs, write, e.ino, fh, "up", 2, 0), 2);
+	fd = VFS_CALL(f->fs, data_fd, e.ino, fh);
+	assert_true(fd >= 0);
+	memset(buf, 0, sizeof(buf));
+	assert_int_equal(pread(fd, buf, sizeof(buf), 0), 2);
+	assert_string_equal(buf, "up");
+	VFS_CALL(f->fs, release, e.ino, fh);
+	VFS_FORGET(f->fs, e.ino, 1);
 }
 
 struct names { char name[128][16]; uint64_t next[128]; int n; };
@@ -445,6 +474,7 @@ int main(void)
 		T(test_copy_up_keeps_data_mode_times_and_xattrs),
 		T(test_st_ino_is_stable_across_copy_up_and_rebuild),
 		T(test_hard_links_stay_one_inode_after_copy_up_and_rebuild),
+		T(test_data_fd_holds_what_read_gives),
 		T(test_readdir_cookies_survive_adds_and_removes),
 		T(test_readdir_without_opendir_resumes_by_cookie),
 		T(test_whiteout_and_opaque_dir_hide_lower_names),
