@@ -258,7 +258,7 @@ static int lio_listio_common(int mode, struct aiocb *const list[], int nent,
 		return fail(-EAGAIN);
 	lio->refs = 1;
 	lio->individual = individual;
-	lio->pid = getpid();
+	lio->pid = aio_getpid();
 	lio->notify = mode == LIO_NOWAIT && sev && sev->sigev_notify != SIGEV_NONE;
 	if (lio->notify)
 		lio->sev = *sev;
