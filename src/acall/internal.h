@@ -141,6 +141,7 @@ struct acall_ring {
 	 * another thread holds the CQ (the holder wakes them as it leaves). */
 	_Atomic unsigned ext_gen;
 	_Atomic unsigned ext_busy;
+	_Atomic uint32_t *_Atomic ext_word; /* the word they sleep on */
 	pthread_t reaper;
 	bool reaper_started;
 	_Atomic uint32_t reaper_word;
@@ -187,6 +188,9 @@ unsigned acall_uring_reap(struct acall_ring *ring, bool wait);
 int acall_uring_wait_timed(struct acall_ring *ring, _Atomic uint32_t *word, uint32_t val,
 			   const struct timespec *timeout);
 void acall_uring_kick(struct acall_ring *ring);
+/* Every holder of cq_lock leaves through here: it wakes the
+ * acall_reap_wait() callers that found the CQ busy, so one takes it. */
+void acall_cq_unlock(struct acall_ring *ring);
 void acall_uring_cancel(struct acall_ring *ring, struct acall_op *op);
 /* The registered personality for cred (registered on first use), or -errno. */
 int acall_uring_personality(struct acall_ring *ring, const struct acall_cred *cred);

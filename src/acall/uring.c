@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -18,7 +19,9 @@
 #endif
 #define REAP_BATCH 64
 /* The reaper stands aside while acall_reap_wait() callers came by within
- * this long: they reap the CQ themselves (see reaper_main()). */
+ * this long: they reap the CQ themselves (see reaper_main()).
+ * PONY_ACALL_REAPER_STANDBY_US changes it (tests make it long, so that a
+ * lost wake-up shows as a hang rather than a delay). */
 #define REAPER_STANDBY_NS 2000000L
 
 int acall_uring_init(struct acall_ring *ring, unsigned entries)
@@ -148,7 +151,7 @@ static int submit_sq_locked(struct acall_ring *ring)
 		pthread_mutex_unlock(&ring->sq_lock);
 		if (!pthread_mutex_trylock(&ring->cq_lock)) {
 			acall_uring_reap(ring, false);
-			pthread_mutex_unlock(&ring->cq_lock);
+			acall_cq_unlock(ring);
 		} else {
 			sched_yield();
 		}
@@ -368,10 +371,19 @@ out:
  * standing aside loses no completion; it only delays callbacks by up to
  * twice REAPER_STANDBY_NS when those callers stop coming.
  */
+static long reaper_standby_ns(void)
+{
+	const char *e = getenv("PONY_ACALL_REAPER_STANDBY_US");
+	long us = e ? strtol(e, NULL, 10) : 0;
+
+	return us > 0 && us < 3600000000L ? us * 1000 : REAPER_STANDBY_NS;
+}
+
 static void *reaper_main(void *arg)
 {
 	struct acall_ring *ring = arg;
 	unsigned gen = atomic_load(&ring->ext_gen);
+	long standby = reaper_standby_ns();
 
 	for (;;) {
 		uint32_t seen = atomic_load(&ring->reaper_word);
@@ -386,13 +398,13 @@ static void *reaper_main(void *arg)
 		g = atomic_load(&ring->ext_gen);
 		if (g != gen && !ring->stopping) {
 			gen = g;
-			acall_futex_wait(&ring->reaper_word, seen, REAPER_STANDBY_NS);
+			acall_futex_wait(&ring->reaper_word, seen, standby);
 			continue;
 		}
 		pthread_mutex_lock(&ring->cq_lock);
 		if (atomic_load(&ring->uring_cb_inflight))
 			acall_uring_reap(ring, true);
-		pthread_mutex_unlock(&ring->cq_lock);
+		acall_cq_unlock(ring);
 	}
 	return NULL;
 }

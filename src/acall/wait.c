@@ -75,7 +75,7 @@ static void wait_for(struct acall_ring *ring, struct acall_waiter *w)
 				atomic_store(&ring->leader_ringwide, w->op == NULL);
 				acall_uring_reap(ring, true);
 			}
-			pthread_mutex_unlock(&ring->cq_lock);
+			acall_cq_unlock(ring);
 			continue;
 		}
 		/* Rather than sleep while workers have quick ops queued, run
@@ -186,7 +186,7 @@ static void reap_nowait(struct acall_ring *ring)
 		return;
 	if (!pthread_mutex_trylock(&ring->cq_lock)) {
 		acall_uring_reap(ring, false);
-		pthread_mutex_unlock(&ring->cq_lock);
+		acall_cq_unlock(ring);
 	}
 }
 
@@ -308,6 +308,7 @@ int acall_reap_wait(struct acall_ring *ring, _Atomic uint32_t *word, uint32_t va
 	}
 	/* Counted before the try: a holder that leaves after it failed sees
 	 * the count (it reads it after unlocking) and wakes it. */
+	atomic_store(&ring->ext_word, word);
 	atomic_fetch_add(&ring->ext_busy, 1);
 	if (pthread_mutex_trylock(&ring->cq_lock)) {
 		r = word_wait(word, val, timeout);
@@ -318,19 +319,27 @@ int acall_reap_wait(struct acall_ring *ring, _Atomic uint32_t *word, uint32_t va
 	reap_holding = true;
 	r = reap_and_sleep(ring, word, val, timeout);
 	reap_holding = false;
-	pthread_mutex_unlock(&ring->cq_lock);
-	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load(&ring->ext_busy)) {
-		/* Those sleeping on word because this thread held the CQ:
-		 * one of them takes it now. */
-		atomic_fetch_add(word, 1);
-		syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
-	}
+	acall_cq_unlock(ring);
 	/* And acall_wait()ers of the ring, as a leaving leader does. */
 	pthread_mutex_lock(&ring->lock);
 	handover_locked(ring);
 	pthread_mutex_unlock(&ring->lock);
 	return r;
+}
+
+void acall_cq_unlock(struct acall_ring *ring)
+{
+	_Atomic uint32_t *word;
+
+	pthread_mutex_unlock(&ring->cq_lock);
+	atomic_thread_fence(memory_order_seq_cst);
+	if (!atomic_load(&ring->ext_busy))
+		return;
+	/* Callers that slept on their word because the CQ was held: one of
+	 * them takes it now. */
+	word = atomic_load(&ring->ext_word);
+	atomic_fetch_add(word, 1);
+	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
 void acall_reap_wake(struct acall_ring *ring)
