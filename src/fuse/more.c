@@ -126,8 +126,9 @@ static void reply_xattr(fuse_req_t req, int n, const char *buf, size_t size)
 static void pf_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
 	_cleanup_(freep) char *buf = size ? malloc(size) : NULL;
-	struct vfs_ctx ctx = { 0 };
+	struct vfs_ctx ctx;
 
+	ponyfuse_ctx(req, &ctx);
 	if (size && !buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
@@ -143,9 +144,10 @@ static void pf_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 static void pf_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	_cleanup_(freep) char *buf = malloc(XATTR_LIST_MAX);
-	struct vfs_ctx ctx = { 0 };
+	struct vfs_ctx ctx;
 	int n, kept = 0;
 
+	ponyfuse_ctx(req, &ctx);
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
@@ -168,8 +170,9 @@ static void pf_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 static void pf_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 			size_t size, int flags)
 {
-	struct vfs_ctx ctx = { 0 };
+	struct vfs_ctx ctx;
 
+	ponyfuse_ctx(req, &ctx);
 	if (acl_refused(req, name)) {
 		fuse_reply_err(req, EOPNOTSUPP);
 		return;
@@ -180,8 +183,9 @@ static void pf_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 
 static void pf_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
-	struct vfs_ctx ctx = { 0 };
+	struct vfs_ctx ctx;
 
+	ponyfuse_ctx(req, &ctx);
 	if (acl_refused(req, name)) {
 		fuse_reply_err(req, EOPNOTSUPP);
 		return;

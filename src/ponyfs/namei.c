@@ -165,10 +165,13 @@ static int inode_create(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t p
 	sqlite3_stmt *s = NULL;
 	int64_t now = ponyfs_now();
 	uint64_t ino;
+	gid_t gid;
 	int r = check_dir_name(fs, parent, name);
 
 	if (r >= 0 && dentry_ino(fs, parent, name, &ino) >= 0)
 		r = -EEXIST;
+	if (r >= 0)
+		r = ponyfs_new_owner_locked(fs, ctx, parent, &mode, &gid);
 	if (r >= 0)
 		r = ponyfs_txn_begin_locked(fs);
 	if (r >= 0)
@@ -179,7 +182,7 @@ static int inode_create(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t p
 		return r;
 	sqlite3_bind_int64(s, 1, mode);
 	sqlite3_bind_int64(s, 2, ctx->uid);
-	sqlite3_bind_int64(s, 3, ctx->gid);
+	sqlite3_bind_int64(s, 3, gid);
 	sqlite3_bind_int64(s, 4, S_ISDIR(mode) ? 2 : 1);
 	sqlite3_bind_int64(s, 5, target ? (int64_t)strlen(target) : 0);
 	sqlite3_bind_int64(s, 6, now);
@@ -243,8 +246,9 @@ int ponyfs_link_locked(struct ponyfs *fs, uint64_t ino, uint64_t newparent, cons
 	if (r >= 0)
 		r = dentry_add(fs, newparent, newname, ino);
 	if (r >= 0)
-		r = ponyfs_sql(fs, "UPDATE inodes SET nlink = nlink + 1, ctime = ?2 WHERE ino = ?1",
-			       2, (int64_t)ino, ponyfs_now());
+		r = ponyfs_sql(fs, "UPDATE inodes SET nlink = nlink + 1 WHERE ino = ?1", 1, (int64_t)ino);
+	if (r >= 0)
+		r = ponyfs_ctime_locked(fs, ino, ponyfs_now());
 	if (r >= 0)
 		r = touch_dir(fs, newparent, 0);
 	return r < 0 ? r : entry_fill(fs, ino, ret);
@@ -270,10 +274,12 @@ static int inode_unref(struct ponyfs *fs, uint64_t ino, bool dir)
 {
 	struct ponyfs_inode *in = ponyfs_inode_find(fs, ino);
 	int64_t nlink;
-	int r = ponyfs_sql_int(fs, &nlink, "UPDATE inodes SET nlink = nlink - ?3, ctime = ?2 "
-			       "WHERE ino = ?1 RETURNING nlink", 3, (int64_t)ino, ponyfs_now(),
+	int r = ponyfs_sql_int(fs, &nlink, "UPDATE inodes SET nlink = nlink - ?2 "
+			       "WHERE ino = ?1 RETURNING nlink", 2, (int64_t)ino,
 			       (int64_t)(dir ? 2 : 1));
 
+	if (r >= 0)
+		r = ponyfs_ctime_locked(fs, ino, ponyfs_now());
 	if (r < 0 || nlink > 0)
 		return r;
 	if (in && in->opens)
@@ -430,8 +436,7 @@ int ponyfs_rename_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 		r = touch_dir(fs, newparent, (parent != newparent && S_ISDIR(ms) ? 1 : 0) -
 			      (replace && S_ISDIR(md) ? 1 : 0));
 	if (r >= 0)
-		r = ponyfs_sql(fs, "UPDATE inodes SET ctime = ?2 WHERE ino = ?1", 2, (int64_t)src,
-			       ponyfs_now());
+		r = ponyfs_ctime_locked(fs, src, ponyfs_now());
 	if (r >= 0 && (flags & RENAME_WHITEOUT)) {
 		uint64_t wh;
 
