@@ -157,6 +157,45 @@ static int dentry_del(struct ponyfs *fs, uint64_t parent, const char *name)
 	return r;
 }
 
+/*
+ * Moves an entry to a new name. Within one directory it keeps its cookie,
+ * so a reader between two readdir calls sees it once, under one name or
+ * the other: generic/736 renames every entry as it reads it, and with a new
+ * cookie each one came back at the end, again and again.
+ */
+static int dentry_move(struct ponyfs *fs, uint64_t parent, const char *name,
+		       uint64_t newparent, const char *newname, uint64_t ino)
+{
+	sqlite3_stmt *s = NULL;
+	int r;
+
+	if (parent != newparent) {
+		r = dentry_del(fs, parent, name);
+		return r < 0 ? r : dentry_add(fs, newparent, newname, ino);
+	}
+	r = ponyfs_prepare(fs, "UPDATE dentries SET name = ?3 WHERE parent = ?1 AND name = ?2", &s);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(s, 1, (int64_t)parent);
+	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
+	sqlite3_bind_blob(s, 3, newname, (int)strlen(newname), SQLITE_STATIC);
+	return ponyfs_step_done(s);
+}
+
+/* Points an existing entry at another inode; it keeps its name and cookie. */
+static int dentry_set_ino(struct ponyfs *fs, uint64_t parent, const char *name, uint64_t ino)
+{
+	sqlite3_stmt *s = NULL;
+	int r = ponyfs_prepare(fs, "UPDATE dentries SET ino = ?3 WHERE parent = ?1 AND name = ?2", &s);
+
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(s, 1, (int64_t)parent);
+	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
+	sqlite3_bind_int64(s, 3, (int64_t)ino);
+	return ponyfs_step_done(s);
+}
+
 /* A new inode named name in parent; its id in *ret_ino. */
 static int inode_create(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
 			const char *name, mode_t mode, dev_t rdev, const char *target,
@@ -361,14 +400,11 @@ static int rename_exchange(struct ponyfs *fs, uint64_t p1, const char *n1, uint6
 		r = writeback_ino(fs, i1);
 	if (r >= 0)
 		r = writeback_ino(fs, i2);
+	/* Both names stay where they are in their directories' cookie order. */
 	if (r >= 0)
-		r = dentry_del(fs, p1, n1);
+		r = dentry_set_ino(fs, p1, n1, i2);
 	if (r >= 0)
-		r = dentry_del(fs, p2, n2);
-	if (r >= 0)
-		r = dentry_add(fs, p1, n1, i2);
-	if (r >= 0)
-		r = dentry_add(fs, p2, n2, i1);
+		r = dentry_set_ino(fs, p2, n2, i1);
 	if (r >= 0 && p1 != p2) {
 		int d = !!S_ISDIR(m2) - !!S_ISDIR(m1);
 
@@ -427,9 +463,7 @@ int ponyfs_rename_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 	if (r >= 0 && replace)
 		r = inode_unref(fs, dst, S_ISDIR(md));
 	if (r >= 0)
-		r = dentry_del(fs, parent, name);
-	if (r >= 0)
-		r = dentry_add(fs, newparent, newname, src);
+		r = dentry_move(fs, parent, name, newparent, newname, src);
 	if (r >= 0 && parent != newparent)
 		r = touch_dir(fs, parent, S_ISDIR(ms) ? -1 : 0);
 	if (r >= 0)

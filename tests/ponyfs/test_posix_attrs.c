@@ -192,6 +192,56 @@ static void test_link_and_removexattr_move_ctime(void **state)
 	assert_true(ctime_of(f->fs, e.ino) > before);
 }
 
+struct names { char name[64][16]; int n; int stop_after; uint64_t last; };
+
+static int collect(void *data, const char *name, uint64_t ino, unsigned type, uint64_t next)
+{
+	struct names *s = data;
+
+	if ((s->stop_after && s->n == s->stop_after) || s->n == 64)
+		return 1;
+	snprintf(s->name[s->n++], 16, "%s", name);
+	s->last = next;
+	return 0;
+}
+
+static int count_of(const struct names *s, const char *name)
+{
+	int k = 0;
+
+	for (int i = 0; i < s->n; i++)
+		k += !strcmp(s->name[i], name);
+	return k;
+}
+
+static void test_rename_in_a_directory_keeps_the_readdir_cookie(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_ctx c = user_ctx(0, 0);
+	struct names a = { .stop_after = 5 }, b = { 0 };
+	char name[16];
+
+	for (int i = 0; i < 10; i++) {
+		snprintf(name, sizeof(name), "f%d", i);
+		assert_int_equal(test_put(f->fs, name, "x", 1), 0);
+	}
+	assert_int_equal(VFS_CALL(f->fs, readdir, &c, VFS_ROOT_INO, 0, 0, collect, &a), 0);
+	assert_string_equal(a.name[4], "f2");   /* ".", "..", f0, f1, f2 seen */
+	/* Seen and unseen entries renamed, one over another, two exchanged. */
+	assert_int_equal(VFS_CALL(f->fs, rename, &c, VFS_ROOT_INO, "f0", VFS_ROOT_INO, "f0.r", 0), 0);
+	assert_int_equal(VFS_CALL(f->fs, rename, &c, VFS_ROOT_INO, "f6", VFS_ROOT_INO, "f6.r", 0), 0);
+	assert_int_equal(VFS_CALL(f->fs, rename, &c, VFS_ROOT_INO, "f1", VFS_ROOT_INO, "f8", 0), 0);
+	assert_int_equal(VFS_CALL(f->fs, rename, &c, VFS_ROOT_INO, "f2", VFS_ROOT_INO, "f7",
+				  RENAME_EXCHANGE), 0);
+	assert_int_equal(VFS_CALL(f->fs, readdir, &c, VFS_ROOT_INO, 0, a.last, collect, &b), 0);
+	assert_int_equal(count_of(&b, "f0.r"), 0);      /* already seen as f0 */
+	assert_int_equal(count_of(&b, "f8"), 0);        /* replaced by f1, seen */
+	assert_int_equal(count_of(&b, "f2"), 0);        /* its slot was seen */
+	assert_int_equal(count_of(&b, "f6.r"), 1);      /* in f6's place */
+	assert_int_equal(count_of(&b, "f7"), 1);
+	assert_int_equal(b.n, 6);               /* f3, f4, f5, f6.r, f7, f9 */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -200,6 +250,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unprivileged_changes_drop_setid_bits, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_link_and_removexattr_move_ctime, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rename_in_a_directory_keeps_the_readdir_cookie,
+						setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
