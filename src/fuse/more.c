@@ -304,6 +304,8 @@ void ponyfuse_init(void *userdata, struct fuse_conn_info *conn)
 		want |= FUSE_CAP_WRITEBACK_CACHE;
 	if (pf->opts.posix_acl)
 		want |= FUSE_CAP_POSIX_ACL;
+	if (pf->opts.export_support)
+		want |= FUSE_CAP_EXPORT_SUPPORT;
 	conn->want |= want & conn->capable;
 	/* readdirplus always: pony's lookups are cheap, LOOKUP round trips are not. */
 	conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;

@@ -256,12 +256,36 @@ int ponyfs_create_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 	return r < 0 ? r : entry_fill(fs, ino, ret);
 }
 
+/* The directory above dir (the root is its own), for lookup(dir, ".."). */
+static int dir_parent(struct ponyfs *fs, uint64_t dir, uint64_t *ret)
+{
+	int64_t up = (int64_t)dir;
+	int r = dir == VFS_ROOT_INO ? 0 :
+		ponyfs_sql_int(fs, &up, "SELECT parent FROM dentries WHERE ino = ?1 LIMIT 1", 1,
+			       (int64_t)dir);
+
+	if (r >= 0)
+		*ret = (uint64_t)up;
+	return r;
+}
+
 int ponyfs_lookup_locked(struct ponyfs *fs, uint64_t parent, const char *name,
 			 struct vfs_entry *ret)
 {
 	uint64_t ino;
-	int r = check_dir_name(fs, parent, name);
+	int r;
 
+	/* FUSE's export protocol: "." names the id itself, any file, even one
+	 * whose last name is gone but is still open; ".." a directory's parent. */
+	if (!strcmp(name, "."))
+		return entry_fill(fs, parent, ret);
+	if (!strcmp(name, "..")) {
+		r = check_dir_name(fs, parent, NULL);
+		if (r >= 0)
+			r = dir_parent(fs, parent, &ino);
+		return r < 0 ? r : entry_fill(fs, ino, ret);
+	}
+	r = check_dir_name(fs, parent, name);
 	if (r >= 0)
 		r = dentry_ino(fs, parent, name, &ino);
 	return r < 0 ? r : entry_fill(fs, ino, ret);
@@ -488,19 +512,17 @@ int ponyfs_readdir_locked(struct ponyfs *fs, uint64_t ino, uint64_t cookie,
 			  struct ponyfs_dirent *ret, size_t max)
 {
 	sqlite3_stmt *s = NULL;
-	int64_t up = (int64_t)ino;
+	uint64_t up = ino;
 	size_t n = 0;
 	int r = check_dir_name(fs, ino, NULL);
 
 	if (r < 0)
 		return r;
-	if (ino != VFS_ROOT_INO)
-		ponyfs_sql_int(fs, &up, "SELECT parent FROM dentries WHERE ino = ?1 LIMIT 1", 1,
-			       (int64_t)ino);
+	dir_parent(fs, ino, &up);
 	if (cookie < 1)
 		ret[n++] = (struct ponyfs_dirent){ strdup("."), ino, DT_DIR, 1 };
 	if (cookie < 2)
-		ret[n++] = (struct ponyfs_dirent){ strdup(".."), (uint64_t)up, DT_DIR, 2 };
+		ret[n++] = (struct ponyfs_dirent){ strdup(".."), up, DT_DIR, 2 };
 	r = ponyfs_prepare(fs,
 		"SELECT d.name, d.ino, i.mode, d.cookie FROM dentries d JOIN inodes i ON i.ino = d.ino "
 		"WHERE d.parent = ?1 AND d.cookie > ?2 ORDER BY d.cookie LIMIT ?3", &s);
