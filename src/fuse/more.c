@@ -309,6 +309,12 @@ void ponyfuse_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want |= want & conn->capable;
 	/* readdirplus always: pony's lookups are cheap, LOOKUP round trips are not. */
 	conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
+	/* Synchronous direct I/O: with FUSE_CAP_ASYNC_DIO an AIO or io_uring
+	 * direct write completes after the kernel dropped the file's cached
+	 * pages, so a buffered reader running meanwhile leaves pages with the
+	 * old data behind (generic/451). Without it the kernel drops them
+	 * after the write reached us. */
+	conn->want &= ~FUSE_CAP_ASYNC_DIO;
 	conn->max_readahead = 1 << 20;
 }
 
