@@ -265,9 +265,11 @@ static void wake_all(void)
 	atomic_fetch_add(&aio.seq, 1);
 	if (wake_held) {
 		wake_due = true;
-	} else if (atomic_load(&aio.sleepers)) {
-		syscall(SYS_futex, &aio.seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
-		/* And a thread sleeping in the ring (aio_wait_seq()). */
+	} else {
+		/* Threads on the plain futex (aio_wait_seq() in a signal
+		 * handler), then those in acall_reap_wait(). */
+		if (atomic_load(&aio.sleepers))
+			syscall(SYS_futex, &aio.seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 		if (aio.ring)
 			acall_reap_wake(aio.ring);
 	}
@@ -545,7 +547,9 @@ int aio_wait_seq(uint32_t seq, const struct timespec *timeout)
 	 * callbacks would take aio.lock inside its own critical section. */
 	if (ring && !aio_busy)
 		return acall_reap_wait(ring, &aio.seq, seq, timeout);
+	atomic_fetch_add(&aio.sleepers, 1);
 	r = syscall(SYS_futex, &aio.seq, FUTEX_WAIT_PRIVATE, seq, timeout, NULL, 0);
+	atomic_fetch_sub(&aio.sleepers, 1);
 	if (r < 0 && (errno == EINTR || errno == ETIMEDOUT))
 		return -errno;
 	return 0;
@@ -595,7 +599,6 @@ static void cancel_wait(struct aio_req **wait, unsigned n, bool *notcanceled, bo
 	end.tv_nsec += AIO_CANCEL_WAIT_NS;
 	end.tv_sec += end.tv_nsec / 1000000000;
 	end.tv_nsec %= 1000000000;
-	atomic_fetch_add(&aio.sleepers, 1);
 	while (left) {
 		uint32_t seq = atomic_load(&aio.seq);
 		struct timespec rel;
@@ -614,7 +617,6 @@ static void cancel_wait(struct aio_req **wait, unsigned n, bool *notcanceled, bo
 		rel.tv_nsec = ns % 1000000000;
 		aio_wait_seq(seq, &rel);
 	}
-	atomic_fetch_sub(&aio.sleepers, 1);
 	aio_lock();
 	for (unsigned i = 0; i < n; i++) {
 		if (wait[i]->state != AIO_REQ_DONE)
