@@ -46,6 +46,11 @@ struct ponyfs_options {
 	bool read_only;
 	ponyfs_report_t report;         /* NULL: repairs are only counted */
 	void *report_arg;
+	/* Bytes of cached file data above which a writer writes its own file
+	 * back (0: a tenth of the machine's memory, as the kernel's
+	 * dirty_background_ratio, and at least 64 MiB). Below it, cached
+	 * data waits for its file's fsync, close, rename or the timer. */
+	uint64_t dirty_max;
 };
 
 /*

@@ -105,11 +105,15 @@ static void pf_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
  * EOPNOTSUPP says the truth, and ls and getfacl then stop asking on this
  * device: one request per mount, not one per file. A mount with the
  * posix_acl option (the kernel enforces them) passes them through.
+ * security.selinux likewise where the mount says the host runs no SELinux:
+ * `ls -l` asks for every file's label and, told EOPNOTSUPP, stops asking.
  */
-static bool acl_refused(fuse_req_t req, const char *name)
+static bool xattr_refused(fuse_req_t req, const char *name)
 {
-	return !((struct ponyfuse *)fuse_req_userdata(req))->opts.posix_acl &&
-	       !strncmp(name, "system.posix_acl_", 17);
+	const struct ponyfuse_options *o = &((struct ponyfuse *)fuse_req_userdata(req))->opts;
+
+	return (!o->posix_acl && !strncmp(name, "system.posix_acl_", 17)) ||
+	       (o->no_selinux_xattr && !strcmp(name, "security.selinux"));
 }
 
 /* getxattr and listxattr share the size-probe-or-copy protocol. */
@@ -133,7 +137,7 @@ static void pf_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	if (acl_refused(req, name)) {
+	if (xattr_refused(req, name)) {
 		fuse_reply_err(req, EOPNOTSUPP);
 		return;
 	}
@@ -157,7 +161,7 @@ static void pf_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	for (int i = 0; i < n; i += (int)strlen(buf + i) + 1) {
 		size_t l = strlen(buf + i) + 1;
 
-		if (!acl_refused(req, buf + i)) {
+		if (!xattr_refused(req, buf + i)) {
 			memmove(buf + kept, buf + i, l);
 			kept += (int)l;
 		}
@@ -173,7 +177,7 @@ static void pf_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 	struct vfs_ctx ctx;
 
 	ponyfuse_ctx(req, &ctx);
-	if (acl_refused(req, name)) {
+	if (xattr_refused(req, name)) {
 		fuse_reply_err(req, EOPNOTSUPP);
 		return;
 	}
@@ -186,7 +190,7 @@ static void pf_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	struct vfs_ctx ctx;
 
 	ponyfuse_ctx(req, &ctx);
-	if (acl_refused(req, name)) {
+	if (xattr_refused(req, name)) {
 		fuse_reply_err(req, EOPNOTSUPP);
 		return;
 	}

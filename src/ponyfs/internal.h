@@ -22,8 +22,13 @@
 #define PONYFS_MAGIC "PONYFS1"
 #define PONYFS_VERSION 1
 #define PONYFS_SB_SIZE 4096u
-/* A file's cached data above this is written back (not committed) early. */
+/* A file still open for writing with more than this cached is streaming:
+ * the timer leaves its data cached (not in every 5-second commit) until
+ * PONYFS_EXPIRE_NS after it was first dirtied, as the kernel's
+ * dirty_expire_centisecs does. */
 #define PONYFS_FILE_DIRTY_MAX (32u << 20)
+#define PONYFS_EXPIRE_NS (30ull * 1000000000ull)
+#define PONYFS_DIRTY_MIN (64ull << 20)  /* the smallest default dirty_max */
 /* A truncated file is held back from timer commits this long after its last truncation. */
 #define PONYFS_HOLD_NS (2ull * 1000000000ull)
 /* Slots of the statement cache: more than the SQL literals of src/ponyfs. */
@@ -92,6 +97,7 @@ struct ponyfs_inode {
 	bool trunc_pending;             /* extents from trunc_to on must go at writeback */
 	uint64_t trunc_to;
 	uint64_t trunc_ns;              /* when it was last truncated */
+	uint64_t dirty_ns;              /* when it went on the dirty list */
 	int64_t mtime, ctime;           /* ns; valid when size_dirty */
 };
 
@@ -136,6 +142,7 @@ struct ponyfs {
 	struct ponyfs_inode *dirty;
 	struct ponyfs_handle *handles;
 	uint64_t dirty_bytes;
+	uint64_t dirty_max;             /* see ponyfs_options.dirty_max */
 	struct ponyfs_stats stats;
 	/* the commit timer */
 	pthread_t timer;
