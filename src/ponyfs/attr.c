@@ -14,14 +14,13 @@
  * only one who can apply the whole rule, so it does, every time.
  */
 #include <errno.h>
+#include <linux/capability.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "internal.h"
-
-#define CAP_FSETID_BIT 4        /* linux/capability.h's CAP_FSETID */
 
 /*
  * Whether the caller is in group gid (its fs gid or a supplementary group)
@@ -44,7 +43,7 @@ static void caller_creds(const struct vfs_ctx *ctx, gid_t gid, bool *ret_in_grou
 	}
 	while (f && fgets(line, sizeof(line), f)) {
 		if (!strncmp(line, "CapEff:", 7)) {
-			capable = (strtoull(line + 7, NULL, 16) >> CAP_FSETID_BIT) & 1;
+			capable = (strtoull(line + 7, NULL, 16) >> CAP_FSETID) & 1;
 		} else if (!strncmp(line, "Groups:", 7)) {
 			char *p = line + 7, *end;
 

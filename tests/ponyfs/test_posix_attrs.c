@@ -16,36 +16,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "helpers.h"
-
-#define IMG_SIZE (64u << 20)
-
-struct fixture {
-	struct bdev *dev;
-	struct vfs *fs;
-};
-
-static int setup(void **state)
-{
-	struct fixture *f = calloc(1, sizeof(*f));
-
-	assert_int_equal(bdev_mem_new(IMG_SIZE, &f->dev), 0);
-	assert_int_equal(ponyfs_mkfs_image(f->dev, NULL), 0);
-	assert_int_equal(ponyfs_mount_image(f->dev, NULL, &f->fs), 0);
-	*state = f;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fixture *f = *state;
-
-	vfs_free(f->fs);
-	assert_int_equal(ponyfs_fsck_image(f->dev, PONYFS_FSCK_DATA, NULL, NULL), 0);
-	bdev_free(f->dev);
-	free(f);
-	return 0;
-}
+#include "fixture.h"
 
 /* A caller with no process to ask (pid 0), so only its ids count: uid 0 is capable. */
 static struct vfs_ctx user_ctx(uid_t uid, gid_t gid)
