@@ -105,6 +105,7 @@ struct ponyfs_inode {
 struct ponyfs_handle {
 	struct ponyfs_inode *inode;
 	int flags;
+	struct vfs_ctx opener;          /* who opened it: whose writes drop set-ID bits */
 	struct ponyfs_handle *next, **prev;
 };
 
@@ -234,6 +235,19 @@ int ponyfs_readdir_locked(struct ponyfs *fs, uint64_t ino, uint64_t cookie,
 			  struct ponyfs_dirent *ret, size_t max);
 int ponyfs_readlink_locked(struct ponyfs *fs, uint64_t ino, char *buf, size_t size);
 
+/* Attribute rules the VFS applies for kernel filesystems (attr.c). */
+/* Sets ino's ctime to now, in the database and in its cached times. */
+int ponyfs_ctime_locked(struct ponyfs *fs, uint64_t ino, int64_t now);
+/* The group and mode of a name ctx makes in parent (set-group-ID inheritance). */
+int ponyfs_new_owner_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
+			    mode_t *mode, gid_t *ret_gid);
+/* A write, truncation or fallocate (chown false) or a chown by ctx: drops
+ * ino's set-ID bits as the kernel's setattr_should_drop_suidgid() says. */
+int ponyfs_setid_kill_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
+			     bool chown);
+/* An access ACL set by ctx: S_ISGID goes unless ctx is in the group or capable. */
+int ponyfs_acl_sgid_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t ino);
+
 /* POSIX ACLs (acl.c). */
 struct ponyfs_acl_inherit {
 	uint8_t *access, *dflt;         /* NULL: none to store */
@@ -242,8 +256,8 @@ struct ponyfs_acl_inherit {
 /* An xattr's value into buf (size 0: only its length); -ENODATA when absent (ops.c). */
 int ponyfs_getxattr_locked(struct ponyfs *fs, uint64_t ino, const char *name, void *buf, size_t size);
 bool ponyfs_acl_name(const char *name);
-int ponyfs_acl_set_locked(struct ponyfs *fs, uint64_t ino, const char *name, const void *value,
-			  size_t size, int flags);
+int ponyfs_acl_set_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
+			  const char *name, const void *value, size_t size, int flags);
 int ponyfs_acl_chmod_locked(struct ponyfs *fs, uint64_t ino, mode_t mode);
 int ponyfs_acl_create_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
 			     mode_t *mode, struct ponyfs_acl_inherit *ret);
