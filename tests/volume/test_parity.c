@@ -161,6 +161,54 @@ static void check_recovers_every_loss(const struct parity_ops *ops, bool with_q,
 }
 
 /*
+ * A rebuild of one member while another is out asks for one block
+ * (one_only): that block comes back exactly, for every pair of lost blocks
+ * and either of them wanted, with plain and shuffled exponents.
+ */
+static void check_recovers_the_one_wanted_block(const struct parity_ops *ops, bool shuffled)
+{
+	const unsigned ndata = 8, nb = ndata + 2;
+	const size_t len = 1024;
+	uint8_t *orig[PARITY_MAX_DATA + 2];
+	struct stripe_buf sb;
+
+	srand(21);
+	stripe_fill(&sb, ndata, len, true, shuffled);
+	ops->gen(&sb.s);
+	for (unsigned b = 0; b < nb; b++) {
+		orig[b] = malloc(len);
+		memcpy(orig[b], sb.blocks[b], len);
+	}
+	for (unsigned a = 0; a < nb; a++) {
+		for (unsigned b = a + 1; b < nb; b++) {
+			for (unsigned w = 0; w < 2; w++) {
+				unsigned lost[2] = { a, b }, want = w ? b : a;
+
+				memset(sb.blocks[a], 0xa5, len);
+				memset(sb.blocks[b], 0x5a, len);
+				sb.s.one_only = true;
+				sb.s.one = want;
+				assert_int_equal(ops->recover(&sb.s, 2, lost), 0);
+				assert_memory_equal(sb.blocks[want], orig[want], len);
+				memcpy(sb.blocks[a], orig[a], len);
+				memcpy(sb.blocks[b], orig[b], len);
+			}
+		}
+	}
+	for (unsigned b = 0; b < nb; b++)
+		free(orig[b]);
+	stripe_free(&sb);
+}
+
+static void test_recovery_of_one_wanted_block_rebuilds_it_on_both_engines(void **state)
+{
+	check_recovers_the_one_wanted_block(&parity_isal_ops, false);
+	check_recovers_the_one_wanted_block(&parity_isal_ops, true);
+	check_recovers_the_one_wanted_block(&parity_swar_ops, false);
+	check_recovers_the_one_wanted_block(&parity_swar_ops, true);
+}
+
+/*
  * A read's recovery (data_only) rebuilds every lost data block exactly,
  * stripe after stripe with the same failure pattern but different Q
  * exponents in turn (the ISA-L engine keeps the last pattern's decoding
@@ -298,6 +346,7 @@ int main(void)
 		cmocka_unit_test(test_swar_recovers_one_and_two_lost_blocks),
 		cmocka_unit_test(test_parity_update_equals_regeneration_on_both_engines),
 		cmocka_unit_test(test_read_recovery_rebuilds_data_with_alternating_exponents),
+		cmocka_unit_test(test_recovery_of_one_wanted_block_rebuilds_it_on_both_engines),
 		cmocka_unit_test(test_recover_refuses_more_than_the_parity_covers),
 		cmocka_unit_test(test_parity_engines_are_selectable_by_name),
 	};
