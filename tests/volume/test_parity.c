@@ -86,6 +86,18 @@ static void stripe_fill(struct stripe_buf *sb, unsigned ndata, size_t len, bool 
 	}
 }
 
+/* stripe_fill, then parity by ops, and a copy of every block in orig (freed by the caller). */
+static void stripe_fill_saved(struct stripe_buf *sb, const struct parity_ops *ops, unsigned ndata,
+			      size_t len, bool with_q, bool shuffled, uint8_t **orig)
+{
+	stripe_fill(sb, ndata, len, with_q, shuffled);
+	ops->gen(&sb->s);
+	for (unsigned i = 0; i < ndata + (with_q ? 2 : 1); i++) {
+		orig[i] = malloc(len);
+		memcpy(orig[i], sb->blocks[i], len);
+	}
+}
+
 static void stripe_free(struct stripe_buf *sb)
 {
 	for (unsigned i = 0; i < sb->s.ndata + 2; i++)
@@ -134,12 +146,7 @@ static void check_recovers_every_loss(const struct parity_ops *ops, bool with_q,
 		unsigned nb = ndata + (with_q ? 2 : 1);
 		uint8_t *orig[PARITY_MAX_DATA + 2];
 
-		stripe_fill(&sb, ndata, len, with_q, shuffled);
-		ops->gen(&sb.s);
-		for (unsigned i = 0; i < nb; i++) {
-			orig[i] = malloc(len);
-			memcpy(orig[i], sb.blocks[i], len);
-		}
+		stripe_fill_saved(&sb, ops, ndata, len, with_q, shuffled, orig);
 		for (unsigned a = 0; a < nb; a++) {
 			for (unsigned b = a; b < nb; b++) {
 				unsigned lost[2] = { b, a };    /* unsorted on purpose */
@@ -173,12 +180,7 @@ static void check_recovers_the_one_wanted_block(const struct parity_ops *ops, bo
 	struct stripe_buf sb;
 
 	srand(21);
-	stripe_fill(&sb, ndata, len, true, shuffled);
-	ops->gen(&sb.s);
-	for (unsigned b = 0; b < nb; b++) {
-		orig[b] = malloc(len);
-		memcpy(orig[b], sb.blocks[b], len);
-	}
+	stripe_fill_saved(&sb, ops, ndata, len, true, shuffled, orig);
 	for (unsigned a = 0; a < nb; a++) {
 		for (unsigned b = a + 1; b < nb; b++) {
 			for (unsigned w = 0; w < 2; w++) {
