@@ -2,9 +2,9 @@
  * include/pony/union.h - union mounts as a vfs instance: read-only lowers,
  * one writable upper, kernel overlayfs's on-disk format in the upper.
  *
- * Files are copied up on first change; a directory is copied up (recreated
- * in the upper) the first time it is read or changed, so readdir reads one
- * merged directory whose cookies are hashes of names: stable across
+ * Files are copied up on first change; a merged directory is copied up
+ * (recreated in the upper) the first time it is read or changed, a one-lower
+ * directory at its first change; readdir reads one merged listing whose cookies are hashes of names: stable across
  * telldir/seekdir and remounts. st_ino is the origin's inode number with the
  * layer in the top bits (as overlayfs's xino), the same before and after
  * copy-up and across remounts. A lower that changes under the union makes

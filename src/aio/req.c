@@ -263,10 +263,14 @@ static _Thread_local bool wake_held, wake_due;
 static void wake_all(void)
 {
 	atomic_fetch_add(&aio.seq, 1);
-	if (wake_held)
+	if (wake_held) {
 		wake_due = true;
-	else if (atomic_load(&aio.sleepers))
+	} else if (atomic_load(&aio.sleepers)) {
 		syscall(SYS_futex, &aio.seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+		/* And a thread sleeping in the ring (aio_wait_seq()). */
+		if (aio.ring)
+			acall_reap_wake(aio.ring);
+	}
 }
 
 void aio_wake_hold(void)
@@ -390,7 +394,7 @@ static void submit_failed_late(struct aiocb *cb, int err, const struct sigevent 
 	memcpy(cb->__glibc_reserved, AIO_CB_MAGIC, sizeof(AIO_CB_MAGIC));
 	aio_cb_publish(cb, -err, -1);
 	wake_all();
-	aio_notify(sev, getpid());
+	aio_notify(sev, aio_getpid());
 }
 
 static struct aio_req *req_new(struct aiocb *cb, enum aio_kind kind, struct aio_fdq *q,
@@ -403,7 +407,7 @@ static struct aio_req *req_new(struct aiocb *cb, enum aio_kind kind, struct aio_
 	req->cb = cb;
 	req->kind = (uint8_t)kind;
 	req->refs = 1;
-	req->pid = getpid();
+	req->pid = aio_getpid();
 	req->sev = *sev;
 	req->q = q;
 	if (req_needs_order(req, q)) {
@@ -519,10 +523,29 @@ int aio_submit_locked(struct aiocb *cb, enum aio_kind kind, struct aio_lio *lio,
 	}
 }
 
+pid_t aio_getpid(void)
+{
+	pid_t pid = atomic_load(&aio.pid);
+
+	if (!pid) {
+		pid = getpid();
+		atomic_store(&aio.pid, pid);
+	}
+	return pid;
+}
+
 int aio_wait_seq(uint32_t seq, const struct timespec *timeout)
 {
-	long r = syscall(SYS_futex, &aio.seq, FUTEX_WAIT_PRIVATE, seq, timeout, NULL, 0);
+	struct acall_ring *ring = __atomic_load_n(&aio.ring, __ATOMIC_ACQUIRE);
+	long r;
 
+	/* Reaping here saves the hop through acall's reaper thread (the
+	 * reaper wakes, then wakes this thread) on every completion. Not
+	 * from a signal handler that interrupted pony in this thread: the
+	 * callbacks would take aio.lock inside its own critical section. */
+	if (ring && !aio_busy)
+		return acall_reap_wait(ring, &aio.seq, seq, timeout);
+	r = syscall(SYS_futex, &aio.seq, FUTEX_WAIT_PRIVATE, seq, timeout, NULL, 0);
 	if (r < 0 && (errno == EINTR || errno == ETIMEDOUT))
 		return -errno;
 	return 0;
@@ -678,6 +701,7 @@ static void aio_fork_child(void)
 		}
 	aio.ring = NULL;
 	aio.inflight = 0;
+	atomic_store(&aio.pid, 0);
 	atomic_store(&aio.ncopy, 0);
 	atomic_store(&aio.sleepers, 0);
 }

@@ -252,7 +252,7 @@ static int mount_run(int argc, char **argv)
 	 * 640 us of daemon CPU a file with libfuse's default, 0.6 s and 90 us
 	 * with one). */
 	struct ponyfuse_options fo = { .subtype = "pony", .timeout = 1.0, .max_threads = 1,
-				       .posix_acl = true };
+				       .posix_acl = true, .export_support = true };
 	struct ponyfs_options po = { .commit_ms = 5000, .report = mount_report };
 	_cleanup_(vfs_freep) struct vfs *fs = NULL;
 	struct stand s;

@@ -64,6 +64,24 @@ static bool upper_is_local(const char *upper)
 	}
 }
 
+/*
+ * Whether the host kernel runs SELinux: it registers selinuxfs only then.
+ * Without it a security.selinux label is inert data, and the union refuses
+ * it (EOPNOTSUPP) so that `ls -l` stops asking for one per file.
+ */
+static bool host_has_selinux(void)
+{
+	_cleanup_(fclosep) FILE *f = fopen("/proc/filesystems", "re");
+	char line[128];
+
+	if (!f)
+		return true;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, "selinuxfs"))
+			return true;
+	return false;
+}
+
 /* Splits "A:B:C" in place into lowers[]; returns the count or -EINVAL. */
 static int split_lowers(char *spec, const char **lowers)
 {
@@ -130,6 +148,7 @@ static int union_mount_run(int argc, char **argv)
 		return cli_usage_error("pony union mount", "bad --lower list");
 	cfg.nlowers = (unsigned)r;
 	opts.noflush = upper_is_local(cfg.upper);
+	opts.no_selinux_xattr = !host_has_selinux();
 	/* Files are created with exactly the mode the caller's umask left. */
 	umask(0);
 	cli_raise_nofile();

@@ -105,11 +105,15 @@ static void pf_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
  * EOPNOTSUPP says the truth, and ls and getfacl then stop asking on this
  * device: one request per mount, not one per file. A mount with the
  * posix_acl option (the kernel enforces them) passes them through.
+ * security.selinux likewise where the mount says the host runs no SELinux:
+ * `ls -l` asks for every file's label and, told EOPNOTSUPP, stops asking.
  */
-static bool acl_refused(fuse_req_t req, const char *name)
+static bool xattr_refused(fuse_req_t req, const char *name)
 {
-	return !((struct ponyfuse *)fuse_req_userdata(req))->opts.posix_acl &&
-	       !strncmp(name, "system.posix_acl_", 17);
+	const struct ponyfuse_options *o = &((struct ponyfuse *)fuse_req_userdata(req))->opts;
+
+	return (!o->posix_acl && !strncmp(name, "system.posix_acl_", 17)) ||
+	       (o->no_selinux_xattr && !strcmp(name, "security.selinux"));
 }
 
 /* getxattr and listxattr share the size-probe-or-copy protocol. */
@@ -126,13 +130,14 @@ static void reply_xattr(fuse_req_t req, int n, const char *buf, size_t size)
 static void pf_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
 	_cleanup_(freep) char *buf = size ? malloc(size) : NULL;
-	struct vfs_ctx ctx = { 0 };
+	struct vfs_ctx ctx;
 
+	ponyfuse_ctx(req, &ctx);
 	if (size && !buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	if (acl_refused(req, name)) {
+	if (xattr_refused(req, name)) {
 		fuse_reply_err(req, EOPNOTSUPP);
 		return;
 	}
@@ -143,9 +148,10 @@ static void pf_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 static void pf_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	_cleanup_(freep) char *buf = malloc(XATTR_LIST_MAX);
-	struct vfs_ctx ctx = { 0 };
+	struct vfs_ctx ctx;
 	int n, kept = 0;
 
+	ponyfuse_ctx(req, &ctx);
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
@@ -155,7 +161,7 @@ static void pf_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	for (int i = 0; i < n; i += (int)strlen(buf + i) + 1) {
 		size_t l = strlen(buf + i) + 1;
 
-		if (!acl_refused(req, buf + i)) {
+		if (!xattr_refused(req, buf + i)) {
 			memmove(buf + kept, buf + i, l);
 			kept += (int)l;
 		}
@@ -168,9 +174,10 @@ static void pf_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 static void pf_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 			size_t size, int flags)
 {
-	struct vfs_ctx ctx = { 0 };
+	struct vfs_ctx ctx;
 
-	if (acl_refused(req, name)) {
+	ponyfuse_ctx(req, &ctx);
+	if (xattr_refused(req, name)) {
 		fuse_reply_err(req, EOPNOTSUPP);
 		return;
 	}
@@ -180,9 +187,10 @@ static void pf_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 
 static void pf_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
-	struct vfs_ctx ctx = { 0 };
+	struct vfs_ctx ctx;
 
-	if (acl_refused(req, name)) {
+	ponyfuse_ctx(req, &ctx);
+	if (xattr_refused(req, name)) {
 		fuse_reply_err(req, EOPNOTSUPP);
 		return;
 	}
@@ -300,9 +308,17 @@ void ponyfuse_init(void *userdata, struct fuse_conn_info *conn)
 		want |= FUSE_CAP_WRITEBACK_CACHE;
 	if (pf->opts.posix_acl)
 		want |= FUSE_CAP_POSIX_ACL;
+	if (pf->opts.export_support)
+		want |= FUSE_CAP_EXPORT_SUPPORT;
 	conn->want |= want & conn->capable;
 	/* readdirplus always: pony's lookups are cheap, LOOKUP round trips are not. */
 	conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
+	/* Synchronous direct I/O: with FUSE_CAP_ASYNC_DIO an AIO or io_uring
+	 * direct write completes after the kernel dropped the file's cached
+	 * pages, so a buffered reader running meanwhile leaves pages with the
+	 * old data behind (generic/451). Without it the kernel drops them
+	 * after the write reached us. */
+	conn->want &= ~FUSE_CAP_ASYNC_DIO;
 	conn->max_readahead = 1 << 20;
 }
 

@@ -21,7 +21,7 @@ static struct vfs *fs_of(fuse_req_t req)
 	return pf_of(req)->fs;
 }
 
-static void ctx_of(fuse_req_t req, struct vfs_ctx *ctx)
+void ponyfuse_ctx(fuse_req_t req, struct vfs_ctx *ctx)
 {
 	const struct fuse_ctx *c = fuse_req_ctx(req);
 
@@ -82,7 +82,7 @@ static void req_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct vfs_ctx ctx;
 	struct vfs_entry e;
 
-	ctx_of(req, &ctx);
+	ponyfuse_ctx(req, &ctx);
 	reply_entry(req, VFS_CALL(fs_of(req), lookup, &ctx, parent, name, &e), &e);
 }
 
@@ -116,7 +116,7 @@ static void req_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 	struct vfs_ctx ctx;
 	struct statx x;
 
-	ctx_of(req, &ctx);
+	ponyfuse_ctx(req, &ctx);
 	reply_attr(req, VFS_CALL(fs_of(req), statx, &ctx, ino, fi ? fi->fh : VFS_NO_FH, 0,
 				 STATX_BASIC_STATS, &x), &x);
 }
@@ -132,7 +132,7 @@ static void req_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int t
 	struct vfs_ctx ctx;
 	struct statx x;
 
-	ctx_of(req, &ctx);
+	ponyfuse_ctx(req, &ctx);
 	reply_attr(req, VFS_CALL(fs_of(req), setattr, &ctx, ino, fi ? fi->fh : VFS_NO_FH,
 				 &a, &x), &x);
 }
@@ -143,7 +143,7 @@ static void req_readlink(fuse_req_t req, fuse_ino_t ino)
 	struct vfs_ctx ctx;
 	int n;
 
-	ctx_of(req, &ctx);
+	ponyfuse_ctx(req, &ctx);
 	n = VFS_CALL(fs_of(req), readlink, &ctx, ino, buf, sizeof(buf) - 1);
 	if (n < 0) {
 		fuse_reply_err(req, -n);
@@ -159,7 +159,7 @@ static void req_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct vfs_ctx ctx;
 	struct vfs_entry e;
 
-	ctx_of(req, &ctx);
+	ponyfuse_ctx(req, &ctx);
 	reply_entry(req, VFS_CALL(fs_of(req), mknod, &ctx, parent, name, mode, rdev, &e), &e);
 }
 
@@ -168,7 +168,7 @@ static void req_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct vfs_ctx ctx;
 	struct vfs_entry e;
 
-	ctx_of(req, &ctx);
+	ponyfuse_ctx(req, &ctx);
 	reply_entry(req, VFS_CALL(fs_of(req), mkdir, &ctx, parent, name, mode, &e), &e);
 }
 
@@ -177,7 +177,7 @@ static void req_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, con
 	struct vfs_ctx ctx;
 	struct vfs_entry e;
 
-	ctx_of(req, &ctx);
+	ponyfuse_ctx(req, &ctx);
 	reply_entry(req, VFS_CALL(fs_of(req), symlink, &ctx, link, parent, name, &e), &e);
 }
 
@@ -186,7 +186,7 @@ static void req_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const
 	struct vfs_ctx ctx;
 	struct vfs_entry e;
 
-	ctx_of(req, &ctx);
+	ponyfuse_ctx(req, &ctx);
 	reply_entry(req, VFS_CALL(fs_of(req), link, &ctx, ino, newparent, newname, &e), &e);
 }
 
@@ -194,7 +194,7 @@ static void req_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct vfs_ctx ctx;
 
-	ctx_of(req, &ctx);
+	ponyfuse_ctx(req, &ctx);
 	fuse_reply_err(req, -VFS_CALL(fs_of(req), unlink, &ctx, parent, name));
 }
 
@@ -202,7 +202,7 @@ static void req_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct vfs_ctx ctx;
 
-	ctx_of(req, &ctx);
+	ponyfuse_ctx(req, &ctx);
 	fuse_reply_err(req, -VFS_CALL(fs_of(req), rmdir, &ctx, parent, name));
 }
 
@@ -211,7 +211,7 @@ static void req_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
 	struct vfs_ctx ctx;
 
-	ctx_of(req, &ctx);
+	ponyfuse_ctx(req, &ctx);
 	fuse_reply_err(req, -VFS_CALL(fs_of(req), rename, &ctx, parent, name, newparent,
 				      newname, flags));
 }
@@ -233,7 +233,7 @@ static void req_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	uint64_t fh;
 	int r;
 
-	ctx_of(req, &ctx);
+	ponyfuse_ctx(req, &ctx);
 	r = VFS_CALL(fs_of(req), open, &ctx, ino, open_flags(req, fi->flags), &fh);
 	if (r < 0) {
 		fuse_reply_err(req, -r);
@@ -255,7 +255,7 @@ static void req_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 	uint64_t fh;
 	int r;
 
-	ctx_of(req, &ctx);
+	ponyfuse_ctx(req, &ctx);
 	r = VFS_CALL(fs_of(req), create, &ctx, parent, name, mode, open_flags(req, fi->flags),
 		     &e, &fh);
 	if (r < 0) {
@@ -327,7 +327,7 @@ static void req_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 	uint64_t fh;
 	int r;
 
-	ctx_of(req, &ctx);
+	ponyfuse_ctx(req, &ctx);
 	r = VFS_CALL(fs_of(req), opendir, &ctx, ino, &fh);
 	if (r < 0) {
 		fuse_reply_err(req, -r);

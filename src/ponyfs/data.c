@@ -63,6 +63,7 @@ static void dirty_add(struct ponyfs *fs, struct ponyfs_inode *in)
 {
 	if (in->dprev)
 		return;
+	in->dirty_ns = util_now_ns();
 	in->dnext = fs->dirty;
 	if (fs->dirty)
 		fs->dirty->dprev = &in->dnext;
@@ -336,7 +337,9 @@ ssize_t ponyfs_write_locked(struct ponyfs *fs, struct ponyfs_inode *in, const vo
 	}
 	if (done)
 		inode_touch(fs, in);
-	if (in->npages * (uint64_t)BS > PONYFS_FILE_DIRTY_MAX) {
+	/* Over the budget the writer pays, as balance_dirty_pages() makes it:
+	 * other files' cached data stays cached, so their fsyncs stay cheap. */
+	if (fs->dirty_bytes > fs->dirty_max) {
 		int w = ponyfs_writeback_locked(fs, in);
 
 		if (w < 0 && !done)
@@ -563,9 +566,19 @@ int ponyfs_writeback_locked(struct ponyfs *fs, struct ponyfs_inode *in)
 	return 0;
 }
 
+/*
+ * Files the timer leaves out of its commit: one replaced in place and
+ * still being rewritten (committing it half-written is what rule 2
+ * forbids), and one being streamed (open for writing, much cached, not
+ * yet expired), whose data would make every commit, and so every other
+ * file's fsync, wait for it to reach the disk.
+ */
 static bool inode_held(const struct ponyfs_inode *in, uint64_t now)
 {
-	return in->trunc_pending && (in->writers || now - in->trunc_ns < PONYFS_HOLD_NS);
+	if (in->trunc_pending && (in->writers || now - in->trunc_ns < PONYFS_HOLD_NS))
+		return true;
+	return in->writers && in->npages * (uint64_t)BS > PONYFS_FILE_DIRTY_MAX &&
+	       now - in->dirty_ns < PONYFS_EXPIRE_NS;
 }
 
 int ponyfs_writeback_all_locked(struct ponyfs *fs, bool skip_held)

@@ -1,8 +1,9 @@
 /*
- * dir.c - reading a union directory. As the 2009 proposal had it, a
- * directory is copied up the first time it is opened, so the listing is the
- * upper directory's names (whiteouts dropped) plus the lowers' names it does
- * not hide. Cookies are 62-bit hashes of names, entries sorted by them: a
+ * dir.c - reading a union directory. As the 2009 proposal had it, a merged
+ * directory (one in more than one lower) is copied up the first time it is
+ * opened, so the listing is the upper directory's names (whiteouts dropped)
+ * plus the lowers' names it does not hide. A directory of one lower is read
+ * as it is (nothing to merge) and copied up at its first change. Cookies are 62-bit hashes of names, entries sorted by them: a
  * cookie stays valid whatever is added or removed, so telldir/seekdir work and
  * no entry is returned twice or skipped (ext4's htree answers it the same way).
  */
@@ -208,6 +209,7 @@ struct union_dir {
 	struct union_node *node;
 	struct union_dirlist list;
 	uint64_t self_ino, parent_ino;
+	bool fresh;                     /* taken by opendir, not read yet */
 };
 
 static int dir_snapshot(struct union_fs *u, struct union_dir *d)
@@ -226,7 +228,10 @@ static int dir_snapshot(struct union_fs *u, struct union_dir *d)
 		if (r == 0)
 			r = union_check_lower_locked(u, &n->lower[i], &x);
 	}
-	if (r == 0 && n->nlower && n->parent)
+	/* Recreating a one-lower directory in the upper would cost a mkdir,
+	 * xattrs and a rename per directory a `find` enters, for a listing
+	 * that is the lower's either way. */
+	if (r == 0 && n->nlower > 1 && n->parent)
 		r = union_copy_up_locked(u, n);
 	if (r == 0) {
 		union_dirlist_done(&d->list);
@@ -249,6 +254,7 @@ int union_opendir(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino, uint6
 	d->node = union_node_get(u, ino);
 	pthread_mutex_init(&d->lock, NULL);
 	r = dir_snapshot(u, d);
+	d->fresh = true;
 	if (r < 0) {
 		union_releasedir(fs, ino, (uint64_t)(uintptr_t)d);
 		return r;
@@ -279,9 +285,11 @@ int union_readdir(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino, uint6
 	int r = 0;
 
 	pthread_mutex_lock(&d->lock);
-	/* rewinddir: a fresh listing, as POSIX asks. */
-	if (cookie == 0)
+	/* rewinddir: a fresh listing, as POSIX asks; the first read after
+	 * opendir has the one opendir just took. */
+	if (cookie == 0 && !d->fresh)
 		r = dir_snapshot(union_of(fs), d);
+	d->fresh = false;
 	if (r == 0 && cookie < COOKIE_DOT)
 		r = fill(data, ".", d->self_ino, DT_DIR, COOKIE_DOT);
 	if (r == 0 && cookie < COOKIE_DOTDOT)
