@@ -244,7 +244,7 @@ int64_t acall_run(struct acall_ring *ring, struct acall_op *op);
  * Completion on the caller's thread, for a layer that keeps its own
  * completion word (libpony-aio's aio_suspend()): a futex word that the
  * layer's callbacks move (then call acall_reap_wake()) whenever something
- * a waiter may wait for completes.
+ * a waiter may wait for completes. One word per ring.
  *
  * acall_reap_wait() completes what io_uring holds on this thread
  * (callbacks run here) and, unless *word moved from val, sleeps in
@@ -259,7 +259,8 @@ int64_t acall_run(struct acall_ring *ring, struct acall_op *op);
  */
 int acall_reap_wait(struct acall_ring *ring, _Atomic uint32_t *word, uint32_t val,
 		    const struct timespec *timeout);
-/* After moving the word: wakes a thread sleeping in acall_reap_wait(). */
+/* After moving the word: wakes the threads sleeping in acall_reap_wait()
+ * (on the word or in the CQ); the caller need not wake the word itself. */
 void acall_reap_wake(struct acall_ring *ring);
 
 /*

@@ -29,6 +29,8 @@ struct ponyfuse_options {
 					 * of any id it ever handed out, forgotten or
 					 * not (ponyfs): file handles then outlive the
 					 * kernel's inode cache (open_by_handle_at) */
+	bool no_opendir;                /* the instance's readdir takes VFS_NO_FH:
+					 * no OPENDIR/RELEASEDIR round trips */
 	bool no_selinux_xattr;          /* EOPNOTSUPP for security.selinux: the
 					 * host runs no SELinux, labels are inert */
 };

@@ -31,7 +31,7 @@
 #include <sys/statvfs.h>
 #include <sys/types.h>
 
-#define VFS_OPS_VERSION 3
+#define VFS_OPS_VERSION 4
 #define VFS_ROOT_INO 1ull
 #define VFS_NO_FH UINT64_MAX    /* statx/setattr without an open file */
 
@@ -179,7 +179,8 @@ struct vfs_ops {
 	 * keeps its cookie while the directory is open (telldir/seekdir work),
 	 * and entries added or removed meanwhile never make another entry be
 	 * returned twice or skipped. Returns 0 (at the end, or when fill said
-	 * the buffer is full) or -errno.
+	 * the buffer is full) or -errno. An instance may accept VFS_NO_FH (no
+	 * opendir at all) and say so in its documentation.
 	 */
 	int (*readdir)(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
 		       uint64_t fh, uint64_t cookie, vfs_filldir_t fill, void *data);
@@ -245,6 +246,13 @@ struct vfs_ops {
 	 * the whole text, which may exceed size (then buf holds a prefix).
 	 */
 	int (*counters)(struct vfs *fs, char *buf, size_t size);
+	/*
+	 * A host descriptor with an open file's data at the same offsets, for
+	 * reads without a copy through the caller (the FUSE front end splices
+	 * from it); borrowed, valid until fh is released. -EOPNOTSUPP where
+	 * the data is no host file's.
+	 */
+	int (*data_fd)(struct vfs *fs, uint64_t ino, uint64_t fh);
 };
 
 /* The instance header: every instance embeds it first. */

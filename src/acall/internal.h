@@ -145,6 +145,7 @@ struct acall_ring {
 	pthread_t reaper;
 	bool reaper_started;
 	_Atomic uint32_t reaper_word;
+	_Atomic bool reaper_idle;       /* asleep until callback ops are out */
 	bool has_dontcache;
 	struct {
 		struct acall_cred cred;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -179,7 +180,10 @@ int acall_uring_submit(struct acall_ring *ring, struct acall_op *chains)
 		}
 	}
 	atomic_fetch_add(&ring->uring_inflight, n);
-	if (ncb && atomic_fetch_add(&ring->uring_cb_inflight, ncb) == 0) {
+	/* The reaper sleeps for good only when it found none out; standing
+	 * aside, it needs no wake-up. */
+	if (ncb && atomic_fetch_add(&ring->uring_cb_inflight, ncb) == 0 &&
+	    atomic_load(&ring->reaper_idle)) {
 		atomic_fetch_add(&ring->reaper_word, 1);
 		acall_futex_wake(&ring->reaper_word, 1);
 	}
@@ -379,26 +383,45 @@ static long reaper_standby_ns(void)
 	return us > 0 && us < 3600000000L ? us * 1000 : REAPER_STANDBY_NS;
 }
 
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 static void *reaper_main(void *arg)
 {
 	struct acall_ring *ring = arg;
 	unsigned gen = atomic_load(&ring->ext_gen);
 	long standby = reaper_standby_ns();
+	int64_t until = 0;              /* standing aside until then */
 
 	for (;;) {
 		uint32_t seen = atomic_load(&ring->reaper_word);
 		unsigned g;
+		int64_t now;
 
 		if (ring->stopping && !atomic_load(&ring->uring_inflight))
 			break;
+		/* Idle flag, then the count (the submitter: count, then
+		 * flag): one of the two sees the other. */
+		atomic_store(&ring->reaper_idle, true);
 		if (!atomic_load(&ring->uring_cb_inflight)) {
 			acall_futex_wait(&ring->reaper_word, seen, 0);
 			continue;
 		}
+		atomic_store(&ring->reaper_idle, false);
 		g = atomic_load(&ring->ext_gen);
-		if (g != gen && !ring->stopping) {
+		now = mono_ns();
+		if (g != gen) {
 			gen = g;
-			acall_futex_wait(&ring->reaper_word, seen, standby);
+			until = now + standby;
+		}
+		/* Until callers stayed away for a whole standby period. */
+		if (now < until && !ring->stopping) {
+			acall_futex_wait(&ring->reaper_word, seen, (long)(until - now));
 			continue;
 		}
 		pthread_mutex_lock(&ring->cq_lock);

@@ -344,6 +344,11 @@ void acall_cq_unlock(struct acall_ring *ring)
 
 void acall_reap_wake(struct acall_ring *ring)
 {
+	/* The caller moved the word first; a caller that counts itself in
+	 * ext_busy later finds it moved (it read val before). */
+	if (atomic_load(&ring->ext_busy))
+		syscall(SYS_futex, atomic_load(&ring->ext_word), FUTEX_WAKE_PRIVATE, INT_MAX,
+			NULL, NULL, 0);
 	if (ring->has_uring && atomic_load(&ring->leader_sleeping))
 		acall_uring_kick(ring);
 }

@@ -147,7 +147,6 @@ int pony_aio_suspend(const struct aiocb *const list[], int nent, const struct ti
 		end.tv_sec += timeout->tv_sec + (end.tv_nsec + timeout->tv_nsec) / 1000000000;
 		end.tv_nsec = (end.tv_nsec + timeout->tv_nsec) % 1000000000;
 	}
-	atomic_fetch_add(&aio.sleepers, 1);
 	for (bool last = false;;) {
 		uint32_t seq = atomic_load(&aio.seq);
 		struct timespec rel = { 0, 0 };
@@ -175,7 +174,6 @@ int pony_aio_suspend(const struct aiocb *const list[], int nent, const struct ti
 			break;
 		r = 0;
 	}
-	atomic_fetch_sub(&aio.sleepers, 1);
 	return r < 0 ? fail(r) : 0;
 }
 
@@ -198,7 +196,6 @@ static int lio_wait(struct aio_lio *lio)
 {
 	int r = 0;
 
-	atomic_fetch_add(&aio.sleepers, 1);
 	for (;;) {
 		uint32_t seq = atomic_load(&aio.seq);
 		unsigned left;
@@ -215,7 +212,6 @@ static int lio_wait(struct aio_lio *lio)
 			break;
 		r = 0;
 	}
-	atomic_fetch_sub(&aio.sleepers, 1);
 	return r;
 }
 

@@ -135,7 +135,7 @@ struct aio_state {
 	unsigned inflight, max;
 	_Atomic unsigned ncopy;         /* requests in AIO_REQ_COPY, all fds */
 	_Atomic uint32_t seq;           /* futex word, bumped by every completion */
-	_Atomic unsigned sleepers;      /* threads waiting on seq */
+	_Atomic unsigned sleepers;      /* threads in a plain futex wait on seq */
 	_Atomic pid_t pid;              /* getpid(), cached; 0: not yet (fork) */
 };
 

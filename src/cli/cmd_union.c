@@ -149,6 +149,8 @@ static int union_mount_run(int argc, char **argv)
 	cfg.nlowers = (unsigned)r;
 	opts.noflush = upper_is_local(cfg.upper);
 	opts.no_selinux_xattr = !host_has_selinux();
+	/* The union lists a directory by inode, no handle needed (union.h). */
+	opts.no_opendir = true;
 	/* Files are created with exactly the mode the caller's umask left. */
 	umask(0);
 	cli_raise_nofile();

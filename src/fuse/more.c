@@ -78,7 +78,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	r = VFS_CALL(d.pf->fs, readdir, &ctx, ino, fi->fh, (uint64_t)off, dirbuf_fill, &d);
+	r = VFS_CALL(d.pf->fs, readdir, &ctx, ino, d.pf->opts.no_opendir ? VFS_NO_FH : fi->fh,
+		     (uint64_t)off, dirbuf_fill, &d);
 	/* An error after some entries: hand those over, the error comes next time. */
 	if (r < 0 && d.used == 0)
 		fuse_reply_err(req, -r);
@@ -302,7 +303,7 @@ void ponyfuse_init(void *userdata, struct fuse_conn_info *conn)
 	struct ponyfuse *pf = userdata;
 	unsigned want = FUSE_CAP_READDIRPLUS | FUSE_CAP_IOCTL_DIR | FUSE_CAP_DONT_MASK |
 			FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_PARALLEL_DIROPS |
-			FUSE_CAP_ASYNC_READ | FUSE_CAP_CACHE_SYMLINKS;
+			FUSE_CAP_ASYNC_READ | FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_SPLICE_WRITE;
 
 	if (pf->opts.writeback)
 		want |= FUSE_CAP_WRITEBACK_CACHE;

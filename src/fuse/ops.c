@@ -271,9 +271,25 @@ static void req_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 	}
 }
 
+/*
+ * Reads from an instance whose data is a host file go by splice: the page
+ * cache's pages into a pipe and on to /dev/fuse, no copy through a buffer
+ * here (libfuse falls back to read(2) where splicing is off).
+ */
 static void req_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
+	int fd = VFS_CALL(fs_of(req), data_fd, ino, fi->fh);
+
+	if (fd >= 0) {
+		struct fuse_bufvec bv = FUSE_BUFVEC_INIT(size);
+
+		bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+		bv.buf[0].fd = fd;
+		bv.buf[0].pos = off;
+		fuse_reply_data(req, &bv, 0);
+		return;
+	}
 	_cleanup_(freep) char *buf = malloc(size ? size : 1);
 	ssize_t n;
 
@@ -327,6 +343,12 @@ static void req_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 	uint64_t fh;
 	int r;
 
+	/* ENOSYS once: the kernel sends no OPENDIR and RELEASEDIR again, and
+	 * caches listings as cache_readdir below asks. */
+	if (pf_of(req)->opts.no_opendir) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
 	ponyfuse_ctx(req, &ctx);
 	r = VFS_CALL(fs_of(req), opendir, &ctx, ino, &fh);
 	if (r < 0) {

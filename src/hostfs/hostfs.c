@@ -326,6 +326,11 @@ static ssize_t hostfs_read(struct vfs *fs, uint64_t ino, uint64_t fh, void *buf,
 	return n < 0 ? -errno : n;
 }
 
+static int hostfs_data_fd(struct vfs *fs, uint64_t ino, uint64_t fh)
+{
+	return (int)fh;
+}
+
 static ssize_t hostfs_write(struct vfs *fs, uint64_t ino, uint64_t fh, const void *buf,
 			    size_t size, off_t offset)
 {
@@ -582,6 +587,7 @@ static const struct vfs_ops hostfs_ops = {
 	.statfs = hostfs_statfs,
 	.syncfs = hostfs_syncfs,
 	.barrier = hostfs_barrier,
+	.data_fd = hostfs_data_fd,
 	.encode_fh = hostfs_encode_fh,
 	.decode_fh = hostfs_decode_fh,
 };

@@ -143,6 +143,11 @@ struct ponyfs {
 	struct ponyfs_handle *handles;
 	uint64_t dirty_bytes;
 	uint64_t dirty_max;             /* see ponyfs_options.dirty_max */
+	/* The pages' slabs (pages.c); free pages are linked through their first bytes. */
+	void **slabs;
+	size_t nslabs, cap_slabs;
+	void *free_pages;
+	uint64_t pages_used;
 	struct ponyfs_stats stats;
 	/* the commit timer */
 	pthread_t timer;
@@ -190,6 +195,11 @@ int ponyfs_free_locked(struct ponyfs *fs, uint64_t pblock, uint64_t n);
 int ponyfs_free_apply_locked(struct ponyfs *fs);   /* in the transaction, before COMMIT */
 void ponyfs_free_committed_locked(struct ponyfs *fs);
 int ponyfs_reserve_locked(struct ponyfs *fs, uint64_t n);
+
+/* Pages of the cache (pages.c): BS bytes each, uninitialised; free NULL: nothing. */
+uint8_t *ponyfs_page_alloc(struct ponyfs *fs);
+void ponyfs_page_free(struct ponyfs *fs, uint8_t *page);
+void ponyfs_pages_done(struct ponyfs *fs);
 
 /* Cached inodes and data (data.c). */
 struct ponyfs_inode *ponyfs_inode_find(struct ponyfs *fs, uint64_t ino);

@@ -265,6 +265,7 @@ void ponyfs_destroy(struct vfs *v)
 		while (fs->hash[i])
 			ponyfs_inode_drop_locked(fs, fs->hash[i]);
 	pthread_mutex_unlock(&fs->lock);
+	ponyfs_pages_done(fs);
 	ponyfs_finalize_all(fs);
 	ponyfs_sqlite_close(fs->db);
 	ponyfs_gates_close(fs);

@@ -210,6 +210,7 @@ struct union_dir {
 	struct union_dirlist list;
 	uint64_t self_ino, parent_ino;
 	bool fresh;                     /* taken by opendir, not read yet */
+	bool taken;                     /* list holds a snapshot */
 };
 
 static int dir_snapshot(struct union_fs *u, struct union_dir *d)
@@ -239,8 +240,44 @@ static int dir_snapshot(struct union_fs *u, struct union_dir *d)
 	}
 	d->self_ino = n->key;
 	d->parent_ino = n->parent ? n->parent->key : n->key;
+	d->taken = r == 0;
 	pthread_mutex_unlock(&u->lock);
 	return r;
+}
+
+/*
+ * readdir without opendir (VFS_NO_FH): the node keeps one listing, taken
+ * at cookie 0 (or when there is none) and served from the cookie asked.
+ * Readers at different places share it safely: cookies are name hashes,
+ * so a listing taken meanwhile neither repeats nor skips a name for a
+ * reader resuming after one. Freed with the node.
+ */
+static struct union_dir *node_dir(struct union_fs *u, uint64_t ino)
+{
+	struct union_node *n = union_node_get(u, ino);
+	struct union_dir *d;
+
+	pthread_mutex_lock(&u->lock);
+	d = n->dir_cache;
+	if (!d) {
+		d = calloc(1, sizeof(*d));
+		if (d) {
+			d->node = n;
+			pthread_mutex_init(&d->lock, NULL);
+			n->dir_cache = d;
+		}
+	}
+	pthread_mutex_unlock(&u->lock);
+	return d;
+}
+
+void union_dir_free(struct union_dir *d)
+{
+	if (!d)
+		return;
+	union_dirlist_done(&d->list);
+	pthread_mutex_destroy(&d->lock);
+	free(d);
 }
 
 int union_opendir(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino, uint64_t *ret_fh)
@@ -281,13 +318,16 @@ static size_t first_after(const struct union_dirlist *l, uint64_t cookie)
 int union_readdir(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino, uint64_t fh,
 		  uint64_t cookie, vfs_filldir_t fill, void *data)
 {
-	struct union_dir *d = (struct union_dir *)(uintptr_t)fh;
+	struct union_dir *d = fh == VFS_NO_FH ? node_dir(union_of(fs), ino)
+					      : (struct union_dir *)(uintptr_t)fh;
 	int r = 0;
 
+	if (!d)
+		return -ENOMEM;
 	pthread_mutex_lock(&d->lock);
 	/* rewinddir: a fresh listing, as POSIX asks; the first read after
 	 * opendir has the one opendir just took. */
-	if (cookie == 0 && !d->fresh)
+	if ((cookie == 0 && !d->fresh) || !d->taken)
 		r = dir_snapshot(union_of(fs), d);
 	d->fresh = false;
 	if (r == 0 && cookie < COOKIE_DOT)
@@ -305,10 +345,6 @@ int union_readdir(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino, uint6
 
 int union_releasedir(struct vfs *fs, uint64_t ino, uint64_t fh)
 {
-	struct union_dir *d = (struct union_dir *)(uintptr_t)fh;
-
-	union_dirlist_done(&d->list);
-	pthread_mutex_destroy(&d->lock);
-	free(d);
+	union_dir_free((struct union_dir *)(uintptr_t)fh);
 	return 0;
 }

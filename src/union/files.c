@@ -189,6 +189,11 @@ static ssize_t union_read(struct vfs *fs, uint64_t ino, uint64_t fh, void *buf, 
 			offset);
 }
 
+static int union_data_fd(struct vfs *fs, uint64_t ino, uint64_t fh)
+{
+	return VFS_CALL(FILE_OF(fh)->fs, data_fd, FILE_OF(fh)->ino, FILE_OF(fh)->fh);
+}
+
 static ssize_t union_write(struct vfs *fs, uint64_t ino, uint64_t fh, const void *buf,
 			   size_t size, off_t offset)
 {
@@ -378,4 +383,5 @@ const struct vfs_ops union_ops = {
 	.statfs = union_statfs,
 	.syncfs = union_syncfs,
 	.barrier = union_barrier,
+	.data_fd = union_data_fd,
 };

@@ -27,6 +27,8 @@ struct union_lower {
 	struct statx_timestamp ctime;   /* when first seen: a change means stale */
 };
 
+struct union_dir;
+
 struct union_node {
 	struct union_node *hnext;       /* key hash chain */
 	struct union_node *parent;      /* NULL for the root; holds a ref */
@@ -41,6 +43,7 @@ struct union_node {
 					 * made empty by the union (copy-up,
 					 * mkdir) and nothing added since, so
 					 * lookups need not ask it */
+	struct union_dir *dir_cache;    /* listing for readdir without opendir */
 	uint32_t lower_links;           /* >1: a copied-up hard link (index) with
 					 * that many lower names at copy-up */
 	uint64_t upper;                 /* upper vfs ino, 0 if none */
@@ -185,6 +188,8 @@ int union_rmdir(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
 int union_rename(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
 		 const char *name, uint64_t newparent, const char *newname, unsigned flags);
 
+/* Frees a node's dir_cache (NULL does nothing). */
+void union_dir_free(struct union_dir *d);
 int union_opendir(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino, uint64_t *ret_fh);
 int union_readdir(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino, uint64_t fh,
 		  uint64_t cookie, vfs_filldir_t fill, void *data);

@@ -124,6 +124,7 @@ static void node_free_locked(struct union_fs *u, struct union_node *n)
 		VFS_FORGET(u->upper, n->upper, 1);
 	for (unsigned i = 0; i < n->nlower; i++)
 		VFS_FORGET(u->lowers[n->lower[i].layer], n->lower[i].ino, 1);
+	union_dir_free(n->dir_cache);
 	free(n->name);
 	free(n);
 }
@@ -151,6 +152,7 @@ void union_nodes_free(struct union_fs *u)
 				VFS_FORGET(u->upper, n->upper, 1);
 			for (unsigned j = 0; j < n->nlower; j++)
 				VFS_FORGET(u->lowers[n->lower[j].layer], n->lower[j].ino, 1);
+			union_dir_free(n->dir_cache);
 			free(n->name);
 			free(n);
 		}

@@ -25,6 +25,7 @@ struct row {
 	bool have[LAYOUT_MAX_DISKS];    /* content is in blk */
 	bool lost[LAYOUT_MAX_DISKS];    /* cannot be read */
 	bool rewrite[LAYOUT_MAX_DISKS]; /* read error on a working member: write back */
+	int only;                       /* row_solve: just this block is wanted (-1: all) */
 };
 
 static unsigned row_disk(const struct row *r, unsigned b)
@@ -44,6 +45,7 @@ static int row_init(struct volume_seg *s, struct row *r, uint64_t stripe, uint64
 	r->k = r->st.ndata;
 	r->nb = r->k + (r->st.qd >= 0 ? 2 : 1);
 	r->devoff = stripe * s->geom.chunk + in;
+	r->only = -1;
 	r->len = len;
 	mem = volume_seg_scratch(s, (r->nb + 2) * len);
 	if (!mem)
@@ -94,6 +96,7 @@ static struct parity_stripe row_parity(struct row *r)
 		.ndata = r->k, .len = r->len, .data = r->blk, .p = r->blk[r->k],
 		.q = r->nb > r->k + 1 ? r->blk[r->k + 1] : NULL,
 		.qexp = r->nb > r->k + 1 ? r->st.qexp : NULL,
+		.one_only = r->only >= 0, .one = r->only >= 0 ? (unsigned)r->only : 0,
 	};
 }
 
@@ -115,6 +118,8 @@ static int row_solve(struct volume_seg *s, struct row *r, bool data_only)
 			lost[nlost++] = b;
 		if (b >= r->k && r->rewrite[b])
 			data_only = false;
+		if (r->rewrite[b] && (int)b != r->only)
+			ps.one_only = false;        /* a read error to write back: solve it too */
 	}
 	if (nlost > r->nb - r->k)
 		return -EIO;
@@ -123,7 +128,7 @@ static int row_solve(struct volume_seg *s, struct row *r, bool data_only)
 	if (ret < 0)
 		return ret;
 	for (unsigned b = 0; b < r->nb; b++) {
-		r->have[b] = !data_only || b < r->k || !r->lost[b];
+		r->have[b] = !r->lost[b] || (ps.one_only ? (int)b == r->only : !data_only || b < r->k);
 		if (r->rewrite[b])
 			volume_mwrite(s, row_disk(r, b), r->blk[b], r->len, r->devoff);
 		r->rewrite[b] = false;
@@ -348,8 +353,11 @@ static int raid_rebuild(struct volume_seg *s, unsigned m, uint64_t off, uint64_t
 		struct row r;
 
 		ret = row_init(s, &r, st, 0, s->geom.chunk);
-		for (unsigned b = 0; ret >= 0 && b < r.nb; b++)
+		for (unsigned b = 0; ret >= 0 && b < r.nb; b++) {
 			r.lost[b] = row_disk(&r, b) == m;
+			if (r.lost[b])
+				r.only = (int)b;        /* another lost block need not be solved */
+		}
 		if (ret >= 0)
 			ret = row_solve(s, &r, false);
 		for (unsigned b = 0; ret >= 0 && b < r.nb; b++)

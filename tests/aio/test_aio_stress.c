@@ -231,11 +231,87 @@ static void test_a_handler_suspends_while_its_thread_sleeps_in_aio_suspend(void 
 	}
 }
 
+/* The pipe the SIGEV_SIGNAL handler writes to, then waits on. */
+static int late_p[2];
+static struct aiocb late_cb;
+static volatile sig_atomic_t late_state;        /* 2: got it, 3: failed */
+
+static void on_rt(int sig)
+{
+	const struct aiocb *list[1] = { &late_cb };
+
+	(void)sig;
+	if (write(late_p[1], "l", 1) != 1) {
+		late_state = 3;
+		return;
+	}
+	while (aio_error(&late_cb) == EINPROGRESS)
+		if (aio_suspend(list, 1, NULL) < 0 && errno != EINTR) {
+			late_state = 3;
+			return;
+		}
+	late_state = 2;
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	fprintf(stderr, "hung: the handler's aio_suspend never returned\n");
+	_exit(1);
+}
+
+/* One thread alone. A request's SIGEV_SIGNAL lands on the thread that
+ * completed it, in aio_suspend: the handler then starts a request and
+ * waits for it. Sent while that thread still held the completion queue,
+ * nobody could complete it (the reaper stands aside, and could not take
+ * the queue anyway). */
+static void test_a_completion_signal_handler_can_wait_in_aio_suspend(void **state)
+{
+	struct sigaction sa = { .sa_handler = on_rt };
+	unsigned char *buf = NULL;
+	struct aiocb cb;
+	const struct aiocb *list[1] = { &cb };
+	int fd;
+
+	(void)state;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGRTMIN + 1, &sa, NULL);
+	signal(SIGALRM, on_alarm);
+	assert_int_equal(posix_memalign((void **)&buf, BS, BS), 0);
+	fd = scratch_file(16 * BS, O_RDONLY | O_DIRECT);
+	assert_int_equal(pipe(late_p), 0);
+	for (int rep = 0; rep < 20; rep++) {
+		unsigned char c = 0;
+
+		late_state = 0;
+		late_cb = aiocb_for(late_p[0], &c, 1, 0);
+		assert_int_equal(aio_read(&late_cb), 0);
+		cb = aiocb_for(fd, buf, BS, (rep % 16) * BS);
+		cb.aio_sigevent.sigev_notify = SIGEV_SIGNAL;
+		cb.aio_sigevent.sigev_signo = SIGRTMIN + 1;
+		alarm(20);
+		assert_int_equal(aio_read(&cb), 0);
+		while (aio_error(&cb) == EINPROGRESS || !late_state)
+			if (aio_suspend(list, 1, NULL) < 0)
+				assert_int_equal(errno, EINTR);
+		alarm(0);
+		assert_int_equal(aio_return(&cb), BS);
+		assert_int_equal(late_state, 2);
+		assert_int_equal(aio_return(&late_cb), 1);
+		assert_int_equal(c, 'l');
+	}
+	close(late_p[0]);
+	close(late_p[1]);
+	close(fd);
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_many_threads_in_aio_suspend_lose_no_wakeup),
 		cmocka_unit_test(test_a_handler_suspends_while_its_thread_sleeps_in_aio_suspend),
+		cmocka_unit_test(test_a_completion_signal_handler_can_wait_in_aio_suspend),
 	};
 
 	setenv("PONY_ACALL_REAPER_STANDBY_US", "60000000", 1);

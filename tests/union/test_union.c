@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
@@ -197,6 +198,34 @@ static void test_hard_links_stay_one_inode_after_copy_up_and_rebuild(void **stat
 	VFS_FORGET(f->fs, b.ino, 1);
 }
 
+/* The descriptor the FUSE front end splices reads from holds the bytes
+ * read gives: the lower's before copy-up, the upper's after. */
+static void test_data_fd_holds_what_read_gives(void **state)
+{
+	struct fixture *f = *state;
+	char buf[16] = { 0 };
+	struct vfs_entry e;
+	uint64_t fh;
+	int fd;
+
+	walk(f, "d/x", &e);
+	assert_int_equal(VFS_CALL(f->fs, open, &f->ctx, e.ino, O_RDONLY, &fh), 0);
+	fd = VFS_CALL(f->fs, data_fd, e.ino, fh);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, buf, sizeof(buf), 0), 2);
+	assert_string_equal(buf, "x\n");
+	VFS_CALL(f->fs, release, e.ino, fh);
+	assert_int_equal(VFS_CALL(f->fs, open, &f->ctx, e.ino, O_RDWR, &fh), 0);
+	assert_int_equal(VFS_CALL(f->fs, write, e.ino, fh, "up", 2, 0), 2);
+	fd = VFS_CALL(f->fs, data_fd, e.ino, fh);
+	assert_true(fd >= 0);
+	memset(buf, 0, sizeof(buf));
+	assert_int_equal(pread(fd, buf, sizeof(buf), 0), 2);
+	assert_string_equal(buf, "up");
+	VFS_CALL(f->fs, release, e.ino, fh);
+	VFS_FORGET(f->fs, e.ino, 1);
+}
+
 struct names { char name[128][16]; uint64_t next[128]; int n; };
 
 static int collect(void *data, const char *name, uint64_t ino, unsigned type, uint64_t next)
@@ -248,6 +277,37 @@ static void test_readdir_cookies_survive_adds_and_removes(void **state)
 	assert_true(listed(&again, "added"));
 	assert_int_equal(again.n, 42);
 	VFS_CALL(f->fs, releasedir, d.ino, dh);
+	VFS_FORGET(f->fs, d.ino, 1);
+}
+
+/* The FUSE front end lists union directories without opendir (no OPENDIR
+ * round trip): readdir by inode alone keeps the same cookie guarantees. */
+static void test_readdir_without_opendir_resumes_by_cookie(void **state)
+{
+	struct fixture *f = *state;
+	struct names all = { .n = 0 }, rest = { .n = 0 }, again = { .n = 0 };
+	struct vfs_entry d, e;
+
+	walk(f, "e", &d);
+	assert_int_equal(VFS_CALL(f->fs, readdir, &f->ctx, d.ino, VFS_NO_FH, 0, collect, &all),
+			 0);
+	assert_int_equal(all.n, 42);
+	assert_int_equal(VFS_CALL(f->fs, unlink, &f->ctx, d.ino, all.name[30]), 0);
+	assert_int_equal(VFS_CALL(f->fs, mknod, &f->ctx, d.ino, "added2", S_IFREG | 0644, 0, &e),
+			 0);
+	VFS_FORGET(f->fs, e.ino, 1);
+	/* Resuming after the 20th: the rest of the listing taken at cookie 0
+	 * (a snapshot, as opendir's), in order, nothing twice. */
+	assert_int_equal(VFS_CALL(f->fs, readdir, &f->ctx, d.ino, VFS_NO_FH, all.next[19],
+				  collect, &rest), 0);
+	for (int i = 20, j = 0; i < all.n; i++, j++)
+		assert_string_equal(rest.name[j], all.name[i]);
+	/* From cookie 0 again: a fresh listing. */
+	assert_int_equal(VFS_CALL(f->fs, readdir, &f->ctx, d.ino, VFS_NO_FH, 0, collect, &again),
+			 0);
+	assert_false(listed(&again, all.name[30]));
+	assert_true(listed(&again, "added2"));
+	assert_int_equal(again.n, 42);
 	VFS_FORGET(f->fs, d.ino, 1);
 }
 
@@ -414,7 +474,9 @@ int main(void)
 		T(test_copy_up_keeps_data_mode_times_and_xattrs),
 		T(test_st_ino_is_stable_across_copy_up_and_rebuild),
 		T(test_hard_links_stay_one_inode_after_copy_up_and_rebuild),
+		T(test_data_fd_holds_what_read_gives),
 		T(test_readdir_cookies_survive_adds_and_removes),
+		T(test_readdir_without_opendir_resumes_by_cookie),
 		T(test_whiteout_and_opaque_dir_hide_lower_names),
 		T(test_directory_rename_keeps_lower_contents),
 		T(test_exchange_of_merged_directories_keeps_both_lowers),
