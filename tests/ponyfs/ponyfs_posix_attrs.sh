@@ -22,14 +22,7 @@ command -v perl >/dev/null || skip "perl is missing"
 id nobody >/dev/null 2>&1 || skip "no user nobody"
 
 . "$PONY_SRCDIR/tests/ponyfs/mount_lib.sh" ponyfs-attrs
-mkdir -p "$T/ref"
-chmod 755 "$T"
-setfacl -m u:nobody:r "$T/ref" 2>/dev/null || skip "the root filesystem has no ACLs"
-setfacl -b "$T/ref"
-truncate -s 256M "$T/img"
-"$PONY" mkfs "$T/img" >/dev/null || fail "mkfs"
-pony_mount "$T/img"
-chmod 755 "$T/m"
+ext4_oracle_and_mount
 
 NB=$(id -u nobody)
 NG=$(id -g nobody)
