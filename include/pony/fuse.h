@@ -31,6 +31,9 @@ struct ponyfuse_options {
 					 * kernel's inode cache (open_by_handle_at) */
 	bool no_opendir;                /* the instance's readdir takes VFS_NO_FH:
 					 * no OPENDIR/RELEASEDIR round trips */
+	bool killpriv;                  /* the daemon drops suid/sgid on write,
+					 * truncate, chown (KILLPRIV_V2): no
+					 * GETATTR before each chown */
 	bool no_selinux_xattr;          /* EOPNOTSUPP for security.selinux: the
 					 * host runs no SELinux, labels are inert */
 };

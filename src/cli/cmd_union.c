@@ -151,6 +151,7 @@ static int union_mount_run(int argc, char **argv)
 	opts.no_selinux_xattr = !host_has_selinux();
 	/* The union lists a directory by inode, no handle needed (union.h). */
 	opts.no_opendir = true;
+	opts.killpriv = true;
 	/* Files are created with exactly the mode the caller's umask left. */
 	umask(0);
 	cli_raise_nofile();

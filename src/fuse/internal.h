@@ -26,5 +26,10 @@ void ponyfuse_statx_to_stat(const struct statx *x, struct stat *st);
 void ponyfuse_init(void *userdata, struct fuse_conn_info *conn);
 void ponyfuse_init_ops(struct fuse_lowlevel_ops *ops);
 void ponyfuse_init_ops_more(struct fuse_lowlevel_ops *ops);
+/* killpriv.c: FUSE_HANDLE_KILLPRIV_V2 through libfuse's custom I/O. */
+int ponyfuse_killpriv_setup(struct fuse_session *se);
+/* Drops suid (and sgid with group execute) when the request this worker
+ * handles asked for it; *ret (if not NULL) gets the new attributes then. */
+int ponyfuse_kill_suidgid(fuse_req_t req, uint64_t ino, uint64_t fh, struct statx *ret);
 
 #endif

@@ -75,6 +75,10 @@ int ponyfuse_mount(struct vfs *fs, const char *mountpoint,
 		return -ENOTCONN;
 	}
 	pf->mounted = true;
+	if (opts->killpriv && ponyfuse_killpriv_setup(pf->se) < 0) {
+		ponyfuse_free(pf);
+		return -EIO;
+	}
 	*ret = pf;
 	return 0;
 }

@@ -131,10 +131,14 @@ static void req_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int t
 	};
 	struct vfs_ctx ctx;
 	struct statx x;
+	int r;
 
 	ponyfuse_ctx(req, &ctx);
-	reply_attr(req, VFS_CALL(fs_of(req), setattr, &ctx, ino, fi ? fi->fh : VFS_NO_FH,
-				 &a, &x), &x);
+	r = VFS_CALL(fs_of(req), setattr, &ctx, ino, fi ? fi->fh : VFS_NO_FH, &a, &x);
+	/* Truncate or chown with KILLPRIV_V2: the kernel left suid to us. */
+	if (r == 0)
+		r = ponyfuse_kill_suidgid(req, ino, fi ? fi->fh : VFS_NO_FH, &x);
+	reply_attr(req, r, &x);
 }
 
 static void req_readlink(fuse_req_t req, fuse_ino_t ino)
@@ -235,6 +239,8 @@ static void req_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 	ponyfuse_ctx(req, &ctx);
 	r = VFS_CALL(fs_of(req), open, &ctx, ino, open_flags(req, fi->flags), &fh);
+	if (r == 0 && (r = ponyfuse_kill_suidgid(req, ino, fh, NULL)) < 0)
+		VFS_CALL(fs_of(req), release, ino, fh);
 	if (r < 0) {
 		fuse_reply_err(req, -r);
 		return;
@@ -308,7 +314,11 @@ static void req_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t si
 		     off_t off, struct fuse_file_info *fi)
 {
 	ssize_t n = VFS_CALL(fs_of(req), write, ino, fi->fh, buf, size, off);
+	int r;
 
+	/* A write without CAP_FSETID under KILLPRIV_V2 drops suid here. */
+	if (n >= 0 && (r = ponyfuse_kill_suidgid(req, ino, fi->fh, NULL)) < 0)
+		n = r;
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else

@@ -62,6 +62,7 @@ mkdir -p "$T"/{l1,l2,pu,pw,ku,kw,pm,km}
 ) || fail "cannot build the lowers"
 before=$(lower_sum)
 
+chmod 711 "$T" # nobody reaches the mounts (the suid op below)
 pony_mount "$T/pu" "$T/pw"
 kernel_mount "$T/ku" "$T/kw"
 mount | grep -q "^$T/pu on $T/pm type fuse.pony-union" || fail "fsname is not the upper: $(mount | grep "$T/pm")"
@@ -85,6 +86,9 @@ ops=(
 	'mkdir dmoved/sub; ls -a dmoved/sub'
 	'chmod 600 b2; stat -c %a b2'
 	'chown 12:34 b2; stat -c %u:%g b2'
+	# suid/sgid dropped on write, truncate and open(O_TRUNC) by a caller
+	# without CAP_FSETID, and on chown (pony does it, KILLPRIV_V2).
+	'nb="setpriv --reuid 65534 --regid 65534 --clear-groups"; touch sf; chmod 4777 sf; $nb sh -c "echo x >> sf"; stat -c %a sf; chmod 6777 sf; $nb truncate -s 1 sf; stat -c %a sf; chmod 6777 sf; $nb sh -c ": > sf"; stat -c %a sf; chmod 2767 sf; $nb sh -c "echo y >> sf"; stat -c %a sf; chmod 6755 sf; chown 1:1 sf; stat -c %a sf; cat sf'
 	'touch -d "2001-02-03 04:05:06" b2; stat -c %Y b2'
 	'python3 -c "import os; os.setxattr(\"b2\", \"user.t\", b\"x\"); print(os.getxattr(\"b2\", \"user.t\"), sorted(os.listxattr(\"b2\")))"'
 	'python3 -c "import os; print(os.getxattr(\"alink\", \"user.k\")); os.removexattr(\"alink\", \"user.k\"); print(os.listxattr(\"alink\"))"'
