@@ -27,11 +27,13 @@
 #ifndef PONY_ACALL_H
 #define PONY_ACALL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <time.h>
 
 struct statx;
 struct acall_ring;                      /* opaque: fields live in src/acall/ */
@@ -237,6 +239,29 @@ void acall_op_done_batch(struct acall_ring *ring, struct acall_op **ops, unsigne
 /* Submits op alone (not the thread's other prepared ops), waits for it,
  * gives the record back and returns its result. */
 int64_t acall_run(struct acall_ring *ring, struct acall_op *op);
+
+/*
+ * Completion on the caller's thread, for a layer that keeps its own
+ * completion word (libpony-aio's aio_suspend()): a futex word that the
+ * layer's callbacks move (then call acall_reap_wake()) whenever something
+ * a waiter may wait for completes. One word per ring.
+ *
+ * acall_reap_wait() completes what io_uring holds on this thread
+ * (callbacks run here) and, unless *word moved from val, sleeps in
+ * io_uring_enter until a completion, a kick from acall_reap_wake(), the
+ * relative timeout (NULL: none; -ETIMEDOUT) or a signal handler (-EINTR).
+ * While another thread holds the ring's completion queue, it sleeps on
+ * word instead; that thread moves word and wakes it as it leaves. So
+ * nothing is lost and, while callers keep coming, the ring's reaper thread
+ * stands aside: no thread switch per completion. Returns 0: look again at
+ * what you wait for. The caller holds no lock its callbacks take.
+ * A signal handler may call it while its thread sleeps in it.
+ */
+int acall_reap_wait(struct acall_ring *ring, _Atomic uint32_t *word, uint32_t val,
+		    const struct timespec *timeout);
+/* After moving the word: wakes the threads sleeping in acall_reap_wait()
+ * (on the word or in the CQ); the caller need not wake the word itself. */
+void acall_reap_wake(struct acall_ring *ring);
 
 /*
  * Asks a submitted op to stop. An op blocked in the kernel (a read from an

@@ -25,6 +25,10 @@ struct ponyfuse_options {
 	unsigned max_threads;           /* 0: libfuse's default */
 	bool noflush;                   /* no FLUSH on close(2): the instance's
 					 * flush does nothing a close needs */
+	bool export_support;            /* the instance's lookup answers "." and ".."
+					 * of any id it ever handed out, forgotten or
+					 * not (ponyfs): file handles then outlive the
+					 * kernel's inode cache (open_by_handle_at) */
 	bool no_opendir;                /* the instance's readdir takes VFS_NO_FH:
 					 * no OPENDIR/RELEASEDIR round trips */
 	bool killpriv;                  /* the daemon drops suid/sgid on write,

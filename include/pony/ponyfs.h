@@ -10,6 +10,11 @@
  * the name holds all-old or all-new content without fsync; fsync of a file
  * writes only that file's data; fbarrier orders a file's data before later
  * metadata without waiting.
+ *
+ * Inode ids are the database's inode numbers, never reused and valid without
+ * a lookup reference, so ponyfs answers lookup(ino, ".") and (ino, "..")
+ * for any id, as FUSE's export protocol asks (open_by_handle_at, NFS): a
+ * file that is gone is -ENOENT, which the kernel turns into -ESTALE.
  */
 #ifndef PONY_PONYFS_H
 #define PONY_PONYFS_H
@@ -41,6 +46,11 @@ struct ponyfs_options {
 	bool read_only;
 	ponyfs_report_t report;         /* NULL: repairs are only counted */
 	void *report_arg;
+	/* Bytes of cached file data above which a writer writes its own file
+	 * back (0: a tenth of the machine's memory, as the kernel's
+	 * dirty_background_ratio, and at least 64 MiB). Below it, cached
+	 * data waits for its file's fsync, close, rename or the timer. */
+	uint64_t dirty_max;
 };
 
 /*

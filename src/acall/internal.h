@@ -15,7 +15,9 @@
 
 #include <liburing.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
+#include <time.h>
 
 #include "pony/acall.h"
 
@@ -134,9 +136,16 @@ struct acall_ring {
 	_Atomic unsigned uring_cb_inflight; /* with a callback: the reaper's job */
 	_Atomic bool leader_sleeping;   /* a leader blocks in io_uring_enter */
 	_Atomic bool leader_ringwide;   /* ... and it waits for ring-wide ones */
+	/* acall_reap_wait(): its calls so far (the reaper stands aside while
+	 * this moves) and the callers sleeping on their own word because
+	 * another thread holds the CQ (the holder wakes them as it leaves). */
+	_Atomic unsigned ext_gen;
+	_Atomic unsigned ext_busy;
+	_Atomic uint32_t *_Atomic ext_word; /* the word they sleep on */
 	pthread_t reaper;
 	bool reaper_started;
 	_Atomic uint32_t reaper_word;
+	_Atomic bool reaper_idle;       /* asleep until callback ops are out */
 	bool has_dontcache;
 	struct {
 		struct acall_cred cred;
@@ -173,7 +182,16 @@ void acall_uring_exit(struct acall_ring *ring);
 int acall_uring_submit(struct acall_ring *ring, struct acall_op *chains);
 /* Reaps the CQ; the caller holds cq_lock. wait: block for one CQE first. */
 unsigned acall_uring_reap(struct acall_ring *ring, bool wait);
+/* Unless *word moved from val, blocks in io_uring_enter until a CQE is
+ * there, timeout (relative; NULL: none) passes (-ETIMEDOUT) or a signal
+ * handler runs (-EINTR); 0 otherwise. Reaps nothing; the caller holds
+ * cq_lock. -EOPNOTSUPP without IORING_FEAT_EXT_ARG. */
+int acall_uring_wait_timed(struct acall_ring *ring, _Atomic uint32_t *word, uint32_t val,
+			   const struct timespec *timeout);
 void acall_uring_kick(struct acall_ring *ring);
+/* Every holder of cq_lock leaves through here: it wakes the
+ * acall_reap_wait() callers that found the CQ busy, so one takes it. */
+void acall_cq_unlock(struct acall_ring *ring);
 void acall_uring_cancel(struct acall_ring *ring, struct acall_op *op);
 /* The registered personality for cred (registered on first use), or -errno. */
 int acall_uring_personality(struct acall_ring *ring, const struct acall_cred *cred);

@@ -116,7 +116,7 @@ static void drain(struct acall_ring *ring)
 		}
 		if (ring->has_uring && !pthread_mutex_trylock(&ring->cq_lock)) {
 			acall_uring_reap(ring, false);
-			pthread_mutex_unlock(&ring->cq_lock);
+			acall_cq_unlock(ring);
 		}
 		nanosleep(&ms, NULL);
 	}

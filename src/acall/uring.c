@@ -7,8 +7,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -17,6 +19,11 @@
 #define RWF_DONTCACHE 0x00000080
 #endif
 #define REAP_BATCH 64
+/* The reaper stands aside while acall_reap_wait() callers came by within
+ * this long: they reap the CQ themselves (see reaper_main()).
+ * PONY_ACALL_REAPER_STANDBY_US changes it (tests make it long, so that a
+ * lost wake-up shows as a hang rather than a delay). */
+#define REAPER_STANDBY_NS 2000000L
 
 int acall_uring_init(struct acall_ring *ring, unsigned entries)
 {
@@ -145,7 +152,7 @@ static int submit_sq_locked(struct acall_ring *ring)
 		pthread_mutex_unlock(&ring->sq_lock);
 		if (!pthread_mutex_trylock(&ring->cq_lock)) {
 			acall_uring_reap(ring, false);
-			pthread_mutex_unlock(&ring->cq_lock);
+			acall_cq_unlock(ring);
 		} else {
 			sched_yield();
 		}
@@ -173,7 +180,10 @@ int acall_uring_submit(struct acall_ring *ring, struct acall_op *chains)
 		}
 	}
 	atomic_fetch_add(&ring->uring_inflight, n);
-	if (ncb && atomic_fetch_add(&ring->uring_cb_inflight, ncb) == 0) {
+	/* The reaper sleeps for good only when it found none out; standing
+	 * aside, it needs no wake-up. */
+	if (ncb && atomic_fetch_add(&ring->uring_cb_inflight, ncb) == 0 &&
+	    atomic_load(&ring->reaper_idle)) {
 		atomic_fetch_add(&ring->reaper_word, 1);
 		acall_futex_wake(&ring->reaper_word, 1);
 	}
@@ -291,6 +301,34 @@ unsigned acall_uring_reap(struct acall_ring *ring, bool wait)
 	return total;
 }
 
+int acall_uring_wait_timed(struct acall_ring *ring, _Atomic uint32_t *word, uint32_t val,
+			   const struct timespec *timeout)
+{
+	struct __kernel_timespec ts;
+	struct io_uring_getevents_arg arg = { .sigmask_sz = _NSIG / 8 };
+	int r = 0;
+
+	if (!(ring->uring.features & IORING_FEAT_EXT_ARG))
+		return -EOPNOTSUPP;
+	if (timeout) {
+		ts.tv_sec = timeout->tv_sec;
+		ts.tv_nsec = timeout->tv_nsec;
+		arg.ts = (uint64_t)(uintptr_t)&ts;
+	}
+	/* Set before word is read: a completion on another path moves word
+	 * first and then, seeing this, kicks (acall_reap_wake(),
+	 * complete_batch()); its CQE stays until this thread reaps it. */
+	atomic_store(&ring->leader_sleeping, true);
+	if (atomic_load(word) == val &&
+	    syscall(__NR_io_uring_enter, ring->uring.ring_fd, 0, 1,
+		    IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG, &arg, sizeof(arg)) < 0)
+		r = -errno;
+	atomic_store(&ring->leader_sleeping, false);
+	if (r == -ETIME)
+		return -ETIMEDOUT;
+	return r == -EINTR ? r : 0;
+}
+
 /*
  * Personalities: io_uring registers the credentials of the thread that
  * registers, so this thread takes on cred for the moment of the call (raw,
@@ -327,25 +365,69 @@ out:
 	return id;
 }
 
-/* Completes callback ops when nobody else reaps: sleeps while there are
- * none in flight, leads the CQ while there are. */
+/*
+ * Completes callback ops when nobody else reaps: sleeps while there are
+ * none in flight, leads the CQ while there are. While acall_reap_wait()
+ * callers keep coming (ext_gen moved within REAPER_STANDBY_NS), they reap
+ * the CQ on their own threads and the reaper stays out of their way: it
+ * would otherwise take every CQE first and hand it over with a wake-up.
+ * Each holder of the CQ wakes those who wait for it as it leaves, so
+ * standing aside loses no completion; it only delays callbacks by up to
+ * twice REAPER_STANDBY_NS when those callers stop coming.
+ */
+static long reaper_standby_ns(void)
+{
+	const char *e = getenv("PONY_ACALL_REAPER_STANDBY_US");
+	long us = e ? strtol(e, NULL, 10) : 0;
+
+	return us > 0 && us < 3600000000L ? us * 1000 : REAPER_STANDBY_NS;
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 static void *reaper_main(void *arg)
 {
 	struct acall_ring *ring = arg;
+	unsigned gen = atomic_load(&ring->ext_gen);
+	long standby = reaper_standby_ns();
+	int64_t until = 0;              /* standing aside until then */
 
 	for (;;) {
 		uint32_t seen = atomic_load(&ring->reaper_word);
+		unsigned g;
+		int64_t now;
 
 		if (ring->stopping && !atomic_load(&ring->uring_inflight))
 			break;
+		/* Idle flag, then the count (the submitter: count, then
+		 * flag): one of the two sees the other. */
+		atomic_store(&ring->reaper_idle, true);
 		if (!atomic_load(&ring->uring_cb_inflight)) {
 			acall_futex_wait(&ring->reaper_word, seen, 0);
+			continue;
+		}
+		atomic_store(&ring->reaper_idle, false);
+		g = atomic_load(&ring->ext_gen);
+		now = mono_ns();
+		if (g != gen) {
+			gen = g;
+			until = now + standby;
+		}
+		/* Until callers stayed away for a whole standby period. */
+		if (now < until && !ring->stopping) {
+			acall_futex_wait(&ring->reaper_word, seen, (long)(until - now));
 			continue;
 		}
 		pthread_mutex_lock(&ring->cq_lock);
 		if (atomic_load(&ring->uring_cb_inflight))
 			acall_uring_reap(ring, true);
-		pthread_mutex_unlock(&ring->cq_lock);
+		acall_cq_unlock(ring);
 	}
 	return NULL;
 }

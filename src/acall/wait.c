@@ -7,6 +7,10 @@
  * pays a thread switch per completion.
  */
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -22,6 +26,18 @@ static void waiter_add_locked(struct acall_ring *ring, struct acall_waiter *w)
 	ring->waiters = w;
 }
 
+/* The CQ's holder leaves while io_uring ops are still out: wakes a waiter
+ * that will take it over. */
+static void handover_locked(struct acall_ring *ring)
+{
+	if (ring->has_uring && atomic_load(&ring->uring_inflight))
+		for (struct acall_waiter *o = ring->waiters; o; o = o->next)
+			if (!o->op || o->op->path == ACALL_PATH_URING) {
+				acall_wake(o);
+				break;
+			}
+}
+
 static void waiter_del_locked(struct acall_ring *ring, struct acall_waiter *w)
 {
 	if (w->prev)
@@ -30,13 +46,7 @@ static void waiter_del_locked(struct acall_ring *ring, struct acall_waiter *w)
 		ring->waiters = w->next;
 	if (w->next)
 		w->next->prev = w->prev;
-	/* Leaving while io_uring ops are still out: hand the CQ over. */
-	if (ring->has_uring && atomic_load(&ring->uring_inflight))
-		for (struct acall_waiter *o = ring->waiters; o; o = o->next)
-			if (!o->op || o->op->path == ACALL_PATH_URING) {
-				acall_wake(o);
-				break;
-			}
+	handover_locked(ring);
 }
 
 static bool waiter_satisfied(struct acall_ring *ring, struct acall_waiter *w)
@@ -65,7 +75,7 @@ static void wait_for(struct acall_ring *ring, struct acall_waiter *w)
 				atomic_store(&ring->leader_ringwide, w->op == NULL);
 				acall_uring_reap(ring, true);
 			}
-			pthread_mutex_unlock(&ring->cq_lock);
+			acall_cq_unlock(ring);
 			continue;
 		}
 		/* Rather than sleep while workers have quick ops queued, run
@@ -176,7 +186,7 @@ static void reap_nowait(struct acall_ring *ring)
 		return;
 	if (!pthread_mutex_trylock(&ring->cq_lock)) {
 		acall_uring_reap(ring, false);
-		pthread_mutex_unlock(&ring->cq_lock);
+		acall_cq_unlock(ring);
 	}
 }
 
@@ -250,4 +260,95 @@ int acall_cancel(struct acall_ring *ring, struct acall_op *op)
 		return 0;
 	}
 	return acall_workers_cancel(ring, op);
+}
+
+/* The thread holds cq_lock in acall_reap_wait(); and sleeps in the kernel
+ * there, holding nothing else (a signal handler may then reap for it). */
+static _Thread_local bool reap_holding, reap_sleeping;
+
+/* Sleeps on word while it is val: 0, -ETIMEDOUT or -EINTR. */
+static int word_wait(_Atomic uint32_t *word, uint32_t val, const struct timespec *timeout)
+{
+	if (syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, val, timeout, NULL, 0) < 0 &&
+	    (errno == EINTR || errno == ETIMEDOUT))
+		return -errno;
+	return 0;
+}
+
+/* Reaps, then sleeps in the CQ unless word moved; the caller holds it. */
+static int reap_and_sleep(struct acall_ring *ring, _Atomic uint32_t *word, uint32_t val,
+			  const struct timespec *timeout)
+{
+	int r;
+
+	acall_uring_reap(ring, false);
+	reap_sleeping = true;
+	r = acall_uring_wait_timed(ring, word, val, timeout);
+	reap_sleeping = false;
+	acall_uring_reap(ring, false);
+	return r;
+}
+
+int acall_reap_wait(struct acall_ring *ring, _Atomic uint32_t *word, uint32_t val,
+		    const struct timespec *timeout)
+{
+	int r;
+
+	/* Without io_uring (or a timed io_uring wait), the ring's own
+	 * threads complete everything and move word. */
+	if (!ring->has_uring || !(ring->uring.features & IORING_FEAT_EXT_ARG))
+		return word_wait(word, val, timeout);
+	atomic_fetch_add(&ring->ext_gen, 1);
+	if (reap_holding) {
+		/* A signal handler interrupted this thread's own wait: the CQ
+		 * is this thread's, and in the kernel it held nothing else. */
+		if (reap_sleeping)
+			return reap_and_sleep(ring, word, val, timeout);
+		return word_wait(word, val, timeout);   /* docs/acall.md */
+	}
+	/* Counted before the try: a holder that leaves after it failed sees
+	 * the count (it reads it after unlocking) and wakes it. */
+	atomic_store(&ring->ext_word, word);
+	atomic_fetch_add(&ring->ext_busy, 1);
+	if (pthread_mutex_trylock(&ring->cq_lock)) {
+		r = word_wait(word, val, timeout);
+		atomic_fetch_sub(&ring->ext_busy, 1);
+		return r;
+	}
+	atomic_fetch_sub(&ring->ext_busy, 1);
+	reap_holding = true;
+	r = reap_and_sleep(ring, word, val, timeout);
+	reap_holding = false;
+	acall_cq_unlock(ring);
+	/* And acall_wait()ers of the ring, as a leaving leader does. */
+	pthread_mutex_lock(&ring->lock);
+	handover_locked(ring);
+	pthread_mutex_unlock(&ring->lock);
+	return r;
+}
+
+void acall_cq_unlock(struct acall_ring *ring)
+{
+	_Atomic uint32_t *word;
+
+	pthread_mutex_unlock(&ring->cq_lock);
+	atomic_thread_fence(memory_order_seq_cst);
+	if (!atomic_load(&ring->ext_busy))
+		return;
+	/* Callers that slept on their word because the CQ was held: one of
+	 * them takes it now. */
+	word = atomic_load(&ring->ext_word);
+	atomic_fetch_add(word, 1);
+	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+void acall_reap_wake(struct acall_ring *ring)
+{
+	/* The caller moved the word first; a caller that counts itself in
+	 * ext_busy later finds it moved (it read val before). */
+	if (atomic_load(&ring->ext_busy))
+		syscall(SYS_futex, atomic_load(&ring->ext_word), FUTEX_WAKE_PRIVATE, INT_MAX,
+			NULL, NULL, 0);
+	if (ring->has_uring && atomic_load(&ring->leader_sleeping))
+		acall_uring_kick(ring);
 }

@@ -147,10 +147,9 @@ int pony_aio_suspend(const struct aiocb *const list[], int nent, const struct ti
 		end.tv_sec += timeout->tv_sec + (end.tv_nsec + timeout->tv_nsec) / 1000000000;
 		end.tv_nsec = (end.tv_nsec + timeout->tv_nsec) % 1000000000;
 	}
-	atomic_fetch_add(&aio.sleepers, 1);
-	for (;;) {
+	for (bool last = false;;) {
 		uint32_t seq = atomic_load(&aio.seq);
-		struct timespec rel;
+		struct timespec rel = { 0, 0 };
 		long ns;
 
 		if (any_done(list, nent, &waitable) || !waitable)
@@ -159,10 +158,14 @@ int pony_aio_suspend(const struct aiocb *const list[], int nent, const struct ti
 			continue;
 		if (timeout) {
 			ns = ns_left(&end);
-			if (!ns) {
+			/* Time is up: one last look at what the ring holds
+			 * (aio_wait_seq() reaps it), since the reaper thread
+			 * may be standing aside for this thread. */
+			if (!ns && last) {
 				r = -EAGAIN;
 				break;
 			}
+			last = !ns;
 			rel.tv_sec = ns / 1000000000;
 			rel.tv_nsec = ns % 1000000000;
 		}
@@ -171,7 +174,6 @@ int pony_aio_suspend(const struct aiocb *const list[], int nent, const struct ti
 			break;
 		r = 0;
 	}
-	atomic_fetch_sub(&aio.sleepers, 1);
 	return r < 0 ? fail(r) : 0;
 }
 
@@ -194,7 +196,6 @@ static int lio_wait(struct aio_lio *lio)
 {
 	int r = 0;
 
-	atomic_fetch_add(&aio.sleepers, 1);
 	for (;;) {
 		uint32_t seq = atomic_load(&aio.seq);
 		unsigned left;
@@ -211,7 +212,6 @@ static int lio_wait(struct aio_lio *lio)
 			break;
 		r = 0;
 	}
-	atomic_fetch_sub(&aio.sleepers, 1);
 	return r;
 }
 
@@ -258,7 +258,7 @@ static int lio_listio_common(int mode, struct aiocb *const list[], int nent,
 		return fail(-EAGAIN);
 	lio->refs = 1;
 	lio->individual = individual;
-	lio->pid = getpid();
+	lio->pid = aio_getpid();
 	lio->notify = mode == LIO_NOWAIT && sev && sev->sigev_notify != SIGEV_NONE;
 	if (lio->notify)
 		lio->sev = *sev;

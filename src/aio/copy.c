@@ -58,7 +58,7 @@ void aio_run_inline(struct aio_req *req)
 	else if (aio_req_prep_locked(req) < 0)
 		aio_req_finish_locked(req, -EAGAIN, &notes);
 	else if (aio_req_submit_locked(req) < 0)
-		aio_notes_add(&notes, &sev, getpid());  /* accepted: say it failed */
+		aio_notes_add(&notes, &sev, aio_getpid());  /* accepted: say it failed */
 	aio_unlock();
 	aio_notes_send(&notes);
 }

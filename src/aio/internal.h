@@ -135,7 +135,8 @@ struct aio_state {
 	unsigned inflight, max;
 	_Atomic unsigned ncopy;         /* requests in AIO_REQ_COPY, all fds */
 	_Atomic uint32_t seq;           /* futex word, bumped by every completion */
-	_Atomic unsigned sleepers;      /* threads waiting on seq */
+	_Atomic unsigned sleepers;      /* threads in a plain futex wait on seq */
+	_Atomic pid_t pid;              /* getpid(), cached; 0: not yet (fork) */
 };
 
 extern struct aio_state aio;
@@ -187,8 +188,12 @@ void aio_notes_send(const struct aio_notes *n);
  * AIO_NOTCANCELED, AIO_ALLDONE, or -errno. */
 int aio_cancel_fd(int fd, struct aiocb *cb);
 /* Sleeps until aio.seq moves from seq or timeout (NULL: none, relative)
- * passes: 0, -ETIMEDOUT or -EINTR. */
+ * passes: 0, -ETIMEDOUT or -EINTR. The thread reaps the ring's io_uring
+ * itself meanwhile (acall_reap_wait()) unless it holds aio.lock (a signal
+ * handler interrupted pony). */
 int aio_wait_seq(uint32_t seq, const struct timespec *timeout);
+/* getpid(), without a system call each time. */
+pid_t aio_getpid(void);
 
 /* copy.c: small buffered copies. */
 enum aio_way aio_copy_way(const struct aio_req *req, bool can_inline);

@@ -83,7 +83,7 @@ void aio_notify(const struct sigevent *sev, pid_t pid)
 		memset(&si, 0, sizeof(si));
 		si.si_signo = sev->sigev_signo;
 		si.si_code = SI_ASYNCIO;
-		si.si_pid = getpid();
+		si.si_pid = aio_getpid();
 		si.si_uid = getuid();
 		si.si_value = sev->sigev_value;
 		syscall(SYS_rt_sigqueueinfo, pid, sev->sigev_signo, &si);

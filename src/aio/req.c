@@ -250,10 +250,56 @@ void aio_notes_add(struct aio_notes *n, const struct sigevent *sev, pid_t pid)
 	n->v[n->n++].pid = pid;
 }
 
+/*
+ * Notifications due while this thread reaps in aio_wait_seq(): sent once
+ * it left acall_reap_wait(). A SIGEV_SIGNAL sent to the process from this
+ * thread lands on this thread at once, and its handler (which may call
+ * aio_suspend()) must not run while this thread holds the completion
+ * queue: nobody else could complete what the handler waits for.
+ */
+struct later {
+	struct sigevent sev;
+	pid_t pid;
+};
+static _Thread_local bool reaping;
+static _Thread_local struct later *later;
+static _Thread_local unsigned nlater, later_cap;
+
+static bool notes_defer(const struct sigevent *sev, pid_t pid)
+{
+	if (nlater == later_cap) {
+		unsigned cap = later_cap ? 2 * later_cap : 16;
+		struct later *l = realloc(later, cap * sizeof(*l));
+
+		if (!l)
+			return false;   /* sent at once, then */
+		later = l;
+		later_cap = cap;
+	}
+	later[nlater].sev = *sev;
+	later[nlater++].pid = pid;
+	return true;
+}
+
+static void notes_flush(void)
+{
+	/* A handler run by one of these may reap and defer again: take the
+	 * list first (and free it: no buffer outlives its thread). */
+	struct later *l = later;
+	unsigned n = nlater;
+
+	later = NULL;
+	nlater = later_cap = 0;
+	for (unsigned i = 0; i < n; i++)
+		aio_notify(&l[i].sev, l[i].pid);
+	free(l);
+}
+
 void aio_notes_send(const struct aio_notes *n)
 {
 	for (unsigned i = 0; i < n->n; i++)
-		aio_notify(&n->v[i].sev, n->v[i].pid);
+		if (!reaping || !notes_defer(&n->v[i].sev, n->v[i].pid))
+			aio_notify(&n->v[i].sev, n->v[i].pid);
 }
 
 /* Set by aio_wake_hold(): this thread's completions wake nobody until
@@ -263,10 +309,16 @@ static _Thread_local bool wake_held, wake_due;
 static void wake_all(void)
 {
 	atomic_fetch_add(&aio.seq, 1);
-	if (wake_held)
+	if (wake_held) {
 		wake_due = true;
-	else if (atomic_load(&aio.sleepers))
-		syscall(SYS_futex, &aio.seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+	} else {
+		/* Threads on the plain futex (aio_wait_seq() in a signal
+		 * handler), then those in acall_reap_wait(). */
+		if (atomic_load(&aio.sleepers))
+			syscall(SYS_futex, &aio.seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+		if (aio.ring)
+			acall_reap_wake(aio.ring);
+	}
 }
 
 void aio_wake_hold(void)
@@ -390,7 +442,7 @@ static void submit_failed_late(struct aiocb *cb, int err, const struct sigevent 
 	memcpy(cb->__glibc_reserved, AIO_CB_MAGIC, sizeof(AIO_CB_MAGIC));
 	aio_cb_publish(cb, -err, -1);
 	wake_all();
-	aio_notify(sev, getpid());
+	aio_notify(sev, aio_getpid());
 }
 
 static struct aio_req *req_new(struct aiocb *cb, enum aio_kind kind, struct aio_fdq *q,
@@ -403,7 +455,7 @@ static struct aio_req *req_new(struct aiocb *cb, enum aio_kind kind, struct aio_
 	req->cb = cb;
 	req->kind = (uint8_t)kind;
 	req->refs = 1;
-	req->pid = getpid();
+	req->pid = aio_getpid();
 	req->sev = *sev;
 	req->q = q;
 	if (req_needs_order(req, q)) {
@@ -519,10 +571,40 @@ int aio_submit_locked(struct aiocb *cb, enum aio_kind kind, struct aio_lio *lio,
 	}
 }
 
+pid_t aio_getpid(void)
+{
+	pid_t pid = atomic_load(&aio.pid);
+
+	if (!pid) {
+		pid = getpid();
+		atomic_store(&aio.pid, pid);
+	}
+	return pid;
+}
+
 int aio_wait_seq(uint32_t seq, const struct timespec *timeout)
 {
-	long r = syscall(SYS_futex, &aio.seq, FUTEX_WAIT_PRIVATE, seq, timeout, NULL, 0);
+	struct acall_ring *ring = __atomic_load_n(&aio.ring, __ATOMIC_ACQUIRE);
+	long r;
 
+	/* Reaping here saves the hop through acall's reaper thread (the
+	 * reaper wakes, then wakes this thread) on every completion. Not
+	 * from a signal handler that interrupted pony in this thread: the
+	 * callbacks would take aio.lock inside its own critical section. */
+	if (ring && !aio_busy) {
+		bool outer = !reaping;
+
+		reaping = true;
+		r = acall_reap_wait(ring, &aio.seq, seq, timeout);
+		if (outer) {
+			reaping = false;
+			notes_flush();
+		}
+		return (int)r;
+	}
+	atomic_fetch_add(&aio.sleepers, 1);
+	r = syscall(SYS_futex, &aio.seq, FUTEX_WAIT_PRIVATE, seq, timeout, NULL, 0);
+	atomic_fetch_sub(&aio.sleepers, 1);
 	if (r < 0 && (errno == EINTR || errno == ETIMEDOUT))
 		return -errno;
 	return 0;
@@ -572,7 +654,6 @@ static void cancel_wait(struct aio_req **wait, unsigned n, bool *notcanceled, bo
 	end.tv_nsec += AIO_CANCEL_WAIT_NS;
 	end.tv_sec += end.tv_nsec / 1000000000;
 	end.tv_nsec %= 1000000000;
-	atomic_fetch_add(&aio.sleepers, 1);
 	while (left) {
 		uint32_t seq = atomic_load(&aio.seq);
 		struct timespec rel;
@@ -591,7 +672,6 @@ static void cancel_wait(struct aio_req **wait, unsigned n, bool *notcanceled, bo
 		rel.tv_nsec = ns % 1000000000;
 		aio_wait_seq(seq, &rel);
 	}
-	atomic_fetch_sub(&aio.sleepers, 1);
 	aio_lock();
 	for (unsigned i = 0; i < n; i++) {
 		if (wait[i]->state != AIO_REQ_DONE)
@@ -678,6 +758,7 @@ static void aio_fork_child(void)
 		}
 	aio.ring = NULL;
 	aio.inflight = 0;
+	atomic_store(&aio.pid, 0);
 	atomic_store(&aio.ncopy, 0);
 	atomic_store(&aio.sleepers, 0);
 }

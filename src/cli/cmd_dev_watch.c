@@ -6,11 +6,15 @@
  * and in directories of image files, as udev's own "watch" does, so a mkfs
  * that rewrites a label is probed again the moment the tool closes the
  * device, and a lookup right after finds the new label.
+ *
+ * SIGTERM and SIGINT end the watch cleanly (the database closed, its WAL
+ * checkpointed), as the --timeout does.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +34,16 @@ struct watch {
 	char *wpath[MAX_WATCHES];
 	bool is_dir[MAX_WATCHES];
 	bool verbose;
+	bool node_watch;                /* inotify on block device nodes */
 };
+
+static volatile sig_atomic_t watch_stop;
+
+static void watch_on_signal(int sig)
+{
+	(void)sig;
+	watch_stop = 1;
+}
 
 static void watch_add(struct watch *w, const char *path, bool dir)
 {
@@ -110,7 +123,8 @@ static void handle_uevent(struct watch *w, struct devdb_uevents *ev)
 			fflush(stdout);
 		} else {
 			watch_update(w, e.node, e.action);
-			watch_add(w, e.node, false);
+			if (w->node_watch)
+				watch_add(w, e.node, false);
 		}
 	}
 }
@@ -134,11 +148,14 @@ static void add_block_nodes(struct watch *w)
 
 static void watch_usage(FILE *f)
 {
-	fprintf(f, "Usage: pony dev watch [--db PATH] [--timeout SECONDS] [--verbose] [DIR...]\n"
+	fprintf(f, "Usage: pony dev watch [--db PATH] [--timeout SECONDS] [--verbose]\n"
+		   "                      [--no-node-watch] [DIR...]\n"
 		   "Keeps the database current: uevents for block devices (udev's when udevd\n"
 		   "runs, else the kernel's; PONY_UEVENT_SOURCE=kernel|udev forces one), inotify\n"
 		   "IN_CLOSE_WRITE on block device nodes and on directories of image files (the\n"
-		   "ones the database knows, and DIRs given). Runs until killed, or SECONDS.\n"
+		   "ones the database knows, and DIRs given). Runs until SIGTERM/SIGINT, or SECONDS.\n"
+		   "--no-node-watch: no inotify on device nodes, uevents alone (udevd's \"watch\"\n"
+		   "rule re-announces a close after a write as a change event).\n"
 		   "Prints 'watching ...' on stderr once every watch is in place; --verbose\n"
 		   "prints each update (and each block device uevent: 'uevent ACTION NODE').\n");
 }
@@ -147,9 +164,12 @@ int dev_watch_run(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "db", required_argument, NULL, 'd' }, { "timeout", required_argument, NULL, 't' },
-		{ "verbose", no_argument, NULL, 'v' }, { "help", no_argument, NULL, 'h' }, { 0 },
+		{ "verbose", no_argument, NULL, 'v' }, { "no-node-watch", no_argument, NULL, 'n' },
+		{ "help", no_argument, NULL, 'h' }, { 0 },
 	};
-	struct watch w = { .ifd = -1 };
+	struct watch w = { .ifd = -1, .node_watch = true };
+	struct sigaction sa = { .sa_handler = watch_on_signal };   /* no SA_RESTART: poll wakes */
+	enum devdb_uevent_source src = DEVDB_UEVENT_AUTO;
 	_cleanup_(devdb_uevents_freep) struct devdb_uevents *ev = NULL;
 	const char *source = getenv("PONY_UEVENT_SOURCE");
 	const char *dbpath = NULL;
@@ -165,6 +185,7 @@ int dev_watch_run(int argc, char **argv)
 		case 'd': dbpath = optarg; break;
 		case 't': timeout = atof(optarg); break;
 		case 'v': w.verbose = true; break;
+		case 'n': w.node_watch = false; break;
 		case 'h':
 			watch_usage(stdout);
 			return CLI_EXIT_OK;
@@ -173,6 +194,14 @@ int dev_watch_run(int argc, char **argv)
 			return CLI_EXIT_USAGE;
 		}
 	}
+	if (source && !strcmp(source, "udev"))
+		src = DEVDB_UEVENT_UDEV;
+	else if (source && !strcmp(source, "kernel"))
+		src = DEVDB_UEVENT_KERNEL;
+	else if (source && *source)
+		return cli_usage_error("pony dev watch",
+				       "PONY_UEVENT_SOURCE must be 'kernel' or 'udev', not '%s'",
+				       source);
 	r = devdb_open(dbpath, 0, &w.db);
 	if (r < 0)
 		return cli_error("cannot open the device database: %s", strerror(-r));
@@ -198,16 +227,18 @@ int dev_watch_run(int argc, char **argv)
 		}
 		free(dirs);
 	}
-	add_block_nodes(&w);
-	r = devdb_uevents_open(!source ? DEVDB_UEVENT_AUTO : !strcmp(source, "kernel") ?
-			       DEVDB_UEVENT_KERNEL : DEVDB_UEVENT_UDEV, &ev);
+	if (w.node_watch)
+		add_block_nodes(&w);
+	r = devdb_uevents_open(src, &ev);
 	if (r < 0)
 		cli_error("no device events (%s): only inotify", strerror(-r));
 	fprintf(stderr, "pony: watching %d paths%s\n", w.nwd, !ev ? "" :
 		devdb_uevents_source(ev) == DEVDB_UEVENT_UDEV ? " and udev events" :
 		" and kernel uevents");
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
 	end = timeout > 0 ? util_now_ns() + (uint64_t)(timeout * 1e9) : 0;
-	for (;;) {
+	while (!watch_stop) {
 		struct pollfd pfd[2] = { { .fd = w.ifd, .events = POLLIN },
 					 { .fd = ev ? devdb_uevents_fd(ev) : -1, .events = POLLIN } };
 		int ms = -1;

@@ -252,7 +252,7 @@ static int mount_run(int argc, char **argv)
 	 * 640 us of daemon CPU a file with libfuse's default, 0.6 s and 90 us
 	 * with one). */
 	struct ponyfuse_options fo = { .subtype = "pony", .timeout = 1.0, .max_threads = 1,
-				       .posix_acl = true };
+				       .posix_acl = true, .export_support = true };
 	struct ponyfs_options po = { .commit_ms = 5000, .report = mount_report };
 	_cleanup_(vfs_freep) struct vfs *fs = NULL;
 	struct stand s;
@@ -300,6 +300,13 @@ static int mount_run(int argc, char **argv)
 		return cli_usage_error("pony mount", "IMG... and MNT are needed");
 	if (mo.remount)
 		return cli_ponyfs_remount(argv[argc - 1], &mo);
+	if (n == 1 && !cli_ponyfs_is_spec(argv[optind])) {
+		bool bound;
+
+		r = cli_ponyfs_bind_existing(argv[optind], argv[argc - 1], po.read_only, &bound);
+		if (r || bound)
+			return r;
+	}
 	fo.mount_opts = mo.fuse;
 	r = cli_ponyfs_lock_images(argv + optind, n);
 	if (!r && (mo.format || mo.format_foreign) && n == 1)

@@ -7,13 +7,18 @@
  * wait until the previous daemon of the same images has let go of them:
  * umount(8) of a FUSE mount returns before that daemon's last commit. A
  * `mount -o remount` comes through here too and is handed back to mount(8).
+ * A second mount of an image a daemon serves becomes a bind mount of the
+ * first, as a kernel filesystem shares its superblock between mounts.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -112,8 +117,95 @@ int cli_ponyfs_lock_images(char **paths, int n)
 	return 0;
 }
 
+/* Whether a mount's source names the image at path (the same file or device). */
+static bool same_source(const char *source, const char *path, const struct stat *want)
+{
+	struct stat st;
+
+	if (!strcmp(source, path))
+		return true;
+	if (stat(source, &st) < 0 || (st.st_mode & S_IFMT) != (want->st_mode & S_IFMT))
+		return false;
+	return S_ISBLK(st.st_mode) ? st.st_rdev == want->st_rdev
+				   : st.st_dev == want->st_dev && st.st_ino == want->st_ino;
+}
+
+/* mountinfo's octal escapes (\040 for a space) undone in place. */
+static void unescape(char *s)
+{
+	char *d = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] && s[3]) {
+			*d++ = (char)strtol((char[]){ s[1], s[2], s[3], 0 }, NULL, 8);
+			s += 3;
+		} else {
+			*d++ = *s;
+		}
+	}
+	*d = '\0';
+}
+
+/* Where a FUSE mount of the image at path is, in ret (PATH_MAX); -ENOENT: nowhere. */
+static int find_mount(const char *path, char *ret)
+{
+	_cleanup_(fclosep) FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[8192], mnt[4096], type[256], source[4096];
+	struct stat want;
+
+	if (!f || stat(path, &want) < 0)
+		return -ENOENT;
+	while (fgets(line, sizeof(line), f)) {
+		const char *dash = strstr(line, " - ");
+
+		/* id parent major:minor root MOUNTPOINT options... - TYPE SOURCE superoptions */
+		if (!dash || sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1 ||
+		    sscanf(dash + 3, "%255s %4095s", type, source) != 2)
+			continue;
+		if (strcmp(type, "fuse") && strcmp(type, "fuse.pony"))
+			continue;
+		unescape(source);
+		if (same_source(source, path, &want)) {
+			unescape(mnt);
+			snprintf(ret, PATH_MAX, "%s", mnt);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int cli_ponyfs_bind_existing(const char *path, const char *mountpoint, bool read_only,
+			     bool *ret_bound)
+{
+	char mnt[PATH_MAX];
+
+	*ret_bound = false;
+	if (find_mount(path, mnt) < 0)
+		return 0;
+	if (mount(mnt, mountpoint, NULL, MS_BIND, NULL) < 0)
+		return cli_error("%s: served at %s, cannot bind it to %s: %s", path, mnt, mountpoint,
+				 strerror(errno));
+	if (read_only && mount(NULL, mountpoint, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) < 0) {
+		int e = errno;
+
+		umount2(mountpoint, MNT_DETACH);
+		return cli_error("%s: cannot make it read-only: %s", mountpoint, strerror(e));
+	}
+	*ret_bound = true;
+	return 0;
+}
+
 int cli_ponyfs_remount(const char *mountpoint, const struct mount_opts *m)
 {
+	int fd = open(mountpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	/* A kernel filesystem syncs when remounted (read-only above all); a
+	 * FUSE one never hears of it (generic/599), so the daemon commits
+	 * first. A mount that is not pony's, or is shut down, just remounts. */
+	if (fd >= 0) {
+		ioctl(fd, PONYFUSE_IOC_SYNCFS);
+		close(fd);
+	}
 	execlp("mount", "mount", "-i", "-o", m->fuse, mountpoint, (char *)NULL);
 	return cli_error("cannot run mount: %s", strerror(errno));
 }

@@ -38,9 +38,18 @@ int cli_ponyfs_mount_opts(const char *list, struct ponyfs_options *po,
 int cli_ponyfs_lock_images(char **paths, int n);
 
 /*
+ * When a pony daemon already serves the image at path, bind-mounts that
+ * mount at mountpoint (read-only if asked) and sets *ret_bound: a second
+ * daemon would corrupt the image. 0 or a CLI error (printed).
+ */
+int cli_ponyfs_bind_existing(const char *path, const char *mountpoint, bool read_only,
+			     bool *ret_bound);
+
+/*
  * mount(8) calls the helper for `mount -o remount,...` too: the kernel
- * changes a FUSE mount's flags itself, so this runs `mount -i` (no helper)
- * with the options. Returns only on failure, with a CLI exit code.
+ * changes a FUSE mount's flags itself, so this commits the filesystem (a
+ * remount syncs a kernel filesystem) and runs `mount -i` (no helper) with
+ * the options. Returns only on failure, with a CLI exit code.
  */
 int cli_ponyfs_remount(const char *mountpoint, const struct mount_opts *m);
 

@@ -20,6 +20,8 @@ struct ponyfuse {
 	bool mounted;
 };
 
+/* Who sent req: its uid, gid, pid and umask, as the vfs hooks want them. */
+void ponyfuse_ctx(fuse_req_t req, struct vfs_ctx *ctx);
 void ponyfuse_statx_to_stat(const struct statx *x, struct stat *st);
 void ponyfuse_init(void *userdata, struct fuse_conn_info *conn);
 void ponyfuse_init_ops(struct fuse_lowlevel_ops *ops);

@@ -131,8 +131,9 @@ static void reply_xattr(fuse_req_t req, int n, const char *buf, size_t size)
 static void pf_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
 	_cleanup_(freep) char *buf = size ? malloc(size) : NULL;
-	struct vfs_ctx ctx = { 0 };
+	struct vfs_ctx ctx;
 
+	ponyfuse_ctx(req, &ctx);
 	if (size && !buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
@@ -148,9 +149,10 @@ static void pf_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 static void pf_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	_cleanup_(freep) char *buf = malloc(XATTR_LIST_MAX);
-	struct vfs_ctx ctx = { 0 };
+	struct vfs_ctx ctx;
 	int n, kept = 0;
 
+	ponyfuse_ctx(req, &ctx);
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
@@ -173,8 +175,9 @@ static void pf_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 static void pf_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 			size_t size, int flags)
 {
-	struct vfs_ctx ctx = { 0 };
+	struct vfs_ctx ctx;
 
+	ponyfuse_ctx(req, &ctx);
 	if (xattr_refused(req, name)) {
 		fuse_reply_err(req, EOPNOTSUPP);
 		return;
@@ -185,8 +188,9 @@ static void pf_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 
 static void pf_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
-	struct vfs_ctx ctx = { 0 };
+	struct vfs_ctx ctx;
 
+	ponyfuse_ctx(req, &ctx);
 	if (xattr_refused(req, name)) {
 		fuse_reply_err(req, EOPNOTSUPP);
 		return;
@@ -305,9 +309,17 @@ void ponyfuse_init(void *userdata, struct fuse_conn_info *conn)
 		want |= FUSE_CAP_WRITEBACK_CACHE;
 	if (pf->opts.posix_acl)
 		want |= FUSE_CAP_POSIX_ACL;
+	if (pf->opts.export_support)
+		want |= FUSE_CAP_EXPORT_SUPPORT;
 	conn->want |= want & conn->capable;
 	/* readdirplus always: pony's lookups are cheap, LOOKUP round trips are not. */
 	conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
+	/* Synchronous direct I/O: with FUSE_CAP_ASYNC_DIO an AIO or io_uring
+	 * direct write completes after the kernel dropped the file's cached
+	 * pages, so a buffered reader running meanwhile leaves pages with the
+	 * old data behind (generic/451). Without it the kernel drops them
+	 * after the write reached us. */
+	conn->want &= ~FUSE_CAP_ASYNC_DIO;
 	conn->max_readahead = 1 << 20;
 }
 

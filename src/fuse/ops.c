@@ -21,7 +21,7 @@ static struct vfs *fs_of(fuse_req_t req)
 	return pf_of(req)->fs;
 }
 
-static void ctx_of(fuse_req_t req, struct vfs_ctx *ctx)
+void ponyfuse_ctx(fuse_req_t req, struct vfs_ctx *ctx)
 {
 	const struct fuse_ctx *c = fuse_req_ctx(req);
 
@@ -82,7 +82,7 @@ static void req_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct vfs_ctx ctx;
 	struct vfs_entry e;
 
-	ctx_of(req, &ctx);
+	ponyfuse_ctx(req, &ctx);
 	reply_entry(req, VFS_CALL(fs_of(req), lookup, &ctx, parent, name, &e), &e);
 }
 
@@ -116,7 +116,7 @@ static void req_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 	struct vfs_ctx ctx;
 	struct statx x;
 
-	ctx_of(req, &ctx);
+	ponyfuse_ctx(req, &ctx);
 	reply_attr(req, VFS_CALL(fs_of(req), statx, &ctx, ino, fi ? fi->fh : VFS_NO_FH, 0,
 				 STATX_BASIC_STATS, &x), &x);
 }
@@ -131,10 +131,9 @@ static void req_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int t
 	};
 	struct vfs_ctx ctx;
 	struct statx x;
-
 	int r;
 
-	ctx_of(req, &ctx);
+	ponyfuse_ctx(req, &ctx);
 	r = VFS_CALL(fs_of(req), setattr, &ctx, ino, fi ? fi->fh : VFS_NO_FH, &a, &x);
 	/* Truncate or chown with KILLPRIV_V2: the kernel left suid to us. */
 	if (r == 0)
@@ -148,7 +147,7 @@ static void req_readlink(fuse_req_t req, fuse_ino_t ino)
 	struct vfs_ctx ctx;
 	int n;
 
-	ctx_of(req, &ctx);
+	ponyfuse_ctx(req, &ctx);
 	n = VFS_CALL(fs_of(req), readlink, &ctx, ino, buf, sizeof(buf) - 1);
 	if (n < 0) {
 		fuse_reply_err(req, -n);
@@ -164,7 +163,7 @@ static void req_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct vfs_ctx ctx;
 	struct vfs_entry e;
 
-	ctx_of(req, &ctx);
+	ponyfuse_ctx(req, &ctx);
 	reply_entry(req, VFS_CALL(fs_of(req), mknod, &ctx, parent, name, mode, rdev, &e), &e);
 }
 
@@ -173,7 +172,7 @@ static void req_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct vfs_ctx ctx;
 	struct vfs_entry e;
 
-	ctx_of(req, &ctx);
+	ponyfuse_ctx(req, &ctx);
 	reply_entry(req, VFS_CALL(fs_of(req), mkdir, &ctx, parent, name, mode, &e), &e);
 }
 
@@ -182,7 +181,7 @@ static void req_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, con
 	struct vfs_ctx ctx;
 	struct vfs_entry e;
 
-	ctx_of(req, &ctx);
+	ponyfuse_ctx(req, &ctx);
 	reply_entry(req, VFS_CALL(fs_of(req), symlink, &ctx, link, parent, name, &e), &e);
 }
 
@@ -191,7 +190,7 @@ static void req_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const
 	struct vfs_ctx ctx;
 	struct vfs_entry e;
 
-	ctx_of(req, &ctx);
+	ponyfuse_ctx(req, &ctx);
 	reply_entry(req, VFS_CALL(fs_of(req), link, &ctx, ino, newparent, newname, &e), &e);
 }
 
@@ -199,7 +198,7 @@ static void req_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct vfs_ctx ctx;
 
-	ctx_of(req, &ctx);
+	ponyfuse_ctx(req, &ctx);
 	fuse_reply_err(req, -VFS_CALL(fs_of(req), unlink, &ctx, parent, name));
 }
 
@@ -207,7 +206,7 @@ static void req_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct vfs_ctx ctx;
 
-	ctx_of(req, &ctx);
+	ponyfuse_ctx(req, &ctx);
 	fuse_reply_err(req, -VFS_CALL(fs_of(req), rmdir, &ctx, parent, name));
 }
 
@@ -216,7 +215,7 @@ static void req_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
 	struct vfs_ctx ctx;
 
-	ctx_of(req, &ctx);
+	ponyfuse_ctx(req, &ctx);
 	fuse_reply_err(req, -VFS_CALL(fs_of(req), rename, &ctx, parent, name, newparent,
 				      newname, flags));
 }
@@ -238,7 +237,7 @@ static void req_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	uint64_t fh;
 	int r;
 
-	ctx_of(req, &ctx);
+	ponyfuse_ctx(req, &ctx);
 	r = VFS_CALL(fs_of(req), open, &ctx, ino, open_flags(req, fi->flags), &fh);
 	if (r == 0 && (r = ponyfuse_kill_suidgid(req, ino, fh, NULL)) < 0)
 		VFS_CALL(fs_of(req), release, ino, fh);
@@ -262,7 +261,7 @@ static void req_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 	uint64_t fh;
 	int r;
 
-	ctx_of(req, &ctx);
+	ponyfuse_ctx(req, &ctx);
 	r = VFS_CALL(fs_of(req), create, &ctx, parent, name, mode, open_flags(req, fi->flags),
 		     &e, &fh);
 	if (r < 0) {
@@ -360,7 +359,7 @@ static void req_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 		fuse_reply_err(req, ENOSYS);
 		return;
 	}
-	ctx_of(req, &ctx);
+	ponyfuse_ctx(req, &ctx);
 	r = VFS_CALL(fs_of(req), opendir, &ctx, ino, &fh);
 	if (r < 0) {
 		fuse_reply_err(req, -r);

@@ -164,8 +164,8 @@ static int mode_get(struct ponyfs *fs, uint64_t ino, mode_t *ret)
  * one that says no more than the mode is not kept (as ext4 does). A
  * default ACL belongs to directories only.
  */
-int ponyfs_acl_set_locked(struct ponyfs *fs, uint64_t ino, const char *name, const void *value,
-			  size_t size, int flags)
+int ponyfs_acl_set_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
+			  const char *name, const void *value, size_t size, int flags)
 {
 	bool access = !strcmp(name, acl_access);
 	_cleanup_(freep) uint8_t *old = NULL;
@@ -189,12 +189,11 @@ int ponyfs_acl_set_locked(struct ponyfs *fs, uint64_t ino, const char *name, con
 	if (r >= 0 && access && n)
 		r = ponyfs_sql(fs, "UPDATE inodes SET mode = (mode & ~511) | ?2 WHERE ino = ?1", 2,
 			       (int64_t)ino, (int64_t)acl_mode(value, (size_t)n));
+	if (r >= 0 && access && n)
+		r = ponyfs_acl_sgid_locked(fs, ctx, ino);
 	if (r >= 0)
 		r = xattr_put(fs, ino, name, n && (!access || n > 3) ? value : NULL, size);
-	if (r >= 0)
-		r = ponyfs_sql(fs, "UPDATE inodes SET ctime = ?2 WHERE ino = ?1", 2, (int64_t)ino,
-			       ponyfs_now());
-	return r;
+	return r < 0 ? r : ponyfs_ctime_locked(fs, ino, ponyfs_now());
 }
 
 /* chmod: the access ACL's base entries follow the new mode. */

@@ -63,6 +63,7 @@ static void dirty_add(struct ponyfs *fs, struct ponyfs_inode *in)
 {
 	if (in->dprev)
 		return;
+	in->dirty_ns = util_now_ns();
 	in->dnext = fs->dirty;
 	if (fs->dirty)
 		fs->dirty->dprev = &in->dnext;
@@ -84,7 +85,7 @@ static void dirty_del(struct ponyfs_inode *in)
 static void pages_free(struct ponyfs *fs, struct ponyfs_inode *in, size_t from)
 {
 	for (size_t i = from; i < in->npages; i++)
-		free(in->pages[i].data);
+		ponyfs_page_free(fs, in->pages[i].data);
 	fs->reserved -= in->npages - from;
 	fs->dirty_bytes -= (uint64_t)(in->npages - from) * BS;
 	in->npages = from;
@@ -271,7 +272,7 @@ static int page_get(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t index, 
 {
 	size_t pos = page_pos(in, index);
 	uint8_t *data;
-	int r;
+	int r = 0;
 
 	if (pos < in->npages && in->pages[pos].index == index) {
 		*ret = in->pages[pos].data;
@@ -286,14 +287,17 @@ static int page_get(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t index, 
 		in->pages = p;
 		in->cap = cap;
 	}
-	data = fill ? calloc(1, BS) : malloc(BS);       /* !fill: the caller writes it whole */
+	data = ponyfs_page_alloc(fs);   /* !fill: the caller writes it whole */
 	if (!data)
 		return -ENOMEM;
-	r = fill && index * BS < in->size ? disk_read(fs, in, index, 1, data) : 0;
+	if (fill && index * BS < in->size)
+		r = disk_read(fs, in, index, 1, data);
+	else if (fill)
+		memset(data, 0, BS);
 	if (r >= 0)
 		r = ponyfs_reserve_locked(fs, 1);
 	if (r < 0) {
-		free(data);
+		ponyfs_page_free(fs, data);
 		return r;
 	}
 	memmove(in->pages + pos + 1, in->pages + pos, (in->npages - pos) * sizeof(*in->pages));
@@ -336,7 +340,9 @@ ssize_t ponyfs_write_locked(struct ponyfs *fs, struct ponyfs_inode *in, const vo
 	}
 	if (done)
 		inode_touch(fs, in);
-	if (in->npages * (uint64_t)BS > PONYFS_FILE_DIRTY_MAX) {
+	/* Over the budget the writer pays, as balance_dirty_pages() makes it:
+	 * other files' cached data stays cached, so their fsyncs stay cheap. */
+	if (fs->dirty_bytes > fs->dirty_max) {
 		int w = ponyfs_writeback_locked(fs, in);
 
 		if (w < 0 && !done)
@@ -468,29 +474,57 @@ int ponyfs_extents_remove_locked(struct ponyfs *fs, uint64_t ino, uint64_t first
 	return r;
 }
 
+/*
+ * Writes k cached pages to blocks [p, p+k). Pages cut in order from one
+ * slab (pages.c) sit side by side in memory, as a sequential writer's
+ * do: those go out from where they are, without a copy; scattered ones
+ * are gathered into *buf (allocated on first need) and written at once.
+ */
+static int pages_write(struct ponyfs *fs, const struct ponyfs_page *pg, uint64_t k, uint64_t p,
+		       uint8_t **buf)
+{
+	unsigned runs = 1;
+	int r = 0;
+
+	for (uint64_t i = 1; i < k; i++)
+		runs += pg[i].data != pg[i - 1].data + BS;
+	if (runs <= 4) {
+		for (uint64_t i = 0, j; r >= 0 && i < k; i = j) {
+			for (j = i + 1; j < k && pg[j].data == pg[j - 1].data + BS; j++)
+				;
+			r = bdev_pwrite(fs->data, pg[i].data, (j - i) * BS, (p + i) * BS);
+		}
+		return r;
+	}
+	if (!*buf && !(*buf = malloc((size_t)IO_BLOCKS * BS)))
+		return -ENOMEM;
+	for (uint64_t i = 0; i < k; i++)
+		memcpy(*buf + i * BS, pg[i].data, BS);
+	return bdev_pwrite(fs->data, *buf, k * BS, p * BS);
+}
+
 /* Writes pages [from, to) of in, consecutive indexes, to new blocks. */
 static int write_run(struct ponyfs *fs, struct ponyfs_inode *in, size_t from, size_t to,
-		     uint8_t *buf, uint8_t *csums)
+		     uint8_t **buf, uint8_t *csums)
 {
 	int r = ponyfs_extents_remove_locked(fs, in->ino, in->pages[from].index,
 					     in->pages[to - 1].index + 1);
 
 	while (r >= 0 && from < to) {
+		const struct ponyfs_page *pg = in->pages + from;
 		uint64_t p, k;
 
 		r = ponyfs_alloc_locked(fs, MIN((uint64_t)(to - from), (uint64_t)IO_BLOCKS), &p, &k);
 		if (r < 0)
 			break;
 		for (uint64_t i = 0; i < k; i++) {
-			le32 c;
+			le32 c = cpu_to_le32(util_crc32c(0, pg[i].data, BS));
 
-			memcpy(buf + i * BS, in->pages[from + i].data, BS);
-			c = cpu_to_le32(util_crc32c(0, buf + i * BS, BS));
 			memcpy(csums + 4 * i, &c, 4);
 		}
-		r = bdev_pwrite(fs->data, buf, k * BS, p * BS);
+		r = pages_write(fs, pg, k, p, buf);
 		if (r >= 0)
-			r = ext_insert(fs, in->ino, in->pages[from].index, k, p, csums);
+			r = ext_insert(fs, in->ino, pg[0].index, k, p, csums);
 		fs->reserved -= k;      /* the pages' reservations became blocks */
 		fs->data_unflushed = true;
 		fs->stats.data_blocks_written += k;
@@ -501,25 +535,23 @@ static int write_run(struct ponyfs *fs, struct ponyfs_inode *in, size_t from, si
 
 static int write_pages(struct ponyfs *fs, struct ponyfs_inode *in)
 {
-	_cleanup_(freep) uint8_t *buf = malloc((size_t)IO_BLOCKS * BS);
-	_cleanup_(freep) uint8_t *csums = malloc(4 * IO_BLOCKS);
+	_cleanup_(freep) uint8_t *buf = NULL;
+	uint8_t csums[4 * IO_BLOCKS];
 	size_t from = 0, done = 0;
 	int r = 0;
 
-	if (!buf || !csums)
-		return -ENOMEM;
 	while (r >= 0 && from < in->npages) {
 		size_t to = from + 1;
 
 		while (to < in->npages && in->pages[to].index == in->pages[to - 1].index + 1)
 			to++;
-		r = write_run(fs, in, from, to, buf, csums);
+		r = write_run(fs, in, from, to, &buf, csums);
 		done = to;
 		from = to;
 	}
 	/* The written pages' reservations were spent in write_run. */
 	for (size_t i = 0; i < done; i++)
-		free(in->pages[i].data);
+		ponyfs_page_free(fs, in->pages[i].data);
 	fs->dirty_bytes -= (uint64_t)done * BS;
 	if (in->npages > done)  /* what a failed run left behind */
 		memmove(in->pages, in->pages + done, (in->npages - done) * sizeof(*in->pages));
@@ -563,9 +595,19 @@ int ponyfs_writeback_locked(struct ponyfs *fs, struct ponyfs_inode *in)
 	return 0;
 }
 
+/*
+ * Files the timer leaves out of its commit: one replaced in place and
+ * still being rewritten (committing it half-written is what rule 2
+ * forbids), and one being streamed (open for writing, much cached, not
+ * yet expired), whose data would make every commit, and so every other
+ * file's fsync, wait for it to reach the disk.
+ */
 static bool inode_held(const struct ponyfs_inode *in, uint64_t now)
 {
-	return in->trunc_pending && (in->writers || now - in->trunc_ns < PONYFS_HOLD_NS);
+	if (in->trunc_pending && (in->writers || now - in->trunc_ns < PONYFS_HOLD_NS))
+		return true;
+	return in->writers && in->npages * (uint64_t)BS > PONYFS_FILE_DIRTY_MAX &&
+	       now - in->dirty_ns < PONYFS_EXPIRE_NS;
 }
 
 int ponyfs_writeback_all_locked(struct ponyfs *fs, bool skip_held)

@@ -22,8 +22,13 @@
 #define PONYFS_MAGIC "PONYFS1"
 #define PONYFS_VERSION 1
 #define PONYFS_SB_SIZE 4096u
-/* A file's cached data above this is written back (not committed) early. */
+/* A file still open for writing with more than this cached is streaming:
+ * the timer leaves its data cached (not in every 5-second commit) until
+ * PONYFS_EXPIRE_NS after it was first dirtied, as the kernel's
+ * dirty_expire_centisecs does. */
 #define PONYFS_FILE_DIRTY_MAX (32u << 20)
+#define PONYFS_EXPIRE_NS (30ull * 1000000000ull)
+#define PONYFS_DIRTY_MIN (64ull << 20)  /* the smallest default dirty_max */
 /* A truncated file is held back from timer commits this long after its last truncation. */
 #define PONYFS_HOLD_NS (2ull * 1000000000ull)
 /* Slots of the statement cache: more than the SQL literals of src/ponyfs. */
@@ -92,6 +97,7 @@ struct ponyfs_inode {
 	bool trunc_pending;             /* extents from trunc_to on must go at writeback */
 	uint64_t trunc_to;
 	uint64_t trunc_ns;              /* when it was last truncated */
+	uint64_t dirty_ns;              /* when it went on the dirty list */
 	int64_t mtime, ctime;           /* ns; valid when size_dirty */
 };
 
@@ -99,6 +105,7 @@ struct ponyfs_inode {
 struct ponyfs_handle {
 	struct ponyfs_inode *inode;
 	int flags;
+	struct vfs_ctx opener;          /* who opened it: whose writes drop set-ID bits */
 	struct ponyfs_handle *next, **prev;
 };
 
@@ -135,6 +142,12 @@ struct ponyfs {
 	struct ponyfs_inode *dirty;
 	struct ponyfs_handle *handles;
 	uint64_t dirty_bytes;
+	uint64_t dirty_max;             /* see ponyfs_options.dirty_max */
+	/* The pages' slabs (pages.c); free pages are linked through their first bytes. */
+	void **slabs;
+	size_t nslabs, cap_slabs;
+	void *free_pages;
+	uint64_t pages_used;
 	struct ponyfs_stats stats;
 	/* the commit timer */
 	pthread_t timer;
@@ -183,6 +196,11 @@ int ponyfs_free_apply_locked(struct ponyfs *fs);   /* in the transaction, before
 void ponyfs_free_committed_locked(struct ponyfs *fs);
 int ponyfs_reserve_locked(struct ponyfs *fs, uint64_t n);
 
+/* Pages of the cache (pages.c): BS bytes each, uninitialised; free NULL: nothing. */
+uint8_t *ponyfs_page_alloc(struct ponyfs *fs);
+void ponyfs_page_free(struct ponyfs *fs, uint8_t *page);
+void ponyfs_pages_done(struct ponyfs *fs);
+
 /* Cached inodes and data (data.c). */
 struct ponyfs_inode *ponyfs_inode_find(struct ponyfs *fs, uint64_t ino);
 int ponyfs_inode_get_locked(struct ponyfs *fs, uint64_t ino, struct ponyfs_inode **ret);
@@ -217,6 +235,19 @@ int ponyfs_readdir_locked(struct ponyfs *fs, uint64_t ino, uint64_t cookie,
 			  struct ponyfs_dirent *ret, size_t max);
 int ponyfs_readlink_locked(struct ponyfs *fs, uint64_t ino, char *buf, size_t size);
 
+/* Attribute rules the VFS applies for kernel filesystems (attr.c). */
+/* Sets ino's ctime to now, in the database and in its cached times. */
+int ponyfs_ctime_locked(struct ponyfs *fs, uint64_t ino, int64_t now);
+/* The group and mode of a name ctx makes in parent (set-group-ID inheritance). */
+int ponyfs_new_owner_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
+			    mode_t *mode, gid_t *ret_gid);
+/* A write, truncation or fallocate (chown false) or a chown by ctx: drops
+ * ino's set-ID bits as the kernel's setattr_should_drop_suidgid() says. */
+int ponyfs_setid_kill_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
+			     bool chown);
+/* An access ACL set by ctx: S_ISGID goes unless ctx is in the group or capable. */
+int ponyfs_acl_sgid_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t ino);
+
 /* POSIX ACLs (acl.c). */
 struct ponyfs_acl_inherit {
 	uint8_t *access, *dflt;         /* NULL: none to store */
@@ -225,8 +256,8 @@ struct ponyfs_acl_inherit {
 /* An xattr's value into buf (size 0: only its length); -ENODATA when absent (ops.c). */
 int ponyfs_getxattr_locked(struct ponyfs *fs, uint64_t ino, const char *name, void *buf, size_t size);
 bool ponyfs_acl_name(const char *name);
-int ponyfs_acl_set_locked(struct ponyfs *fs, uint64_t ino, const char *name, const void *value,
-			  size_t size, int flags);
+int ponyfs_acl_set_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
+			  const char *name, const void *value, size_t size, int flags);
 int ponyfs_acl_chmod_locked(struct ponyfs *fs, uint64_t ino, mode_t mode);
 int ponyfs_acl_create_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
 			     mode_t *mode, struct ponyfs_acl_inherit *ret);

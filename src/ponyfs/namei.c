@@ -157,6 +157,45 @@ static int dentry_del(struct ponyfs *fs, uint64_t parent, const char *name)
 	return r;
 }
 
+/*
+ * Moves an entry to a new name. Within one directory it keeps its cookie,
+ * so a reader between two readdir calls sees it once, under one name or
+ * the other: generic/736 renames every entry as it reads it, and with a new
+ * cookie each one came back at the end, again and again.
+ */
+static int dentry_move(struct ponyfs *fs, uint64_t parent, const char *name,
+		       uint64_t newparent, const char *newname, uint64_t ino)
+{
+	sqlite3_stmt *s = NULL;
+	int r;
+
+	if (parent != newparent) {
+		r = dentry_del(fs, parent, name);
+		return r < 0 ? r : dentry_add(fs, newparent, newname, ino);
+	}
+	r = ponyfs_prepare(fs, "UPDATE dentries SET name = ?3 WHERE parent = ?1 AND name = ?2", &s);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(s, 1, (int64_t)parent);
+	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
+	sqlite3_bind_blob(s, 3, newname, (int)strlen(newname), SQLITE_STATIC);
+	return ponyfs_step_done(s);
+}
+
+/* Points an existing entry at another inode; it keeps its name and cookie. */
+static int dentry_set_ino(struct ponyfs *fs, uint64_t parent, const char *name, uint64_t ino)
+{
+	sqlite3_stmt *s = NULL;
+	int r = ponyfs_prepare(fs, "UPDATE dentries SET ino = ?3 WHERE parent = ?1 AND name = ?2", &s);
+
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(s, 1, (int64_t)parent);
+	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
+	sqlite3_bind_int64(s, 3, (int64_t)ino);
+	return ponyfs_step_done(s);
+}
+
 /* A new inode named name in parent; its id in *ret_ino. */
 static int inode_create(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
 			const char *name, mode_t mode, dev_t rdev, const char *target,
@@ -165,10 +204,13 @@ static int inode_create(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t p
 	sqlite3_stmt *s = NULL;
 	int64_t now = ponyfs_now();
 	uint64_t ino;
+	gid_t gid;
 	int r = check_dir_name(fs, parent, name);
 
 	if (r >= 0 && dentry_ino(fs, parent, name, &ino) >= 0)
 		r = -EEXIST;
+	if (r >= 0)
+		r = ponyfs_new_owner_locked(fs, ctx, parent, &mode, &gid);
 	if (r >= 0)
 		r = ponyfs_txn_begin_locked(fs);
 	if (r >= 0)
@@ -179,7 +221,7 @@ static int inode_create(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t p
 		return r;
 	sqlite3_bind_int64(s, 1, mode);
 	sqlite3_bind_int64(s, 2, ctx->uid);
-	sqlite3_bind_int64(s, 3, ctx->gid);
+	sqlite3_bind_int64(s, 3, gid);
 	sqlite3_bind_int64(s, 4, S_ISDIR(mode) ? 2 : 1);
 	sqlite3_bind_int64(s, 5, target ? (int64_t)strlen(target) : 0);
 	sqlite3_bind_int64(s, 6, now);
@@ -214,12 +256,36 @@ int ponyfs_create_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 	return r < 0 ? r : entry_fill(fs, ino, ret);
 }
 
+/* The directory above dir (the root is its own), for lookup(dir, ".."). */
+static int dir_parent(struct ponyfs *fs, uint64_t dir, uint64_t *ret)
+{
+	int64_t up = (int64_t)dir;
+	int r = dir == VFS_ROOT_INO ? 0 :
+		ponyfs_sql_int(fs, &up, "SELECT parent FROM dentries WHERE ino = ?1 LIMIT 1", 1,
+			       (int64_t)dir);
+
+	if (r >= 0)
+		*ret = (uint64_t)up;
+	return r;
+}
+
 int ponyfs_lookup_locked(struct ponyfs *fs, uint64_t parent, const char *name,
 			 struct vfs_entry *ret)
 {
 	uint64_t ino;
-	int r = check_dir_name(fs, parent, name);
+	int r;
 
+	/* FUSE's export protocol: "." names the id itself, any file, even one
+	 * whose last name is gone but is still open; ".." a directory's parent. */
+	if (!strcmp(name, "."))
+		return entry_fill(fs, parent, ret);
+	if (!strcmp(name, "..")) {
+		r = check_dir_name(fs, parent, NULL);
+		if (r >= 0)
+			r = dir_parent(fs, parent, &ino);
+		return r < 0 ? r : entry_fill(fs, ino, ret);
+	}
+	r = check_dir_name(fs, parent, name);
 	if (r >= 0)
 		r = dentry_ino(fs, parent, name, &ino);
 	return r < 0 ? r : entry_fill(fs, ino, ret);
@@ -243,8 +309,9 @@ int ponyfs_link_locked(struct ponyfs *fs, uint64_t ino, uint64_t newparent, cons
 	if (r >= 0)
 		r = dentry_add(fs, newparent, newname, ino);
 	if (r >= 0)
-		r = ponyfs_sql(fs, "UPDATE inodes SET nlink = nlink + 1, ctime = ?2 WHERE ino = ?1",
-			       2, (int64_t)ino, ponyfs_now());
+		r = ponyfs_sql(fs, "UPDATE inodes SET nlink = nlink + 1 WHERE ino = ?1", 1, (int64_t)ino);
+	if (r >= 0)
+		r = ponyfs_ctime_locked(fs, ino, ponyfs_now());
 	if (r >= 0)
 		r = touch_dir(fs, newparent, 0);
 	return r < 0 ? r : entry_fill(fs, ino, ret);
@@ -270,10 +337,12 @@ static int inode_unref(struct ponyfs *fs, uint64_t ino, bool dir)
 {
 	struct ponyfs_inode *in = ponyfs_inode_find(fs, ino);
 	int64_t nlink;
-	int r = ponyfs_sql_int(fs, &nlink, "UPDATE inodes SET nlink = nlink - ?3, ctime = ?2 "
-			       "WHERE ino = ?1 RETURNING nlink", 3, (int64_t)ino, ponyfs_now(),
+	int r = ponyfs_sql_int(fs, &nlink, "UPDATE inodes SET nlink = nlink - ?2 "
+			       "WHERE ino = ?1 RETURNING nlink", 2, (int64_t)ino,
 			       (int64_t)(dir ? 2 : 1));
 
+	if (r >= 0)
+		r = ponyfs_ctime_locked(fs, ino, ponyfs_now());
 	if (r < 0 || nlink > 0)
 		return r;
 	if (in && in->opens)
@@ -355,14 +424,11 @@ static int rename_exchange(struct ponyfs *fs, uint64_t p1, const char *n1, uint6
 		r = writeback_ino(fs, i1);
 	if (r >= 0)
 		r = writeback_ino(fs, i2);
+	/* Both names stay where they are in their directories' cookie order. */
 	if (r >= 0)
-		r = dentry_del(fs, p1, n1);
+		r = dentry_set_ino(fs, p1, n1, i2);
 	if (r >= 0)
-		r = dentry_del(fs, p2, n2);
-	if (r >= 0)
-		r = dentry_add(fs, p1, n1, i2);
-	if (r >= 0)
-		r = dentry_add(fs, p2, n2, i1);
+		r = dentry_set_ino(fs, p2, n2, i1);
 	if (r >= 0 && p1 != p2) {
 		int d = !!S_ISDIR(m2) - !!S_ISDIR(m1);
 
@@ -421,17 +487,14 @@ int ponyfs_rename_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 	if (r >= 0 && replace)
 		r = inode_unref(fs, dst, S_ISDIR(md));
 	if (r >= 0)
-		r = dentry_del(fs, parent, name);
-	if (r >= 0)
-		r = dentry_add(fs, newparent, newname, src);
+		r = dentry_move(fs, parent, name, newparent, newname, src);
 	if (r >= 0 && parent != newparent)
 		r = touch_dir(fs, parent, S_ISDIR(ms) ? -1 : 0);
 	if (r >= 0)
 		r = touch_dir(fs, newparent, (parent != newparent && S_ISDIR(ms) ? 1 : 0) -
 			      (replace && S_ISDIR(md) ? 1 : 0));
 	if (r >= 0)
-		r = ponyfs_sql(fs, "UPDATE inodes SET ctime = ?2 WHERE ino = ?1", 2, (int64_t)src,
-			       ponyfs_now());
+		r = ponyfs_ctime_locked(fs, src, ponyfs_now());
 	if (r >= 0 && (flags & RENAME_WHITEOUT)) {
 		uint64_t wh;
 
@@ -449,19 +512,17 @@ int ponyfs_readdir_locked(struct ponyfs *fs, uint64_t ino, uint64_t cookie,
 			  struct ponyfs_dirent *ret, size_t max)
 {
 	sqlite3_stmt *s = NULL;
-	int64_t up = (int64_t)ino;
+	uint64_t up = ino;
 	size_t n = 0;
 	int r = check_dir_name(fs, ino, NULL);
 
 	if (r < 0)
 		return r;
-	if (ino != VFS_ROOT_INO)
-		ponyfs_sql_int(fs, &up, "SELECT parent FROM dentries WHERE ino = ?1 LIMIT 1", 1,
-			       (int64_t)ino);
+	dir_parent(fs, ino, &up);
 	if (cookie < 1)
 		ret[n++] = (struct ponyfs_dirent){ strdup("."), ino, DT_DIR, 1 };
 	if (cookie < 2)
-		ret[n++] = (struct ponyfs_dirent){ strdup(".."), (uint64_t)up, DT_DIR, 2 };
+		ret[n++] = (struct ponyfs_dirent){ strdup(".."), up, DT_DIR, 2 };
 	r = ponyfs_prepare(fs,
 		"SELECT d.name, d.ino, i.mode, d.cookie FROM dentries d JOIN inodes i ON i.ino = d.ino "
 		"WHERE d.parent = ?1 AND d.cookie > ?2 ORDER BY d.cookie LIMIT ?3", &s);

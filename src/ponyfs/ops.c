@@ -45,8 +45,26 @@ static int pf_statx(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, uint
 	return LOCKED(ponyfs_of(v), ponyfs_fill_attr_locked(ponyfs_of(v), ino, mask, ret));
 }
 
-static int setattr_locked(struct ponyfs *fs, uint64_t ino, const struct vfs_setattr *a,
-			  struct statx *ret)
+/*
+ * Whether a setattr drops set-ID bits (attr.c): a chown or a truncation, and
+ * what the kernel sends before a write or fallocate that must drop them
+ * (file_remove_privs()): through FUSE, a mode the kernel worked out with
+ * the old rule, from a caller who is not the owner (a chmod by one never
+ * gets here), or nothing at all when that rule found nothing to drop. The
+ * reply carries the mode the whole rule leaves, so the kernel caches that.
+ */
+static bool setattr_kills(const struct vfs_ctx *ctx, const struct statx *cur,
+			  const struct vfs_setattr *a)
+{
+	unsigned changes = VFS_SET_MODE | VFS_SET_UID | VFS_SET_GID | VFS_SET_SIZE |
+			   VFS_SET_ATIME | VFS_SET_MTIME | VFS_SET_ATIME_NOW | VFS_SET_MTIME_NOW;
+
+	return (a->valid & (VFS_SET_UID | VFS_SET_GID | VFS_SET_SIZE)) || !(a->valid & changes) ||
+	       ((a->valid & VFS_SET_MODE) && ctx->uid != cur->stx_uid);
+}
+
+static int setattr_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
+			  const struct vfs_setattr *a, struct statx *ret)
 {
 	int64_t now = ponyfs_now();
 	int64_t at = (int64_t)a->atime.tv_sec * 1000000000 + a->atime.tv_nsec;
@@ -65,6 +83,9 @@ static int setattr_locked(struct ponyfs *fs, uint64_t ino, const struct vfs_seta
 			       (int64_t)ino, (int64_t)(a->mode & 07777));
 	if (r >= 0 && (a->valid & VFS_SET_MODE))
 		r = ponyfs_acl_chmod_locked(fs, ino, a->mode);
+	/* Before the new owner is set: the rule asks about the old group. */
+	if (r >= 0 && setattr_kills(ctx, &cur, a))
+		r = ponyfs_setid_kill_locked(fs, ctx, ino, a->valid & (VFS_SET_UID | VFS_SET_GID));
 	if (r >= 0 && (a->valid & VFS_SET_UID))
 		r = ponyfs_sql(fs, "UPDATE inodes SET uid = ?2 WHERE ino = ?1", 2, (int64_t)ino,
 			       (int64_t)a->uid);
@@ -89,10 +110,7 @@ static int setattr_locked(struct ponyfs *fs, uint64_t ino, const struct vfs_seta
 			in->mtime = mt;         /* writeback must not undo it */
 	}
 	if (r >= 0)
-		r = ponyfs_sql(fs, "UPDATE inodes SET ctime = ?2 WHERE ino = ?1", 2, (int64_t)ino, now);
-	in = in ? in : ponyfs_inode_find(fs, ino);
-	if (in && in->size_dirty)
-		in->ctime = now;
+		r = ponyfs_ctime_locked(fs, ino, now);
 	if (in)
 		ponyfs_inode_put_locked(fs, in);
 	return r < 0 ? r : ponyfs_fill_attr_locked(fs, ino, STATX_BASIC_STATS | STATX_BTIME, ret);
@@ -101,7 +119,7 @@ static int setattr_locked(struct ponyfs *fs, uint64_t ino, const struct vfs_seta
 static int pf_setattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, uint64_t fh,
 		      const struct vfs_setattr *attr, struct statx *ret)
 {
-	return LOCKED(ponyfs_of(v), setattr_locked(ponyfs_of(v), ino, attr, ret));
+	return LOCKED(ponyfs_of(v), setattr_locked(ponyfs_of(v), ctx, ino, attr, ret));
 }
 
 static int pf_readlink(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, char *buf, size_t size)
@@ -174,7 +192,8 @@ static int pf_rename(struct vfs *v, const struct vfs_ctx *ctx, uint64_t parent, 
 							 newname, flags));
 }
 
-static int open_locked(struct ponyfs *fs, uint64_t ino, int flags, uint64_t *ret_fh)
+static int open_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t ino, int flags,
+		       uint64_t *ret_fh)
 {
 	struct ponyfs_handle *h;
 	struct ponyfs_inode *in;
@@ -197,6 +216,7 @@ static int open_locked(struct ponyfs *fs, uint64_t ino, int flags, uint64_t *ret
 	}
 	h->inode = in;
 	h->flags = flags;
+	h->opener = *ctx;
 	h->next = fs->handles;
 	if (h->next)
 		h->next->prev = &h->next;
@@ -209,6 +229,8 @@ static int open_locked(struct ponyfs *fs, uint64_t ino, int flags, uint64_t *ret
 		r = ponyfs_txn_begin_locked(fs);
 		if (r >= 0)
 			r = ponyfs_truncate_locked(fs, in, 0);
+		if (r >= 0)
+			r = ponyfs_setid_kill_locked(fs, ctx, ino, false);
 	}
 	*ret_fh = (uint64_t)(uintptr_t)h;
 	return 0;
@@ -216,7 +238,7 @@ static int open_locked(struct ponyfs *fs, uint64_t ino, int flags, uint64_t *ret
 
 static int pf_open(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, int flags, uint64_t *ret_fh)
 {
-	return LOCKED(ponyfs_of(v), open_locked(ponyfs_of(v), ino, flags, ret_fh));
+	return LOCKED(ponyfs_of(v), open_locked(ponyfs_of(v), ctx, ino, flags, ret_fh));
 }
 
 static int create_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
@@ -228,7 +250,7 @@ static int create_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 	if (r == -EEXIST && !(flags & O_EXCL))
 		r = ponyfs_lookup_locked(fs, parent, name, ret);
 	if (r >= 0)
-		r = open_locked(fs, ret->ino, flags & ~O_CREAT, ret_fh);
+		r = open_locked(fs, ctx, ret->ino, flags & ~O_CREAT, ret_fh);
 	commit_if_big(fs);
 	return r;
 }
@@ -256,8 +278,13 @@ static ssize_t pf_read(struct vfs *v, uint64_t ino, uint64_t fh, void *buf, size
 static ssize_t write_locked(struct ponyfs *fs, struct ponyfs_handle *h, const void *buf,
 			    size_t size, off_t off)
 {
+	int r;
+
 	if ((h->flags & O_ACCMODE) == O_RDONLY)
 		return -EBADF;
+	r = ponyfs_setid_kill_locked(fs, &h->opener, h->inode->ino, false);
+	if (r < 0)
+		return r;
 	if (h->flags & O_APPEND)
 		off = (off_t)h->inode->size;    /* the file's end now, whatever the caller saw */
 	return ponyfs_write_locked(fs, h->inode, buf, size, (uint64_t)off);
@@ -319,9 +346,10 @@ static int pf_release(struct vfs *v, uint64_t ino, uint64_t fh)
 	return LOCKED(ponyfs_of(v), release_locked(ponyfs_of(v), handle_of(fh)));
 }
 
-static int fallocate_locked(struct ponyfs *fs, struct ponyfs_inode *in, int mode, uint64_t off,
+static int fallocate_locked(struct ponyfs *fs, struct ponyfs_handle *h, int mode, uint64_t off,
 			    uint64_t len)
 {
+	struct ponyfs_inode *in = h->inode;
 	uint64_t end = off + len;
 	int r;
 
@@ -332,6 +360,8 @@ static int fallocate_locked(struct ponyfs *fs, struct ponyfs_inode *in, int mode
 	if (end < off || end > (1ull << 50))
 		return -EFBIG;
 	r = ponyfs_txn_begin_locked(fs);
+	if (r >= 0)
+		r = ponyfs_setid_kill_locked(fs, &h->opener, in->ino, false);
 	if (r < 0)
 		return r;
 	if (mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)) {
@@ -350,7 +380,7 @@ static int pf_fallocate(struct vfs *v, uint64_t ino, uint64_t fh, int mode, off_
 {
 	if (off < 0 || len <= 0)
 		return -EINVAL;
-	return LOCKED(ponyfs_of(v), fallocate_locked(ponyfs_of(v), handle_of(fh)->inode, mode,
+	return LOCKED(ponyfs_of(v), fallocate_locked(ponyfs_of(v), handle_of(fh), mode,
 						     (uint64_t)off, (uint64_t)len));
 }
 
@@ -365,7 +395,7 @@ static int pf_opendir(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, ui
 	 * or renamed over while open stays an orphan until closed (fstat
 	 * works on it, as generic/035 checks). */
 	if (r >= 0)
-		r = LOCKED(ponyfs_of(v), open_locked(ponyfs_of(v), ino, O_RDONLY, ret_fh));
+		r = LOCKED(ponyfs_of(v), open_locked(ponyfs_of(v), ctx, ino, O_RDONLY, ret_fh));
 	return r;
 }
 
@@ -473,18 +503,15 @@ static int setxattr_locked(struct ponyfs *fs, uint64_t ino, const char *name, co
 	sqlite3_bind_blob(s, 3, size ? value : "", (int)size, SQLITE_STATIC);
 	r = ponyfs_step_done(s);
 	sqlite3_reset(s);
-	if (r >= 0)
-		r = ponyfs_sql(fs, "UPDATE inodes SET ctime = ?2 WHERE ino = ?1", 2, (int64_t)ino,
-			       ponyfs_now());
-	return r;
+	return r < 0 ? r : ponyfs_ctime_locked(fs, ino, ponyfs_now());
 }
 
 static int pf_setxattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, const char *name,
 		       const void *value, size_t size, int flags)
 {
 	if (ponyfs_acl_name(name))
-		return LOCKED(ponyfs_of(v), ponyfs_acl_set_locked(ponyfs_of(v), ino, name, value, size,
-								  flags));
+		return LOCKED(ponyfs_of(v), ponyfs_acl_set_locked(ponyfs_of(v), ctx, ino, name, value,
+								  size, flags));
 	return LOCKED(ponyfs_of(v), setxattr_locked(ponyfs_of(v), ino, name, value, size, flags));
 }
 
@@ -540,7 +567,7 @@ static int removexattr_locked(struct ponyfs *fs, uint64_t ino, const char *name)
 	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
 	r = ponyfs_step_done(s);
 	sqlite3_reset(s);
-	return r;
+	return r < 0 ? r : ponyfs_ctime_locked(fs, ino, ponyfs_now());
 }
 
 static int pf_removexattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, const char *name)

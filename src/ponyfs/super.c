@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -264,6 +265,7 @@ void ponyfs_destroy(struct vfs *v)
 		while (fs->hash[i])
 			ponyfs_inode_drop_locked(fs, fs->hash[i]);
 	pthread_mutex_unlock(&fs->lock);
+	ponyfs_pages_done(fs);
 	ponyfs_finalize_all(fs);
 	ponyfs_sqlite_close(fs->db);
 	ponyfs_gates_close(fs);
@@ -306,6 +308,15 @@ static int mount_check(struct ponyfs *fs)
 	return r;
 }
 
+/* A tenth of the machine's memory, as the kernel's dirty_background_ratio. */
+static uint64_t default_dirty_max(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+	uint64_t n = pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size / 10 : 0;
+
+	return MAX(n, PONYFS_DIRTY_MIN);
+}
+
 int ponyfs_mount(struct bdev *meta, struct bdev *data, const struct ponyfs_options *opts,
 		 struct vfs **ret)
 {
@@ -317,6 +328,7 @@ int ponyfs_mount(struct bdev *meta, struct bdev *data, const struct ponyfs_optio
 	fs->vfs.ops = &ponyfs_ops;
 	fs->report = opts ? opts->report : NULL;
 	fs->report_arg = opts ? opts->report_arg : NULL;
+	fs->dirty_max = opts && opts->dirty_max ? opts->dirty_max : default_dirty_max();
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_cond_init(&fs->timer_cond, NULL);
 	r = ponyfs_gates_open(fs, meta, data);

@@ -30,6 +30,13 @@ struct parity_stripe {
 	uint8_t *q;                     /* NULL: no Q (raid4/5) */
 	const uint8_t *qexp;            /* Q exponent per data block; NULL: 0..ndata-1 */
 	bool data_only;                 /* recover: lost P/Q may stay stale (reads) */
+	/*
+	 * recover: only block `one` is wanted (a rebuild of one member while
+	 * another is also out); the other lost block may stay stale. An
+	 * engine may still rebuild everything.
+	 */
+	bool one_only;
+	unsigned one;
 };
 
 /* Block indexes in a lost[] list: data 0..ndata-1, then these. */

@@ -102,20 +102,21 @@ static uint8_t *isal_block(const struct parity_stripe *s, unsigned r)
 #define ISAL_CACHE_SLOTS 16
 struct isal_decode_cache {
 	bool valid, has_q;
-	unsigned k, nlost, lost[2];
+	unsigned k, ndl, nlost, lost[2];
 	uint8_t qexp[PARITY_MAX_DATA];
 	uint8_t tbls[32 * 2 * PARITY_MAX_DATA];
 };
 static _Thread_local struct isal_decode_cache isal_cache[ISAL_CACHE_SLOTS];
 static _Thread_local unsigned isal_cache_next;
 
-static void isal_key(const struct parity_stripe *s, const unsigned *lost, unsigned nlost,
-		     struct isal_decode_cache *key)
+static void isal_key(const struct parity_stripe *s, unsigned ndl, const unsigned *lost,
+		     unsigned nlost, struct isal_decode_cache *key)
 {
 	memset(key, 0, offsetof(struct isal_decode_cache, tbls));
 	key->valid = true;
 	key->has_q = s->q != NULL;
 	key->k = s->ndata;
+	key->ndl = ndl;
 	key->nlost = nlost;
 	memcpy(key->lost, lost, nlost * sizeof(lost[0]));
 	for (unsigned i = 0; i < s->ndata; i++)
@@ -146,7 +147,10 @@ static int isal_decode_tables(const struct parity_stripe *s, unsigned ndl,
 	return 0;
 }
 
-/* Solves the lost data blocks (lost[0..ndl-1], all < ndata) in one pass. */
+/*
+ * Solves the lost data blocks lost[0..ndl-1] (all < ndata) in one pass;
+ * lost[ndl..nlost-1] are lost too but not wanted.
+ */
 static int isal_solve_data(const struct parity_stripe *s, unsigned ndl, const unsigned *lost,
 			   unsigned nlost)
 {
@@ -154,7 +158,7 @@ static int isal_solve_data(const struct parity_stripe *s, unsigned ndl, const un
 	struct isal_decode_cache key, *c = NULL;
 	uint8_t *src[PARITY_MAX_DATA], *out[2];
 
-	isal_key(s, lost, nlost, &key);
+	isal_key(s, ndl, lost, nlost, &key);
 	for (unsigned i = 0; i < ISAL_CACHE_SLOTS && !c; i++)
 		if (!memcmp(&key, &isal_cache[i], offsetof(struct isal_decode_cache, tbls)))
 			c = &isal_cache[i];
@@ -183,6 +187,7 @@ static int isal_solve_data(const struct parity_stripe *s, unsigned ndl, const un
 static int isal_recover(const struct parity_stripe *s, unsigned nlost, const unsigned *lost_in)
 {
 	unsigned lost[2] = { 0, 0 }, ndl = 0;
+	bool one_data = s->one_only && s->one < s->ndata;
 	int r;
 
 	memcpy(lost, lost_in, (nlost < 2 ? nlost : 2) * sizeof(lost[0]));
@@ -191,6 +196,12 @@ static int isal_recover(const struct parity_stripe *s, unsigned nlost, const uns
 		return r;
 	while (ndl < nlost && lost[ndl] < s->ndata)
 		ndl++;
+	if (one_data && ndl == 2 && (lost[0] == s->one || lost[1] == s->one)) {
+		/* One of two lost data blocks: one decoding row instead of two. */
+		unsigned order[2] = { s->one, lost[0] == s->one ? lost[1] : lost[0] };
+
+		return isal_solve_data(s, 1, order, 2);
+	}
 	if (ndl == 1 && (nlost == 1 || lost[1] == PARITY_Q(s))) {
 		/* The common degraded read: plain XOR of the rest and P. */
 		void *v[PARITY_MAX_DATA + 1];
@@ -211,7 +222,7 @@ static int isal_recover(const struct parity_stripe *s, unsigned nlost, const uns
 		if (r < 0)
 			return r;
 	}
-	if (ndl < nlost && !s->data_only)
+	if (ndl < nlost && !s->data_only && !one_data)
 		isal_gen(s);
 	return 0;
 }

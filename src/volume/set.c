@@ -40,6 +40,17 @@ static void set_member_force(struct volume_set *s, unsigned m, int state)
 		__atomic_store_n(&set_seg(s, i)->m[m].state, state, __ATOMIC_RELEASE);
 }
 
+/*
+ * A member whose superblock or bitmap write failed: failed through
+ * volume_mfail(), so the fail hook kicks an idle spare as it does for a
+ * failed data write (after this no data write reaches the member to fail).
+ */
+static void set_member_io_failed(struct volume_set *s, unsigned m)
+{
+	for (unsigned i = 0; i < volume_segment_count(s->v); i++)
+		volume_mfail(set_seg(s, i), m);
+}
+
 /* The bad list of member m as device ranges, into sb. */
 static void set_collect_bad(struct volume_set *s, unsigned m, struct volume_sb *sb)
 {
@@ -77,7 +88,7 @@ int volume_set_commit(struct volume_set *s)
 		if (r >= 0)
 			r = bdev_flush(s->dev[m]);
 		if (r < 0) {
-			set_member_force(s, m, VOLUME_MEMBER_FAILED);
+			set_member_io_failed(s, m);
 			ret = ret ? ret : r;
 		} else {
 			s->events[m] = s->sb.events;
@@ -98,7 +109,7 @@ static int set_bitmap_write_pages(struct volume_set *s, size_t first, size_t las
 		if (bdev_pwrite(s->dev[m], s->bitmap + first * BM_PAGE, (last - first + 1) * BM_PAGE,
 				s->sb.bitmap_offset + first * BM_PAGE) < 0 ||
 		    bdev_flush(s->dev[m]) < 0)
-			set_member_force(s, m, VOLUME_MEMBER_FAILED);
+			set_member_io_failed(s, m);
 	}
 	return 0;
 }
@@ -455,7 +466,10 @@ int volume_set_open(struct bdev **devs, unsigned ndevs, unsigned flags,
 	}
 	free(sbs);
 	if (r < 0) {
-		/* The caller keeps its devices: take them back out of the set. */
+		/* The caller keeps its devices: take them back out of the set
+		 * (once a spare worker a failing commit may have kicked is gone). */
+		if (s)
+			set_spare_stop(s);
 		if (s && s->v)
 			volume_detach_members(s->v);
 		if (s) {

@@ -143,49 +143,11 @@ static ssize_t mirror_io(struct volume_seg *s, bool write, uint8_t *buf, size_t 
 	return copies_io(s, &c, write, buf, len);
 }
 
-static int mirror_rebuild(struct volume_seg *s, unsigned m, uint64_t off, uint64_t len)
-{
-	struct copies c;
-	uint8_t *tmp = malloc(len);
-	int r;
-
-	if (!tmp)
-		return -ENOMEM;
-	mirror_copies(s, off, &c);
-	r = copies_rebuild(s, &c, m, len, tmp);
-	free(tmp);
-	return r;
-}
-
-static int mirror_scrub(struct volume_seg *s, uint64_t off, uint64_t len, bool repair,
-			volume_mismatch_fn report, void *arg, uint64_t *count)
-{
-	struct copies c;
-	uint8_t *a = malloc(len), *b = malloc(len);
-	int r = -ENOMEM;
-
-	if (a && b) {
-		mirror_copies(s, off, &c);
-		r = copies_scrub(s, &c, len, repair, report, arg, count, a, b);
-	}
-	free(a);
-	free(b);
-	return r;
-}
-
 static uint64_t mirror_unit(const struct volume_seg *s)
 {
 	return MIRROR_UNIT;
 }
 
-const struct volume_target_ops volume_mirror_ops = {
-	.name = "mirror",
-	.check = mirror_check,
-	.io = mirror_io,
-	.rebuild = mirror_rebuild,
-	.scrub = mirror_scrub,
-	.unit = mirror_unit,
-};
 
 /* raid10 */
 
@@ -218,38 +180,71 @@ static ssize_t raid10_io(struct volume_seg *s, bool write, uint8_t *buf, size_t 
 	return copies_io(s, &c, write, buf, (size_t)MIN((uint64_t)len, chunk - off % chunk));
 }
 
-static int raid10_rebuild(struct volume_seg *s, unsigned m, uint64_t off, uint64_t len)
+/* Both targets: rebuild and scrub walk the copies of a range. */
+
+struct copies_walk {
+	unsigned m;                     /* rebuild: the member */
+	bool repair;                    /* scrub: */
+	volume_mismatch_fn report;
+	void *arg;
+	uint64_t *count;
+	uint8_t *a, *b;                 /* a piece each */
+};
+
+/*
+ * Calls fn on the copies of [off, off+len): one piece for a mirror, whole
+ * chunks for raid10. Both buffers of w get the largest piece.
+ */
+static int copies_each(struct volume_seg *s, uint64_t off, uint64_t len, struct copies_walk *w,
+		       int (*fn)(struct volume_seg *s, const struct copies *c, size_t len,
+				 struct copies_walk *w))
 {
-	uint64_t chunk = s->geom.chunk;
-	uint8_t *tmp = malloc(chunk);
-	int r = tmp ? 0 : -ENOMEM;
+	bool mirror = s->type == VOLUME_MIRROR;
+	uint64_t piece = mirror ? len : s->geom.chunk;
+	int r;
 
-	for (uint64_t c = off / chunk; r >= 0 && c < DIV_ROUND_UP(off + len, chunk); c++) {
-		struct copies cp;
+	w->a = malloc(piece);
+	w->b = malloc(piece);
+	r = w->a && w->b ? 0 : -ENOMEM;
+	for (uint64_t p = mirror ? off : off - off % piece; r >= 0 && p < off + len; p += piece) {
+		struct copies c;
 
-		raid10_copies(s, c, 0, &cp);
-		r = copies_rebuild(s, &cp, m, chunk, tmp);
+		if (mirror)
+			mirror_copies(s, p, &c);
+		else
+			raid10_copies(s, p / piece, 0, &c);
+		r = fn(s, &c, piece, w);
 	}
-	free(tmp);
+	free(w->a);
+	free(w->b);
 	return r;
 }
 
-static int raid10_scrub(struct volume_seg *s, uint64_t off, uint64_t len, bool repair,
-			volume_mismatch_fn report, void *arg, uint64_t *count)
+static int copies_rebuild_fn(struct volume_seg *s, const struct copies *c, size_t len,
+			     struct copies_walk *w)
 {
-	uint64_t chunk = s->geom.chunk;
-	uint8_t *a = malloc(chunk), *b = malloc(chunk);
-	int r = a && b ? 0 : -ENOMEM;
+	return copies_rebuild(s, c, w->m, len, w->a);
+}
 
-	for (uint64_t c = off / chunk; r >= 0 && c < DIV_ROUND_UP(off + len, chunk); c++) {
-		struct copies cp;
+static int copies_scrub_fn(struct volume_seg *s, const struct copies *c, size_t len,
+			   struct copies_walk *w)
+{
+	return copies_scrub(s, c, len, w->repair, w->report, w->arg, w->count, w->a, w->b);
+}
 
-		raid10_copies(s, c, 0, &cp);
-		r = copies_scrub(s, &cp, chunk, repair, report, arg, count, a, b);
-	}
-	free(a);
-	free(b);
-	return r;
+static int copies_target_rebuild(struct volume_seg *s, unsigned m, uint64_t off, uint64_t len)
+{
+	struct copies_walk w = { .m = m };
+
+	return copies_each(s, off, len, &w, copies_rebuild_fn);
+}
+
+static int copies_target_scrub(struct volume_seg *s, uint64_t off, uint64_t len, bool repair,
+			       volume_mismatch_fn report, void *arg, uint64_t *count)
+{
+	struct copies_walk w = { .repair = repair, .report = report, .arg = arg, .count = count };
+
+	return copies_each(s, off, len, &w, copies_scrub_fn);
 }
 
 static uint64_t raid10_unit(const struct volume_seg *s)
@@ -261,7 +256,16 @@ const struct volume_target_ops volume_raid10_ops = {
 	.name = "raid10",
 	.check = raid10_check,
 	.io = raid10_io,
-	.rebuild = raid10_rebuild,
-	.scrub = raid10_scrub,
+	.rebuild = copies_target_rebuild,
+	.scrub = copies_target_scrub,
 	.unit = raid10_unit,
+};
+
+const struct volume_target_ops volume_mirror_ops = {
+	.name = "mirror",
+	.check = mirror_check,
+	.io = mirror_io,
+	.rebuild = copies_target_rebuild,
+	.scrub = copies_target_scrub,
+	.unit = mirror_unit,
 };

@@ -21,9 +21,11 @@ struct row {
 	uint64_t devoff;                /* the row's offset on every member */
 	size_t len;
 	uint8_t *blk[LAYOUT_MAX_DISKS];
+	uint8_t *extra;                 /* two more scratch blocks: RMW's delta, scrub's P and Q */
 	bool have[LAYOUT_MAX_DISKS];    /* content is in blk */
 	bool lost[LAYOUT_MAX_DISKS];    /* cannot be read */
 	bool rewrite[LAYOUT_MAX_DISKS]; /* read error on a working member: write back */
+	int only;                       /* row_solve: just this block is wanted (-1: all) */
 };
 
 static unsigned row_disk(const struct row *r, unsigned b)
@@ -43,12 +45,14 @@ static int row_init(struct volume_seg *s, struct row *r, uint64_t stripe, uint64
 	r->k = r->st.ndata;
 	r->nb = r->k + (r->st.qd >= 0 ? 2 : 1);
 	r->devoff = stripe * s->geom.chunk + in;
+	r->only = -1;
 	r->len = len;
-	mem = volume_seg_scratch(s, (r->nb + 1) * len);    /* + a block for RMW's delta */
+	mem = volume_seg_scratch(s, (r->nb + 2) * len);
 	if (!mem)
 		return -ENOMEM;
 	for (unsigned b = 0; b < r->nb; b++)
 		r->blk[b] = mem + b * len;
+	r->extra = mem + r->nb * len;
 	return 0;
 }
 
@@ -92,6 +96,7 @@ static struct parity_stripe row_parity(struct row *r)
 		.ndata = r->k, .len = r->len, .data = r->blk, .p = r->blk[r->k],
 		.q = r->nb > r->k + 1 ? r->blk[r->k + 1] : NULL,
 		.qexp = r->nb > r->k + 1 ? r->st.qexp : NULL,
+		.one_only = r->only >= 0, .one = r->only >= 0 ? (unsigned)r->only : 0,
 	};
 }
 
@@ -113,6 +118,8 @@ static int row_solve(struct volume_seg *s, struct row *r, bool data_only)
 			lost[nlost++] = b;
 		if (b >= r->k && r->rewrite[b])
 			data_only = false;
+		if (r->rewrite[b] && (int)b != r->only)
+			ps.one_only = false;        /* a read error to write back: solve it too */
 	}
 	if (nlost > r->nb - r->k)
 		return -EIO;
@@ -121,7 +128,7 @@ static int row_solve(struct volume_seg *s, struct row *r, bool data_only)
 	if (ret < 0)
 		return ret;
 	for (unsigned b = 0; b < r->nb; b++) {
-		r->have[b] = !data_only || b < r->k || !r->lost[b];
+		r->have[b] = !r->lost[b] || (ps.one_only ? (int)b == r->only : !data_only || b < r->k);
 		if (r->rewrite[b])
 			volume_mwrite(s, row_disk(r, b), r->blk[b], r->len, r->devoff);
 		r->rewrite[b] = false;
@@ -235,6 +242,20 @@ static int raid_write_full(struct volume_seg *s, uint64_t stripe, const uint8_t 
 	return ret;
 }
 
+/* dst = a ^ b, a word at a time (len is whole sectors; b may be unaligned). */
+static void xor_words(uint8_t *restrict dst, const uint8_t *restrict a, const uint8_t *restrict b,
+		      size_t len)
+{
+	for (size_t i = 0; i < len; i += sizeof(uint64_t)) {
+		uint64_t x, y;
+
+		memcpy(&x, a + i, sizeof(x));
+		memcpy(&y, b + i, sizeof(y));
+		x ^= y;
+		memcpy(dst + i, &x, sizeof(x));
+	}
+}
+
 /*
  * Read-modify-write of block b: read old data, P and Q, fold the change
  * into parity. 1 when it cannot be done this way (a needed member is out):
@@ -243,7 +264,7 @@ static int raid_write_full(struct volume_seg *s, uint64_t stripe, const uint8_t 
 static int raid_write_rmw(struct volume_seg *s, struct row *r, unsigned b, const uint8_t *buf)
 {
 	bool want[LAYOUT_MAX_DISKS] = { false }, mask[LAYOUT_MAX_DISKS] = { false };
-	uint8_t *delta = r->blk[r->nb - 1] + r->len;   /* the extra scratch block */
+	uint8_t *delta = r->extra;
 	struct parity_stripe ps = row_parity(r);
 
 	want[b] = true;
@@ -253,8 +274,7 @@ static int raid_write_rmw(struct volume_seg *s, struct row *r, unsigned b, const
 	for (unsigned i = 0; i < r->nb; i++)
 		if (want[i] && r->lost[i])
 			return 1;
-	for (size_t i = 0; i < r->len; i++)
-		delta[i] = r->blk[b][i] ^ buf[i];
+	xor_words(delta, r->blk[b], buf, r->len);
 	s->parity->update(&ps, b, delta);
 	memcpy(r->blk[b], buf, r->len);
 	mask[b] = true;
@@ -333,8 +353,11 @@ static int raid_rebuild(struct volume_seg *s, unsigned m, uint64_t off, uint64_t
 		struct row r;
 
 		ret = row_init(s, &r, st, 0, s->geom.chunk);
-		for (unsigned b = 0; ret >= 0 && b < r.nb; b++)
+		for (unsigned b = 0; ret >= 0 && b < r.nb; b++) {
 			r.lost[b] = row_disk(&r, b) == m;
+			if (r.lost[b])
+				r.only = (int)b;        /* another lost block need not be solved */
+		}
 		if (ret >= 0)
 			ret = row_solve(s, &r, false);
 		for (unsigned b = 0; ret >= 0 && b < r.nb; b++)
@@ -352,11 +375,10 @@ static int raid_scrub(struct volume_seg *s, uint64_t off, uint64_t len, bool rep
 	int ret = 0;
 
 	for (uint64_t st = off / width; ret >= 0 && st < DIV_ROUND_UP(off + len, width); st++) {
-		uint8_t *fresh = util_aligned_alloc(2 * s->geom.chunk);
 		struct parity_stripe ps;
 		struct row r;
 
-		ret = fresh ? row_init(s, &r, st, 0, s->geom.chunk) : -ENOMEM;
+		ret = row_init(s, &r, st, 0, s->geom.chunk);
 		if (ret >= 0)
 			row_load(s, &r, row_all);
 		for (unsigned b = 0; ret >= 0 && b < r.nb; b++)
@@ -364,8 +386,8 @@ static int raid_scrub(struct volume_seg *s, uint64_t off, uint64_t len, bool rep
 				ret = 1;        /* degraded row: nothing to compare against */
 		if (ret == 0) {
 			ps = row_parity(&r);
-			ps.p = fresh;
-			ps.q = ps.q ? fresh + r.len : NULL;
+			ps.p = r.extra;
+			ps.q = ps.q ? r.extra + r.len : NULL;
 			s->parity->gen(&ps);
 			for (unsigned b = r.k; b < r.nb; b++) {
 				uint8_t *want = b == r.k ? ps.p : ps.q;
@@ -382,7 +404,6 @@ static int raid_scrub(struct volume_seg *s, uint64_t off, uint64_t len, bool rep
 		}
 		if (ret > 0)
 			ret = 0;
-		free(fresh);
 	}
 	return ret;
 }

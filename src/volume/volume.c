@@ -611,31 +611,62 @@ static void volume_throttle(uint64_t t0, uint64_t done, uint64_t rate)
 		usleep((useconds_t)((due - now) / 1000));
 }
 
+/* What a rebuild or scrub pass does to one unit, under the segment's lock; scrub's state. */
+struct seg_pass {
+	int (*step)(struct volume_seg *s, uint64_t off, uint64_t n, struct seg_pass *p);
+	bool repair;
+	volume_mismatch_fn report;
+	void *report_arg;
+	uint64_t count;
+};
+
+/* Walks segment s unit by unit from from_off: rate-limited, with progress. */
+static int seg_pass_run(struct volume_seg *s, uint64_t from_off, uint64_t rate,
+			volume_progress_fn progress, void *arg, struct seg_pass *p)
+{
+	uint64_t unit = s->ops->unit(s), t0 = util_now_ns(), start = from_off / unit * unit;
+	int r = 0;
+
+	for (uint64_t off = start; off < s->len && r >= 0; off += unit) {
+		uint64_t n = MIN(unit, s->len - off);
+
+		pthread_mutex_lock(&s->lock);
+		r = p->step(s, off, n, p);
+		pthread_mutex_unlock(&s->lock);
+		if (r >= 0 && progress && progress(off + n, s->len, arg))
+			r = -ECANCELED;
+		volume_throttle(t0, off + n - start, rate);
+	}
+	return r;
+}
+
+static int rebuild_step(struct volume_seg *s, uint64_t off, uint64_t n, struct seg_pass *p)
+{
+	int r = 0;
+
+	for (unsigned m = 0; m < s->nmembers && r >= 0; m++)
+		r = volume_mstate(s, m) == VOLUME_MEMBER_REBUILDING ? s->ops->rebuild(s, m, off, n) : 0;
+	return r;
+}
+
+static int scrub_step(struct volume_seg *s, uint64_t off, uint64_t n, struct seg_pass *p)
+{
+	return s->ops->scrub(s, off, n, p->repair, p->report, p->report_arg, &p->count);
+}
+
 int volume_rebuild(struct volume *v, unsigned seg, uint64_t from_off, uint64_t rate,
 		   volume_progress_fn progress, void *arg)
 {
+	struct seg_pass p = { .step = rebuild_step };
 	struct volume_seg *s;
-	uint64_t unit, t0 = util_now_ns();
-	int r = 0;
+	int r;
 
 	if (seg >= v->nsegs)
 		return -EINVAL;
 	s = v->segs[seg];
 	if (!s->ops->rebuild || !s->ops->unit)
 		return -EOPNOTSUPP;
-	unit = s->ops->unit(s);
-	for (uint64_t off = from_off / unit * unit; off < s->len && r >= 0; off += unit) {
-		uint64_t n = MIN(unit, s->len - off);
-
-		pthread_mutex_lock(&s->lock);
-		for (unsigned m = 0; m < s->nmembers && r >= 0; m++)
-			if (volume_mstate(s, m) == VOLUME_MEMBER_REBUILDING)
-				r = s->ops->rebuild(s, m, off, n);
-		pthread_mutex_unlock(&s->lock);
-		if (r >= 0 && progress && progress(off + n, s->len, arg))
-			r = -ECANCELED;
-		volume_throttle(t0, off + n - from_off, rate);
-	}
+	r = seg_pass_run(s, from_off, rate, progress, arg, &p);
 	if (r < 0)
 		return r;
 	for (unsigned m = 0; m < s->nmembers; m++)
@@ -656,28 +687,19 @@ int volume_scrub_from(struct volume *v, unsigned seg, uint64_t from_off, bool re
 		      uint64_t rate, volume_mismatch_fn report, void *report_arg,
 		      volume_progress_fn progress, void *arg, uint64_t *ret_count)
 {
+	struct seg_pass p = { .step = scrub_step, .repair = repair, .report = report,
+			      .report_arg = report_arg };
 	struct volume_seg *s;
-	uint64_t unit, count = 0, t0 = util_now_ns();
-	int r = 0;
+	int r;
 
 	if (seg >= v->nsegs)
 		return -EINVAL;
 	s = v->segs[seg];
 	if (!s->ops->scrub || !s->ops->unit)
 		return -EOPNOTSUPP;
-	unit = s->ops->unit(s);
-	for (uint64_t off = from_off / unit * unit; off < s->len && r >= 0; off += unit) {
-		uint64_t n = MIN(unit, s->len - off);
-
-		pthread_mutex_lock(&s->lock);
-		r = s->ops->scrub(s, off, n, repair, report, report_arg, &count);
-		pthread_mutex_unlock(&s->lock);
-		if (r >= 0 && progress && progress(off + n, s->len, arg))
-			r = -ECANCELED;
-		volume_throttle(t0, off + n - from_off / unit * unit, rate);
-	}
+	r = seg_pass_run(s, from_off, rate, progress, arg, &p);
 	if (ret_count)
-		*ret_count = count;
+		*ret_count = p.count;
 	return r;
 }
 

@@ -1,7 +1,8 @@
 # tests/ponyfs/mount_lib.sh - what the ponyfs tests that mount through FUSE
 # share: a scratch directory $T (/tmp/pony-NAME.XXXXXX) with a mount point
 # $T/m, unmounted and removed on exit, and pony_mount/pony_umount around the
-# pony binary (the daemon's stderr goes to $T/pony.log). Source it after
+# pony binary (the daemon's stderr goes to $T/pony.log), and a mount beside
+# an ext4 oracle directory (ext4_oracle_and_mount). Source it after
 # tests/lib.sh: `. "$PONY_SRCDIR/tests/ponyfs/mount_lib.sh" NAME`.
 
 T=$(mktemp -d "/tmp/pony-$1.XXXXXX")
@@ -17,3 +18,17 @@ mkdir -p "$T/m"
 # pony_mount [OPTION...] IMG...: mounts at $T/m in the foreground, in the background.
 pony_mount() { fuse_daemon_start "$T/m" "$T/pony.log" "pony mount $*" "$PONY" mount --foreground "$@" "$T/m"; }
 pony_umount() { fuse_daemon_stop "$T/m" "$T/pony.log"; }
+
+# ext4_oracle_and_mount: $T/ref, a directory of the root filesystem (with
+# ACLs) where a test repeats its steps as the oracle, and a fresh 256 MiB
+# ponyfs mounted at $T/m; both reachable by other users (mode 755).
+ext4_oracle_and_mount() {
+	mkdir -p "$T/ref"
+	chmod 755 "$T"
+	setfacl -m u:nobody:r "$T/ref" 2>/dev/null || skip "the root filesystem has no ACLs"
+	setfacl -b "$T/ref"
+	truncate -s 256M "$T/img"
+	"$PONY" mkfs "$T/img" >/dev/null || fail "mkfs"
+	pony_mount "$T/img"
+	chmod 755 "$T/m"
+}

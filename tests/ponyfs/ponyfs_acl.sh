@@ -14,14 +14,7 @@ command -v fusermount3 >/dev/null || skip "fusermount3 is missing"
 id nobody >/dev/null 2>&1 || skip "no user nobody"
 
 . "$PONY_SRCDIR/tests/ponyfs/mount_lib.sh" ponyfs-acl
-mkdir -p "$T/ref"
-chmod 755 "$T"
-setfacl -m u:nobody:r "$T/ref" 2>/dev/null || skip "the root filesystem has no ACLs"
-setfacl -b "$T/ref"
-truncate -s 256M "$T/acl.img"
-"$PONY" mkfs "$T/acl.img" >/dev/null || fail "mkfs"
-pony_mount "$T/acl.img"
-chmod 755 "$T/m"
+ext4_oracle_and_mount
 
 # The same steps in a directory; prints what getfacl and ls say of it.
 steps() (
@@ -68,8 +61,8 @@ as_nobody "echo mine >$T/m/shared/n" || fail "nobody cannot create through a dir
 # Everything survives a remount and fsck is clean.
 getfacl -R -p "$T/m" >"$T/before" 2>&1
 pony_umount
-"$PONY" fsck "$T/acl.img" >/dev/null || fail "fsck after ACL work"
-pony_mount "$T/acl.img"
+"$PONY" fsck "$T/img" >/dev/null || fail "fsck after ACL work"
+pony_mount "$T/img"
 getfacl -R -p "$T/m" >"$T/after" 2>&1
 diff -u "$T/before" "$T/after" || fail "ACLs changed across a remount"
 pass

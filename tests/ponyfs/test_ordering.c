@@ -195,42 +195,126 @@ static void test_truncate_then_rewrite_is_all_old_or_all_new(void **state)
 	bdev_free(dev);
 }
 
+/* Appends a line to "log" and fsyncs it; the counters' change in *ret. */
+static void fsync_log_entry(struct vfs *fs, struct ponyfs_stats *ret)
+{
+	struct ponyfs_stats s0, s1;
+	uint64_t li, lf;
+
+	ponyfs_get_stats(fs, &s0);
+	assert_int_equal(test_open(fs, "log", O_WRONLY | O_APPEND, &li, &lf), 0);
+	assert_int_equal(VFS_CALL(fs, write, li, lf, "entry\n", 6, 0), 6);
+	assert_int_equal(VFS_CALL(fs, fsync, li, lf, false), 0);
+	assert_int_equal(VFS_CALL(fs, release, li, lf), 0);
+	ponyfs_get_stats(fs, &s1);
+	ret->commits = s1.commits - s0.commits;
+	ret->data_blocks_written = s1.data_blocks_written - s0.data_blocks_written;
+	ret->writebacks = s1.writebacks - s0.writebacks;
+}
+
+/* 40 MiB of unrelated data, more than one file used to keep cached (32 MiB),
+ * still open as a writer in another process keeps it: the fsync of another
+ * file writes that file's one block and commits, and the 40 MiB stays
+ * cached, in no transaction, so no flush of the fsync waits for it. */
 static void test_fsync_writes_only_that_files_data(void **state)
 {
+	static uint8_t big[40 << 20];
+	struct ponyfs_stats d;
+	uint64_t ino, fh;
 	struct bdev *dev;
 	struct vfs *fs;
-	static uint8_t big[8 << 20];
-	struct ponyfs_stats s0, s1;
-	uint64_t dirty;
 
-	assert_int_equal(bdev_mem_new(64u << 20, &dev), 0);
+	assert_int_equal(bdev_mem_new(96u << 20, &dev), 0);
 	assert_int_equal(ponyfs_mkfs_image(dev, NULL), 0);
 	assert_int_equal(ponyfs_mount_image(dev, NULL, &fs), 0);
 	assert_int_equal(test_put(fs, "log", "", 0), 0);
 	assert_int_equal(VFS_CALL(fs, syncfs), 0);
-	{
-		uint64_t ino, fh;
-
-		/* Unrelated dirty data, still open (as a writer in another process). */
-		assert_int_equal(test_open(fs, "bulk", O_CREAT | O_WRONLY, &ino, &fh), 0);
-		assert_int_equal(VFS_CALL(fs, write, ino, fh, big, sizeof(big), 0), (ssize_t)sizeof(big));
-		dirty = ponyfs_dirty_bytes(fs);
-		assert_int_equal(dirty, sizeof(big));
-		ponyfs_get_stats(fs, &s0);
-		{
-			uint64_t li, lf;
-
-			assert_int_equal(test_open(fs, "log", O_WRONLY | O_APPEND, &li, &lf), 0);
-			assert_int_equal(VFS_CALL(fs, write, li, lf, "entry\n", 6, 0), 6);
-			assert_int_equal(VFS_CALL(fs, fsync, li, lf, false), 0);
-			assert_int_equal(VFS_CALL(fs, release, li, lf), 0);
-		}
-		ponyfs_get_stats(fs, &s1);
-		assert_int_equal(s1.data_blocks_written - s0.data_blocks_written, 1);
-		assert_int_equal(s1.commits - s0.commits, 1);
+	assert_int_equal(test_open(fs, "bulk", O_CREAT | O_WRONLY, &ino, &fh), 0);
+	for (size_t off = 0; off < sizeof(big); off += 1 << 20)
+		assert_int_equal(VFS_CALL(fs, write, ino, fh, big + off, 1 << 20, off), 1 << 20);
+	assert_int_equal(ponyfs_dirty_bytes(fs), sizeof(big));
+	for (int i = 0; i < 3; i++) {
+		fsync_log_entry(fs, &d);
+		assert_int_equal(d.data_blocks_written, 1);
+		assert_int_equal(d.writebacks, 1);
+		assert_int_equal(d.commits, 1);
 		assert_int_equal(ponyfs_dirty_bytes(fs), sizeof(big));
-		assert_int_equal(VFS_CALL(fs, release, ino, fh), 0);
 	}
+	/* Its own fsync writes it all. */
+	assert_int_equal(VFS_CALL(fs, fsync, ino, fh, false), 0);
+	assert_int_equal(ponyfs_dirty_bytes(fs), 0);
+	assert_int_equal(VFS_CALL(fs, release, ino, fh), 0);
+	vfs_free(fs);
+	bdev_free(dev);
+}
+
+/* Over the dirty budget the writer writes back its own file, not the
+ * others': their fsyncs still write only their own blocks. */
+static void test_a_writer_over_the_dirty_budget_writes_back_its_own_file(void **state)
+{
+	struct ponyfs_options o = { .dirty_max = 4u << 20 };
+	static uint8_t big[1 << 20];
+	uint64_t ino, fh, ino2, fh2;
+	struct ponyfs_stats s0, s1, d;
+	struct bdev *dev;
+	struct vfs *fs;
+
+	assert_int_equal(bdev_mem_new(64u << 20, &dev), 0);
+	assert_int_equal(ponyfs_mkfs_image(dev, NULL), 0);
+	assert_int_equal(ponyfs_mount_image(dev, &o, &fs), 0);
+	assert_int_equal(test_put(fs, "log", "", 0), 0);
+	assert_int_equal(test_open(fs, "other", O_CREAT | O_WRONLY, &ino2, &fh2), 0);
+	assert_int_equal(VFS_CALL(fs, write, ino2, fh2, big, sizeof(big), 0), (ssize_t)sizeof(big));
+	assert_int_equal(test_open(fs, "bulk", O_CREAT | O_WRONLY, &ino, &fh), 0);
+	ponyfs_get_stats(fs, &s0);
+	for (uint64_t off = 0; off < (16u << 20); off += sizeof(big))
+		assert_int_equal(VFS_CALL(fs, write, ino, fh, big, sizeof(big), off), (ssize_t)sizeof(big));
+	ponyfs_get_stats(fs, &s1);
+	assert_true(ponyfs_dirty_bytes(fs) <= (4u << 20) + sizeof(big));
+	/* Only bulk went out: "other"'s megabyte is still cached. */
+	assert_true(ponyfs_dirty_bytes(fs) >= sizeof(big));
+	assert_true(s1.data_blocks_written - s0.data_blocks_written >= (12u << 20) / 4096);
+	fsync_log_entry(fs, &d);
+	assert_int_equal(d.data_blocks_written, 1);
+	assert_true(ponyfs_dirty_bytes(fs) >= sizeof(big));
+	assert_int_equal(VFS_CALL(fs, release, ino, fh), 0);
+	assert_int_equal(VFS_CALL(fs, release, ino2, fh2), 0);
+	vfs_free(fs);
+	bdev_free(dev);
+}
+
+/* The timer commits names and small files, but leaves a file being
+ * streamed (open for writing, more than 32 MiB cached) cached: otherwise
+ * every commit, and every fsync after it, would wait for that data. */
+static void test_the_timer_leaves_a_streaming_files_data_cached(void **state)
+{
+	struct ponyfs_options timer = { .commit_ms = 50 };
+	struct timespec ts = { 0, 50 * 1000000 };
+	static uint8_t big[40 << 20];
+	uint64_t ino, fh, commits = 0;
+	struct ponyfs_stats s;
+	struct bdev *dev;
+	struct vfs *fs;
+
+	assert_int_equal(bdev_mem_new(96u << 20, &dev), 0);
+	assert_int_equal(ponyfs_mkfs_image(dev, NULL), 0);
+	assert_int_equal(ponyfs_mount_image(dev, &timer, &fs), 0);
+	assert_int_equal(test_open(fs, "bulk", O_CREAT | O_WRONLY, &ino, &fh), 0);
+	assert_int_equal(VFS_CALL(fs, write, ino, fh, big, sizeof(big), 0), (ssize_t)sizeof(big));
+	assert_int_equal(test_put(fs, "small", "s", 1), 0);
+	for (int i = 0; i < 100 && ponyfs_dirty_bytes(fs) > sizeof(big); i++)
+		nanosleep(&ts, NULL);
+	ponyfs_get_stats(fs, &s);
+	commits = s.commits;
+	assert_true(commits > 0);
+	assert_int_equal(ponyfs_dirty_bytes(fs), sizeof(big));
+	/* Closed, it is an ordinary file: the next tick takes it. */
+	assert_int_equal(VFS_CALL(fs, release, ino, fh), 0);
+	for (int i = 0; i < 100 && ponyfs_dirty_bytes(fs); i++)
+		nanosleep(&ts, NULL);
+	ponyfs_get_stats(fs, &s);
+	assert_int_equal(ponyfs_dirty_bytes(fs), 0);
+	assert_true(s.commits > commits);
 	vfs_free(fs);
 	bdev_free(dev);
 }
@@ -325,6 +409,8 @@ int main(void)
 		cmocka_unit_test(test_rename_over_commits_with_the_new_data),
 		cmocka_unit_test(test_truncate_then_rewrite_is_all_old_or_all_new),
 		cmocka_unit_test(test_fsync_writes_only_that_files_data),
+		cmocka_unit_test(test_a_writer_over_the_dirty_budget_writes_back_its_own_file),
+		cmocka_unit_test(test_the_timer_leaves_a_streaming_files_data_cached),
 		cmocka_unit_test(test_fbarrier_orders_data_before_later_metadata_without_waiting),
 		cmocka_unit_test(test_commits_come_from_the_timer_and_from_syncfs),
 	};

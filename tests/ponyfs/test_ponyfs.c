@@ -14,49 +14,8 @@
 #include <sys/xattr.h>
 #include <cmocka.h>
 
-#include "helpers.h"
+#include "fixture.h"
 #include "pony/util.h"
-
-#define IMG_SIZE (64u << 20)
-
-struct fixture {
-	struct bdev *dev;
-	struct vfs *fs;
-};
-
-static int setup(void **state)
-{
-	struct fixture *f = calloc(1, sizeof(*f));
-
-	assert_int_equal(bdev_mem_new(IMG_SIZE, &f->dev), 0);
-	assert_int_equal(ponyfs_mkfs_image(f->dev, NULL), 0);
-	assert_int_equal(ponyfs_mount_image(f->dev, NULL, &f->fs), 0);
-	*state = f;
-	return 0;
-}
-
-static void check_clean(struct bdev *dev)
-{
-	assert_int_equal(ponyfs_fsck_image(dev, PONYFS_FSCK_DATA, NULL, NULL), 0);
-}
-
-static int teardown(void **state)
-{
-	struct fixture *f = *state;
-
-	vfs_free(f->fs);
-	check_clean(f->dev);
-	bdev_free(f->dev);
-	free(f);
-	return 0;
-}
-
-static void remount(struct fixture *f)
-{
-	vfs_free(f->fs);
-	check_clean(f->dev);
-	assert_int_equal(ponyfs_mount_image(f->dev, NULL, &f->fs), 0);
-}
 
 static void test_files_survive_remount(void **state)
 {

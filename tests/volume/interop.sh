@@ -8,6 +8,8 @@ set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 PONY=${PONY:-$src/build/pony}
 oracle=${MD_ORACLE:-$src/../shared/tools/md-oracle/md-oracle.sh}
+# From a worktree (/work/wt/NAME) the shared tools are one level further up.
+[ -n "${MD_ORACLE:-}" ] || [ -x "$oracle" ] || oracle=$src/../../shared/tools/md-oracle/md-oracle.sh
 command -v qemu-system-x86_64 >/dev/null || { echo "interop: needs qemu-system-x86 and cpio" >&2; exit 77; }
 [ -x "$oracle" ] || { echo "interop: no md-oracle at $oracle (set MD_ORACLE)" >&2; exit 77; }
 work=$(mktemp -d /tmp/pony-interop.XXXXXX)

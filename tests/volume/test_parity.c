@@ -86,6 +86,18 @@ static void stripe_fill(struct stripe_buf *sb, unsigned ndata, size_t len, bool 
 	}
 }
 
+/* stripe_fill, then parity by ops, and a copy of every block in orig (freed by the caller). */
+static void stripe_fill_saved(struct stripe_buf *sb, const struct parity_ops *ops, unsigned ndata,
+			      size_t len, bool with_q, bool shuffled, uint8_t **orig)
+{
+	stripe_fill(sb, ndata, len, with_q, shuffled);
+	ops->gen(&sb->s);
+	for (unsigned i = 0; i < ndata + (with_q ? 2 : 1); i++) {
+		orig[i] = malloc(len);
+		memcpy(orig[i], sb->blocks[i], len);
+	}
+}
+
 static void stripe_free(struct stripe_buf *sb)
 {
 	for (unsigned i = 0; i < sb->s.ndata + 2; i++)
@@ -134,12 +146,7 @@ static void check_recovers_every_loss(const struct parity_ops *ops, bool with_q,
 		unsigned nb = ndata + (with_q ? 2 : 1);
 		uint8_t *orig[PARITY_MAX_DATA + 2];
 
-		stripe_fill(&sb, ndata, len, with_q, shuffled);
-		ops->gen(&sb.s);
-		for (unsigned i = 0; i < nb; i++) {
-			orig[i] = malloc(len);
-			memcpy(orig[i], sb.blocks[i], len);
-		}
+		stripe_fill_saved(&sb, ops, ndata, len, with_q, shuffled, orig);
 		for (unsigned a = 0; a < nb; a++) {
 			for (unsigned b = a; b < nb; b++) {
 				unsigned lost[2] = { b, a };    /* unsorted on purpose */
@@ -158,6 +165,49 @@ static void check_recovers_every_loss(const struct parity_ops *ops, bool with_q,
 			free(orig[i]);
 		stripe_free(&sb);
 	}
+}
+
+/*
+ * A rebuild of one member while another is out asks for one block
+ * (one_only): that block comes back exactly, for every pair of lost blocks
+ * and either of them wanted, with plain and shuffled exponents.
+ */
+static void check_recovers_the_one_wanted_block(const struct parity_ops *ops, bool shuffled)
+{
+	const unsigned ndata = 8, nb = ndata + 2;
+	const size_t len = 1024;
+	uint8_t *orig[PARITY_MAX_DATA + 2];
+	struct stripe_buf sb;
+
+	srand(21);
+	stripe_fill_saved(&sb, ops, ndata, len, true, shuffled, orig);
+	for (unsigned a = 0; a < nb; a++) {
+		for (unsigned b = a + 1; b < nb; b++) {
+			for (unsigned w = 0; w < 2; w++) {
+				unsigned lost[2] = { a, b }, want = w ? b : a;
+
+				memset(sb.blocks[a], 0xa5, len);
+				memset(sb.blocks[b], 0x5a, len);
+				sb.s.one_only = true;
+				sb.s.one = want;
+				assert_int_equal(ops->recover(&sb.s, 2, lost), 0);
+				assert_memory_equal(sb.blocks[want], orig[want], len);
+				memcpy(sb.blocks[a], orig[a], len);
+				memcpy(sb.blocks[b], orig[b], len);
+			}
+		}
+	}
+	for (unsigned b = 0; b < nb; b++)
+		free(orig[b]);
+	stripe_free(&sb);
+}
+
+static void test_recovery_of_one_wanted_block_rebuilds_it_on_both_engines(void **state)
+{
+	check_recovers_the_one_wanted_block(&parity_isal_ops, false);
+	check_recovers_the_one_wanted_block(&parity_isal_ops, true);
+	check_recovers_the_one_wanted_block(&parity_swar_ops, false);
+	check_recovers_the_one_wanted_block(&parity_swar_ops, true);
 }
 
 /*
@@ -298,6 +348,7 @@ int main(void)
 		cmocka_unit_test(test_swar_recovers_one_and_two_lost_blocks),
 		cmocka_unit_test(test_parity_update_equals_regeneration_on_both_engines),
 		cmocka_unit_test(test_read_recovery_rebuilds_data_with_alternating_exponents),
+		cmocka_unit_test(test_recovery_of_one_wanted_block_rebuilds_it_on_both_engines),
 		cmocka_unit_test(test_recover_refuses_more_than_the_parity_covers),
 		cmocka_unit_test(test_parity_engines_are_selectable_by_name),
 	};
