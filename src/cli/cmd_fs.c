@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "pony/fuse.h"
@@ -57,20 +59,43 @@ int cli_fuse_serve(struct vfs *fs, const char *mountpoint, const char *source,
 	return CLI_EXIT_OK;
 }
 
-int cli_fuse_unmount(const char *mountpoint)
+/* One fusermount3 -u; true when it exited 0. quiet: -q, no message. */
+static bool fusermount_unmount(const char *mountpoint, bool quiet)
 {
 	pid_t pid = fork();
 	int status;
 
 	if (pid < 0)
-		return cli_error("fork: %s", strerror(errno));
+		return false;
 	if (pid == 0) {
-		execlp("fusermount3", "fusermount3", "-u", "--", mountpoint, (char *)NULL);
+		if (quiet)
+			execlp("fusermount3", "fusermount3", "-u", "-q", "--", mountpoint,
+			       (char *)NULL);
+		else
+			execlp("fusermount3", "fusermount3", "-u", "--", mountpoint, (char *)NULL);
 		_exit(127);
 	}
-	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status))
-		return cli_error("cannot unmount %s", mountpoint);
-	return CLI_EXIT_OK;
+	return waitpid(pid, &status, 0) == pid && WIFEXITED(status) && !WEXITSTATUS(status);
+}
+
+/*
+ * A mount is busy for a moment after the last process leaves it (a shell's
+ * cwd, a closing file, a scan passing through), and umount says EBUSY
+ * rather than wait. Retry for up to two seconds, quietly, then once more
+ * with fusermount3's own message on failure.
+ */
+int cli_fuse_unmount(const char *mountpoint)
+{
+	enum { TRIES = 20, PAUSE_US = 100 * 1000 };
+
+	for (int i = 0; i < TRIES; i++) {
+		if (fusermount_unmount(mountpoint, true))
+			return CLI_EXIT_OK;
+		usleep(PAUSE_US);
+	}
+	if (fusermount_unmount(mountpoint, false))
+		return CLI_EXIT_OK;
+	return cli_error("cannot unmount %s (still busy after 2 s?)", mountpoint);
 }
 
 static int fs_mount_run(int argc, char **argv)

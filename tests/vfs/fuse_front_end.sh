@@ -78,6 +78,28 @@ mountpoint -q "$T/m" && fail "SIGINT left the mount behind"
 # Daemonized: returns once mounted; pony fs umount ends it.
 "$PONY" fs mount-host "$T/src" "$T/m" || fail "daemonized mount failed"
 mountpoint -q "$T/m" || fail "daemonized mount is not mounted on return"
+# A mount busy for a moment (a process whose cwd is in it, leaving) is
+# unmounted once it is free, not refused with EBUSY; one busy for longer
+# than pony waits is refused with a message and stays mounted.
+# hold_mount SECONDS: a process sits in the mount for that long; returns once it does.
+hold_mount() {
+	(cd "$T/m" && sleep "$1") &
+	holder=$!
+	for _ in $(seq 100); do
+		[ "$(readlink "/proc/$holder/cwd")" = "$T/m" ] && return
+		sleep 0.05
+	done
+	fail "the process holding the mount did not enter it"
+}
+hold_mount 0.5
+"$PONY" fs umount "$T/m" || fail "pony fs umount refused a mount busy for 0.5 s"
+wait "$holder"
+mountpoint -q "$T/m" && fail "pony fs umount left the mount"
+"$PONY" fs mount-host "$T/src" "$T/m" || fail "daemonized mount failed"
+hold_mount 4
+expect_failure "$PONY" fs umount "$T/m"
+mountpoint -q "$T/m" || fail "a failed unmount still unmounted"
+wait "$holder"
 "$PONY" fs umount "$T/m" || fail "pony fs umount failed"
 mountpoint -q "$T/m" && fail "pony fs umount left the mount"
 expect_failure "$PONY" fs mount-host "$T/nonexistent" "$T/m"
