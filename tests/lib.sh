@@ -62,3 +62,8 @@ fuse_daemon_stop() {
 
 require_root() { [ "$(id -u)" -eq 0 ] || skip "needs root"; }
 require_fuse() { [ -c /dev/fuse ] || skip "/dev/fuse is missing"; }
+# require_cmd CMD... : skip unless every CMD is on PATH.
+require_cmd() {
+	local c
+	for c; do command -v "$c" >/dev/null || skip "$c is missing"; done
+}

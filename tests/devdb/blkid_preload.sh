@@ -6,8 +6,7 @@
 set -u
 . "$PONY_SRCDIR/tests/lib.sh"
 
-command -v findfs >/dev/null || skip "findfs is missing"
-command -v mkfs.ext4 >/dev/null || skip "mkfs.ext4 is missing"
+require_cmd findfs mkfs.ext4
 [ -f "$PONY_BLKID_SO" ] || fail "libpony-blkid.so not built at $PONY_BLKID_SO"
 # An ASan build of the library needs the sanitizer runtimes loaded first.
 PRE="$(ldd "$PONY_BLKID_SO" | awk '/libasan|libubsan/ {printf "%s ", $3}')$PONY_BLKID_SO"

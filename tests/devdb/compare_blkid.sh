@@ -8,7 +8,7 @@
 set -u
 . "$PONY_SRCDIR/tests/lib.sh"
 
-command -v blkid >/dev/null || skip "blkid is missing"
+require_cmd blkid
 dir=$(mktemp -d /tmp/pony-cmpblkid.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 

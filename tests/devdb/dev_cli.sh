@@ -9,7 +9,7 @@
 set -u
 . "$PONY_SRCDIR/tests/lib.sh"
 
-command -v mkfs.ext4 >/dev/null || skip "mkfs.ext4 is missing"
+require_cmd mkfs.ext4
 dir=$(mktemp -d /tmp/pony-devcli.XXXXXX)
 watch_pid=
 loopdev=

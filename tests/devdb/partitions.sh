@@ -9,7 +9,7 @@
 set -u
 . "$PONY_SRCDIR/tests/lib.sh"
 
-command -v sfdisk >/dev/null || skip "sfdisk is missing"
+require_cmd sfdisk
 dir=$(mktemp -d /tmp/pony-parts.XXXXXX)
 loop=
 trap '[ -n "$loop" ] && losetup -d "$loop"; rm -rf "$dir"' EXIT

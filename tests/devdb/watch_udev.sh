@@ -23,8 +23,7 @@ wait_for() { for _ in $(seq 50); do "$@" && return 0; sleep 0.1; done; return 1;
 
 if [ "${1:-}" != --inside ]; then
 	require_root
-	command -v losetup >/dev/null || skip "losetup is missing"
-	command -v unshare >/dev/null || skip "unshare is missing"
+	require_cmd losetup unshare
 	command -v mkfs.ext4 >/dev/null && command -v e2label >/dev/null ||
 		skip "mkfs.ext4 or e2label is missing"
 	[ -e /dev/loop-control ] || skip "no loop devices (/dev/loop-control is missing)"

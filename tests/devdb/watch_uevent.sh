@@ -9,9 +9,9 @@ set -u
 . "$PONY_SRCDIR/tests/lib.sh"
 
 require_root
-command -v losetup >/dev/null || skip "losetup is missing"
+require_cmd losetup
 [ -e /dev/loop-control ] || skip "no loop devices (/dev/loop-control is missing)"
-command -v mkfs.ext4 >/dev/null || skip "mkfs.ext4 is missing"
+require_cmd mkfs.ext4
 dir=$(mktemp -d /tmp/pony-uevent.XXXXXX)
 watch_pid= loop=
 trap '[ -n "$watch_pid" ] && kill $watch_pid 2>/dev/null; [ -n "$loop" ] && losetup -d "$loop" 2>/dev/null; rm -rf "$dir"' EXIT

@@ -9,8 +9,7 @@ set -u
 . "$PONY_SRCDIR/tests/lib.sh"
 require_root
 require_fuse
-command -v setfacl >/dev/null || skip "setfacl (package acl) is missing"
-command -v fusermount3 >/dev/null || skip "fusermount3 is missing"
+require_cmd setfacl fusermount3
 id nobody >/dev/null 2>&1 || skip "no user nobody"
 
 . "$PONY_SRCDIR/tests/ponyfs/mount_lib.sh" ponyfs-acl

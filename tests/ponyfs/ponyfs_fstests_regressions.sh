@@ -9,8 +9,7 @@ set -u
 . "$PONY_SRCDIR/tests/lib.sh"
 
 require_fuse
-command -v fusermount3 >/dev/null || skip "fusermount3 is missing"
-command -v perl >/dev/null || skip "perl is missing"
+require_cmd fusermount3 perl
 DIO=${1:?usage: ponyfs_fstests_regressions.sh DIO_HELPER}
 . "$PONY_SRCDIR/tests/ponyfs/mount_lib.sh" fstests-reg
 M=$T/m

@@ -8,7 +8,7 @@ set -u
 . "$PONY_SRCDIR/tests/lib.sh"
 require_root
 require_fuse
-command -v fusermount3 >/dev/null || skip "fusermount3 is missing"
+require_cmd fusermount3
 FH=${1:?usage: ponyfs_handles.sh FH_HELPER}
 ESTALE=116
 

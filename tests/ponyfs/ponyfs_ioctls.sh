@@ -27,7 +27,7 @@ for c in barrier sync stat shutdown; do
 done
 
 require_fuse
-command -v fusermount3 >/dev/null || skip "fusermount3 is missing"
+require_cmd fusermount3
 truncate -s 256M "$T/img"
 "$PONY" mkfs "$T/img" || fail "mkfs"
 

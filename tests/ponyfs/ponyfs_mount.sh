@@ -29,7 +29,7 @@ expect_failure "$PONY" mount -f "$T/one.img" "$T/m"    # corrupt superblock: ref
 "$PONY" mkfs "$T/one.img" || fail "mkfs again"
 
 require_fuse
-command -v fusermount3 >/dev/null || skip "fusermount3 is missing"
+require_cmd fusermount3
 
 tree_of() {
 	(cd "$1" && find . -printf '%p %y %m %s %l %T@\n' | sort &&

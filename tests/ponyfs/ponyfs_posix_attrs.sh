@@ -15,10 +15,7 @@ set -u
 . "$PONY_SRCDIR/tests/lib.sh"
 require_root
 require_fuse
-command -v fusermount3 >/dev/null || skip "fusermount3 is missing"
-command -v setpriv >/dev/null || skip "setpriv (util-linux) is missing"
-command -v setfacl >/dev/null || skip "setfacl (package acl) is missing"
-command -v perl >/dev/null || skip "perl is missing"
+require_cmd fusermount3 setpriv setfacl perl
 id nobody >/dev/null 2>&1 || skip "no user nobody"
 
 . "$PONY_SRCDIR/tests/ponyfs/mount_lib.sh" ponyfs-attrs

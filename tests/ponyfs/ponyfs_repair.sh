@@ -10,7 +10,7 @@
 set -u
 . "$PONY_SRCDIR/tests/lib.sh"
 require_fuse
-command -v fusermount3 >/dev/null || skip "fusermount3 is missing"
+require_cmd fusermount3
 
 . "$PONY_SRCDIR/tests/ponyfs/mount_lib.sh" ponyfs-repair
 

@@ -8,8 +8,7 @@ set -u
 . "$PONY_SRCDIR/tests/lib.sh"
 require_root
 require_fuse
-command -v setpriv >/dev/null || skip "setpriv is missing"
-command -v fusermount3 >/dev/null || skip "fusermount3 is missing"
+require_cmd setpriv fusermount3
 [ -u "$(command -v fusermount3)" ] || skip "fusermount3 is not setuid: users cannot mount"
 grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null ||
 	skip "the kernel has no overlayfs to compare with"

@@ -15,7 +15,7 @@ require_fuse
 require_root
 grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null ||
 	skip "the kernel has no overlayfs to compare with"
-command -v fusermount3 >/dev/null || skip "fusermount3 is missing"
+require_cmd fusermount3
 
 T=$(mktemp -d /tmp/pony-union-it.XXXXXX)
 PONY_PID=

@@ -6,7 +6,7 @@
 set -u
 . "$PONY_SRCDIR/tests/lib.sh"
 require_fuse
-command -v fusermount3 >/dev/null || skip "fusermount3 is missing"
+require_cmd fusermount3
 
 T=$(mktemp -d /tmp/pony-fuse-it.XXXXXX)
 PONY_PID=

@@ -8,7 +8,7 @@
 set -u
 require_root
 require_fuse
-command -v mkfs.ext4 >/dev/null && command -v debugfs >/dev/null || skip "needs e2fsprogs"
+require_cmd mkfs.ext4 debugfs
 work=$(mktemp -d /tmp/pony-vol-ext4.XXXXXX)
 cleanup() {
 	"$PONY" vol stop "$work/mnt" >/dev/null 2>&1
