@@ -51,6 +51,7 @@ int ponyfs_inode_get_locked(struct ponyfs *fs, uint64_t ino, struct ponyfs_inode
 	}
 	in->ino = ino;
 	in->size = (uint64_t)sqlite3_column_int64(s, 4);
+	in->unwritten = -1;
 	sqlite3_reset(s);
 	h = hash_of(ino);
 	in->hnext = fs->hash[h];
@@ -59,7 +60,7 @@ int ponyfs_inode_get_locked(struct ponyfs *fs, uint64_t ino, struct ponyfs_inode
 	return 0;
 }
 
-static void dirty_add(struct ponyfs *fs, struct ponyfs_inode *in)
+void ponyfs_dirty_add(struct ponyfs *fs, struct ponyfs_inode *in)
 {
 	if (in->dprev)
 		return;
@@ -82,11 +83,23 @@ static void dirty_del(struct ponyfs_inode *in)
 	in->dnext = NULL;
 }
 
+/* Takes page i's block reservation off the books (its data stays). */
+static void page_unreserve(struct ponyfs *fs, struct ponyfs_inode *in, size_t i)
+{
+	if (in->pages[i].kind == PONYFS_PAGE_NEW) {
+		fs->reserved--;
+		in->nnew--;
+	} else if (in->pages[i].kind == PONYFS_PAGE_PREPAID) {
+		in->nprepaid--;         /* the range's reservation stays until writeback */
+	}
+}
+
 static void pages_free(struct ponyfs *fs, struct ponyfs_inode *in, size_t from)
 {
-	for (size_t i = from; i < in->npages; i++)
+	for (size_t i = from; i < in->npages; i++) {
+		page_unreserve(fs, in, i);
 		ponyfs_page_free(fs, in->pages[i].data);
-	fs->reserved -= in->npages - from;
+	}
 	fs->dirty_bytes -= (uint64_t)(in->npages - from) * BS;
 	in->npages = from;
 }
@@ -101,6 +114,8 @@ void ponyfs_inode_drop_locked(struct ponyfs *fs, struct ponyfs_inode *in)
 	*pp = in->hnext;
 	dirty_del(in);
 	pages_free(fs, in, 0);
+	fs->reserved -= in->falloc_res;
+	free(in->falloc);
 	free(in->pages);
 	free(in);
 }
@@ -210,7 +225,11 @@ static int disk_read(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t first,
 			nb = (uint64_t)sqlite3_column_int64(s, 1);
 			if (foff + nb > blk) {
 				run = MIN(end, foff + nb) - blk;
-				r = extent_read(fs, s, blk - foff, run, buf + (blk - first) * BS);
+				r = 0;
+				if (sqlite3_column_int64(s, 4) & PONYFS_EXT_UNWRITTEN)
+					memset(buf + (blk - first) * BS, 0, run * BS);
+				else
+					r = extent_read(fs, s, blk - foff, run, buf + (blk - first) * BS);
 				sqlite3_reset(s);
 				if (r < 0)
 					return r;
@@ -271,6 +290,7 @@ static int page_get(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t index, 
 		    uint8_t **ret)
 {
 	size_t pos = page_pos(in, index);
+	enum ponyfs_page_kind kind = PONYFS_PAGE_NEW;
 	uint8_t *data;
 	int r = 0;
 
@@ -295,24 +315,26 @@ static int page_get(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t index, 
 	else if (fill)
 		memset(data, 0, BS);
 	if (r >= 0)
-		r = ponyfs_reserve_locked(fs, 1);
+		r = ponyfs_page_kind_locked(fs, in, index, &kind);
 	if (r < 0) {
 		ponyfs_page_free(fs, data);
 		return r;
 	}
 	memmove(in->pages + pos + 1, in->pages + pos, (in->npages - pos) * sizeof(*in->pages));
-	in->pages[pos] = (struct ponyfs_page){ .index = index, .data = data };
+	in->pages[pos] = (struct ponyfs_page){ .index = index, .data = data, .kind = (uint8_t)kind };
 	in->npages++;
+	in->nnew += kind == PONYFS_PAGE_NEW;
+	in->nprepaid += kind == PONYFS_PAGE_PREPAID;
 	fs->dirty_bytes += BS;
 	*ret = data;
 	return 0;
 }
 
-static void inode_touch(struct ponyfs *fs, struct ponyfs_inode *in)
+void ponyfs_inode_touch(struct ponyfs *fs, struct ponyfs_inode *in)
 {
 	in->mtime = in->ctime = ponyfs_now();
 	in->size_dirty = true;
-	dirty_add(fs, in);
+	ponyfs_dirty_add(fs, in);
 }
 
 ssize_t ponyfs_write_locked(struct ponyfs *fs, struct ponyfs_inode *in, const void *buf,
@@ -339,7 +361,7 @@ ssize_t ponyfs_write_locked(struct ponyfs *fs, struct ponyfs_inode *in, const vo
 			in->size = pos + len;
 	}
 	if (done)
-		inode_touch(fs, in);
+		ponyfs_inode_touch(fs, in);
 	/* Over the budget the writer pays, as balance_dirty_pages() makes it:
 	 * other files' cached data stays cached, so their fsyncs stay cheap. */
 	if (fs->dirty_bytes > fs->dirty_max) {
@@ -360,6 +382,7 @@ int ponyfs_truncate_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t 
 		return -EFBIG;
 	if (size < in->size) {
 		pages_free(fs, in, page_pos(in, keep));
+		ponyfs_falloc_trim(in, keep);
 		if (size % BS) {
 			uint8_t *page;
 
@@ -374,14 +397,14 @@ int ponyfs_truncate_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t 
 		in->trunc_ns = util_now_ns();
 	}
 	in->size = size;
-	inode_touch(fs, in);
+	ponyfs_inode_touch(fs, in);
 	return 0;
 }
 
-struct ext_row { uint64_t foff, nb, pblock; uint8_t *csums; };
+struct ext_row { uint64_t foff, nb, pblock; uint8_t *csums; unsigned flags; };
 
-static int ext_insert(struct ponyfs *fs, uint64_t ino, uint64_t foff, uint64_t nb,
-		      uint64_t pblock, const uint8_t *csums)
+int ponyfs_ext_insert(struct ponyfs *fs, uint64_t ino, uint64_t foff, uint64_t nb,
+		      uint64_t pblock, const uint8_t *csums, unsigned flags)
 {
 	sqlite3_stmt *s = ponyfs_stmt(fs, ST_EXT_INS);
 
@@ -389,7 +412,11 @@ static int ext_insert(struct ponyfs *fs, uint64_t ino, uint64_t foff, uint64_t n
 	sqlite3_bind_int64(s, 2, (int64_t)foff);
 	sqlite3_bind_int64(s, 3, (int64_t)nb);
 	sqlite3_bind_int64(s, 4, (int64_t)pblock);
-	sqlite3_bind_blob(s, 5, csums, (int)(4 * nb), SQLITE_TRANSIENT);
+	if (csums)
+		sqlite3_bind_blob(s, 5, csums, (int)(4 * nb), SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_zeroblob(s, 5, 0);  /* unwritten: no checksums */
+	sqlite3_bind_int64(s, 6, flags);
 	return ponyfs_step_done(s);
 }
 
@@ -400,12 +427,14 @@ static int ext_collect(sqlite3_stmt *s, struct ext_row **rows, size_t *n, uint64
 			.foff = (uint64_t)sqlite3_column_int64(s, 0),
 			.nb = (uint64_t)sqlite3_column_int64(s, 1),
 			.pblock = (uint64_t)sqlite3_column_int64(s, 2),
+			.flags = (unsigned)sqlite3_column_int64(s, 4),
 		};
+		uint64_t ncsums = e.flags & PONYFS_EXT_UNWRITTEN ? 0 : 4 * e.nb;
 		void *p;
 
-		if (e.foff + e.nb <= min_end || (uint64_t)sqlite3_column_bytes(s, 3) != 4 * e.nb)
+		if (e.foff + e.nb <= min_end || (uint64_t)sqlite3_column_bytes(s, 3) != ncsums)
 			continue;
-		e.csums = malloc(4 * e.nb);
+		e.csums = malloc(ncsums + 1);
 		p = realloc(*rows, (*n + 1) * sizeof(**rows));
 		if (!e.csums || !p) {
 			free(e.csums);
@@ -414,7 +443,8 @@ static int ext_collect(sqlite3_stmt *s, struct ext_row **rows, size_t *n, uint64
 			sqlite3_reset(s);
 			return -ENOMEM;
 		}
-		memcpy(e.csums, sqlite3_column_blob(s, 3), 4 * e.nb);
+		if (ncsums)
+			memcpy(e.csums, sqlite3_column_blob(s, 3), ncsums);
 		*rows = p;
 		(*rows)[(*n)++] = e;
 	}
@@ -428,16 +458,18 @@ static int ext_cut(struct ponyfs *fs, uint64_t ino, const struct ext_row *e,
 {
 	uint64_t lo = MAX(e->foff, first), hi = MIN(e->foff + e->nb, end);
 	sqlite3_stmt *s = ponyfs_stmt(fs, ST_EXT_DEL);
+	bool unwritten = e->flags & PONYFS_EXT_UNWRITTEN;
 	int r;
 
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
 	sqlite3_bind_int64(s, 2, (int64_t)e->foff);
 	r = ponyfs_step_done(s);
 	if (r >= 0 && e->foff < first)
-		r = ext_insert(fs, ino, e->foff, first - e->foff, e->pblock, e->csums);
+		r = ponyfs_ext_insert(fs, ino, e->foff, first - e->foff, e->pblock,
+				      unwritten ? NULL : e->csums, e->flags);
 	if (r >= 0 && e->foff + e->nb > end)
-		r = ext_insert(fs, ino, end, e->foff + e->nb - end, e->pblock + (end - e->foff),
-			       e->csums + 4 * (end - e->foff));
+		r = ponyfs_ext_insert(fs, ino, end, e->foff + e->nb - end, e->pblock + (end - e->foff),
+				      unwritten ? NULL : e->csums + 4 * (end - e->foff), e->flags);
 	if (r >= 0)
 		r = ponyfs_free_locked(fs, e->pblock + (lo - e->foff), hi - lo);
 	return r;
@@ -480,7 +512,7 @@ int ponyfs_extents_remove_locked(struct ponyfs *fs, uint64_t ino, uint64_t first
  * do: those go out from where they are, without a copy; scattered ones
  * are gathered into *buf (allocated on first need) and written at once.
  */
-static int pages_write(struct ponyfs *fs, const struct ponyfs_page *pg, uint64_t k, uint64_t p,
+int ponyfs_pages_write(struct ponyfs *fs, const struct ponyfs_page *pg, uint64_t k, uint64_t p,
 		       uint8_t **buf)
 {
 	unsigned runs = 1;
@@ -504,7 +536,7 @@ static int pages_write(struct ponyfs *fs, const struct ponyfs_page *pg, uint64_t
 }
 
 /* Writes pages [from, to) of in, consecutive indexes, to new blocks. */
-static int write_run(struct ponyfs *fs, struct ponyfs_inode *in, size_t from, size_t to,
+static int write_new(struct ponyfs *fs, struct ponyfs_inode *in, size_t from, size_t to,
 		     uint8_t **buf, uint8_t *csums)
 {
 	int r = ponyfs_extents_remove_locked(fs, in->ino, in->pages[from].index,
@@ -522,13 +554,33 @@ static int write_run(struct ponyfs *fs, struct ponyfs_inode *in, size_t from, si
 
 			memcpy(csums + 4 * i, &c, 4);
 		}
-		r = pages_write(fs, pg, k, p, buf);
+		r = ponyfs_pages_write(fs, pg, k, p, buf);
 		if (r >= 0)
-			r = ext_insert(fs, in->ino, pg[0].index, k, p, csums);
+			r = ponyfs_ext_insert(fs, in->ino, pg[0].index, k, p, csums, 0);
 		fs->reserved -= k;      /* the pages' reservations became blocks */
+		in->nnew -= k;
 		fs->data_unflushed = true;
 		fs->stats.data_blocks_written += k;
 		from += k;
+	}
+	return r;
+}
+
+/* Pages [from, to), consecutive indexes: unwritten blocks in place, the rest new. */
+static int write_run(struct ponyfs *fs, struct ponyfs_inode *in, size_t from, size_t to,
+		     uint8_t **buf, uint8_t *csums)
+{
+	int r = 0;
+
+	while (r >= 0 && from < to) {
+		bool inplace = in->pages[from].kind == PONYFS_PAGE_INPLACE;
+		size_t end = from + 1;
+
+		while (end < to && (in->pages[end].kind == PONYFS_PAGE_INPLACE) == inplace)
+			end++;
+		r = inplace ? ponyfs_write_inplace_locked(fs, in, in->pages + from, end - from, buf)
+			    : write_new(fs, in, from, end, buf, csums);
+		from = end;
 	}
 	return r;
 }
@@ -569,6 +621,8 @@ int ponyfs_writeback_locked(struct ponyfs *fs, struct ponyfs_inode *in)
 	r = ponyfs_txn_begin_locked(fs);
 	if (r >= 0 && in->trunc_pending)
 		r = ponyfs_extents_remove_locked(fs, in->ino, DIV_ROUND_UP(in->trunc_to, BS), UINT64_MAX);
+	if (r >= 0)
+		r = ponyfs_falloc_apply_locked(fs, in);
 	if (r >= 0) {
 		in->trunc_pending = false;
 		r = write_pages(fs, in);
@@ -626,44 +680,5 @@ int ponyfs_writeback_all_locked(struct ponyfs *fs, bool skip_held)
 			return r;
 		ponyfs_inode_put_locked(fs, in);
 	}
-	return 0;
-}
-
-int ponyfs_punch_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t off, uint64_t len)
-{
-	uint64_t end = MIN(off + len, in->size);
-	uint64_t first = DIV_ROUND_UP(off, BS), last = end / BS;
-	static const uint8_t zeros[BS];
-	int r;
-
-	if (off >= end)
-		return 0;
-	r = ponyfs_writeback_locked(fs, in);
-	if (r >= 0 && first < last)
-		r = ponyfs_extents_remove_locked(fs, in->ino, first, last);
-	/* Partial blocks at either edge are zeroed by writing zeros. */
-	if (r >= 0 && off % BS)
-		r = (int)ponyfs_write_locked(fs, in, zeros, (size_t)MIN(end - off, BS - off % BS), off);
-	if (r >= 0 && end % BS && end / BS >= first && end > off)
-		r = (int)ponyfs_write_locked(fs, in, zeros, (size_t)(end % BS), end - end % BS);
-	if (r >= 0)
-		inode_touch(fs, in);
-	return r < 0 ? r : 0;
-}
-
-int ponyfs_blocks_locked(struct ponyfs *fs, uint64_t ino, uint64_t *ret)
-{
-	sqlite3_stmt *s = ponyfs_stmt(fs, ST_EXT_SUM);
-	struct ponyfs_inode *in = ponyfs_inode_find(fs, ino);
-	uint64_t n = 0;
-
-	fs->stats.extent_walks++;
-	sqlite3_bind_int64(s, 1, (int64_t)ino);
-	if (sqlite3_step(s) == SQLITE_ROW)
-		n = (uint64_t)sqlite3_column_int64(s, 0);
-	sqlite3_reset(s);
-	if (in)
-		n += in->npages;        /* cached blocks will take new blocks (copy-on-write) */
-	*ret = n * (BS / 512);
 	return 0;
 }

@@ -174,14 +174,29 @@ static int check_csums(struct fsck *f, int64_t ino, uint64_t foff, uint64_t p, u
 	return 0;
 }
 
+/*
+ * Unwritten extents (flags 1) have allocated blocks like any other, but no
+ * checksums (their blocks hold nothing committed) and may lie past the end
+ * of the file (fallocate with KEEP_SIZE). A version 1 database has no
+ * flags column: all its extents are written.
+ */
 static int check_extents(struct fsck *f)
 {
+	static const char *const sql[2] = {
+		"SELECT e.ino, e.foff, e.nblocks, e.pblock, e.csums, i.size, i.mode, 0 FROM extents e "
+		"LEFT JOIN inodes i ON i.ino = e.ino ORDER BY e.ino, e.foff",
+		"SELECT e.ino, e.foff, e.nblocks, e.pblock, e.csums, i.size, i.mode, e.flags FROM extents e "
+		"LEFT JOIN inodes i ON i.ino = e.ino ORDER BY e.ino, e.foff",
+	};
 	sqlite3_stmt *s = NULL;
-	int64_t last_ino = -1;
+	int64_t last_ino = -1, version = 0;
 	uint64_t last_end = 0;
-	int r = ponyfs_sqlite_errno(sqlite3_prepare_v2(f->db,
-		"SELECT e.ino, e.foff, e.nblocks, e.pblock, e.csums, i.size, i.mode FROM extents e "
-		"LEFT JOIN inodes i ON i.ino = e.ino ORDER BY e.ino, e.foff", -1, &s, NULL));
+	int r = sqlite3_prepare_v2(f->db, "PRAGMA user_version", -1, &s, NULL);
+
+	if (r == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
+		version = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	r = ponyfs_sqlite_errno(sqlite3_prepare_v2(f->db, sql[version >= 2], -1, &s, NULL));
 
 	while (r >= 0 && sqlite3_step(s) == SQLITE_ROW) {
 		int64_t ino = sqlite3_column_int64(s, 0);
@@ -189,10 +204,15 @@ static int check_extents(struct fsck *f)
 		uint64_t n = (uint64_t)sqlite3_column_int64(s, 2);
 		uint64_t p = (uint64_t)sqlite3_column_int64(s, 3);
 		uint64_t size = (uint64_t)sqlite3_column_int64(s, 5);
+		int64_t flags = sqlite3_column_int64(s, 7);
+		bool unwritten = flags & PONYFS_EXT_UNWRITTEN;
 
 		if (sqlite3_column_type(s, 5) == SQLITE_NULL || !S_ISREG((mode_t)sqlite3_column_int64(s, 6)))
 			problem(f, "extent of %lld, which is not a regular file", (long long)ino);
-		if (n < 1 || (uint64_t)sqlite3_column_bytes(s, 4) != 4 * n) {
+		if (flags & ~(int64_t)PONYFS_EXT_UNWRITTEN)
+			problem(f, "inode %lld: extent at block %llu has unknown flags %lld", (long long)ino,
+				(unsigned long long)foff, (long long)flags);
+		if (n < 1 || (uint64_t)sqlite3_column_bytes(s, 4) != (unwritten ? 0 : 4 * n)) {
 			problem(f, "inode %lld: malformed extent at block %llu", (long long)ino,
 				(unsigned long long)foff);
 			continue;
@@ -200,13 +220,13 @@ static int check_extents(struct fsck *f)
 		if (ino == last_ino && foff < last_end)
 			problem(f, "inode %lld: extents overlap at block %llu", (long long)ino,
 				(unsigned long long)foff);
-		if (foff + n > DIV_ROUND_UP(size, BS))
+		if (!unwritten && foff + n > DIV_ROUND_UP(size, BS))
 			problem(f, "inode %lld: extent at block %llu past the end of the file",
 				(long long)ino, (unsigned long long)foff);
 		last_ino = ino;
 		last_end = foff + n;
 		map_mark(f, p, n, "inode", ino);
-		if (f->flags & PONYFS_FSCK_DATA)
+		if ((f->flags & PONYFS_FSCK_DATA) && !unwritten)
 			r = check_csums(f, ino, foff, p, n, sqlite3_column_blob(s, 4));
 	}
 	sqlite3_finalize(s);

@@ -21,6 +21,11 @@
 #define BS PONYFS_BLOCK_SIZE
 #define PONYFS_MAGIC "PONYFS1"
 #define PONYFS_VERSION 1
+/* PRAGMA user_version: 2 added extents.flags (docs/ponyfs-format.md). */
+#define PONYFS_SCHEMA_VERSION 2
+/* extents.flags: the blocks are allocated but were never written; they read
+ * as zeros, have no checksums, and the first write goes into them in place. */
+#define PONYFS_EXT_UNWRITTEN 1
 #define PONYFS_SB_SIZE 4096u
 /* A file still open for writing with more than this cached is streaming:
  * the timer leaves its data cached (not in every 5-second commit) until
@@ -72,11 +77,22 @@ void ponyfs_sqlite_close(sqlite3 *db);      /* NULL: nothing */
 int ponyfs_sqlite_errno(int rc);
 int ponyfs_sqlite_open_sb(struct bdev *meta, const struct ponyfs_sb *sb, sqlite3 **ret);
 
+/* What a cached page will be written to, decided when it is made. */
+enum ponyfs_page_kind {
+	PONYFS_PAGE_NEW,                /* a new block, reserved in fs->reserved */
+	PONYFS_PAGE_PREPAID,            /* a hole of a pending fallocate: its reservation pays */
+	PONYFS_PAGE_INPLACE,            /* an unwritten block of the file, written in place */
+};
+
 /* A cached block of file data, newer than the disk. */
 struct ponyfs_page {
 	uint64_t index;                 /* file block */
 	uint8_t *data;                  /* BS bytes */
+	uint8_t kind;                   /* enum ponyfs_page_kind */
 };
+
+/* A fallocated range not yet in the database: [first, end) in file blocks. */
+struct ponyfs_falloc { uint64_t first, end; };
 
 /*
  * A cached inode: present while open or while it holds state the database
@@ -99,6 +115,16 @@ struct ponyfs_inode {
 	uint64_t trunc_ns;              /* when it was last truncated */
 	uint64_t dirty_ns;              /* when it went on the dirty list */
 	int64_t mtime, ctime;           /* ns; valid when size_dirty */
+	/* Preallocation (falloc.c). fallocate reserves the holes of its range
+	 * (falloc_res blocks, part of fs->reserved) and records the range;
+	 * writeback turns the ranges' holes into unwritten extents, in the
+	 * same transaction as the file's data, so a pending truncation is
+	 * never committed ahead of the rewrite (rule 2). */
+	struct ponyfs_falloc *falloc;   /* sorted, disjoint, not touching */
+	size_t nfalloc;
+	uint64_t falloc_res;            /* blocks reserved for the ranges' holes */
+	uint64_t nnew, nprepaid;        /* pages of kind NEW and PREPAID */
+	int8_t unwritten;               /* has unwritten extents: -1 unknown, 0 no, 1 maybe */
 };
 
 /* An open file; every one is on fs->handles, so unmount can free them. */
@@ -214,6 +240,29 @@ int ponyfs_truncate_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t 
 int ponyfs_writeback_locked(struct ponyfs *fs, struct ponyfs_inode *in);
 int ponyfs_writeback_all_locked(struct ponyfs *fs, bool skip_held);
 int ponyfs_extents_remove_locked(struct ponyfs *fs, uint64_t ino, uint64_t first, uint64_t end);
+/* Writes k cached pages to blocks [p, p+k); *buf is scratch, allocated on first need. */
+int ponyfs_pages_write(struct ponyfs *fs, const struct ponyfs_page *pg, uint64_t k, uint64_t p,
+		       uint8_t **buf);
+/* Extent rows: csums NULL for an unwritten extent. */
+int ponyfs_ext_insert(struct ponyfs *fs, uint64_t ino, uint64_t foff, uint64_t nb,
+		      uint64_t pblock, const uint8_t *csums, unsigned flags);
+void ponyfs_dirty_add(struct ponyfs *fs, struct ponyfs_inode *in);
+void ponyfs_inode_touch(struct ponyfs *fs, struct ponyfs_inode *in);
+
+/* Preallocation, punch and block counts (falloc.c). */
+int ponyfs_falloc_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t off, uint64_t len);
+/* The kind a new page at index gets; reserves its block when NEW. */
+int ponyfs_page_kind_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t index,
+			    enum ponyfs_page_kind *ret);
+/* Truncation to keep blocks: ranges from keep on are dropped (their
+ * reservation stays until writeback, which releases all of it). */
+void ponyfs_falloc_trim(struct ponyfs_inode *in, uint64_t keep);
+/* Writeback, after the pending truncation: the ranges' holes become
+ * unwritten extents, PREPAID pages INPLACE, the reservation is released. */
+int ponyfs_falloc_apply_locked(struct ponyfs *fs, struct ponyfs_inode *in);
+/* Writes k INPLACE pages (consecutive indexes) into their unwritten blocks. */
+int ponyfs_write_inplace_locked(struct ponyfs *fs, struct ponyfs_inode *in,
+				const struct ponyfs_page *pg, uint64_t k, uint8_t **buf);
 int ponyfs_punch_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t off, uint64_t len);
 int ponyfs_blocks_locked(struct ponyfs *fs, uint64_t ino, uint64_t *ret);
 

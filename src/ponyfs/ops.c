@@ -364,13 +364,11 @@ static int fallocate_locked(struct ponyfs *fs, struct ponyfs_handle *h, int mode
 		r = ponyfs_setid_kill_locked(fs, &h->opener, in->ino, false);
 	if (r < 0)
 		return r;
-	if (mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)) {
+	/* Zero range punches, then preallocates: the range keeps its blocks. */
+	if (mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE))
 		r = ponyfs_punch_locked(fs, in, off, len);
-	} else if (DIV_ROUND_UP(len, BS) > fs->free_blocks - MIN(fs->free_blocks, fs->reserved)) {
-		/* Copy-on-write cannot preallocate in place, but it can refuse
-		 * up front what could never be written. */
-		r = -ENOSPC;
-	}
+	if (r >= 0 && !(mode & FALLOC_FL_PUNCH_HOLE))
+		r = ponyfs_falloc_locked(fs, in, off, len);
 	if (r >= 0 && !(mode & FALLOC_FL_KEEP_SIZE) && end > in->size)
 		r = ponyfs_truncate_locked(fs, in, end);
 	return r;
@@ -634,7 +632,7 @@ static int layout_locked(struct ponyfs *fs, uint64_t ino, uint64_t off, uint64_t
 	sqlite3_stmt *s = NULL;
 	size_t k = 0;
 	int r = ponyfs_prepare(fs,
-		"SELECT foff, nblocks, pblock FROM extents WHERE ino = ?1 AND foff + nblocks > ?2 "
+		"SELECT foff, nblocks, pblock, flags FROM extents WHERE ino = ?1 AND foff + nblocks > ?2 "
 		"AND foff < ?3 ORDER BY foff", &s);
 
 	if (r < 0)
@@ -647,6 +645,7 @@ static int layout_locked(struct ponyfs *fs, uint64_t ino, uint64_t off, uint64_t
 			.file_offset = (uint64_t)sqlite3_column_int64(s, 0) * BS,
 			.length = (uint64_t)sqlite3_column_int64(s, 1) * BS,
 			.device_offset = (uint64_t)sqlite3_column_int64(s, 2) * BS,
+			.flags = sqlite3_column_int64(s, 3) & PONYFS_EXT_UNWRITTEN ? VFS_EXTENT_UNWRITTEN : 0,
 		};
 		memcpy(ret[k].device_uuid, fs->sb.uuid, 16);
 		k++;

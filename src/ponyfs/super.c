@@ -29,11 +29,17 @@ static const char schema_sql[] =
 	"CREATE INDEX dentries_ino ON dentries (ino);"
 	"CREATE TABLE extents (ino INTEGER NOT NULL, foff INTEGER NOT NULL,"
 	" nblocks INTEGER NOT NULL, pblock INTEGER NOT NULL, csums BLOB NOT NULL,"
+	" flags INTEGER NOT NULL DEFAULT 0,"
 	" PRIMARY KEY (ino, foff)) WITHOUT ROWID;"
 	"CREATE TABLE xattrs (ino INTEGER NOT NULL, name BLOB NOT NULL, value BLOB NOT NULL,"
 	" PRIMARY KEY (ino, name)) WITHOUT ROWID;"
 	"CREATE TABLE free (pblock INTEGER PRIMARY KEY, nblocks INTEGER NOT NULL);"
-	"PRAGMA user_version = 1;";
+	"PRAGMA user_version = 2;";
+
+/* Version 1 to 2: extents.flags, 0 (written) for every existing row. */
+static const char upgrade_v1_sql[] =
+	"ALTER TABLE extents ADD COLUMN flags INTEGER NOT NULL DEFAULT 0;"
+	"PRAGMA user_version = 2;";
 
 /* -- slices: a byte range of a parent bdev, for both regions on one image -- */
 
@@ -291,13 +297,31 @@ static int mount_orphans(struct ponyfs *fs)
 	return r < 0 ? r : ponyfs_commit_locked(fs);
 }
 
-static int mount_check(struct ponyfs *fs)
+/*
+ * A version 1 database gets extents.flags: a read-write mount commits the
+ * change (the image is version 2 from then on), a read-only one makes it
+ * in a transaction it never commits, so the image stays as it was.
+ */
+static int mount_upgrade(struct ponyfs *fs, bool read_only)
+{
+	int r = ponyfs_exec(fs, "BEGIN");
+
+	if (r >= 0)
+		r = ponyfs_exec(fs, upgrade_v1_sql);
+	if (r >= 0 && !read_only)
+		r = ponyfs_exec(fs, "COMMIT");
+	return r;
+}
+
+static int mount_check(struct ponyfs *fs, bool read_only)
 {
 	int64_t v = 0, free_blocks = 0;
 	int r = ponyfs_sql_int(fs, &v, "PRAGMA user_version", 0);
 
-	if (r >= 0 && v != 1)
-		r = v > 1 ? -EPROTONOSUPPORT : -EUCLEAN;
+	if (r >= 0 && v == 1)
+		r = mount_upgrade(fs, read_only);
+	else if (r >= 0 && v != PONYFS_SCHEMA_VERSION)
+		r = v > PONYFS_SCHEMA_VERSION ? -EPROTONOSUPPORT : -EUCLEAN;
 	if (r >= 0)
 		r = ponyfs_prepare_all(fs);
 	if (r >= 0)
@@ -339,7 +363,7 @@ int ponyfs_mount(struct bdev *meta, struct bdev *data, const struct ponyfs_optio
 	if (r >= 0)
 		r = ponyfs_sqlite_open_sb(fs->meta, &fs->sb, &fs->db);
 	if (r >= 0)
-		r = mount_check(fs);
+		r = mount_check(fs, opts && opts->read_only);
 	if (r >= 0 && !(opts && opts->read_only))
 		r = mount_orphans(fs);
 	fs->read_only = opts && opts->read_only;

@@ -8,11 +8,13 @@
  * follows an fbarrier is never visible without what preceded it, and after
  * the final sync the state is exactly the model's. Workloads: Ace-style
  * generated sequences of one to three operations plus storms of
- * rename-replace, rewrite and fsync. PONY_CRASH_FULL=1 runs the full
+ * rename-replace, rewrite and fsync, and fallocate before a write, a
+ * rename-over and a truncating rewrite. PONY_CRASH_FULL=1 runs the full
  * enumeration (all subsets up to 12 writes in flight, else 1000 samples).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -271,6 +273,25 @@ static void op_rmdir(struct workload *w)
 	snapshot(w);
 }
 
+/* fallocate (mode 0 or KEEP_SIZE) of p: a mode 0 past the end extends it with zeros. */
+static void op_fallocate(struct workload *w, int p, bool keep, uint64_t off, uint64_t len)
+{
+	uint64_t ino, fh;
+	int want = w->m.ino[p] >= 0 ? 0 : -ENOENT;
+	int r = test_open(w->fs, paths[p], O_WRONLY, &ino, &fh);
+
+	if (r >= 0) {
+		r = VFS_CALL(w->fs, fallocate, ino, fh, keep ? FALLOC_FL_KEEP_SIZE : 0, (off_t)off,
+			     (off_t)len);
+		VFS_CALL(w->fs, release, ino, fh);
+	}
+	if (r != want)
+		fail_op(w, "fallocate", p, r, want);
+	if (!r && !keep && off + len > w->m.in[w->m.ino[p]].len)
+		blob_resize(&w->m.in[w->m.ino[p]], off + len);
+	snapshot(w);
+}
+
 /* fsync, fdatasync or fbarrier of p. */
 enum persist { P_NONE, P_FSYNC, P_FDATASYNC, P_BARRIER, P_SYNCFS };
 
@@ -463,7 +484,7 @@ static void wl_generated(struct workload *w, uint64_t seed)
 		size_t len = 1 + rnd(&s) % 12000;
 		unsigned fill = (unsigned)(rnd(&s) % 1000) + 1000 * (unsigned)i;
 
-		switch (rnd(&s) % 11) {
+		switch (rnd(&s) % 12) {
 		case 0: op_creat(w, p); break;
 		case 1: if (w->m.ino[p] >= 0) op_write(w, p, rnd(&s) % 9000, len, fill, false);
 			else op_creat(w, p);
@@ -474,6 +495,8 @@ static void wl_generated(struct workload *w, uint64_t seed)
 		case 5: op_unlink(w, p); break;
 		case 6: if (w->m.d) op_rmdir(w); else op_mkdir(w); break;
 		case 7: case 8: if (p != P_T) op_replace(w, p, len, fill); break;
+		case 11: if (w->m.ino[p] >= 0) op_fallocate(w, p, rnd(&s) % 2, rnd(&s) % 9000, len);
+			break;
 		default: if (w->m.ino[p] >= 0) op_write(w, p, 0, len, fill, true); break;
 		}
 		op_persist(w, (enum persist)(rnd(&s) % 4), (int)(rnd(&s) % NP));
@@ -525,6 +548,47 @@ static void wl_rewrite_commit_midway(struct workload *w, uint64_t seed)
 	op_persist(w, P_FSYNC, P_DA);
 }
 
+/* Replace via rename with the new file preallocated first, then written into. */
+static void wl_falloc_rename(struct workload *w, uint64_t seed)
+{
+	for (unsigned v = 0; v < 3; v++) {
+		op_creat(w, P_T);
+		op_fallocate(w, P_T, v == 1, 0, 16000);
+		op_write(w, P_T, 0, 5000 + v * 4000, 700 + v, false);
+		op_rename(w, P_T, v % 2 ? P_B : P_A);
+		if (v == 1)
+			op_persist(w, P_FSYNC, P_DA);
+	}
+}
+
+/* open(O_TRUNC), fallocate, write, another file's fsync commits, write, close. */
+static void wl_falloc_rewrite(struct workload *w, uint64_t seed)
+{
+	static uint8_t data[14000];
+	uint64_t ino, fh, bi, bf;
+	struct blob *b = &w->m.in[w->m.ino[P_A]];
+
+	test_fill(data, sizeof(data), 800);
+	if (test_open(w->fs, "a", O_WRONLY | O_TRUNC, &ino, &fh) ||
+	    VFS_CALL(w->fs, fallocate, ino, fh, FALLOC_FL_KEEP_SIZE, 0, sizeof(data)) ||
+	    VFS_CALL(w->fs, write, ino, fh, data, 7000, 0) != 7000 ||
+	    test_open(w->fs, "b", O_RDWR, &bi, &bf) || VFS_CALL(w->fs, fsync, bi, bf, false) ||
+	    VFS_CALL(w->fs, release, bi, bf))
+		fail_op(w, "falloc-rewrite", P_A, -1, 0);
+	w->f[w->nfacts++] = (struct fact){ .kind = FACT_FSYNC, .pos = log_pos(w), .path = P_B,
+					   .from = w->nsteps - 1, .marker = -1 };
+	if (VFS_CALL(w->fs, write, ino, fh, data + 7000, 7000, 7000) != 7000 ||
+	    VFS_CALL(w->fs, release, ino, fh))
+		fail_op(w, "falloc-rewrite", P_A, -1, 0);
+	blob_resize(b, 0);
+	blob_resize(b, sizeof(data));
+	memcpy(b->buf, data, sizeof(data));
+	snapshot(w);
+	/* Overwrite what the rewrite wrote in place: copy-on-write again. */
+	op_write(w, P_A, 3000, 6000, 801, false);
+	op_persist(w, P_FSYNC, P_DA);
+}
+
 static void wl_fsync_storm(struct workload *w, uint64_t seed)
 {
 	for (unsigned v = 0; v < 4; v++) {
@@ -557,6 +621,8 @@ int main(void)
 		{ "fsync-storm", wl_fsync_storm },
 		{ "fbarrier", wl_barrier },
 		{ "rewrite-commit-midway", wl_rewrite_commit_midway },
+		{ "falloc-rename", wl_falloc_rename },
+		{ "falloc-rewrite", wl_falloc_rewrite },
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(fixed); i++) {

@@ -1,0 +1,377 @@
+/*
+ * falloc.c - preallocation, punch hole and block counts. ponyfs is
+ * copy-on-write, yet a write into a fallocated range must not fail with
+ * ENOSPC and must not grow the file's blocks. So fallocate takes the
+ * space at once (a reservation of the range's holes, counted against free
+ * space) and writeback makes it real: the holes become *unwritten*
+ * extents, allocated blocks that read as zeros, in the same transaction
+ * as the file's data and after its pending truncation, so a file being
+ * rewritten is never committed half-way (rule 2). The first write into an
+ * unwritten block goes in place: the committed state still calls the
+ * block unwritten, so a crash before the commit reads zeros there, never a
+ * torn or partial block, and the commit that makes it written comes after
+ * the data flush (rule 1). Later overwrites are copy-on-write again.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define INPLACE_MAX 256u        /* blocks per in-place write: 1 MiB */
+
+/* The first block a pending truncation removes (none: UINT64_MAX). */
+static uint64_t trunc_cut(const struct ponyfs_inode *in)
+{
+	return in->trunc_pending ? DIV_ROUND_UP(in->trunc_to, BS) : UINT64_MAX;
+}
+
+/*
+ * What the database says about block blk of ino: *ret_flags (-1: a hole)
+ * and how many blocks from blk, up to end, are the same (the rest of the
+ * extent, or the hole up to the next extent).
+ */
+static int ext_at(struct ponyfs *fs, uint64_t ino, uint64_t blk, uint64_t end, int *ret_flags,
+		  uint64_t *ret_run, uint64_t *ret_pblock)
+{
+	sqlite3_stmt *s = ponyfs_stmt(fs, ST_EXT_PREV);
+	uint64_t next = end;
+
+	sqlite3_bind_int64(s, 1, (int64_t)ino);
+	sqlite3_bind_int64(s, 2, (int64_t)blk);
+	if (sqlite3_step(s) == SQLITE_ROW) {
+		uint64_t foff = (uint64_t)sqlite3_column_int64(s, 0);
+		uint64_t nb = (uint64_t)sqlite3_column_int64(s, 1);
+
+		if (foff + nb > blk) {
+			*ret_flags = (int)sqlite3_column_int64(s, 4);
+			*ret_run = MIN(end, foff + nb) - blk;
+			if (ret_pblock)
+				*ret_pblock = (uint64_t)sqlite3_column_int64(s, 2) + (blk - foff);
+			sqlite3_reset(s);
+			return 0;
+		}
+	}
+	sqlite3_reset(s);
+	s = ponyfs_stmt(fs, ST_EXT_RANGE);
+	sqlite3_bind_int64(s, 1, (int64_t)ino);
+	sqlite3_bind_int64(s, 2, (int64_t)blk);
+	sqlite3_bind_int64(s, 3, (int64_t)MIN(end, (uint64_t)INT64_MAX));
+	if (sqlite3_step(s) == SQLITE_ROW)
+		next = (uint64_t)sqlite3_column_int64(s, 0);
+	sqlite3_reset(s);
+	*ret_flags = -1;
+	*ret_run = next - blk;
+	return 0;
+}
+
+/* Cached pages of kind NEW in blocks [first, end): they hold a reservation already. */
+static uint64_t new_pages(const struct ponyfs_inode *in, uint64_t first, uint64_t end)
+{
+	size_t lo = 0, hi = in->npages;
+	uint64_t n = 0;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (in->pages[mid].index < first)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < in->npages && in->pages[lo].index < end; lo++)
+		n += in->pages[lo].kind == PONYFS_PAGE_NEW;
+	return n;
+}
+
+/*
+ * Blocks of [first, end) that writeback will find to be holes (past the
+ * pending cut, all of them) and that no NEW page has reserved already:
+ * what a fallocate of the range must reserve.
+ */
+static int count_holes(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t first, uint64_t end,
+		       uint64_t *ret)
+{
+	uint64_t cut = trunc_cut(in), lim = MIN(end, cut), from = MIN(end, MAX(first, cut));
+	uint64_t n = end - from - new_pages(in, from, end);
+	int r = 0;
+
+	for (uint64_t blk = first; r >= 0 && blk < lim;) {
+		uint64_t run;
+		int flags;
+
+		r = ext_at(fs, in->ino, blk, lim, &flags, &run, NULL);
+		if (flags < 0)
+			n += run - new_pages(in, blk, blk + run);
+		blk += run;
+	}
+	*ret = n;
+	return r;
+}
+
+static bool in_falloc(const struct ponyfs_inode *in, uint64_t index)
+{
+	for (size_t i = 0; i < in->nfalloc && in->falloc[i].first <= index; i++)
+		if (index < in->falloc[i].end)
+			return true;
+	return false;
+}
+
+/* Adds [first, end) to the sorted ranges, merged with those it meets or touches. */
+static int falloc_add(struct ponyfs_inode *in, uint64_t first, uint64_t end)
+{
+	size_t i = 0, j;
+	void *p = realloc(in->falloc, (in->nfalloc + 1) * sizeof(*in->falloc));
+
+	if (!p)
+		return -ENOMEM;
+	in->falloc = p;
+	while (i < in->nfalloc && in->falloc[i].end < first)
+		i++;
+	for (j = i; j < in->nfalloc && in->falloc[j].first <= end; j++) {
+		first = MIN(first, in->falloc[j].first);
+		end = MAX(end, in->falloc[j].end);
+	}
+	/* Ranges [i, j) merge into one at i. */
+	memmove(in->falloc + i + 1, in->falloc + j, (in->nfalloc - j) * sizeof(*in->falloc));
+	in->falloc[i] = (struct ponyfs_falloc){ first, end };
+	in->nfalloc = in->nfalloc - (j - i) + 1;
+	return 0;
+}
+
+void ponyfs_falloc_trim(struct ponyfs_inode *in, uint64_t keep)
+{
+	while (in->nfalloc && in->falloc[in->nfalloc - 1].first >= keep)
+		in->nfalloc--;
+	if (in->nfalloc && in->falloc[in->nfalloc - 1].end > keep)
+		in->falloc[in->nfalloc - 1].end = keep;
+}
+
+int ponyfs_falloc_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t off, uint64_t len)
+{
+	uint64_t first = off / BS, end = DIV_ROUND_UP(off + len, BS), pos = first, need = 0, n;
+	int r = 0;
+
+	/* Only what no pending range covers yet needs reserving. */
+	for (size_t i = 0; r >= 0 && i < in->nfalloc && pos < end; i++) {
+		const struct ponyfs_falloc *f = &in->falloc[i];
+
+		if (f->end <= pos)
+			continue;
+		if (f->first >= end)
+			break;
+		if (f->first > pos) {
+			r = count_holes(fs, in, pos, f->first, &n);
+			need += n;
+		}
+		pos = MAX(pos, f->end);
+	}
+	if (r >= 0 && pos < end) {
+		r = count_holes(fs, in, pos, end, &n);
+		need += n;
+	}
+	if (r >= 0 && need)
+		r = ponyfs_reserve_locked(fs, need);
+	if (r < 0)
+		return r;
+	r = falloc_add(in, first, end);
+	if (r < 0) {
+		fs->reserved -= need;
+		return r;
+	}
+	in->falloc_res += need;
+	ponyfs_dirty_add(fs, in);
+	return 0;
+}
+
+int ponyfs_page_kind_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t index,
+			    enum ponyfs_page_kind *ret)
+{
+	int64_t any = 0;
+	uint64_t run;
+	int flags = -1, r;
+
+	if (in->unwritten < 0) {
+		r = ponyfs_sql_int(fs, &any, "SELECT 1 FROM extents WHERE ino = ?1 AND flags & 1 "
+				   "LIMIT 1", 1, (int64_t)in->ino);
+		if (r < 0 && r != -ENOENT)
+			return r;
+		in->unwritten = any != 0;
+	}
+	if ((in->unwritten || in->nfalloc) && index < trunc_cut(in)) {
+		r = ext_at(fs, in->ino, index, index + 1, &flags, &run, NULL);
+		if (r < 0)
+			return r;
+	}
+	if (flags >= 0 && (flags & PONYFS_EXT_UNWRITTEN)) {
+		*ret = PONYFS_PAGE_INPLACE;
+		return 0;
+	}
+	if (flags < 0 && in->nprepaid < in->falloc_res && in_falloc(in, index)) {
+		*ret = PONYFS_PAGE_PREPAID;
+		return 0;
+	}
+	*ret = PONYFS_PAGE_NEW;
+	return ponyfs_reserve_locked(fs, 1);
+}
+
+/* Fills the holes of [first, end) with unwritten extents. */
+static int falloc_fill(struct ponyfs *fs, uint64_t ino, uint64_t first, uint64_t end)
+{
+	int r = 0;
+
+	for (uint64_t blk = first; r >= 0 && blk < end;) {
+		uint64_t run, p, k;
+		int flags;
+
+		r = ext_at(fs, ino, blk, end, &flags, &run, NULL);
+		if (r >= 0 && flags < 0) {
+			r = ponyfs_alloc_locked(fs, run, &p, &k);
+			if (r >= 0)
+				r = ponyfs_ext_insert(fs, ino, blk, k, p, NULL, PONYFS_EXT_UNWRITTEN);
+			run = k;
+		}
+		blk += run;
+	}
+	return r;
+}
+
+int ponyfs_falloc_apply_locked(struct ponyfs *fs, struct ponyfs_inode *in)
+{
+	int r = 0;
+
+	if (!in->nfalloc)
+		return 0;
+	/* The reservation and the NEW pages' own cover every hole (count_holes
+	 * at fallocate time saw this truncation already), so the allocations
+	 * below fit; NEW pages over a filled hole give theirs back below. */
+	assert(fs->reserved >= in->falloc_res);
+	fs->reserved -= in->falloc_res;
+	in->falloc_res = 0;
+	for (size_t i = 0; r >= 0 && i < in->nfalloc; i++)
+		r = falloc_fill(fs, in->ino, in->falloc[i].first, in->falloc[i].end);
+	in->unwritten = 1;
+	/* Pages over what is now unwritten go there in place. */
+	for (size_t i = 0; r >= 0 && i < in->npages; i++) {
+		struct ponyfs_page *pg = &in->pages[i];
+		uint64_t run;
+		int flags;
+
+		if (pg->kind == PONYFS_PAGE_INPLACE || !in_falloc(in, pg->index))
+			continue;
+		r = ext_at(fs, in->ino, pg->index, pg->index + 1, &flags, &run, NULL);
+		if (r < 0 || flags < 0 || !(flags & PONYFS_EXT_UNWRITTEN)) {
+			r = pg->kind == PONYFS_PAGE_PREPAID ? -EUCLEAN : r;
+			continue;
+		}
+		if (pg->kind == PONYFS_PAGE_NEW) {
+			fs->reserved--;
+			in->nnew--;
+		} else {
+			in->nprepaid--;
+		}
+		pg->kind = PONYFS_PAGE_INPLACE;
+	}
+	in->nfalloc = 0;
+	return r;
+}
+
+/* Replaces the unwritten extent at foff with its parts: [idx, idx+n) written. */
+static int ext_convert(struct ponyfs *fs, uint64_t ino, uint64_t foff, uint64_t nb, uint64_t pblock,
+		       uint64_t idx, uint64_t n, const uint8_t *csums)
+{
+	sqlite3_stmt *s = ponyfs_stmt(fs, ST_EXT_DEL);
+	int r;
+
+	sqlite3_bind_int64(s, 1, (int64_t)ino);
+	sqlite3_bind_int64(s, 2, (int64_t)foff);
+	r = ponyfs_step_done(s);
+	if (r >= 0 && idx > foff)
+		r = ponyfs_ext_insert(fs, ino, foff, idx - foff, pblock, NULL, PONYFS_EXT_UNWRITTEN);
+	if (r >= 0)
+		r = ponyfs_ext_insert(fs, ino, idx, n, pblock + (idx - foff), csums, 0);
+	if (r >= 0 && idx + n < foff + nb)
+		r = ponyfs_ext_insert(fs, ino, idx + n, foff + nb - idx - n,
+				      pblock + (idx + n - foff), NULL, PONYFS_EXT_UNWRITTEN);
+	return r;
+}
+
+int ponyfs_write_inplace_locked(struct ponyfs *fs, struct ponyfs_inode *in,
+				const struct ponyfs_page *pg, uint64_t k, uint8_t **buf)
+{
+	uint8_t csums[4 * INPLACE_MAX];
+	int r = 0;
+
+	for (uint64_t i = 0; r >= 0 && i < k;) {
+		uint64_t idx = pg[i].index, foff = 0, nb = 0, pblock = 0, n;
+		sqlite3_stmt *s = ponyfs_stmt(fs, ST_EXT_PREV);
+		bool ok = false;
+
+		sqlite3_bind_int64(s, 1, (int64_t)in->ino);
+		sqlite3_bind_int64(s, 2, (int64_t)idx);
+		if (sqlite3_step(s) == SQLITE_ROW) {
+			foff = (uint64_t)sqlite3_column_int64(s, 0);
+			nb = (uint64_t)sqlite3_column_int64(s, 1);
+			pblock = (uint64_t)sqlite3_column_int64(s, 2);
+			ok = foff + nb > idx && (sqlite3_column_int64(s, 4) & PONYFS_EXT_UNWRITTEN);
+		}
+		sqlite3_reset(s);
+		if (!ok)
+			return -EUCLEAN;        /* an INPLACE page always has its unwritten block */
+		n = MIN(MIN(k - i, foff + nb - idx), (uint64_t)INPLACE_MAX);
+		for (uint64_t j = 0; j < n; j++) {
+			le32 c = cpu_to_le32(util_crc32c(0, pg[i + j].data, BS));
+
+			memcpy(csums + 4 * j, &c, 4);
+		}
+		r = ponyfs_pages_write(fs, pg + i, n, pblock + (idx - foff), buf);
+		if (r >= 0)
+			r = ext_convert(fs, in->ino, foff, nb, pblock, idx, n, csums);
+		fs->data_unflushed = true;
+		fs->stats.data_blocks_written += n;
+		i += n;
+	}
+	return r;
+}
+
+int ponyfs_punch_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t off, uint64_t len)
+{
+	uint64_t end = MIN(off + len, in->size);
+	uint64_t first = DIV_ROUND_UP(off, BS), last = end / BS;
+	static const uint8_t zeros[BS];
+	int r;
+
+	if (off >= end)
+		return 0;
+	r = ponyfs_writeback_locked(fs, in);
+	if (r >= 0 && first < last)
+		r = ponyfs_extents_remove_locked(fs, in->ino, first, last);
+	/* Partial blocks at either edge are zeroed by writing zeros. */
+	if (r >= 0 && off % BS)
+		r = (int)ponyfs_write_locked(fs, in, zeros, (size_t)MIN(end - off, BS - off % BS), off);
+	if (r >= 0 && end % BS && end / BS >= first && end > off)
+		r = (int)ponyfs_write_locked(fs, in, zeros, (size_t)(end % BS), end - end % BS);
+	if (r >= 0)
+		ponyfs_inode_touch(fs, in);
+	return r < 0 ? r : 0;
+}
+
+int ponyfs_blocks_locked(struct ponyfs *fs, uint64_t ino, uint64_t *ret)
+{
+	sqlite3_stmt *s = ponyfs_stmt(fs, ST_EXT_SUM);
+	struct ponyfs_inode *in = ponyfs_inode_find(fs, ino);
+	uint64_t n = 0;
+
+	fs->stats.extent_walks++;
+	sqlite3_bind_int64(s, 1, (int64_t)ino);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		n = (uint64_t)sqlite3_column_int64(s, 0);
+	sqlite3_reset(s);
+	/* Pages bound for new blocks add them (copy-on-write), fallocated
+	 * holes theirs; unwritten blocks are extents already. */
+	if (in)
+		n += in->nnew + in->falloc_res;
+	*ret = n * (BS / 512);
+	return 0;
+}

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# ponyfs_falloc.sh - preallocation through FUSE, with the kernel's own
+# tools: fallocate takes the blocks at once (st_blocks, df) and writing
+# the range adds none (generic/568); on a filesystem filled up after the
+# fallocate, writing into the range still succeeds and reads back; fsck is
+# clean. And an image of schema version 1 (before unwritten extents):
+# fsck checks it, a read-only mount reads it and leaves it version 1, a
+# read-write mount upgrades it to version 2.
+set -u
+. "$PONY_SRCDIR/tests/lib.sh"
+require_fuse
+require_cmd fusermount3 xfs_io fallocate sqlite3
+
+. "$PONY_SRCDIR/tests/ponyfs/mount_lib.sh" ponyfs-falloc
+
+blocks() { stat -c %b "$1"; }
+bfree() { stat -f -c %f "$T/m"; }
+
+truncate -s 64M "$T/a.img"
+"$PONY" mkfs "$T/a.img" >/dev/null || fail "mkfs"
+pony_mount "$T/a.img"
+
+# generic/568: two bytes across a block boundary.
+xfs_io -f -c "falloc 4095 2" "$T/m/f568" || fail "falloc"
+b0=$(blocks "$T/m/f568")
+xfs_io -c "pwrite 4095 2" "$T/m/f568" >/dev/null || fail "pwrite"
+b1=$(blocks "$T/m/f568")
+[ "$b0" = 16 ] && [ "$b1" = 16 ] || fail "st_blocks after falloc $b0, after the write $b1 (want 16, 16)"
+
+# 4 MiB preallocated (KEEP_SIZE): df drops at once, the file reads empty.
+f0=$(bfree)
+xfs_io -f -c "falloc -k 0 4M" "$T/m/pre" || fail "falloc -k"
+f1=$(bfree)
+[ $((f0 - f1)) -ge 1024 ] || fail "df dropped by $((f0 - f1)) blocks for 4 MiB"
+[ "$(stat -c %s "$T/m/pre")" = 0 ] || fail "KEEP_SIZE changed the size"
+[ "$(blocks "$T/m/pre")" = 8192 ] || fail "st_blocks $(blocks "$T/m/pre") after 4 MiB"
+
+# Fill the filesystem, then write the preallocated range: no ENOSPC.
+dd if=/dev/zero of="$T/m/fill" bs=1M count=200 2>"$T/dd.err" && fail "200 MiB fit in 64 MiB"
+grep -q "No space left on device" "$T/dd.err" || fail "not ENOSPC: $(cat "$T/dd.err")"
+head -c 4M /dev/urandom >"$T/data"
+dd if="$T/data" of="$T/m/pre" bs=64k conv=notrunc,fsync 2>"$T/dd.err" ||
+	fail "writing the preallocated range of a full filesystem: $(cat "$T/dd.err")"
+[ "$(blocks "$T/m/pre")" = 8192 ] || fail "st_blocks grew to $(blocks "$T/m/pre") by the write"
+pony_umount
+"$PONY" fsck "$T/a.img" >"$T/fsck.out" || fail "fsck: $(cat "$T/fsck.out")"
+pony_mount "$T/a.img"
+cmp "$T/data" "$T/m/pre" || fail "the preallocated file does not read back"
+pony_umount
+
+# db_copy IMG OUT / db_back OUT IMG: the SQLite database of a one-image ponyfs
+# (unmounted: WAL checkpointed) out to a file and back.
+db_copy() {
+	local pages
+	pages=$(od -An -tu1 -j $((4096 + 28)) -N4 "$1" | awk '{ print $1*16777216 + $2*65536 + $3*256 + $4 }')
+	dd if="$1" of="$2" bs=4096 skip=1 count="$pages" status=none
+}
+db_back() { dd if="$1" of="$2" bs=4096 seek=1 conv=notrunc status=none; }
+version() { db_copy "$1" "$T/v.db" && sqlite3 "$T/v.db" "PRAGMA user_version"; }
+
+# A version 1 image: what an older pony made (no extents.flags column).
+truncate -s 64M "$T/old.img"
+"$PONY" mkfs "$T/old.img" >/dev/null || fail "mkfs old"
+pony_mount "$T/old.img"
+head -c 300000 /dev/urandom >"$T/m/data"
+cp "$T/m/data" "$T/data"
+pony_umount
+db_copy "$T/old.img" "$T/old.db"
+sqlite3 "$T/old.db" "ALTER TABLE extents DROP COLUMN flags; PRAGMA user_version = 1;" ||
+	fail "sqlite3 could not make a version 1 database"
+db_back "$T/old.db" "$T/old.img"
+[ "$(version "$T/old.img")" = 1 ] || fail "not a version 1 image"
+"$PONY" fsck "$T/old.img" >"$T/fsck.out" || fail "fsck of version 1: $(cat "$T/fsck.out")"
+pony_mount -o ro "$T/old.img"
+cmp "$T/data" "$T/m/data" || fail "version 1 read-only: data differs"
+pony_umount
+[ "$(version "$T/old.img")" = 1 ] || fail "a read-only mount changed the version"
+pony_mount "$T/old.img"
+cmp "$T/data" "$T/m/data" || fail "version 1 read-write: data differs"
+fallocate -l 1M "$T/m/pre" || fail "fallocate on the upgraded image"
+pony_umount
+[ "$(version "$T/old.img")" = 2 ] || fail "a read-write mount left version $(version "$T/old.img")"
+"$PONY" fsck "$T/old.img" >"$T/fsck.out" || fail "fsck after the upgrade: $(cat "$T/fsck.out")"
+echo "ok: preallocation through FUSE, and the version 1 upgrade"
