@@ -87,6 +87,7 @@ struct ponyfs_stats {
 	uint64_t writebacks;            /* files whose cached data was written back */
 	uint64_t csum_errors;           /* blocks that failed their checksum */
 	uint64_t csum_repaired;         /* of those, rewritten from the volume's redundancy */
+	uint64_t overwrite_loans;       /* overwrites on a full filesystem, lent a block */
 };
 void ponyfs_get_stats(struct vfs *fs, struct ponyfs_stats *ret);
 

@@ -117,14 +117,22 @@ void ponyfs_free_committed_locked(struct ponyfs *fs)
 	fs->free_blocks += fs->pending_free_blocks;
 	fs->pending_free_blocks = 0;
 	fs->npending = 0;
+	/* The commit freed the blocks the loans overwrote: the reserve is whole. */
+	fs->ow_written = 0;
+}
+
+/* Free blocks that reservations may take: not those the overwrite reserve
+ * keeps (what it lent out and was allocated is gone from free_blocks). */
+static bool reserve_fits(const struct ponyfs *fs, uint64_t n)
+{
+	return fs->reserved + n + (fs->ow_reserve - fs->ow_written) <= fs->free_blocks;
 }
 
 int ponyfs_reserve_locked(struct ponyfs *fs, uint64_t n)
 {
-	if (fs->reserved + n > fs->free_blocks) {
+	if (!reserve_fits(fs, n)) {
 		/* Blocks freed by the open transaction come back once it commits. */
-		if (!fs->pending_free_blocks || ponyfs_commit_locked(fs) < 0 ||
-		    fs->reserved + n > fs->free_blocks)
+		if (!fs->pending_free_blocks || ponyfs_commit_locked(fs) < 0 || !reserve_fits(fs, n))
 			return -ENOSPC;
 	}
 	fs->reserved += n;

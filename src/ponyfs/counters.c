@@ -15,10 +15,12 @@ int ponyfs_counters(struct vfs *v, char *buf, size_t size)
 	ponyfs_get_stats(v, &s);
 	return snprintf(buf, size,
 			"commits %llu\nextent_walks %llu\ndata_blocks_written %llu\n"
-			"data_flushes %llu\nwritebacks %llu\ncsum_errors %llu\ndirty_bytes %llu\n",
+			"data_flushes %llu\nwritebacks %llu\ncsum_errors %llu\ndirty_bytes %llu\n"
+			"overwrite_loans %llu\n",
 			(unsigned long long)s.commits, (unsigned long long)s.extent_walks,
 			(unsigned long long)s.data_blocks_written,
 			(unsigned long long)s.data_flushes, (unsigned long long)s.writebacks,
 			(unsigned long long)s.csum_errors,
-			(unsigned long long)ponyfs_dirty_bytes(v));
+			(unsigned long long)ponyfs_dirty_bytes(v),
+			(unsigned long long)s.overwrite_loans);
 }

@@ -91,6 +91,8 @@ static void page_unreserve(struct ponyfs *fs, struct ponyfs_inode *in, size_t i)
 		in->nnew--;
 	} else if (in->pages[i].kind == PONYFS_PAGE_PREPAID) {
 		in->nprepaid--;         /* the range's reservation stays until writeback */
+	} else if (in->pages[i].kind == PONYFS_PAGE_OVERWRITE) {
+		fs->ow_dirty--;
 	}
 }
 
@@ -320,6 +322,7 @@ static int page_get(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t index, 
 		ponyfs_page_free(fs, data);
 		return r;
 	}
+	pos = page_pos(in, index);      /* the kind may have written the file back */
 	memmove(in->pages + pos + 1, in->pages + pos, (in->npages - pos) * sizeof(*in->pages));
 	in->pages[pos] = (struct ponyfs_page){ .index = index, .data = data, .kind = (uint8_t)kind };
 	in->npages++;
@@ -381,17 +384,20 @@ int ponyfs_truncate_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t 
 	if (size > (1ull << 50))
 		return -EFBIG;
 	if (size < in->size) {
-		pages_free(fs, in, page_pos(in, keep));
-		ponyfs_falloc_trim(in, keep);
-		if (size % BS) {
-			uint8_t *page;
+		uint8_t *page = NULL;
 
-			/* The new last block keeps zeros past the end, on disk too. */
+		/* The new last block keeps zeros past the end, on disk too. Its
+		 * page first, while the file is still whole: on a full
+		 * filesystem getting it may write the file back. */
+		if (size % BS) {
 			r = page_get(fs, in, size / BS, true, &page);
 			if (r < 0)
 				return r;
-			memset(page + size % BS, 0, BS - size % BS);
 		}
+		pages_free(fs, in, page_pos(in, keep));
+		ponyfs_falloc_trim(in, keep);
+		if (page)
+			memset(page + size % BS, 0, BS - size % BS);
 		in->trunc_to = in->trunc_pending ? MIN(in->trunc_to, size) : size;
 		in->trunc_pending = true;
 		in->trunc_ns = util_now_ns();
@@ -557,8 +563,16 @@ static int write_new(struct ponyfs *fs, struct ponyfs_inode *in, size_t from, si
 		r = ponyfs_pages_write(fs, pg, k, p, buf);
 		if (r >= 0)
 			r = ponyfs_ext_insert(fs, in->ino, pg[0].index, k, p, csums, 0);
-		fs->reserved -= k;      /* the pages' reservations became blocks */
-		in->nnew -= k;
+		/* The pages' reservations (or loans) became blocks. */
+		for (uint64_t i = 0; i < k; i++) {
+			if (pg[i].kind == PONYFS_PAGE_OVERWRITE) {
+				fs->ow_dirty--;
+				fs->ow_written++;
+			} else {
+				fs->reserved--;
+				in->nnew--;
+			}
+		}
 		fs->data_unflushed = true;
 		fs->stats.data_blocks_written += k;
 		from += k;

@@ -185,6 +185,41 @@ int ponyfs_falloc_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t of
 	return 0;
 }
 
+/*
+ * A full filesystem: an overwrite of a written block borrows its new block
+ * from the overwrite reserve. When all of it is lent out, writing back and
+ * committing frees the overwritten blocks and returns it; files held back
+ * from commits (a rewrite in progress, rule 2) keep their loans, so only
+ * when they hold the whole reserve does an overwrite see ENOSPC.
+ */
+static int overwrite_borrow(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t index,
+			    enum ponyfs_page_kind *ret)
+{
+	uint64_t run;
+	int flags, r;
+
+	if (index >= trunc_cut(in) || !fs->ow_reserve)
+		return -ENOSPC;
+	r = ext_at(fs, in->ino, index, index + 1, &flags, &run, NULL);
+	if (r < 0 || flags != 0)
+		return r < 0 ? r : -ENOSPC;     /* a hole or unwritten: not an overwrite */
+	if (fs->ow_dirty + fs->ow_written >= fs->ow_reserve) {
+		in->opens++;            /* keeps in cached through the writeback */
+		r = ponyfs_writeback_all_locked(fs, true);
+		in->opens--;
+		if (r >= 0)
+			r = ponyfs_commit_locked(fs);
+		if (r < 0)
+			return r;
+		if (fs->ow_dirty + fs->ow_written >= fs->ow_reserve)
+			return -ENOSPC;
+	}
+	fs->ow_dirty++;
+	fs->stats.overwrite_loans++;
+	*ret = PONYFS_PAGE_OVERWRITE;
+	return 0;
+}
+
 int ponyfs_page_kind_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t index,
 			    enum ponyfs_page_kind *ret)
 {
@@ -213,7 +248,8 @@ int ponyfs_page_kind_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t
 		return 0;
 	}
 	*ret = PONYFS_PAGE_NEW;
-	return ponyfs_reserve_locked(fs, 1);
+	r = ponyfs_reserve_locked(fs, 1);
+	return r == -ENOSPC ? overwrite_borrow(fs, in, index, ret) : r;
 }
 
 /* Fills the holes of [first, end) with unwritten extents. */

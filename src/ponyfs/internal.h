@@ -36,6 +36,8 @@
 #define PONYFS_DIRTY_MIN (64ull << 20)  /* the smallest default dirty_max */
 /* A truncated file is held back from timer commits this long after its last truncation. */
 #define PONYFS_HOLD_NS (2ull * 1000000000ull)
+/* The overwrite reserve: a 64th of the data region, at most 8 MiB. */
+#define PONYFS_OW_RESERVE_MAX 2048u
 /* Slots of the statement cache: more than the SQL literals of src/ponyfs. */
 #define PONYFS_STMT_CACHE 128
 
@@ -82,6 +84,8 @@ enum ponyfs_page_kind {
 	PONYFS_PAGE_NEW,                /* a new block, reserved in fs->reserved */
 	PONYFS_PAGE_PREPAID,            /* a hole of a pending fallocate: its reservation pays */
 	PONYFS_PAGE_INPLACE,            /* an unwritten block of the file, written in place */
+	PONYFS_PAGE_OVERWRITE,          /* over a written block, its new one lent by the
+					 * overwrite reserve (fs->ow_*) on a full filesystem */
 };
 
 /* A cached block of file data, newer than the disk. */
@@ -162,6 +166,12 @@ struct ponyfs {
 	/* Space, in blocks: free in the database, promised to dirty pages,
 	 * and freed in the open transaction (reusable after it commits). */
 	uint64_t free_blocks, reserved, pending_free_blocks;
+	/* The overwrite reserve: blocks kept out of free space so that an
+	 * overwrite (copy-on-write needs a new block until the commit frees
+	 * the old one) never fails with ENOSPC. ow_dirty are lent to
+	 * OVERWRITE pages, ow_written were allocated for them since the last
+	 * commit, which frees as many old blocks and so returns them all. */
+	uint64_t ow_reserve, ow_dirty, ow_written;
 	struct { uint64_t pblock, n; } *pending;
 	size_t npending, cap_pending;
 	struct ponyfs_inode *hash[256];

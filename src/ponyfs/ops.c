@@ -582,8 +582,10 @@ static int statfs_locked(struct ponyfs *fs, struct statvfs *ret)
 	memset(ret, 0, sizeof(*ret));
 	ret->f_bsize = BS;
 	ret->f_frsize = BS;
-	ret->f_blocks = fs->sb.data_blocks;
-	ret->f_bfree = avail - MIN(avail, fs->reserved);
+	/* The overwrite reserve is never free for new data: like ext4's
+	 * metadata overhead, it is not counted in f_blocks. */
+	ret->f_blocks = fs->sb.data_blocks - fs->ow_reserve;
+	ret->f_bfree = avail - MIN(avail, fs->reserved + fs->ow_reserve);
 	ret->f_bavail = ret->f_bfree;
 	ret->f_files = (fsfilcnt_t)inodes + (1u << 30);
 	ret->f_ffree = 1u << 30;

@@ -327,6 +327,7 @@ static int mount_check(struct ponyfs *fs, bool read_only)
 	if (r >= 0)
 		r = ponyfs_sql_int(fs, &free_blocks, "SELECT coalesce(sum(nblocks), 0) FROM free", 0);
 	fs->free_blocks = (uint64_t)free_blocks;
+	fs->ow_reserve = MIN(fs->sb.data_blocks / 64, (uint64_t)PONYFS_OW_RESERVE_MAX);
 	if (r >= 0 && (fs->free_blocks > fs->sb.data_blocks))
 		r = -EUCLEAN;
 	return r;

@@ -2,8 +2,8 @@
 # ponyfs_falloc.sh - preallocation through FUSE, with the kernel's own
 # tools: fallocate takes the blocks at once (st_blocks, df) and writing
 # the range adds none (generic/568); on a filesystem filled up after the
-# fallocate, writing into the range still succeeds and reads back; fsck is
-# clean. And an image of schema version 1 (before unwritten extents):
+# fallocate, writing into the range, and overwriting it again, still
+# succeeds and reads back; fsck is clean. And an image of schema version 1 (before unwritten extents):
 # fsck checks it, a read-only mount reads it and leaves it version 1, a
 # read-write mount upgrades it to version 2.
 set -u
@@ -42,6 +42,12 @@ head -c 4M /dev/urandom >"$T/data"
 dd if="$T/data" of="$T/m/pre" bs=64k conv=notrunc,fsync 2>"$T/dd.err" ||
 	fail "writing the preallocated range of a full filesystem: $(cat "$T/dd.err")"
 [ "$(blocks "$T/m/pre")" = 8192 ] || fail "st_blocks grew to $(blocks "$T/m/pre") by the write"
+# And again: an overwrite, copy-on-write, lent its blocks by the overwrite reserve.
+head -c 4M /dev/urandom >"$T/data"
+dd if="$T/data" of="$T/m/pre" bs=64k conv=notrunc,fsync 2>"$T/dd.err" ||
+	fail "overwriting the range on a full filesystem: $(cat "$T/dd.err")"
+"$PONY" stat --counters "$T/m" | grep -q "^overwrite_loans [1-9]" ||
+	fail "no overwrite was lent a block: $("$PONY" stat --counters "$T/m")"
 pony_umount
 "$PONY" fsck "$T/a.img" >"$T/fsck.out" || fail "fsck: $(cat "$T/fsck.out")"
 pony_mount "$T/a.img"

@@ -105,9 +105,18 @@ static size_t fill_up(struct vfs *fs)
 	return done;
 }
 
+/* Writes len bytes of w at 0, in odd-sized pieces. */
+static void write_all(struct vfs *fs, uint64_t ino, uint64_t fh, const uint8_t *w, size_t len)
+{
+	for (size_t off = 0; off < len; off += 12345)
+		assert_int_equal(VFS_CALL(fs, write, ino, fh, w + off, MIN(12345, len - off), (off_t)off),
+				 (ssize_t)MIN(12345, len - off));
+}
+
 static void write_range_on_full_fs(bool rewrite)
 {
 	static uint8_t w[1 << 20], r[1 << 20];
+	struct ponyfs_stats st;
 	struct bdev *dev;
 	struct vfs *fs;
 	uint64_t ino, fh;
@@ -125,11 +134,14 @@ static void write_range_on_full_fs(bool rewrite)
 	if (!rewrite)
 		assert_int_equal(VFS_CALL(fs, fsync, ino, fh, false), 0);
 	assert_true(fill_up(fs) > 0);
-	/* From the first block fallocate found empty on. */
-	for (size_t off = rewrite ? 0 : 3 * 4096; off < sizeof(w); off += 12345)
-		assert_int_equal(VFS_CALL(fs, write, ino, fh, w + off, MIN(12345, sizeof(w) - off),
-					  (off_t)off), (ssize_t)MIN(12345, sizeof(w) - off));
+	write_all(fs, ino, fh, w, sizeof(w));
 	assert_int_equal(VFS_CALL(fs, fsync, ino, fh, false), 0);
+	/* Again: overwrites now, copy-on-write, lent blocks by the reserve. */
+	test_fill(w, sizeof(w), 10);
+	write_all(fs, ino, fh, w, sizeof(w));
+	assert_int_equal(VFS_CALL(fs, fsync, ino, fh, false), 0);
+	ponyfs_get_stats(fs, &st);
+	assert_true(st.overwrite_loans > 200);
 	assert_int_equal(VFS_CALL(fs, release, ino, fh), 0);
 	vfs_free(fs);
 	check_clean(dev);
@@ -148,6 +160,42 @@ static void test_write_into_fallocated_range_of_a_full_fs_succeeds(void **state)
 static void test_rewrite_into_fallocated_range_of_a_full_fs_succeeds(void **state)
 {
 	write_range_on_full_fs(true);
+}
+
+static void test_overwrite_on_a_full_fs_borrows_and_succeeds(void **state)
+{
+	static uint8_t w[2 << 20], r[2 << 20];
+	struct ponyfs_stats st;
+	struct bdev *dev;
+	struct vfs *fs;
+	uint64_t ino, fh;
+
+	assert_int_equal(bdev_mem_new(12u << 20, &dev), 0);
+	assert_int_equal(ponyfs_mkfs_image(dev, NULL), 0);
+	assert_int_equal(ponyfs_mount_image(dev, NULL, &fs), 0);
+	test_fill(w, sizeof(w), 13);
+	assert_int_equal(test_put(fs, "f", w, sizeof(w)), 0);
+	assert_int_equal(VFS_CALL(fs, syncfs), 0);
+	assert_true(fill_up(fs) > 0);
+	/* Twice the reserve (44 blocks here) and more: it refills at commits. */
+	test_fill(w, sizeof(w), 14);
+	assert_int_equal(test_open(fs, "f", O_RDWR, &ino, &fh), 0);
+	write_all(fs, ino, fh, w, sizeof(w));
+	assert_int_equal(VFS_CALL(fs, release, ino, fh), 0);
+	ponyfs_get_stats(fs, &st);
+	assert_int_equal(st.overwrite_loans, sizeof(w) / 4096);
+	assert_int_equal(bfree_of(fs), 0);
+	/* A hole is no overwrite: still ENOSPC. */
+	assert_int_equal(test_open(fs, "f", O_RDWR, &ino, &fh), 0);
+	assert_int_equal(VFS_CALL(fs, write, ino, fh, "x", 1, sizeof(w) + 8192), -ENOSPC);
+	assert_int_equal(VFS_CALL(fs, release, ino, fh), 0);
+	vfs_free(fs);
+	check_clean(dev);
+	assert_int_equal(ponyfs_mount_image(dev, NULL, &fs), 0);
+	assert_int_equal(test_get(fs, "f", r, sizeof(r)), sizeof(w));
+	assert_memory_equal(r, w, sizeof(w));
+	vfs_free(fs);
+	bdev_free(dev);
 }
 
 static void test_fallocate_keeps_data_and_refuses_what_cannot_fit(void **state)
@@ -234,6 +282,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fallocated_blocks_count_like_written_ones, setup, teardown),
 		cmocka_unit_test(test_write_into_fallocated_range_of_a_full_fs_succeeds),
 		cmocka_unit_test(test_rewrite_into_fallocated_range_of_a_full_fs_succeeds),
+		cmocka_unit_test(test_overwrite_on_a_full_fs_borrows_and_succeeds),
 		cmocka_unit_test_setup_teardown(test_fallocate_keeps_data_and_refuses_what_cannot_fit,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_punch_and_truncate_free_unwritten_blocks, setup, teardown),
