@@ -129,8 +129,7 @@ void ponyfs_inode_put_locked(struct ponyfs *fs, struct ponyfs_inode *in)
 		ponyfs_inode_drop_locked(fs, in);
 }
 
-/* Index of the first page >= index. */
-static size_t page_pos(const struct ponyfs_inode *in, uint64_t index)
+size_t ponyfs_page_pos(const struct ponyfs_inode *in, uint64_t index)
 {
 	size_t lo = 0, hi = in->npages;
 
@@ -278,7 +277,7 @@ ssize_t ponyfs_read_locked(struct ponyfs *fs, struct ponyfs_inode *in, void *buf
 		r = disk_read(fs, in, first, n, to);
 		if (r < 0)
 			return r;
-		for (size_t i = page_pos(in, first); i < in->npages && in->pages[i].index < first + n; i++)
+		for (size_t i = ponyfs_page_pos(in, first); i < in->npages && in->pages[i].index < first + n; i++)
 			memcpy(to + (in->pages[i].index - first) * BS, in->pages[i].data, BS);
 		if (to == tmp)
 			memcpy((uint8_t *)buf + done, tmp + skip, len);
@@ -291,7 +290,7 @@ ssize_t ponyfs_read_locked(struct ponyfs *fs, struct ponyfs_inode *in, void *buf
 static int page_get(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t index, bool fill,
 		    uint8_t **ret)
 {
-	size_t pos = page_pos(in, index);
+	size_t pos = ponyfs_page_pos(in, index);
 	enum ponyfs_page_kind kind = PONYFS_PAGE_NEW;
 	uint8_t *data;
 	int r = 0;
@@ -322,7 +321,7 @@ static int page_get(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t index, 
 		ponyfs_page_free(fs, data);
 		return r;
 	}
-	pos = page_pos(in, index);      /* the kind may have written the file back */
+	pos = ponyfs_page_pos(in, index);      /* the kind may have written the file back */
 	memmove(in->pages + pos + 1, in->pages + pos, (in->npages - pos) * sizeof(*in->pages));
 	in->pages[pos] = (struct ponyfs_page){ .index = index, .data = data, .kind = (uint8_t)kind };
 	in->npages++;
@@ -394,7 +393,7 @@ int ponyfs_truncate_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t 
 			if (r < 0)
 				return r;
 		}
-		pages_free(fs, in, page_pos(in, keep));
+		pages_free(fs, in, ponyfs_page_pos(in, keep));
 		ponyfs_falloc_trim(in, keep);
 		if (page)
 			memset(page + size % BS, 0, BS - size % BS);

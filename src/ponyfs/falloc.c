@@ -69,18 +69,9 @@ static int ext_at(struct ponyfs *fs, uint64_t ino, uint64_t blk, uint64_t end, i
 /* Cached pages of kind NEW in blocks [first, end): they hold a reservation already. */
 static uint64_t new_pages(const struct ponyfs_inode *in, uint64_t first, uint64_t end)
 {
-	size_t lo = 0, hi = in->npages;
 	uint64_t n = 0;
 
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (in->pages[mid].index < first)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (; lo < in->npages && in->pages[lo].index < end; lo++)
+	for (size_t lo = ponyfs_page_pos(in, first); lo < in->npages && in->pages[lo].index < end; lo++)
 		n += in->pages[lo].kind == PONYFS_PAGE_NEW;
 	return n;
 }

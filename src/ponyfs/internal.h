@@ -250,6 +250,8 @@ int ponyfs_truncate_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t 
 int ponyfs_writeback_locked(struct ponyfs *fs, struct ponyfs_inode *in);
 int ponyfs_writeback_all_locked(struct ponyfs *fs, bool skip_held);
 int ponyfs_extents_remove_locked(struct ponyfs *fs, uint64_t ino, uint64_t first, uint64_t end);
+/* Index in in->pages of the first page >= index. */
+size_t ponyfs_page_pos(const struct ponyfs_inode *in, uint64_t index);
 /* Writes k cached pages to blocks [p, p+k); *buf is scratch, allocated on first need. */
 int ponyfs_pages_write(struct ponyfs *fs, const struct ponyfs_page *pg, uint64_t k, uint64_t p,
 		       uint8_t **buf);

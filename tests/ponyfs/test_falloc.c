@@ -113,20 +113,43 @@ static void write_all(struct vfs *fs, uint64_t ino, uint64_t fh, const uint8_t *
 				 (ssize_t)MIN(12345, len - off));
 }
 
+/* Unmounts fs, checks dev clean, and finds file "f" holding w; frees both. */
+static void unmount_and_read_back(struct bdev *dev, struct vfs *fs, const uint8_t *w, size_t len)
+{
+	static uint8_t r[(2 << 20) + 1];
+
+	vfs_free(fs);
+	check_clean(dev);
+	assert_int_equal(ponyfs_mount_image(dev, NULL, &fs), 0);
+	assert_int_equal(test_get(fs, "f", r, sizeof(r)), len);
+	assert_memory_equal(r, w, len);
+	vfs_free(fs);
+	bdev_free(dev);
+}
+
+/* A fresh 12 MiB ponyfs on *dev whose file "f" holds w, committed. */
+static struct vfs *small_fs_with_f(struct bdev **dev, const uint8_t *w, size_t len)
+{
+	struct vfs *fs;
+
+	assert_int_equal(bdev_mem_new(12u << 20, dev), 0);
+	assert_int_equal(ponyfs_mkfs_image(*dev, NULL), 0);
+	assert_int_equal(ponyfs_mount_image(*dev, NULL, &fs), 0);
+	assert_int_equal(test_put(fs, "f", w, len), 0);
+	assert_int_equal(VFS_CALL(fs, syncfs), 0);
+	return fs;
+}
+
 static void write_range_on_full_fs(bool rewrite)
 {
-	static uint8_t w[1 << 20], r[1 << 20];
+	static uint8_t w[1 << 20];
 	struct ponyfs_stats st;
 	struct bdev *dev;
 	struct vfs *fs;
 	uint64_t ino, fh;
 
-	assert_int_equal(bdev_mem_new(12u << 20, &dev), 0);
-	assert_int_equal(ponyfs_mkfs_image(dev, NULL), 0);
-	assert_int_equal(ponyfs_mount_image(dev, NULL, &fs), 0);
 	test_fill(w, sizeof(w), 9);
-	assert_int_equal(test_put(fs, "f", w, 3 * 4096), 0);
-	assert_int_equal(VFS_CALL(fs, syncfs), 0);
+	fs = small_fs_with_f(&dev, w, 3 * 4096);
 	/* A rewrite (O_TRUNC, held back from commits until closed) or a plain
 	 * file that preallocates past its end. */
 	assert_int_equal(test_open(fs, "f", O_RDWR | (rewrite ? O_TRUNC : 0), &ino, &fh), 0);
@@ -143,13 +166,7 @@ static void write_range_on_full_fs(bool rewrite)
 	ponyfs_get_stats(fs, &st);
 	assert_true(st.overwrite_loans > 200);
 	assert_int_equal(VFS_CALL(fs, release, ino, fh), 0);
-	vfs_free(fs);
-	check_clean(dev);
-	assert_int_equal(ponyfs_mount_image(dev, NULL, &fs), 0);
-	assert_int_equal(test_get(fs, "f", r, sizeof(r)), sizeof(w));
-	assert_memory_equal(r, w, sizeof(w));
-	vfs_free(fs);
-	bdev_free(dev);
+	unmount_and_read_back(dev, fs, w, sizeof(w));
 }
 
 static void test_write_into_fallocated_range_of_a_full_fs_succeeds(void **state)
@@ -164,20 +181,16 @@ static void test_rewrite_into_fallocated_range_of_a_full_fs_succeeds(void **stat
 
 static void test_overwrite_on_a_full_fs_borrows_and_succeeds(void **state)
 {
-	static uint8_t w[2 << 20], r[2 << 20];
+	static uint8_t w[2 << 20];
 	struct ponyfs_stats st;
 	struct bdev *dev;
 	struct vfs *fs;
 	uint64_t ino, fh;
 
-	assert_int_equal(bdev_mem_new(12u << 20, &dev), 0);
-	assert_int_equal(ponyfs_mkfs_image(dev, NULL), 0);
-	assert_int_equal(ponyfs_mount_image(dev, NULL, &fs), 0);
 	test_fill(w, sizeof(w), 13);
-	assert_int_equal(test_put(fs, "f", w, sizeof(w)), 0);
-	assert_int_equal(VFS_CALL(fs, syncfs), 0);
+	fs = small_fs_with_f(&dev, w, sizeof(w));
 	assert_true(fill_up(fs) > 0);
-	/* Twice the reserve (44 blocks here) and more: it refills at commits. */
+	/* Many times the reserve (32 blocks here): it refills at commits. */
 	test_fill(w, sizeof(w), 14);
 	assert_int_equal(test_open(fs, "f", O_RDWR, &ino, &fh), 0);
 	write_all(fs, ino, fh, w, sizeof(w));
@@ -189,13 +202,7 @@ static void test_overwrite_on_a_full_fs_borrows_and_succeeds(void **state)
 	assert_int_equal(test_open(fs, "f", O_RDWR, &ino, &fh), 0);
 	assert_int_equal(VFS_CALL(fs, write, ino, fh, "x", 1, sizeof(w) + 8192), -ENOSPC);
 	assert_int_equal(VFS_CALL(fs, release, ino, fh), 0);
-	vfs_free(fs);
-	check_clean(dev);
-	assert_int_equal(ponyfs_mount_image(dev, NULL, &fs), 0);
-	assert_int_equal(test_get(fs, "f", r, sizeof(r)), sizeof(w));
-	assert_memory_equal(r, w, sizeof(w));
-	vfs_free(fs);
-	bdev_free(dev);
+	unmount_and_read_back(dev, fs, w, sizeof(w));
 }
 
 static void test_fallocate_keeps_data_and_refuses_what_cannot_fit(void **state)

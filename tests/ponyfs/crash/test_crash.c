@@ -523,15 +523,17 @@ static void wl_rewrite_storm(struct workload *w, uint64_t seed)
 	}
 }
 
-/* Truncate, write half, another file's fsync commits, write the rest, close. */
-static void wl_rewrite_commit_midway(struct workload *w, uint64_t seed)
+/* Truncate (and maybe fallocate), write half, another file's fsync commits,
+ * write the rest, close: all-old or all-new. */
+static void rewrite_midway(struct workload *w, bool falloc, unsigned seed)
 {
 	static uint8_t data[14000];
 	uint64_t ino, fh, bi, bf;
 	struct blob *b = &w->m.in[w->m.ino[P_A]];
 
-	test_fill(data, sizeof(data), 600);
+	test_fill(data, sizeof(data), seed);
 	if (test_open(w->fs, "a", O_WRONLY | O_TRUNC, &ino, &fh) ||
+	    (falloc && VFS_CALL(w->fs, fallocate, ino, fh, FALLOC_FL_KEEP_SIZE, 0, sizeof(data))) ||
 	    VFS_CALL(w->fs, write, ino, fh, data, 7000, 0) != 7000 ||
 	    test_open(w->fs, "b", O_RDWR, &bi, &bf) || VFS_CALL(w->fs, fsync, bi, bf, false) ||
 	    VFS_CALL(w->fs, release, bi, bf))
@@ -545,6 +547,11 @@ static void wl_rewrite_commit_midway(struct workload *w, uint64_t seed)
 	blob_resize(b, sizeof(data));
 	memcpy(b->buf, data, sizeof(data));
 	snapshot(w);
+}
+
+static void wl_rewrite_commit_midway(struct workload *w, uint64_t seed)
+{
+	rewrite_midway(w, false, 600);
 	op_persist(w, P_FSYNC, P_DA);
 }
 
@@ -561,30 +568,11 @@ static void wl_falloc_rename(struct workload *w, uint64_t seed)
 	}
 }
 
-/* open(O_TRUNC), fallocate, write, another file's fsync commits, write, close. */
+/* The same with a fallocate first, then an overwrite of what the rewrite
+ * wrote in place: copy-on-write again. */
 static void wl_falloc_rewrite(struct workload *w, uint64_t seed)
 {
-	static uint8_t data[14000];
-	uint64_t ino, fh, bi, bf;
-	struct blob *b = &w->m.in[w->m.ino[P_A]];
-
-	test_fill(data, sizeof(data), 800);
-	if (test_open(w->fs, "a", O_WRONLY | O_TRUNC, &ino, &fh) ||
-	    VFS_CALL(w->fs, fallocate, ino, fh, FALLOC_FL_KEEP_SIZE, 0, sizeof(data)) ||
-	    VFS_CALL(w->fs, write, ino, fh, data, 7000, 0) != 7000 ||
-	    test_open(w->fs, "b", O_RDWR, &bi, &bf) || VFS_CALL(w->fs, fsync, bi, bf, false) ||
-	    VFS_CALL(w->fs, release, bi, bf))
-		fail_op(w, "falloc-rewrite", P_A, -1, 0);
-	w->f[w->nfacts++] = (struct fact){ .kind = FACT_FSYNC, .pos = log_pos(w), .path = P_B,
-					   .from = w->nsteps - 1, .marker = -1 };
-	if (VFS_CALL(w->fs, write, ino, fh, data + 7000, 7000, 7000) != 7000 ||
-	    VFS_CALL(w->fs, release, ino, fh))
-		fail_op(w, "falloc-rewrite", P_A, -1, 0);
-	blob_resize(b, 0);
-	blob_resize(b, sizeof(data));
-	memcpy(b->buf, data, sizeof(data));
-	snapshot(w);
-	/* Overwrite what the rewrite wrote in place: copy-on-write again. */
+	rewrite_midway(w, true, 800);
 	op_write(w, P_A, 3000, 6000, 801, false);
 	op_persist(w, P_FSYNC, P_DA);
 }
