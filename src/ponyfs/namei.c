@@ -291,6 +291,15 @@ int ponyfs_lookup_locked(struct ponyfs *fs, uint64_t parent, const char *name,
 	return r < 0 ? r : entry_fill(fs, ino, ret);
 }
 
+/* Rule 2: the file moves with its data, in one transaction; a new name
+ * (link) comes with it too, or it could show content it never had. */
+static int writeback_ino(struct ponyfs *fs, uint64_t ino)
+{
+	struct ponyfs_inode *in = ponyfs_inode_find(fs, ino);
+
+	return in ? ponyfs_writeback_locked(fs, in) : 0;
+}
+
 int ponyfs_link_locked(struct ponyfs *fs, uint64_t ino, uint64_t newparent, const char *newname,
 		       struct vfs_entry *ret)
 {
@@ -306,6 +315,8 @@ int ponyfs_link_locked(struct ponyfs *fs, uint64_t ino, uint64_t newparent, cons
 		r = -EEXIST;
 	if (r >= 0)
 		r = ponyfs_txn_begin_locked(fs);
+	if (r >= 0)
+		r = writeback_ino(fs, ino);
 	if (r >= 0)
 		r = dentry_add(fs, newparent, newname, ino);
 	if (r >= 0)
@@ -398,14 +409,6 @@ static int check_not_below(struct ponyfs *fs, uint64_t src, uint64_t dir)
 		dir = (uint64_t)up;
 	}
 	return 0;
-}
-
-/* Rule 2: the file moves with its data, in one transaction. */
-static int writeback_ino(struct ponyfs *fs, uint64_t ino)
-{
-	struct ponyfs_inode *in = ponyfs_inode_find(fs, ino);
-
-	return in ? ponyfs_writeback_locked(fs, in) : 0;
 }
 
 static int rename_exchange(struct ponyfs *fs, uint64_t p1, const char *n1, uint64_t i1,

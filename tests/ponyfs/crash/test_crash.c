@@ -577,6 +577,15 @@ static void wl_falloc_rewrite(struct workload *w, uint64_t seed)
 	op_persist(w, P_FSYNC, P_DA);
 }
 
+/* A link made after a truncation that is still cached: the new name must
+ * not show the content from before the truncation (generated seed 404). */
+static void wl_truncate_link(struct workload *w, uint64_t seed)
+{
+	op_truncate(w, P_A, 1234);
+	op_link(w, P_A, P_T);
+	op_persist(w, P_FSYNC, P_DA);
+}
+
 static void wl_fsync_storm(struct workload *w, uint64_t seed)
 {
 	for (unsigned v = 0; v < 4; v++) {
@@ -611,6 +620,7 @@ int main(void)
 		{ "rewrite-commit-midway", wl_rewrite_commit_midway },
 		{ "falloc-rename", wl_falloc_rename },
 		{ "falloc-rewrite", wl_falloc_rewrite },
+		{ "truncate-link", wl_truncate_link },
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(fixed); i++) {
