@@ -11,11 +11,13 @@
  * vector paths do whole vector lines; the SWAR words finish the rest, so any
  * length and alignment works. The vector loops live in raid6_fused_x86.c.
  *
- * Stores: bench/volume (--quick, 8 + 2 members of 16 MiB, 256 KiB chunks)
- * measured streaming (non-temporal) stores against ordinary ones. Member
- * memory is written once and not read back soon, and a streaming store skips
- * the read-for-ownership of each line; the caller's read buffer is read next,
- * so it stays in cache. The defaults below follow those runs.
+ * Stores, measured (bench/volume --quick, 8 + 2 members of 16 MiB, 256 KiB
+ * chunks, ratios to pq_gen): writes into member memory reach 0.47-0.53 with
+ * streaming (non-temporal) stores and 0.21-0.25 with ordinary ones, which
+ * read each line for ownership first; 2-member-degraded reads reach
+ * 0.39-0.43 streaming into the caller's buffer and 0.30-0.36 with ordinary
+ * stores. A stripe (2 MiB here) does not fit the core's L2 either way, so
+ * the caller loses little by finding it in memory rather than cache.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -29,7 +31,7 @@
 #include "raid6_fused.h"
 
 #define FUSED_STREAM_WRITE true         /* member memory: streaming stores */
-#define FUSED_STREAM_READ false         /* the caller's buffer: ordinary stores */
+#define FUSED_STREAM_READ true          /* the caller's buffer: streaming too */
 
 static unsigned fused_qexp(const struct raid6_fused_stripe *s, unsigned i)
 {
