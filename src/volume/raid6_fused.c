@@ -137,24 +137,30 @@ static inline void st(uint8_t *p, uint64_t v, size_t n)
 		memcpy(p, &v, n);
 }
 
+/* Horner step t at byte i (n bytes): Q' times 2, block t copied and folded in. */
+static inline void swar_step(const struct raid6_fused_plan *pl, unsigned t, size_t i, size_t n,
+			     uint64_t *p, uint64_t *q)
+{
+	int b = pl->order[t];
+	uint64_t x;
+
+	*q = swar_mul2(*q);
+	if (b < 0)
+		return;
+	x = ld(pl->src[b] + i, n);
+	st(pl->dst[b] + i, x, n);
+	*p ^= x;
+	*q ^= x;
+}
+
 static void swar_write_from(const struct raid6_fused_plan *pl, size_t from)
 {
 	for (size_t i = from; i < pl->len; i += 8) {
 		size_t n = pl->len - i < 8 ? pl->len - i : 8;
 		uint64_t p = 0, q = 0;
 
-		for (unsigned t = 0; t < pl->nsteps; t++) {
-			int b = pl->order[t];
-			uint64_t x;
-
-			q = swar_mul2(q);
-			if (b < 0)
-				continue;
-			x = ld(pl->src[b] + i, n);
-			st(pl->dst[b] + i, x, n);
-			p ^= x;
-			q ^= x;
-		}
+		for (unsigned t = 0; t < pl->nsteps; t++)
+			swar_step(pl, t, i, n, &p, &q);
 		st(pl->dst[pl->ndata] + i, p, n);
 		st(pl->dst[pl->ndata + 1] + i, q, n);
 	}
@@ -166,19 +172,8 @@ static void swar_read_from(const struct raid6_fused_plan *pl, size_t from)
 		size_t n = pl->len - i < 8 ? pl->len - i : 8;
 		uint64_t p = pl->p ? ld(pl->p + i, n) : 0, q = 0, dx;
 
-		for (unsigned t = 0; t < pl->nsteps; t++) {
-			int b = pl->order[t];
-			uint64_t x;
-
-			if (pl->want_q)
-				q = swar_mul2(q);
-			if (b < 0)
-				continue;
-			x = ld(pl->src[b] + i, n);
-			st(pl->dst[b] + i, x, n);
-			p ^= x;
-			q ^= x;
-		}
+		for (unsigned t = 0; t < pl->nsteps; t++)
+			swar_step(pl, t, i, n, &p, &q);     /* Q' unused when not wanted */
 		if (pl->q)
 			q ^= ld(pl->q + i, n);
 		switch (pl->solve) {
@@ -252,48 +247,64 @@ static int plan_isa(const struct raid6_fused_stripe *s, struct raid6_fused_plan 
 	return 0;
 }
 
+/* One direction's loops: the vector ones by isa (NULL: none), then the portable rest. */
+struct fused_loops {
+	size_t (*vec[RAID6_FUSED_AVX512 + 1])(const struct raid6_fused_plan *pl);
+	void (*rest)(const struct raid6_fused_plan *pl, size_t from);
+	unsigned nparity;               /* blocks written after the data: P and Q, or none */
+	bool stream;                    /* the measured store kind */
+};
+
+static const struct fused_loops fused_write_loops = {
+#ifdef __x86_64__
+	.vec = { [RAID6_FUSED_AVX2] = raid6_fused_write_avx2,
+		 [RAID6_FUSED_AVX512] = raid6_fused_write_avx512 },
+#endif
+	.rest = swar_write_from,
+	.nparity = 2,
+	.stream = FUSED_STREAM_WRITE,
+};
+
+static const struct fused_loops fused_read_loops = {
+#ifdef __x86_64__
+	.vec = { [RAID6_FUSED_AVX2] = raid6_fused_read_avx2,
+		 [RAID6_FUSED_AVX512] = raid6_fused_read_avx512 },
+#endif
+	.rest = swar_read_from,
+	.stream = FUSED_STREAM_READ,
+};
+
+static int fused_run(const struct raid6_fused_stripe *s, struct raid6_fused_plan *pl,
+		     const struct fused_loops *f)
+{
+	enum raid6_fused_isa isa;
+	size_t done = 0;
+	int r = plan_isa(s, pl, s->ndata + f->nparity, f->stream, &isa);
+
+	if (r < 0)
+		return r;
+	if (f->vec[isa])
+		done = f->vec[isa](pl);
+	f->rest(pl, done);
+	return 0;
+}
+
 int raid6_fused_write(const struct raid6_fused_stripe *s, const uint8_t *const *src,
 		      uint8_t *const *dst)
 {
 	struct raid6_fused_plan pl = { .src = src, .dst = dst };
-	enum raid6_fused_isa isa;
-	size_t done = 0;
 	int r = plan_order(s, &pl);
 
-	if (r >= 0)
-		r = plan_isa(s, &pl, s->ndata + 2, FUSED_STREAM_WRITE, &isa);
-	if (r < 0)
-		return r;
-#ifdef __x86_64__
-	if (isa == RAID6_FUSED_AVX512)
-		done = raid6_fused_write_avx512(&pl);
-	else if (isa == RAID6_FUSED_AVX2)
-		done = raid6_fused_write_avx2(&pl);
-#endif
-	swar_write_from(&pl, done);
-	return 0;
+	return r < 0 ? r : fused_run(s, &pl, &fused_write_loops);
 }
 
 int raid6_fused_read(const struct raid6_fused_stripe *s, const uint8_t *const *src,
 		     uint8_t *const *dst)
 {
 	struct raid6_fused_plan pl = { .src = src, .dst = dst };
-	enum raid6_fused_isa isa;
-	size_t done = 0;
 	int r = plan_order(s, &pl);
 
 	if (r >= 0)
 		r = plan_read(s, src, &pl);
-	if (r >= 0)
-		r = plan_isa(s, &pl, s->ndata, FUSED_STREAM_READ, &isa);
-	if (r < 0)
-		return r;
-#ifdef __x86_64__
-	if (isa == RAID6_FUSED_AVX512)
-		done = raid6_fused_read_avx512(&pl);
-	else if (isa == RAID6_FUSED_AVX2)
-		done = raid6_fused_read_avx2(&pl);
-#endif
-	swar_read_from(&pl, done);
-	return 0;
+	return r < 0 ? r : fused_run(s, &pl, &fused_read_loops);
 }

@@ -44,28 +44,43 @@ TGT INLINE VEC SFX(mulc)(VEC v, const uint8_t *tab)
 	return V_SHUF(V_TAB(tab), v & 0x0f) ^ V_SHUF(V_TAB(tab + 16), v >> 4);
 }
 
+/*
+ * Horner step t over the line pair at i: Q' times 2, then block t's two
+ * lines loaded once, stored where they go and folded into P' and Q'.
+ */
+TGT INLINE void SFX(step)(const struct raid6_fused_plan *pl, unsigned t, size_t i, VEC *p0,
+			  VEC *p1, VEC *q0, VEC *q1, bool stream, bool want_q, bool ahead)
+{
+	int b = pl->order[t];
+	VEC x0, x1;
+
+	if (want_q) {
+		*q0 = SFX(mul2)(*q0);
+		*q1 = SFX(mul2)(*q1);
+	}
+	if (b < 0)
+		return;
+	for (size_t a = 0; ahead && a < 2 * W; a += 64)
+		_mm_prefetch((const char *)pl->src[b] + i + a + READ_AHEAD, _MM_HINT_T0);
+	x0 = SFX(get)(pl->src[b] + i);
+	x1 = SFX(get)(pl->src[b] + i + W);
+	SFX(put)(pl->dst[b] + i, x0, stream);
+	SFX(put)(pl->dst[b] + i + W, x1, stream);
+	*p0 ^= x0;
+	*p1 ^= x1;
+	if (want_q) {
+		*q0 ^= x0;
+		*q1 ^= x1;
+	}
+}
+
 TGT INLINE void SFX(write)(const struct raid6_fused_plan *pl, size_t end, bool stream)
 {
 	for (size_t i = 0; i < end; i += 2 * W) {
 		VEC p0 = { 0 }, p1 = p0, q0 = p0, q1 = p0;
 
-		for (unsigned t = 0; t < pl->nsteps; t++) {
-			int b = pl->order[t];
-			VEC x0, x1;
-
-			q0 = SFX(mul2)(q0);
-			q1 = SFX(mul2)(q1);
-			if (b < 0)
-				continue;
-			x0 = SFX(get)(pl->src[b] + i);
-			x1 = SFX(get)(pl->src[b] + i + W);
-			SFX(put)(pl->dst[b] + i, x0, stream);
-			SFX(put)(pl->dst[b] + i + W, x1, stream);
-			p0 ^= x0;
-			p1 ^= x1;
-			q0 ^= x0;
-			q1 ^= x1;
-		}
+		for (unsigned t = 0; t < pl->nsteps; t++)
+			SFX(step)(pl, t, i, &p0, &p1, &q0, &q1, stream, true, false);
 		SFX(put)(pl->dst[pl->ndata] + i, p0, stream);
 		SFX(put)(pl->dst[pl->ndata] + i + W, p1, stream);
 		SFX(put)(pl->dst[pl->ndata + 1] + i, q0, stream);
@@ -104,29 +119,8 @@ TGT INLINE void SFX(read)(const struct raid6_fused_plan *pl, size_t end, bool st
 			p0 = SFX(get)(pl->p + i);
 			p1 = SFX(get)(pl->p + i + W);
 		}
-		for (unsigned t = 0; t < pl->nsteps; t++) {
-			int b = pl->order[t];
-			VEC x0, x1;
-
-			if (want_q) {
-				q0 = SFX(mul2)(q0);
-				q1 = SFX(mul2)(q1);
-			}
-			if (b < 0)
-				continue;
-			for (size_t a = 0; a < 2 * W; a += 64)
-				_mm_prefetch((const char *)pl->src[b] + i + a + READ_AHEAD, _MM_HINT_T0);
-			x0 = SFX(get)(pl->src[b] + i);
-			x1 = SFX(get)(pl->src[b] + i + W);
-			SFX(put)(pl->dst[b] + i, x0, stream);
-			SFX(put)(pl->dst[b] + i + W, x1, stream);
-			p0 ^= x0;
-			p1 ^= x1;
-			if (want_q) {
-				q0 ^= x0;
-				q1 ^= x1;
-			}
-		}
+		for (unsigned t = 0; t < pl->nsteps; t++)
+			SFX(step)(pl, t, i, &p0, &p1, &q0, &q1, stream, want_q, true);
 		if (want_q) {
 			q0 ^= SFX(get)(pl->q + i);
 			q1 ^= SFX(get)(pl->q + i + W);

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "pony/util.h"
+#include "gf_ref.h"
 #include "parity.h"
 #include "raid6_fused.h"
 
@@ -35,34 +36,7 @@ static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
 static uint64_t rnd(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-
-/* The reference: GF(2^8) multiply one bit at a time, Q = sum g^e * D. */
-static uint8_t ref_mul(uint8_t a, uint8_t b)
-{
-	unsigned r = 0, x = a;
-
-	for (int i = 0; i < 8; i++) {
-		if (b & (1u << i))
-			r ^= x;
-		x <<= 1;
-		if (x & 0x100)
-			x ^= 0x11d;
-	}
-	return (uint8_t)r;
-}
-
-static uint8_t ref_pow2(unsigned e)
-{
-	uint8_t r = 1;
-
-	while (e--)
-		r = ref_mul(r, 2);
-	return r;
+	return ref_rnd(&rng);
 }
 
 static void ref_pq(unsigned n, size_t len, uint8_t *const *d, const uint8_t *qexp, uint8_t *p,

@@ -18,6 +18,7 @@
 
 #include "pony/util.h"
 #include "pony/volume.h"
+#include "gf_ref.h"
 #include "internal.h"
 
 #define NDEV 10
@@ -33,10 +34,7 @@ static uint64_t rng = 0x2545f4914f6cdd1dull;
 
 static uint64_t rnd(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	return ref_rnd(&rng);
 }
 
 /*
