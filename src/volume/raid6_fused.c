@@ -203,10 +203,14 @@ static bool plan_aligned(uint8_t *const *dst, unsigned n, size_t width)
 	return true;
 }
 
+/*
+ * libgcc reads the CPU's features in a constructor, before any stripe is
+ * written, so no __builtin_cpu_init() here (it would rewrite that shared
+ * state from every thread).
+ */
 static enum raid6_fused_isa fused_best(void)
 {
 #ifdef __x86_64__
-	__builtin_cpu_init();
 	if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"))
 		return RAID6_FUSED_AVX512;
 	if (__builtin_cpu_supports("avx2"))
