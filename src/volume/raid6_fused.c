@@ -11,8 +11,9 @@
  * vector paths do whole vector lines; the SWAR words finish the rest, so any
  * length and alignment works. The vector loops live in raid6_fused_x86.c.
  *
- * Stores, measured (bench/volume --quick, 8 + 2 members of 16 MiB, 256 KiB
- * chunks, ratios to pq_gen): writes into member memory reach 0.47-0.53 with
+ * Stores, measured (8 + 2 members of 16 MiB, 256 KiB chunks, ratios to
+ * pq_gen; writes in a loop over the members beside the engine, reads in
+ * bench/volume --quick): writes into member memory reach 0.47-0.53 with
  * streaming (non-temporal) stores and 0.21-0.25 with ordinary ones, which
  * read each line for ownership first; 2-member-degraded reads reach
  * 0.39-0.43 streaming into the caller's buffer and 0.30-0.36 with ordinary
@@ -22,9 +23,6 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <string.h>
-#ifdef __x86_64__
-#include <immintrin.h>
-#endif
 
 #include "gf_swar.h"
 #include "parity.h"
