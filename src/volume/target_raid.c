@@ -256,7 +256,9 @@ static int raid_write_full_mapped(struct volume_seg *s, uint64_t stripe, const u
 	const uint8_t *src[PARITY_MAX_DATA];
 
 	layout_raid456_stripe(&s->geom, stripe, &st);
-	if (st.qd < 0 || raid_row_map(s, &st, stripe * s->geom.chunk, true, dst))
+	/* More members out than parity covers: the row path writes, then says -EIO. */
+	if (st.qd < 0 || volume_seg_degraded(s) > 2 ||
+	    raid_row_map(s, &st, stripe * s->geom.chunk, true, dst))
 		return 1;
 	for (unsigned b = 0; b < st.ndata + 2; b++)
 		if (!dst[b])
