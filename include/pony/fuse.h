@@ -36,6 +36,12 @@ struct ponyfuse_options {
 					 * GETATTR before each chown */
 	bool no_selinux_xattr;          /* EOPNOTSUPP for security.selinux: the
 					 * host runs no SELinux, labels are inert */
+	bool no_passthrough;            /* no FUSE passthrough: by default files
+					 * whose data is a host file (vfs data_fd)
+					 * are read and written by the kernel
+					 * directly, where it offers passthrough
+					 * (6.9+, root, no writeback cache);
+					 * elsewhere it silently does not happen */
 };
 
 struct ponyfuse;
@@ -75,6 +81,13 @@ struct ponyfuse_counters_arg {
 	char text[1024];
 };
 #define PONYFUSE_IOC_COUNTERS _IOR('P', 4, struct ponyfuse_counters_arg)
+/*
+ * The front end's own, the same way: passthrough (1 when in use),
+ * passthrough_opens, passthrough_backing_files (registered now), then
+ * "fuse_<request> N" for each kind of FUSE request read so far (fuse_read,
+ * fuse_lookup..., this ioctl's own included).
+ */
+#define PONYFUSE_IOC_REQUESTS _IOR('P', 5, struct ponyfuse_counters_arg)
 /*
  * XFS_IOC_GOINGDOWN, which fstests' godown sends to the mount's root: a
  * power cut (vfs shutdown hook), root only. Its argument points to XFS's

@@ -106,6 +106,7 @@ static int fs_mount_run(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "debug", no_argument, NULL, 'd' },
+		{ "no-passthrough", no_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -114,10 +115,14 @@ static int fs_mount_run(int argc, char **argv)
 		switch (c) {
 		case 'f': opts.foreground = true; break;
 		case 'd': opts.debug = opts.foreground = true; break;
+		case 'P': opts.no_passthrough = true; break;
 		case 'h':
-			printf("Usage: pony fs mount-host [-f] [-d] DIR MNT\n"
+			printf("Usage: pony fs mount-host [-f] [-d] [--no-passthrough] DIR MNT\n"
 			       "Mounts the host directory DIR at MNT through pony's hostfs\n"
-			       "(a passthrough: the vfs and FUSE front end's reference).\n");
+			       "(a passthrough: the vfs and FUSE front end's reference).\n"
+			       "File data goes by FUSE passthrough (the kernel reads and\n"
+			       "writes the host file itself) where the kernel offers it;\n"
+			       "--no-passthrough serves it through the daemon.\n");
 			return CLI_EXIT_OK;
 		default: return cli_usage_error("pony fs mount-host", "bad option");
 		}
@@ -176,6 +181,20 @@ static int fs_statx_run(int argc, char **argv)
 	return CLI_EXIT_OK;
 }
 
+/* `pony fs WHAT PATH`: one ioctl on the pony mount holding PATH. */
+static int path_ioctl_run(int argc, char **argv, const char *what, unsigned long cmd,
+			  void *arg)
+{
+	if (argc != 2)
+		return cli_usage_error(what, "one PATH is needed");
+	_cleanup_(closep) int fd = open(argv[1], O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return cli_error("%s: %s", argv[1], strerror(errno));
+	if (ioctl(fd, cmd, arg) < 0)
+		return cli_error("%s: %s (not on a pony mount?)", argv[1], strerror(errno));
+	return CLI_EXIT_OK;
+}
+
 static int fs_syncfs_run(int argc, char **argv)
 {
 	if (cli_wants_help(argc, argv)) {
@@ -183,14 +202,26 @@ static int fs_syncfs_run(int argc, char **argv)
 		       "(FUSE does not pass syncfs on).\n");
 		return CLI_EXIT_OK;
 	}
-	if (argc != 2)
-		return cli_usage_error("pony fs syncfs", "one PATH is needed");
-	_cleanup_(closep) int fd = open(argv[1], O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return cli_error("%s: %s", argv[1], strerror(errno));
-	if (ioctl(fd, PONYFUSE_IOC_SYNCFS) < 0)
-		return cli_error("%s: %s (not on a pony mount?)", argv[1], strerror(errno));
-	return CLI_EXIT_OK;
+	return path_ioctl_run(argc, argv, "pony fs syncfs", PONYFUSE_IOC_SYNCFS, NULL);
+}
+
+static int fs_requests_run(int argc, char **argv)
+{
+	struct ponyfuse_counters_arg a;
+	int r;
+
+	if (cli_wants_help(argc, argv)) {
+		printf("Usage: pony fs requests PATH\nThe FUSE front end's counters of the pony "
+		       "mount holding PATH:\n\"fuse_<request> N\" for each kind of FUSE request "
+		       "it read (fuse_read,\nfuse_lookup...), and its passthrough state "
+		       "(passthrough 1 when in use,\npassthrough_opens, "
+		       "passthrough_backing_files registered now).\n");
+		return CLI_EXIT_OK;
+	}
+	r = path_ioctl_run(argc, argv, "pony fs requests", PONYFUSE_IOC_REQUESTS, &a);
+	if (r == CLI_EXIT_OK)
+		printf("%.*s", (int)sizeof(a.text), a.text);
+	return r;
 }
 
 static int fs_umount_run(int argc, char **argv)
@@ -208,10 +239,12 @@ static const struct cli_command fs_commands_list[] = {
 	{ "mount-host", "mount a host directory through hostfs", fs_mount_run },
 	{ "statx", "statx with mask and flags on a pony mount", fs_statx_run },
 	{ "syncfs", "syncfs of a pony mount", fs_syncfs_run },
+	{ "requests", "FUSE requests a pony mount has served", fs_requests_run },
 	{ "umount", "unmount a pony FUSE mount", fs_umount_run },
 };
 static const struct cli_command *const fs_commands[] = {
 	&fs_commands_list[0], &fs_commands_list[1], &fs_commands_list[2], &fs_commands_list[3],
+	&fs_commands_list[4],
 };
 
 static int fs_run(int argc, char **argv)

@@ -32,6 +32,12 @@ static void mount_usage(FILE *out)
 		"                      streams of small write(2)s; costs a READ and a\n"
 		"                      SETATTR per small append, so off by default)\n"
 		"      --no-writeback  no kernel writeback cache (the default)\n"
+		"      --no-passthrough\n"
+		"                      serve file data in the daemon; by default the\n"
+		"                      kernel reads and writes a layer's host file\n"
+		"                      itself (FUSE passthrough: kernel 6.9+, root, not\n"
+		"                      with --writeback; silently off where the kernel\n"
+		"                      lacks it)\n"
 		"      --threads N     FUSE worker threads (default 1: serial workloads\n"
 		"                      pay a thread hand-off per request otherwise)\n"
 		"      --timeout SECS  kernel attribute and entry cache (default 86400:\n"
@@ -107,6 +113,7 @@ static int union_mount_run(int argc, char **argv)
 		{ "writeback", no_argument, NULL, 'B' },
 		{ "no-writeback", no_argument, NULL, 'W' },
 		{ "threads", required_argument, NULL, 'N' },
+		{ "no-passthrough", no_argument, NULL, 'P' },
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -129,6 +136,7 @@ static int union_mount_run(int argc, char **argv)
 		case 'X': cfg.flags |= UNION_USERXATTR; break;
 		case 'B': opts.writeback = true; break;
 		case 'W': opts.writeback = false; break;
+		case 'P': opts.no_passthrough = true; break;
 		case 'N':
 			opts.max_threads = (unsigned)atoi(optarg);
 			if (opts.max_threads < 1 || opts.max_threads > 64)

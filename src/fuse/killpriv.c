@@ -4,65 +4,16 @@
  * write, truncate and chown. Without it the kernel sends a GETATTR before
  * every chown to recompute them, a round trip per file in an untar.
  * libfuse 3.14 neither offers the flag nor passes on the kill bits of
- * WRITE, SETATTR and OPEN, so its custom I/O hooks do both: the INIT reply
- * gets the flag, and each worker notes whether the request it just read
- * asks for a kill (a worker reads a request, then handles it).
+ * WRITE, SETATTR and OPEN: devio.c adds the flag to the INIT reply and
+ * notes whether the request a worker just read asks for a kill.
  */
 #include <errno.h>
-#include <linux/fuse.h>
-#include <stdatomic.h>
-#include <string.h>
-#include <sys/uio.h>
+#include <linux/capability.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "internal.h"
 #include "pony/util.h"
-
-static _Thread_local bool kill_asked;
-static atomic_uint_fast64_t init_unique = UINT64_MAX;
-
-static ssize_t dev_read(int fd, void *buf, size_t len, void *userdata)
-{
-	ssize_t n = read(fd, buf, len);
-	const struct fuse_in_header *in = buf;
-	const char *arg = (const char *)buf + sizeof(*in);
-	size_t have = n > 0 ? (size_t)n - MIN((size_t)n, sizeof(*in)) : 0;
-
-	kill_asked = false;
-	if (n < (ssize_t)sizeof(*in))
-		return n;
-	if (in->opcode == FUSE_INIT)
-		atomic_store(&init_unique, in->unique);
-	else if (in->opcode == FUSE_WRITE && have >= sizeof(struct fuse_write_in))
-		kill_asked = ((const struct fuse_write_in *)arg)->write_flags &
-			     FUSE_WRITE_KILL_SUIDGID;
-	else if (in->opcode == FUSE_SETATTR && have >= sizeof(struct fuse_setattr_in))
-		kill_asked = ((const struct fuse_setattr_in *)arg)->valid & FATTR_KILL_SUIDGID;
-	else if (in->opcode == FUSE_OPEN && have >= sizeof(struct fuse_open_in))
-		kill_asked = ((const struct fuse_open_in *)arg)->open_flags &
-			     FUSE_OPEN_KILL_SUIDGID;
-	return n;
-}
-
-static ssize_t dev_writev(int fd, struct iovec *iov, int count, void *userdata)
-{
-	const struct fuse_out_header *out = iov[0].iov_base;
-
-	if (count >= 2 && iov[0].iov_len >= sizeof(*out) && out->error == 0 &&
-	    out->unique == atomic_load(&init_unique) &&
-	    iov[1].iov_len >= offsetof(struct fuse_init_out, max_background)) {
-		((struct fuse_init_out *)iov[1].iov_base)->flags |= FUSE_HANDLE_KILLPRIV_V2;
-		atomic_store(&init_unique, UINT64_MAX);
-	}
-	return writev(fd, iov, count);
-}
-
-static const struct fuse_custom_io killpriv_io = { .read = dev_read, .writev = dev_writev };
-
-int ponyfuse_killpriv_setup(struct fuse_session *se)
-{
-	return fuse_session_custom_io(se, &killpriv_io, fuse_session_fd(se)) == 0 ? 0 : -EIO;
-}
 
 static bool caller_in_group(fuse_req_t req, gid_t gid)
 {
@@ -79,6 +30,18 @@ static bool caller_in_group(fuse_req_t req, gid_t gid)
 	return false;
 }
 
+bool ponyfuse_caller_keeps_suidgid(fuse_req_t req)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3,
+					      .pid = fuse_req_ctx(req)->pid };
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+
+	/* pid 0: a caller outside our pid namespace; assume the worst. */
+	if (h.pid <= 0 || syscall(SYS_capget, &h, d) < 0)
+		return false;
+	return d[CAP_TO_INDEX(CAP_FSETID)].effective & CAP_TO_MASK(CAP_FSETID);
+}
+
 int ponyfuse_kill_suidgid(fuse_req_t req, uint64_t ino, uint64_t fh, struct statx *ret)
 {
 	struct ponyfuse *pf = fuse_req_userdata(req);
@@ -87,9 +50,9 @@ int ponyfuse_kill_suidgid(fuse_req_t req, uint64_t ino, uint64_t fh, struct stat
 	struct statx x;
 	int r;
 
-	if (!kill_asked)
+	/* Only a mount that negotiated KILLPRIV_V2 is asked (devio.c). */
+	if (!ponyfuse_devio_take_kill() || !pf->opts.killpriv)
 		return 0;
-	kill_asked = false;
 	r = VFS_CALL(pf->fs, statx, &ctx, ino, fh, 0, STATX_BASIC_STATS, &x);
 	if (r < 0)
 		return r;

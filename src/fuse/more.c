@@ -1,8 +1,9 @@
 /*
  * more.c - the FUSE requests about directories, extended attributes and the
  * filesystem as a whole, plus the ioctls that carry what FUSE drops (statx
- * masks and flags, syncfs, fbarrier, the instance's counters) and the
- * shutdown ioctl fstests' godown sends (XFS_IOC_GOINGDOWN). readdirplus
+ * masks and flags, syncfs, fbarrier, the instance's and the front end's
+ * counters) and the shutdown ioctl fstests' godown sends
+ * (XFS_IOC_GOINGDOWN). readdirplus
  * looks every entry up, so one request fills the kernel's dentry and
  * attribute caches for a whole `ls -l`.
  */
@@ -247,6 +248,23 @@ static void ioctl_counters(fuse_req_t req, struct vfs *fs, size_t out_bufsz)
 		fuse_reply_ioctl(req, 0, &a, sizeof(a));
 }
 
+/* The front end's counters: passthrough state, then requests by kind. */
+static void ioctl_requests(fuse_req_t req, struct ponyfuse *pf, size_t out_bufsz)
+{
+	struct ponyfuse_counters_arg a = { { 0 } };
+	size_t size = sizeof(a.text) - 1, len;
+	int r;
+
+	if (out_bufsz < sizeof(a)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	r = ponyfuse_pt_counters(pf, a.text, size);
+	len = r < 0 ? 0 : MIN((size_t)r, size);
+	ponyfuse_devio_counters(pf, a.text + len, size - len);
+	fuse_reply_ioctl(req, 0, &a, sizeof(a));
+}
+
 /*
  * XFS_IOC_GOINGDOWN's flags word stays in the caller: FUSE carries no data
  * in for an _IOR ioctl. The caller is root (checked), so the daemon, root
@@ -276,6 +294,9 @@ static void pf_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 		return;
 	case PONYFUSE_IOC_COUNTERS:
 		ioctl_counters(req, fs, out_bufsz);
+		return;
+	case PONYFUSE_IOC_REQUESTS:
+		ioctl_requests(req, fuse_req_userdata(req), out_bufsz);
 		return;
 	case PONYFUSE_IOC_SYNCFS:
 		r = VFS_CALL(fs, syncfs);

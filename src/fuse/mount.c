@@ -75,7 +75,13 @@ int ponyfuse_mount(struct vfs *fs, const char *mountpoint,
 		return -ENOTCONN;
 	}
 	pf->mounted = true;
-	if (opts->killpriv && ponyfuse_killpriv_setup(pf->se) < 0) {
+	/* Passthrough only without the writeback cache, which the kernel
+	 * will not combine with it. */
+	if (!opts->no_passthrough && !opts->writeback && ponyfuse_pt_new(&pf->pt) < 0) {
+		ponyfuse_free(pf);
+		return -ENOMEM;
+	}
+	if (ponyfuse_devio_setup(pf) < 0) {
 		ponyfuse_free(pf);
 		return -EIO;
 	}
@@ -123,6 +129,7 @@ void ponyfuse_free(struct ponyfuse *pf)
 			fuse_session_unmount(pf->se);
 		fuse_session_destroy(pf->se);
 	}
+	ponyfuse_pt_free(pf->pt);
 	free(pf->mountpoint);
 	free(pf);
 }

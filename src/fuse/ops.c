@@ -231,6 +231,38 @@ static int open_flags(fuse_req_t req, int flags)
 	return flags;
 }
 
+/*
+ * Answers an open (or a create, with p): passed through to the host file
+ * when it has one and the kernel takes it (passthrough.c), else served
+ * here, through the kernel's page cache. A reply nobody waits for any
+ * more (interrupted) releases what it opened.
+ */
+static void reply_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		       const struct fuse_entry_param *p)
+{
+	struct ponyfuse *pf = pf_of(req);
+	int id = ponyfuse_pt_open(pf, ino, fi->fh);
+
+	/* A passthrough open must not ask to keep a page cache it has none of. */
+	fi->keep_cache = !id && !p && pf->opts.timeout > 0;
+	/*
+	 * The kernel leaves dropping suid/sgid on write to us (KILLPRIV_V2),
+	 * but passthrough writes never reach us: a writer that would drop
+	 * them has its reads and writes sent here (direct I/O), still on the
+	 * backing file for mmap, as the kernel wants every open of the inode.
+	 */
+	if (id && pf->opts.killpriv && (fi->flags & O_ACCMODE) != O_RDONLY &&
+	    !ponyfuse_caller_keeps_suidgid(req))
+		fi->direct_io = 1;
+	ponyfuse_devio_reply_backing(id);
+	if ((p ? fuse_reply_create(req, p, fi) : fuse_reply_open(req, fi)) != -ENOENT)
+		return;
+	ponyfuse_pt_release(pf, fi->fh);
+	VFS_CALL(pf->fs, release, ino, fi->fh);
+	if (p)
+		VFS_FORGET(pf->fs, ino, 1);
+}
+
 static void req_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct vfs_ctx ctx;
@@ -246,10 +278,8 @@ static void req_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	fi->fh = fh;
-	fi->keep_cache = pf_of(req)->opts.timeout > 0;
 	fi->noflush = pf_of(req)->opts.noflush && !pf_of(req)->opts.writeback;
-	if (fuse_reply_open(req, fi) == -ENOENT)
-		VFS_CALL(fs_of(req), release, ino, fh);
+	reply_open(req, ino, fi, NULL);
 }
 
 static void req_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
@@ -271,10 +301,7 @@ static void req_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 	fi->fh = fh;
 	fi->noflush = pf_of(req)->opts.noflush && !pf_of(req)->opts.writeback;
 	entry_param(pf_of(req), &e, &p);
-	if (fuse_reply_create(req, &p, fi) == -ENOENT) {
-		VFS_CALL(fs_of(req), release, e.ino, fh);
-		VFS_FORGET(fs_of(req), e.ino, 1);
-	}
+	reply_open(req, e.ino, fi, &p);
 }
 
 /*
@@ -332,6 +359,7 @@ static void req_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 static void req_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	ponyfuse_pt_release(pf_of(req), fi->fh);
 	VFS_CALL(fs_of(req), release, ino, fi->fh);
 	fuse_reply_err(req, 0);
 }
