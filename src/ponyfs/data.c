@@ -2,8 +2,10 @@
  * data.c - file data: cached dirty blocks per inode, reads that merge them
  * with the extents on disk (checking each block's CRC32C), and writeback,
  * which moves one file's cached state into the open transaction in one go:
- * a pending truncation, its new blocks (copy-on-write: always freshly
- * allocated, the old ones freed with the transaction), its size and times.
+ * a pending truncation, its fallocated ranges (falloc.c), its new blocks
+ * (copy-on-write: freshly allocated, the old ones freed with the
+ * transaction; only a never-written unwritten block is written in place),
+ * its size and times.
  * Nothing about a file's data reaches the database any other way, so the
  * database never holds a size without the data under it.
  */
@@ -277,7 +279,8 @@ ssize_t ponyfs_read_locked(struct ponyfs *fs, struct ponyfs_inode *in, void *buf
 		r = disk_read(fs, in, first, n, to);
 		if (r < 0)
 			return r;
-		for (size_t i = ponyfs_page_pos(in, first); i < in->npages && in->pages[i].index < first + n; i++)
+		for (size_t i = ponyfs_page_pos(in, first);
+		     i < in->npages && in->pages[i].index < first + n; i++)
 			memcpy(to + (in->pages[i].index - first) * BS, in->pages[i].data, BS);
 		if (to == tmp)
 			memcpy((uint8_t *)buf + done, tmp + skip, len);
