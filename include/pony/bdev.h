@@ -31,6 +31,12 @@ struct bdev_ops {
 	void (*free)(struct bdev *b);
 	/* Asynchronous path (appended; NULL: bdev_submit completes inline). */
 	void (*submit)(struct bdev *b, struct bdev_io *io);
+	/*
+	 * Storage that is addressable memory (appended; NULL: -EOPNOTSUPP):
+	 * see bdev_map(). Backends that must see every write (fault, record,
+	 * files) leave it NULL.
+	 */
+	int (*map)(struct bdev *b, uint64_t off, size_t len, void **ret_ptr);
 };
 
 struct bdev {
@@ -46,6 +52,14 @@ int bdev_flush(struct bdev *b);
 int bdev_discard(struct bdev *b, uint64_t off, uint64_t len);
 static inline uint64_t bdev_size(const struct bdev *b) { return b->size; }
 void bdev_free(struct bdev *b);         /* NULL: does nothing */
+/*
+ * Lends the device's own storage for [off, off+len): on 0, *ret_ptr points
+ * at it, and loads and stores through it are reads and writes of the
+ * device (no flush needed), valid until the bdev is freed. -EOPNOTSUPP
+ * when the backend's storage is not memory (files) or when it must see
+ * each I/O (fault injection, record): callers then use bdev_pread/pwrite.
+ */
+int bdev_map(struct bdev *b, uint64_t off, size_t len, void **ret_ptr);
 static inline void bdev_freep(struct bdev **b) { bdev_free(*b); }
 
 /*

@@ -1,7 +1,8 @@
 /*
  * bdev.c - the calls every backend shares: range checks, so backends see
  * only valid requests, and the synchronous completion of bdev_submit() for
- * backends without an asynchronous path.
+ * backends without an asynchronous path, and the loan of a memory
+ * backend's storage (bdev_map).
  */
 #include <errno.h>
 
@@ -40,6 +41,15 @@ int bdev_discard(struct bdev *b, uint64_t off, uint64_t len)
 	if (r < 0)
 		return r;
 	return b->ops->discard ? b->ops->discard(b, off, len) : -EOPNOTSUPP;
+}
+
+int bdev_map(struct bdev *b, uint64_t off, size_t len, void **ret_ptr)
+{
+	int r = bdev_check(b, off, len);
+
+	if (r < 0)
+		return r;
+	return b->ops->map ? b->ops->map(b, off, len, ret_ptr) : -EOPNOTSUPP;
 }
 
 void bdev_free(struct bdev *b)

@@ -80,6 +80,14 @@ int volume_mread(struct volume_seg *s, unsigned m, void *buf, size_t len, uint64
  * is returned. Bad ranges are skipped: they stay reconstructed.
  */
 int volume_mwrite(struct volume_seg *s, unsigned m, const void *buf, size_t len, uint64_t off);
+/*
+ * Member m's storage for [off, off+len), when it is memory (bdev_map), for
+ * a read or a write under the rules above: -EIO when the member may not take
+ * part (failed; for reads also rebuilding; a bad range), -EOPNOTSUPP when its
+ * storage cannot be lent (the caller then uses volume_mread/volume_mwrite).
+ */
+int volume_mmap(struct volume_seg *s, unsigned m, size_t len, uint64_t off, bool write,
+		uint8_t **ret);
 int volume_mstate(const struct volume_seg *s, unsigned m);
 void volume_mfail(struct volume_seg *s, unsigned m);
 /*

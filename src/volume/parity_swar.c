@@ -8,33 +8,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include "gf_swar.h"
 #include "parity.h"
-
-#define LOW7 0xfefefefefefefefeull
-#define HIGH 0x8080808080808080ull
-#define POLY 0x1d1d1d1d1d1d1d1dull
-
-/* Every byte times g (= 2): shift, and fold in 0x1d where the top bit fell out. */
-static inline uint64_t swar_mul2(uint64_t v)
-{
-	uint64_t hi = v & HIGH;
-	uint64_t mask = (hi << 1) - (hi >> 7);  /* 0xff in each byte whose top bit was set */
-
-	return ((v << 1) & LOW7) ^ (mask & POLY);
-}
-
-/* Every byte times the constant c, by shift-and-add over c's bits. */
-static inline uint64_t swar_mulc(uint64_t v, uint8_t c)
-{
-	uint64_t r = 0;
-
-	for (int bit = 7; bit >= 0; bit--) {
-		r = swar_mul2(r);
-		if (c >> bit & 1)
-			r ^= v;
-	}
-	return r;
-}
 
 /*
  * Data block index for each Q exponent, highest first, so Horner's rule can

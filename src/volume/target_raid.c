@@ -5,7 +5,10 @@
  * own). Reads go straight to the data member; a failed read rebuilds the row
  * from the others and rewrites the bad block. Full-stripe writes compute
  * parity from the new data alone; partial writes read the rest of the row
- * (reconstruct-write), so a degraded member never needs reading.
+ * (reconstruct-write), so a degraded member never needs reading. Whole
+ * raid6 stripes on members whose storage is memory take the fused path
+ * (raid6_fused.c): one pass over the data stores it and makes P and Q, or
+ * reads the survivors and rebuilds what is lost.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -13,6 +16,7 @@
 
 #include "pony/util.h"
 #include "internal.h"
+#include "raid6_fused.h"
 
 /* One row of a stripe. Block b: data 0..k-1, then P (k), then Q (k+1). */
 struct row {
@@ -185,6 +189,87 @@ static int raid_read_piece(struct volume_seg *s, uint64_t stripe, unsigned b, ui
 	return ret;
 }
 
+/* The fused kernels' instructions: the SWAR engine's users get the portable path too. */
+static enum raid6_fused_isa raid_fused_isa(const struct volume_seg *s)
+{
+	return s->parity == &parity_swar_ops ? RAID6_FUSED_SWAR : RAID6_FUSED_BEST;
+}
+
+/*
+ * Maps the blocks of stripe's row on members that lend their memory, for a
+ * read or a write: 0 and ptr[] (NULL for a block that may not be read or
+ * written), or 1 when a member that takes part cannot lend its storage (the
+ * caller then goes through member I/O).
+ */
+static int raid_row_map(struct volume_seg *s, const struct layout_stripe *st, uint64_t devoff,
+			bool write, uint8_t **ptr)
+{
+	unsigned k = st->ndata;
+
+	for (unsigned b = 0; b < k + 2; b++) {
+		unsigned d = b < k ? st->disk[b] : (unsigned)(b == k ? st->pd : st->qd);
+		int r = volume_mmap(s, d, s->geom.chunk, devoff, write, &ptr[b]);
+
+		if (r == -EIO)
+			ptr[b] = NULL;
+		else if (r < 0)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * A whole raid6 stripe read in one pass over mapped members (survivors
+ * copied to buf, up to two lost data blocks rebuilt on the way): 0, or 1
+ * when the members do not allow it (the caller takes the row path).
+ * Called with s->lock held.
+ */
+static int raid_read_full_mapped(struct volume_seg *s, uint64_t stripe, uint8_t *buf)
+{
+	struct layout_stripe st;
+	uint8_t *src[LAYOUT_MAX_DISKS], *dst[PARITY_MAX_DATA];
+	unsigned nlost = 0;
+
+	layout_raid456_stripe(&s->geom, stripe, &st);
+	if (st.qd < 0 || raid_row_map(s, &st, stripe * s->geom.chunk, false, src))
+		return 1;
+	for (unsigned b = 0; b < st.ndata + 2; b++)
+		nlost += !src[b];
+	if (nlost > 2)
+		return -EIO;
+	for (unsigned b = 0; b < st.ndata; b++)
+		dst[b] = buf + b * s->geom.chunk;
+	return raid6_fused_read(&(struct raid6_fused_stripe){ .ndata = st.ndata, .len = s->geom.chunk,
+							     .qexp = st.qexp, .isa = raid_fused_isa(s) },
+				(const uint8_t *const *)src, dst) < 0 ? 1 : 0;
+}
+
+/*
+ * A whole raid6 stripe written in one pass to mapped members: 0, or 1 when
+ * a member is out, has a bad range here or lends no memory (the caller then
+ * writes through member I/O, which handles each). Called with s->lock held.
+ */
+static int raid_write_full_mapped(struct volume_seg *s, uint64_t stripe, const uint8_t *buf)
+{
+	struct layout_stripe st;
+	uint8_t *dst[LAYOUT_MAX_DISKS];
+	const uint8_t *src[PARITY_MAX_DATA];
+
+	layout_raid456_stripe(&s->geom, stripe, &st);
+	/* More members out than parity covers: the row path writes, then says -EIO. */
+	if (st.qd < 0 || volume_seg_degraded(s) > 2 ||
+	    raid_row_map(s, &st, stripe * s->geom.chunk, true, dst))
+		return 1;
+	for (unsigned b = 0; b < st.ndata + 2; b++)
+		if (!dst[b])
+			return 1;
+	for (unsigned b = 0; b < st.ndata; b++)
+		src[b] = buf + b * s->geom.chunk;
+	return raid6_fused_write(&(struct raid6_fused_stripe){ .ndata = st.ndata, .len = s->geom.chunk,
+							      .qexp = st.qexp, .isa = raid_fused_isa(s) },
+				 src, dst) < 0 ? 1 : 0;
+}
+
 /*
  * A whole stripe read while a data member is out: solve the row once. The
  * data blocks are read (and the lost ones rebuilt) straight into an aligned
@@ -197,6 +282,9 @@ static int raid_read_full_degraded(struct volume_seg *s, uint64_t stripe, uint8_
 	int ret;
 
 	pthread_mutex_lock(&s->lock);
+	ret = raid_read_full_mapped(s, stripe, buf);
+	if (ret <= 0)
+		goto out;
 	ret = row_init(s, &r, stripe, 0, s->geom.chunk);
 	for (unsigned b = 0; ret >= 0 && direct && b < r.k; b++)
 		r.blk[b] = buf + b * r.len;
@@ -204,6 +292,7 @@ static int raid_read_full_degraded(struct volume_seg *s, uint64_t stripe, uint8_
 		ret = row_solve(s, &r, true);
 	for (unsigned b = 0; ret >= 0 && !direct && b < r.k; b++)
 		memcpy(buf + b * r.len, r.blk[b], r.len);
+out:
 	pthread_mutex_unlock(&s->lock);
 	return ret;
 }
@@ -219,25 +308,34 @@ static bool raid_stripe_degraded(struct volume_seg *s, uint64_t stripe)
 	return false;
 }
 
-static int raid_write_full(struct volume_seg *s, uint64_t stripe, const uint8_t *buf)
+/* A whole stripe through member I/O: parity from the new data alone. */
+static int raid_write_full_rows(struct volume_seg *s, uint64_t stripe, const uint8_t *buf)
 {
 	bool all[LAYOUT_MAX_DISKS];
 	struct row r;
+	int ret = row_init(s, &r, stripe, 0, s->geom.chunk);
+
+	if (ret < 0)
+		return ret;
+	for (unsigned b = 0; b < r.k; b++) {
+		/* Aligned caller data feeds the parity engine directly. */
+		if ((uintptr_t)buf % PARITY_ALIGN == 0)
+			r.blk[b] = (uint8_t *)buf + b * r.len;
+		else
+			memcpy(r.blk[b], buf + b * r.len, r.len);
+	}
+	memset(all, 1, sizeof(all));
+	return row_store(s, &r, all, true);
+}
+
+static int raid_write_full(struct volume_seg *s, uint64_t stripe, const uint8_t *buf)
+{
 	int ret;
 
 	pthread_mutex_lock(&s->lock);
-	ret = row_init(s, &r, stripe, 0, s->geom.chunk);
-	if (ret >= 0) {
-		for (unsigned b = 0; b < r.k; b++) {
-			/* Aligned caller data feeds the parity engine directly. */
-			if ((uintptr_t)buf % PARITY_ALIGN == 0)
-				r.blk[b] = (uint8_t *)buf + b * r.len;
-			else
-				memcpy(r.blk[b], buf + b * r.len, r.len);
-		}
-		memset(all, 1, sizeof(all));
-		ret = row_store(s, &r, all, true);
-	}
+	ret = raid_write_full_mapped(s, stripe, buf);
+	if (ret > 0)
+		ret = raid_write_full_rows(s, stripe, buf);
 	pthread_mutex_unlock(&s->lock);
 	return ret;
 }

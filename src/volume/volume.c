@@ -433,6 +433,23 @@ int volume_mwrite(struct volume_seg *s, unsigned m, const void *buf, size_t len,
 	return r;
 }
 
+int volume_mmap(struct volume_seg *s, unsigned m, size_t len, uint64_t off, bool write,
+		uint8_t **ret)
+{
+	struct volume_member *mb = &s->m[m];
+	int st = volume_mstate(s, m);
+	void *p;
+	int r;
+
+	if (!mb->dev || (write ? st == VOLUME_MEMBER_FAILED : st != VOLUME_MEMBER_OK) ||
+	    member_bad(mb, off, len))
+		return -EIO;
+	r = bdev_map(mb->dev, mb->offset + off, len, &p);
+	if (r >= 0)
+		*ret = p;
+	return r;
+}
+
 unsigned volume_member_badblocks(const struct volume *v, unsigned seg, unsigned m,
 				 uint64_t *offs, uint64_t *lens, unsigned max)
 {

@@ -44,6 +44,49 @@ static void test_mem_bdev_round_trips_and_checks_ranges(void **state)
 	bdev_free(m);
 }
 
+/*
+ * A memory bdev lends its storage: stores through the pointer are what later
+ * reads return, and reads see earlier writes. Backends that must see each
+ * I/O (fault, record) and files do not lend, so their I/O keeps its meaning.
+ */
+static void test_only_memory_bdevs_lend_their_storage(void **state)
+{
+	struct bdev *m, *f, *rec, *log, *m2;
+	uint8_t w[4096], r[4096];
+	void *p;
+	char path[] = "/tmp/pony-bdev-map-XXXXXX";
+	int fd = mkstemp(path);
+
+	assert_true(fd >= 0);
+	assert_int_equal(bdev_mem_new(3 << 20, &m), 0);         /* an mmap'ed one */
+	fill(w, sizeof(w), 5);
+	assert_int_equal(bdev_pwrite(m, w, sizeof(w), 65536), 0);
+	assert_int_equal(bdev_map(m, 65536, sizeof(w), &p), 0);
+	assert_memory_equal(p, w, sizeof(w));
+	memset(p, 0xa5, 512);
+	assert_int_equal(bdev_pread(m, r, 512, 65536), 0);
+	assert_int_equal(r[0] & r[511], 0xa5);
+	assert_int_equal(bdev_map(m, (3 << 20) - 512, 1024, &p), -EINVAL);
+	assert_int_equal(bdev_mem_new(4096, &m2), 0);            /* a calloc'ed one */
+	assert_int_equal(bdev_map(m2, 0, 4096, &p), 0);
+	bdev_free(m2);
+
+	assert_int_equal(bdev_fault_new(m, &f), 0);
+	assert_int_equal(bdev_map(f, 0, 512, &p), -EOPNOTSUPP);
+	bdev_free(f);                                            /* frees m */
+	assert_int_equal(bdev_mem_new(1 << 16, &m), 0);
+	assert_int_equal(bdev_mem_new(1 << 16, &log), 0);
+	assert_int_equal(bdev_record_new(m, log, &rec), 0);
+	assert_int_equal(bdev_map(rec, 0, 512, &p), -EOPNOTSUPP);
+	bdev_free(rec);
+	assert_int_equal(ftruncate(fd, 1 << 16), 0);
+	assert_int_equal(bdev_file_open(path, O_RDWR, &f), 0);
+	assert_int_equal(bdev_map(f, 0, 512, &p), -EOPNOTSUPP);
+	bdev_free(f);
+	close(fd);
+	unlink(path);
+}
+
 static void test_file_bdev_round_trips_through_the_file(void **state)
 {
 	char path[] = "/tmp/pony-bdev-XXXXXX";
@@ -210,6 +253,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_mem_bdev_round_trips_and_checks_ranges),
+		cmocka_unit_test(test_only_memory_bdevs_lend_their_storage),
 		cmocka_unit_test(test_file_bdev_round_trips_through_the_file),
 		cmocka_unit_test(test_file_bdev_through_acall_completes_sync_and_async_io),
 		cmocka_unit_test(test_fault_bdev_fails_where_and_when_asked),

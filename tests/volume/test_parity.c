@@ -12,31 +12,8 @@
 #include <cmocka.h>
 
 #include "pony/util.h"
+#include "gf_ref.h"
 #include "parity.h"
-
-/* The reference: GF(2^8) multiply one bit at a time, Q = sum g^e * D. */
-static uint8_t ref_mul(uint8_t a, uint8_t b)
-{
-	unsigned r = 0, x = a;
-
-	for (int i = 0; i < 8; i++) {
-		if (b & (1u << i))
-			r ^= x;
-		x <<= 1;
-		if (x & 0x100)
-			x ^= 0x11d;
-	}
-	return (uint8_t)r;
-}
-
-static uint8_t ref_pow2(unsigned e)
-{
-	uint8_t r = 1;
-
-	while (e--)
-		r = ref_mul(r, 2);
-	return r;
-}
 
 static void ref_pq(const struct parity_stripe *s, uint8_t *p, uint8_t *q)
 {
