@@ -41,7 +41,8 @@ struct ponyfuse_options {
 					 * are read and written by the kernel
 					 * directly, where it offers passthrough
 					 * (6.9+, root, no writeback cache);
-					 * elsewhere it silently does not happen */
+					 * elsewhere, and for instances without
+					 * data_fd, it silently does not happen */
 };
 
 struct ponyfuse;

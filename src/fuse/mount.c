@@ -75,9 +75,11 @@ int ponyfuse_mount(struct vfs *fs, const char *mountpoint,
 		return -ENOTCONN;
 	}
 	pf->mounted = true;
-	/* Passthrough only without the writeback cache, which the kernel
-	 * will not combine with it. */
-	if (!opts->no_passthrough && !opts->writeback && ponyfuse_pt_new(&pf->pt) < 0) {
+	/* Passthrough only for an instance with host files behind its data,
+	 * and without the writeback cache, which the kernel will not combine
+	 * with it (negotiating it makes the mount a stacked filesystem). */
+	if (!opts->no_passthrough && !opts->writeback && fs->ops->data_fd &&
+	    ponyfuse_pt_new(&pf->pt) < 0) {
 		ponyfuse_free(pf);
 		return -ENOMEM;
 	}

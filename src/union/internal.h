@@ -59,6 +59,11 @@ struct union_fs {
 	unsigned nlowers;
 	uint64_t work;                  /* upper-vfs ino of work/work */
 	uint64_t index;                 /* upper-vfs ino of work/index */
+	uint64_t whiteout;              /* upper-vfs ino of the whiteout in
+					 * work/work every whiteout links to; 0:
+					 * none yet (copy_up.c) */
+	char whiteout_name[32];         /* its name there */
+	bool no_shared_whiteout;        /* the upper refused such a link */
 	char prefix[24];                /* "trusted.overlay." or "user.overlay." */
 	bool stale;                     /* a lower changed: refuse everything */
 	uint64_t tmp_seq;
@@ -134,6 +139,8 @@ int union_linked_set(struct union_fs *u, uint64_t upper, int count);
 
 /* copy_up.c */
 int union_copy_up_locked(struct union_fs *u, struct union_node *n);
+/* Forgets the shared whiteout and removes its work/work name. */
+void union_whiteout_drop_locked(struct union_fs *u);
 /* A name in the work directory for staging; buf of 32. */
 const char *union_tmp_name(struct union_fs *u, char buf[static 32]);
 int union_set_xattr(struct union_fs *u, uint64_t upper_ino, const char *suffix,

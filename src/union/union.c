@@ -186,6 +186,7 @@ void union_destroy(struct vfs *fs)
 	union_nodes_free(u);
 	union_seen_free(u);
 	if (u->upper) {
+		union_whiteout_drop_locked(u);
 		if (u->work)
 			VFS_FORGET(u->upper, u->work, 1);
 		if (u->index)

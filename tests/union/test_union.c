@@ -340,6 +340,37 @@ static void test_whiteout_and_opaque_dir_hide_lower_names(void **state)
 	assert_int_equal(vfs_walk(f->fs, &f->ctx, "d/x", &y), -ENOENT);
 }
 
+/* Whiteouts are links of one inode (as overlayfs makes them), left on disk
+ * as plain 0/0 whiteouts once the union is gone. */
+static void test_whiteouts_share_one_inode(void **state)
+{
+	struct fixture *f = *state;
+	struct stat st[3];
+	struct vfs_entry d, e;
+	char path[160];
+
+	walk(f, "e", &d);
+	for (int i = 1; i <= 3; i++) {
+		snprintf(path, sizeof(path), "n%d", i);
+		assert_int_equal(VFS_CALL(f->fs, unlink, &f->ctx, d.ino, path), 0);
+		assert_int_equal(VFS_CALL(f->fs, lookup, &f->ctx, d.ino, path, &e), -ENOENT);
+		snprintf(path, sizeof(path), "%s/e/n%d", f->upper, i);
+		assert_int_equal(stat(path, &st[i - 1]), 0);
+		assert_true(S_ISCHR(st[i - 1].st_mode) && st[i - 1].st_rdev == makedev(0, 0));
+		assert_true(st[i - 1].st_ino == st[0].st_ino);
+	}
+	/* Three names here and the one in work/work the union links to. */
+	assert_int_equal(st[2].st_nlink, 4);
+	VFS_FORGET(f->fs, d.ino, 1);
+	remount(f);
+	snprintf(path, sizeof(path), "%s/e/n1", f->upper);
+	assert_int_equal(stat(path, &st[0]), 0);
+	assert_int_equal(st[0].st_nlink, 3);    /* work/work is left empty */
+	assert_int_equal(vfs_walk(f->fs, &f->ctx, "e/n2", &e), -ENOENT);
+	assert_int_equal(vfs_walk(f->fs, &f->ctx, "e/n4", &e), 0);
+	VFS_FORGET(f->fs, e.ino, 1);
+}
+
 static void test_directory_rename_keeps_lower_contents(void **state)
 {
 	struct fixture *f = *state;
@@ -478,6 +509,7 @@ int main(void)
 		T(test_readdir_cookies_survive_adds_and_removes),
 		T(test_readdir_without_opendir_resumes_by_cookie),
 		T(test_whiteout_and_opaque_dir_hide_lower_names),
+		T(test_whiteouts_share_one_inode),
 		T(test_directory_rename_keeps_lower_contents),
 		T(test_exchange_of_merged_directories_keeps_both_lowers),
 		T(test_rename_over_lower_file_leaves_a_whiteout),
