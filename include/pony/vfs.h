@@ -31,7 +31,7 @@
 #include <sys/statvfs.h>
 #include <sys/types.h>
 
-#define VFS_OPS_VERSION 4
+#define VFS_OPS_VERSION 5
 #define VFS_ROOT_INO 1ull
 #define VFS_NO_FH UINT64_MAX    /* statx/setattr without an open file */
 
@@ -253,6 +253,15 @@ struct vfs_ops {
 	 * the data is no host file's.
 	 */
 	int (*data_fd)(struct vfs *fs, uint64_t ino, uint64_t fh);
+	/*
+	 * Whether fh's data_fd is the host file every open of ino gets while
+	 * fh is open: false where a later opener may be given another one (a
+	 * union's lower file, which an open for writing copies up). The FUSE
+	 * front end passes the kernel through only to files where it holds,
+	 * since the kernel binds one host file to an inode for all its opens.
+	 * NULL: it always holds.
+	 */
+	bool (*data_fd_stable)(struct vfs *fs, uint64_t ino, uint64_t fh);
 };
 
 /* The instance header: every instance embeds it first. */

@@ -15,14 +15,14 @@
  *    so opens of one inode's one host file share one backing id;
  *  - an inode with a cached (page cache) open refuses passthrough opens,
  *    and a passthrough open refuses FOPEN_KEEP_CACHE: a file is served one
- *    way or the other, which holds since every open of a host-data file
- *    asks for passthrough here;
+ *    way or the other;
  *  - no passthrough next to the writeback cache (devio.c does not ask).
- * What stays: a union file open read-only through passthrough from a lower
- * and copied up meanwhile by another opener is that open's old data (as
- * before), and the new opener's passthrough open of the upper fails with
- * EIO until the old one is closed (the kernel allows one backing file per
- * inode). Sequential opens, the common case, each get their own layer's file.
+ * So an inode with opens served through the page cache gets only such opens
+ * until they are all released, and only host files that stay the inode's
+ * for every open are passed through (vfs data_fd_stable): a union's lower
+ * file is served as before (spliced), since an open for writing copies it
+ * up to another host file while readers may hold it; once copied up, the
+ * upper file is passed through.
  * Where the kernel refuses a backing file (no CAP_SYS_ADMIN: EPERM; a host
  * file on a stacked filesystem: ELOOP) the open is served as before.
  */
@@ -55,11 +55,19 @@ struct pt_backing {
 	unsigned opens;                 /* passthrough opens holding it */
 };
 
-/* A passthrough open: the vfs handle and the backing it holds. */
+/* A FUSE inode with opens served through the page cache, not passed through. */
+struct pt_cached {
+	struct pt_cached *next;
+	uint64_t ino;                   /* the FUSE node id */
+	unsigned opens;
+};
+
+/* An open: the vfs handle and the backing it holds, or its cached record. */
 struct pt_open {
 	struct pt_open *next;
 	uint64_t fh;
 	struct pt_backing *b;
+	struct pt_cached *c;
 };
 
 #define PT_BUCKETS 256
@@ -69,6 +77,7 @@ struct ponyfuse_pt {
 	pthread_mutex_t lock;
 	bool off;                       /* the kernel refused us: serve as before */
 	struct pt_backing *backings[PT_BUCKETS];
+	struct pt_cached *cached[PT_BUCKETS];
 	struct pt_open *opens[PT_BUCKETS];
 	uint64_t nbackings, nopens;
 };
@@ -98,6 +107,10 @@ void ponyfuse_pt_free(struct ponyfuse_pt *pt)
 		for (struct pt_backing *b = pt->backings[i], *n; b; b = n) {
 			n = b->next;
 			free(b);
+		}
+		for (struct pt_cached *c = pt->cached[i], *n; c; c = n) {
+			n = c->next;
+			free(c);
 		}
 		for (struct pt_open *o = pt->opens[i], *n; o; o = n) {
 			n = o->next;
@@ -140,35 +153,78 @@ static struct pt_backing *backing_get_locked(struct ponyfuse *pf, uint64_t ino,
 	return b;
 }
 
+/* ino's record of cached opens, made if asked to: NULL if none (or no memory). */
+static struct pt_cached *cached_get_locked(struct ponyfuse_pt *pt, uint64_t ino, bool make)
+{
+	struct pt_cached **head = &pt->cached[bucket(ino)], *c;
+
+	for (c = *head; c; c = c->next)
+		if (c->ino == ino)
+			return c;
+	if (!make || !(c = calloc(1, sizeof(*c))))
+		return NULL;
+	*c = (struct pt_cached){ .next = *head, .ino = ino };
+	*head = c;
+	return c;
+}
+
+static void cached_put_locked(struct ponyfuse_pt *pt, struct pt_cached *dead)
+{
+	if (--dead->opens)
+		return;
+	for (struct pt_cached **p = &pt->cached[bucket(dead->ino)]; *p; p = &(*p)->next) {
+		if (*p == dead) {
+			*p = dead->next;
+			break;
+		}
+	}
+	free(dead);
+}
+
+/*
+ * The backing id to answer an open of ino with, or 0 to serve it through
+ * the page cache. The kernel fails (EIO) an open that would mix the two
+ * on one inode, so an inode with cached opens gets cached ones until they
+ * are all released, and only host files that stay the inode's for every
+ * open (data_fd_stable) are passed through: a union's lower file opened
+ * for reading while a writer copies it up must not hold the inode.
+ */
 int ponyfuse_pt_open(struct ponyfuse *pf, uint64_t ino, uint64_t fh)
 {
 	struct ponyfuse_pt *pt = pf->pt;
-	struct pt_backing *b;
+	struct pt_backing *b = NULL;
+	struct pt_cached *c = NULL;
 	struct pt_open *o;
 	struct stat st;
+	bool candidate;
 	int fd, id = 0;
 
 	if (!pt || !atomic_load(&pf->pt_on))
 		return 0;
 	fd = VFS_CALL(pf->fs, data_fd, ino, fh);
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-		return 0;
+	candidate = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+		    (!pf->fs->ops->data_fd_stable || pf->fs->ops->data_fd_stable(pf->fs, ino, fh));
 	o = malloc(sizeof(*o));
 	if (!o)
 		return 0;
 	pthread_mutex_lock(&pt->lock);
-	b = backing_get_locked(pf, ino, &st, fd);
+	if (candidate && !cached_get_locked(pt, ino, false))
+		b = backing_get_locked(pf, ino, &st, fd);
 	if (b) {
+		b->opens++;
+		id = b->id;
+	} else if ((c = cached_get_locked(pt, ino, true))) {
+		c->opens++;
+	}
+	if (b || c) {
 		size_t h = bucket(fh);
 
-		b->opens++;
-		*o = (struct pt_open){ .next = pt->opens[h], .fh = fh, .b = b };
+		*o = (struct pt_open){ .next = pt->opens[h], .fh = fh, .b = b, .c = c };
 		pt->opens[h] = o;
-		pt->nopens++;
-		id = b->id;
+		pt->nopens += b != NULL;
 	}
 	pthread_mutex_unlock(&pt->lock);
-	if (!b)
+	if (!b && !c)
 		free(o);
 	return id;
 }
@@ -204,7 +260,9 @@ void ponyfuse_pt_release(struct ponyfuse *pf, uint64_t fh)
 			break;
 		}
 	}
-	if (o && --o->b->opens == 0)
+	if (o && o->c)
+		cached_put_locked(pt, o->c);
+	else if (o && --o->b->opens == 0)
 		backing_drop_locked(pf, o->b);
 	pthread_mutex_unlock(&pt->lock);
 	free(o);

@@ -194,6 +194,12 @@ static int union_data_fd(struct vfs *fs, uint64_t ino, uint64_t fh)
 	return VFS_CALL(FILE_OF(fh)->fs, data_fd, FILE_OF(fh)->ino, FILE_OF(fh)->fh);
 }
 
+/* A lower file's opens change host file at copy-up; the upper's never do. */
+static bool union_data_fd_stable(struct vfs *fs, uint64_t ino, uint64_t fh)
+{
+	return FILE_OF(fh)->fs == union_of(fs)->upper;
+}
+
 static ssize_t union_write(struct vfs *fs, uint64_t ino, uint64_t fh, const void *buf,
 			   size_t size, off_t offset)
 {
@@ -384,4 +390,5 @@ const struct vfs_ops union_ops = {
 	.syncfs = union_syncfs,
 	.barrier = union_barrier,
 	.data_fd = union_data_fd,
+	.data_fd_stable = union_data_fd_stable,
 };
