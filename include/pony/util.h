@@ -91,6 +91,13 @@ static inline void fclosep(FILE **f)
 /* Memory aligned to 4096 bytes (O_DIRECT, superblocks); free() it. */
 void *util_aligned_alloc(size_t size);
 
+/*
+ * Room for element n of an array of *cap elements: arr itself while n <
+ * *cap, else arr reallocated to twice *cap (first when empty) and *cap
+ * updated. NULL when out of memory, arr then unchanged and still owned.
+ */
+void *util_array_grow(void *arr, size_t *cap, size_t n, size_t elem_size, size_t first);
+
 /* CRC32C (Castagnoli), as iSCSI, ext4 and btrfs use it; seed 0 for a new sum. */
 uint32_t util_crc32c(uint32_t seed, const void *buf, size_t len);
 

@@ -45,15 +45,12 @@ int ponyfs_alloc_locked(struct ponyfs *fs, uint64_t want, uint64_t *ret_start, u
 
 int ponyfs_free_locked(struct ponyfs *fs, uint64_t pblock, uint64_t n)
 {
-	if (fs->npending == fs->cap_pending) {
-		size_t cap = fs->cap_pending ? fs->cap_pending * 2 : 64;
-		void *p = realloc(fs->pending, cap * sizeof(*fs->pending));
+	void *grown = util_array_grow(fs->pending, &fs->cap_pending, fs->npending,
+				      sizeof(*fs->pending), 64);
 
-		if (!p)
-			return -ENOMEM;
-		fs->pending = p;
-		fs->cap_pending = cap;
-	}
+	if (!grown)
+		return -ENOMEM;
+	fs->pending = grown;
 	fs->pending[fs->npending].pblock = pblock;
 	fs->pending[fs->npending++].n = n;
 	fs->pending_free_blocks += n;

@@ -296,21 +296,17 @@ static int page_get(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t index, 
 	size_t pos = ponyfs_page_pos(in, index);
 	enum ponyfs_page_kind kind = PONYFS_PAGE_NEW;
 	uint8_t *data;
+	void *grown;
 	int r = 0;
 
 	if (pos < in->npages && in->pages[pos].index == index) {
 		*ret = in->pages[pos].data;
 		return 0;
 	}
-	if (in->npages == in->cap) {
-		size_t cap = in->cap ? in->cap * 2 : 16;
-		void *p = realloc(in->pages, cap * sizeof(*in->pages));
-
-		if (!p)
-			return -ENOMEM;
-		in->pages = p;
-		in->cap = cap;
-	}
+	grown = util_array_grow(in->pages, &in->cap, in->npages, sizeof(*in->pages), 16);
+	if (!grown)
+		return -ENOMEM;
+	in->pages = grown;
 	data = ponyfs_page_alloc(fs);   /* !fill: the caller writes it whole */
 	if (!data)
 		return -ENOMEM;

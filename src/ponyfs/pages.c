@@ -48,17 +48,12 @@ static void slab_carve(struct ponyfs *fs, uint8_t *slab)
 
 static int slab_add(struct ponyfs *fs)
 {
+	void *grown = util_array_grow(fs->slabs, &fs->cap_slabs, fs->nslabs, sizeof(*fs->slabs), 16);
 	void *slab;
 
-	if (fs->nslabs == fs->cap_slabs) {
-		size_t cap = fs->cap_slabs ? fs->cap_slabs * 2 : 16;
-		void *p = realloc(fs->slabs, cap * sizeof(*fs->slabs));
-
-		if (!p)
-			return -ENOMEM;
-		fs->slabs = p;
-		fs->cap_slabs = cap;
-	}
+	if (!grown)
+		return -ENOMEM;
+	fs->slabs = grown;
 	slab = mmap(NULL, SLAB_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (slab == MAP_FAILED)
 		return -ENOMEM;
