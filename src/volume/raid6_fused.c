@@ -1,10 +1,12 @@
 /*
  * raid6_fused.c - RAID6 full-stripe write and degraded read in one pass over
  * memory members (see raid6_fused.h for why). Q is computed by Horner's
- * rule over the data blocks, highest Q exponent first: q = q * 2 ^ D. Per
- * step of the pass, a few cache lines of every block are loaded once, stored
- * where they go and folded into P and Q in registers, so the parity work
- * overlaps the stores instead of following them.
+ * rule over the data blocks, highest Q exponent first: q = q * 2 ^ D. A
+ * write goes a round of a few KiB at a time: each data block's piece is
+ * loaded once, streamed to its member and folded into P and Q accumulators
+ * that stay in L1, then P and Q are streamed out; a read loads a few cache
+ * lines of every surviving block a step and rebuilds in registers. Either
+ * way the parity work overlaps the stores instead of following them.
  *
  * Three paths make the same bytes: AVX-512 (F + BW), AVX2 and portable
  * 64-bit SWAR words (gf_swar.h), chosen at run time by what the CPU has. The

@@ -11,8 +11,9 @@
  * times a constant (recovery) is two 16-entry nibble lookups. Each loop is
  * built for each store kind and, for reads, with and without Q (constant
  * arguments of always-inline bodies), so the inner loop carries no tests.
- * Two lines of W bytes go to a block a step: two independent Horner
- * chains, and two lines in a row to each member's stream of stores.
+ * Writes go in rounds of FUSED_BLOCK bytes, one member at a time (below);
+ * reads take two lines of W bytes of every block a step: two independent
+ * Horner chains, and two lines in a row to each stream of stores.
  */
 
 TGT INLINE VEC SFX(get)(const uint8_t *p)
@@ -33,9 +34,13 @@ TGT INLINE void SFX(put)(uint8_t *p, VEC v, bool stream)
 
 TGT INLINE VEC SFX(mul2)(VEC v)
 {
+#ifdef V_MUL2
+	return V_MUL2(v);
+#else
 	VEC hi = (VEC)((SVEC)v < 0);
 
 	return (v + v) ^ (hi & 0x1d);
+#endif
 }
 
 /* v times the constant whose nibble products tab holds. */
@@ -49,7 +54,7 @@ TGT INLINE VEC SFX(mulc)(VEC v, const uint8_t *tab)
  * lines loaded once, stored where they go and folded into P' and Q'.
  */
 TGT INLINE void SFX(step)(const struct raid6_fused_plan *pl, unsigned t, size_t i, VEC *p0,
-			  VEC *p1, VEC *q0, VEC *q1, bool stream, bool want_q, bool ahead)
+			  VEC *p1, VEC *q0, VEC *q1, bool stream, bool want_q)
 {
 	int b = pl->order[t];
 	VEC x0, x1;
@@ -60,7 +65,7 @@ TGT INLINE void SFX(step)(const struct raid6_fused_plan *pl, unsigned t, size_t 
 	}
 	if (b < 0)
 		return;
-	for (size_t a = 0; ahead && a < 2 * W; a += 64)
+	for (size_t a = 0; a < 2 * W; a += 64)
 		_mm_prefetch((const char *)pl->src[b] + i + a + READ_AHEAD, _MM_HINT_T0);
 	x0 = SFX(get)(pl->src[b] + i);
 	x1 = SFX(get)(pl->src[b] + i + W);
@@ -74,17 +79,77 @@ TGT INLINE void SFX(step)(const struct raid6_fused_plan *pl, unsigned t, size_t 
 	}
 }
 
+/*
+ * Writes go a round of FUSED_BLOCK bytes at a time: each data block's piece
+ * is loaded once, streamed to its member and folded into P and Q
+ * accumulators that stay in L1, one member after the other; then P and Q
+ * are streamed out. One stream of stores at a time rather than ten
+ * interleaved ones. Steps with nothing to fold are extra doublings of Q
+ * (DDF's gaps), done over the accumulator on their own.
+ */
+TGT INLINE void SFX(wfirst)(const uint8_t *s, uint8_t *d, VEC *p, VEC *q, size_t n, bool stream)
+{
+	for (size_t j = 0; j < n / W; j++) {
+		VEC x = SFX(get)(s + j * W);
+
+		SFX(put)(d + j * W, x, stream);
+		p[j] = x;
+		q[j] = x;
+	}
+}
+
+TGT INLINE void SFX(wfold)(const uint8_t *s, uint8_t *d, VEC *p, VEC *q, size_t n, bool stream)
+{
+	for (size_t j = 0; j < n / W; j++) {
+		VEC x = SFX(get)(s + j * W);
+
+		SFX(put)(d + j * W, x, stream);
+		p[j] ^= x;
+		q[j] = SFX(mul2)(q[j]) ^ x;
+	}
+}
+
+TGT INLINE void SFX(wdouble)(VEC *q, size_t n, unsigned times)
+{
+	for (unsigned k = 0; k < times; k++)
+		for (size_t j = 0; j < n / W; j++)
+			q[j] = SFX(mul2)(q[j]);
+}
+
+TGT INLINE void SFX(wout)(uint8_t *d, const VEC *v, size_t n, bool stream)
+{
+	for (size_t j = 0; j < n / W; j++)
+		SFX(put)(d + j * W, v[j], stream);
+}
+
 TGT INLINE void SFX(write)(const struct raid6_fused_plan *pl, size_t end, bool stream)
 {
-	for (size_t i = 0; i < end; i += 2 * W) {
-		VEC p0 = { 0 }, p1 = p0, q0 = p0, q1 = p0;
+	VEC p[FUSED_BLOCK / W], q[FUSED_BLOCK / W];
 
-		for (unsigned t = 0; t < pl->nsteps; t++)
-			SFX(step)(pl, t, i, &p0, &p1, &q0, &q1, stream, true, false);
-		SFX(put)(pl->dst[pl->ndata] + i, p0, stream);
-		SFX(put)(pl->dst[pl->ndata] + i + W, p1, stream);
-		SFX(put)(pl->dst[pl->ndata + 1] + i, q0, stream);
-		SFX(put)(pl->dst[pl->ndata + 1] + i + W, q1, stream);
+	for (size_t i = 0; i < end; i += FUSED_BLOCK) {
+		size_t n = end - i < FUSED_BLOCK ? end - i : FUSED_BLOCK;
+		unsigned gaps = 0;
+		bool first = true;
+
+		for (unsigned t = 0; t < pl->nsteps; t++) {
+			int b = pl->order[t];
+
+			if (b < 0) {
+				gaps += !first;         /* doublings of zero: nothing */
+				continue;
+			}
+			if (first)
+				SFX(wfirst)(pl->src[b] + i, pl->dst[b] + i, p, q, n, stream);
+			else {
+				SFX(wdouble)(q, n, gaps);
+				SFX(wfold)(pl->src[b] + i, pl->dst[b] + i, p, q, n, stream);
+			}
+			first = false;
+			gaps = 0;
+		}
+		SFX(wdouble)(q, n, gaps);
+		SFX(wout)(pl->dst[pl->ndata] + i, p, n, stream);
+		SFX(wout)(pl->dst[pl->ndata + 1] + i, q, n, stream);
 	}
 }
 
@@ -120,7 +185,7 @@ TGT INLINE void SFX(read)(const struct raid6_fused_plan *pl, size_t end, bool st
 			p1 = SFX(get)(pl->p + i + W);
 		}
 		for (unsigned t = 0; t < pl->nsteps; t++)
-			SFX(step)(pl, t, i, &p0, &p1, &q0, &q1, stream, want_q, true);
+			SFX(step)(pl, t, i, &p0, &p1, &q0, &q1, stream, want_q);
 		if (want_q) {
 			q0 ^= SFX(get)(pl->q + i);
 			q1 ^= SFX(get)(pl->q + i + W);

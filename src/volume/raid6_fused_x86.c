@@ -4,16 +4,27 @@
  * one template (raid6_fused_loop.h) for AVX-512 (F + BW, 64-byte vectors)
  * and AVX2 (32-byte vectors).
  *
- * Two lines of each block a step (raid6_fused_loop.h). Measured on this machine (a
- * throwaway loop over ten 16 MiB members, medians of 11, ratio to pq_gen):
- * one 64-byte line a step 0.41-0.44 (ten streams of streaming stores
- * switching every line), two 0.47-0.51, four 0.44-0.49. Loads plus
- * streaming stores, not the parity arithmetic, set the pace: the same loop
- * without P and Q, or with GFNI's one-instruction multiply by 2, runs no
- * faster. Reads prefetch each surviving block (member memory, not cache)
- * READ_AHEAD bytes ahead: two lost data blocks a stripe went from
- * 0.37-0.39 to 0.40-0.43 of pq_gen in the same loop; writes (their source
- * is in cache) did not gain.
+ * Writes go a 4 KiB round at a time, one member's stream of stores after
+ * the other, P and Q gathered in L1 (raid6_fused_loop.h). Measured on this
+ * machine (a loop over ten 64 MiB members in huge pages, 256 KiB chunks,
+ * CPU time, medians of 9 against pq_gen in the same run, four alternations):
+ * the earlier loop over all ten blocks two lines a step, ten streams of
+ * streaming stores interleaved, 0.48-0.52; rounds of 4 KiB 0.51-0.55,
+ * the speed of the same loop with no P and Q at all (loads and streamed
+ * stores only: 0.51-0.56); rounds of 2 KiB 0.48-0.51, 8 KiB 0.52, 16 KiB
+ * 0.47, 32 KiB 0.41 (P and Q spill from L1). Streamed stores with no
+ * loads reach 0.66-0.72, and with the loads served from L2 or L1 (a source
+ * of 256 KiB or 4 KiB) 0.60 and 0.69: the 2 MiB source, which does not stay
+ * in the core's 2 MiB of L2, sets the pace, not the parity arithmetic.
+ * Prefetching the next member's round into L1, L2 or non-temporally did
+ * not gain; neither did a source in huge pages.
+ *
+ * Reads still do two lines of every block a step, and prefetch each
+ * surviving block (member memory, not cache) READ_AHEAD bytes ahead: two
+ * lost data blocks a stripe went from 0.37-0.39 to 0.40-0.43 of pq_gen.
+ * Multiplying by 2 is add, sign-to-mask and a masked 0x1d (V_MUL2 for
+ * AVX-512: GCC's generic vector compare left a second load and an AND in
+ * the loop).
  */
 #ifdef __x86_64__
 #include <immintrin.h>
@@ -24,6 +35,7 @@
 
 #define INLINE static inline __attribute__((always_inline))
 #define READ_AHEAD 1024
+#define FUSED_BLOCK 4096                /* bytes of each block a round of a write */
 
 typedef uint8_t v64u __attribute__((vector_size(64)));
 typedef int8_t v64s __attribute__((vector_size(64)));
@@ -38,6 +50,8 @@ typedef int8_t v32s __attribute__((vector_size(32)));
 #define V_STREAM(p, v) _mm512_stream_si512((void *)(p), (__m512i)(v))
 #define V_SHUF(t, i) ((VEC)_mm512_shuffle_epi8((__m512i)(t), (__m512i)(i)))
 #define V_TAB(p) ((VEC)_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(p))))
+#define V_MUL2(v) ((v + v) ^ (VEC)_mm512_maskz_mov_epi8(_mm512_movepi8_mask((__m512i)(v)), \
+							  _mm512_set1_epi8(0x1d)))
 #include "raid6_fused_loop.h"
 #undef VEC
 #undef SVEC
@@ -47,6 +61,7 @@ typedef int8_t v32s __attribute__((vector_size(32)));
 #undef V_STREAM
 #undef V_SHUF
 #undef V_TAB
+#undef V_MUL2
 
 #define VEC v32u
 #define SVEC v32s
