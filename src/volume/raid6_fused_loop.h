@@ -84,25 +84,34 @@ TGT INLINE void SFX(step)(const struct raid6_fused_plan *pl, unsigned t, size_t 
  * is loaded once, streamed to its member and folded into P and Q
  * accumulators that stay in L1, one member after the other; then P and Q
  * are streamed out. One stream of stores at a time rather than ten
- * interleaved ones. Steps with nothing to fold are extra doublings of Q
- * (DDF's gaps), done over the accumulator on their own.
+ * interleaved ones. While a piece is copied, the piece loaded after it is
+ * prefetched line by line (the hardware's prefetchers stop at each 4 KiB
+ * page, and each piece starts a page of its own). Steps with nothing to
+ * fold are extra doublings of Q (DDF's gaps), done over the accumulator on
+ * their own.
  */
-TGT INLINE void SFX(wfirst)(const uint8_t *s, uint8_t *d, VEC *p, VEC *q, size_t n, bool stream)
+TGT INLINE void SFX(wfirst)(const uint8_t *s, uint8_t *d, const uint8_t *pf, VEC *p, VEC *q,
+			    size_t n, bool stream)
 {
 	for (size_t j = 0; j < n / W; j++) {
 		VEC x = SFX(get)(s + j * W);
 
+		if (j % (64 / W) == 0)
+			_mm_prefetch((const char *)pf + j * W, _MM_HINT_T0);
 		SFX(put)(d + j * W, x, stream);
 		p[j] = x;
 		q[j] = x;
 	}
 }
 
-TGT INLINE void SFX(wfold)(const uint8_t *s, uint8_t *d, VEC *p, VEC *q, size_t n, bool stream)
+TGT INLINE void SFX(wfold)(const uint8_t *s, uint8_t *d, const uint8_t *pf, VEC *p, VEC *q,
+			   size_t n, bool stream)
 {
 	for (size_t j = 0; j < n / W; j++) {
 		VEC x = SFX(get)(s + j * W);
 
+		if (j % (64 / W) == 0)
+			_mm_prefetch((const char *)pf + j * W, _MM_HINT_T0);
 		SFX(put)(d + j * W, x, stream);
 		p[j] ^= x;
 		q[j] = SFX(mul2)(q[j]) ^ x;
@@ -122,29 +131,48 @@ TGT INLINE void SFX(wout)(uint8_t *d, const VEC *v, size_t n, bool stream)
 		SFX(put)(d + j * W, v[j], stream);
 }
 
+/*
+ * The piece loaded after piece k (in Horner order) of the round at i: the
+ * next block's in this round, or the first block's in the next round when
+ * that round is whole; otherwise piece k itself (nothing past the end).
+ */
+TGT INLINE const uint8_t *SFX(wnext)(const struct raid6_fused_plan *pl, const unsigned *seq,
+				     unsigned nseq, unsigned k, size_t i, size_t end)
+{
+	if (k + 1 < nseq)
+		return pl->src[seq[k + 1]] + i;
+	if (i + 2 * FUSED_BLOCK <= end)
+		return pl->src[seq[0]] + i + FUSED_BLOCK;
+	return pl->src[seq[k]] + i;
+}
+
 TGT INLINE void SFX(write)(const struct raid6_fused_plan *pl, size_t end, bool stream)
 {
 	VEC p[FUSED_BLOCK / W], q[FUSED_BLOCK / W];
+	unsigned seq[ARRAY_SIZE(pl->order)], nseq = 0;
 
+	for (unsigned t = 0; t < pl->nsteps; t++)
+		if (pl->order[t] >= 0)
+			seq[nseq++] = (unsigned)pl->order[t];
 	for (size_t i = 0; i < end; i += FUSED_BLOCK) {
 		size_t n = end - i < FUSED_BLOCK ? end - i : FUSED_BLOCK;
-		unsigned gaps = 0;
-		bool first = true;
+		unsigned gaps = 0, k = 0;
 
 		for (unsigned t = 0; t < pl->nsteps; t++) {
 			int b = pl->order[t];
+			const uint8_t *pf;
 
 			if (b < 0) {
-				gaps += !first;         /* doublings of zero: nothing */
+				gaps += k > 0;          /* doublings of zero: nothing */
 				continue;
 			}
-			if (first)
-				SFX(wfirst)(pl->src[b] + i, pl->dst[b] + i, p, q, n, stream);
-			else {
+			pf = SFX(wnext)(pl, seq, nseq, k, i, end);
+			if (k++ == 0) {
+				SFX(wfirst)(pl->src[b] + i, pl->dst[b] + i, pf, p, q, n, stream);
+			} else {
 				SFX(wdouble)(q, n, gaps);
-				SFX(wfold)(pl->src[b] + i, pl->dst[b] + i, p, q, n, stream);
+				SFX(wfold)(pl->src[b] + i, pl->dst[b] + i, pf, p, q, n, stream);
 			}
-			first = false;
 			gaps = 0;
 		}
 		SFX(wdouble)(q, n, gaps);
