@@ -90,8 +90,9 @@ TGT INLINE void SFX(step)(const struct raid6_fused_plan *pl, unsigned t, size_t 
  * fold are extra doublings of Q (DDF's gaps), done over the accumulator on
  * their own.
  */
-TGT INLINE void SFX(wfirst)(const uint8_t *s, uint8_t *d, const uint8_t *pf, VEC *p, VEC *q,
-			    size_t n, bool stream)
+/* One piece copied and folded in; the first of a round starts P and Q (a constant). */
+TGT INLINE void SFX(wpiece)(const uint8_t *s, uint8_t *d, const uint8_t *pf, VEC *p, VEC *q,
+			    size_t n, bool first, bool stream)
 {
 	for (size_t j = 0; j < n / W; j++) {
 		VEC x = SFX(get)(s + j * W);
@@ -99,22 +100,8 @@ TGT INLINE void SFX(wfirst)(const uint8_t *s, uint8_t *d, const uint8_t *pf, VEC
 		if (j % (64 / W) == 0)
 			_mm_prefetch((const char *)pf + j * W, _MM_HINT_T0);
 		SFX(put)(d + j * W, x, stream);
-		p[j] = x;
-		q[j] = x;
-	}
-}
-
-TGT INLINE void SFX(wfold)(const uint8_t *s, uint8_t *d, const uint8_t *pf, VEC *p, VEC *q,
-			   size_t n, bool stream)
-{
-	for (size_t j = 0; j < n / W; j++) {
-		VEC x = SFX(get)(s + j * W);
-
-		if (j % (64 / W) == 0)
-			_mm_prefetch((const char *)pf + j * W, _MM_HINT_T0);
-		SFX(put)(d + j * W, x, stream);
-		p[j] ^= x;
-		q[j] = SFX(mul2)(q[j]) ^ x;
+		p[j] = first ? x : p[j] ^ x;
+		q[j] = first ? x : SFX(mul2)(q[j]) ^ x;
 	}
 }
 
@@ -168,10 +155,10 @@ TGT INLINE void SFX(write)(const struct raid6_fused_plan *pl, size_t end, bool s
 			}
 			pf = SFX(wnext)(pl, seq, nseq, k, i, end);
 			if (k++ == 0) {
-				SFX(wfirst)(pl->src[b] + i, pl->dst[b] + i, pf, p, q, n, stream);
+				SFX(wpiece)(pl->src[b] + i, pl->dst[b] + i, pf, p, q, n, true, stream);
 			} else {
 				SFX(wdouble)(q, n, gaps);
-				SFX(wfold)(pl->src[b] + i, pl->dst[b] + i, pf, p, q, n, stream);
+				SFX(wpiece)(pl->src[b] + i, pl->dst[b] + i, pf, p, q, n, false, stream);
 			}
 			gaps = 0;
 		}
