@@ -254,4 +254,5 @@ const struct vfs_ops union_ops = {
 	.barrier = union_barrier,
 	.data_fd = union_data_fd,
 	.data_fd_stable = union_data_fd_stable,
+	.counters = union_counters,
 };

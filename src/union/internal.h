@@ -79,6 +79,9 @@ struct union_fs {
 	size_t nseen, seen_count;
 	struct vfs_ctx root_ctx;        /* for internal changes (copy-up) */
 	dev_t upper_dev;                /* st_dev of the whole union */
+	struct union_prefetch *prefetch; /* prefetch.c's thread, once started */
+	bool no_prefetch;               /* UNION_NO_PREFETCH, or no thread */
+	atomic_uint_fast64_t prefetched; /* directories read ahead (counters) */
 };
 
 static inline struct union_fs *union_of(struct vfs *fs)
@@ -178,6 +181,13 @@ int union_dir_merge_locked(struct union_fs *u, struct union_node *dir,
 int union_upper_dir_clear(struct union_fs *u, uint64_t dir);
 int union_list_layer_dir(struct union_fs *u, unsigned layer, uint64_t ino,
 			 struct union_dirlist *ret);
+
+/* prefetch.c: reads l's lower subdirectories of dir ahead, on a thread. */
+void union_prefetch_dirs_locked(struct union_fs *u, struct union_node *dir,
+				const struct union_dirlist *l);
+/* Joins the thread; before the nodes are freed. */
+void union_prefetch_stop(struct union_fs *u);
+int union_counters(struct vfs *fs, char *buf, size_t size);
 
 extern const struct vfs_ops union_ops;
 void union_destroy(struct vfs *fs);

@@ -83,7 +83,9 @@ static int stack_lookup(struct union_fs *u, const struct union_lower *dirs, unsi
 			s->first = e.attr;
 			break;
 		}
-		if (layer_is_opaque(u, dirs[i].layer, e.ino))
+		/* An opaque directory hides the lowers below it: the last
+		 * one has none, so its xattr need not be read. */
+		if (i + 1 < ndirs && layer_is_opaque(u, dirs[i].layer, e.ino))
 			break;
 	}
 	return 0;

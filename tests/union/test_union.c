@@ -4,7 +4,8 @@
  * lower, whiteouts and opaque directories hide lower names, readdir cookies
  * stay valid while entries come and go, st_ino survives copy-up and rebuilds,
  * hard links stay one inode, an open lower file follows its copy-up (also
- * with reads racing it), merged directories can be exchanged, a changed
+ * with reads racing it), listings read lower subdirectories ahead, merged
+ * directories can be exchanged, a changed
  * lower is refused, bad input is refused.
  */
 #include <dirent.h>
@@ -337,6 +338,56 @@ static void test_reads_racing_a_copy_up_stay_good(void **state)
 	VFS_FORGET(f->fs, e.ino, 1);
 }
 
+static unsigned long long counter(struct vfs *fs, const char *name)
+{
+	char buf[256], *p;
+
+	assert_true(VFS_CALL(fs, counters, buf, sizeof(buf)) > 0);
+	p = strstr(buf, name);
+	assert_non_null(p);
+	return strtoull(p + strlen(name) + 1, NULL, 10);
+}
+
+static int count_entry(void *data, const char *name, uint64_t ino, unsigned type, uint64_t next)
+{
+	++*(int *)data;
+	return 0;
+}
+
+/* Listing a directory has its lower subdirectories read ahead on the
+ * union's thread (what a cold `find` waits for), and nothing shown
+ * changes; with UNION_NO_PREFETCH nothing is read ahead. */
+static void test_listing_reads_lower_subdirectories_ahead(void **state)
+{
+	struct fixture *f = *state;
+	int n = 0;
+
+	assert_int_equal(VFS_CALL(f->fs, readdir, &f->ctx, VFS_ROOT_INO, VFS_NO_FH, 0,
+				  count_entry, &n), 0);
+	/* ".", "..", d, e, f, flink, sym; d and e are lower directories. */
+	assert_int_equal(n, 7);
+	for (int i = 0; i < 500 && counter(f->fs, "union_prefetch_dirs") < 2; i++)
+		usleep(10000);
+	assert_int_equal(counter(f->fs, "union_prefetch_dirs"), 2);
+	assert_int_equal(counter(f->fs, "union_prefetch_queued"), 0);
+	n = 0;
+	assert_int_equal(VFS_CALL(f->fs, readdir, &f->ctx, VFS_ROOT_INO, VFS_NO_FH, 0,
+				  count_entry, &n), 0);
+	assert_int_equal(n, 7);
+
+	const char *lowers[] = { f->lower };
+	struct union_config cfg = { .lowers = lowers, .nlowers = 1, .upper = f->upper,
+				    .work = f->work, .flags = UNION_NO_PREFETCH |
+				    (geteuid() ? UNION_USERXATTR : 0) };
+	vfs_free(f->fs);
+	assert_int_equal(union_new(&cfg, &f->fs), 0);
+	n = 0;
+	assert_int_equal(VFS_CALL(f->fs, readdir, &f->ctx, VFS_ROOT_INO, VFS_NO_FH, 0,
+				  count_entry, &n), 0);
+	usleep(50000);
+	assert_int_equal(counter(f->fs, "union_prefetch_dirs"), 0);
+}
+
 struct names { char name[128][16]; uint64_t next[128]; int n; };
 
 static int collect(void *data, const char *name, uint64_t ino, unsigned type, uint64_t next)
@@ -619,6 +670,7 @@ int main(void)
 		T(test_data_fd_holds_what_read_gives),
 		T(test_reader_of_lower_file_follows_copy_up),
 		T(test_reads_racing_a_copy_up_stay_good),
+		T(test_listing_reads_lower_subdirectories_ahead),
 		T(test_readdir_cookies_survive_adds_and_removes),
 		T(test_readdir_without_opendir_resumes_by_cookie),
 		T(test_whiteout_and_opaque_dir_hide_lower_names),
