@@ -43,6 +43,9 @@ static void mount_usage(FILE *out)
 		"      --timeout SECS  kernel attribute and entry cache (default 86400:\n"
 		"                      lowers are read-only and the upper changes only\n"
 		"                      through the union, as fuse-overlayfs assumes)\n"
+		"      --no-prefetch   no reading of lower directories ahead of a\n"
+		"                      tree walk (by default, a thread reads the lower\n"
+		"                      subdirectories of each directory listed)\n"
 		"  -d, --debug         log every FUSE request (implies --foreground)\n"
 		"  -h, --help          this help\n");
 }
@@ -115,6 +118,7 @@ static int union_mount_run(int argc, char **argv)
 		{ "threads", required_argument, NULL, 'N' },
 		{ "no-passthrough", no_argument, NULL, 'P' },
 		{ "timeout", required_argument, NULL, 'T' },
+		{ "no-prefetch", no_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -137,6 +141,7 @@ static int union_mount_run(int argc, char **argv)
 		case 'B': opts.writeback = true; break;
 		case 'W': opts.writeback = false; break;
 		case 'P': opts.no_passthrough = true; break;
+		case 'R': cfg.flags |= UNION_NO_PREFETCH; break;
 		case 'N':
 			opts.max_threads = (unsigned)atoi(optarg);
 			if (opts.max_threads < 1 || opts.max_threads > 64)
