@@ -43,6 +43,11 @@ struct ponyfuse_options {
 					 * (6.9+, root, no writeback cache);
 					 * elsewhere, and for instances without
 					 * data_fd, it silently does not happen */
+	bool io_uring;                  /* serve requests over FUSE-over-io_uring
+					 * rings, one per CPU, where the kernel
+					 * offers it (6.14+ with the fuse module's
+					 * enable_uring on: ponyfuse_uring_enable);
+					 * elsewhere silently over /dev/fuse */
 };
 
 struct ponyfuse;
@@ -60,6 +65,15 @@ int ponyfuse_mount(struct vfs *fs, const char *mountpoint,
  * goes away or SIGINT/SIGTERM/SIGHUP arrives. Returns 0 or -errno.
  */
 int ponyfuse_run(struct ponyfuse *pf);
+
+/*
+ * The fuse module's enable_uring parameter, which gates FUSE over io_uring
+ * for every new mount of the machine: 1 on, 0 off, -ENOENT when the kernel
+ * has no such parameter. Enabling it (root only) is the caller's explicit
+ * choice; the front end never changes it by itself.
+ */
+int ponyfuse_uring_param(void);
+int ponyfuse_uring_enable(void);
 
 /* Unmounts (if still mounted) and frees; NULL does nothing. */
 void ponyfuse_free(struct ponyfuse *pf);

@@ -129,6 +129,8 @@ void ponyfuse_free(struct ponyfuse *pf)
 	if (pf->se) {
 		if (pf->mounted)
 			fuse_session_unmount(pf->se);
+		/* The rings hold /dev/fuse: close them before the session does. */
+		ponyfuse_uring_stop(pf->uring);
 		fuse_session_destroy(pf->se);
 	}
 	ponyfuse_pt_free(pf->pt);
