@@ -400,13 +400,12 @@ static int ur_alloc(struct ponyfuse *pf, size_t payload, struct ponyfuse_uring *
 			struct ur_ent *e = &ur->q[i].ents[j];
 
 			e->q = &ur->q[i];
-			e->hdr = aligned_alloc(64, sizeof(*e->hdr));
+			e->hdr = calloc(1, sizeof(*e->hdr));
 			e->buf = malloc(UR_ROOM + payload);
 			if (!e->hdr || !e->buf) {
 				ur_free(ur);
 				return -ENOMEM;
 			}
-			memset(e->hdr, 0, sizeof(*e->hdr));
 			e->iov[0] = (struct iovec){ e->hdr, sizeof(*e->hdr) };
 			e->iov[1] = (struct iovec){ e->buf + UR_ROOM, payload };
 		}
