@@ -47,7 +47,10 @@ struct ponyfuse_options {
 					 * rings, one per CPU, where the kernel
 					 * offers it (6.14+ with the fuse module's
 					 * enable_uring on: ponyfuse_uring_enable);
-					 * elsewhere silently over /dev/fuse */
+					 * elsewhere silently over /dev/fuse. The
+					 * instance then gets requests from one
+					 * thread per CPU at once, whatever
+					 * max_threads says */
 };
 
 struct ponyfuse;
@@ -74,6 +77,19 @@ int ponyfuse_run(struct ponyfuse *pf);
  */
 int ponyfuse_uring_param(void);
 int ponyfuse_uring_enable(void);
+
+/*
+ * pony's transports (its /dev/fuse hooks and, with opts->io_uring, the
+ * io_uring rings) for a daemon written on libfuse's low-level API itself
+ * rather than a vfs instance (bench/src/fuse_floor.c): make the session with
+ * the handle from ponyfuse_transport_new() as its userdata, mount it, attach
+ * it. Its handlers must then take requests from several threads at once.
+ * After the loop and fuse_session_unmount(), ponyfuse_free() stops the rings;
+ * then fuse_session_destroy(). -ENOMEM, -EIO.
+ */
+struct fuse_session;
+int ponyfuse_transport_new(const struct ponyfuse_options *opts, struct ponyfuse **ret);
+int ponyfuse_transport_attach(struct ponyfuse *pf, struct fuse_session *se);
 
 /* Unmounts (if still mounted) and frees; NULL does nothing. */
 void ponyfuse_free(struct ponyfuse *pf);

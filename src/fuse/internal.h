@@ -26,6 +26,7 @@ struct ponyfuse {
 	struct fuse_session *se;
 	char *mountpoint;
 	bool mounted;
+	bool borrowed;                  /* se is a daemon's own (transport_new) */
 	/* devio.c: requests read, by opcode; the INIT request's id until
 	 * answered; whether the kernel offered passthrough in it. */
 	atomic_uint_fast64_t requests[PONYFUSE_OPCODES];
