@@ -224,7 +224,7 @@ int ponyfuse_devio_counters(struct ponyfuse *pf, char *buf, size_t size)
 			len = size;
 	}
 	/* Which transport served them: the io_uring lines only with rings. */
-	if (pf->uring) {
+	if (pf->uring && !ponyfuse_uring_failed(pf->uring)) {
 		int r = snprintf(buf + len, size - MIN(len, size),
 				 "uring_queues %u\nuring_requests %llu\n",
 				 ponyfuse_uring_queues(pf->uring),

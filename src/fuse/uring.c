@@ -417,27 +417,25 @@ static int ur_alloc(struct ponyfuse *pf, size_t payload, struct ponyfuse_uring *
 void ponyfuse_uring_start(struct ponyfuse *pf, size_t payload)
 {
 	struct ponyfuse_uring *ur = NULL;
-	unsigned started = 0;
 
-	if (ur_alloc(pf, payload, &ur) == 0) {
-		for (unsigned i = 0; i < ur->nqueues; i++) {
-			ur->q[i].started = pthread_create(&ur->q[i].thread, NULL,
-							  ur_queue_main, &ur->q[i]) == 0;
-			started += ur->q[i].started;
-		}
-	}
-	if (!ur || started < ur->nqueues) {
+	if (ur_alloc(pf, payload, &ur) < 0) {
 		ur_refuse(fuse_session_fd(pf->se));
-		if (ur)
-			ponyfuse_uring_stop(ur);
 		return;
 	}
+	/* Published before any ring is ready, so a request served over the
+	 * rings (the counters ioctl) sees it; ponyfuse_free() stops it. */
 	pf->uring = ur;
+	for (unsigned i = 0; i < ur->nqueues; i++) {
+		ur->q[i].started = pthread_create(&ur->q[i].thread, NULL, ur_queue_main,
+						  &ur->q[i]) == 0;
+		if (!ur->q[i].started && atomic_fetch_add(&ur->failed, 1) == 0)
+			ur_refuse(ur->fuse_fd);
+	}
 }
 
 bool ponyfuse_uring_failed(const struct ponyfuse_uring *ur)
 {
-	return atomic_load(&((struct ponyfuse_uring *)ur)->failed) > 0;
+	return atomic_load(&ur->failed) > 0;
 }
 
 unsigned ponyfuse_uring_queues(const struct ponyfuse_uring *ur)
