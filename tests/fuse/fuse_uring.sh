@@ -3,7 +3,8 @@
 # requests reach the daemon over the rings (uring_requests counts them, one
 # queue per possible CPU, and grows by at least one per stat of a new name),
 # files made, written, renamed, linked, listed and removed through it read
-# back right and land in the upper, upper files still pass through;
+# back right and land in the upper, upper files still pass through,
+# trees unpacked at once from every CPU (so over every ring) come out whole;
 # SIGTERM and SIGINT unmount and end the daemon cleanly with its rings
 # (exit 0, so no leak under ASan), and a daemonized mount ends on unmount.
 # Fallback: without --io-uring nothing goes over rings and the module
@@ -85,6 +86,27 @@ cmp -s "$T/u/copy" "$T/l/big" || fail "the upper's copy differs"
 rm -r "$T/m/d/sub" "$T/m/hard" || fail "removing through the rings failed"
 [ -e "$T/m/d/sub" ] && fail "a removed directory is still there"
 [ "$(counter passthrough)" = 1 ] || echo "note: no FUSE passthrough here: $(counters)" >&2
+
+# Both rings at once: a tree unpacked by a process on each CPU (each CPU's
+# requests go to its own ring and thread), then compared with its source.
+mkdir -p "$T/src"
+for d in $(seq 1 20); do mkdir "$T/src/d$d"; for f in $(seq 1 20); do echo "$d.$f" > "$T/src/d$d/f$f"; done; done
+tar cf "$T/src.tar" -C "$T/src" .
+pids=
+for cpu in $(seq 0 $((cpus - 1))); do
+	mkdir "$T/m/par$cpu" || fail "mkdir par$cpu failed"
+	if command -v taskset >/dev/null && taskset -c "$cpu" true 2>/dev/null; then
+		taskset -c "$cpu" tar xf "$T/src.tar" -C "$T/m/par$cpu" &
+	else
+		tar xf "$T/src.tar" -C "$T/m/par$cpu" &
+	fi
+	pids="$pids $!"
+done
+for p in $pids; do wait "$p" || fail "a parallel untar over the rings failed"; done
+for cpu in $(seq 0 $((cpus - 1))); do
+	diff -r "$T/src" "$T/m/par$cpu" >/dev/null || fail "the tree unpacked on CPU $cpu differs"
+	diff -r "$T/src" "$T/u/par$cpu" >/dev/null || fail "the upper's tree from CPU $cpu differs"
+done
 
 # SIGTERM and SIGINT: the mount goes away and the daemon exits 0.
 for sig in TERM INT; do
