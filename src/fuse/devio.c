@@ -91,7 +91,9 @@ static void patch_init(struct ponyfuse *pf, struct fuse_init_out *o, size_t len)
 {
 	if (pf->opts.killpriv)
 		o->flags |= FUSE_HANDLE_KILLPRIV_V2;
-	if (pf->opts.io_uring && pf->uring_offered) {
+	/* Asked for, the kernel holds every request until the rings are
+	 * ready: ask only where this process may make rings at all. */
+	if (pf->opts.io_uring && pf->uring_offered && ponyfuse_uring_usable()) {
 		o->flags |= FUSE_INIT_EXT;
 		o->flags2 |= PONYFUSE_URING_INIT_FLAG2;
 		pf->uring_payload = ring_payload(o);

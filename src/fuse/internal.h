@@ -64,6 +64,8 @@ int ponyfuse_devio_counters(struct ponyfuse *pf, char *buf, size_t size);
  * rings once the INIT answer asked for them (on failure the kernel is told
  * to stay on /dev/fuse); stop joins the threads and frees (NULL: nothing). */
 void ponyfuse_uring_start(struct ponyfuse *pf, size_t payload);
+/* Whether this process can make the rings (io_uring_disabled, limits). */
+bool ponyfuse_uring_usable(void);
 void ponyfuse_uring_stop(struct ponyfuse_uring *ur);
 unsigned ponyfuse_uring_queues(const struct ponyfuse_uring *ur);
 bool ponyfuse_uring_failed(const struct ponyfuse_uring *ur);

@@ -347,6 +347,17 @@ static void ur_free(struct ponyfuse_uring *ur)
 	free(ur);
 }
 
+bool ponyfuse_uring_usable(void)
+{
+	struct io_uring ring;
+	struct io_uring_params p = { .flags = IORING_SETUP_SQE128 };
+
+	if (io_uring_queue_init_params(2, &ring, &p) < 0)
+		return false;
+	io_uring_queue_exit(&ring);
+	return true;
+}
+
 /* Tells the kernel to give up on io_uring for this connection: a REGISTER
  * it must refuse (queue out of range) clears its io_uring flag and wakes the
  * callers it holds until the rings are ready; /dev/fuse serves them then. */
