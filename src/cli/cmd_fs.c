@@ -62,7 +62,7 @@ int cli_fuse_serve(struct vfs *fs, const char *mountpoint, const char *source,
 {
 	struct ponyfuse_options o = *opts;
 	struct ponyfuse *pf = NULL;
-	char fsname[4096];
+	char fsname[4096], mnt[4096];
 	int r;
 
 	cli_raise_nofile();
@@ -71,6 +71,10 @@ int cli_fuse_serve(struct vfs *fs, const char *mountpoint, const char *source,
 	if (!realpath(source, fsname))
 		snprintf(fsname, sizeof(fsname), "%s", source);
 	o.fsname = fsname;
+	/* Absolute: the daemon leaves its directory ("/") before it unmounts
+	 * on SIGTERM, and a relative mount point then names nothing. */
+	if (realpath(mountpoint, mnt))
+		mountpoint = mnt;
 	r = ponyfuse_mount(fs, mountpoint, &o, &pf);
 	if (r < 0)
 		return cli_error("cannot mount at %s: %s", mountpoint,
