@@ -73,7 +73,7 @@ struct ponyfuse_uring {
 	int stop_fd;                    /* eventfd: written once to stop every queue */
 	size_t payload;                 /* payload buffer size, the kernel's minimum */
 	unsigned nqueues;
-	atomic_uint failed;             /* queues that could not register */
+	atomic_uint failed;             /* queues or entries that could not register */
 	struct ur_queue q[];
 };
 
@@ -314,7 +314,12 @@ static void *ur_queue_main(void *arg)
 			if (!e) {
 				stop = true;
 			} else if (cqe->res < 0) {
-				/* -ENOTCONN, -ECONNABORTED: the mount is gone. */
+				/* -ENOTCONN, -ECONNABORTED, -ECANCELED: the mount
+				 * is gone. Anything else: the kernel refused the
+				 * entry (and went back to /dev/fuse itself). */
+				if (cqe->res != -ENOTCONN && cqe->res != -ECONNABORTED &&
+				    cqe->res != -ECANCELED)
+					atomic_fetch_add(&q->ur->failed, 1);
 				e->live = false;
 				live--;
 			} else {
