@@ -71,8 +71,11 @@ n1=$(counter uring_requests)
 # What the union does, over the rings: the same answers as ever.
 cd "$T/m" || fail "cannot enter the mount"
 echo new > made && echo more >> f && mkdir d/sub && mv made d/sub/moved &&
-	ln d/sub/moved hard && ln -s f sym && cp "$T/l/big" copy ||
+	ln d/sub/moved hard && ln -s f sym ||
 	fail "changes through the rings failed: $(cat "$T/log")"
+w0=$(counter fuse_write)
+cp "$T/l/big" copy || fail "writing a new file through the rings failed"
+w1=$(counter fuse_write)
 python3 -c 'import os; os.setxattr("f", "user.k", b"val"); assert os.getxattr("f", "user.k") == b"val"' ||
 	fail "xattrs through the rings failed"
 cd / || fail "cannot leave the mount"
@@ -86,7 +89,15 @@ cmp -s "$T/u/copy" "$T/l/big" || fail "the upper's copy differs"
 [ "$(ls "$T/m" | tr '\n' ' ')" = "big copy d f hard sym " ] || fail "readdir: $(ls "$T/m")"
 rm -r "$T/m/d/sub" "$T/m/hard" || fail "removing through the rings failed"
 [ -e "$T/m/d/sub" ] && fail "a removed directory is still there"
-[ "$(counter passthrough)" = 1 ] || echo "note: no FUSE passthrough here: $(counters)" >&2
+# Upper files pass through: the open answers, patched on their way into
+# the ring, carried FOPEN_PASSTHROUGH and a backing id the kernel took (so
+# the 300 KB copy made no WRITE).
+if [ "$(counter passthrough)" = 1 ]; then
+	[ "$(counter passthrough_opens)" -ge 2 ] || fail "no open passed through over the rings: $(counters)"
+	[ "$w1" = "$w0" ] || fail "writes of a new upper file reached the daemon: $(counters)"
+else
+	echo "note: no FUSE passthrough here: $(counters)" >&2
+fi
 
 # Both rings at once: a tree unpacked by a process on each CPU (each CPU's
 # requests go to its own ring and thread), then compared with its source.
