@@ -6,10 +6,14 @@
  * FOPEN_PASSTHROUGH and its backing id, the kill bits of WRITE, SETATTR and
  * OPEN are noted for killpriv.c, and every request is counted by opcode for
  * the counters ioctl (so a test can prove which requests a call made).
+ * The INIT reply also asks for FUSE over io_uring when wanted (uring.c),
+ * whose requests are noted here the same way and whose answers, passing
+ * through the same hooks, are handed to the ring they came from.
  *
- * A libfuse worker reads a request, then handles and answers it on the same
- * thread, so what the reader notes about "the current request" is
- * thread-local, and the answer is matched to it by its unique id.
+ * A libfuse worker (or ring thread) reads a request, then handles and
+ * answers it on the same thread, so what the reader notes about "the
+ * current request" is thread-local, and the answer is matched to it by its
+ * unique id.
  */
 #include <errno.h>
 #include <linux/fuse.h>
@@ -41,10 +45,11 @@ void ponyfuse_devio_note(struct ponyfuse *pf, const void *buf, size_t len)
 {
 	const struct fuse_in_header *in = buf;
 	const char *arg = (const char *)buf + sizeof(*in);
-	size_t have = len - sizeof(*in);
+	size_t have;
 
 	if (len < sizeof(*in))
 		return;
+	have = len - sizeof(*in);
 	cur.unique = in->unique;
 	cur.opcode = in->opcode;
 	cur.kill_asked = false;
