@@ -38,6 +38,10 @@ static void mount_usage(FILE *out)
 		"                      file itself (FUSE passthrough: kernel 6.9+, root,\n"
 		"                      not with --writeback; silently off where the\n"
 		"                      kernel lacks it); lower files are spliced\n"
+		"      --io-uring      FUSE over io_uring: a ring and thread per CPU,\n"
+		"                      no cross-CPU wakeup per request (kernel 6.14+;\n"
+		"                      as root turns on the fuse module's enable_uring,\n"
+		"                      machine-wide, and says so; else /dev/fuse)\n"
 		"      --threads N     FUSE worker threads (default 1: serial workloads\n"
 		"                      pay a thread hand-off per request otherwise)\n"
 		"      --timeout SECS  kernel attribute and entry cache (default 86400:\n"
@@ -117,6 +121,7 @@ static int union_mount_run(int argc, char **argv)
 		{ "no-writeback", no_argument, NULL, 'W' },
 		{ "threads", required_argument, NULL, 'N' },
 		{ "no-passthrough", no_argument, NULL, 'P' },
+		{ "io-uring", no_argument, NULL, 'U' },
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "no-prefetch", no_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
@@ -142,6 +147,7 @@ static int union_mount_run(int argc, char **argv)
 		case 'W': opts.writeback = false; break;
 		case 'P': opts.no_passthrough = true; break;
 		case 'R': cfg.flags |= UNION_NO_PREFETCH; break;
+		case 'U': opts.io_uring = true; break;
 		case 'N':
 			opts.max_threads = (unsigned)atoi(optarg);
 			if (opts.max_threads < 1 || opts.max_threads > 64)
