@@ -105,7 +105,9 @@ union_demo_cleanup() {
 	rm -rf "$work"
 }
 trap union_demo_cleanup EXIT
-"$PONY" union mount --lower "$u/lower" --upper "$u/upper" --work "$u/work" "$u/pony"
+# --io-uring: requests over per-CPU io_uring rings (kernel 6.14+; it turns
+# on the fuse module's enable_uring and says so), else over /dev/fuse.
+"$PONY" union mount --io-uring --lower "$u/lower" --upper "$u/upper" --work "$u/work" "$u/pony"
 echo "   mounted: $(mount | grep "$u/pony" | cut -d' ' -f1,3,5)"
 echo "hostname=changed" > "$u/pony/etc/config"       # copy-up of a file
 rm "$u/pony/docs/tmp"                               # a whiteout
@@ -114,6 +116,8 @@ mkdir "$u/pony/new" && echo hello > "$u/pony/new/file"
 tree_of() { (cd "$1" && find . -printf '%p %y %m %s\n' | sort && find . -type f -exec md5sum {} + | sort -k2); }
 tree_of "$u/pony" > "$u/pony.tree"
 echo "   the union through pony:"; (cd "$u/pony" && find . | sort | sed 's/^/     /')
+echo "   FUSE transport: $("$PONY" fs requests "$u/pony" | awk '$1 == "uring_requests" { n = $2 }
+	END { print n ? "io_uring rings, " n " requests over them" : "/dev/fuse" }')"
 "$PONY" union umount "$u/pony"
 echo "   upper on disk: $(cd "$u/upper" && find . -mindepth 1 -printf '%p(%y)\n' | sort | tr '\n' ' ')"
 if mount -t overlay overlay -o "lowerdir=$u/lower,upperdir=$u/upper,workdir=$u/work,redirect_dir=on" \

@@ -12,7 +12,11 @@
  * RELEASE per file; no_create: MKNOD then no OPEN; no_getxattr: no
  * security.capability question per write or chown).
  *
- * Usage: fuse_floor [-d] [--dirs D --per P --rm R --big MB] MNT (foreground:
+ * --io-uring: requests over pony's FUSE-over-io_uring transport (a ring and
+ * thread per CPU, src/fuse/uring.c) where the kernel offers it; every
+ * request then takes one lock, as several threads serve at once.
+ *
+ * Usage: fuse_floor [-d] [--io-uring] [--dirs D --per P --rm R --big MB] MNT (foreground:
  * the tree of bench/union's lower, tree/dNNNN/fNN of D x P small files,
  * rmme/sNNN/rNNNNN of R files and a file "big" of MB MiB; unmount with
  * fusermount3 -u, then it prints how many requests of each kind it had).
@@ -20,12 +24,15 @@
 #define FUSE_USE_VERSION FUSE_MAKE_VERSION(3, 14)
 #include <errno.h>
 #include <fuse_lowlevel.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "pony/fuse.h"
 
 #define TIMEOUT 86400.0
 
@@ -51,6 +58,19 @@ static const char *const kind_names[R_KINDS] = {
 	"write", "read", "enosys", "release", "readdir", "statfs", "forget",
 };
 static unsigned long counts[R_KINDS];
+
+/* One request at a time: COUNT(kind) at the top of a handler counts it and
+ * holds the lock until the handler returns. */
+static pthread_mutex_t serial = PTHREAD_MUTEX_INITIALIZER;
+static void serial_unlock(bool *held)
+{
+	if (*held)
+		pthread_mutex_unlock(&serial);
+}
+#define COUNT(kind) \
+	bool serial_held_ __attribute__((cleanup(serial_unlock))) = \
+		(pthread_mutex_lock(&serial), true); \
+	counts[kind]++
 
 static struct node *nodes;
 static size_t nnodes, nodes_cap;
@@ -166,38 +186,39 @@ static void fl_init(void *data, struct fuse_conn_info *conn)
 
 static void fl_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	struct slot *s = slot_find(parent, name, false);
 	struct fuse_entry_param e;
 
-	counts[R_LOOKUP]++;
+	COUNT(R_LOOKUP);
+	struct slot *s = slot_find(parent, name, false);
+
 	entry_of(s ? s->ino : 0, &e);   /* ino 0: a cached negative entry */
 	fuse_reply_entry(req, &e);
 }
 
 static void fl_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
-	counts[R_FORGET]++;
+	COUNT(R_FORGET);
 	fuse_reply_none(req);
 }
 
 static void fl_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
 {
-	counts[R_FORGET]++;
+	COUNT(R_FORGET);
 	fuse_reply_none(req);
 }
 
 static void fl_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	counts[R_GETATTR]++;
+	COUNT(R_GETATTR);
 	fuse_reply_attr(req, &nodes[ino].st, TIMEOUT);
 }
 
 static void fl_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *a, int set,
 		       struct fuse_file_info *fi)
 {
+	COUNT(R_SETATTR);
 	struct stat *st = &nodes[ino].st;
 
-	counts[R_SETATTR]++;
 	if (set & FUSE_SET_ATTR_MODE)
 		st->st_mode = (st->st_mode & S_IFMT) | (a->st_mode & 07777);
 	if (set & FUSE_SET_ATTR_UID)
@@ -218,7 +239,7 @@ static void make(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 	const struct fuse_ctx *c = fuse_req_ctx(req);
 	struct fuse_entry_param e;
 
-	counts[R_MAKE]++;
+	COUNT(R_MAKE);
 	if (slot_find(parent, name, false)) {
 		fuse_reply_err(req, EEXIST);
 		return;
@@ -245,16 +266,16 @@ static void fl_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, cons
 
 static void fl_readlink(fuse_req_t req, fuse_ino_t ino)
 {
-	counts[R_READLINK]++;
+	COUNT(R_READLINK);
 	fuse_reply_readlink(req, "x");
 }
 
 static void drop(fuse_req_t req, fuse_ino_t parent, const char *name, bool dir)
 {
+	COUNT(R_REMOVE);
 	struct slot *s = slot_find(parent, name, false);
 	struct node *p = &nodes[parent];
 
-	counts[R_REMOVE]++;
 	if (!s) {
 		fuse_reply_err(req, ENOENT);
 		return;
@@ -289,7 +310,7 @@ static void fl_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 static void fl_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
-	counts[R_WRITE]++;
+	COUNT(R_WRITE);
 	if (off + (off_t)size > nodes[ino].st.st_size)
 		nodes[ino].st.st_size = off + (off_t)size;
 	fuse_reply_write(req, size);
@@ -299,16 +320,17 @@ static void fl_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	static char zeros[1 << 20];
+
+	COUNT(R_READ);
 	off_t end = nodes[ino].st.st_size;
 
-	counts[R_READ]++;
 	size = off >= end ? 0 : (size_t)(end - off) < size ? (size_t)(end - off) : size;
 	fuse_reply_buf(req, zeros, size < sizeof(zeros) ? size : sizeof(zeros));
 }
 
 static void fl_nosys(fuse_req_t req)
 {
-	counts[R_NOSYS]++;
+	COUNT(R_NOSYS);
 	fuse_reply_err(req, ENOSYS);
 }
 
@@ -330,7 +352,7 @@ static void fl_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 static void fl_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	counts[R_RELEASE]++;
+	COUNT(R_RELEASE);
 	fuse_reply_err(req, 0);
 }
 
@@ -346,11 +368,12 @@ static void fl_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 
 static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus)
 {
-	struct node *d = &nodes[ino];
 	char *buf = malloc(size);
 	size_t used = 0;
 
-	counts[R_READDIR]++;
+	COUNT(R_READDIR);
+	struct node *d = &nodes[ino];
+
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
@@ -393,7 +416,7 @@ static void fl_statfs(fuse_req_t req, fuse_ino_t ino)
 			     .f_bfree = 1 << 23, .f_bavail = 1 << 23, .f_files = 1 << 24,
 			     .f_ffree = 1 << 23, .f_namemax = 255 };
 
-	counts[R_STATFS]++;
+	COUNT(R_STATFS);
 	fuse_reply_statfs(req, &s);
 }
 
@@ -444,11 +467,15 @@ int main(int argc, char **argv)
 	char *fargv[] = { argv[0], "-o", "fsname=fuse-floor,subtype=floor", NULL, NULL };
 	struct fuse_args args = FUSE_ARGS_INIT(3, fargv);
 	int dirs = 150, per = 20, rm = 500, big = 128, i, r;
+	struct ponyfuse_options opts = { 0 };
+	struct ponyfuse *pf = NULL;
 	struct fuse_session *se;
 
 	for (i = 1; i + 1 < argc && argv[i][0] == '-'; i += 2) {
 		if (!strcmp(argv[i], "-d"))     /* libfuse's request log */
 			fargv[args.argc++] = argv[i--];
+		else if (!strcmp(argv[i], "--io-uring"))
+			opts.io_uring = true, i--;
 		else if (!strcmp(argv[i], "--dirs"))
 			dirs = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--per"))
@@ -461,13 +488,16 @@ int main(int argc, char **argv)
 			break;
 	}
 	if (i != argc - 1) {
-		fprintf(stderr, "usage: fuse_floor [-d] [--dirs D --per P --rm R --big MB] MNT\n");
+		fprintf(stderr, "usage: fuse_floor [-d] [--io-uring] [--dirs D --per P --rm R "
+			"--big MB] MNT\n");
 		return 2;
 	}
 	populate(dirs, per, rm, big);
 	umask(0);
-	se = fuse_session_new(&args, &floor_ops, sizeof(floor_ops), NULL);
-	if (!se || fuse_session_mount(se, argv[i]) != 0) {
+	if (ponyfuse_transport_new(&opts, &pf) < 0)
+		return 1;
+	se = fuse_session_new(&args, &floor_ops, sizeof(floor_ops), pf);
+	if (!se || fuse_session_mount(se, argv[i]) != 0 || ponyfuse_transport_attach(pf, se) < 0) {
 		fprintf(stderr, "fuse_floor: cannot mount %s\n", argv[i]);
 		return 1;
 	}
@@ -475,6 +505,7 @@ int main(int argc, char **argv)
 	r = fuse_session_loop(se);
 	fuse_remove_signal_handlers(se);
 	fuse_session_unmount(se);
+	ponyfuse_free(pf);
 	fuse_session_destroy(se);
 	for (int k = 0; k < R_KINDS; k++)
 		fprintf(stderr, "fuse_floor %s %lu\n", kind_names[k], counts[k]);

@@ -43,6 +43,14 @@ struct ponyfuse_options {
 					 * (6.9+, root, no writeback cache);
 					 * elsewhere, and for instances without
 					 * data_fd, it silently does not happen */
+	bool io_uring;                  /* serve requests over FUSE-over-io_uring
+					 * rings, one per CPU, where the kernel
+					 * offers it (6.14+ with the fuse module's
+					 * enable_uring on: ponyfuse_uring_enable);
+					 * elsewhere silently over /dev/fuse. The
+					 * instance then gets requests from one
+					 * thread per CPU at once, whatever
+					 * max_threads says */
 };
 
 struct ponyfuse;
@@ -60,6 +68,28 @@ int ponyfuse_mount(struct vfs *fs, const char *mountpoint,
  * goes away or SIGINT/SIGTERM/SIGHUP arrives. Returns 0 or -errno.
  */
 int ponyfuse_run(struct ponyfuse *pf);
+
+/*
+ * The fuse module's enable_uring parameter, which gates FUSE over io_uring
+ * for every new mount of the machine: 1 on, 0 off, -ENOENT when the kernel
+ * has no such parameter. Enabling it (root only) is the caller's explicit
+ * choice; the front end never changes it by itself.
+ */
+int ponyfuse_uring_param(void);
+int ponyfuse_uring_enable(void);
+
+/*
+ * pony's transports (its /dev/fuse hooks and, with opts->io_uring, the
+ * io_uring rings) for a daemon written on libfuse's low-level API itself
+ * rather than a vfs instance (bench/src/fuse_floor.c): make the session with
+ * the handle from ponyfuse_transport_new() as its userdata, mount it, attach
+ * it. Its handlers must then take requests from several threads at once.
+ * After the loop and fuse_session_unmount(), ponyfuse_free() stops the rings;
+ * then fuse_session_destroy(). -ENOMEM, -EIO.
+ */
+struct fuse_session;
+int ponyfuse_transport_new(const struct ponyfuse_options *opts, struct ponyfuse **ret);
+int ponyfuse_transport_attach(struct ponyfuse *pf, struct fuse_session *se);
 
 /* Unmounts (if still mounted) and frees; NULL does nothing. */
 void ponyfuse_free(struct ponyfuse *pf);

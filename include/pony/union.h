@@ -19,6 +19,8 @@
 
 enum {
 	UNION_USERXATTR = 1 << 0,       /* user.overlay.* (unprivileged), not trusted. */
+	UNION_NO_PREFETCH = 1 << 1,     /* no reading of lower directories ahead
+					 * of a tree walk (a thread, by default) */
 };
 
 struct union_config {

@@ -42,6 +42,8 @@ void cli_raise_nofile(void);
 int cli_fuse_serve(struct vfs *fs, const char *mountpoint, const char *source,
 		   const struct ponyfuse_options *opts);
 int cli_fuse_unmount(const char *mountpoint);
+/* --io-uring: turns on the fuse module's enable_uring (root), saying so. */
+void cli_fuse_want_uring(void);
 extern const struct cli_command acall_command;
 
 /* "pony: <message>" on stderr; returns CLI_EXIT_FAILURE for `return cli_error(...)`. */

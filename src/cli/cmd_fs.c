@@ -36,18 +36,45 @@ void cli_raise_nofile(void)
 	}
 }
 
+/*
+ * --io-uring: FUSE over io_uring needs the fuse module's enable_uring, a
+ * switch for the whole machine. Turn it on only because the user asked,
+ * and say so; when that cannot be, say the mount stays on /dev/fuse.
+ */
+void cli_fuse_want_uring(void)
+{
+	int r = ponyfuse_uring_param();
+
+	if (r == 1)
+		return;
+	if (r == 0)
+		r = ponyfuse_uring_enable();
+	if (r == 0)
+		fprintf(stderr, "pony: turned on FUSE over io_uring for this machine "
+			"(/sys/module/fuse/parameters/enable_uring)\n");
+	else
+		fprintf(stderr, "pony: FUSE over io_uring unavailable (%s); serving over "
+			"/dev/fuse\n", r == -ENOENT ? "kernel without it" : strerror(-r));
+}
+
 int cli_fuse_serve(struct vfs *fs, const char *mountpoint, const char *source,
 		   const struct ponyfuse_options *opts)
 {
 	struct ponyfuse_options o = *opts;
 	struct ponyfuse *pf = NULL;
-	char fsname[4096];
+	char fsname[4096], mnt[4096];
 	int r;
 
 	cli_raise_nofile();
+	if (o.io_uring)
+		cli_fuse_want_uring();
 	if (!realpath(source, fsname))
 		snprintf(fsname, sizeof(fsname), "%s", source);
 	o.fsname = fsname;
+	/* Absolute: the daemon leaves its directory ("/") before it unmounts
+	 * on SIGTERM, and a relative mount point then names nothing. */
+	if (realpath(mountpoint, mnt))
+		mountpoint = mnt;
 	r = ponyfuse_mount(fs, mountpoint, &o, &pf);
 	if (r < 0)
 		return cli_error("cannot mount at %s: %s", mountpoint,
@@ -107,6 +134,7 @@ static int fs_mount_run(int argc, char **argv)
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "debug", no_argument, NULL, 'd' },
 		{ "no-passthrough", no_argument, NULL, 'P' },
+		{ "io-uring", no_argument, NULL, 'U' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -116,13 +144,18 @@ static int fs_mount_run(int argc, char **argv)
 		case 'f': opts.foreground = true; break;
 		case 'd': opts.debug = opts.foreground = true; break;
 		case 'P': opts.no_passthrough = true; break;
+		case 'U': opts.io_uring = true; break;
 		case 'h':
-			printf("Usage: pony fs mount-host [-f] [-d] [--no-passthrough] DIR MNT\n"
+			printf("Usage: pony fs mount-host [-f] [-d] [--no-passthrough] [--io-uring] "
+			       "DIR MNT\n"
 			       "Mounts the host directory DIR at MNT through pony's hostfs\n"
 			       "(a passthrough: the vfs and FUSE front end's reference).\n"
 			       "File data goes by FUSE passthrough (the kernel reads and\n"
 			       "writes the host file itself) where the kernel offers it;\n"
-			       "--no-passthrough serves it through the daemon.\n");
+			       "--no-passthrough serves it through the daemon.\n"
+			       "--io-uring serves requests over FUSE-over-io_uring rings, one\n"
+			       "per CPU (kernel 6.14+; as root it turns on the fuse module's\n"
+			       "enable_uring for the whole machine, and says so).\n");
 			return CLI_EXIT_OK;
 		default: return cli_usage_error("pony fs mount-host", "bad option");
 		}
@@ -215,7 +248,9 @@ static int fs_requests_run(int argc, char **argv)
 		       "mount holding PATH:\n\"fuse_<request> N\" for each kind of FUSE request "
 		       "it read (fuse_read,\nfuse_lookup...), and its passthrough state "
 		       "(passthrough 1 when in use,\npassthrough_opens, "
-		       "passthrough_backing_files registered now).\n");
+		       "passthrough_backing_files registered now), and with FUSE over\n"
+		       "io_uring (--io-uring) uring_queues and uring_requests served "
+		       "over the rings.\n");
 		return CLI_EXIT_OK;
 	}
 	r = path_ioctl_run(argc, argv, "pony fs requests", PONYFUSE_IOC_REQUESTS, &a);

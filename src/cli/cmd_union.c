@@ -38,11 +38,18 @@ static void mount_usage(FILE *out)
 		"                      file itself (FUSE passthrough: kernel 6.9+, root,\n"
 		"                      not with --writeback; silently off where the\n"
 		"                      kernel lacks it); lower files are spliced\n"
+		"      --io-uring      FUSE over io_uring: a ring and thread per CPU,\n"
+		"                      no cross-CPU wakeup per request (kernel 6.14+;\n"
+		"                      as root turns on the fuse module's enable_uring,\n"
+		"                      machine-wide, and says so; else /dev/fuse)\n"
 		"      --threads N     FUSE worker threads (default 1: serial workloads\n"
 		"                      pay a thread hand-off per request otherwise)\n"
 		"      --timeout SECS  kernel attribute and entry cache (default 86400:\n"
 		"                      lowers are read-only and the upper changes only\n"
 		"                      through the union, as fuse-overlayfs assumes)\n"
+		"      --no-prefetch   no reading of lower directories ahead of a\n"
+		"                      tree walk (by default, a thread reads the lower\n"
+		"                      subdirectories of each directory listed)\n"
 		"  -d, --debug         log every FUSE request (implies --foreground)\n"
 		"  -h, --help          this help\n");
 }
@@ -114,7 +121,9 @@ static int union_mount_run(int argc, char **argv)
 		{ "no-writeback", no_argument, NULL, 'W' },
 		{ "threads", required_argument, NULL, 'N' },
 		{ "no-passthrough", no_argument, NULL, 'P' },
+		{ "io-uring", no_argument, NULL, 'U' },
 		{ "timeout", required_argument, NULL, 'T' },
+		{ "no-prefetch", no_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -137,6 +146,8 @@ static int union_mount_run(int argc, char **argv)
 		case 'B': opts.writeback = true; break;
 		case 'W': opts.writeback = false; break;
 		case 'P': opts.no_passthrough = true; break;
+		case 'R': cfg.flags |= UNION_NO_PREFETCH; break;
+		case 'U': opts.io_uring = true; break;
 		case 'N':
 			opts.max_threads = (unsigned)atoi(optarg);
 			if (opts.max_threads < 1 || opts.max_threads > 64)

@@ -6,10 +6,14 @@
  * FOPEN_PASSTHROUGH and its backing id, the kill bits of WRITE, SETATTR and
  * OPEN are noted for killpriv.c, and every request is counted by opcode for
  * the counters ioctl (so a test can prove which requests a call made).
+ * The INIT reply also asks for FUSE over io_uring when wanted (uring.c),
+ * whose requests are noted here the same way and whose answers, passing
+ * through the same hooks, are handed to the ring they came from.
  *
- * A libfuse worker reads a request, then handles and answers it on the same
- * thread, so what the reader notes about "the current request" is
- * thread-local, and the answer is matched to it by its unique id.
+ * A libfuse worker (or ring thread) reads a request, then handles and
+ * answers it on the same thread, so what the reader notes about "the
+ * current request" is thread-local, and the answer is matched to it by its
+ * unique id.
  */
 #include <errno.h>
 #include <linux/fuse.h>
@@ -21,6 +25,7 @@
 
 #include "internal.h"
 #include "pony/util.h"
+#include "uring_abi.h"
 
 /* Kernel 6.9's additions (uapi fuse.h 7.40), newer than this host's headers. */
 #define PT_INIT_FLAG2 (1u << (37 - 32))         /* FUSE_PASSTHROUGH in flags2 */
@@ -36,9 +41,15 @@ static _Thread_local struct {
 	int32_t backing_id;     /* > 0: the open reply passes through to it */
 } cur;
 
-static void note_request(struct ponyfuse *pf, const struct fuse_in_header *in, const char *arg,
-			 size_t have)
+void ponyfuse_devio_note(struct ponyfuse *pf, const void *buf, size_t len)
 {
+	const struct fuse_in_header *in = buf;
+	const char *arg = (const char *)buf + sizeof(*in);
+	size_t have;
+
+	if (len < sizeof(*in))
+		return;
+	have = len - sizeof(*in);
 	cur.unique = in->unique;
 	cur.opcode = in->opcode;
 	cur.kill_asked = false;
@@ -50,6 +61,8 @@ static void note_request(struct ponyfuse *pf, const struct fuse_in_header *in, c
 
 		atomic_store(&pf->init_unique, in->unique);
 		pf->pt_offered = (ii->flags & FUSE_INIT_EXT) && (ii->flags2 & PT_INIT_FLAG2);
+		pf->uring_offered = (ii->flags & FUSE_INIT_EXT) &&
+				    (ii->flags2 & PONYFUSE_URING_INIT_FLAG2);
 	} else if (in->opcode == FUSE_WRITE && have >= sizeof(struct fuse_write_in)) {
 		cur.kill_asked = ((const struct fuse_write_in *)arg)->write_flags &
 				 FUSE_WRITE_KILL_SUIDGID;
@@ -65,16 +78,31 @@ static ssize_t dev_read(int fd, void *buf, size_t len, void *userdata)
 {
 	ssize_t n = read(fd, buf, len);
 
-	if (n >= (ssize_t)sizeof(struct fuse_in_header))
-		note_request(userdata, buf, (const char *)buf + sizeof(struct fuse_in_header),
-			     (size_t)n - sizeof(struct fuse_in_header));
+	if (n > 0)
+		ponyfuse_devio_note(userdata, buf, (size_t)n);
 	return n;
+}
+
+/* The payload buffer the kernel wants of each ring entry: its largest
+ * request or answer argument (dev_uring.c's max_payload_sz). */
+static size_t ring_payload(const struct fuse_init_out *o)
+{
+	size_t pages = (o->flags & FUSE_MAX_PAGES) ? o->max_pages : 32;
+
+	return MAX(MAX((size_t)8192, (size_t)o->max_write), pages * (size_t)getpagesize());
 }
 
 static void patch_init(struct ponyfuse *pf, struct fuse_init_out *o, size_t len)
 {
 	if (pf->opts.killpriv)
 		o->flags |= FUSE_HANDLE_KILLPRIV_V2;
+	/* Asked for, the kernel holds every request until the rings are
+	 * ready: ask only where this process may make rings at all. */
+	if (pf->opts.io_uring && pf->uring_offered && ponyfuse_uring_usable()) {
+		o->flags |= FUSE_INIT_EXT;
+		o->flags2 |= PONYFUSE_URING_INIT_FLAG2;
+		pf->uring_payload = ring_payload(o);
+	}
 	/* The kernel refuses passthrough next to the writeback cache. */
 	if (!pf->pt || !pf->pt_offered || (o->flags & FUSE_WRITEBACK_CACHE) ||
 	    len < offsetof(struct fuse_init_out, unused) + sizeof(o->unused[0]))
@@ -100,22 +128,47 @@ static ssize_t dev_writev(int fd, struct iovec *iov, int count, void *userdata)
 	struct ponyfuse *pf = userdata;
 	const struct fuse_out_header *out = iov[0].iov_base;
 	bool ok = count == 2 && iov[0].iov_len >= sizeof(*out) && out->error == 0;
+	bool init = false;
+	ssize_t n;
 
+	if (iov[0].iov_len < sizeof(*out))
+		return writev(fd, iov, count);
 	if (ok && out->unique == atomic_load(&pf->init_unique) &&
 	    iov[1].iov_len >= offsetof(struct fuse_init_out, max_background)) {
 		patch_init(pf, iov[1].iov_base, iov[1].iov_len);
 		atomic_store(&pf->init_unique, UINT64_MAX);
+		init = true;
 	}
-	if (iov[0].iov_len >= sizeof(*out) && out->unique == cur.unique && cur.unique) {
+	if (out->unique == cur.unique && cur.unique) {
 		if (ok && cur.backing_id > 0 && iov[1].iov_len >= sizeof(struct fuse_open_out) &&
 		    (cur.opcode == FUSE_OPEN || cur.opcode == FUSE_CREATE))
 			patch_open(&iov[1]);
 		cur.backing_id = 0;
 	}
-	return writev(fd, iov, count);
+	/* The answer to a request that came over a ring goes back over it;
+	 * notifications (unique 0) and the rest go to /dev/fuse. */
+	if (ponyfuse_uring_owns(out))
+		return ponyfuse_uring_reply(iov, count);
+	n = writev(fd, iov, count);
+	/* The kernel took the INIT answer: the rings can register now. */
+	if (init && n > 0 && pf->uring_payload)
+		ponyfuse_uring_start(pf, pf->uring_payload);
+	return n;
 }
 
-static const struct fuse_custom_io devio = { .read = dev_read, .writev = dev_writev };
+/* libfuse splices large answers whose data is a file: header and data sit
+ * in a pipe. An answer to a ring request is read from it into the ring. */
+static ssize_t dev_splice_send(int fdin, off_t *offin, int fdout, off_t *offout, size_t len,
+			       unsigned int flags, void *userdata)
+{
+	if (ponyfuse_uring_serving())
+		return ponyfuse_uring_reply_pipe(fdin, len);
+	return splice(fdin, offin, fdout, offout, len, flags);
+}
+
+static const struct fuse_custom_io devio = {
+	.read = dev_read, .writev = dev_writev, .splice_send = dev_splice_send,
+};
 
 int ponyfuse_devio_setup(struct ponyfuse *pf)
 {
@@ -176,6 +229,17 @@ int ponyfuse_devio_counters(struct ponyfuse *pf, char *buf, size_t size)
 		len += (size_t)r;
 		if (len >= size)
 			len = size;
+	}
+	/* Which transport served them: the io_uring lines only with rings. */
+	if (pf->uring && !ponyfuse_uring_failed(pf->uring)) {
+		int r = snprintf(buf + len, size - MIN(len, size),
+				 "uring_queues %u\nuring_requests %llu\n",
+				 ponyfuse_uring_queues(pf->uring),
+				 (unsigned long long)atomic_load(&pf->uring_requests));
+
+		if (r < 0)
+			return -EIO;
+		len = MIN(len + (size_t)r, size);
 	}
 	return (int)len;
 }

@@ -9,6 +9,7 @@
 
 #define FUSE_USE_VERSION FUSE_MAKE_VERSION(3, 14)
 #include <fuse_lowlevel.h>
+#include <linux/fuse.h>
 #include <stdatomic.h>
 #include <sys/sysmacros.h>
 
@@ -17,6 +18,7 @@
 #define PONYFUSE_OPCODES 64             /* FUSE opcodes counted (all but CUSE's) */
 
 struct ponyfuse_pt;
+struct ponyfuse_uring;
 
 struct ponyfuse {
 	struct vfs *fs;                 /* the caller's */
@@ -24,11 +26,19 @@ struct ponyfuse {
 	struct fuse_session *se;
 	char *mountpoint;
 	bool mounted;
+	bool borrowed;                  /* se is a daemon's own (transport_new) */
 	/* devio.c: requests read, by opcode; the INIT request's id until
 	 * answered; whether the kernel offered passthrough in it. */
 	atomic_uint_fast64_t requests[PONYFUSE_OPCODES];
 	atomic_uint_fast64_t init_unique;
 	bool pt_offered;
+	/* uring.c: whether the kernel offered FUSE over io_uring in INIT;
+	 * the payload size asked for in the answer (0: not asked); the rings
+	 * once started; requests served over them. */
+	bool uring_offered;
+	size_t uring_payload;
+	struct ponyfuse_uring *uring;
+	atomic_uint_fast64_t uring_requests;
 	/* passthrough.c: NULL when not asked for; pt_on once negotiated. */
 	struct ponyfuse_pt *pt;
 	atomic_bool pt_on;
@@ -42,12 +52,30 @@ void ponyfuse_init_ops(struct fuse_lowlevel_ops *ops);
 void ponyfuse_init_ops_more(struct fuse_lowlevel_ops *ops);
 /* devio.c: libfuse's custom I/O on /dev/fuse, for what libfuse 3.14 lacks. */
 int ponyfuse_devio_setup(struct ponyfuse *pf);
+/* Notes a request read (by either transport): counters, kill bits, INIT. */
+void ponyfuse_devio_note(struct ponyfuse *pf, const void *buf, size_t len);
 /* Whether the request this worker handles asked for a suid/sgid kill. */
 bool ponyfuse_devio_take_kill(void);
 /* The open or create reply this worker sends next passes through to id. */
 void ponyfuse_devio_reply_backing(int id);
 /* "fuse_<opcode> count" lines for the requests read so far; the length. */
 int ponyfuse_devio_counters(struct ponyfuse *pf, char *buf, size_t size);
+/* uring.c: FUSE over io_uring, one ring and thread per CPU. Starts the
+ * rings once the INIT answer asked for them (on failure the kernel is told
+ * to stay on /dev/fuse); stop joins the threads and frees (NULL: nothing). */
+void ponyfuse_uring_start(struct ponyfuse *pf, size_t payload);
+/* Whether this process can make the rings (io_uring_disabled, limits). */
+bool ponyfuse_uring_usable(void);
+void ponyfuse_uring_stop(struct ponyfuse_uring *ur);
+unsigned ponyfuse_uring_queues(const struct ponyfuse_uring *ur);
+bool ponyfuse_uring_failed(const struct ponyfuse_uring *ur);
+/* On a ring thread serving a request: whether out answers it, and the
+ * answer's delivery into the ring (as writev(2) would, from iov or from
+ * a pipe holding len bytes). */
+bool ponyfuse_uring_owns(const struct fuse_out_header *out);
+bool ponyfuse_uring_serving(void);
+ssize_t ponyfuse_uring_reply(const struct iovec *iov, int count);
+ssize_t ponyfuse_uring_reply_pipe(int pipe_fd, size_t len);
 /* passthrough.c: FOPEN_PASSTHROUGH for opens of host files. */
 int ponyfuse_pt_new(struct ponyfuse_pt **ret);
 void ponyfuse_pt_free(struct ponyfuse_pt *pt);

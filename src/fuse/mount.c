@@ -122,13 +122,36 @@ int ponyfuse_run(struct ponyfuse *pf)
 	return r < 0 ? r : 0;
 }
 
+int ponyfuse_transport_new(const struct ponyfuse_options *opts, struct ponyfuse **ret)
+{
+	struct ponyfuse *pf = calloc(1, sizeof(*pf));
+
+	if (!pf)
+		return -ENOMEM;
+	pf->opts = *opts;
+	pf->borrowed = true;
+	*ret = pf;
+	return 0;
+}
+
+int ponyfuse_transport_attach(struct ponyfuse *pf, struct fuse_session *se)
+{
+	pf->se = se;
+	return ponyfuse_devio_setup(pf);
+}
+
 void ponyfuse_free(struct ponyfuse *pf)
 {
 	if (!pf)
 		return;
-	if (pf->se) {
+	if (pf->borrowed) {
+		/* The daemon's own session: it unmounts and destroys it. */
+		ponyfuse_uring_stop(pf->uring);
+	} else if (pf->se) {
 		if (pf->mounted)
 			fuse_session_unmount(pf->se);
+		/* The rings hold /dev/fuse: close them before the session does. */
+		ponyfuse_uring_stop(pf->uring);
 		fuse_session_destroy(pf->se);
 	}
 	ponyfuse_pt_free(pf->pt);

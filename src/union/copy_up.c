@@ -286,14 +286,10 @@ static int copy_up_one_locked(struct union_fs *u, struct union_node *n)
 	 * too. Set before the times are put back. */
 	union_mark_impure_locked(u, parent);
 	VFS_CALL(u->upper, setattr, &u->root_ctx, parent->upper, VFS_NO_FH, &pa, &placed.attr);
-	n->upper = e.ino;
 	n->upper_empty = S_ISDIR(n->type);      /* made empty in the work dir */
 	if (links)
 		n->lower_links = links;
-	if (!S_ISDIR(n->type)) {
-		VFS_FORGET(u->lowers[l->layer], l->ino, 1);
-		n->nlower = 0;
-	}
+	union_node_set_upper_locked(u, n, e.ino);
 	return 0;
 }
 

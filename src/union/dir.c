@@ -237,6 +237,8 @@ static int dir_snapshot(struct union_fs *u, struct union_dir *d)
 	if (r == 0) {
 		union_dirlist_done(&d->list);
 		r = union_dir_merge_locked(u, n, &d->list);
+		if (r == 0)
+			union_prefetch_dirs_locked(u, n, &d->list);
 	}
 	d->self_ino = n->key;
 	d->parent_ino = n->parent ? n->parent->key : n->key;

@@ -1,8 +1,8 @@
 /*
  * files.c - the union's per-inode hooks: lookup and forget, attributes (a
- * change copies up first), open files (opened on the layer that holds the
- * data, copied up first when opened for writing), extended attributes (the
- * overlay's own are hidden and refused) and the filesystem-wide calls.
+ * change copies up first), extended attributes (the overlay's own are hidden
+ * and refused), the filesystem-wide calls and the ops table. Open files are
+ * open.c's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,12 +14,6 @@
 #define LOCKED(u, expr) ({ pthread_mutex_lock(&(u)->lock); int _r = (expr); \
 			   pthread_mutex_unlock(&(u)->lock); _r; })
 #define NODE(u, ino) union_node_get((u), (ino))
-
-/* An open file: the layer's instance, inode and handle. */
-struct union_file {
-	struct vfs *fs;
-	uint64_t ino, fh;
-};
 
 static int lookup_locked(struct union_fs *u, uint64_t parent, const char *name,
 			 struct vfs_entry *ret)
@@ -49,32 +43,23 @@ static int union_statx(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino, 
 {
 	struct union_fs *u = union_of(fs);
 	struct union_node *n = NODE(u, ino);
-	int r;
 
 	if (fh == VFS_NO_FH)
 		return LOCKED(u, union_node_statx_locked(u, n, flags, mask, ret));
 	/* Through the open file: right also once it is unlinked. */
-	struct union_file *f = (struct union_file *)(uintptr_t)fh;
-	r = VFS_CALL(f->fs, statx, ctx, f->ino, f->fh, flags, mask, ret);
-	if (r == 0) {
-		pthread_mutex_lock(&u->lock);
-		union_fix_attr(u, n, ret);
-		pthread_mutex_unlock(&u->lock);
-	}
-	return r;
+	return union_file_statx(u, ctx, fh, flags, mask, ret);
 }
 
 static int setattr_locked(struct union_fs *u, uint64_t ino, uint64_t fh,
 			  const struct vfs_setattr *a, struct statx *ret)
 {
 	struct union_node *n = NODE(u, ino);
-	struct union_file *f = fh == VFS_NO_FH ? NULL : (struct union_file *)(uintptr_t)fh;
 	int r = union_copy_up_locked(u, n);
 
 	if (r < 0)
 		return r;
 	r = VFS_CALL(u->upper, setattr, &u->root_ctx, n->upper,
-		     f && f->fs == u->upper ? f->fh : VFS_NO_FH, a, ret);
+		     union_file_upper_fh_locked(u, fh), a, ret);
 	if (r < 0)
 		return r;
 	/* The upper's answer is the node's, but for a copied-up hard link's
@@ -116,123 +101,6 @@ static int union_readlink(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t in
 	r = VFS_CALL(lfs, readlink, ctx, lino, buf, size);
 	pthread_mutex_unlock(&u->lock);
 	return r;
-}
-
-static bool opens_for_change(int flags)
-{
-	return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
-}
-
-static int open_locked(struct union_fs *u, uint64_t ino, int flags, struct union_file *f)
-{
-	struct union_node *n = NODE(u, ino);
-	int r = u->stale ? -ESTALE : 0;
-
-	if (r == 0 && opens_for_change(flags))
-		r = union_copy_up_locked(u, n);
-	if (r == 0)
-		node_layer_locked(u, n, &f->fs, &f->ino);
-	/* Opened under the lock: a concurrent copy-up drops the lower reference. */
-	if (r == 0)
-		r = VFS_CALL(f->fs, open, &u->root_ctx, f->ino, flags, &f->fh);
-	return r;
-}
-
-static int union_open(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino, int flags,
-		      uint64_t *ret_fh)
-{
-	struct union_fs *u = union_of(fs);
-	struct union_file *f = calloc(1, sizeof(*f));
-	int r;
-
-	if (!f)
-		return -ENOMEM;
-	r = LOCKED(u, open_locked(u, ino, flags, f));
-	if (r < 0) {
-		free(f);
-		return r;
-	}
-	*ret_fh = (uint64_t)(uintptr_t)f;
-	return 0;
-}
-
-static int union_create(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
-			const char *name, mode_t mode, int flags, struct vfs_entry *ret,
-			uint64_t *ret_fh)
-{
-	struct union_fs *u = union_of(fs);
-	struct union_file *f = calloc(1, sizeof(*f));
-	int r;
-
-	if (!f)
-		return -ENOMEM;
-	pthread_mutex_lock(&u->lock);
-	r = union_create_locked(u, ctx, NODE(u, parent), name, mode, flags, ret, &f->fh);
-	if (r == 0)
-		f->ino = NODE(u, ret->ino)->upper;
-	pthread_mutex_unlock(&u->lock);
-	if (r < 0) {
-		free(f);
-		return r;
-	}
-	f->fs = u->upper;
-	*ret_fh = (uint64_t)(uintptr_t)f;
-	return 0;
-}
-
-#define FILE_OF(fh) ((struct union_file *)(uintptr_t)(fh))
-
-static ssize_t union_read(struct vfs *fs, uint64_t ino, uint64_t fh, void *buf, size_t size,
-			  off_t offset)
-{
-	return VFS_CALL(FILE_OF(fh)->fs, read, FILE_OF(fh)->ino, FILE_OF(fh)->fh, buf, size,
-			offset);
-}
-
-static int union_data_fd(struct vfs *fs, uint64_t ino, uint64_t fh)
-{
-	return VFS_CALL(FILE_OF(fh)->fs, data_fd, FILE_OF(fh)->ino, FILE_OF(fh)->fh);
-}
-
-/* A lower file's opens change host file at copy-up; the upper's never do. */
-static bool union_data_fd_stable(struct vfs *fs, uint64_t ino, uint64_t fh)
-{
-	return FILE_OF(fh)->fs == union_of(fs)->upper;
-}
-
-static ssize_t union_write(struct vfs *fs, uint64_t ino, uint64_t fh, const void *buf,
-			   size_t size, off_t offset)
-{
-	return VFS_CALL(FILE_OF(fh)->fs, write, FILE_OF(fh)->ino, FILE_OF(fh)->fh, buf, size,
-			offset);
-}
-
-static int union_flush(struct vfs *fs, uint64_t ino, uint64_t fh)
-{
-	return VFS_CALL(FILE_OF(fh)->fs, flush, FILE_OF(fh)->ino, FILE_OF(fh)->fh);
-}
-
-static int union_fsync(struct vfs *fs, uint64_t ino, uint64_t fh, bool datasync)
-{
-	return VFS_CALL(FILE_OF(fh)->fs, fsync, FILE_OF(fh)->ino, FILE_OF(fh)->fh, datasync);
-}
-
-static int union_release(struct vfs *fs, uint64_t ino, uint64_t fh)
-{
-	struct union_file *f = FILE_OF(fh);
-	int r = VFS_CALL(f->fs, release, f->ino, f->fh);
-
-	free(f);
-	return r;
-}
-
-static int union_fallocate(struct vfs *fs, uint64_t ino, uint64_t fh, int mode, off_t offset,
-			   off_t length)
-{
-	if (FILE_OF(fh)->fs != union_of(fs)->upper)
-		return -EBADF;
-	return VFS_CALL(FILE_OF(fh)->fs, fallocate, FILE_OF(fh)->ino, FILE_OF(fh)->fh, mode,
-			offset, length);
 }
 
 static int union_getxattr(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
@@ -349,11 +217,6 @@ static int union_fsyncdir(struct vfs *fs, uint64_t ino, uint64_t fh, bool datasy
 	return union_syncfs(fs);
 }
 
-static int union_barrier(struct vfs *fs, uint64_t ino, uint64_t fh)
-{
-	return VFS_CALL(FILE_OF(fh)->fs, barrier, FILE_OF(fh)->ino, FILE_OF(fh)->fh);
-}
-
 const struct vfs_ops union_ops = {
 	.version = VFS_OPS_VERSION,
 	.name = "union",
@@ -391,4 +254,5 @@ const struct vfs_ops union_ops = {
 	.barrier = union_barrier,
 	.data_fd = union_data_fd,
 	.data_fd_stable = union_data_fd_stable,
+	.counters = union_counters,
 };

@@ -13,6 +13,7 @@
 #define PONY_UNION_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sys/stat.h>
 
 #include "pony/union.h"
@@ -39,6 +40,10 @@ struct union_node {
 	bool opaque;                    /* a directory hiding all lowers */
 	bool impure;                    /* a directory whose impure xattr is set */
 	bool no_caps;                   /* security.capability known absent */
+	atomic_bool copied_up;          /* had lower data only and now has an
+					 * upper: open lower handles switch to
+					 * it at their next use (open.c); read
+					 * without the lock */
 	bool upper_empty;               /* a directory whose upper has no names:
 					 * made empty by the union (copy-up,
 					 * mkdir) and nothing added since, so
@@ -74,6 +79,9 @@ struct union_fs {
 	size_t nseen, seen_count;
 	struct vfs_ctx root_ctx;        /* for internal changes (copy-up) */
 	dev_t upper_dev;                /* st_dev of the whole union */
+	struct union_prefetch *prefetch; /* prefetch.c's thread, once started */
+	bool no_prefetch;               /* UNION_NO_PREFETCH, or no thread */
+	atomic_uint_fast64_t prefetched; /* directories read ahead (counters) */
 };
 
 static inline struct union_fs *union_of(struct vfs *fs)
@@ -97,6 +105,9 @@ void union_node_set_parent_locked(struct union_node *n, struct union_node *paren
 				  const char *name);
 void union_node_unref_locked(struct union_fs *u, struct union_node *n, uint64_t count);
 void union_nodes_free(struct union_fs *u);
+/* Gives a node with lower data only its upper (a copy-up, a hard link's
+ * name linked up): its lower reference is dropped, open files follow. */
+void union_node_set_upper_locked(struct union_fs *u, struct union_node *n, uint64_t upper);
 bool union_is_whiteout(const struct statx *x);
 /* Remembers a lower inode's ctime the first time, compares it after:
  * -ESTALE (and the union stale) when the lower changed under the union. */
@@ -171,6 +182,13 @@ int union_upper_dir_clear(struct union_fs *u, uint64_t dir);
 int union_list_layer_dir(struct union_fs *u, unsigned layer, uint64_t ino,
 			 struct union_dirlist *ret);
 
+/* prefetch.c: reads l's lower subdirectories of dir ahead, on a thread. */
+void union_prefetch_dirs_locked(struct union_fs *u, struct union_node *dir,
+				const struct union_dirlist *l);
+/* Joins the thread; before the nodes are freed. */
+void union_prefetch_stop(struct union_fs *u);
+int union_counters(struct vfs *fs, char *buf, size_t size);
+
 extern const struct vfs_ops union_ops;
 void union_destroy(struct vfs *fs);
 
@@ -194,6 +212,30 @@ int union_rmdir(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
 		const char *name);
 int union_rename(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
 		 const char *name, uint64_t newparent, const char *newname, unsigned flags);
+
+/* open.c: open files, following their node to the upper after a copy-up. */
+int union_open(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino, int flags,
+	       uint64_t *ret_fh);
+int union_create(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
+		 const char *name, mode_t mode, int flags, struct vfs_entry *ret,
+		 uint64_t *ret_fh);
+/* Attributes through an open file (right also once it is unlinked). */
+int union_file_statx(struct union_fs *u, const struct vfs_ctx *ctx, uint64_t fh,
+		     unsigned flags, unsigned mask, struct statx *ret);
+/* fh's upper handle, for hooks that take one; VFS_NO_FH when it has none. */
+uint64_t union_file_upper_fh_locked(struct union_fs *u, uint64_t fh);
+ssize_t union_read(struct vfs *fs, uint64_t ino, uint64_t fh, void *buf, size_t size,
+		   off_t offset);
+ssize_t union_write(struct vfs *fs, uint64_t ino, uint64_t fh, const void *buf, size_t size,
+		    off_t offset);
+int union_data_fd(struct vfs *fs, uint64_t ino, uint64_t fh);
+bool union_data_fd_stable(struct vfs *fs, uint64_t ino, uint64_t fh);
+int union_flush(struct vfs *fs, uint64_t ino, uint64_t fh);
+int union_fsync(struct vfs *fs, uint64_t ino, uint64_t fh, bool datasync);
+int union_barrier(struct vfs *fs, uint64_t ino, uint64_t fh);
+int union_fallocate(struct vfs *fs, uint64_t ino, uint64_t fh, int mode, off_t offset,
+		    off_t length);
+int union_release(struct vfs *fs, uint64_t ino, uint64_t fh);
 
 /* Frees a node's dir_cache (NULL does nothing). */
 void union_dir_free(struct union_dir *d);

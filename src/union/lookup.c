@@ -83,7 +83,9 @@ static int stack_lookup(struct union_fs *u, const struct union_lower *dirs, unsi
 			s->first = e.attr;
 			break;
 		}
-		if (layer_is_opaque(u, dirs[i].layer, e.ino))
+		/* An opaque directory hides the lowers below it: the last
+		 * one has none, so its xattr need not be read. */
+		if (i + 1 < ndirs && layer_is_opaque(u, dirs[i].layer, e.ino))
 			break;
 	}
 	return 0;
@@ -267,11 +269,7 @@ static int node_for(struct union_fs *u, struct union_node *dir, const char *name
 		if (upper && !n->upper) {
 			/* Another name of a hard link, already linked up in the
 			 * upper: the node moves to the upper. */
-			n->upper = upper;
-			for (unsigned i = 0; i < n->nlower && !S_ISDIR(n->type); i++)
-				VFS_FORGET(u->lowers[n->lower[i].layer], n->lower[i].ino, 1);
-			if (!S_ISDIR(n->type))
-				n->nlower = 0;
+			union_node_set_upper_locked(u, n, upper);
 		} else if (upper) {
 			VFS_FORGET(u->upper, upper, 1);
 		}

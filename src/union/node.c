@@ -160,6 +160,18 @@ void union_nodes_free(struct union_fs *u)
 	free(u->buckets);
 }
 
+void union_node_set_upper_locked(struct union_fs *u, struct union_node *n, uint64_t upper)
+{
+	n->upper = upper;
+	if (S_ISDIR(n->type))
+		return;         /* a directory keeps its lowers to merge */
+	for (unsigned i = 0; i < n->nlower; i++)
+		VFS_FORGET(u->lowers[n->lower[i].layer], n->lower[i].ino, 1);
+	n->nlower = 0;
+	/* After n->upper: an open file that sees the flag finds the upper. */
+	atomic_store_explicit(&n->copied_up, true, memory_order_release);
+}
+
 bool union_is_whiteout(const struct statx *x)
 {
 	return S_ISCHR(x->stx_mode) && x->stx_rdev_major == 0 && x->stx_rdev_minor == 0;

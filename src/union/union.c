@@ -158,6 +158,7 @@ int union_new(const struct union_config *cfg, struct vfs **ret)
 	snprintf(u->prefix, sizeof(u->prefix), "%s",
 		 cfg->flags & UNION_USERXATTR ? "user.overlay." : "trusted.overlay.");
 	u->nlowers = cfg->nlowers;
+	u->no_prefetch = cfg->flags & UNION_NO_PREFETCH;
 	r = hostfs_new(upper, 0, &u->upper);
 	for (unsigned i = 0; i < cfg->nlowers && r == 0; i++)
 		r = hostfs_new(paths[i], HOSTFS_READONLY, &u->lowers[i + 1]);
@@ -183,6 +184,7 @@ void union_destroy(struct vfs *fs)
 {
 	struct union_fs *u = union_of(fs);
 
+	union_prefetch_stop(u);
 	union_nodes_free(u);
 	union_seen_free(u);
 	if (u->upper) {

@@ -3,6 +3,8 @@
 # host directory (df/mount name the source), what FUSE drops is carried by the
 # mount's ioctls (pony fs statx with a mask, pony fs syncfs), SIGTERM and
 # SIGINT unmount cleanly, and a daemonized mount unmounts with pony fs umount.
+# Arguments are extra `pony fs mount-host` options (tests/fuse runs it again
+# with --io-uring).
 set -u
 . "$PONY_SRCDIR/tests/lib.sh"
 require_fuse
@@ -24,10 +26,11 @@ ln "$T/src/file" "$T/src/hard"
 ln -s file "$T/src/link"
 
 start() {
-	fuse_daemon_start "$T/m" "$T/log" "mount-host" "$PONY" fs mount-host --foreground "$T/src" "$T/m"
+	fuse_daemon_start "$T/m" "$T/log" "mount-host" "$PONY" fs mount-host --foreground "$@" \
+		"$T/src" "$T/m"
 }
 
-start
+start "$@"
 mount | grep -q "^$T/src on $T/m type fuse.pony-hostfs" || fail "fsname is not the source: $(mount | grep "$T/m")"
 [ "$(cat "$T/m/file")" = hello ] || fail "cannot read through the mount"
 [ "$(stat -c %i "$T/m/file")" = "$(stat -c %i "$T/m/hard")" ] || fail "hard links are two inodes"
@@ -69,14 +72,14 @@ wait "$PONY_PID" || fail "SIGTERM: pony exited $? ($(cat "$T/log"))"
 PONY_PID=
 mountpoint -q "$T/m" && fail "SIGTERM left the mount behind"
 
-start
+start "$@"
 kill -INT "$PONY_PID"
 wait "$PONY_PID" || fail "SIGINT: pony exited $?"
 PONY_PID=
 mountpoint -q "$T/m" && fail "SIGINT left the mount behind"
 
 # Daemonized: returns once mounted; pony fs umount ends it.
-"$PONY" fs mount-host "$T/src" "$T/m" || fail "daemonized mount failed"
+"$PONY" fs mount-host "$@" "$T/src" "$T/m" || fail "daemonized mount failed"
 mountpoint -q "$T/m" || fail "daemonized mount is not mounted on return"
 # A mount busy for a moment (a process whose cwd is in it, leaving) is
 # unmounted once it is free, not refused with EBUSY; one busy for longer
@@ -95,7 +98,7 @@ hold_mount 0.5
 "$PONY" fs umount "$T/m" || fail "pony fs umount refused a mount busy for 0.5 s"
 wait "$holder"
 mountpoint -q "$T/m" && fail "pony fs umount left the mount"
-"$PONY" fs mount-host "$T/src" "$T/m" || fail "daemonized mount failed"
+"$PONY" fs mount-host "$@" "$T/src" "$T/m" || fail "daemonized mount failed"
 hold_mount 4
 expect_failure "$PONY" fs umount "$T/m"
 mountpoint -q "$T/m" || fail "a failed unmount still unmounted"

@@ -1,0 +1,188 @@
+/*
+ * prefetch.c - reading lower directories ahead of a tree walk. When a
+ * directory's listing is taken, its lower subdirectories are queued, and a
+ * thread of the union reads each one (its entries, and every entry's inode)
+ * through the lower's vfs, so that when the walker (find, ls -R, du) asks
+ * for them the host's dentry, inode and directory-block caches hold them.
+ * On a cold cache a FUSE walk otherwise waits on the disk for every
+ * directory, one after the other, between two round trips of its own; with
+ * the reads done ahead the disk works while the round trips happen (the
+ * walker goes through the listing in the order queued: cookie order).
+ *
+ * Only reads: lowers are read-only, and nothing the union shows comes from
+ * here; the thread takes no union state but the directory node's lowers,
+ * under u->lock, with a reference on the node held while it is queued.
+ * The queue is bounded; a full queue drops the rest, which are then simply
+ * read when asked for, as before.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "pony/util.h"
+
+#define PREFETCH_MAX 4096               /* directories queued at most */
+
+struct prefetch_item {
+	struct union_node *dir;         /* holds a reference */
+	char *name;
+};
+
+/* The queue, a ring; all fields protected by lock. */
+struct union_prefetch {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	pthread_t thread;
+	bool stop;
+	struct prefetch_item q[PREFETCH_MAX];
+	size_t head, n;
+};
+
+/* Reads one lower directory: its entries, and looks each one up. */
+static void warm_dir(struct union_fs *u, unsigned layer, uint64_t ino)
+{
+	struct vfs *fs = u->lowers[layer];
+	struct union_dirlist l = { 0 };
+	struct vfs_entry e;
+
+	union_list_layer_dir(u, layer, ino, &l);
+	for (size_t i = 0; i < l.n; i++)
+		if (VFS_CALL(fs, lookup, &u->root_ctx, ino, l.e[i].name, &e) == 0)
+			VFS_FORGET(fs, e.ino, 1);
+	union_dirlist_done(&l);
+}
+
+static void warm(struct union_fs *u, const struct prefetch_item *it)
+{
+	struct union_lower lowers[UNION_MAX_LOWERS];
+	unsigned n;
+
+	pthread_mutex_lock(&u->lock);
+	n = u->stale || it->dir->opaque ? 0 : it->dir->nlower;
+	memcpy(lowers, it->dir->lower, n * sizeof(lowers[0]));
+	pthread_mutex_unlock(&u->lock);
+	/* The directory's lowers stay while the node lives (our reference). */
+	for (unsigned i = 0; i < n; i++) {
+		struct vfs *fs = u->lowers[lowers[i].layer];
+		struct vfs_entry e;
+
+		if (VFS_CALL(fs, lookup, &u->root_ctx, lowers[i].ino, it->name, &e) < 0)
+			continue;
+		if (S_ISDIR(e.attr.stx_mode)) {
+			warm_dir(u, lowers[i].layer, e.ino);
+			atomic_fetch_add(&u->prefetched, 1);
+		}
+		VFS_FORGET(fs, e.ino, 1);
+	}
+}
+
+static void *prefetch_main(void *arg)
+{
+	struct union_fs *u = arg;
+	struct union_prefetch *p = u->prefetch;
+
+	for (;;) {
+		struct prefetch_item it;
+
+		pthread_mutex_lock(&p->lock);
+		while (!p->n && !p->stop)
+			pthread_cond_wait(&p->cond, &p->lock);
+		if (p->stop) {
+			pthread_mutex_unlock(&p->lock);
+			return NULL;
+		}
+		it = p->q[p->head];
+		p->head = (p->head + 1) % PREFETCH_MAX;
+		p->n--;
+		pthread_mutex_unlock(&p->lock);
+		warm(u, &it);
+		pthread_mutex_lock(&u->lock);
+		union_node_unref_locked(u, it.dir, 1);
+		pthread_mutex_unlock(&u->lock);
+		free(it.name);
+	}
+}
+
+/* The thread, started at the first listing; false if it cannot be. */
+static bool prefetch_start_locked(struct union_fs *u)
+{
+	struct union_prefetch *p;
+
+	if (u->prefetch)
+		return true;
+	if (u->no_prefetch || !(p = calloc(1, sizeof(*p))))
+		return false;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->cond, NULL);
+	u->prefetch = p;
+	if (pthread_create(&p->thread, NULL, prefetch_main, u) != 0) {
+		u->prefetch = NULL;
+		u->no_prefetch = true;
+		pthread_cond_destroy(&p->cond);
+		pthread_mutex_destroy(&p->lock);
+		free(p);
+		return false;
+	}
+	return true;
+}
+
+void union_prefetch_dirs_locked(struct union_fs *u, struct union_node *dir,
+				const struct union_dirlist *l)
+{
+	struct union_prefetch *p;
+
+	if (!dir->nlower || dir->opaque || !prefetch_start_locked(u))
+		return;
+	p = u->prefetch;
+	pthread_mutex_lock(&p->lock);
+	for (size_t i = 0; i < l->n && p->n < PREFETCH_MAX; i++) {
+		char *name;
+
+		/* Lower subdirectories only: the upper's are the union's own. */
+		if (l->e[i].type != DT_DIR || !(l->e[i].ino >> UNION_LAYER_SHIFT) ||
+		    !(name = strdup(l->e[i].name)))
+			continue;
+		dir->refs++;
+		p->q[(p->head + p->n++) % PREFETCH_MAX] = (struct prefetch_item){ dir, name };
+	}
+	pthread_cond_signal(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+}
+
+int union_counters(struct vfs *fs, char *buf, size_t size)
+{
+	struct union_fs *u = union_of(fs);
+	size_t queued = 0;
+
+	if (u->prefetch) {
+		pthread_mutex_lock(&u->prefetch->lock);
+		queued = u->prefetch->n;
+		pthread_mutex_unlock(&u->prefetch->lock);
+	}
+	return snprintf(buf, size, "union_prefetch_dirs %llu\nunion_prefetch_queued %zu\n",
+			(unsigned long long)atomic_load(&u->prefetched), queued);
+}
+
+/* Before the nodes are freed: the thread is joined, the queue dropped (the
+ * nodes it holds go with all the others). */
+void union_prefetch_stop(struct union_fs *u)
+{
+	struct union_prefetch *p = u->prefetch;
+
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->stop = true;
+	pthread_cond_signal(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+	pthread_join(p->thread, NULL);
+	for (; p->n; p->n--, p->head = (p->head + 1) % PREFETCH_MAX)
+		free(p->q[p->head].name);
+	pthread_cond_destroy(&p->cond);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+	u->prefetch = NULL;
+}
