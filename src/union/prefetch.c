@@ -12,8 +12,9 @@
  * the walker's lookups to take (union_prefetch_take_locked()): the lookups
  * the FUSE readdirplus needs are then done on the other core. They are keyed
  * by the layer and the directory's st_dev and st_ino (never reused: the
- * lower is read-only), kept first in, first out, and the oldest are dropped
- * when PREFETCH_ENTRIES are kept.
+ * lower is read-only), kept first in, first out; with PREFETCH_ENTRIES
+ * kept the thread waits a moment for the walker to take some, then (a
+ * walk that stopped) drops the oldest.
  *
  * Only reads: lowers are read-only, and nothing the union shows comes from
  * here; the thread takes no union state but the directory node's lowers,
@@ -26,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "internal.h"
 #include "pony/util.h"
@@ -52,7 +54,8 @@ struct prefetch_item {
 /* The queue, a ring; all fields protected by lock. */
 struct union_prefetch {
 	pthread_mutex_t lock;
-	pthread_cond_t cond;
+	pthread_cond_t cond;            /* work queued, or stop */
+	pthread_cond_t space;           /* an entry taken, or stop */
 	pthread_t thread;
 	bool stop;
 	struct prefetch_item q[PREFETCH_MAX];
@@ -112,6 +115,24 @@ static void entry_keep(struct union_fs *u, unsigned layer, const struct statx *d
 				       .dev = union_statx_dev(dir), .e = *e };
 	memcpy(pe->name, name, len);
 	pthread_mutex_lock(&p->lock);
+	/* Full: wait a while for the walker to take some, so the thread does
+	 * not run so far ahead that it drops what it read before use; then
+	 * (a walker that stopped) drop the oldest. */
+	for (int tries = 0; tries < 2 && !p->stop; tries++) {
+		while (p->ring_n && !p->ring[p->ring_head])
+			ring_pop_locked(u, p);
+		if (p->ring_n < PREFETCH_ENTRIES)
+			break;
+		if (tries == 0) {
+			struct timespec t;
+
+			clock_gettime(CLOCK_REALTIME, &t);
+			t.tv_nsec += 200 * 1000000L;
+			t.tv_sec += t.tv_nsec / 1000000000L;
+			t.tv_nsec %= 1000000000L;
+			pthread_cond_timedwait(&p->space, &p->lock, &t);
+		}
+	}
 	if (p->ring_n == PREFETCH_ENTRIES)
 		ring_pop_locked(u, p);
 	size_t h = entry_hash(layer, pe->dir, name);
@@ -138,6 +159,7 @@ bool union_prefetch_take_locked(struct union_fs *u, const struct union_lower *di
 	if (pe) {
 		entry_unhash_locked(p, pe);
 		p->hits++;
+		pthread_cond_signal(&p->space);
 	}
 	pthread_mutex_unlock(&p->lock);
 	if (!pe)
@@ -223,10 +245,12 @@ static bool prefetch_start_locked(struct union_fs *u)
 		return false;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->cond, NULL);
+	pthread_cond_init(&p->space, NULL);
 	u->prefetch = p;
 	if (pthread_create(&p->thread, NULL, prefetch_main, u) != 0) {
 		u->prefetch = NULL;
 		u->no_prefetch = true;
+		pthread_cond_destroy(&p->space);
 		pthread_cond_destroy(&p->cond);
 		pthread_mutex_destroy(&p->lock);
 		free(p);
@@ -286,12 +310,14 @@ void union_prefetch_stop(struct union_fs *u)
 	pthread_mutex_lock(&p->lock);
 	p->stop = true;
 	pthread_cond_signal(&p->cond);
+	pthread_cond_signal(&p->space);
 	pthread_mutex_unlock(&p->lock);
 	pthread_join(p->thread, NULL);
 	for (; p->n; p->n--, p->head = (p->head + 1) % PREFETCH_MAX)
 		free(p->q[p->head].name);
 	while (p->ring_n)
 		ring_pop_locked(u, p);
+	pthread_cond_destroy(&p->space);
 	pthread_cond_destroy(&p->cond);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
