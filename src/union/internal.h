@@ -51,6 +51,7 @@ struct union_node {
 					 * mkdir) and nothing added since, so
 					 * lookups need not ask it */
 	struct union_dir *dir_cache;    /* listing for readdir without opendir */
+	bool listed;                    /* a directory whose listing was taken */
 	uint32_t lower_links;           /* >1: a copied-up hard link (index) with
 					 * that many lower names at copy-up */
 	uint64_t upper;                 /* upper vfs ino, 0 if none */

@@ -12,9 +12,11 @@
  * the walker's lookups to take (union_prefetch_take_locked()): the lookups
  * the FUSE readdirplus needs are then done on the other core. They are keyed
  * by the layer and the directory's st_dev and st_ino (never reused: the
- * lower is read-only), kept first in, first out; with PREFETCH_ENTRIES
- * kept the thread waits a moment for the walker to take some, then (a
- * walk that stopped) drops the oldest.
+ * lower is read-only), kept first in, first out, the oldest dropped when
+ * PREFETCH_ENTRIES are kept. So that what it reads is used, the thread
+ * keeps at most PREFETCH_LEAD directories ahead of the walker's listings
+ * (waiting a moment for each, after which a walker that stopped is not
+ * waited for), and skips a directory the walker listed already.
  *
  * Only reads: lowers are read-only, and nothing the union shows comes from
  * here; the thread takes no union state but the directory node's lowers,
@@ -34,6 +36,8 @@
 
 #define PREFETCH_MAX 4096               /* directories queued at most */
 #define PREFETCH_ENTRIES 16384          /* looked-up entries kept (power of 2) */
+#define PREFETCH_LEAD 128               /* directories read ahead of the walker */
+#define PREFETCH_WAIT_NS 200000000L     /* longest wait for the walker */
 
 /* A lookup done ahead, for the walker's: one reference on e.ino. */
 struct prefetch_entry {
@@ -55,7 +59,8 @@ struct prefetch_item {
 struct union_prefetch {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;            /* work queued, or stop */
-	pthread_cond_t space;           /* an entry taken, or stop */
+	pthread_cond_t space;           /* a listing taken, or stop */
+	uint64_t listed, warmed;        /* listings taken, directories read */
 	pthread_t thread;
 	bool stop;
 	struct prefetch_item q[PREFETCH_MAX];
@@ -115,24 +120,6 @@ static void entry_keep(struct union_fs *u, unsigned layer, const struct statx *d
 				       .dev = union_statx_dev(dir), .e = *e };
 	memcpy(pe->name, name, len);
 	pthread_mutex_lock(&p->lock);
-	/* Full: wait a while for the walker to take some, so the thread does
-	 * not run so far ahead that it drops what it read before use; then
-	 * (a walker that stopped) drop the oldest. */
-	for (int tries = 0; tries < 2 && !p->stop; tries++) {
-		while (p->ring_n && !p->ring[p->ring_head])
-			ring_pop_locked(u, p);
-		if (p->ring_n < PREFETCH_ENTRIES)
-			break;
-		if (tries == 0) {
-			struct timespec t;
-
-			clock_gettime(CLOCK_REALTIME, &t);
-			t.tv_nsec += 200 * 1000000L;
-			t.tv_sec += t.tv_nsec / 1000000000L;
-			t.tv_nsec %= 1000000000L;
-			pthread_cond_timedwait(&p->space, &p->lock, &t);
-		}
-	}
 	if (p->ring_n == PREFETCH_ENTRIES)
 		ring_pop_locked(u, p);
 	size_t h = entry_hash(layer, pe->dir, name);
@@ -159,7 +146,6 @@ bool union_prefetch_take_locked(struct union_fs *u, const struct union_lower *di
 	if (pe) {
 		entry_unhash_locked(p, pe);
 		p->hits++;
-		pthread_cond_signal(&p->space);
 	}
 	pthread_mutex_unlock(&p->lock);
 	if (!pe)
@@ -183,6 +169,19 @@ static void warm_dir(struct union_fs *u, unsigned layer, uint64_t ino, const str
 	union_dirlist_done(&l);
 }
 
+/* Whether the walker listed the directory already: nothing to read ahead. */
+static bool listed_already(struct union_fs *u, unsigned layer, const struct statx *x)
+{
+	struct union_node *n;
+	bool r;
+
+	pthread_mutex_lock(&u->lock);
+	n = union_node_find_locked(u, union_key(layer, x->stx_ino));
+	r = n && n->listed;
+	pthread_mutex_unlock(&u->lock);
+	return r;
+}
+
 static void warm(struct union_fs *u, const struct prefetch_item *it)
 {
 	struct union_lower lowers[UNION_MAX_LOWERS];
@@ -199,7 +198,7 @@ static void warm(struct union_fs *u, const struct prefetch_item *it)
 
 		if (VFS_CALL(fs, lookup, &u->root_ctx, lowers[i].ino, it->name, &e) < 0)
 			continue;
-		if (S_ISDIR(e.attr.stx_mode)) {
+		if (S_ISDIR(e.attr.stx_mode) && !listed_already(u, lowers[i].layer, &e.attr)) {
 			warm_dir(u, lowers[i].layer, e.ino, &e.attr);
 			atomic_fetch_add(&u->prefetched, 1);
 		}
@@ -225,6 +224,21 @@ static void *prefetch_main(void *arg)
 		it = p->q[p->head];
 		p->head = (p->head + 1) % PREFETCH_MAX;
 		p->n--;
+		/* Not too far ahead of the walker, whose listings are counted:
+		 * what was read too early is dropped before use. A walker that
+		 * stopped is waited for a moment a directory. */
+		if (p->warmed > p->listed + PREFETCH_LEAD) {
+			struct timespec t;
+
+			clock_gettime(CLOCK_REALTIME, &t);
+			t.tv_nsec += PREFETCH_WAIT_NS;
+			t.tv_sec += t.tv_nsec / 1000000000L;
+			t.tv_nsec %= 1000000000L;
+			while (p->warmed > p->listed + PREFETCH_LEAD && !p->stop &&
+			       pthread_cond_timedwait(&p->space, &p->lock, &t) == 0)
+				;
+		}
+		p->warmed++;
 		pthread_mutex_unlock(&p->lock);
 		warm(u, &it);
 		pthread_mutex_lock(&u->lock);
@@ -264,10 +278,13 @@ void union_prefetch_dirs_locked(struct union_fs *u, struct union_node *dir,
 {
 	struct union_prefetch *p;
 
+	dir->listed = true;
 	if (!dir->nlower || dir->opaque || !prefetch_start_locked(u))
 		return;
 	p = u->prefetch;
 	pthread_mutex_lock(&p->lock);
+	p->listed++;
+	pthread_cond_signal(&p->space);
 	for (size_t i = 0; i < l->n && p->n < PREFETCH_MAX; i++) {
 		char *name;
 
