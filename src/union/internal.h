@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "pony/union.h"
 #include "pony/vfs.h"
@@ -25,6 +26,7 @@ struct union_lower {
 	unsigned layer;                 /* 1..nlowers; 0 is the upper */
 	uint64_t ino;                   /* in that layer's vfs */
 	uint64_t st_ino;                /* the layer's st_ino: the node's key */
+	dev_t dev;                      /* the layer's st_dev of it */
 	struct statx_timestamp ctime;   /* when first seen: a change means stale */
 };
 
@@ -49,6 +51,7 @@ struct union_node {
 					 * mkdir) and nothing added since, so
 					 * lookups need not ask it */
 	struct union_dir *dir_cache;    /* listing for readdir without opendir */
+	bool listed;                    /* a directory whose listing was taken */
 	uint32_t lower_links;           /* >1: a copied-up hard link (index) with
 					 * that many lower names at copy-up */
 	uint64_t upper;                 /* upper vfs ino, 0 if none */
@@ -87,6 +90,11 @@ struct union_fs {
 static inline struct union_fs *union_of(struct vfs *fs)
 {
 	return (struct union_fs *)fs;
+}
+
+static inline dev_t union_statx_dev(const struct statx *x)
+{
+	return makedev(x->stx_dev_major, x->stx_dev_minor);
 }
 
 static inline struct vfs *layer_fs(struct union_fs *u, unsigned layer)
@@ -185,6 +193,10 @@ int union_list_layer_dir(struct union_fs *u, unsigned layer, uint64_t ino,
 /* prefetch.c: reads l's lower subdirectories of dir ahead, on a thread. */
 void union_prefetch_dirs_locked(struct union_fs *u, struct union_node *dir,
 				const struct union_dirlist *l);
+/* A lookup of name in the lower directory dir done ahead: true and *ret
+ * (its reference is the caller's), or false. */
+bool union_prefetch_take_locked(struct union_fs *u, const struct union_lower *dir,
+				const char *name, struct vfs_entry *ret);
 /* Joins the thread; before the nodes are freed. */
 void union_prefetch_stop(struct union_fs *u);
 int union_counters(struct vfs *fs, char *buf, size_t size);

@@ -59,8 +59,11 @@ static int stack_lookup(struct union_fs *u, const struct union_lower *dirs, unsi
 	for (unsigned i = 0; i < ndirs; i++) {
 		struct vfs *fs = u->lowers[dirs[i].layer];
 		struct vfs_entry e;
-		int r = VFS_CALL(fs, lookup, &u->root_ctx, dirs[i].ino, name, &e);
+		int r = 0;
 
+		/* Done ahead by prefetch.c's thread, during a tree walk. */
+		if (!union_prefetch_take_locked(u, &dirs[i], name, &e))
+			r = VFS_CALL(fs, lookup, &u->root_ctx, dirs[i].ino, name, &e);
 		if (r == -ENOENT)
 			continue;
 		if (r < 0)
@@ -77,6 +80,7 @@ static int stack_lookup(struct union_fs *u, const struct union_lower *dirs, unsi
 		}
 		s->l[s->n++] = (struct union_lower){ .layer = dirs[i].layer, .ino = e.ino,
 						     .st_ino = e.attr.stx_ino,
+						     .dev = union_statx_dev(&e.attr),
 						     .ctime = e.attr.stx_ctime };
 		if (!dir) {
 			s->file = true;
@@ -110,6 +114,7 @@ static int stack_redirect(struct union_fs *u, const char *path, struct stack *s)
 		}
 		cur.ino = e.ino;
 		cur.st_ino = e.attr.stx_ino;
+		cur.dev = union_statx_dev(&e.attr);
 		cur.ctime = e.attr.stx_ctime;
 		s->l[s->n++] = cur;
 		if (layer_is_opaque(u, layer, e.ino))

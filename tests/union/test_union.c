@@ -360,6 +360,7 @@ static int count_entry(void *data, const char *name, uint64_t ino, unsigned type
 static void test_listing_reads_lower_subdirectories_ahead(void **state)
 {
 	struct fixture *f = *state;
+	struct vfs_entry e;
 	int n = 0;
 
 	assert_int_equal(VFS_CALL(f->fs, readdir, &f->ctx, VFS_ROOT_INO, VFS_NO_FH, 0,
@@ -370,6 +371,11 @@ static void test_listing_reads_lower_subdirectories_ahead(void **state)
 		usleep(10000);
 	assert_int_equal(counter(f->fs, "union_prefetch_dirs"), 2);
 	assert_int_equal(counter(f->fs, "union_prefetch_queued"), 0);
+	/* The thread's lookups of e's entries serve the walker's. */
+	walk(f, "e/n7", &e);
+	assert_int_equal(e.attr.stx_size, 2);
+	assert_int_equal(counter(f->fs, "union_prefetch_lookups_taken"), 1);
+	VFS_FORGET(f->fs, e.ino, 1);
 	n = 0;
 	assert_int_equal(VFS_CALL(f->fs, readdir, &f->ctx, VFS_ROOT_INO, VFS_NO_FH, 0,
 				  count_entry, &n), 0);
