@@ -88,9 +88,9 @@ TGT INLINE void SFX(step)(const struct raid6_fused_plan *pl, unsigned t, size_t 
  * prefetched line by line (the hardware's prefetchers stop at each 4 KiB
  * page, and each piece starts a page of its own). Steps with nothing to
  * fold are extra doublings of Q (DDF's gaps), done over the accumulator on
- * their own.
+ * their own. wpiece copies one piece and folds it in; the first of a round
+ * (a constant argument) starts P and Q instead.
  */
-/* One piece copied and folded in; the first of a round starts P and Q (a constant). */
 TGT INLINE void SFX(wpiece)(const uint8_t *s, uint8_t *d, const uint8_t *pf, VEC *p, VEC *q,
 			    size_t n, bool first, bool stream)
 {
