@@ -85,6 +85,7 @@ struct union_fs {
 	struct union_prefetch *prefetch; /* prefetch.c's thread, once started */
 	bool no_prefetch;               /* UNION_NO_PREFETCH, or no thread */
 	atomic_uint_fast64_t prefetched; /* directories read ahead (counters) */
+	struct union_file *files;       /* open files (open.c), released at destroy */
 };
 
 static inline struct union_fs *union_of(struct vfs *fs)
@@ -236,6 +237,7 @@ int union_file_statx(struct union_fs *u, const struct vfs_ctx *ctx, uint64_t fh,
 		     unsigned flags, unsigned mask, struct statx *ret);
 /* fh's upper handle, for hooks that take one; VFS_NO_FH when it has none. */
 uint64_t union_file_upper_fh_locked(struct union_fs *u, uint64_t fh);
+void union_files_release_all(struct union_fs *u);
 ssize_t union_read(struct vfs *fs, uint64_t ino, uint64_t fh, void *buf, size_t size,
 		   off_t offset);
 ssize_t union_write(struct vfs *fs, uint64_t ino, uint64_t fh, const void *buf, size_t size,

@@ -32,6 +32,7 @@ struct union_file {
 	struct union_node *n;
 	int flags;                      /* the open's, for reopening on the upper */
 	_Atomic(struct union_handle *) h;
+	struct union_file *prev, *next; /* u->files, under u->lock */
 };
 
 #define FILE_OF(fh) ((struct union_file *)(uintptr_t)(fh))
@@ -103,8 +104,11 @@ static int file_new_locked(struct union_fs *u, struct union_node *n, int flags, 
 		return -ENOMEM;
 	}
 	*h = (struct union_handle){ .fs = fs, .ino = ino, .fh = fh };
-	*f = (struct union_file){ .n = n, .flags = flags };
+	*f = (struct union_file){ .n = n, .flags = flags, .next = u->files };
 	atomic_init(&f->h, h);
+	if (u->files)
+		u->files->prev = f;
+	u->files = f;
 	n->refs++;              /* the node outlives FUSE's forget while open */
 	*ret_fh = (uint64_t)(uintptr_t)f;
 	return 0;
@@ -244,8 +248,25 @@ int union_release(struct vfs *fs, uint64_t ino, uint64_t fh)
 		free(h);
 	}
 	pthread_mutex_lock(&u->lock);
+	if (f->prev)
+		f->prev->next = f->next;
+	else
+		u->files = f->next;
+	if (f->next)
+		f->next->prev = f->prev;
 	union_node_unref_locked(u, f->n, 1);
 	pthread_mutex_unlock(&u->lock);
 	free(f);
 	return r;
+}
+
+/*
+ * Files still open when the union goes away: the kernel drops the RELEASEs
+ * still queued when a FUSE mount ends (they are background requests), so
+ * without this their handles, and the layers' files, were never closed.
+ */
+void union_files_release_all(struct union_fs *u)
+{
+	while (u->files)
+		union_release(&u->vfs, 0, (uint64_t)(uintptr_t)u->files);
 }

@@ -186,6 +186,7 @@ void union_destroy(struct vfs *fs)
 	struct union_fs *u = union_of(fs);
 
 	union_prefetch_stop(u);
+	union_files_release_all(u);
 	union_nodes_free(u);
 	union_seen_free(u);
 	if (u->upper) {

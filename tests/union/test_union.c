@@ -204,6 +204,42 @@ static void test_hard_links_stay_one_inode_after_copy_up_and_rebuild(void **stat
 
 /* The descriptor the FUSE front end splices reads from holds the bytes
  * read gives: the lower's before copy-up, the upper's after. */
+static int open_fd_count(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	assert_non_null(d);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+/* A FUSE mount that ends drops the RELEASEs still queued: the union closes
+ * what is still open when it goes away (a lower open, a copied-up one, a
+ * new file), leaving no descriptor of the layers behind (nor memory, which
+ * the ASan build checks). */
+static void test_files_open_at_unmount_are_released(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_entry e, c;
+	uint64_t fh;
+	int before;
+
+	remount(f);             /* the layers' own descriptors are counted in before */
+	before = open_fd_count();
+	walk(f, "f", &e);
+	assert_int_equal(VFS_CALL(f->fs, open, &f->ctx, e.ino, O_RDONLY, &fh), 0);
+	walk(f, "d/x", &e);
+	assert_int_equal(VFS_CALL(f->fs, open, &f->ctx, e.ino, O_RDWR, &fh), 0);
+	assert_int_equal(VFS_CALL(f->fs, create, &f->ctx, VFS_ROOT_INO, "new", 0644,
+				  O_RDWR, &c, &fh), 0);
+	assert_true(open_fd_count() > before);
+	remount(f);
+	assert_int_equal(open_fd_count(), before);
+}
+
 static void test_data_fd_holds_what_read_gives(void **state)
 {
 	struct fixture *f = *state;
@@ -673,7 +709,8 @@ int main(void)
 		T(test_copy_up_keeps_data_mode_times_and_xattrs),
 		T(test_st_ino_is_stable_across_copy_up_and_rebuild),
 		T(test_hard_links_stay_one_inode_after_copy_up_and_rebuild),
-		T(test_data_fd_holds_what_read_gives),
+		T(test_files_open_at_unmount_are_released),
+	T(test_data_fd_holds_what_read_gives),
 		T(test_reader_of_lower_file_follows_copy_up),
 		T(test_reads_racing_a_copy_up_stay_good),
 		T(test_listing_reads_lower_subdirectories_ahead),
