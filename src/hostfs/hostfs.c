@@ -51,7 +51,7 @@ static void creds_leave(struct creds *save)
 static int hostfs_lookup(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
 			 const char *name, struct vfs_entry *ret)
 {
-	return hostfs_do_lookup(hostfs_of(fs), INODE(fs, parent), name, ret);
+	return hostfs_do_lookup_known(hostfs_of(fs), INODE(fs, parent), name, ret);
 }
 
 static int hostfs_statx(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
@@ -221,7 +221,15 @@ static int hostfs_link(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
 	if (linkat(AT_FDCWD, hostfs_fd_path(fd, path), dir->fd, newname,
 		   AT_SYMLINK_FOLLOW) < 0)
 		return -errno;
-	return hostfs_do_lookup(h, dir, newname, ret);
+	/* The new name is ino itself: its descriptor says the new link count,
+	 * no lookup of the name (an open, a statx and a close) needed. */
+	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS | STATX_BTIME,
+		  &ret->attr) < 0)
+		return -errno;
+	hostfs_inode_ref(h, ino);
+	ret->ino = ino;
+	ret->generation = 0;
+	return 0;
 }
 
 static int remove_name(struct vfs *fs, uint64_t parent, const char *name, int flags)

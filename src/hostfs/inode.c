@@ -153,6 +153,40 @@ int hostfs_do_lookup(struct hostfs *h, struct hostfs_inode *parent, const char *
 	return hostfs_inode_of_fd(h, &fd, ret);
 }
 
+/*
+ * A lookup of a name whose inode the table may hold already (a union asks
+ * its layers again for names the kernel has looked up): a statx of the name
+ * finds it, one system call instead of an open, a statx and a close. The
+ * inode is the one the name gave: the table's descriptor keeps it alive, so
+ * no other file has its number meanwhile. A new inode is opened as by
+ * hostfs_do_lookup, its descriptor's attributes deciding.
+ */
+int hostfs_do_lookup_known(struct hostfs *h, struct hostfs_inode *parent, const char *name,
+			   struct vfs_entry *ret)
+{
+	struct hostfs_inode *in;
+	struct statx x;
+	int r = vfs_check_name(name);
+
+	if (r < 0)
+		return r;
+	if (parent->fd < 0)
+		return -ENOTDIR;
+	if (statx(parent->fd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT,
+		  STATX_BASIC_STATS | STATX_BTIME, &x) < 0)
+		return -errno;
+	pthread_mutex_lock(&h->lock);
+	in = table_find_locked(h, makedev(x.stx_dev_major, x.stx_dev_minor), x.stx_ino);
+	if (in && in != &h->root) {
+		in->nlookup++;
+		pthread_mutex_unlock(&h->lock);
+		*ret = (struct vfs_entry){ .ino = inode_id(h, in), .attr = x };
+		return 0;
+	}
+	pthread_mutex_unlock(&h->lock);
+	return hostfs_do_lookup(h, parent, name, ret);
+}
+
 int hostfs_inode_of_fd(struct hostfs *h, int *pfd, struct vfs_entry *ret)
 {
 	_cleanup_(closep) int fd = TAKE_FD(*pfd);
@@ -195,6 +229,17 @@ int hostfs_inode_of_fd(struct hostfs *h, int *pfd, struct vfs_entry *ret)
 	pthread_mutex_unlock(&h->lock);
 	*ret = e;
 	return 0;
+}
+
+void hostfs_inode_ref(struct hostfs *h, uint64_t ino)
+{
+	struct hostfs_inode *in = hostfs_inode_get(h, ino);
+
+	if (in == &h->root)
+		return;
+	pthread_mutex_lock(&h->lock);
+	in->nlookup++;
+	pthread_mutex_unlock(&h->lock);
 }
 
 void hostfs_forget(struct vfs *fs, uint64_t ino, uint64_t nlookup)

@@ -47,9 +47,14 @@ struct hostfs_inode *hostfs_inode_get(struct hostfs *h, uint64_t ino);
 /* Looks name up under parent and takes a reference: the entry's inode. */
 int hostfs_do_lookup(struct hostfs *h, struct hostfs_inode *parent, const char *name,
 		     struct vfs_entry *ret);
+/* The same, first asking whether the table holds the name's inode already. */
+int hostfs_do_lookup_known(struct hostfs *h, struct hostfs_inode *parent, const char *name,
+			   struct vfs_entry *ret);
 /* Takes over *fd (an O_PATH descriptor): its inode, referenced, in ret. */
 int hostfs_inode_of_fd(struct hostfs *h, int *fd, struct vfs_entry *ret);
 void hostfs_forget(struct vfs *fs, uint64_t ino, uint64_t nlookup);
+/* One more reference on an inode the caller holds one of. */
+void hostfs_inode_ref(struct hostfs *h, uint64_t ino);
 /* Frees every inode of the table (at destroy). */
 void hostfs_inodes_free(struct hostfs *h);
 

@@ -342,6 +342,7 @@ static int whiteout_link_locked(struct union_fs *u, uint64_t dir, const char *na
 			if (r < 0)
 				return r;
 			u->whiteout = e.ino;
+			u->whiteout_st_ino = e.attr.stx_ino;
 		}
 		r = VFS_CALL(u->upper, link, &u->root_ctx, u->whiteout, dir, name, &e);
 		if (r == 0)

@@ -94,11 +94,20 @@ static bool name_seen(struct union_dirlist *sorted, size_t n, const char *name)
 	return n && bsearch(&key, sorted->e, n, sizeof(key), by_name);
 }
 
-/* Whether an upper DT_CHR entry is a whiteout (0/0) or a real device. */
-static int upper_is_whiteout(struct union_fs *u, uint64_t dir, const char *name)
+/*
+ * Whether an upper DT_CHR entry is a whiteout (0/0) or a real device. A
+ * link of the shared whiteout (held, so its inode number is no other
+ * file's) says so by its d_ino: no lookup per whiteout in a listing.
+ */
+static int upper_is_whiteout(struct union_fs *u, uint64_t dir, const char *name,
+			     uint64_t d_ino)
 {
 	struct vfs_entry e;
-	int r = VFS_CALL(u->upper, lookup, &u->root_ctx, dir, name, &e);
+	int r;
+
+	if (u->whiteout && d_ino == u->whiteout_st_ino)
+		return 1;
+	r = VFS_CALL(u->upper, lookup, &u->root_ctx, dir, name, &e);
 
 	if (r < 0)
 		return r == -ENOENT ? 1 : r;
@@ -148,7 +157,7 @@ int union_dir_merge_locked(struct union_fs *u, struct union_node *dir,
 			if (up || name_seen(&hidden, nhidden, e->name))
 				continue;
 			if (e->type == DT_CHR) {
-				int wh = i == 0 ? upper_is_whiteout(u, ino, e->name) : 0;
+				int wh = i == 0 ? upper_is_whiteout(u, ino, e->name, e->ino) : 0;
 
 				if (i > 0) {
 					struct vfs_entry le;

@@ -70,6 +70,8 @@ struct union_fs {
 	uint64_t whiteout;              /* upper-vfs ino of the whiteout in
 					 * work/work every whiteout links to; 0:
 					 * none yet (copy_up.c) */
+	uint64_t whiteout_st_ino;       /* its st_ino: a listing's d_ino says
+					 * a whiteout without a lookup */
 	char whiteout_name[32];         /* its name there */
 	bool no_shared_whiteout;        /* the upper refused such a link */
 	char prefix[24];                /* "trusted.overlay." or "user.overlay." */
@@ -136,6 +138,15 @@ int union_lookup_locked(struct union_fs *u, struct union_node *dir, const char *
  * attr->stx_mask is 0): saves a statx for the reply. */
 int union_lookup_attr_locked(struct union_fs *u, struct union_node *dir, const char *name,
 			     struct union_node **ret, struct statx *attr);
+/* What a lookup learned of the layers, so a removal asks neither again:
+ * whether the upper has the name (no whiteout), whether a lower does
+ * (1, 0, or -1: not known, ask union_name_in_lowers_locked). */
+struct union_found {
+	bool upper;
+	int in_lower;
+};
+int union_lookup_found_locked(struct union_fs *u, struct union_node *dir, const char *name,
+			      struct union_node **ret, struct union_found *found);
 /* Whether name exists (not whited out) in dir's lowers: a whiteout is needed. */
 int union_name_in_lowers_locked(struct union_fs *u, struct union_node *dir,
 				const char *name);

@@ -132,13 +132,14 @@ static bool redirect_valid(const char *r)
 	       strcmp(r + strlen(r) - (strlen(r) >= 3 ? 3 : 0), "/..") != 0;
 }
 
+/* found->in_lower is set when the lowers were asked for name itself. */
 static int upper_dir_stack(struct union_fs *u, struct union_node *dir, const char *name,
-			   uint64_t upper, struct stack *s)
+			   uint64_t upper, struct stack *s, struct union_found *found)
 {
 	char redirect[PATH_MAX];
-	int n;
+	int n, r;
 
-	if (layer_is_opaque(u, 0, upper) || dir->opaque)
+	if (dir->opaque || layer_is_opaque(u, 0, upper))
 		return 0;
 	n = union_getxattr_layer(u, 0, upper, "redirect", redirect, sizeof(redirect) - 1);
 	if (n > 0) {
@@ -147,9 +148,14 @@ static int upper_dir_stack(struct union_fs *u, struct union_node *dir, const cha
 			return -EIO;
 		if (redirect[0] == '/')
 			return stack_redirect(u, redirect, s);
-		name = redirect;
+		return stack_lookup(u, dir->lower, dir->nlower, redirect, true, s);
 	}
-	return stack_lookup(u, dir->lower, dir->nlower, name, true, s);
+	r = stack_lookup(u, dir->lower, dir->nlower, name, true, s);
+	/* A lower non-directory ends a directory's stack unrecorded: only a
+	 * stack found says the name is in a lower. */
+	if (r == 0 && s->n)
+		found->in_lower = 1;
+	return r;
 }
 
 /* Whether the lower of dir in layer has name as the inode x names. */
@@ -324,8 +330,8 @@ static int link_up_from_index(struct union_fs *u, struct union_node *dir, const 
 	return r < 0 ? r : 1;
 }
 
-int union_lookup_attr_locked(struct union_fs *u, struct union_node *dir, const char *name,
-			     struct union_node **ret, struct statx *attr)
+static int lookup_locked(struct union_fs *u, struct union_node *dir, const char *name,
+			 struct union_node **ret, struct statx *attr, struct union_found *found)
 {
 	struct stack s = { .n = 0 };
 	struct vfs_entry ue;
@@ -333,6 +339,8 @@ int union_lookup_attr_locked(struct union_fs *u, struct union_node *dir, const c
 
 	if (attr)
 		attr->stx_mask = 0;
+	/* A directory hiding its lowers has the name in none of them. */
+	*found = (struct union_found){ .in_lower = dir->opaque || !dir->nlower ? 0 : -1 };
 	if (r < 0)
 		return r;
 	if (u->stale)
@@ -343,6 +351,7 @@ int union_lookup_attr_locked(struct union_fs *u, struct union_node *dir, const c
 	if (r < 0)
 		return r;
 	if (r > 0) {
+		found->upper = true;
 		if (union_is_whiteout(&ue.attr)) {
 			VFS_FORGET(u->upper, ue.ino, 1);
 			return -ENOENT;
@@ -361,7 +370,7 @@ int union_lookup_attr_locked(struct union_fs *u, struct union_node *dir, const c
 				*attr = ue.attr;
 			return r;
 		}
-		r = upper_dir_stack(u, dir, name, ue.ino, &s);
+		r = upper_dir_stack(u, dir, name, ue.ino, &s, found);
 		if (r < 0) {
 			VFS_FORGET(u->upper, ue.ino, 1);
 			return r;
@@ -378,6 +387,7 @@ int union_lookup_attr_locked(struct union_fs *u, struct union_node *dir, const c
 	r = stack_lookup(u, dir->lower, dir->nlower, name, false, &s);
 	if (r < 0 || s.n == 0)
 		return r < 0 ? r : -ENOENT;
+	found->in_lower = 1;
 	uint64_t key = union_key(s.l[0].layer, s.l[0].st_ino);
 	if (s.file && s.first.stx_nlink > 1) {
 		struct union_node *n = union_node_find_locked(u, key);
@@ -402,7 +412,7 @@ int union_lookup_attr_locked(struct union_fs *u, struct union_node *dir, const c
 		}
 		if (r != 0) {
 			stack_drop(u, &s);
-			return r < 0 ? r : union_lookup_locked(u, dir, name, ret);
+			return r < 0 ? r : lookup_locked(u, dir, name, ret, NULL, found);
 		}
 	}
 	struct statx first = s.first;
@@ -413,6 +423,20 @@ int union_lookup_attr_locked(struct union_fs *u, struct union_node *dir, const c
 	if (r == 0 && attr && file && !(*ret)->upper)
 		*attr = first;
 	return r;
+}
+
+int union_lookup_attr_locked(struct union_fs *u, struct union_node *dir, const char *name,
+			     struct union_node **ret, struct statx *attr)
+{
+	struct union_found found;
+
+	return lookup_locked(u, dir, name, ret, attr, &found);
+}
+
+int union_lookup_found_locked(struct union_fs *u, struct union_node *dir, const char *name,
+			      struct union_node **ret, struct union_found *found)
+{
+	return lookup_locked(u, dir, name, ret, NULL, found);
 }
 
 int union_lookup_locked(struct union_fs *u, struct union_node *dir, const char *name,

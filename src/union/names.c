@@ -291,12 +291,16 @@ static int union_dir_is_empty_locked(struct union_fs *u, struct union_node *n)
 	return r;
 }
 
+/*
+ * The lookup says which layers hold the name (one lookup in each): the
+ * lowers are asked again only when it did not need them (an upper file).
+ */
 static int remove_locked(struct union_fs *u, struct union_node *dir, const char *name,
 			 bool isdir)
 {
+	struct union_found found;
 	struct union_node *n;
-	struct vfs_entry e;
-	int r = union_lookup_locked(u, dir, name, &n);
+	int r = union_lookup_found_locked(u, dir, name, &n, &found);
 
 	if (r < 0)
 		return r;
@@ -306,16 +310,12 @@ static int remove_locked(struct union_fs *u, struct union_node *dir, const char 
 		r = -EBUSY;
 	if (r == 0 && isdir)
 		r = union_dir_is_empty_locked(u, n) > 0 ? 0 : -ENOTEMPTY;
-	int in_lower = r < 0 ? r : union_name_in_lowers_locked(u, dir, name);
-	if (in_lower < 0)
-		r = in_lower;
-	int has_upper = r < 0 ? r : union_upper_entry_locked(u, dir, name, &e);
-	if (has_upper < 0)
-		r = has_upper;
-	if (has_upper > 0)
-		VFS_FORGET(u->upper, e.ino, 1);
-	if (r == 0 && has_upper)
-		r = remove_upper_locked(u, dir, name, isdir, in_lower > 0);
+	if (r == 0 && found.upper && found.in_lower < 0) {
+		found.in_lower = union_name_in_lowers_locked(u, dir, name);
+		r = MIN(found.in_lower, 0);
+	}
+	if (r == 0 && found.upper)
+		r = remove_upper_locked(u, dir, name, isdir, found.in_lower > 0);
 	else if (r == 0)
 		r = union_make_whiteout_locked(u, dir, name);
 	if (r == 0 && (isdir || !n->upper))

@@ -5,7 +5,8 @@
  * stay valid while entries come and go, st_ino survives copy-up and rebuilds,
  * hard links stay one inode, an open lower file follows its copy-up (also
  * with reads racing it), listings read lower subdirectories ahead, merged
- * directories can be exchanged, a changed
+ * directories can be exchanged, removals leave whiteouts where lowers have
+ * the name and nowhere else, a changed
  * lower is refused, bad input is refused.
  */
 #include <dirent.h>
@@ -575,6 +576,105 @@ static void test_whiteouts_share_one_inode(void **state)
 	VFS_FORGET(f->fs, e.ino, 1);
 }
 
+/* What removing a name leaves in the upper, by the layers that hold it. */
+static bool upper_has(struct fixture *f, const char *name, bool *whiteout)
+{
+	char path[160];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", f->upper, name);
+	if (lstat(path, &st) < 0)
+		return false;
+	*whiteout = S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0);
+	return true;
+}
+
+static void assert_whiteout(struct fixture *f, const char *name)
+{
+	struct vfs_entry e;
+	bool wh = false;
+
+	assert_true(upper_has(f, name, &wh));
+	assert_true(wh);
+	assert_int_equal(vfs_walk(f->fs, &f->ctx, name, &e), -ENOENT);
+}
+
+static void assert_no_upper_name(struct fixture *f, const char *name)
+{
+	struct vfs_entry e;
+	bool wh;
+
+	assert_false(upper_has(f, name, &wh));
+	assert_int_equal(vfs_walk(f->fs, &f->ctx, name, &e), -ENOENT);
+}
+
+/*
+ * Unlink and rmdir of a name in the lower only, the upper only, or both
+ * (copied up): a whiteout exactly where a lower still has the name, as
+ * overlayfs leaves them; also a whiteout made again after a new file took
+ * its place, and directories emptied then removed, merged or opaque.
+ */
+static void test_remove_leaves_whiteouts_only_over_lower_names(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_entry d, e;
+	uint64_t fh;
+
+	walk(f, "e", &d);
+	/* Lower only; looked up first, as the kernel does, and not. */
+	walk(f, "e/n1", &e);
+	assert_int_equal(VFS_CALL(f->fs, unlink, &f->ctx, d.ino, "n1"), 0);
+	VFS_FORGET(f->fs, e.ino, 1);
+	assert_int_equal(VFS_CALL(f->fs, unlink, &f->ctx, d.ino, "n2"), 0);
+	assert_whiteout(f, "e/n1");
+	assert_whiteout(f, "e/n2");
+	assert_int_equal(VFS_CALL(f->fs, unlink, &f->ctx, d.ino, "n2"), -ENOENT);
+	/* Both layers: copied up by a write, then removed. */
+	walk(f, "e/n3", &e);
+	assert_int_equal(VFS_CALL(f->fs, open, &f->ctx, e.ino, O_WRONLY, &fh), 0);
+	assert_int_equal(VFS_CALL(f->fs, write, e.ino, fh, "z", 1, 0), 1);
+	VFS_CALL(f->fs, release, e.ino, fh);
+	VFS_FORGET(f->fs, e.ino, 1);
+	assert_int_equal(VFS_CALL(f->fs, unlink, &f->ctx, d.ino, "n3"), 0);
+	assert_whiteout(f, "e/n3");
+	/* Upper only: gone without a trace. */
+	assert_int_equal(VFS_CALL(f->fs, mknod, &f->ctx, d.ino, "own", S_IFREG | 0644, 0, &e), 0);
+	VFS_FORGET(f->fs, e.ino, 1);
+	assert_int_equal(VFS_CALL(f->fs, unlink, &f->ctx, d.ino, "own"), 0);
+	assert_no_upper_name(f, "e/own");
+	/* A new file over a whiteout, removed: the whiteout again. */
+	assert_int_equal(VFS_CALL(f->fs, mknod, &f->ctx, d.ino, "n1", S_IFREG | 0644, 0, &e), 0);
+	VFS_FORGET(f->fs, e.ino, 1);
+	assert_int_equal(VFS_CALL(f->fs, unlink, &f->ctx, d.ino, "n1"), 0);
+	assert_whiteout(f, "e/n1");
+	assert_int_equal(VFS_CALL(f->fs, rmdir, &f->ctx, d.ino, "n4"), -ENOTDIR);
+	assert_int_equal(VFS_CALL(f->fs, unlink, &f->ctx, VFS_ROOT_INO, "e"), -EISDIR);
+	/* A merged directory emptied (its lower names whited out): a whiteout. */
+	for (int i = 4; i <= 40; i++) {
+		char name[8];
+
+		snprintf(name, sizeof(name), "n%d", i);
+		assert_int_equal(VFS_CALL(f->fs, unlink, &f->ctx, d.ino, name), 0);
+	}
+	VFS_FORGET(f->fs, d.ino, 1);
+	assert_int_equal(VFS_CALL(f->fs, rmdir, &f->ctx, VFS_ROOT_INO, "e"), 0);
+	assert_whiteout(f, "e");
+	/* A directory of the upper's own: gone, no whiteout. */
+	assert_int_equal(VFS_CALL(f->fs, mkdir, &f->ctx, VFS_ROOT_INO, "mine", 0755, &e), 0);
+	VFS_FORGET(f->fs, e.ino, 1);
+	assert_int_equal(VFS_CALL(f->fs, rmdir, &f->ctx, VFS_ROOT_INO, "mine"), 0);
+	assert_no_upper_name(f, "mine");
+	/* An opaque directory made where a lower one was: a whiteout again,
+	 * also after a remount (the lower is asked, not remembered). */
+	assert_int_equal(VFS_CALL(f->fs, mkdir, &f->ctx, VFS_ROOT_INO, "e", 0755, &e), 0);
+	VFS_FORGET(f->fs, e.ino, 1);
+	remount(f);
+	assert_int_equal(VFS_CALL(f->fs, rmdir, &f->ctx, VFS_ROOT_INO, "e"), 0);
+	assert_whiteout(f, "e");
+	remount(f);
+	assert_whiteout(f, "e");
+}
+
 static void test_directory_rename_keeps_lower_contents(void **state)
 {
 	struct fixture *f = *state;
@@ -718,6 +818,7 @@ int main(void)
 		T(test_readdir_without_opendir_resumes_by_cookie),
 		T(test_whiteout_and_opaque_dir_hide_lower_names),
 		T(test_whiteouts_share_one_inode),
+		T(test_remove_leaves_whiteouts_only_over_lower_names),
 		T(test_directory_rename_keeps_lower_contents),
 		T(test_exchange_of_merged_directories_keeps_both_lowers),
 		T(test_rename_over_lower_file_leaves_a_whiteout),
