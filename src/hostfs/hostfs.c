@@ -623,7 +623,14 @@ int hostfs_new(const char *path, unsigned flags, struct vfs **ret)
 	h->flags = flags;
 	hostfs_handles_probe(h);
 	hostfs_uuid_probe(h);
-	pthread_mutex_init(&h->lock, NULL);
+	pthread_mutexattr_t ma;
+
+	/* Held for a hash lookup at a time, by the threads of a union (FUSE's,
+	 * its forgets', its prefetch): spinning a moment beats sleeping. */
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
+	pthread_mutex_init(&h->lock, &ma);
+	pthread_mutexattr_destroy(&ma);
 	*ret = &h->vfs;
 	return 0;
 }
