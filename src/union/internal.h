@@ -139,10 +139,11 @@ int union_lookup_locked(struct union_fs *u, struct union_node *dir, const char *
 int union_lookup_attr_locked(struct union_fs *u, struct union_node *dir, const char *name,
 			     struct union_node **ret, struct statx *attr);
 /* What a lookup learned of the layers, so a removal asks neither again:
- * whether the upper has the name (no whiteout), whether a lower does
+ * whether the upper has the name (its inode), whether a lower does
  * (1, 0, or -1: not known, ask union_name_in_lowers_locked). */
 struct union_found {
 	bool upper;
+	uint64_t upper_ino;             /* the upper's id of it (compare only) */
 	int in_lower;
 };
 int union_lookup_found_locked(struct union_fs *u, struct union_node *dir, const char *name,

@@ -352,6 +352,7 @@ static int lookup_locked(struct union_fs *u, struct union_node *dir, const char 
 		return r;
 	if (r > 0) {
 		found->upper = true;
+		found->upper_ino = ue.ino;
 		if (union_is_whiteout(&ue.attr)) {
 			VFS_FORGET(u->upper, ue.ino, 1);
 			return -ENOENT;

@@ -254,9 +254,14 @@ static void detach_locked(struct union_fs *u, struct union_node *n)
 	union_node_unref_locked(u, p, 1);
 }
 
-/* Moves the upper entry away (leaving a whiteout if asked) and deletes it. */
+/*
+ * Moves the upper entry away (leaving a whiteout if asked) and deletes it;
+ * a directory's whiteouts first, through upper (its upper inode, which the
+ * rename keeps: no lookup of it in the work directory), or when that is not
+ * known (0), through a lookup of where it went.
+ */
 static int remove_upper_locked(struct union_fs *u, struct union_node *dir, const char *name,
-			       bool isdir, bool whiteout)
+			       bool isdir, bool whiteout, uint64_t upper)
 {
 	char tmp[32];
 	int r;
@@ -270,12 +275,13 @@ static int remove_upper_locked(struct union_fs *u, struct union_node *dir, const
 		return r;
 	if (!isdir)
 		return VFS_CALL(u->upper, unlink, &u->root_ctx, u->work, tmp);
-	struct vfs_entry e;
-	r = VFS_CALL(u->upper, lookup, &u->root_ctx, u->work, tmp, &e);
-	if (r == 0) {
+	struct vfs_entry e = { .ino = upper };
+	if (!upper)
+		r = VFS_CALL(u->upper, lookup, &u->root_ctx, u->work, tmp, &e);
+	if (r == 0)
 		r = union_upper_dir_clear(u, e.ino);
+	if (!upper && r == 0)
 		VFS_FORGET(u->upper, e.ino, 1);
-	}
 	return r < 0 ? r : VFS_CALL(u->upper, rmdir, &u->root_ctx, u->work, tmp);
 }
 
@@ -315,7 +321,8 @@ static int remove_locked(struct union_fs *u, struct union_node *dir, const char 
 		r = MIN(found.in_lower, 0);
 	}
 	if (r == 0 && found.upper)
-		r = remove_upper_locked(u, dir, name, isdir, found.in_lower > 0);
+		r = remove_upper_locked(u, dir, name, isdir, found.in_lower > 0,
+					n->upper == found.upper_ino ? n->upper : 0);
 	else if (r == 0)
 		r = union_make_whiteout_locked(u, dir, name);
 	if (r == 0 && (isdir || !n->upper))

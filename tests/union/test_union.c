@@ -659,6 +659,9 @@ static void test_remove_leaves_whiteouts_only_over_lower_names(void **state)
 	VFS_FORGET(f->fs, d.ino, 1);
 	assert_int_equal(VFS_CALL(f->fs, rmdir, &f->ctx, VFS_ROOT_INO, "e"), 0);
 	assert_whiteout(f, "e");
+	/* Its whiteouts went with it: nothing left in the work directory but
+	 * the shared whiteout. */
+	sh("test -z \"$(find %s/work -mindepth 1 ! -type c)\"", f->work);
 	/* A directory of the upper's own: gone, no whiteout. */
 	assert_int_equal(VFS_CALL(f->fs, mkdir, &f->ctx, VFS_ROOT_INO, "mine", 0755, &e), 0);
 	VFS_FORGET(f->fs, e.ino, 1);
