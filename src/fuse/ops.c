@@ -88,12 +88,14 @@ static void req_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 static void req_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
+	atomic_fetch_add_explicit(&pf_of(req)->forgotten, 1, memory_order_relaxed);
 	VFS_FORGET(fs_of(req), ino, nlookup);
 	fuse_reply_none(req);
 }
 
 static void req_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
 {
+	atomic_fetch_add_explicit(&pf_of(req)->forgotten, count, memory_order_relaxed);
 	for (size_t i = 0; i < count; i++)
 		VFS_FORGET(fs_of(req), forgets[i].ino, forgets[i].nlookup);
 	fuse_reply_none(req);
