@@ -31,7 +31,7 @@
 #include <sys/statvfs.h>
 #include <sys/types.h>
 
-#define VFS_OPS_VERSION 5
+#define VFS_OPS_VERSION 6
 #define VFS_ROOT_INO 1ull
 #define VFS_NO_FH UINT64_MAX    /* statx/setattr without an open file */
 
@@ -54,6 +54,12 @@ struct vfs_entry {
 	uint64_t ino;
 	uint64_t generation;
 	struct statx attr;
+};
+
+/* forget_multi: one id and the references dropped from it. */
+struct vfs_forget {
+	uint64_t ino;
+	uint64_t nlookup;
 };
 
 /* setattr: which fields of struct vfs_setattr to apply (FUSE_SET_ATTR_*). */
@@ -262,6 +268,12 @@ struct vfs_ops {
 	 * NULL: it always holds.
 	 */
 	bool (*data_fd_stable)(struct vfs *fs, uint64_t ino, uint64_t fh);
+	/*
+	 * forget() of n ids at once (FUSE's BATCH_FORGET: thousands after an
+	 * rm -rf), so an instance that locks takes its lock once for all.
+	 * NULL: forget() each; callers go through vfs_forget_many().
+	 */
+	void (*forget_multi)(struct vfs *fs, const struct vfs_forget *items, size_t n);
 };
 
 /* The instance header: every instance embeds it first. */
@@ -278,6 +290,9 @@ void vfs_ctx_self(struct vfs_ctx *ret);
 
 /* 0 when name is a valid single component, else -EINVAL / -ENAMETOOLONG. */
 int vfs_check_name(const char *name);
+
+/* Drops the references of n ids: forget_multi, or forget() of each. */
+void vfs_forget_many(struct vfs *fs, const struct vfs_forget *items, size_t n);
 
 /* DT_* type of a mode (S_IFREG -> DT_REG). */
 unsigned vfs_mode_to_dt(mode_t mode);

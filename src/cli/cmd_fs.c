@@ -162,6 +162,10 @@ static int fs_mount_run(int argc, char **argv)
 	}
 	if (optind != argc - 2)
 		return cli_usage_error("pony fs mount-host", "DIR and MNT are needed");
+	/* The daemon drops suid/sgid itself (KILLPRIV_V2, killpriv.c): the
+	 * mount is then SB_NOSEC, and a passed-through write asks for
+	 * security.capability once per file, not on every write(2). */
+	opts.killpriv = true;
 	umask(0);
 	_cleanup_(vfs_freep) struct vfs *fs = NULL;
 	int r;

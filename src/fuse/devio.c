@@ -76,7 +76,8 @@ void ponyfuse_devio_note(struct ponyfuse *pf, const void *buf, size_t len)
 
 static ssize_t dev_read(int fd, void *buf, size_t len, void *userdata)
 {
-	ssize_t n = read(fd, buf, len);
+	ssize_t n = ponyfuse_forget_gated(userdata) ? ponyfuse_forget_read(userdata, fd, buf, len)
+						    : read(fd, buf, len);
 
 	if (n > 0)
 		ponyfuse_devio_note(userdata, buf, (size_t)n);
@@ -172,6 +173,7 @@ static const struct fuse_custom_io devio = {
 
 int ponyfuse_devio_setup(struct ponyfuse *pf)
 {
+	ponyfuse_forget_init(pf);
 	atomic_store(&pf->init_unique, UINT64_MAX);
 	return fuse_session_custom_io(pf->se, &devio, fuse_session_fd(pf->se)) == 0 ? 0 : -EIO;
 }
@@ -229,6 +231,15 @@ int ponyfuse_devio_counters(struct ponyfuse *pf, char *buf, size_t size)
 		len += (size_t)r;
 		if (len >= size)
 			len = size;
+	}
+	/* Inodes forgotten, however many came in one FORGET or BATCH_FORGET. */
+	if (atomic_load(&pf->forgotten)) {
+		int r = snprintf(buf + len, size - MIN(len, size), "forget_inodes %llu\n",
+				 (unsigned long long)atomic_load(&pf->forgotten));
+
+		if (r < 0)
+			return -EIO;
+		len = MIN(len + (size_t)r, size);
 	}
 	/* Which transport served them: the io_uring lines only with rings. */
 	if (pf->uring && !ponyfuse_uring_failed(pf->uring)) {

@@ -10,6 +10,7 @@
 #define FUSE_USE_VERSION FUSE_MAKE_VERSION(3, 14)
 #include <fuse_lowlevel.h>
 #include <linux/fuse.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <sys/sysmacros.h>
 
@@ -38,7 +39,14 @@ struct ponyfuse {
 	bool uring_offered;
 	size_t uring_payload;
 	struct ponyfuse_uring *uring;
+	atomic_bool uring_on;           /* uring set: the rings serve requests */
 	atomic_uint_fast64_t uring_requests;
+	/* forget.c: one reader of /dev/fuse at a time while the rings are
+	 * on, and when the next may read after a read of forgets; inodes
+	 * forgotten (the items of FORGET and BATCH_FORGET). */
+	pthread_mutex_t forget_lock;
+	struct timespec forget_until;
+	atomic_uint_fast64_t forgotten;
 	/* passthrough.c: NULL when not asked for; pt_on once negotiated. */
 	struct ponyfuse_pt *pt;
 	atomic_bool pt_on;
@@ -76,6 +84,12 @@ bool ponyfuse_uring_owns(const struct fuse_out_header *out);
 bool ponyfuse_uring_serving(void);
 ssize_t ponyfuse_uring_reply(const struct iovec *iov, int count);
 ssize_t ponyfuse_uring_reply_pipe(int pipe_fd, size_t len);
+/* forget.c: with the rings on, /dev/fuse is read by one worker at a time,
+ * pausing after forgets so the kernel batches them (instead of read(2)). */
+void ponyfuse_forget_init(struct ponyfuse *pf);
+void ponyfuse_forget_fini(struct ponyfuse *pf);
+bool ponyfuse_forget_gated(struct ponyfuse *pf);
+ssize_t ponyfuse_forget_read(struct ponyfuse *pf, int fd, void *buf, size_t len);
 /* passthrough.c: FOPEN_PASSTHROUGH for opens of host files. */
 int ponyfuse_pt_new(struct ponyfuse_pt **ret);
 void ponyfuse_pt_free(struct ponyfuse_pt *pt);

@@ -155,6 +155,7 @@ void ponyfuse_free(struct ponyfuse *pf)
 		fuse_session_destroy(pf->se);
 	}
 	ponyfuse_pt_free(pf->pt);
+	ponyfuse_forget_fini(pf);
 	free(pf->mountpoint);
 	free(pf);
 }

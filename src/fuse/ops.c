@@ -3,9 +3,11 @@
  * id is the vfs inode id (FUSE_ROOT_ID == VFS_ROOT_INO), so no table sits in
  * between; each request is one hook call and one reply.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "internal.h"
@@ -88,14 +90,22 @@ static void req_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 static void req_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
+	atomic_fetch_add_explicit(&pf_of(req)->forgotten, 1, memory_order_relaxed);
 	VFS_FORGET(fs_of(req), ino, nlookup);
 	fuse_reply_none(req);
 }
 
+/* libfuse's batch is the vfs's, field for field: handed on as it is. */
+static_assert(sizeof(struct fuse_forget_data) == sizeof(struct vfs_forget) &&
+	      offsetof(struct fuse_forget_data, ino) == offsetof(struct vfs_forget, ino) &&
+	      offsetof(struct fuse_forget_data, nlookup) ==
+	      offsetof(struct vfs_forget, nlookup), "fuse_forget_data is not vfs_forget");
+
+/* A BATCH_FORGET (forget.c gathers them): one call for the instance. */
 static void req_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
 {
-	for (size_t i = 0; i < count; i++)
-		VFS_FORGET(fs_of(req), forgets[i].ino, forgets[i].nlookup);
+	atomic_fetch_add_explicit(&pf_of(req)->forgotten, count, memory_order_relaxed);
+	vfs_forget_many(fs_of(req), (const struct vfs_forget *)forgets, count);
 	fuse_reply_none(req);
 }
 

@@ -441,6 +441,7 @@ void ponyfuse_uring_start(struct ponyfuse *pf, size_t payload)
 	/* Published before any ring is ready, so a request served over the
 	 * rings (the counters ioctl) sees it; ponyfuse_free() stops it. */
 	pf->uring = ur;
+	atomic_store_explicit(&pf->uring_on, true, memory_order_release);
 	for (unsigned i = 0; i < ur->nqueues; i++) {
 		ur->q[i].started = pthread_create(&ur->q[i].thread, NULL, ur_queue_main,
 						  &ur->q[i]) == 0;

@@ -38,6 +38,18 @@ static void union_forget(struct vfs *fs, uint64_t ino, uint64_t nlookup)
 	pthread_mutex_unlock(&u->lock);
 }
 
+/* A BATCH_FORGET (thousands after an rm -rf): the lock once for all, not
+ * once per inode against the thread serving the next request. */
+static void union_forget_multi(struct vfs *fs, const struct vfs_forget *items, size_t n)
+{
+	struct union_fs *u = union_of(fs);
+
+	pthread_mutex_lock(&u->lock);
+	for (size_t i = 0; i < n; i++)
+		union_node_unref_locked(u, NODE(u, items[i].ino), items[i].nlookup);
+	pthread_mutex_unlock(&u->lock);
+}
+
 static int union_statx(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino, uint64_t fh,
 		       unsigned flags, unsigned mask, struct statx *ret)
 {
@@ -223,6 +235,7 @@ const struct vfs_ops union_ops = {
 	.destroy = union_destroy,
 	.lookup = union_lookup,
 	.forget = union_forget,
+	.forget_multi = union_forget_multi,
 	.statx = union_statx,
 	.setattr = union_setattr,
 	.readlink = union_readlink,

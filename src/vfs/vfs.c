@@ -1,7 +1,8 @@
 /*
  * vfs.c - the few helpers every vfs instance and caller shares: freeing an
  * instance, name checks (so every instance answers ENAMETOOLONG the same
- * way), mode-to-DT conversion and a path walk for tests and tools.
+ * way), a batch of forgets, mode-to-DT conversion and a path walk for
+ * tests and tools.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -32,6 +33,16 @@ int vfs_check_name(const char *name)
 	if (len > NAME_MAX)
 		return -ENAMETOOLONG;
 	return 0;
+}
+
+void vfs_forget_many(struct vfs *fs, const struct vfs_forget *items, size_t n)
+{
+	if (fs->ops->forget_multi) {
+		fs->ops->forget_multi(fs, items, n);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		VFS_FORGET(fs, items[i].ino, items[i].nlookup);
 }
 
 unsigned vfs_mode_to_dt(mode_t mode)

@@ -7,7 +7,8 @@
 # daemon for security.capability on a new file's first passed-through
 # write() only (KILLPRIV_V2 gives the mount SB_NOSEC, and the answer
 # "none" marks the inode S_NOSEC), and no WRITE is counted; a chown asks
-# again: the two GETXATTRs an untar pays per file.
+# again: the two GETXATTRs an untar pays per file. The same for a host
+# directory mounted with pony fs mount-host.
 set -u
 . "$PONY_SRCDIR/tests/lib.sh"
 require_root
@@ -72,5 +73,31 @@ x" ] || fail "the file reads '$(cat "$T/m/n")'"
 
 # The lower is untouched.
 [ "$(cat "$T/l/f")" = lower ] || fail "the lower changed"
+fuse_daemon_stop "$T/m" "$T/log"
+
+# pony fs mount-host asks for KILLPRIV_V2 too: ten appends to one file, each
+# its own open and passed-through write, ask for security.capability once
+# (without it, once per write: eleven), and suid/sgid still drop on a write
+# by a caller without CAP_FSETID, on the mount and on the host file.
+mkdir "$T/h"
+fuse_daemon_start "$T/m" "$T/log" "pony fs mount-host" "$PONY" fs mount-host --foreground \
+	"$T/h" "$T/m"
+[ "$(counter passthrough)" = 1 ] || fail "mount-host took no passthrough where the union did"
+gx0=$(counter fuse_getxattr); wr0=$(counter fuse_write)
+echo 0 > "$T/m/h"
+for i in 1 2 3 4 5 6 7 8 9 10; do echo $i >> "$T/m/h"; done
+[ "$(wc -l < "$T/h/h")" = 11 ] || fail "the host file has $(wc -l < "$T/h/h") lines, not 11"
+[ "$(counter fuse_write)" = "$wr0" ] || fail "a passed-through write reached the daemon"
+gx=$(( $(counter fuse_getxattr) - gx0 ))
+[ "$gx" = 1 ] || fail "11 passed-through writes on mount-host made $gx GETXATTRs, not 1"
+chmod 6777 "$T/m/h"
+echo r >> "$T/m/h"
+[ "$(stat -c %a "$T/m/h")" = 6777 ] || fail "root's write dropped suid/sgid on mount-host"
+setpriv --reuid 65534 --regid 65534 --clear-groups sh -c "echo x >> '$T/m/h'" ||
+	fail "the write by nobody on mount-host failed"
+[ "$(stat -c %a "$T/m/h")" = 777 ] ||
+	fail "a write by nobody kept suid/sgid on mount-host: $(stat -c %a "$T/m/h")"
+[ "$(stat -c %a "$T/h/h")" = 777 ] || fail "the host file kept suid/sgid: $(stat -c %a "$T/h/h")"
+[ "$(tail -n 2 "$T/h/h" | tr '\n' ' ')" = "r x " ] || fail "the host file ends '$(tail -n 2 "$T/h/h")'"
 fuse_daemon_stop "$T/m" "$T/log"
 pass

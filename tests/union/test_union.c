@@ -203,8 +203,6 @@ static void test_hard_links_stay_one_inode_after_copy_up_and_rebuild(void **stat
 	VFS_FORGET(f->fs, b.ino, 1);
 }
 
-/* The descriptor the FUSE front end splices reads from holds the bytes
- * read gives: the lower's before copy-up, the upper's after. */
 static int open_fd_count(void)
 {
 	DIR *d = opendir("/proc/self/fd");
@@ -241,6 +239,43 @@ static void test_files_open_at_unmount_are_released(void **state)
 	assert_int_equal(open_fd_count(), before);
 }
 
+/* A batch of forgets (FUSE's BATCH_FORGET after an rm -rf) drops exactly
+ * the references it names: ids looked up twice and forgotten once stay
+ * usable, the rest let their layers' descriptors go. */
+static void test_forget_batch_drops_what_it_names(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_forget items[40];
+	struct vfs_entry e;
+	struct statx st;
+	char path[32];
+	int before;
+
+	remount(f);
+	before = open_fd_count();
+	for (int i = 0; i < 40; i++) {
+		snprintf(path, sizeof(path), "e/n%d", i + 1);
+		walk(f, path, &e);
+		items[i] = (struct vfs_forget){ .ino = e.ino, .nlookup = 1 };
+		if (i % 2 == 0) {
+			walk(f, path, &e);
+			items[i].nlookup = 2;
+		}
+	}
+	assert_true(open_fd_count() > before);
+	items[38].nlookup = 1;          /* looked up twice, forgotten once */
+	vfs_forget_many(f->fs, items, 40);
+	assert_int_equal(VFS_CALL(f->fs, statx, &f->ctx, items[38].ino, VFS_NO_FH, 0,
+				  STATX_SIZE, &st), 0);
+	assert_int_equal(st.stx_size, 3);       /* "39\n" */
+	vfs_forget_many(f->fs, &items[38], 1);
+	walk(f, "e", &e);                        /* the walk's own references */
+	VFS_FORGET(f->fs, e.ino, 1);
+	assert_int_equal(open_fd_count(), before);
+}
+
+/* The descriptor the FUSE front end splices reads from holds the bytes
+ * read gives: the lower's before copy-up, the upper's after. */
 static void test_data_fd_holds_what_read_gives(void **state)
 {
 	struct fixture *f = *state;
@@ -813,7 +848,8 @@ int main(void)
 		T(test_st_ino_is_stable_across_copy_up_and_rebuild),
 		T(test_hard_links_stay_one_inode_after_copy_up_and_rebuild),
 		T(test_files_open_at_unmount_are_released),
-	T(test_data_fd_holds_what_read_gives),
+		T(test_forget_batch_drops_what_it_names),
+		T(test_data_fd_holds_what_read_gives),
 		T(test_reader_of_lower_file_follows_copy_up),
 		T(test_reads_racing_a_copy_up_stay_good),
 		T(test_listing_reads_lower_subdirectories_ahead),
