@@ -9,33 +9,11 @@
 # Over /dev/fuse the same reads splice and the counter is not there.
 set -u
 . "$PONY_SRCDIR/tests/lib.sh"
-require_root
-require_fuse
-require_cmd fusermount3 python3 cmp
-PARAM=/sys/module/fuse/parameters/enable_uring
-[ -w "$PARAM" ] || skip "the kernel has no FUSE over io_uring ($PARAM)"
-ORIG=$(cat "$PARAM")
-
-T=$(mktemp -d /tmp/pony-fuse-uring-read.XXXXXX)
-PONY_PID=
-cleanup() {
-	mountpoint -q "$T/m" 2>/dev/null && { fusermount3 -u "$T/m" 2>/dev/null || umount -l "$T/m"; }
-	[ -n "$PONY_PID" ] && wait "$PONY_PID" 2>/dev/null
-	echo "$ORIG" > "$PARAM"
-	rm -rf "$T"
-}
-trap cleanup EXIT
-mkdir -p "$T"/{l,m}
+. "$PONY_SRCDIR/tests/fuse/uring_lib.sh"
+require_cmd cmp
 head -c $((5 * 1024 * 1024 + 12345)) /dev/urandom > "$T/l/big"
 sum_before=$(md5sum < "$T/l/big")
 
-mount_union() {
-	rm -rf "$T/u" "$T/w"; mkdir -p "$T/u" "$T/w"
-	fuse_daemon_start "$T/m" "$T/log" "pony union mount" "$PONY" union mount --foreground \
-		--lower "$T/l" --upper "$T/u" --work "$T/w" --timeout 0 "$@" "$T/m"
-}
-counter() { "$PONY" fs requests "$T/m" | awk -v k="$1" '$1 == k { n = $2 } END { print n + 0 }'; }
-counters() { "$PONY" fs requests "$T/m" | tr '\n' ' '; }
 # The lower's pages out of the host's cache, so the reads go to its disk.
 cold() { python3 -c 'import os, sys
 fd = os.open(sys.argv[1], os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)' "$T/l/big"; }
