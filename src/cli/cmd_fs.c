@@ -253,8 +253,9 @@ static int fs_requests_run(int argc, char **argv)
 		       "it read (fuse_read,\nfuse_lookup...), and its passthrough state "
 		       "(passthrough 1 when in use,\npassthrough_opens, "
 		       "passthrough_backing_files registered now), and with FUSE over\n"
-		       "io_uring (--io-uring) uring_queues and uring_requests served "
-		       "over the rings.\n");
+		       "io_uring (--io-uring) uring_queues, uring_requests served "
+		       "over the rings\nand uring_direct_reads (READs of host files "
+		       "answered by a pread into a ring).\n");
 		return CLI_EXIT_OK;
 	}
 	r = path_ioctl_run(argc, argv, "pony fs requests", PONYFUSE_IOC_REQUESTS, &a);

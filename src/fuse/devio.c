@@ -244,9 +244,10 @@ int ponyfuse_devio_counters(struct ponyfuse *pf, char *buf, size_t size)
 	/* Which transport served them: the io_uring lines only with rings. */
 	if (pf->uring && !ponyfuse_uring_failed(pf->uring)) {
 		int r = snprintf(buf + len, size - MIN(len, size),
-				 "uring_queues %u\nuring_requests %llu\n",
+				 "uring_queues %u\nuring_requests %llu\nuring_direct_reads %llu\n",
 				 ponyfuse_uring_queues(pf->uring),
-				 (unsigned long long)atomic_load(&pf->uring_requests));
+				 (unsigned long long)atomic_load(&pf->uring_requests),
+				 (unsigned long long)atomic_load(&pf->uring_direct_reads));
 
 		if (r < 0)
 			return -EIO;

@@ -35,12 +35,14 @@ struct ponyfuse {
 	bool pt_offered;
 	/* uring.c: whether the kernel offered FUSE over io_uring in INIT;
 	 * the payload size asked for in the answer (0: not asked); the rings
-	 * once started; requests served over them. */
+	 * once started; requests served over them; reads answered by a
+	 * pread(2) straight into a ring's payload buffer. */
 	bool uring_offered;
 	size_t uring_payload;
 	struct ponyfuse_uring *uring;
 	atomic_bool uring_on;           /* uring set: the rings serve requests */
 	atomic_uint_fast64_t uring_requests;
+	atomic_uint_fast64_t uring_direct_reads;
 	/* forget.c: one reader of /dev/fuse at a time while the rings are
 	 * on, and when the next may read after a read of forgets; inodes
 	 * forgotten (the items of FORGET and BATCH_FORGET). */
@@ -84,6 +86,9 @@ bool ponyfuse_uring_owns(const struct fuse_out_header *out);
 bool ponyfuse_uring_serving(void);
 ssize_t ponyfuse_uring_reply(const struct iovec *iov, int count);
 ssize_t ponyfuse_uring_reply_pipe(int pipe_fd, size_t len);
+/* On a ring thread serving a request: its payload buffer, where an answer
+ * may be built in place (*room bytes); else NULL. */
+void *ponyfuse_uring_payload(size_t *room);
 /* forget.c: with the rings on, /dev/fuse is read by one worker at a time,
  * pausing after forgets so the kernel batches them (instead of read(2)). */
 void ponyfuse_forget_init(struct ponyfuse *pf);

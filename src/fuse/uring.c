@@ -41,8 +41,11 @@
 #include "uring_abi.h"
 
 #define UR_DEPTH 4                      /* entries per queue */
-#define UR_ROOM 256                     /* bytes before the payload: in header
-					 * and opcode header, rebuilt there */
+#define UR_ROOM 4096                    /* bytes before the payload: in header
+					 * and opcode header, rebuilt there; a page,
+					 * so the payload is page aligned (O_DIRECT
+					 * preads into it; the kernel copies it a
+					 * page at a time) */
 #define UR_STOP_TAG UINT64_MAX          /* user_data of the stop eventfd's poll */
 
 struct ur_queue;
@@ -195,7 +198,9 @@ ssize_t ponyfuse_uring_reply(const struct iovec *iov, int count)
 			errno = E2BIG;
 			return -1;
 		}
-		memcpy(payload + n, iov[i].iov_base, iov[i].iov_len);
+		/* An answer built in place (ponyfuse_uring_payload) is there. */
+		if (iov[i].iov_base != payload + n)
+			memcpy(payload + n, iov[i].iov_base, iov[i].iov_len);
 		n += iov[i].iov_len;
 	}
 	total += n;
@@ -208,6 +213,14 @@ ssize_t ponyfuse_uring_reply(const struct iovec *iov, int count)
 bool ponyfuse_uring_serving(void)
 {
 	return ur_cur && !ur_cur->replied;
+}
+
+void *ponyfuse_uring_payload(size_t *room)
+{
+	if (!ponyfuse_uring_serving())
+		return NULL;
+	*room = ur_cur->q->ur->payload;
+	return ur_cur->buf + UR_ROOM;
 }
 
 /* libfuse's spliced answer: header and data wait in a pipe; read them in. */
@@ -414,10 +427,11 @@ static int ur_alloc(struct ponyfuse *pf, size_t payload, struct ponyfuse_uring *
 		ur->q[i].qid = i;
 		for (unsigned j = 0; j < UR_DEPTH; j++) {
 			struct ur_ent *e = &ur->q[i].ents[j];
+			void *buf;
 
 			e->q = &ur->q[i];
 			e->hdr = calloc(1, sizeof(*e->hdr));
-			e->buf = malloc(UR_ROOM + payload);
+			e->buf = posix_memalign(&buf, UR_ROOM, UR_ROOM + payload) == 0 ? buf : NULL;
 			if (!e->hdr || !e->buf) {
 				ur_free(ur);
 				return -ENOMEM;

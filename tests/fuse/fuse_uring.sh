@@ -15,37 +15,13 @@
 # /dev/fuse. The parameter is restored at the end.
 set -u
 . "$PONY_SRCDIR/tests/lib.sh"
-require_root
-require_fuse
-require_cmd fusermount3 python3
-PARAM=/sys/module/fuse/parameters/enable_uring
-[ -w "$PARAM" ] || skip "the kernel has no FUSE over io_uring ($PARAM)"
-ORIG=$(cat "$PARAM")
-
-T=$(mktemp -d /tmp/pony-fuse-uring.XXXXXX)
-PONY_PID=
+. "$PONY_SRCDIR/tests/fuse/uring_lib.sh"
 USER_ID=${PONY_TEST_UID:-1000}
 as_user() { setpriv --reuid="$USER_ID" --regid="$USER_ID" --clear-groups --inh-caps=-all "$@"; }
-cleanup() {
-	mountpoint -q "$T/m" 2>/dev/null && { fusermount3 -u "$T/m" 2>/dev/null || umount -l "$T/m"; }
-	[ -n "$PONY_PID" ] && wait "$PONY_PID" 2>/dev/null
-	echo "$ORIG" > "$PARAM"
-	rm -rf "$T"
-}
-trap cleanup EXIT
-mkdir -p "$T"/{l,u,w,m}
 echo lower > "$T/l/f"
 mkdir "$T/l/d"
 head -c 300000 /dev/urandom > "$T/l/big"
 before=$(cd "$T/l" && find . -type f -exec md5sum {} + | sort)
-
-mount_union() {
-	rm -rf "$T/u" "$T/w"; mkdir -p "$T/u" "$T/w"
-	fuse_daemon_start "$T/m" "$T/log" "pony union mount" "$PONY" union mount --foreground \
-		--lower "$T/l" --upper "$T/u" --work "$T/w" --timeout 0 "$@" "$T/m"
-}
-counter() { "$PONY" fs requests "$T/m" | awk -v k="$1" '$1 == k { n = $2 } END { print n + 0 }'; }
-counters() { "$PONY" fs requests "$T/m" | tr '\n' ' '; }
 
 # Without --io-uring the front end never asks for rings, whatever the
 # parameter says, and leaves the parameter alone.
