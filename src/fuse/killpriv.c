@@ -53,8 +53,11 @@ int ponyfuse_kill_suidgid(fuse_req_t req, uint64_t ino, uint64_t fh, struct stat
 	/* Only a mount that negotiated KILLPRIV_V2 is asked (devio.c). */
 	if (!ponyfuse_devio_take_kill() || !pf->opts.killpriv)
 		return 0;
-	r = VFS_CALL(pf->fs, statx, &ctx, ino, fh, 0, STATX_BASIC_STATS, &x);
-	if (r < 0)
+	/* A SETATTR's reply attributes, which *ret holds on the way in, are
+	 * the file's after the change: no statx again for them. */
+	if (ret && (ret->stx_mask & (STATX_MODE | STATX_GID)) == (STATX_MODE | STATX_GID))
+		x = *ret;
+	else if ((r = VFS_CALL(pf->fs, statx, &ctx, ino, fh, 0, STATX_BASIC_STATS, &x)) < 0)
 		return r;
 	/* As the kernel's setattr_should_drop_suidgid(): suid always; sgid
 	 * with group execute, or without it (mandatory locking) when the

@@ -138,19 +138,38 @@ static uint64_t inode_id(struct hostfs *h, struct hostfs_inode *in)
 	return in == &h->root ? VFS_ROOT_INO : (uint64_t)(uintptr_t)in;
 }
 
+static int inode_of_fd(struct hostfs *h, int *pfd, struct vfs_entry *ret, bool *ret_known);
+
+/* Opens name and takes its inode; *ret_known (if not NULL): the table had it. */
+static int lookup_open(struct hostfs *h, struct hostfs_inode *parent, const char *name,
+		       struct vfs_entry *ret, bool *ret_known)
+{
+	int fd = openat(parent->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	return inode_of_fd(h, &fd, ret, ret_known);
+}
+
 int hostfs_do_lookup(struct hostfs *h, struct hostfs_inode *parent, const char *name,
 		     struct vfs_entry *ret)
 {
-	int fd, r = vfs_check_name(name);
+	int r = vfs_check_name(name);
 
 	if (r < 0)
 		return r;
 	if (parent->fd < 0) /* only non-directories are kept as handles */
 		return -ENOTDIR;
-	fd = openat(parent->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	return hostfs_inode_of_fd(h, &fd, ret);
+	return lookup_open(h, parent, name, ret, NULL);
+}
+
+/* Moves the score of known-inode lookups by d, within +-16. */
+static void known_score_add(struct hostfs *h, int d)
+{
+	int s = atomic_load_explicit(&h->known_score, memory_order_relaxed) + d;
+
+	if (s >= -16 && s <= 16)
+		atomic_store_explicit(&h->known_score, s, memory_order_relaxed);
 }
 
 /*
@@ -159,7 +178,12 @@ int hostfs_do_lookup(struct hostfs *h, struct hostfs_inode *parent, const char *
  * finds it, one system call instead of an open, a statx and a close. The
  * inode is the one the name gave: the table's descriptor keeps it alive, so
  * no other file has its number meanwhile. A new inode is opened as by
- * hostfs_do_lookup, its descriptor's attributes deciding.
+ * hostfs_do_lookup, its descriptor's attributes deciding: three calls where
+ * opening first costs two. Which order is cheaper depends on the caller
+ * (a union asking again for names the kernel looked up, or a first walk
+ * of a tree), so a score of what recent lookups found picks it: known
+ * inodes, statx first; new ones, open first (a known inode then costs an
+ * open, a statx and a close). Either order gives the same answer.
  */
 int hostfs_do_lookup_known(struct hostfs *h, struct hostfs_inode *parent, const char *name,
 			   struct vfs_entry *ret)
@@ -172,6 +196,14 @@ int hostfs_do_lookup_known(struct hostfs *h, struct hostfs_inode *parent, const 
 		return r;
 	if (parent->fd < 0)
 		return -ENOTDIR;
+	if (atomic_load_explicit(&h->known_score, memory_order_relaxed) > 0) {
+		bool known = false;
+
+		r = lookup_open(h, parent, name, ret, &known);
+		if (r == 0)
+			known_score_add(h, known ? -1 : 1);
+		return r;
+	}
 	if (statx(parent->fd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT,
 		  STATX_BASIC_STATS | STATX_BTIME, &x) < 0)
 		return -errno;
@@ -181,13 +213,22 @@ int hostfs_do_lookup_known(struct hostfs *h, struct hostfs_inode *parent, const 
 		in->nlookup++;
 		pthread_mutex_unlock(&h->lock);
 		*ret = (struct vfs_entry){ .ino = inode_id(h, in), .attr = x };
+		known_score_add(h, -1);
 		return 0;
 	}
 	pthread_mutex_unlock(&h->lock);
-	return hostfs_do_lookup(h, parent, name, ret);
+	r = lookup_open(h, parent, name, ret, NULL);
+	if (r == 0)
+		known_score_add(h, 1);
+	return r;
 }
 
 int hostfs_inode_of_fd(struct hostfs *h, int *pfd, struct vfs_entry *ret)
+{
+	return inode_of_fd(h, pfd, ret, NULL);
+}
+
+static int inode_of_fd(struct hostfs *h, int *pfd, struct vfs_entry *ret, bool *ret_known)
 {
 	_cleanup_(closep) int fd = TAKE_FD(*pfd);
 	struct hostfs_inode *in;
@@ -223,6 +264,8 @@ int hostfs_inode_of_fd(struct hostfs *h, int *pfd, struct vfs_entry *ret)
 		in->hnext = h->buckets[b];
 		h->buckets[b] = in;
 		h->count++;
+	} else if (ret_known) {
+		*ret_known = true;
 	}
 	in->nlookup++;
 	e.ino = inode_id(h, in);

@@ -51,8 +51,9 @@ int union_entry_locked(struct union_fs *u, struct union_node *dir, const char *n
  * directory copied up; a whiteout there removed. 1 if there was one.
  * A directory already in the upper is asked directly: its entry decides
  * (a whiteout frees the name, anything else holds it), and only a name the
- * upper lacks is looked for in the lowers, so a create in a directory of
- * the upper's own costs one failed lookup.
+ * upper lacks is looked for in the lowers. A directory without lowers is
+ * not asked before a create (name_check_by_create): this runs when the
+ * create found the name taken.
  */
 static int prepare_new_name_locked(struct union_fs *u, struct union_node *dir, const char *name)
 {
@@ -127,6 +128,19 @@ static int new_entry_locked(struct union_fs *u, struct union_node *dir, const ch
 	return 0;
 }
 
+/*
+ * Whether a new name in dir may be made in the upper without asking it
+ * first: the directory is there and has no lowers to look in (opaque, or
+ * none), so the upper's own create is the whole check. Only when it says
+ * -EEXIST is the entry looked at (a whiteout is replaced, prepare_new_name),
+ * and the create tried once more: an untar into a directory it made costs
+ * no lookup per file.
+ */
+static bool name_check_by_create(struct union_fs *u, struct union_node *dir)
+{
+	return !u->stale && S_ISDIR(dir->type) && dir->upper && (dir->opaque || !dir->nlower);
+}
+
 enum make_kind { MAKE_NOD, MAKE_DIR, MAKE_SYMLINK, MAKE_LINK };
 
 struct make_args {
@@ -136,6 +150,22 @@ struct make_args {
 	const char *target;
 	struct union_node *src;         /* MAKE_LINK */
 };
+
+static int make_upper_locked(struct union_fs *u, const struct vfs_ctx *ctx,
+			     struct union_node *dir, const char *name,
+			     const struct make_args *a, struct vfs_entry *e)
+{
+	switch (a->kind) {
+	case MAKE_DIR:
+		return VFS_CALL(u->upper, mkdir, ctx, dir->upper, name, a->mode, e);
+	case MAKE_SYMLINK:
+		return VFS_CALL(u->upper, symlink, ctx, a->target, dir->upper, name, e);
+	case MAKE_LINK:
+		return VFS_CALL(u->upper, link, ctx, a->src->upper, dir->upper, name, e);
+	default:
+		return VFS_CALL(u->upper, mknod, ctx, dir->upper, name, a->mode, a->rdev, e);
+	}
+}
 
 static int make_locked(struct union_fs *u, const struct vfs_ctx *ctx, struct union_node *dir,
 		       const char *name, const struct make_args *a, struct vfs_entry *ret)
@@ -152,22 +182,18 @@ static int make_locked(struct union_fs *u, const struct vfs_ctx *ctx, struct uni
 		if (r < 0)
 			return r;
 	}
-	wh = prepare_new_name_locked(u, dir, name);
+	bool by_create = name_check_by_create(u, dir);
+
+	wh = by_create ? 0 : prepare_new_name_locked(u, dir, name);
 	if (wh < 0)
 		return wh;
 	dir->upper_empty = false;
-	switch (a->kind) {
-	case MAKE_DIR:
-		r = VFS_CALL(u->upper, mkdir, ctx, dir->upper, name, a->mode, &e);
-		break;
-	case MAKE_SYMLINK:
-		r = VFS_CALL(u->upper, symlink, ctx, a->target, dir->upper, name, &e);
-		break;
-	case MAKE_LINK:
-		r = VFS_CALL(u->upper, link, ctx, a->src->upper, dir->upper, name, &e);
-		break;
-	default:
-		r = VFS_CALL(u->upper, mknod, ctx, dir->upper, name, a->mode, a->rdev, &e);
+	r = make_upper_locked(u, ctx, dir, name, a, &e);
+	if (r == -EEXIST && by_create) {
+		wh = prepare_new_name_locked(u, dir, name);
+		if (wh < 0)
+			return wh;
+		r = make_upper_locked(u, ctx, dir, name, a, &e);
 	}
 	if (r < 0)
 		return r;
@@ -230,11 +256,22 @@ int union_create_locked(struct union_fs *u, const struct vfs_ctx *ctx, struct un
 
 	if (r < 0)
 		return r;
-	r = prepare_new_name_locked(u, dir, name);
+	bool by_create = name_check_by_create(u, dir);
+
+	/* The union's create always makes a new name (the kernel sends one
+	 * only after a failed lookup): O_EXCL asks the upper to check. */
+	r = by_create ? 0 : prepare_new_name_locked(u, dir, name);
 	if (r < 0)
 		return r;
 	dir->upper_empty = false;
-	r = VFS_CALL(u->upper, create, ctx, dir->upper, name, mode, flags, &e, ret_fh);
+	r = VFS_CALL(u->upper, create, ctx, dir->upper, name, mode, flags | O_EXCL, &e, ret_fh);
+	if (r == -EEXIST && by_create) {
+		r = prepare_new_name_locked(u, dir, name);
+		if (r < 0)
+			return r;
+		r = VFS_CALL(u->upper, create, ctx, dir->upper, name, mode, flags | O_EXCL, &e,
+			     ret_fh);
+	}
 	if (r < 0)
 		return r;
 	r = new_entry_locked(u, dir, name, &e, ret);

@@ -71,6 +71,19 @@ setpriv --reuid 65534 --regid 65534 --clear-groups sh -c "echo x >> '$T/m/n'" ||
 r
 x" ] || fail "the file reads '$(cat "$T/m/n")'"
 
+# A chown drops suid (and sgid with group execute) as the kernel does on
+# the host: the daemon decides from the chown's own reply attributes.
+for m in 6755 6745 2755 2745 4700; do
+	touch "$T/host$m"
+	chmod "$m" "$T/host$m" "$T/m/n"
+	chown 2:2 "$T/host$m" "$T/m/n"
+	want=$(stat -c %a "$T/host$m")
+	[ "$(stat -c %a "$T/m/n")" = "$want" ] ||
+		fail "chown of a $m file left $(stat -c %a "$T/m/n"), the host $want"
+	[ "$(stat -c %a "$T/u/n")" = "$want" ] || fail "the upper has $(stat -c %a "$T/u/n")"
+	chown 0:0 "$T/m/n"
+done
+
 # The lower is untouched.
 [ "$(cat "$T/l/f")" = lower ] || fail "the lower changed"
 fuse_daemon_stop "$T/m" "$T/log"

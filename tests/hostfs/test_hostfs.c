@@ -1,6 +1,7 @@
 /*
  * test_hostfs.c - hostfs driven directly through its vfs table: what it
- * creates appears in the host directory, hard links are one inode, readdir
+ * creates appears in the host directory, hard links are one inode, lookups
+ * of new and known inodes give the host's, readdir
  * cookies resume where they said, bad names and read-only mode are refused.
  */
 #include <dirent.h>
@@ -86,6 +87,58 @@ static void test_hard_links_are_one_inode(void **state)
 	assert_int_equal(VFS_CALL(f->fs, lookup, &f->ctx, VFS_ROOT_INO, "b", &c), 0);
 	assert_int_equal(c.ino, a.ino);
 	VFS_FORGET(f->fs, a.ino, 3);
+}
+
+/* Looks up name in the root and checks the entry against the host's. */
+static uint64_t lookup_checked(struct fixture *f, const char *name)
+{
+	char path[128];
+	struct vfs_entry e;
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", f->dir, name);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(VFS_CALL(f->fs, lookup, &f->ctx, VFS_ROOT_INO, name, &e), 0);
+	assert_int_equal(e.attr.stx_ino, st.st_ino);
+	assert_int_equal(e.attr.stx_size, st.st_size);
+	return e.ino;
+}
+
+/*
+ * Lookups of new names and of names whose inodes the table holds, in runs
+ * long enough to switch the order hostfs tries (open first, statx first)
+ * both ways, with names swapped on the host between them: every answer is
+ * the host's inode, and one inode's lookups are one id.
+ */
+static void test_lookups_new_and_known_give_the_hosts_inode(void **state)
+{
+	struct fixture *f = *state;
+	uint64_t id[3][40];
+	char name[16], cmd[160];
+
+	snprintf(cmd, sizeof(cmd), "cd %s && for i in $(seq 0 39); do head -c $i /dev/zero "
+		 "> n$i; done", f->dir);
+	assert_int_equal(system(cmd), 0);
+	for (int round = 0; round < 3; round++) {
+		for (int i = 0; i < 40; i++) {
+			snprintf(name, sizeof(name), "n%d", i);
+			id[round][i] = lookup_checked(f, name);
+			if (round)
+				assert_int_equal(id[round][i], id[0][i ^ (round == 2)]);
+		}
+		/* Names swapped pairwise on the host: n0 <-> n1, ... */
+		snprintf(cmd, sizeof(cmd), "cd %s && for i in $(seq 0 2 38); do mv n$i t && "
+			 "mv n$((i + 1)) n$i && mv t n$((i + 1)); done", f->dir);
+		if (round == 1)
+			assert_int_equal(system(cmd), 0);
+	}
+	for (int i = 0; i < 40; i++)
+		VFS_FORGET(f->fs, id[0][i], 3);
+	/* All forgotten: new inodes again, still the host's. */
+	for (int i = 0; i < 40; i++) {
+		snprintf(name, sizeof(name), "n%d", i);
+		VFS_FORGET(f->fs, lookup_checked(f, name), 1);
+	}
 }
 
 struct names { char name[64][16]; uint64_t next[64]; int n, limit; };
@@ -230,6 +283,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_create_write_read_reaches_the_host, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hard_links_are_one_inode, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lookups_new_and_known_give_the_hosts_inode,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_readdir_resumes_at_a_cookie, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_names_are_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_xattrs_and_whiteout_nodes_round_trip, setup, teardown),

@@ -713,6 +713,67 @@ static void test_remove_leaves_whiteouts_only_over_lower_names(void **state)
 	assert_whiteout(f, "e");
 }
 
+/*
+ * A directory without lowers (made through the union, or the upper's own)
+ * lets the upper's create decide whether a name is free: a taken name is
+ * still -EEXIST for every kind of create, and a whiteout there (as kernel
+ * overlayfs may leave one) is replaced by the new entry, also after a
+ * remount, when the directory is known only from the upper.
+ */
+static void test_create_in_dir_without_lowers_replaces_whiteouts(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_entry d, e;
+	char buf[8] = { 0 }, path[160];
+	struct stat st;
+	uint64_t fh;
+
+	assert_int_equal(VFS_CALL(f->fs, mkdir, &f->ctx, VFS_ROOT_INO, "o", 0755, &d), 0);
+	for (int round = 0; round < 2; round++) {
+		const char *a = round ? "a2" : "a";
+
+		assert_int_equal(VFS_CALL(f->fs, create, &f->ctx, d.ino, a, 0600, O_RDWR, &e,
+					  &fh), 0);
+		assert_int_equal(VFS_CALL(f->fs, write, e.ino, fh, "hi", 2, 0), 2);
+		assert_int_equal(VFS_CALL(f->fs, read, e.ino, fh, buf, sizeof(buf), 0), 2);
+		assert_string_equal(buf, "hi");
+		VFS_CALL(f->fs, release, e.ino, fh);
+		VFS_FORGET(f->fs, e.ino, 1);
+		assert_int_equal(VFS_CALL(f->fs, create, &f->ctx, d.ino, a, 0600, O_RDWR, &e,
+					  &fh), -EEXIST);
+		assert_int_equal(VFS_CALL(f->fs, mknod, &f->ctx, d.ino, a, S_IFREG | 0644, 0, &e),
+				 -EEXIST);
+		assert_int_equal(VFS_CALL(f->fs, mkdir, &f->ctx, d.ino, a, 0755, &e), -EEXIST);
+		assert_int_equal(VFS_CALL(f->fs, symlink, &f->ctx, "t", d.ino, a, &e), -EEXIST);
+		/* Whiteouts put in the upper under the union, then remounted. */
+		sh("mknod %s/o/w%d c 0 0 && mknod %s/o/v%d c 0 0", f->upper, round, f->upper,
+		   round);
+		VFS_FORGET(f->fs, d.ino, 1);
+		remount(f);
+		walk(f, "o", &d);
+		snprintf(path, sizeof(path), "w%d", round);
+		assert_int_equal(VFS_CALL(f->fs, lookup, &f->ctx, d.ino, path, &e), -ENOENT);
+		assert_int_equal(VFS_CALL(f->fs, create, &f->ctx, d.ino, path, 0640, O_WRONLY,
+					  &e, &fh), 0);
+		assert_true(S_ISREG(e.attr.stx_mode) && (e.attr.stx_mode & 07777) == 0640);
+		VFS_CALL(f->fs, release, e.ino, fh);
+		VFS_FORGET(f->fs, e.ino, 1);
+		snprintf(path, sizeof(path), "%s/o/w%d", f->upper, round);
+		assert_int_equal(lstat(path, &st), 0);
+		assert_true(S_ISREG(st.st_mode));
+		snprintf(path, sizeof(path), "v%d", round);
+		assert_int_equal(VFS_CALL(f->fs, mkdir, &f->ctx, d.ino, path, 0700, &e), 0);
+		assert_true(S_ISDIR(e.attr.stx_mode));
+		VFS_FORGET(f->fs, e.ino, 1);
+		snprintf(path, sizeof(path), "%s/o/v%d", f->upper, round);
+		assert_int_equal(lstat(path, &st), 0);
+		assert_true(S_ISDIR(st.st_mode));
+	}
+	VFS_FORGET(f->fs, d.ino, 1);
+	remount(f);
+	sh("test \"$(cat %s/o/a %s/o/a2)\" = hihi", f->upper, f->upper);
+}
+
 static void test_directory_rename_keeps_lower_contents(void **state)
 {
 	struct fixture *f = *state;
@@ -858,6 +919,7 @@ int main(void)
 		T(test_whiteout_and_opaque_dir_hide_lower_names),
 		T(test_whiteouts_share_one_inode),
 		T(test_remove_leaves_whiteouts_only_over_lower_names),
+		T(test_create_in_dir_without_lowers_replaces_whiteouts),
 		T(test_directory_rename_keeps_lower_contents),
 		T(test_exchange_of_merged_directories_keeps_both_lowers),
 		T(test_rename_over_lower_file_leaves_a_whiteout),
