@@ -163,13 +163,14 @@ int hostfs_do_lookup(struct hostfs *h, struct hostfs_inode *parent, const char *
 	return lookup_open(h, parent, name, ret, NULL);
 }
 
-/* Moves the score of known-inode lookups by d, within +-16. */
-static void known_score_add(struct hostfs *h, int d)
+/* Moves the score of lookups that found new inodes (+1) or known ones (-1)
+ * by d, within +-16. */
+static void new_inode_score_add(struct hostfs *h, int d)
 {
-	int s = atomic_load_explicit(&h->known_score, memory_order_relaxed) + d;
+	int s = atomic_load_explicit(&h->new_inode_score, memory_order_relaxed) + d;
 
 	if (s >= -16 && s <= 16)
-		atomic_store_explicit(&h->known_score, s, memory_order_relaxed);
+		atomic_store_explicit(&h->new_inode_score, s, memory_order_relaxed);
 }
 
 /*
@@ -196,12 +197,12 @@ int hostfs_do_lookup_known(struct hostfs *h, struct hostfs_inode *parent, const 
 		return r;
 	if (parent->fd < 0)
 		return -ENOTDIR;
-	if (atomic_load_explicit(&h->known_score, memory_order_relaxed) > 0) {
+	if (atomic_load_explicit(&h->new_inode_score, memory_order_relaxed) > 0) {
 		bool known = false;
 
 		r = lookup_open(h, parent, name, ret, &known);
 		if (r == 0)
-			known_score_add(h, known ? -1 : 1);
+			new_inode_score_add(h, known ? -1 : 1);
 		return r;
 	}
 	if (statx(parent->fd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT,
@@ -213,13 +214,13 @@ int hostfs_do_lookup_known(struct hostfs *h, struct hostfs_inode *parent, const 
 		in->nlookup++;
 		pthread_mutex_unlock(&h->lock);
 		*ret = (struct vfs_entry){ .ino = inode_id(h, in), .attr = x };
-		known_score_add(h, -1);
+		new_inode_score_add(h, -1);
 		return 0;
 	}
 	pthread_mutex_unlock(&h->lock);
 	r = lookup_open(h, parent, name, ret, NULL);
 	if (r == 0)
-		known_score_add(h, 1);
+		new_inode_score_add(h, 1);
 	return r;
 }
 

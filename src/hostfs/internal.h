@@ -34,7 +34,7 @@ struct hostfs {
 	int mount_fd;                   /* the root opened for real: O_PATH will
 					 * not do for open_by_handle_at; or -1 */
 	uint8_t uuid[16];               /* the filesystem's (FS_IOC_GETFSUUID) */
-	_Atomic int known_score;        /* > 0: recent lookups found new
+	_Atomic int new_inode_score;    /* > 0: recent lookups found new
 					 * inodes (hostfs_do_lookup_known) */
 	size_t max_fds;                 /* above this many descriptors held (by
 					 * all instances) new files are handles */
