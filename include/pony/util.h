@@ -1,13 +1,14 @@
 /*
  * include/pony/util.h - small helpers every component uses: fixed-width
  * little-endian types for on-disk formats, scope-bound cleanup (after
- * systemd's), checksums, sizes, time, a JSON writer and a progress bar.
+ * systemd's), checksums, sizes, time, a JSON writer, a progress bar and hot locks.
  * Nothing here knows about any component.
  */
 #ifndef PONY_UTIL_H
 #define PONY_UTIL_H
 
 #include <endian.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -152,5 +153,8 @@ struct util_progress {
 void util_progress_init(struct util_progress *p, const char *what, uint64_t total);
 void util_progress_update(struct util_progress *p, uint64_t done);
 void util_progress_done(struct util_progress *p);
+
+/* A lock held briefly by several threads: spins a moment before it sleeps. */
+void util_mutex_init_adaptive(pthread_mutex_t *m);
 
 #endif

@@ -169,7 +169,6 @@ void acall_complete(struct acall_ring *ring, struct acall_op **ops, unsigned n);
 /* Submits one prepared op alone (acall_run()). */
 void acall_submit_op(struct acall_ring *ring, struct acall_op *op);
 void acall_list_remove(struct acall_list *l, struct acall_op *op);
-void acall_mutex_init(pthread_mutex_t *m);
 void acall_list_append(struct acall_list *l, struct acall_op *op);
 void acall_wake(struct acall_waiter *w);
 void acall_futex_wait(_Atomic uint32_t *word, uint32_t val, long timeout_ns);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "pony/util.h"
 
 #define DEFAULT_ENTRIES 256
 
@@ -38,7 +39,7 @@ int acall_ring_new(const struct acall_ring_params *params, struct acall_ring **r
 	ring = calloc(1, sizeof(*ring));
 	if (!ring)
 		return -ENOMEM;
-	acall_mutex_init(&ring->lock);
+	util_mutex_init_adaptive(&ring->lock);
 	pthread_mutex_init(&ring->sq_lock, NULL);
 	pthread_mutex_init(&ring->cq_lock, NULL);
 	ring->eventfd = -1;

@@ -44,18 +44,6 @@ void acall_wake(struct acall_waiter *w)
 		acall_futex_wake(&w->word, 1);
 }
 
-/* The hot locks are held for a few list operations: spin a little before
- * sleeping (glibc's adaptive mutex), as a futex sleep costs far more. */
-void acall_mutex_init(pthread_mutex_t *m)
-{
-	pthread_mutexattr_t a;
-
-	pthread_mutexattr_init(&a);
-	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
-	pthread_mutex_init(m, &a);
-	pthread_mutexattr_destroy(&a);
-}
-
 void acall_list_append(struct acall_list *l, struct acall_op *op)
 {
 	op->next = NULL;

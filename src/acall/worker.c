@@ -204,7 +204,7 @@ int acall_workers_start(struct acall_ring *ring, unsigned n)
 {
 	struct acall_workers *wq = &ring->wq;
 
-	acall_mutex_init(&wq->lock);
+	util_mutex_init_adaptive(&wq->lock);
 	pthread_cond_init(&wq->cond, NULL);
 	wq->w = calloc(n, sizeof(*wq->w));
 	if (!wq->w)

@@ -623,14 +623,9 @@ int hostfs_new(const char *path, unsigned flags, struct vfs **ret)
 	h->flags = flags;
 	hostfs_handles_probe(h);
 	hostfs_uuid_probe(h);
-	pthread_mutexattr_t ma;
-
 	/* Held for a hash lookup at a time, by the threads of a union (FUSE's,
-	 * its forgets', its prefetch): spinning a moment beats sleeping. */
-	pthread_mutexattr_init(&ma);
-	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
-	pthread_mutex_init(&h->lock, &ma);
-	pthread_mutexattr_destroy(&ma);
+	 * its forgets', its prefetch). */
+	util_mutex_init_adaptive(&h->lock);
 	*ret = &h->vfs;
 	return 0;
 }

@@ -155,16 +155,10 @@ int union_new(const struct union_config *cfg, struct vfs **ret)
 	if (r < 0)
 		goto out;
 	u->vfs.ops = &union_ops;
-	pthread_mutexattr_t ma;
-
-	/* Held for a few host calls at a time, wanted by FUSE's threads, the
-	 * forgets' and the prefetch's at once (an rm -rf: an unlink and the
-	 * previous file's forget): a moment's spin saves the futex sleep and
-	 * wake, measured 10% of bench/union's rm_rf. */
-	pthread_mutexattr_init(&ma);
-	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
-	pthread_mutex_init(&u->lock, &ma);
-	pthread_mutexattr_destroy(&ma);
+	/* Wanted by FUSE's threads, the forgets' and the prefetch's at once
+	 * (an rm -rf: an unlink and the previous file's forget), each for a
+	 * few host calls. */
+	util_mutex_init_adaptive(&u->lock);
 	snprintf(u->prefix, sizeof(u->prefix), "%s",
 		 cfg->flags & UNION_USERXATTR ? "user.overlay." : "trusted.overlay.");
 	u->nlowers = cfg->nlowers;
