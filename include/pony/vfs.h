@@ -141,7 +141,9 @@ struct vfs_ops {
 		     const char *name, mode_t mode, struct vfs_entry *ret);
 	int (*symlink)(struct vfs *fs, const struct vfs_ctx *ctx, const char *target,
 		       uint64_t parent, const char *name, struct vfs_entry *ret);
-	/* A new name for ino; ret is ino itself, one more reference. */
+	/* A new name for ino; ret is ino itself, one more reference. A NULL
+	 * ret asks for no entry and takes no reference (a whiteout's link:
+	 * hostfs then skips reading the new link count back). */
 	int (*link)(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
 		    uint64_t newparent, const char *newname, struct vfs_entry *ret);
 	int (*unlink)(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t parent,

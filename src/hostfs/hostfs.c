@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -200,6 +201,26 @@ static int hostfs_symlink(struct vfs *fs, const struct vfs_ctx *ctx, const char 
 	return make_node(fs, ctx, parent, name, MAKE_SYMLINK, 0, 0, target, ret);
 }
 
+/*
+ * linkat(2) of a held descriptor. AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH;
+ * the /proc/self/fd path does not, but costs a walk through procfs (a
+ * whiteout per removed lower file goes this way). The first refusal of
+ * AT_EMPTY_PATH turns it off for the instance.
+ */
+static int link_by_fd(struct hostfs *h, int fd, int dirfd, const char *name)
+{
+	char path[32];
+
+	if (!atomic_load_explicit(&h->no_link_empty_path, memory_order_relaxed)) {
+		if (linkat(fd, "", dirfd, name, AT_EMPTY_PATH) == 0)
+			return 0;
+		if (errno != EPERM && errno != ENOENT && errno != EINVAL)
+			return -1;
+		atomic_store_explicit(&h->no_link_empty_path, true, memory_order_relaxed);
+	}
+	return linkat(AT_FDCWD, hostfs_fd_path(fd, path), dirfd, name, AT_SYMLINK_FOLLOW);
+}
+
 static int hostfs_link(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
 		       uint64_t newparent, const char *newname, struct vfs_entry *ret)
 {
@@ -207,7 +228,6 @@ static int hostfs_link(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
 	struct hostfs_inode *dir = hostfs_inode_get(h, newparent);
 	_cleanup_(closep) int tmp = -1;
 	int fd = INODE_FD(fs, ino, tmp);
-	char path[32];
 	int r = vfs_check_name(newname);
 
 	if (r < 0)
@@ -217,10 +237,10 @@ static int hostfs_link(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
 		return fd;
 	if (dir->fd < 0)
 		return -ENOTDIR;
-	/* AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH; the /proc path does not. */
-	if (linkat(AT_FDCWD, hostfs_fd_path(fd, path), dir->fd, newname,
-		   AT_SYMLINK_FOLLOW) < 0)
+	if (link_by_fd(h, fd, dir->fd, newname) < 0)
 		return -errno;
+	if (!ret)
+		return 0;
 	/* The new name is ino itself: its descriptor says the new link count,
 	 * no lookup of the name (an open, a statx and a close) needed. */
 	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS | STATX_BTIME,

@@ -36,6 +36,7 @@ struct hostfs {
 	uint8_t uuid[16];               /* the filesystem's (FS_IOC_GETFSUUID) */
 	_Atomic int new_inode_score;    /* > 0: recent lookups found new
 					 * inodes (hostfs_do_lookup_known) */
+	_Atomic bool no_link_empty_path; /* linkat(AT_EMPTY_PATH) refused: /proc */
 	size_t max_fds;                 /* above this many descriptors held (by
 					 * all instances) new files are handles */
 };

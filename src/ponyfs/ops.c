@@ -172,7 +172,13 @@ static int pf_symlink(struct vfs *v, const struct vfs_ctx *ctx, const char *targ
 static int pf_link(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, uint64_t newparent,
 		   const char *newname, struct vfs_entry *ret)
 {
-	return LOCKED(ponyfs_of(v), ponyfs_link_locked(ponyfs_of(v), ino, newparent, newname, ret));
+	struct vfs_entry e;
+	int r = LOCKED(ponyfs_of(v), ponyfs_link_locked(ponyfs_of(v), ino, newparent, newname,
+						       ret ? ret : &e));
+
+	if (r == 0 && !ret)
+		VFS_FORGET(v, e.ino, 1);
+	return r;
 }
 
 static int pf_unlink(struct vfs *v, const struct vfs_ctx *ctx, uint64_t parent, const char *name)

@@ -254,12 +254,8 @@ static int copy_up_one_locked(struct union_fs *u, struct union_node *n)
 		r = copy_attrs(u, e.ino, &x);
 	if (r == 0 && links) {
 		char idx[32];
-		struct vfs_entry ie;
-
 		union_index_name(n->key, idx);
-		r = VFS_CALL(u->upper, link, &u->root_ctx, e.ino, u->index, idx, &ie);
-		if (r == 0)
-			VFS_FORGET(u->upper, ie.ino, 1);
+		r = VFS_CALL(u->upper, link, &u->root_ctx, e.ino, u->index, idx, NULL);
 		if (r == 0)
 			r = union_linked_set(u, e.ino, 1);
 	}
@@ -344,9 +340,7 @@ static int whiteout_link_locked(struct union_fs *u, uint64_t dir, const char *na
 			u->whiteout = e.ino;
 			u->whiteout_st_ino = e.attr.stx_ino;
 		}
-		r = VFS_CALL(u->upper, link, &u->root_ctx, u->whiteout, dir, name, &e);
-		if (r == 0)
-			VFS_FORGET(u->upper, e.ino, 1);
+		r = VFS_CALL(u->upper, link, &u->root_ctx, u->whiteout, dir, name, NULL);
 		if (r != -EMLINK)
 			return r;
 		union_whiteout_drop_locked(u);

@@ -311,7 +311,7 @@ static int link_up_from_index(struct union_fs *u, struct union_node *dir, const 
 			      uint64_t key)
 {
 	char idx[32];
-	struct vfs_entry e, l;
+	struct vfs_entry e;
 	int r;
 
 	union_index_name(key, idx);
@@ -321,11 +321,9 @@ static int link_up_from_index(struct union_fs *u, struct union_node *dir, const 
 	r = union_copy_up_locked(u, dir);
 	dir->upper_empty = false;
 	if (r == 0)
-		r = VFS_CALL(u->upper, link, &u->root_ctx, e.ino, dir->upper, name, &l);
-	if (r == 0) {
-		VFS_FORGET(u->upper, l.ino, 1);
+		r = VFS_CALL(u->upper, link, &u->root_ctx, e.ino, dir->upper, name, NULL);
+	if (r == 0)
 		r = union_linked_set(u, e.ino, union_linked_get(u, e.ino) + 1);
-	}
 	VFS_FORGET(u->upper, e.ino, 1);
 	return r < 0 ? r : 1;
 }
@@ -396,17 +394,13 @@ static int lookup_locked(struct union_fs *u, struct union_node *dir, const char 
 		/* A hard link whose inode is in the upper already (this mount,
 		 * or the index from an earlier one): give this name its link. */
 		if (n && n->upper) {
-			struct vfs_entry l;
-
 			r = union_copy_up_locked(u, dir);
 			dir->upper_empty = false;
 			if (r == 0)
 				r = VFS_CALL(u->upper, link, &u->root_ctx, n->upper, dir->upper,
-					     name, &l);
-			if (r == 0) {
-				VFS_FORGET(u->upper, l.ino, 1);
+					     name, NULL);
+			if (r == 0)
 				r = union_linked_set(u, n->upper, union_linked_get(u, n->upper) + 1);
-			}
 			r = r < 0 ? r : 1;
 		} else {
 			r = link_up_from_index(u, dir, name, key);

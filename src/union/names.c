@@ -243,8 +243,12 @@ int union_link(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
 		      uint64_t newparent, const char *newname, struct vfs_entry *ret)
 {
 	struct make_args a = { .kind = MAKE_LINK, .src = union_node_get(union_of(fs), ino) };
+	struct vfs_entry e;
+	int r = union_make(fs, ctx, newparent, newname, &a, ret ? ret : &e);
 
-	return union_make(fs, ctx, newparent, newname, &a, ret);
+	if (r == 0 && !ret)
+		VFS_FORGET(fs, e.ino, 1);
+	return r;
 }
 
 int union_create_locked(struct union_fs *u, const struct vfs_ctx *ctx, struct union_node *dir,

@@ -89,6 +89,31 @@ static void test_hard_links_are_one_inode(void **state)
 	VFS_FORGET(f->fs, a.ino, 3);
 }
 
+/* A link asked for no entry (the union's whiteouts) is made all the same,
+ * and takes no reference: one forget of the mknod's frees the inode. */
+static void test_link_without_entry(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_entry a, c;
+	char pa[128], pb[128];
+	struct stat sa, sb;
+
+	assert_int_equal(VFS_CALL(f->fs, mknod, &f->ctx, VFS_ROOT_INO, "a", S_IFREG | 0600,
+				  0, &a), 0);
+	assert_int_equal(VFS_CALL(f->fs, link, &f->ctx, a.ino, VFS_ROOT_INO, "b", NULL), 0);
+	snprintf(pa, sizeof(pa), "%s/a", f->dir);
+	snprintf(pb, sizeof(pb), "%s/b", f->dir);
+	assert_int_equal(stat(pa, &sa), 0);
+	assert_int_equal(stat(pb, &sb), 0);
+	assert_int_equal(sa.st_ino, sb.st_ino);
+	assert_int_equal(sb.st_nlink, 2);
+	assert_int_equal(VFS_CALL(f->fs, link, &f->ctx, a.ino, VFS_ROOT_INO, "b", NULL), -EEXIST);
+	VFS_FORGET(f->fs, a.ino, 1);
+	assert_int_equal(VFS_CALL(f->fs, lookup, &f->ctx, VFS_ROOT_INO, "b", &c), 0);
+	assert_int_equal(c.attr.stx_ino, sb.st_ino);
+	VFS_FORGET(f->fs, c.ino, 1);
+}
+
 /* Looks up name in the root and checks the entry against the host's. */
 static uint64_t lookup_checked(struct fixture *f, const char *name)
 {
@@ -283,6 +308,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_create_write_read_reaches_the_host, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hard_links_are_one_inode, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_link_without_entry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lookups_new_and_known_give_the_hosts_inode,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_readdir_resumes_at_a_cookie, setup, teardown),

@@ -8,7 +8,7 @@ set -u
 . "$PONY_SRCDIR/tests/lib.sh"
 require_root
 require_fuse
-require_cmd setpriv fusermount3
+require_cmd setpriv fusermount3 getfattr
 [ -u "$(command -v fusermount3)" ] || skip "fusermount3 is not setuid: users cannot mount"
 grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null ||
 	skip "the kernel has no overlayfs to compare with"
