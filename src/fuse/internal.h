@@ -17,6 +17,8 @@
 #include "pony/fuse.h"
 
 #define PONYFUSE_OPCODES 64             /* FUSE opcodes counted (all but CUSE's) */
+#define PONYFUSE_READAHEAD (1u << 20)   /* INIT's max_readahead; the mount's
+					 * bdi is raised to it (mount.c) */
 
 struct ponyfuse_pt;
 struct ponyfuse_uring;

@@ -5,8 +5,10 @@
  * SIGINT, SIGTERM and SIGHUP make it do.
  */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -26,6 +28,65 @@ static int escape_opt(char *dst, size_t len, const char *src)
 	}
 	dst[j] = '\0';
 	return 0;
+}
+
+/* A mountinfo path field in place: \ooo escapes (space, tab, newline, \\). */
+static void unescape_mountinfo(char *s)
+{
+	char *d = s;
+
+	for (; *s; s++, d++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*d = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else {
+			*d = *s;
+		}
+	}
+	*d = '\0';
+}
+
+/*
+ * The kernel gives a FUSE mount the block layer's default readahead, 128
+ * KiB: INIT's max_readahead can only lower it. A sequential read of a large
+ * file then costs a READ round trip per 128-256 KiB. As root, raise the
+ * mount's bdi to what INIT asks (a cold 1 GiB read through a union: 4x fewer
+ * READs, median 351 -> 278 ms over 7 alternating runs). The device comes
+ * from /proc/self/mountinfo, the last mount on real (the mount point's path,
+ * resolved before mounting: a stat of it now would wait for this daemon).
+ * Without root or sysfs nothing changes.
+ */
+static void raise_readahead(const char *real)
+{
+	_cleanup_(fclosep) FILE *f = geteuid() == 0 ? fopen("/proc/self/mountinfo", "re") : NULL;
+	char line[8192], path[64];
+	unsigned maj = 0, min = 0, cur = 0;
+	bool found = false;
+
+	while (f && fgets(line, sizeof(line), f)) {
+		char mnt[4096], type[64];
+		unsigned a, b;
+
+		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &a, &b, mnt) != 3)
+			continue;
+		const char *sep = strstr(line, " - ");
+
+		if (!sep || sscanf(sep, " - %63s", type) != 1 || strncmp(type, "fuse", 4))
+			continue;
+		unescape_mountinfo(mnt);
+		if (!strcmp(mnt, real))
+			maj = a, min = b, found = true;
+	}
+	if (!found)
+		return;
+	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", maj, min);
+	_cleanup_(fclosep) FILE *ra = fopen(path, "r+e");
+
+	if (ra && fscanf(ra, "%u", &cur) == 1 && cur < PONYFUSE_READAHEAD / 1024) {
+		rewind(ra);
+		fprintf(ra, "%u\n", PONYFUSE_READAHEAD / 1024);
+	}
 }
 
 int ponyfuse_mount(struct vfs *fs, const char *mountpoint,
@@ -70,11 +131,16 @@ int ponyfuse_mount(struct vfs *fs, const char *mountpoint,
 		ponyfuse_free(pf);
 		return -EINVAL;
 	}
+	char real[PATH_MAX];
+	bool resolved = realpath(mountpoint, real) != NULL;
+
 	if (fuse_session_mount(pf->se, mountpoint) != 0) {
 		ponyfuse_free(pf);
 		return -ENOTCONN;
 	}
 	pf->mounted = true;
+	if (resolved)
+		raise_readahead(real);
 	/* Passthrough only for an instance with host files behind its data,
 	 * and without the writeback cache, which the kernel will not combine
 	 * with it (negotiating it makes the mount a stacked filesystem). */
