@@ -254,6 +254,7 @@ static int copy_up_one_locked(struct union_fs *u, struct union_node *n)
 		r = copy_attrs(u, e.ino, &x);
 	if (r == 0 && links) {
 		char idx[32];
+
 		union_index_name(n->key, idx);
 		r = VFS_CALL(u->upper, link, &u->root_ctx, e.ino, u->index, idx, NULL);
 		if (r == 0)

@@ -89,17 +89,33 @@ static void test_hard_links_are_one_inode(void **state)
 	VFS_FORGET(f->fs, a.ino, 3);
 }
 
+/* Descriptors this process holds: hostfs holds one per inode it knows. */
+static int open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	assert_non_null(d);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
 /* A link asked for no entry (the union's whiteouts) is made all the same,
- * and takes no reference: one forget of the mknod's frees the inode. */
+ * and takes no reference: one forget of the mknod's frees the inode (its
+ * descriptor closes). */
 static void test_link_without_entry(void **state)
 {
 	struct fixture *f = *state;
 	struct vfs_entry a, c;
 	char pa[128], pb[128];
 	struct stat sa, sb;
+	int before = open_fds();
 
 	assert_int_equal(VFS_CALL(f->fs, mknod, &f->ctx, VFS_ROOT_INO, "a", S_IFREG | 0600,
 				  0, &a), 0);
+	assert_int_equal(open_fds(), before + 1);
 	assert_int_equal(VFS_CALL(f->fs, link, &f->ctx, a.ino, VFS_ROOT_INO, "b", NULL), 0);
 	snprintf(pa, sizeof(pa), "%s/a", f->dir);
 	snprintf(pb, sizeof(pb), "%s/b", f->dir);
@@ -109,6 +125,7 @@ static void test_link_without_entry(void **state)
 	assert_int_equal(sb.st_nlink, 2);
 	assert_int_equal(VFS_CALL(f->fs, link, &f->ctx, a.ino, VFS_ROOT_INO, "b", NULL), -EEXIST);
 	VFS_FORGET(f->fs, a.ino, 1);
+	assert_int_equal(open_fds(), before);
 	assert_int_equal(VFS_CALL(f->fs, lookup, &f->ctx, VFS_ROOT_INO, "b", &c), 0);
 	assert_int_equal(c.attr.stx_ino, sb.st_ino);
 	VFS_FORGET(f->fs, c.ino, 1);
