@@ -91,17 +91,31 @@ static void test_callbacks_run_on_the_reaping_thread(void **state)
 	assert_int_equal(pipe(p), 0);
 	for (int i = 0; i < 200; i++) {
 		struct one o = { .res = 0 };
+		struct timespec ms = { 0, 1000000 };
+		int r;
 
 		submit_read(f->ring, p[0], &c, &o);
+		/* This thread comes by while the read waits for its byte (a
+		 * wait that times out): from then on the reaper stands aside.
+		 * Without it the test raced the reaper, which the submission
+		 * woke: when the reaper got into the CQ first, the callback
+		 * ran there before this thread looked, so this thread never
+		 * waited and the reaper never stood aside (0 of 200 under
+		 * ASan on a loaded machine). A holder of the CQ leaving moves
+		 * the word too (acall_cq_unlock), so 0 is an answer as well. */
+		r = acall_reap_wait(f->ring, &word, atomic_load(&word), &ms);
+		assert_true(r == 0 || r == -ETIMEDOUT);
 		assert_int_equal(write(p[1], "x", 1), 1);
 		assert_int_equal(reap_until_done(f->ring, &o, 0), 0);
 		assert_int_equal(o.res, 1);
 		here += pthread_equal(o.ran_on, pthread_self()) != 0;
 	}
-	/* Before acall_reap_wait() existed every one ran on the reaper; the
-	 * first may still (the reaper was already in the CQ), and a long
-	 * preemption of this thread lets the reaper take the CQ back. */
-	if (here < 100)
+	/* Before acall_reap_wait() existed every one ran on the reaper. The
+	 * first may still (the reaper was already in the CQ when this thread
+	 * came by), and a rare one elsewhere (at most 2 of 200 in 60 ASan runs
+	 * beside two busy loops): allowed, since a lost stand-aside shows as
+	 * most of them on the reaper. */
+	if (here < 190)
 		fail_msg("only %u of 200 callbacks ran on the reaping thread", here);
 	close(p[0]);
 	close(p[1]);
