@@ -8,7 +8,6 @@
  * go. Names (whiteouts, removals, creates, renames, bad input) are
  * test_union_names.c's.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -25,6 +24,7 @@
 #include <sys/xattr.h>
 #include <cmocka.h>
 
+#include "../open_fds.h"
 #include "pony/util.h"
 #include "union_fixture.h"
 
@@ -113,18 +113,6 @@ static void test_hard_links_stay_one_inode_after_copy_up_and_rebuild(void **stat
 	VFS_FORGET(f->fs, b.ino, 1);
 }
 
-static int open_fd_count(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	int n = 0;
-
-	assert_non_null(d);
-	while (readdir(d))
-		n++;
-	closedir(d);
-	return n;
-}
-
 /* A FUSE mount that ends drops the RELEASEs still queued: the union closes
  * what is still open when it goes away (a lower open, a copied-up one, a
  * new file), leaving no descriptor of the layers behind (nor memory, which
@@ -137,16 +125,16 @@ static void test_files_open_at_unmount_are_released(void **state)
 	int before;
 
 	remount(f);             /* the layers' own descriptors are counted in before */
-	before = open_fd_count();
+	before = open_fds();
 	walk(f, "f", &e);
 	assert_int_equal(VFS_CALL(f->fs, open, &f->ctx, e.ino, O_RDONLY, &fh), 0);
 	walk(f, "d/x", &e);
 	assert_int_equal(VFS_CALL(f->fs, open, &f->ctx, e.ino, O_RDWR, &fh), 0);
 	assert_int_equal(VFS_CALL(f->fs, create, &f->ctx, VFS_ROOT_INO, "new", 0644,
 				  O_RDWR, &c, &fh), 0);
-	assert_true(open_fd_count() > before);
+	assert_true(open_fds() > before);
 	remount(f);
-	assert_int_equal(open_fd_count(), before);
+	assert_int_equal(open_fds(), before);
 }
 
 /* A batch of forgets (FUSE's BATCH_FORGET after an rm -rf) drops exactly
@@ -162,7 +150,7 @@ static void test_forget_batch_drops_what_it_names(void **state)
 	int before;
 
 	remount(f);
-	before = open_fd_count();
+	before = open_fds();
 	for (int i = 0; i < 40; i++) {
 		snprintf(path, sizeof(path), "e/n%d", i + 1);
 		walk(f, path, &e);
@@ -172,7 +160,7 @@ static void test_forget_batch_drops_what_it_names(void **state)
 			items[i].nlookup = 2;
 		}
 	}
-	assert_true(open_fd_count() > before);
+	assert_true(open_fds() > before);
 	items[38].nlookup = 1;          /* looked up twice, forgotten once */
 	vfs_forget_many(f->fs, items, 40);
 	assert_int_equal(VFS_CALL(f->fs, statx, &f->ctx, items[38].ino, VFS_NO_FH, 0,
@@ -181,7 +169,7 @@ static void test_forget_batch_drops_what_it_names(void **state)
 	vfs_forget_many(f->fs, &items[38], 1);
 	walk(f, "e", &e);                        /* the walk's own references */
 	VFS_FORGET(f->fs, e.ino, 1);
-	assert_int_equal(open_fd_count(), before);
+	assert_int_equal(open_fds(), before);
 }
 
 /* The descriptor the FUSE front end splices reads from holds the bytes
