@@ -17,7 +17,9 @@
  */
 #include <errno.h>
 #include <linux/fuse.h>
+#include <stdarg.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -162,8 +164,11 @@ static ssize_t dev_writev(int fd, struct iovec *iov, int count, void *userdata)
 static ssize_t dev_splice_send(int fdin, off_t *offin, int fdout, off_t *offout, size_t len,
 			       unsigned int flags, void *userdata)
 {
+	struct ponyfuse *pf = userdata;
+
 	if (ponyfuse_uring_serving())
 		return ponyfuse_uring_reply_pipe(fdin, len);
+	atomic_fetch_add_explicit(&pf->spliced_answers, 1, memory_order_relaxed);
 	return splice(fdin, offin, fdout, offout, len, flags);
 }
 
@@ -210,48 +215,51 @@ static const char *const opcode_names[PONYFUSE_OPCODES] = {
 	[FUSE_COPY_FILE_RANGE] = "copy_file_range",
 };
 
+/* Appends a line to buf (size bytes, *len used), truncating at size. */
+static int counter_line(char *buf, size_t size, size_t *len, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int counter_line(char *buf, size_t size, size_t *len, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = vsnprintf(buf + *len, size - MIN(*len, size), fmt, ap);
+	va_end(ap);
+	if (r < 0)
+		return -EIO;
+	*len = MIN(*len + (size_t)r, size);
+	return 0;
+}
+
 int ponyfuse_devio_counters(struct ponyfuse *pf, char *buf, size_t size)
 {
+	uint64_t forgotten = atomic_load(&pf->forgotten), spliced = atomic_load(&pf->spliced_answers);
 	size_t len = 0;
+	int r = 0;
 
-	for (unsigned op = 0; op < PONYFUSE_OPCODES; op++) {
-		uint64_t n = atomic_load_explicit(&pf->requests[op], memory_order_relaxed);
-		int r;
+	for (unsigned op = 0; op < PONYFUSE_OPCODES && r == 0; op++) {
+		unsigned long long n = atomic_load_explicit(&pf->requests[op], memory_order_relaxed);
 
-		if (!n)
-			continue;
-		if (opcode_names[op])
-			r = snprintf(buf + len, size - MIN(len, size), "fuse_%s %llu\n",
-				     opcode_names[op], (unsigned long long)n);
-		else
-			r = snprintf(buf + len, size - MIN(len, size), "fuse_op%u %llu\n", op,
-				     (unsigned long long)n);
-		if (r < 0)
-			return -EIO;
-		len += (size_t)r;
-		if (len >= size)
-			len = size;
+		if (n && opcode_names[op])
+			r = counter_line(buf, size, &len, "fuse_%s %llu\n", opcode_names[op], n);
+		else if (n)
+			r = counter_line(buf, size, &len, "fuse_op%u %llu\n", op, n);
 	}
 	/* Inodes forgotten, however many came in one FORGET or BATCH_FORGET. */
-	if (atomic_load(&pf->forgotten)) {
-		int r = snprintf(buf + len, size - MIN(len, size), "forget_inodes %llu\n",
-				 (unsigned long long)atomic_load(&pf->forgotten));
-
-		if (r < 0)
-			return -EIO;
-		len = MIN(len + (size_t)r, size);
-	}
+	if (r == 0 && forgotten)
+		r = counter_line(buf, size, &len, "forget_inodes %llu\n",
+				 (unsigned long long)forgotten);
+	/* Answers spliced to /dev/fuse: READs of host files, when they fit. */
+	if (r == 0 && spliced)
+		r = counter_line(buf, size, &len, "spliced_answers %llu\n",
+				 (unsigned long long)spliced);
 	/* Which transport served them: the io_uring lines only with rings. */
-	if (pf->uring && !ponyfuse_uring_failed(pf->uring)) {
-		int r = snprintf(buf + len, size - MIN(len, size),
+	if (r == 0 && pf->uring && !ponyfuse_uring_failed(pf->uring))
+		r = counter_line(buf, size, &len,
 				 "uring_queues %u\nuring_requests %llu\nuring_direct_reads %llu\n",
 				 ponyfuse_uring_queues(pf->uring),
 				 (unsigned long long)atomic_load(&pf->uring_requests),
 				 (unsigned long long)atomic_load(&pf->uring_direct_reads));
-
-		if (r < 0)
-			return -EIO;
-		len = MIN(len + (size_t)r, size);
-	}
-	return (int)len;
+	return r < 0 ? r : (int)len;
 }

@@ -17,8 +17,8 @@
 #include "pony/fuse.h"
 
 #define PONYFUSE_OPCODES 64             /* FUSE opcodes counted (all but CUSE's) */
-#define PONYFUSE_READAHEAD (1u << 20)   /* INIT's max_readahead; the mount's
-					 * bdi is raised to it (mount.c) */
+#define PONYFUSE_READAHEAD (1u << 20)   /* INIT's max_readahead, unless READs
+					 * are capped lower (mount.c) */
 
 struct ponyfuse_pt;
 struct ponyfuse_uring;
@@ -30,6 +30,7 @@ struct ponyfuse {
 	char *mountpoint;
 	bool mounted;
 	bool borrowed;                  /* se is a daemon's own (transport_new) */
+	unsigned max_read;              /* the READ size cap (mount.c), 0: none */
 	/* devio.c: requests read, by opcode; the INIT request's id until
 	 * answered; whether the kernel offered passthrough in it. */
 	atomic_uint_fast64_t requests[PONYFUSE_OPCODES];
@@ -45,6 +46,9 @@ struct ponyfuse {
 	atomic_bool uring_on;           /* uring set: the rings serve requests */
 	atomic_uint_fast64_t uring_requests;
 	atomic_uint_fast64_t uring_direct_reads;
+	/* devio.c: answers spliced to /dev/fuse (libfuse's READ answers from
+	 * a host file, when its pipe holds them). */
+	atomic_uint_fast64_t spliced_answers;
 	/* forget.c: one reader of /dev/fuse at a time while the rings are
 	 * on, and when the next may read after a read of forgets; inodes
 	 * forgotten (the items of FORGET and BATCH_FORGET). */
@@ -55,6 +59,13 @@ struct ponyfuse {
 	struct ponyfuse_pt *pt;
 	atomic_bool pt_on;
 };
+
+/* Bytes of readahead: INIT's max_readahead, and the mount's bdi is raised
+ * to it (mount.c). One READ's worth: READs may be capped (max_read). */
+static inline unsigned ponyfuse_readahead(const struct ponyfuse *pf)
+{
+	return pf->max_read ? pf->max_read : PONYFUSE_READAHEAD;
+}
 
 /* Who sent req: its uid, gid, pid and umask, as the vfs hooks want them. */
 void ponyfuse_ctx(fuse_req_t req, struct vfs_ctx *ctx);

@@ -341,7 +341,9 @@ void ponyfuse_init(void *userdata, struct fuse_conn_info *conn)
 	 * old data behind (generic/451). Without it the kernel drops them
 	 * after the write reached us. */
 	conn->want &= ~FUSE_CAP_ASYNC_DIO;
-	conn->max_readahead = PONYFUSE_READAHEAD;
+	conn->max_readahead = ponyfuse_readahead(pf);
+	/* libfuse wants the mount option's value again here (mount.c). */
+	conn->max_read = pf->max_read;
 }
 
 void ponyfuse_init_ops_more(struct fuse_lowlevel_ops *ops)

@@ -52,12 +52,14 @@ static void unescape_mountinfo(char *s)
  * KiB: INIT's max_readahead can only lower it. A sequential read of a large
  * file then costs a READ round trip per 128-256 KiB. As root, raise the
  * mount's bdi to what INIT asks (a cold 1 GiB read through a union: 4x fewer
- * READs, median 351 -> 278 ms over 7 alternating runs). The device comes
+ * READs, median 351 -> 278 ms over 7 alternating runs): one READ's worth
+ * (ponyfuse_readahead()), since a window larger than a READ by a few pages
+ * costs a second, small READ each. The device comes
  * from /proc/self/mountinfo, the last mount on real (the mount point's path,
  * resolved before mounting: a stat of it now would wait for this daemon).
  * Without root or sysfs nothing changes.
  */
-static void raise_readahead(const char *real)
+static void raise_readahead(const char *real, unsigned kb)
 {
 	_cleanup_(fclosep) FILE *f = geteuid() == 0 ? fopen("/proc/self/mountinfo", "re") : NULL;
 	char line[8192], path[64];
@@ -83,17 +85,46 @@ static void raise_readahead(const char *real)
 	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", maj, min);
 	_cleanup_(fclosep) FILE *ra = fopen(path, "r+e");
 
-	if (ra && fscanf(ra, "%u", &cur) == 1 && cur < PONYFUSE_READAHEAD / 1024) {
+	if (ra && fscanf(ra, "%u", &cur) == 1 && cur < kb) {
 		rewind(ra);
-		fprintf(ra, "%u\n", PONYFUSE_READAHEAD / 1024);
+		fprintf(ra, "%u\n", kb);
 	}
+}
+
+/*
+ * The largest READ whose answer libfuse can splice (max_read=, 0: no cap).
+ * An answer whose data is a host file (ops.c's req_read over /dev/fuse)
+ * goes by a pipe that libfuse wants three pages larger than the answer and
+ * grows no further than /proc/sys/fs/pipe-max-size (1 MiB by default).
+ * Past that it falls back to a buffer it maps, fills and unmaps for each
+ * answer, and the kernel's 1 MiB READs (max_pages 256) all went that way:
+ * a cold 1 GiB read through a union took 3.3 s of daemon CPU against 0.14
+ * s spliced in 1008 KiB READs. So READs are capped to what the pipe holds.
+ */
+static unsigned splice_max_read(void)
+{
+	_cleanup_(fclosep) FILE *f = fopen("/proc/sys/fs/pipe-max-size", "re");
+	long page = sysconf(_SC_PAGESIZE);
+	unsigned long pipe_max = 0;
+	unsigned long room;
+
+	if (!f || fscanf(f, "%lu", &pipe_max) != 1 || page <= 0)
+		return 0;
+	room = pipe_max - MIN(pipe_max, 3 * (unsigned long)page + sizeof(struct fuse_out_header));
+	room -= room % (unsigned long)page;
+	/* Below 32 pages a READ is small anyway, and above 1 MiB the kernel
+	 * sends none larger: no cap. */
+	if (room < 32 * (unsigned long)page || room >= (1ul << 20))
+		return 0;
+	return (unsigned)room;
 }
 
 int ponyfuse_mount(struct vfs *fs, const char *mountpoint,
 		   const struct ponyfuse_options *opts, struct ponyfuse **ret)
 {
 	struct fuse_lowlevel_ops ops;
-	char fsname[4200], subtype[300], optstr[8800];
+	char fsname[4200], subtype[300], optstr[8800], max_read[32] = "";
+	unsigned read_cap = splice_max_read();
 	const char *argv[] = { "pony", "-o", optstr, NULL, NULL };
 	struct fuse_args args = FUSE_ARGS_INIT(3, (char **)argv);
 	struct ponyfuse *pf;
@@ -108,8 +139,10 @@ int ponyfuse_mount(struct vfs *fs, const char *mountpoint,
 		 opts->subtype ? opts->subtype : "pony");
 	if (opts->subtype && !*opts->subtype)
 		subtype[0] = '\0';
-	r = snprintf(optstr, sizeof(optstr), "fsname=%s,%sdefault_permissions%s%s%s",
-		     fsname, subtype, geteuid() == 0 ? ",allow_other,suid,dev" : "",
+	if (read_cap)
+		snprintf(max_read, sizeof(max_read), ",max_read=%u", read_cap);
+	r = snprintf(optstr, sizeof(optstr), "fsname=%s,%sdefault_permissions%s%s%s%s",
+		     fsname, subtype, max_read, geteuid() == 0 ? ",allow_other,suid,dev" : "",
 		     opts->mount_opts && *opts->mount_opts ? "," : "",
 		     opts->mount_opts ? opts->mount_opts : "");
 	if (r < 0 || (size_t)r >= sizeof(optstr))
@@ -121,6 +154,7 @@ int ponyfuse_mount(struct vfs *fs, const char *mountpoint,
 		return -ENOMEM;
 	pf->fs = fs;
 	pf->opts = *opts;
+	pf->max_read = read_cap;
 	pf->mountpoint = strdup(mountpoint);
 	ponyfuse_init_ops(&ops);
 	pf->se = pf->mountpoint ? fuse_session_new(&args, &ops, sizeof(ops), pf) : NULL;
@@ -140,7 +174,7 @@ int ponyfuse_mount(struct vfs *fs, const char *mountpoint,
 	}
 	pf->mounted = true;
 	if (resolved)
-		raise_readahead(real);
+		raise_readahead(real, ponyfuse_readahead(pf) / 1024);
 	/* Passthrough only for an instance with host files behind its data,
 	 * and without the writeback cache, which the kernel will not combine
 	 * with it (negotiating it makes the mount a stacked filesystem). */
