@@ -12,11 +12,19 @@
  * RELEASE per file; no_create: MKNOD then no OPEN; no_getxattr: no
  * security.capability question per write or chown).
  *
+ * --union: the floor of a filesystem that keeps what the issue asks of a
+ * union, and so of pony: the kernel's permission checks (default_permissions,
+ * with allow_other, as pony mounts as root: a directory each unlink or create
+ * made stale then costs a GETATTR before the next) and xattrs (GETXATTR
+ * answered "no such attribute", not ENOSYS, so the kernel keeps asking for
+ * security.capability on a file's first write and on chown). Everything
+ * else as above.
+ *
  * --io-uring: requests over pony's FUSE-over-io_uring transport (a ring and
  * thread per CPU, src/fuse/uring.c) where the kernel offers it; every
  * request then takes one lock, as several threads serve at once.
  *
- * Usage: fuse_floor [-d] [--io-uring] [--dirs D --per P --rm R --big MB] MNT (foreground:
+ * Usage: fuse_floor [-d] [--union] [--io-uring] [--dirs D --per P --rm R --big MB] MNT (foreground:
  * the tree of bench/union's lower, tree/dNNNN/fNN of D x P small files,
  * rmme/sNNN/rNNNNN of R files and a file "big" of MB MiB; unmount with
  * fusermount3 -u, then it prints how many requests of each kind it had).
@@ -52,10 +60,10 @@ struct slot {                           /* the (parent, name) -> ino hash */
 /* Requests handled, by kind: printed on stderr at exit (bench/union's
  * requests-per-file figure for the floor). */
 enum { R_LOOKUP, R_GETATTR, R_SETATTR, R_MAKE, R_READLINK, R_REMOVE, R_WRITE, R_READ,
-       R_NOSYS, R_RELEASE, R_READDIR, R_STATFS, R_FORGET, R_KINDS };
+       R_NOSYS, R_RELEASE, R_READDIR, R_STATFS, R_FORGET, R_XATTR, R_KINDS };
 static const char *const kind_names[R_KINDS] = {
 	"lookup", "getattr", "setattr", "mknod/mkdir/symlink", "readlink", "unlink/rmdir",
-	"write", "read", "enosys", "release", "readdir", "statfs", "forget",
+	"write", "read", "enosys", "release", "readdir", "statfs", "forget", "xattr",
 };
 static unsigned long counts[R_KINDS];
 
@@ -356,14 +364,30 @@ static void fl_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fuse_reply_err(req, 0);
 }
 
+static bool union_duties;               /* --union */
+
+/* With --union, files have xattrs, just none set. */
 static void fl_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
-	fl_nosys(req);
+	if (!union_duties) {
+		fl_nosys(req);
+		return;
+	}
+	COUNT(R_XATTR);
+	fuse_reply_err(req, ENODATA);
 }
 
 static void fl_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
-	fl_nosys(req);
+	if (!union_duties) {
+		fl_nosys(req);
+		return;
+	}
+	COUNT(R_XATTR);
+	if (size)
+		fuse_reply_buf(req, NULL, 0);
+	else
+		fuse_reply_xattr(req, 0);
 }
 
 static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus)
@@ -463,8 +487,9 @@ int main(int argc, char **argv)
 	/* No default_permissions: the kernel then checks no permission
 	 * against cached attributes, and sends no GETATTR of a directory
 	 * each create in it made stale (a real filesystem would check in
-	 * the daemon, at no round trip). */
+	 * the daemon, at no round trip). --union: as pony mounts as root. */
 	char *fargv[] = { argv[0], "-o", "fsname=fuse-floor,subtype=floor", NULL, NULL };
+	char union_opts[] = "fsname=fuse-floor,subtype=floor,default_permissions,allow_other";
 	struct fuse_args args = FUSE_ARGS_INIT(3, fargv);
 	int dirs = 150, per = 20, rm = 500, big = 128, i, r;
 	struct ponyfuse_options opts = { 0 };
@@ -476,6 +501,8 @@ int main(int argc, char **argv)
 			fargv[args.argc++] = argv[i--];
 		else if (!strcmp(argv[i], "--io-uring"))
 			opts.io_uring = true, i--;
+		else if (!strcmp(argv[i], "--union"))
+			union_duties = true, fargv[2] = union_opts, i--;
 		else if (!strcmp(argv[i], "--dirs"))
 			dirs = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--per"))
@@ -488,7 +515,7 @@ int main(int argc, char **argv)
 			break;
 	}
 	if (i != argc - 1) {
-		fprintf(stderr, "usage: fuse_floor [-d] [--io-uring] [--dirs D --per P --rm R "
+		fprintf(stderr, "usage: fuse_floor [-d] [--union] [--io-uring] [--dirs D --per P --rm R "
 			"--big MB] MNT\n");
 		return 2;
 	}
