@@ -366,7 +366,9 @@ static void fl_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 
 static bool union_duties;               /* --union */
 
-/* With --union, files have xattrs, just none set. */
+/* With --union, files have xattrs, just none set; POSIX ACLs and SELinux
+ * labels are refused as pony's front end refuses them (src/fuse/more.c),
+ * so ls stops asking for them. */
 static void fl_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
 	if (!union_duties) {
@@ -374,7 +376,10 @@ static void fl_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 		return;
 	}
 	COUNT(R_XATTR);
-	fuse_reply_err(req, ENODATA);
+	if (!strncmp(name, "system.posix_acl_", 17) || !strcmp(name, "security.selinux"))
+		fuse_reply_err(req, EOPNOTSUPP);
+	else
+		fuse_reply_err(req, ENODATA);
 }
 
 static void fl_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
