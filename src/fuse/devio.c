@@ -235,6 +235,7 @@ static int counter_line(char *buf, size_t size, size_t *len, const char *fmt, ..
 int ponyfuse_devio_counters(struct ponyfuse *pf, char *buf, size_t size)
 {
 	uint64_t forgotten = atomic_load(&pf->forgotten), spliced = atomic_load(&pf->spliced_answers);
+	uint64_t pooled = atomic_load(&pf->pooled_reads);
 	size_t len = 0;
 	int r = 0;
 
@@ -254,6 +255,9 @@ int ponyfuse_devio_counters(struct ponyfuse *pf, char *buf, size_t size)
 	if (r == 0 && spliced)
 		r = counter_line(buf, size, &len, "spliced_answers %llu\n",
 				 (unsigned long long)spliced);
+	/* READs answered by readpool.c's helpers. */
+	if (r == 0 && pooled)
+		r = counter_line(buf, size, &len, "pooled_reads %llu\n", (unsigned long long)pooled);
 	/* Which transport served them: the io_uring lines only with rings. */
 	if (r == 0 && pf->uring && !ponyfuse_uring_failed(pf->uring))
 		r = counter_line(buf, size, &len,

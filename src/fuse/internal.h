@@ -21,6 +21,7 @@
 					 * are capped lower (mount.c) */
 
 struct ponyfuse_pt;
+struct ponyfuse_readpool;
 struct ponyfuse_uring;
 
 struct ponyfuse {
@@ -49,6 +50,10 @@ struct ponyfuse {
 	/* devio.c: answers spliced to /dev/fuse (libfuse's READ answers from
 	 * a host file, when its pipe holds them). */
 	atomic_uint_fast64_t spliced_answers;
+	/* readpool.c: the helpers answering large READs over /dev/fuse (NULL:
+	 * none, the worker answers), and how many they took. */
+	struct ponyfuse_readpool *readpool;
+	atomic_uint_fast64_t pooled_reads;
 	/* forget.c: one reader of /dev/fuse at a time while the rings are
 	 * on, and when the next may read after a read of forgets; inodes
 	 * forgotten (the items of FORGET and BATCH_FORGET). */
@@ -121,5 +126,12 @@ int ponyfuse_pt_counters(struct ponyfuse *pf, char *buf, size_t size);
 int ponyfuse_kill_suidgid(fuse_req_t req, uint64_t ino, uint64_t fh, struct statx *ret);
 /* Whether req's caller has CAP_FSETID: its writes never drop suid/sgid. */
 bool ponyfuse_caller_keeps_suidgid(fuse_req_t req);
+
+/* readpool.c: large READs of host files answered on helper threads. */
+void ponyfuse_reply_host_read(fuse_req_t req, int fd, size_t size, off_t off);
+int ponyfuse_readpool_start(struct ponyfuse *pf);
+void ponyfuse_readpool_stop(struct ponyfuse *pf);
+/* true: queued, a helper answers req; false: answer it yourself. */
+bool ponyfuse_readpool_submit(struct ponyfuse *pf, fuse_req_t req, int fd, size_t size, off_t off);
 
 #endif

@@ -208,7 +208,9 @@ int ponyfuse_run(struct ponyfuse *pf)
 		return -EIO;
 	}
 	cfg = fuse_loop_cfg_create();
-	if (!cfg) {
+	/* After daemonizing, which keeps only the calling thread. */
+	if (!cfg || (pf->fs->ops->data_fd && ponyfuse_readpool_start(pf) < 0)) {
+		fuse_loop_cfg_destroy(cfg);
 		fuse_remove_signal_handlers(pf->se);
 		return -ENOMEM;
 	}
@@ -216,6 +218,7 @@ int ponyfuse_run(struct ponyfuse *pf)
 	if (pf->opts.max_threads)
 		fuse_loop_cfg_set_max_threads(cfg, pf->opts.max_threads);
 	r = fuse_session_loop_mt(pf->se, cfg);
+	ponyfuse_readpool_stop(pf);
 	fuse_loop_cfg_destroy(cfg);
 	fuse_remove_signal_handlers(pf->se);
 	/* The loop ends on a signal (r is 0 or the signal), or on unmount. */

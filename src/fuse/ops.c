@@ -354,8 +354,8 @@ static bool read_into_ring(fuse_req_t req, int fd, size_t size, off_t off)
 /*
  * Reads from an instance whose data is a host file go by splice: the page
  * cache's pages into a pipe and on to /dev/fuse, no copy through a buffer
- * here (libfuse falls back to read(2) where splicing is off); on a ring,
- * read_into_ring().
+ * here (libfuse falls back to read(2) where splicing is off), large ones on
+ * a helper thread (readpool.c); on a ring, read_into_ring().
  */
 static void req_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
@@ -365,12 +365,8 @@ static void req_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (fd >= 0 && read_into_ring(req, fd, size, off))
 		return;
 	if (fd >= 0) {
-		struct fuse_bufvec bv = FUSE_BUFVEC_INIT(size);
-
-		bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-		bv.buf[0].fd = fd;
-		bv.buf[0].pos = off;
-		fuse_reply_data(req, &bv, 0);
+		if (!ponyfuse_readpool_submit(pf_of(req), req, fd, size, off))
+			ponyfuse_reply_host_read(req, fd, size, off);
 		return;
 	}
 	_cleanup_(freep) char *buf = malloc(size ? size : 1);

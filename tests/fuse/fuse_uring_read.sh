@@ -11,8 +11,9 @@
 # a handful of READs, not one per 128-256 KiB.
 # Over /dev/fuse the same reads splice (spliced_answers counts them: every
 # READ of the cold file, since mount.c caps READs at what libfuse's splice
-# pipe holds; 1 MiB READs fell back to a buffer mapped for each) and the
-# ring counter is not there.
+# pipe holds; 1 MiB READs fell back to a buffer mapped for each), the large
+# ones on readpool.c's helper threads (pooled_reads), and the ring counter
+# is not there.
 set -u
 . "$PONY_SRCDIR/tests/lib.sh"
 . "$PONY_SRCDIR/tests/fuse/uring_lib.sh"
@@ -85,7 +86,17 @@ r1=$(counter fuse_read); s1=$(counter spliced_answers)
 # All but the last (the file's tail, maybe under libfuse's two pages).
 [ $((s1 - s0)) -ge $((r1 - r0 - 1)) ] ||
 	fail "$((r1 - r0)) READs, $((s1 - s0)) of them spliced: $(counters)"
+# All but readahead's first window and the file's tail (under 128 KiB).
+[ "$(counter pooled_reads)" -ge $((r1 - r0 - 2)) ] ||
+	fail "$((r1 - r0)) READs, $(counter pooled_reads) of them answered by the read pool: $(counters)"
 python3 "$T/preads.py" "$T/m/big" "$T/l/big" || fail "odd reads over /dev/fuse differ"
+# Four cold readers at once: the helpers answer their READs side by side.
+fuse_daemon_stop "$T/m" "$T/log"
+mount_union
+cold
+pids=()
+for i in 1 2 3 4; do cmp -s "$T/m/big" "$T/l/big" & pids+=($!); done
+for p in "${pids[@]}"; do wait "$p" || fail "a concurrent reader read differently over /dev/fuse"; done
 "$PONY" fs requests "$T/m" | grep -q '^uring_' && fail "ring counters without rings: $(counters)"
 fuse_daemon_stop "$T/m" "$T/log"
 
