@@ -90,6 +90,7 @@ r1=$(counter fuse_read); s1=$(counter spliced_answers)
 [ "$(counter pooled_reads)" -ge $((r1 - r0 - 2)) ] ||
 	fail "$((r1 - r0)) READs, $(counter pooled_reads) of them answered by the read pool: $(counters)"
 python3 "$T/preads.py" "$T/m/big" "$T/l/big" || fail "odd reads over /dev/fuse differ"
+"$PONY" fs requests "$T/m" | grep -q '^uring_' && fail "ring counters without rings: $(counters)"
 # Four cold readers at once: the helpers answer their READs side by side.
 fuse_daemon_stop "$T/m" "$T/log"
 mount_union
@@ -97,8 +98,21 @@ cold
 pids=()
 for i in 1 2 3 4; do cmp -s "$T/m/big" "$T/l/big" & pids+=($!); done
 for p in "${pids[@]}"; do wait "$p" || fail "a concurrent reader read differently over /dev/fuse"; done
-"$PONY" fs requests "$T/m" | grep -q '^uring_' && fail "ring counters without rings: $(counters)"
+# SIGTERM while the helpers answer a cold read: the daemon ends at once,
+# cleanly, and the mount with it.
 fuse_daemon_stop "$T/m" "$T/log"
+mount_union
+cold
+cat "$T/m/big" > /dev/null 2>&1 &
+reader=$!
+sleep 0.1
+kill -TERM "$PONY_PID"
+for _ in $(seq 50); do kill -0 "$PONY_PID" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$PONY_PID" 2>/dev/null && fail "the daemon still runs 5 s after SIGTERM mid-read"
+wait "$PONY_PID" || fail "the daemon exited $? on SIGTERM mid-read: $(cat "$T/log")"
+PONY_PID=
+wait "$reader" || true
+mountpoint -q "$T/m" && fail "still mounted after SIGTERM"
 
 [ "$(md5sum < "$T/l/big")" = "$sum_before" ] || fail "the lower changed"
 pass
