@@ -248,14 +248,17 @@ static int fs_requests_run(int argc, char **argv)
 	int r;
 
 	if (cli_wants_help(argc, argv)) {
-		printf("Usage: pony fs requests PATH\nThe FUSE front end's counters of the pony "
-		       "mount holding PATH:\n\"fuse_<request> N\" for each kind of FUSE request "
-		       "it read (fuse_read,\nfuse_lookup...), and its passthrough state "
-		       "(passthrough 1 when in use,\npassthrough_opens, "
-		       "passthrough_backing_files registered now), and with FUSE over\n"
-		       "io_uring (--io-uring) uring_queues, uring_requests served "
-		       "over the rings\nand uring_direct_reads (READs of host files "
-		       "answered by a pread into a ring).\n");
+		printf("Usage: pony fs requests PATH\n"
+		       "The FUSE front end's counters of the pony mount holding PATH:\n"
+		       "\"fuse_<request> N\" for each kind of FUSE request it read (fuse_read,\n"
+		       "fuse_lookup...), and its passthrough state (passthrough 1 when in use,\n"
+		       "passthrough_opens, passthrough_backing_files registered now),\n"
+		       "forget_inodes (inodes forgotten), spliced_answers (READ answers spliced\n"
+		       "to /dev/fuse), pooled_reads (large READs answered by helper threads),\n"
+		       "and with FUSE over io_uring (--io-uring) uring_queues, uring_requests\n"
+		       "served over the rings and uring_direct_reads (READs of host files\n"
+		       "answered by a pread into a ring). The request counters, forget_inodes,\n"
+		       "spliced_answers and pooled_reads are listed once not 0.\n");
 		return CLI_EXIT_OK;
 	}
 	r = path_ioctl_run(argc, argv, "pony fs requests", PONYFUSE_IOC_REQUESTS, &a);
