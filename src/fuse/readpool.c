@@ -108,9 +108,10 @@ void ponyfuse_readpool_stop(struct ponyfuse *pf)
 	rp->stop = true;
 	pthread_cond_broadcast(&rp->wake);
 	pthread_mutex_unlock(&rp->lock);
+	/* Each helper drains the queue before it ends (with none, submit
+	 * queued nothing), so every READ taken here has had its answer. */
 	for (unsigned i = 0; i < rp->nthreads; i++)
 		pthread_join(rp->threads[i], NULL);
-	/* No helper started: the queue stayed empty, as submit refused. */
 	pthread_cond_destroy(&rp->wake);
 	pthread_mutex_destroy(&rp->lock);
 	free(rp);
