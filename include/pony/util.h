@@ -9,6 +9,7 @@
 
 #include <endian.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -153,6 +154,28 @@ struct util_progress {
 void util_progress_init(struct util_progress *p, const char *what, uint64_t total);
 void util_progress_update(struct util_progress *p, uint64_t done);
 void util_progress_done(struct util_progress *p);
+
+/*
+ * Events of a running daemon (a member failed, a checksum was repaired, a
+ * commit failed, the filesystem went read-only): one line each, naming the
+ * object and the cause, to syslog and/or a file a daemon opened. prio is a
+ * syslog priority (LOG_ERR, LOG_WARNING, LOG_NOTICE, LOG_INFO from
+ * <syslog.h>). Before util_log_open() a line is only counted and given to
+ * the sink, so libraries may log without knowing who runs them.
+ */
+enum {
+	UTIL_LOG_SYSLOG = 1u << 0,      /* syslog(3), facility daemon */
+	UTIL_LOG_STDERR = 1u << 1,      /* "IDENT: TEXT" on stderr (foreground daemons) */
+};
+/* file NULL: no file. -errno when file cannot be opened for appending. */
+int util_log_open(const char *ident, const char *file, unsigned flags);
+void util_log_close(void);
+void util_log(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void util_vlog(int prio, const char *fmt, va_list ap);
+/* Every line is also handed to sink (tests check what was logged); NULL: none. */
+typedef void (*util_log_sink_t)(void *arg, int prio, const char *text);
+void util_log_set_sink(util_log_sink_t sink, void *arg);
+uint64_t util_log_lines(void);          /* lines logged since the process started */
 
 /* A lock held briefly by several threads: spins a moment before it sleeps. */
 void util_mutex_init_adaptive(pthread_mutex_t *m);
