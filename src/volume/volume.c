@@ -344,23 +344,33 @@ int volume_write(struct volume *v, const void *buf, size_t len, uint64_t off)
 	return r;
 }
 
+/*
+ * A member that cannot flush is failed, as one that cannot write is. The
+ * flush fails only where a segment has lost more members than its
+ * redundancy: elsewhere the data is durable on enough of them, and a
+ * degraded volume must still let its filesystem commit.
+ */
 int volume_flush(struct volume *v)
 {
 	int ret = 0;
 
-	for (unsigned i = 0; i < v->nsegs; i++)
-		for (unsigned j = 0; j < v->segs[i]->nmembers; j++) {
-			struct volume_seg *s = v->segs[i];
+	for (unsigned i = 0; i < v->nsegs; i++) {
+		struct volume_seg *s = v->segs[i];
+		int seg_err = 0;
 
+		for (unsigned j = 0; j < s->nmembers; j++) {
 			if (s->m[j].dev && volume_mstate(s, j) != VOLUME_MEMBER_FAILED) {
 				int r = bdev_flush(s->m[j].dev);
 
 				if (r < 0) {
 					volume_mfail(s, j);
-					ret = ret ? ret : r;
+					seg_err = seg_err ? seg_err : r;
 				}
 			}
 		}
+		if (seg_err && volume_seg_degraded(s) > layout_redundancy(&s->geom) && !ret)
+			ret = seg_err;
+	}
 	return ret;
 }
 

@@ -283,6 +283,28 @@ static void test_write_error_marks_member_faulty_and_volume_goes_on(void **state
 	rig_free(&rg);
 }
 
+/* A flush a lost member cannot take fails that member, not the volume,
+ * while redundancy covers it: else a degraded ponyfs could not commit. */
+static void test_flush_with_a_lost_member_goes_on_within_redundancy(void **state)
+{
+	struct rig rg;
+	const struct model_case c = { "raid6", VOLUME_RAID6, "left-symmetric", 6, 4096, 2 };
+	uint8_t buf[65536];
+
+	rig_build(&rg, &c);
+	memset(buf, 0x5c, sizeof(buf));
+	assert_int_equal(volume_write(rg.v, buf, sizeof(buf), 0), 0);
+	bdev_fault_vanish(rg.faults[3]);
+	assert_int_equal(volume_flush(rg.v), 0);
+	assert_int_equal(volume_member_state(rg.v, 0, 3), VOLUME_MEMBER_FAILED);
+	bdev_fault_vanish(rg.faults[1]);
+	assert_int_equal(volume_flush(rg.v), 0);
+	/* A third is past raid6: the flush says the data is not safe. */
+	bdev_fault_vanish(rg.faults[4]);
+	assert_int_equal(volume_flush(rg.v), -ENODEV);
+	rig_free(&rg);
+}
+
 struct online {
 	struct volume *v;
 	uint8_t *model;
@@ -460,6 +482,7 @@ int main(void)
 		cmocka_unit_test(test_every_target_reads_what_the_model_holds),
 		cmocka_unit_test(test_raid_reads_reconstruct_and_rewrite_bad_ranges),
 		cmocka_unit_test(test_write_error_marks_member_faulty_and_volume_goes_on),
+		cmocka_unit_test(test_flush_with_a_lost_member_goes_on_within_redundancy),
 		cmocka_unit_test(test_scrub_finds_and_repairs_a_corrupted_member),
 		cmocka_unit_test(test_rebuild_runs_online_rate_limited_while_io_continues),
 		cmocka_unit_test(test_segments_and_nested_volumes_map_like_one_disk),
