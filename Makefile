@@ -6,12 +6,14 @@
 #   make demo     pony's main job, on image files it creates
 #   make bench    every bench/<component>, full runs (BENCH_ARGS=--quick for short)
 #   make fuzz     the libFuzzer targets, briefly (FUZZ_SECONDS=N each)
+#   make soak     the fault-injection soak, SOAK_SECONDS (600) long
 
 MESON_OPTS ?=
 BENCH_ARGS ?=
 FUZZ_SECONDS ?= 30
+SOAK_SECONDS ?= 600
 
-.PHONY: all deps build check check-plain check-asan demo bench fuzz interop clean
+.PHONY: all deps build check check-plain check-asan demo bench fuzz soak interop clean
 
 all: build
 
@@ -46,6 +48,9 @@ bench: build
 
 fuzz: deps
 	@bash scripts/fuzz.sh $(FUZZ_SECONDS)
+
+soak: build
+	build/tests/soak/pony-soak --seconds $(SOAK_SECONDS)
 
 interop: build
 	@bash tests/volume/interop.sh
