@@ -96,7 +96,8 @@ uint64_t ponyfs_dirty_bytes(struct vfs *fs);
 
 /*
  * fsck (docs/fsck.md): checks a filesystem that is not mounted. The
- * superblock, SQLite's integrity check, reachability of
+ * superblock and the regions' sizes (a truncated image is reported as
+ * such, with how much is missing), SQLite's integrity check, reachability of
  * every inode from the root, orphans, link counts, directory entries,
  * extents (no overlap, inside the data region, disjoint from free space,
  * every block accounted for) and, with PONYFS_FSCK_DATA, every block's
@@ -115,7 +116,7 @@ enum {
 
 /* One problem found; every pointer is valid only during the report call. */
 struct ponyfs_fsck_problem {
-	const char *check;              /* "superblock", "database",
+	const char *check;              /* "superblock", "size", "database",
 					 * "namespace", "extents", "checksum", "space" */
 	uint64_t ino;                   /* the inode it is about (an entry's: its
 					 * directory's); 0: none */
@@ -141,10 +142,11 @@ struct ponyfs_fsck_result {
 
 /*
  * Returns 0 when the check ran to the end, or -errno when it could not go
- * on: -EUCLEAN a corrupt superblock or database (a problem says which),
- * -EPROTONOSUPPORT made by a newer pony, -EINVAL a data region smaller
- * than the superblock says, -EIO and such. *res counts the problems found
- * either way (it is zeroed first). The bdevs stay the caller's.
+ * on: -EUCLEAN a corrupt superblock or database or a truncated metadata
+ * region (a problem says which), -EPROTONOSUPPORT made by a newer pony,
+ * -EIO and such. A short data region is a problem, and the rest is
+ * checked. *res counts the problems found either way (it is zeroed
+ * first). The bdevs stay the caller's.
  */
 int ponyfs_fsck_run(struct bdev *meta, struct bdev *data, const struct ponyfs_fsck_params *p,
 		    struct ponyfs_fsck_result *res);

@@ -431,9 +431,9 @@ static int fsck_run(int argc, char **argv)
 		case 'J': json = true; break;
 		case 'h':
 			printf("Usage: pony fsck [-n|-y|-p] [-f] [--no-data] [--json] IMG...|UUID=U|LABEL=L\n"
-			       "Checks an unmounted ponyfs: the superblock, SQLite's integrity,\n"
-			       "reachability, orphans, link counts, extents, free space and every\n"
-			       "block's checksum.\n"
+			       "Checks an unmounted ponyfs: the superblock and the image's size,\n"
+			       "SQLite's integrity, reachability, orphans, link counts, extents, free\n"
+			       "space and every block's checksum.\n"
 			       "Problems name files by path (inode number when no path reaches them).\n"
 			       "  -n         check only, read-only: not a byte is written (the default)\n"
 			       "  -y         repair all that can be: also drops entries from non-directories\n"
@@ -445,7 +445,7 @@ static int fsck_run(int argc, char **argv)
 			       "  --no-data  skip reading data blocks for their checksums\n"
 			       "  --json     one JSON object: the problems and the counts\n"
 			       "Exit status, added together as fsck(8)'s: 0 clean; 1 problems fixed; 4\n"
-			       "problems left; 8 could not check (cannot open, corrupt);\n"
+			       "problems left; 8 could not check (cannot open, truncated, corrupt);\n"
 			       "16 usage. docs/fsck.md says more.\n");
 			return CLI_EXIT_OK;
 		default:

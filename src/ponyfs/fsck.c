@@ -1,6 +1,7 @@
 /*
- * fsck.c - checks an unmounted ponyfs: the superblock, then SQLite's own
- * integrity check, and what SQLite cannot know: the
+ * fsck.c - checks an unmounted ponyfs: the superblock and the regions'
+ * sizes (a truncated image says which region is short and by how much),
+ * then SQLite's own integrity check, and what SQLite cannot know: the
  * namespace (fsck_names.c), extents, checksums and free space
  * (fsck_blocks.c). This file runs the passes, names files by their paths
  * in what it reports, and decides what a run may fix: nothing (-n: the
@@ -241,7 +242,32 @@ char *fsck_entry_path(struct fsck *f, uint64_t parent, const void *name, size_t 
 	return buf;
 }
 
-/* -- the superblock ---------------------------------------------------------- */
+/* -- the superblock and the regions' sizes ---------------------------------- */
+
+int fsck_sb_read(struct bdev *meta, struct ponyfs_sb *ret)
+{
+	_cleanup_(bdev_freep) struct bdev *view = NULL;
+	/* ponyfs_sb_read() refuses a superblock that claims more than the
+	 * region holds, before saying what it claims: read it through a view
+	 * as large as any claim, and compare the sizes here. */
+	int r = fsck_overlay_new(meta, UINT64_MAX / 2, &view);
+
+	if (r >= 0 && bdev_size(meta) < PONYFS_SB_SIZE)
+		r = -EINVAL;
+	return r < 0 ? r : ponyfs_sb_read(view, ret);
+}
+
+/* A region of need bytes in have: false (and a problem) when it is short. */
+static bool size_ok(struct fsck *f, const char *region, uint64_t need, uint64_t have,
+		    const char *holder)
+{
+	if (have >= need)
+		return true;
+	fsck_problem(f, "size", 0, false, "truncated: %s region needs %llu bytes, %s has %llu "
+		     "(short by %llu)", region, (unsigned long long)need, holder,
+		     (unsigned long long)have, (unsigned long long)(need - have));
+	return false;
+}
 
 static int sb_problem(struct fsck *f, int r)
 {
@@ -354,12 +380,13 @@ int ponyfs_fsck_run(struct bdev *meta, struct bdev *data, const struct ponyfs_fs
 	int r;
 
 	memset(res, 0, sizeof(*res));
-	r = sb_problem(&f, ponyfs_sb_read(meta, &f.sb));
+	r = sb_problem(&f, fsck_sb_read(meta, &f.sb));
 	if (r < 0)
 		return r;
-	if (f.sb.data_blocks > bdev_size(data) / BS)
-		return -EINVAL;
-	f.data_have = f.sb.data_blocks;
+	if (!size_ok(&f, "metadata", f.sb.meta_bytes, bdev_size(meta), "the volume's region"))
+		return -EUCLEAN;
+	size_ok(&f, "data", f.sb.data_blocks * BS, bdev_size(data), "the volume's region");
+	f.data_have = MIN(f.sb.data_blocks, bdev_size(data) / BS);
 	return check_regions(&f);
 }
 
@@ -368,13 +395,28 @@ int ponyfs_fsck_run_image(struct bdev *dev, const struct ponyfs_fsck_params *p,
 {
 	_cleanup_(bdev_freep) struct bdev *meta = NULL;
 	_cleanup_(bdev_freep) struct bdev *data = NULL;
-	int r = ponyfs_image_regions(dev, &meta, &data);
+	struct fsck f = { .p = p, .res = res };
+	uint64_t size = bdev_size(dev);
+	int r;
 
-	if (r < 0) {
-		memset(res, 0, sizeof(*res));
+	memset(res, 0, sizeof(*res));
+	r = sb_problem(&f, fsck_sb_read(dev, &f.sb));
+	if (r < 0)
 		return r;
-	}
-	return ponyfs_fsck_run(meta, data, p, res);
+	/* The metadata region is the image's first meta_bytes, the data
+	 * region the data_blocks after it (ponyfs_mkfs_image()). */
+	if (!size_ok(&f, "metadata", f.sb.meta_bytes, size, "image"))
+		return -EUCLEAN;
+	size_ok(&f, "data", f.sb.meta_bytes + f.sb.data_blocks * BS, size, "image");
+	if (size == f.sb.meta_bytes)
+		return -EUCLEAN;        /* no data region at all to check the metadata against */
+	r = ponyfs_image_regions(dev, &meta, &data);
+	if (r < 0)
+		return r;
+	f.meta = meta;
+	f.data = data;
+	f.data_have = MIN(f.sb.data_blocks, bdev_size(data) / BS);
+	return check_regions(&f);
 }
 
 /* -- the shorthands ------------------------------------------------------------ */

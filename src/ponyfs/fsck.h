@@ -79,4 +79,7 @@ int fsck_space(struct fsck *f);         /* fsck_blocks.c */
  */
 int fsck_overlay_new(struct bdev *base, uint64_t size, struct bdev **ret);
 
+/* The superblock of meta, read whatever meta's size (a truncated region too). */
+int fsck_sb_read(struct bdev *meta, struct ponyfs_sb *ret);
+
 #endif
