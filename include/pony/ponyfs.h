@@ -97,7 +97,8 @@ uint64_t ponyfs_dirty_bytes(struct vfs *fs);
 /*
  * fsck (docs/fsck.md): checks a filesystem that is not mounted. The
  * superblock and the regions' sizes (a truncated image is reported as
- * such, with how much is missing), SQLite's integrity check, reachability of
+ * such, with how much is missing), the copies of a volume's metadata
+ * mirror against each other, SQLite's integrity check, reachability of
  * every inode from the root, orphans, link counts, directory entries,
  * extents (no overlap, inside the data region, disjoint from free space,
  * every block accounted for) and, with PONYFS_FSCK_DATA, every block's
@@ -116,7 +117,7 @@ enum {
 
 /* One problem found; every pointer is valid only during the report call. */
 struct ponyfs_fsck_problem {
-	const char *check;              /* "superblock", "size", "database",
+	const char *check;              /* "superblock", "size", "mirror", "database",
 					 * "namespace", "extents", "checksum", "space" */
 	uint64_t ino;                   /* the inode it is about (an entry's: its
 					 * directory's); 0: none */
@@ -133,6 +134,9 @@ struct ponyfs_fsck_params {
 	unsigned flags;                 /* PONYFS_FSCK_* */
 	ponyfs_fsck_report_t report;    /* NULL: problems are only counted */
 	void *report_arg;
+	/* The pony volume whose regions meta and data are: its metadata
+	 * mirror's copies are compared. NULL: not on a volume. */
+	struct volume *volume;
 };
 
 struct ponyfs_fsck_result {
@@ -146,7 +150,7 @@ struct ponyfs_fsck_result {
  * region (a problem says which), -EPROTONOSUPPORT made by a newer pony,
  * -EIO and such. A short data region is a problem, and the rest is
  * checked. *res counts the problems found either way (it is zeroed
- * first). The bdevs stay the caller's.
+ * first). The bdevs (and the volume) stay the caller's.
  */
 int ponyfs_fsck_run(struct bdev *meta, struct bdev *data, const struct ponyfs_fsck_params *p,
 		    struct ponyfs_fsck_result *res);

@@ -431,16 +431,17 @@ static int fsck_run(int argc, char **argv)
 		case 'J': json = true; break;
 		case 'h':
 			printf("Usage: pony fsck [-n|-y|-p] [-f] [--no-data] [--json] IMG...|UUID=U|LABEL=L\n"
-			       "Checks an unmounted ponyfs: the superblock and the image's size,\n"
-			       "SQLite's integrity, reachability, orphans, link counts, extents, free\n"
-			       "space and every block's checksum.\n"
+			       "Checks an unmounted ponyfs: the superblock and the image's size, the\n"
+			       "copies of a volume's metadata mirror, SQLite's integrity, reachability,\n"
+			       "orphans, link counts, extents, free space and every block's checksum.\n"
 			       "Problems name files by path (inode number when no path reaches them).\n"
 			       "  -n         check only, read-only: not a byte is written (the default)\n"
 			       "  -y         repair all that can be: also drops entries from non-directories\n"
 			       "             and stray extents, links unreachable files into /lost+found\n"
 			       "             (--repair is the same)\n"
 			       "  -p, -a     preen: repair what needs no decision (link counts, orphans,\n"
-			       "             free space, names of nothing, checksums from redundancy)\n"
+			       "             free space, names of nothing, checksums from redundancy, the\n"
+			       "             metadata mirror from the one copy that is a clean database)\n"
 			       "  -f         force a full check: accepted for fsck(8); every check is full\n"
 			       "  --no-data  skip reading data blocks for their checksums\n"
 			       "  --json     one JSON object: the problems and the counts\n"
@@ -474,6 +475,7 @@ static int fsck_run(int argc, char **argv)
 		util_json_array_begin(&j, "problems");
 	}
 	p.flags = flags;
+	p.volume = s.set ? volume_set_volume(s.set) : NULL;
 	r = s.image ? ponyfs_fsck_run_image(s.image, &p, &res) : ponyfs_fsck_run(s.meta, s.data, &p, &res);
 	stand_done(&s);
 	fsck_summary(&o, r, &res);

@@ -1,7 +1,8 @@
 /*
  * fsck.c - checks an unmounted ponyfs: the superblock and the regions'
  * sizes (a truncated image says which region is short and by how much),
- * then SQLite's own integrity check, and what SQLite cannot know: the
+ * after the copies of a volume's metadata mirror (fsck_mirror.c); then
+ * SQLite's own integrity check, and what SQLite cannot know: the
  * namespace (fsck_names.c), extents, checksums and free space
  * (fsck_blocks.c). This file runs the passes, names files by their paths
  * in what it reports, and decides what a run may fix: nothing (-n: the
@@ -380,7 +381,11 @@ int ponyfs_fsck_run(struct bdev *meta, struct bdev *data, const struct ponyfs_fs
 	int r;
 
 	memset(res, 0, sizeof(*res));
-	r = sb_problem(&f, fsck_sb_read(meta, &f.sb));
+	/* The copies first: a bad superblock on the copy reads come from may
+	 * be the copy a repair rewrites. */
+	r = fsck_mirror(&f);
+	if (r >= 0)
+		r = sb_problem(&f, fsck_sb_read(meta, &f.sb));
 	if (r < 0)
 		return r;
 	if (!size_ok(&f, "metadata", f.sb.meta_bytes, bdev_size(meta), "the volume's region"))

@@ -2,7 +2,7 @@
  * fsck.h - what the files of ponyfs's fsck share: the state of one check,
  * reporting a problem with the path of the file it is about, the rule
  * that says whether a problem may be fixed in this run, and the passes
- * (fsck_names.c, fsck_blocks.c) and the in-memory write
+ * (fsck_names.c, fsck_blocks.c, fsck_mirror.c) and the in-memory write
  * overlay that keeps a read-only check read-only (fsck_overlay.c).
  */
 #ifndef PONYFS_FSCK_H
@@ -67,6 +67,7 @@ int fsck_each(struct fsck *f, const char *sql,
 	      int (*fn)(struct fsck *f, const struct fsck_row *row));
 
 /* The passes, in the order they run. */
+int fsck_mirror(struct fsck *f);        /* fsck_mirror.c */
 int fsck_names(struct fsck *f);         /* fsck_names.c */
 int fsck_extents(struct fsck *f);       /* fsck_blocks.c */
 int fsck_space(struct fsck *f);         /* fsck_blocks.c */
