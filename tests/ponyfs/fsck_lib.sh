@@ -1,7 +1,14 @@
-# tests/ponyfs/fsck_lib.sh - what the fsck tests share: running SQL on the
-# database of a one-image ponyfs (to make the corruptions fsck must find),
-# and running fsck expecting an exit status. Source it after tests/lib.sh
-# and mount_lib.sh.
+# tests/ponyfs/fsck_lib.sh - what the fsck tests share: a scratch directory
+# $T for the tests that mount nothing, running SQL on the database of a
+# one-image ponyfs (to make the corruptions fsck must find), and running
+# fsck expecting an exit status. Source it after tests/lib.sh (and after
+# mount_lib.sh, which makes $T, when mounting).
+
+# fsck_scratch NAME: $T, /tmp/pony-NAME.XXXXXX, removed on exit.
+fsck_scratch() {
+	T=$(mktemp -d "/tmp/pony-$1.XXXXXX")
+	trap 'rm -rf "$T"' EXIT
+}
 
 # img_sql IMG SQL: runs SQL on IMG's database with Python's sqlite3 and
 # prints the rows of its last statement, one a line, columns split by '|'.

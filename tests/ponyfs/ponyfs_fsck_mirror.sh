@@ -13,9 +13,8 @@ set -u
 . "$PONY_SRCDIR/tests/lib.sh"
 require_cmd python3
 
-T=$(mktemp -d "/tmp/pony-fsck-mirror.XXXXXX")
-trap 'rm -rf "$T"' EXIT
 . "$PONY_SRCDIR/tests/ponyfs/fsck_lib.sh"
+fsck_scratch fsck-mirror
 OUT=$T/fsck.out
 IMGS=("$T"/r{0,1,2}.img)
 

@@ -8,9 +8,8 @@ set -u
 . "$PONY_SRCDIR/tests/lib.sh"
 require_cmd python3
 
-T=$(mktemp -d "/tmp/pony-fsck-truncated.XXXXXX")
-trap 'rm -rf "$T"' EXIT
 . "$PONY_SRCDIR/tests/ponyfs/fsck_lib.sh"
+fsck_scratch fsck-truncated
 IMG=$T/a.img
 OUT=$T/fsck.out
 M=$((4 << 20))                  # a 64 MiB image's metadata region
