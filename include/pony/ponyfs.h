@@ -95,16 +95,73 @@ void ponyfs_get_stats(struct vfs *fs, struct ponyfs_stats *ret);
 uint64_t ponyfs_dirty_bytes(struct vfs *fs);
 
 /*
- * Checks a filesystem that is not mounted: SQLite's integrity check, the
- * superblock, reachability of every inode from the root, link counts,
- * directory entries, extents (no overlap, inside the data region, disjoint
- * from free space, every block accounted for) and, with PONYFS_FSCK_DATA,
- * every block's checksum. Returns the number of problems found (0: clean)
- * or -errno when it could not check. With PONYFS_FSCK_REPAIR, fixable
- * problems (link counts, leaked blocks, orphans) are fixed and still counted.
- * A line per problem goes to report(data, text) when report is not NULL.
+ * fsck (docs/fsck.md): checks a filesystem that is not mounted. The
+ * superblock and the regions' sizes (a truncated image is reported as
+ * such, with how much is missing), the copies of a volume's metadata
+ * mirror against each other, SQLite's integrity check, reachability of
+ * every inode from the root, orphans, link counts, directory entries,
+ * extents (no overlap, inside the data region, disjoint from free space,
+ * every block accounted for) and, with PONYFS_FSCK_DATA, every block's
+ * checksum.
+ *
+ * Without REPAIR or PREEN nothing is written (SQLite's own writes, such
+ * as replaying the WAL, stay in memory). REPAIR fixes all that fsck can
+ * fix; PREEN only what needs no decision by a person (which is which:
+ * docs/fsck.md).
  */
-enum { PONYFS_FSCK_DATA = 1, PONYFS_FSCK_REPAIR = 2 };
+enum {
+	PONYFS_FSCK_DATA = 1,           /* verify every data block's checksum */
+	PONYFS_FSCK_REPAIR = 2,         /* fix everything fixable (fsck -y) */
+	PONYFS_FSCK_PREEN = 4,          /* fix what is safe without a person (fsck -p) */
+};
+
+/* One problem found; every pointer is valid only during the report call. */
+struct ponyfs_fsck_problem {
+	const char *check;              /* "superblock", "size", "mirror", "database",
+					 * "namespace", "extents", "checksum", "space" */
+	uint64_t ino;                   /* the inode it is about (an entry's: its
+					 * directory's); 0: none */
+	/* Where: the file's path(s) ("/a/b", "/a/b, /c" for hard links),
+	 * "inode 12 (unreachable)", "inode 7 (orphan)", or NULL when the
+	 * problem is not about a file (then the device is meant). */
+	const char *path;
+	const char *text;               /* what is wrong, then what was done */
+	bool fixed;
+};
+typedef void (*ponyfs_fsck_report_t)(void *arg, const struct ponyfs_fsck_problem *p);
+
+struct ponyfs_fsck_params {
+	unsigned flags;                 /* PONYFS_FSCK_* */
+	ponyfs_fsck_report_t report;    /* NULL: problems are only counted */
+	void *report_arg;
+	/* The pony volume whose regions meta and data are: its metadata
+	 * mirror's copies are compared. NULL: not on a volume. */
+	struct volume *volume;
+};
+
+struct ponyfs_fsck_result {
+	unsigned found;                 /* problems found */
+	unsigned fixed;                 /* of those, fixed */
+};
+
+/*
+ * Returns 0 when the check ran to the end, or -errno when it could not go
+ * on: -EUCLEAN a corrupt superblock or database or a truncated metadata
+ * region (a problem says which), -EPROTONOSUPPORT made by a newer pony,
+ * -EIO and such. A short data region is a problem, and the rest is
+ * checked. *res counts the problems found either way (it is zeroed
+ * first). The bdevs (and the volume) stay the caller's.
+ */
+int ponyfs_fsck_run(struct bdev *meta, struct bdev *data, const struct ponyfs_fsck_params *p,
+		    struct ponyfs_fsck_result *res);
+/* The same on one image holding both regions (ponyfs_mkfs_image()). */
+int ponyfs_fsck_run_image(struct bdev *dev, const struct ponyfs_fsck_params *p,
+			  struct ponyfs_fsck_result *res);
+
+/*
+ * Shorthands for tests: the number of problems found, or -errno; a line
+ * per problem ("path: text", or the text) goes to report(data, text).
+ */
 int ponyfs_fsck(struct bdev *meta, struct bdev *data, unsigned flags,
 		ponyfs_report_t report, void *data_arg);
 int ponyfs_fsck_image(struct bdev *dev, unsigned flags, ponyfs_report_t report, void *data_arg);

@@ -16,6 +16,16 @@ struct volume;
 
 /* Members of the segment that holds volume byte off (0 when off is past the end). */
 unsigned volume_members_at(const struct volume *v, uint64_t off);
+/* The index of the segment that holds volume byte off; -ENOENT past the end. */
+int volume_seg_at(const struct volume *v, uint64_t off);
+
+/*
+ * Reads [off, off+len) (sector-aligned, inside one segment) from member
+ * m's own copy, to compare a mirror's copies one by one: -EOPNOTSUPP
+ * unless the segment is a mirror (only there does every member hold every
+ * byte), -ENODEV when m is not a working member. Nothing is repaired.
+ */
+int volume_read_member(struct volume *v, unsigned m, void *buf, size_t len, uint64_t off);
 
 /*
  * Reads [off, off+len) (sector-aligned, inside one segment) as if member m

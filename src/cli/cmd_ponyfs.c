@@ -19,11 +19,11 @@
 
 #define MAX_IMAGES 32
 
-/* The images, opened read-write; on failure the ones opened are freed. */
-static int open_images(char **paths, int n, struct bdev **devs)
+/* The images, opened with oflags (O_RDWR, O_RDONLY); on failure the ones opened are freed. */
+static int open_images(char **paths, int n, int oflags, struct bdev **devs)
 {
 	for (int i = 0; i < n; i++) {
-		int r = bdev_file_open(paths[i], O_RDWR, &devs[i]);
+		int r = bdev_file_open(paths[i], oflags, &devs[i]);
 
 		if (r < 0) {
 			while (i--)
@@ -147,7 +147,7 @@ static int mkfs_run(int argc, char **argv)
 		return cli_usage_error("pony mkfs", "one to %d images are needed", MAX_IMAGES);
 	if (o.label && strlen(o.label) > 31)
 		return cli_usage_error("pony mkfs", "the label is longer than 31 bytes");
-	r = open_images(argv + optind, n, devs);
+	r = open_images(argv + optind, n, O_RDWR, devs);
 	if (r)
 		return r;
 	if (n == 1 && !data_given) {
@@ -191,7 +191,8 @@ static void free_paths(char **paths, int n)
 	free(paths);
 }
 
-static int stand_open(char **paths, int n, struct stand *s)
+/* read_only: nothing is written, not even the volume's superblocks (fsck -n). */
+static int stand_open(char **paths, int n, bool read_only, struct stand *s)
 {
 	struct bdev *devs[MAX_IMAGES];
 	unsigned bad = 0;
@@ -210,7 +211,7 @@ static int stand_open(char **paths, int n, struct stand *s)
 			return r;
 		}
 	}
-	r = open_images(paths, n, devs);
+	r = open_images(paths, n, read_only ? O_RDONLY : O_RDWR, devs);
 	if (r) {
 		free_paths(found, found ? n : 0);
 		return r;
@@ -219,7 +220,7 @@ static int stand_open(char **paths, int n, struct stand *s)
 		s->image = devs[0];
 		return 0;
 	}
-	r = volume_set_open(devs, (unsigned)n, 0, &s->set, &bad);
+	r = volume_set_open(devs, (unsigned)n, read_only ? VOLUME_SET_RDONLY : 0, &s->set, &bad);
 	if (r < 0) {
 		for (int i = 0; i < n; i++)
 			bdev_free(devs[i]);
@@ -312,7 +313,7 @@ static int mount_run(int argc, char **argv)
 	if (!r && (mo.format || mo.format_foreign) && n == 1)
 		r = cli_ponyfs_format(argv[optind], mo.format_foreign);
 	if (!r)
-		r = stand_open(argv + optind, n, &s);
+		r = stand_open(argv + optind, n, false, &s);
 	if (r)
 		return r;
 	r = s.image ? ponyfs_mount_image(s.image, &po, &fs) : ponyfs_mount(s.meta, s.data, &po, &fs);
@@ -327,55 +328,158 @@ static int mount_run(int argc, char **argv)
 	return r;
 }
 
-static void fsck_report(void *arg, const char *text)
+/* fsck(8)'s exit codes, added together as it does. */
+enum {
+	FSCK_EXIT_OK = 0,
+	FSCK_EXIT_FIXED = 1,            /* problems found, all fixed */
+	FSCK_EXIT_LEFT = 4,             /* problems left as they are */
+	FSCK_EXIT_ERROR = 8,            /* could not check (cannot open, truncated, corrupt) */
+	FSCK_EXIT_USAGE = 16,
+};
+
+struct fsck_out {
+	const char *dev;                /* as the user named it */
+	struct util_json *j;            /* NULL: lines for people */
+};
+
+static void fsck_report(void *arg, const struct ponyfs_fsck_problem *p)
 {
-	printf("%s\n", text);
+	struct fsck_out *o = arg;
+
+	if (!o->j) {
+		printf("%s: %s\n", p->path ? p->path : o->dev, p->text);
+		return;
+	}
+	util_json_object_begin(o->j, NULL);
+	util_json_string(o->j, "check", p->check);
+	if (p->ino)
+		util_json_uint(o->j, "inode", p->ino);
+	if (p->path)
+		util_json_string(o->j, "path", p->path);
+	util_json_string(o->j, "problem", p->text);
+	util_json_bool(o->j, "fixed", p->fixed);
+	util_json_object_end(o->j);
+}
+
+static int fsck_exit(int r, const struct ponyfs_fsck_result *res)
+{
+	/* A check that stopped leaves what it found unfixed: that is the 8. */
+	if (r < 0)
+		return FSCK_EXIT_ERROR | (res->fixed ? FSCK_EXIT_FIXED : 0);
+	return (res->fixed ? FSCK_EXIT_FIXED : 0) | (res->found > res->fixed ? FSCK_EXIT_LEFT : 0);
+}
+
+/* The summary: a line, or the end of the JSON object. */
+static void fsck_summary(struct fsck_out *o, int r, const struct ponyfs_fsck_result *res)
+{
+	unsigned left = res->found - res->fixed;
+
+	if (o->j) {
+		util_json_array_end(o->j);
+		util_json_uint(o->j, "found", res->found);
+		util_json_uint(o->j, "fixed", res->fixed);
+		util_json_uint(o->j, "left", left);
+		if (r < 0)
+			util_json_string(o->j, "error", strerror(-r));
+		util_json_int(o->j, "exit", fsck_exit(r, res));
+		util_json_object_end(o->j);
+		util_json_end(o->j);
+	} else if (r >= 0 && !res->found) {
+		printf("%s: clean\n", o->dev);
+	} else if (r >= 0) {
+		printf("%s: %u problem%s: %u fixed, %u left\n", o->dev, res->found,
+		       res->found == 1 ? "" : "s", res->fixed, left);
+	}
+	if (r < 0)
+		cli_error("%s: cannot check%s: %s", o->dev, res->found ? " further" : "",
+			  r == -EUCLEAN ? "corrupt or truncated (the lines above say where)" : why(r));
+}
+
+static int fsck_usage(const char *why_not)
+{
+	cli_usage_error("pony fsck", "%s", why_not);
+	return FSCK_EXIT_USAGE;
 }
 
 static int fsck_run(int argc, char **argv)
 {
 	unsigned flags = PONYFS_FSCK_DATA;
+	bool no = false;                /* -n */
+	struct ponyfs_fsck_result res = { 0 };
+	struct fsck_out o = { 0 };
+	struct ponyfs_fsck_params p = { .report = fsck_report, .report_arg = &o };
+	struct util_json j;
+	bool json = false;
 	struct stand s;
 	int c, n, r;
 
 	static const struct option longopts[] = {
-		{ "repair", no_argument, NULL, 'r' },
-		{ "no-data", no_argument, NULL, 'n' },
+		{ "repair", no_argument, NULL, 'y' },
+		{ "no-data", no_argument, NULL, 'D' },
+		{ "json", no_argument, NULL, 'J' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "rh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "nypafh", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'r': flags |= PONYFS_FSCK_REPAIR; break;
-		case 'n': flags &= ~(unsigned)PONYFS_FSCK_DATA; break;
+		case 'n': no = true; break;
+		case 'y': flags |= PONYFS_FSCK_REPAIR; break;
+		case 'p': case 'a': flags |= PONYFS_FSCK_PREEN; break;
+		case 'f': break;        /* every run is a full check: there is no clean flag to trust */
+		case 'D': flags &= ~(unsigned)PONYFS_FSCK_DATA; break;
+		case 'J': json = true; break;
 		case 'h':
-			printf("Usage: pony fsck [--repair] [--no-data] IMG...|UUID=U|LABEL=L\n"
-			       "Checks an unmounted ponyfs: SQLite integrity, reachability, link\n"
-			       "counts, extents and free space, and every block's checksum (unless\n"
-			       "--no-data; --repair rewrites a bad block from the volume's\n"
-			       "redundancy). Exit 0: clean; 1: problems (fixed with --repair where\n"
-			       "possible); 2: usage.\n");
+			printf("Usage: pony fsck [-n|-y|-p] [-f] [--no-data] [--json] IMG...|UUID=U|LABEL=L\n"
+			       "Checks an unmounted ponyfs: the superblock and the image's size, the\n"
+			       "copies of a volume's metadata mirror, SQLite's integrity, reachability,\n"
+			       "orphans, link counts, extents, free space and every block's checksum.\n"
+			       "Problems name files by path (inode number when no path reaches them).\n"
+			       "  -n         check only, read-only: not a byte is written (the default)\n"
+			       "  -y         repair all that can be: also drops entries from non-directories\n"
+			       "             and stray extents, links unreachable files into /lost+found\n"
+			       "             (--repair is the same)\n"
+			       "  -p, -a     preen: repair what needs no decision (link counts, orphans,\n"
+			       "             free space, names of nothing, checksums from redundancy, the\n"
+			       "             metadata mirror from the one copy that is a clean database)\n"
+			       "  -f         force a full check: accepted for fsck(8); every check is full\n"
+			       "  --no-data  skip reading data blocks for their checksums\n"
+			       "  --json     one JSON object: the problems and the counts\n"
+			       "Exit status, added together as fsck(8)'s: 0 clean; 1 problems fixed; 4\n"
+			       "problems left; 8 could not check (cannot open, truncated, corrupt);\n"
+			       "16 usage. docs/fsck.md says more.\n");
 			return CLI_EXIT_OK;
-		default: return cli_usage_error("pony fsck", "bad option");
+		default:
+			return fsck_usage("bad option");
 		}
 	}
+	if (no + !!(flags & PONYFS_FSCK_REPAIR) + !!(flags & PONYFS_FSCK_PREEN) > 1)
+		return fsck_usage("-n, -y and -p exclude each other");
 	n = argc - optind;
 	if (n < 1 || n > MAX_IMAGES)
-		return cli_usage_error("pony fsck", "one or more images are needed");
+		return fsck_usage("one or more images are needed");
 	r = cli_ponyfs_lock_images(argv + optind, n);
+	no = !(flags & (PONYFS_FSCK_REPAIR | PONYFS_FSCK_PREEN));
 	if (!r)
-		r = stand_open(argv + optind, n, &s);
+		r = stand_open(argv + optind, n, no, &s);
 	if (r)
-		return r;
-	r = s.image ? ponyfs_fsck_image(s.image, flags, fsck_report, NULL)
-		    : ponyfs_fsck(s.meta, s.data, flags, fsck_report, NULL);
+		return FSCK_EXIT_ERROR;
+	o.dev = argv[optind];
+	if (json) {
+		o.j = &j;
+		util_json_init(&j, stdout);
+		util_json_object_begin(&j, NULL);
+		util_json_string(&j, "device", o.dev);
+		util_json_string(&j, "mode", flags & PONYFS_FSCK_REPAIR ? "repair" :
+				 flags & PONYFS_FSCK_PREEN ? "preen" : "check");
+		util_json_array_begin(&j, "problems");
+	}
+	p.flags = flags;
+	p.volume = s.set ? volume_set_volume(s.set) : NULL;
+	r = s.image ? ponyfs_fsck_run_image(s.image, &p, &res) : ponyfs_fsck_run(s.meta, s.data, &p, &res);
 	stand_done(&s);
-	if (r < 0)
-		return cli_error("%s: cannot check: %s", argv[optind], why(r));
-	printf("%s: %d problem%s%s\n", argv[optind], r, r == 1 ? "" : "s",
-	       r && (flags & PONYFS_FSCK_REPAIR) ? " (repaired what could be)" : "");
-	return r ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
+	fsck_summary(&o, r, &res);
+	return fsck_exit(r, &res);
 }
 
 const struct cli_command cli_mkfs_command = {

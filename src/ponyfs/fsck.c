@@ -1,10 +1,13 @@
 /*
- * fsck.c - checks an unmounted ponyfs: the superblock, SQLite's own
- * integrity check, then what SQLite cannot know: every inode reachable
- * from the root, link counts, entries pointing at inodes that exist,
- * extents inside the data region, not overlapping each other or free
- * space, every block accounted for, and (optionally) every block's
- * checksum. Most of it is SQL over the schema; the block map is a bitmap.
+ * fsck.c - checks an unmounted ponyfs: the superblock and the regions'
+ * sizes (a truncated image says which region is short and by how much),
+ * after the copies of a volume's metadata mirror (fsck_mirror.c); then
+ * SQLite's own integrity check, and what SQLite cannot know: the
+ * namespace (fsck_names.c), extents, checksums and free space
+ * (fsck_blocks.c). This file runs the passes, names files by their paths
+ * in what it reports, and decides what a run may fix: nothing (-n: the
+ * database is opened on an in-memory overlay, so not a byte is written),
+ * what is safe (-p), or everything fixable (-y).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -12,54 +15,275 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "fsck.h"
 
-struct fsck {
-	sqlite3 *db;
-	struct bdev *data;
-	struct ponyfs_sb sb;
-	unsigned flags;
-	ponyfs_report_t report;
-	void *arg;
-	int problems;
-	uint8_t *map;                   /* a bit per data block: referenced or free */
-};
-
-static void problem(struct fsck *f, const char *fmt, ...)
+bool fsck_writable(const struct fsck *f)
 {
-	char text[256];
-	va_list ap;
-
-	f->problems++;
-	if (!f->report)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
-	va_end(ap);
-	f->report(f->arg, text);
+	return f->p->flags & (PONYFS_FSCK_REPAIR | PONYFS_FSCK_PREEN);
 }
 
-/* Each row of sql is a problem, described by the row's int64 columns and fmt. */
-static int check_rows(struct fsck *f, const char *sql, const char *fmt)
+bool fsck_may_fix(const struct fsck *f, enum fsck_fix how)
+{
+	switch (how) {
+	case FSCK_FIX_SAFE: return fsck_writable(f);
+	case FSCK_FIX_ASK: return f->p->flags & PONYFS_FSCK_REPAIR;
+	default: return false;
+	}
+}
+
+static void problem_report(struct fsck *f, const char *check, uint64_t ino, const char *path,
+			   bool fixed, const char *fmt, va_list ap)
+{
+	char text[1024];
+	struct ponyfs_fsck_problem pr = { .check = check, .ino = ino, .path = path, .text = text,
+					  .fixed = fixed };
+
+	f->res->found++;
+	f->res->fixed += fixed;
+	if (!f->p->report)
+		return;
+	vsnprintf(text, sizeof(text), fmt, ap);
+	f->p->report(f->p->report_arg, &pr);
+}
+
+void fsck_problem_at(struct fsck *f, const char *check, uint64_t ino, const char *path,
+		     bool fixed, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	problem_report(f, check, ino, path, fixed, fmt, ap);
+	va_end(ap);
+}
+
+void fsck_problem(struct fsck *f, const char *check, uint64_t ino, bool fixed, const char *fmt, ...)
+{
+	_cleanup_(freep) char *path = ino && f->p->report ? fsck_path(f, ino) : NULL;
+	va_list ap;
+
+	va_start(ap, fmt);
+	problem_report(f, check, ino, path, fixed, fmt, ap);
+	va_end(ap);
+}
+
+/* -- SQL helpers ----------------------------------------------------------- */
+
+int fsck_exec(struct fsck *f, const char *sql, int n, ...)
 {
 	sqlite3_stmt *s = NULL;
 	int rc = sqlite3_prepare_v2(f->db, sql, -1, &s, NULL);
+	va_list ap;
 
 	if (rc != SQLITE_OK)
 		return ponyfs_sqlite_errno(rc);
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
-		problem(f, fmt, (long long)sqlite3_column_int64(s, 0),
-			(long long)sqlite3_column_int64(s, 1), (long long)sqlite3_column_int64(s, 2));
+	va_start(ap, n);
+	for (int i = 1; i <= n; i++)
+		sqlite3_bind_int64(s, i, va_arg(ap, int64_t));
+	va_end(ap);
+	rc = ponyfs_step_done(s);
 	sqlite3_finalize(s);
-	return rc == SQLITE_DONE ? 0 : ponyfs_sqlite_errno(rc);
+	return rc;
 }
 
-static int repair(struct fsck *f, const char *sql)
+void fsck_rows_free(struct fsck_row *rows, size_t n)
 {
-	if (!(f->flags & PONYFS_FSCK_REPAIR))
-		return 0;
-	return ponyfs_sqlite_errno(sqlite3_exec(f->db, sql, NULL, NULL, NULL));
+	for (size_t i = 0; i < n; i++)
+		free(rows[i].blob);
+	free(rows);
 }
+
+int fsck_rows(struct fsck *f, const char *sql, struct fsck_row **ret, size_t *ret_n)
+{
+	struct fsck_row *rows = NULL;
+	size_t n = 0, cap = 0;
+	sqlite3_stmt *s = NULL;
+	int rc = sqlite3_prepare_v2(f->db, sql, -1, &s, NULL), r = ponyfs_sqlite_errno(rc);
+
+	while (r >= 0 && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct fsck_row *row;
+		int cols = sqlite3_column_count(s);
+
+		if (n == cap) {
+			struct fsck_row *m = realloc(rows, (cap = cap ? 2 * cap : 16) * sizeof(*m));
+
+			if (!m) {
+				r = -ENOMEM;
+				break;
+			}
+			rows = m;
+		}
+		row = &rows[n++];
+		memset(row, 0, sizeof(*row));
+		for (int c = 0; c < 4 && c < cols; c++)
+			row->v[c] = sqlite3_column_int64(s, c);
+		if (cols > 4 && sqlite3_column_type(s, 4) != SQLITE_NULL) {
+			row->blob_len = (size_t)sqlite3_column_bytes(s, 4);
+			row->blob = malloc(row->blob_len + 1);
+			if (!row->blob)
+				r = -ENOMEM;
+			else
+				memcpy(row->blob, sqlite3_column_blob(s, 4), row->blob_len);
+		}
+	}
+	if (r >= 0 && rc != SQLITE_DONE)
+		r = ponyfs_sqlite_errno(rc);
+	sqlite3_finalize(s);
+	if (r < 0) {
+		fsck_rows_free(rows, n);
+		return r;
+	}
+	*ret = rows;
+	*ret_n = n;
+	return 0;
+}
+
+int fsck_each(struct fsck *f, const char *sql,
+	      int (*fn)(struct fsck *f, const struct fsck_row *row))
+{
+	struct fsck_row *rows = NULL;
+	size_t n = 0;
+	int r = fsck_rows(f, sql, &rows, &n);
+
+	for (size_t i = 0; r >= 0 && i < n; i++)
+		r = fn(f, &rows[i]);
+	if (rows)
+		fsck_rows_free(rows, n);
+	return r;
+}
+
+/* -- paths ----------------------------------------------------------------- */
+
+/* A name's bytes, control characters and backslashes as \xNN. */
+static void put_name(FILE *out, const uint8_t *name, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		if (name[i] < 0x20 || name[i] == 0x7f || name[i] == '\\')
+			fprintf(out, "\\x%02x", name[i]);
+		else
+			fputc(name[i], out);
+	}
+}
+
+/* Every way up from ino to the root (at most 2048 levels: loops end there). */
+static const char paths_sql[] =
+	"WITH RECURSIVE up(cur, path, depth) AS ("
+	" SELECT parent, X'2F' || name, 0 FROM dentries WHERE ino = ?1"
+	" UNION ALL SELECT d.parent, X'2F' || d.name || up.path, up.depth + 1"
+	" FROM dentries d JOIN up ON d.ino = up.cur WHERE up.cur != 1 AND up.depth < 2048)"
+	" SELECT CAST(path AS BLOB) FROM up WHERE cur = 1 LIMIT 5";
+
+/* What ino is when no path of it reaches the root. */
+static const char *pathless(struct fsck *f, uint64_t ino)
+{
+	sqlite3_stmt *s = NULL;
+	const char *what = "missing";
+
+	if (sqlite3_prepare_v2(f->db, "SELECT nlink, EXISTS (SELECT 1 FROM dentries WHERE ino = ?1) "
+			       "FROM inodes WHERE ino = ?1", -1, &s, NULL) != SQLITE_OK)
+		return "unknown";
+	sqlite3_bind_int64(s, 1, (int64_t)ino);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		what = sqlite3_column_int64(s, 1) ? "unreachable" :
+		       sqlite3_column_int64(s, 0) ? "no name" : "orphan";
+	sqlite3_finalize(s);
+	return what;
+}
+
+char *fsck_path(struct fsck *f, uint64_t ino)
+{
+	sqlite3_stmt *s = NULL;
+	char *buf = NULL;
+	size_t size = 0;
+	FILE *out;
+	int n = 0;
+
+	if (ino == 1)
+		return strdup("/");
+	out = open_memstream(&buf, &size);
+	if (!out)
+		return NULL;
+	if (f->db && sqlite3_prepare_v2(f->db, paths_sql, -1, &s, NULL) == SQLITE_OK) {
+		sqlite3_bind_int64(s, 1, (int64_t)ino);
+		while (sqlite3_step(s) == SQLITE_ROW && n < 5) {
+			if (n++ == 4) {
+				fputs(", ...", out);
+				break;
+			}
+			if (n > 1)
+				fputs(", ", out);
+			put_name(out, sqlite3_column_blob(s, 0), (size_t)sqlite3_column_bytes(s, 0));
+		}
+		sqlite3_finalize(s);
+	}
+	if (!n)
+		fprintf(out, "inode %llu (%s)", (unsigned long long)ino,
+			f->db ? pathless(f, ino) : "unknown");
+	fclose(out);
+	return buf;
+}
+
+char *fsck_entry_path(struct fsck *f, uint64_t parent, const void *name, size_t len)
+{
+	_cleanup_(freep) char *dir = fsck_path(f, parent);
+	char *buf = NULL, *comma;
+	size_t size = 0;
+	FILE *out;
+
+	if (!dir)
+		return NULL;
+	comma = strstr(dir, ", ");
+	if (comma)
+		*comma = 0;             /* a directory has one path; say which */
+	out = open_memstream(&buf, &size);
+	if (!out)
+		return NULL;
+	fprintf(out, "%s/", strcmp(dir, "/") ? dir : "");
+	put_name(out, name, len);
+	fclose(out);
+	return buf;
+}
+
+/* -- the superblock and the regions' sizes ---------------------------------- */
+
+int fsck_sb_read(struct bdev *meta, struct ponyfs_sb *ret)
+{
+	_cleanup_(bdev_freep) struct bdev *view = NULL;
+	/* ponyfs_sb_read() refuses a superblock that claims more than the
+	 * region holds, before saying what it claims: read it through a view
+	 * as large as any claim, and compare the sizes here. */
+	int r = fsck_overlay_new(meta, UINT64_MAX / 2, &view);
+
+	if (r >= 0 && bdev_size(meta) < PONYFS_SB_SIZE)
+		r = -EINVAL;
+	return r < 0 ? r : ponyfs_sb_read(view, ret);
+}
+
+/* A region of need bytes in have: false (and a problem) when it is short. */
+static bool size_ok(struct fsck *f, const char *region, uint64_t need, uint64_t have,
+		    const char *holder)
+{
+	if (have >= need)
+		return true;
+	fsck_problem(f, "size", 0, false, "truncated: %s region needs %llu bytes, %s has %llu "
+		     "(short by %llu)", region, (unsigned long long)need, holder,
+		     (unsigned long long)have, (unsigned long long)(need - have));
+	return false;
+}
+
+static int sb_problem(struct fsck *f, int r)
+{
+	if (r == -EUCLEAN)
+		fsck_problem(f, "superblock", 0, false, "corrupt superblock: its checksum or its "
+			     "region sizes are wrong");
+	else if (r == -EPROTONOSUPPORT)
+		fsck_problem(f, "superblock", 0, false, "superblock of a newer ponyfs version or "
+			     "with features this pony does not know");
+	else if (r == -EINVAL)
+		fsck_problem(f, "superblock", 0, false, "no ponyfs superblock");
+	return r;
+}
+
+/* -- the run ---------------------------------------------------------------- */
 
 static int check_integrity(struct fsck *f)
 {
@@ -68,234 +292,174 @@ static int check_integrity(struct fsck *f)
 
 	if (rc != SQLITE_OK)
 		return ponyfs_sqlite_errno(rc);
-	while (sqlite3_step(s) == SQLITE_ROW) {
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		const char *t = (const char *)sqlite3_column_text(s, 0);
 
-		if (t && strcmp(t, "ok"))
-			problem(f, "database: %s", t);
-	}
-	sqlite3_finalize(s);
-	return 0;
-}
+		/* A row may hold several lines, under a "*** in database main ***" title. */
+		while (t && *t && strcmp(t, "ok")) {
+			int len = (int)strcspn(t, "\n");
 
-#define IS_DIR "((mode & 61440) = 16384)"
-
-static int check_namespace(struct fsck *f)
-{
-	int r = check_rows(f, "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM inodes WHERE ino = 1 AND "
-			   IS_DIR ")", "root directory missing%.0lld%.0lld%.0lld");
-	if (r >= 0)
-		r = check_rows(f, "SELECT parent, ino FROM dentries WHERE ino NOT IN (SELECT ino FROM inodes)",
-			       "entry in directory %lld names missing inode %lld%.0lld");
-	if (r >= 0)
-		r = repair(f, "DELETE FROM dentries WHERE ino NOT IN (SELECT ino FROM inodes)");
-	if (r >= 0)
-		r = check_rows(f, "SELECT d.parent, d.ino FROM dentries d LEFT JOIN inodes p ON "
-			       "p.ino = d.parent WHERE p.ino IS NULL OR (p.mode & 61440) != 16384",
-			       "entry in %lld (not a directory) names %lld%.0lld");
-	if (r >= 0)
-		r = check_rows(f, "SELECT parent, ino FROM dentries WHERE length(name) < 1 OR "
-			       "length(name) > 255 OR instr(name, X'2F') OR instr(name, X'00')",
-			       "bad name in directory %lld for inode %lld%.0lld");
-	if (r >= 0)
-		r = check_rows(f, "WITH RECURSIVE r(ino) AS (SELECT 1 UNION SELECT d.ino FROM "
-			       "dentries d JOIN r ON d.parent = r.ino) SELECT ino FROM inodes "
-			       "WHERE nlink > 0 AND ino NOT IN r",
-			       "inode %lld is not reachable from the root%.0lld%.0lld");
-	if (r >= 0)
-		r = check_rows(f, "SELECT ino, nlink, (SELECT count(*) FROM dentries d WHERE d.ino = i.ino) "
-			       "AS n FROM inodes i WHERE NOT " IS_DIR " AND nlink > 0 AND nlink != n",
-			       "inode %lld has nlink %lld but %lld names");
-	if (r >= 0)
-		r = repair(f, "UPDATE inodes SET nlink = (SELECT count(*) FROM dentries d WHERE "
-			   "d.ino = inodes.ino) WHERE NOT " IS_DIR " AND nlink > 0");
-	if (r >= 0)
-		r = check_rows(f, "SELECT ino, nlink, 2 + (SELECT count(*) FROM dentries d JOIN inodes c "
-			       "ON c.ino = d.ino WHERE d.parent = i.ino AND (c.mode & 61440) = 16384) AS n "
-			       "FROM inodes i WHERE " IS_DIR " AND nlink > 0 AND nlink != n",
-			       "directory %lld has nlink %lld, should be %lld");
-	if (r >= 0)
-		r = check_rows(f, "SELECT ino, count(*) FROM dentries d WHERE EXISTS (SELECT 1 FROM "
-			       "inodes c WHERE c.ino = d.ino AND (c.mode & 61440) = 16384) "
-			       "GROUP BY ino HAVING count(*) > 1",
-			       "directory %lld has %lld names%.0lld");
-	if (r >= 0)
-		r = check_rows(f, "SELECT parent, count(*) FROM dentries GROUP BY parent HAVING "
-			       "max(cookie) >= (SELECT next_cookie FROM inodes WHERE ino = parent)",
-			       "directory %lld has cookies past its counter%.0lld%.0lld");
-	return r;
-}
-
-/* Marks [p, p+n) in the block map; a block marked twice is a problem. */
-static void map_mark(struct fsck *f, uint64_t p, uint64_t n, const char *what, int64_t who)
-{
-	if (p + n > f->sb.data_blocks || p + n < p) {
-		problem(f, "%s %lld: blocks %llu+%llu outside the data region", what, (long long)who,
-			(unsigned long long)p, (unsigned long long)n);
-		return;
-	}
-	for (uint64_t b = p; b < p + n; b++) {
-		if (f->map[b / 8] & (1u << (b % 8))) {
-			problem(f, "%s %lld: block %llu is used twice", what, (long long)who,
-				(unsigned long long)b);
-			return;
+			if (strncmp(t, "***", 3))
+				fsck_problem(f, "database", 0, false, "database: %.*s", len, t);
+			t += len + (t[len] == '\n');
 		}
-		f->map[b / 8] |= (uint8_t)(1u << (b % 8));
-	}
-}
-
-static int check_csums(struct fsck *f, int64_t ino, uint64_t foff, uint64_t p, uint64_t n,
-		       const uint8_t *csums)
-{
-	_cleanup_(freep) uint8_t *buf = malloc(BS);
-
-	if (!buf)
-		return -ENOMEM;
-	for (uint64_t i = 0; i < n; i++) {
-		int r = bdev_pread(f->data, buf, BS, (p + i) * BS);
-
-		if (r < 0)
-			return r;
-		uint32_t want = util_get_le32(csums + 4 * i);
-		int m;
-
-		if (util_crc32c(0, buf, BS) == want)
-			continue;
-		m = f->flags & PONYFS_FSCK_REPAIR ? ponyfs_region_repair(f->data, buf, (p + i) * BS, want)
-						 : -EOPNOTSUPP;
-		if (m >= 0)
-			problem(f, "inode %lld: block %llu failed its checksum: repaired member %d "
-				"from the volume's redundancy", (long long)ino,
-				(unsigned long long)(foff + i), m);
-		else
-			problem(f, "inode %lld: block %llu fails its checksum", (long long)ino,
-				(unsigned long long)(foff + i));
-	}
-	return 0;
-}
-
-/*
- * Unwritten extents (flags 1) have allocated blocks like any other, but no
- * checksums (their blocks hold nothing committed) and may lie past the end
- * of the file (fallocate with KEEP_SIZE). A version 1 database has no
- * flags column: all its extents are written.
- */
-static int check_extents(struct fsck *f)
-{
-	static const char *const sql[2] = {
-		"SELECT e.ino, e.foff, e.nblocks, e.pblock, e.csums, i.size, i.mode, 0 FROM extents e "
-		"LEFT JOIN inodes i ON i.ino = e.ino ORDER BY e.ino, e.foff",
-		"SELECT e.ino, e.foff, e.nblocks, e.pblock, e.csums, i.size, i.mode, e.flags FROM extents e "
-		"LEFT JOIN inodes i ON i.ino = e.ino ORDER BY e.ino, e.foff",
-	};
-	sqlite3_stmt *s = NULL;
-	int64_t last_ino = -1, version = 0;
-	uint64_t last_end = 0;
-	int r = sqlite3_prepare_v2(f->db, "PRAGMA user_version", -1, &s, NULL);
-
-	if (r == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
-		version = sqlite3_column_int64(s, 0);
-	sqlite3_finalize(s);
-	r = ponyfs_sqlite_errno(sqlite3_prepare_v2(f->db, sql[version >= 2], -1, &s, NULL));
-
-	while (r >= 0 && sqlite3_step(s) == SQLITE_ROW) {
-		int64_t ino = sqlite3_column_int64(s, 0);
-		uint64_t foff = (uint64_t)sqlite3_column_int64(s, 1);
-		uint64_t n = (uint64_t)sqlite3_column_int64(s, 2);
-		uint64_t p = (uint64_t)sqlite3_column_int64(s, 3);
-		uint64_t size = (uint64_t)sqlite3_column_int64(s, 5);
-		int64_t flags = sqlite3_column_int64(s, 7);
-		bool unwritten = flags & PONYFS_EXT_UNWRITTEN;
-
-		if (sqlite3_column_type(s, 5) == SQLITE_NULL || !S_ISREG((mode_t)sqlite3_column_int64(s, 6)))
-			problem(f, "extent of %lld, which is not a regular file", (long long)ino);
-		if (flags & ~(int64_t)PONYFS_EXT_UNWRITTEN)
-			problem(f, "inode %lld: extent at block %llu has unknown flags %lld", (long long)ino,
-				(unsigned long long)foff, (long long)flags);
-		if (n < 1 || (uint64_t)sqlite3_column_bytes(s, 4) != (unwritten ? 0 : 4 * n)) {
-			problem(f, "inode %lld: malformed extent at block %llu", (long long)ino,
-				(unsigned long long)foff);
-			continue;
-		}
-		if (ino == last_ino && foff < last_end)
-			problem(f, "inode %lld: extents overlap at block %llu", (long long)ino,
-				(unsigned long long)foff);
-		if (!unwritten && foff + n > DIV_ROUND_UP(size, BS))
-			problem(f, "inode %lld: extent at block %llu past the end of the file",
-				(long long)ino, (unsigned long long)foff);
-		last_ino = ino;
-		last_end = foff + n;
-		map_mark(f, p, n, "inode", ino);
-		if ((f->flags & PONYFS_FSCK_DATA) && !unwritten)
-			r = check_csums(f, ino, foff, p, n, sqlite3_column_blob(s, 4));
 	}
 	sqlite3_finalize(s);
-	return r;
+	return rc == SQLITE_DONE ? 0 : ponyfs_sqlite_errno(rc);
 }
 
-static int check_space(struct fsck *f)
+static int check_version(struct fsck *f)
 {
 	sqlite3_stmt *s = NULL;
-	uint64_t leaked = 0;
-	int r = ponyfs_sqlite_errno(sqlite3_prepare_v2(f->db,
-		"SELECT pblock, nblocks FROM free ORDER BY pblock", -1, &s, NULL));
+	int64_t v = -1;
+	int rc = sqlite3_prepare_v2(f->db, "PRAGMA user_version", -1, &s, NULL);
 
-	while (r >= 0 && sqlite3_step(s) == SQLITE_ROW)
-		map_mark(f, (uint64_t)sqlite3_column_int64(s, 0), (uint64_t)sqlite3_column_int64(s, 1),
-			 "free run at", sqlite3_column_int64(s, 0));
+	if (rc == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
+		v = sqlite3_column_int64(s, 0);
 	sqlite3_finalize(s);
-	for (uint64_t b = 0; r >= 0 && b < f->sb.data_blocks; b++) {
-		if (f->map[b / 8] & (1u << (b % 8)))
-			continue;
-		leaked++;
-		if (f->flags & PONYFS_FSCK_REPAIR) {
-			char sql[96];
+	if (v == 1 || v == PONYFS_SCHEMA_VERSION)
+		return 0;
+	fsck_problem(f, "database", 0, false, "database: schema version %lld, this pony knows 1 "
+		     "to %d", (long long)v, PONYFS_SCHEMA_VERSION);
+	return v > PONYFS_SCHEMA_VERSION ? -EPROTONOSUPPORT : -EUCLEAN;
+}
 
-			snprintf(sql, sizeof(sql), "INSERT INTO free VALUES (%llu, 1)", (unsigned long long)b);
-			r = repair(f, sql);
-		}
+/* The database (on an overlay when nothing may be written) and every pass over it. */
+static int check_database(struct fsck *f)
+{
+	_cleanup_(bdev_freep) struct bdev *ro = NULL;
+	struct bdev *meta = f->meta;
+	int r = 0;
+
+	if (!fsck_writable(f)) {
+		r = fsck_overlay_new(f->meta, bdev_size(f->meta), &ro);
+		meta = ro;
 	}
-	if (leaked)
-		problem(f, "%llu data blocks are neither used nor free", (unsigned long long)leaked);
+	if (r >= 0)
+		r = ponyfs_sqlite_open_sb(meta, &f->sb, &f->db);
+	if (r < 0) {
+		fsck_problem(f, "database", 0, false, "database: cannot be opened: %s",
+			     r == -EUCLEAN ? "corrupt" : strerror(-r));
+		return r;
+	}
+	r = check_version(f);
+	if (r >= 0 && fsck_writable(f))
+		r = fsck_exec(f, "BEGIN", 0);
+	if (r >= 0)
+		r = check_integrity(f);
+	if (r >= 0)
+		r = fsck_names(f);
+	if (r >= 0)
+		r = fsck_extents(f);
+	if (r >= 0)
+		r = fsck_space(f);
+	if (r >= 0 && fsck_writable(f))
+		r = fsck_exec(f, "COMMIT", 0);
+	ponyfs_sqlite_close(f->db);
+	f->db = NULL;
 	return r;
+}
+
+/* After the superblock and the sizes: the database, with a bit per data block. */
+static int check_regions(struct fsck *f)
+{
+	size_t bytes = DIV_ROUND_UP(f->sb.data_blocks, 8);
+	int r;
+
+	f->used = calloc(1, bytes ? bytes : 1);
+	f->free = calloc(1, bytes ? bytes : 1);
+	r = f->used && f->free ? check_database(f) : -ENOMEM;
+	free(f->used);
+	free(f->free);
+	return r;
+}
+
+int ponyfs_fsck_run(struct bdev *meta, struct bdev *data, const struct ponyfs_fsck_params *p,
+		    struct ponyfs_fsck_result *res)
+{
+	struct fsck f = { .meta = meta, .data = data, .p = p, .res = res };
+	int r;
+
+	memset(res, 0, sizeof(*res));
+	/* The copies first: a bad superblock on the copy reads come from may
+	 * be the copy a repair rewrites. */
+	r = fsck_mirror(&f);
+	if (r >= 0)
+		r = sb_problem(&f, fsck_sb_read(meta, &f.sb));
+	if (r < 0)
+		return r;
+	if (!size_ok(&f, "metadata", f.sb.meta_bytes, bdev_size(meta), "the volume's region"))
+		return -EUCLEAN;
+	size_ok(&f, "data", f.sb.data_blocks * BS, bdev_size(data), "the volume's region");
+	f.data_have = MIN(f.sb.data_blocks, bdev_size(data) / BS);
+	return check_regions(&f);
+}
+
+int ponyfs_fsck_run_image(struct bdev *dev, const struct ponyfs_fsck_params *p,
+			  struct ponyfs_fsck_result *res)
+{
+	_cleanup_(bdev_freep) struct bdev *meta = NULL;
+	_cleanup_(bdev_freep) struct bdev *data = NULL;
+	struct fsck f = { .p = p, .res = res };
+	uint64_t size = bdev_size(dev);
+	int r;
+
+	memset(res, 0, sizeof(*res));
+	r = sb_problem(&f, fsck_sb_read(dev, &f.sb));
+	if (r < 0)
+		return r;
+	/* The metadata region is the image's first meta_bytes, the data
+	 * region the data_blocks after it (ponyfs_mkfs_image()). */
+	if (!size_ok(&f, "metadata", f.sb.meta_bytes, size, "image"))
+		return -EUCLEAN;
+	size_ok(&f, "data", f.sb.meta_bytes + f.sb.data_blocks * BS, size, "image");
+	if (size == f.sb.meta_bytes)
+		return -EUCLEAN;        /* no data region at all to check the metadata against */
+	r = ponyfs_image_regions(dev, &meta, &data);
+	if (r < 0)
+		return r;
+	f.meta = meta;
+	f.data = data;
+	f.data_have = MIN(f.sb.data_blocks, bdev_size(data) / BS);
+	return check_regions(&f);
+}
+
+/* -- the shorthands ------------------------------------------------------------ */
+
+struct lines {
+	ponyfs_report_t report;
+	void *arg;
+};
+
+static void line(void *arg, const struct ponyfs_fsck_problem *pr)
+{
+	struct lines *l = arg;
+	char text[1536];
+
+	if (pr->path)
+		snprintf(text, sizeof(text), "%s: %s", pr->path, pr->text);
+	l->report(l->arg, pr->path ? text : pr->text);
+}
+
+static int shorthand(struct bdev *meta, struct bdev *data, struct bdev *image, unsigned flags,
+		     ponyfs_report_t report, void *arg)
+{
+	struct lines l = { report, arg };
+	struct ponyfs_fsck_params p = { .flags = flags, .report = report ? line : NULL,
+					.report_arg = &l };
+	struct ponyfs_fsck_result res;
+	int r = image ? ponyfs_fsck_run_image(image, &p, &res) : ponyfs_fsck_run(meta, data, &p, &res);
+
+	return r < 0 ? r : (int)res.found;
 }
 
 int ponyfs_fsck(struct bdev *meta, struct bdev *data, unsigned flags, ponyfs_report_t report,
 		void *arg)
 {
-	struct fsck f = { .data = data, .flags = flags, .report = report, .arg = arg };
-	int r = ponyfs_sb_read(meta, &f.sb);
-
-	if (r < 0)
-		return r;
-	if (f.sb.data_blocks > bdev_size(data) / BS)
-		return -EINVAL;
-	f.map = calloc(1, DIV_ROUND_UP(f.sb.data_blocks, 8));
-	if (!f.map)
-		return -ENOMEM;
-	r = ponyfs_sqlite_open_sb(meta, &f.sb, &f.db);
-	if (r >= 0)
-		r = repair(&f, "BEGIN");
-	if (r >= 0)
-		r = check_integrity(&f);
-	if (r >= 0)
-		r = check_namespace(&f);
-	if (r >= 0)
-		r = check_extents(&f);
-	if (r >= 0)
-		r = check_space(&f);
-	if (r >= 0)
-		r = repair(&f, "COMMIT");
-	ponyfs_sqlite_close(f.db);
-	free(f.map);
-	return r < 0 ? r : f.problems;
+	return shorthand(meta, data, NULL, flags, report, arg);
 }
 
 int ponyfs_fsck_image(struct bdev *dev, unsigned flags, ponyfs_report_t report, void *arg)
 {
-	_cleanup_(bdev_freep) struct bdev *meta = NULL;
-	_cleanup_(bdev_freep) struct bdev *data = NULL;
-	int r = ponyfs_image_regions(dev, &meta, &data);
-
-	return r < 0 ? r : ponyfs_fsck(meta, data, flags, report, arg);
+	return shorthand(NULL, NULL, dev, flags, report, arg);
 }

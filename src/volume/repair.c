@@ -1,6 +1,7 @@
 /*
- * repair.c - a read that leaves one member out, and a rebuild of one
- * member over a small range (include/pony/volume_repair.h). Both reuse the
+ * repair.c - a read that leaves one member out, a read of one mirror
+ * member's own copy, and a rebuild of one member over a small range
+ * (include/pony/volume_repair.h). The first and the last reuse the
  * targets' own degraded-read and rebuild paths: the member is marked
  * failed for the length of the read, exactly what a degraded read sees.
  */
@@ -27,6 +28,13 @@ unsigned volume_members_at(const struct volume *v, uint64_t off)
 	return s ? s->nmembers : 0;
 }
 
+int volume_seg_at(const struct volume *v, uint64_t off)
+{
+	const struct volume_seg *s = seg_at(v, off);
+
+	return s ? (int)s->index : -ENOENT;
+}
+
 static int check(struct volume_seg *s, unsigned m, uint64_t off, uint64_t len)
 {
 	if (!s || len > s->len - (off - s->start) || off % VOLUME_SECTOR || len % VOLUME_SECTOR)
@@ -51,6 +59,19 @@ int volume_read_without(struct volume *v, unsigned m, void *buf, size_t len, uin
 	r = volume_seg_io(s, false, buf, len, off - s->start);
 	__atomic_store_n(&s->m[m].state, VOLUME_MEMBER_OK, __ATOMIC_RELEASE);
 	return r;
+}
+
+int volume_read_member(struct volume *v, unsigned m, void *buf, size_t len, uint64_t off)
+{
+	struct volume_seg *s = seg_at(v, off);
+	int r = check(s, m, off, len);
+
+	if (r < 0)
+		return r;
+	if (s->type != VOLUME_MIRROR)
+		return -EOPNOTSUPP;
+	/* A mirror member holds segment byte x at its own x (mirror_copies()). */
+	return volume_mread(s, m, buf, len, off - s->start);
 }
 
 int volume_rewrite_member(struct volume *v, unsigned m, uint64_t off, uint64_t len)
