@@ -29,7 +29,7 @@
 
 struct totals {
 	uint64_t cycles, kills, member_failures, read_errors, bit_flips, full_phases;
-	uint64_t rebuilds, scrub_repairs, files_verified, bytes_verified, ops, enospc;
+	uint64_t rebuilds, scrub_repairs, fsck_fixes, files_verified, bytes_verified, ops, enospc;
 };
 
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -186,9 +186,10 @@ static int heal(const struct soak_config *cfg, struct totals *t, struct volume_s
 	return 0;
 }
 
-static void fsck_line(void *arg, const char *text)
+static void fsck_line(void *arg, const struct ponyfs_fsck_problem *p)
 {
-	fprintf(stderr, "soak: fsck: %s\n", text);
+	fprintf(stderr, "soak: fsck: %s%s%s%s\n", p->path ? p->path : "", p->path ? ": " : "",
+		p->text, p->fixed ? " (fixed)" : "");
 }
 
 /* fsck, then mount and read every file of the model. */
@@ -204,12 +205,20 @@ static int verify(const struct soak_config *cfg, struct soak_shared *sh, struct 
 	if (r >= 0)
 		r = ponyfs_volume_region(volume_set_volume(set), VOLUME_CLASS_DATA, &data);
 	if (r >= 0) {
-		r = ponyfs_fsck(meta, data, PONYFS_FSCK_DATA, fsck_line, NULL);
-		if (r > 0) {
-			fail("fsck found %d problems after the kill", r);
-			r = -EUCLEAN;
-		} else if (r < 0) {
+		/* As an admin's boot does: fsck -p, which may fix from redundancy. */
+		struct ponyfs_fsck_params fp = { .flags = PONYFS_FSCK_DATA | PONYFS_FSCK_PREEN,
+						 .report = fsck_line,
+						 .volume = volume_set_volume(set) };
+		struct ponyfs_fsck_result res;
+
+		r = ponyfs_fsck_run(meta, data, &fp, &res);
+		t->fsck_fixes += res.fixed;
+		if (r < 0) {
 			fail("fsck: %s", strerror(-r));
+		} else if (res.found > res.fixed) {
+			fail("fsck left %u of %u problems after the kill", res.found - res.fixed,
+			     res.found);
+			r = -EUCLEAN;
 		}
 	}
 	if (r >= 0 && (r = ponyfs_mount(meta, data, &(struct ponyfs_options){ 0 }, &fs)) < 0)
@@ -326,11 +335,12 @@ static void print_totals(const struct totals *t, double secs)
 	printf("soak: %.0f s, %" PRIu64 " cycles, %" PRIu64 " kills survived, %" PRIu64
 	       " writer calls (%" PRIu64 " ENOSPC), faults injected: %" PRIu64
 	       " member failures, %" PRIu64 " read-error ranges, %" PRIu64 " bit flips, %" PRIu64
-	       " full phases; %" PRIu64 " members rebuilt, %" PRIu64 " scrub repairs; %" PRIu64
+	       " full phases; %" PRIu64 " members rebuilt, %" PRIu64 " scrub repairs, %" PRIu64
+	       " fsck fixes; %" PRIu64
 	       " files and %" PRIu64 " bytes verified\n",
 	       secs, t->cycles, t->kills, t->ops, t->enospc,
 	       t->member_failures, t->read_errors, t->bit_flips, t->full_phases, t->rebuilds,
-	       t->scrub_repairs, t->files_verified, t->bytes_verified);
+	       t->scrub_repairs, t->fsck_fixes, t->files_verified, t->bytes_verified);
 }
 
 int main(int argc, char **argv)
