@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 enum {
 	CLI_EXIT_OK = 0,
@@ -50,6 +51,24 @@ extern const struct cli_command acall_command;
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Same, then "Try 'pony <cmd> --help'."; returns CLI_EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/*
+ * Number options, each checked whole and against its range, so `--commit
+ * abc` or `--threads -1` is a usage error naming the option and the value,
+ * never a silent 0. cmd is the command for the message ("pony mount"), opt
+ * the option ("--commit"). 0 and *ret, or the message printed and
+ * CLI_EXIT_USAGE returned: `if ((r = cli_parse_uint(...))) return r;`.
+ * Integers are decimal, or hexadecimal after 0x; sizes as util_parse_size
+ * takes them (64K, 1M ...), a multiple of align when align > 1.
+ */
+int cli_parse_uint(const char *cmd, const char *opt, const char *text, uint64_t min, uint64_t max,
+		   uint64_t *ret);
+int cli_parse_unsigned(const char *cmd, const char *opt, const char *text, unsigned min,
+		       unsigned max, unsigned *ret);
+int cli_parse_size(const char *cmd, const char *opt, const char *text, uint64_t min, uint64_t max,
+		   uint64_t align, uint64_t *ret);
+int cli_parse_seconds(const char *cmd, const char *opt, const char *text, double min, double max,
+		      double *ret);
 
 /* True when argv[1..] asks for help ("--help" or "-h"), for commands without getopt. */
 bool cli_wants_help(int argc, char **argv);

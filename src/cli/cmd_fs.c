@@ -192,7 +192,10 @@ static int fs_statx_run(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "m:h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'm': a.mask = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'm':
+			if (cli_parse_unsigned("pony fs statx", "--mask", optarg, 0, UINT32_MAX, &a.mask))
+				return CLI_EXIT_USAGE;
+			break;
 		case 'D': a.flags |= AT_STATX_DONT_SYNC; break;
 		case 'F': a.flags |= AT_STATX_FORCE_SYNC; break;
 		case 'h':

@@ -125,8 +125,8 @@ static int mkfs_run(int argc, char **argv)
 				return cli_usage_error("pony mkfs", "unknown metadata layout '%s'", optarg);
 			break;
 		case 'c':
-			if (util_parse_size(optarg, &chunk) < 0 || !chunk || chunk % 4096)
-				return cli_usage_error("pony mkfs", "bad chunk size '%s'", optarg);
+			if (cli_parse_size("pony mkfs", "--chunk", optarg, 4096, 1u << 30, 4096, &chunk))
+				return CLI_EXIT_USAGE;
 			break;
 		case 'L': o.label = optarg; break;
 		case 'a': assume_clean = true; break;
@@ -273,7 +273,10 @@ static int mount_run(int argc, char **argv)
 		switch (c) {
 		case 'f': fo.foreground = true; break;
 		case 'd': fo.debug = fo.foreground = true; break;
-		case 'c': po.commit_ms = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'c':
+			if (cli_parse_unsigned("pony mount", "--commit", optarg, 0, 3600000, &po.commit_ms))
+				return CLI_EXIT_USAGE;
+			break;
 		case 'o':
 			r = cli_ponyfs_mount_opts(optarg, &po, &fo, &mo);
 			if (r)

@@ -71,12 +71,8 @@ int cli_ponyfs_mount_opts(const char *list, struct ponyfs_options *po,
 	fo->subtype = "";
 	for (char *o = strtok_r(copy, ",", &save); o && !r; o = strtok_r(NULL, ",", &save)) {
 		if (!strncmp(o, "commit=", 7)) {
-			char *end;
-			unsigned long ms = strtoul(o + 7, &end, 10);
-
-			if (end == o + 7 || *end || ms > 3600000)
-				return cli_usage_error("pony mount", "bad %s", o);
-			po->commit_ms = (unsigned)ms;
+			if (cli_parse_unsigned("pony mount", "-o commit", o + 7, 0, 3600000, &po->commit_ms))
+				return CLI_EXIT_USAGE;
 		} else if (!strcmp(o, "format")) {
 			m->format = true;
 		} else if (!strcmp(o, "format=foreign")) {

@@ -149,11 +149,14 @@ static int union_mount_run(int argc, char **argv)
 		case 'R': cfg.flags |= UNION_NO_PREFETCH; break;
 		case 'U': opts.io_uring = true; break;
 		case 'N':
-			opts.max_threads = (unsigned)atoi(optarg);
-			if (opts.max_threads < 1 || opts.max_threads > 64)
-				return cli_usage_error("pony union mount", "--threads wants 1 to 64");
+			if (cli_parse_unsigned("pony union mount", "--threads", optarg, 1, 64,
+					       &opts.max_threads))
+				return CLI_EXIT_USAGE;
 			break;
-		case 'T': opts.timeout = atof(optarg); break;
+		case 'T':
+			if (cli_parse_seconds("pony union mount", "--timeout", optarg, 0, 86400, &opts.timeout))
+				return CLI_EXIT_USAGE;
+			break;
 		case 'h': mount_usage(stdout); return CLI_EXIT_OK;
 		default: return cli_usage_error("pony union mount", "bad option");
 		}

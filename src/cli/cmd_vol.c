@@ -69,13 +69,7 @@ int vol_progress(uint64_t done, uint64_t total, void *arg)
 
 int vol_parse_member(const char *cmd, const char *text, unsigned *ret)
 {
-	char *end;
-	unsigned long v = strtoul(text, &end, 10);
-
-	if (!*text || *end || v >= 64)
-		return cli_usage_error(cmd, "bad member index '%s'", text);
-	*ret = (unsigned)v;
-	return 0;
+	return cli_parse_unsigned(cmd, "--member", text, 0, 63, ret);
 }
 
 static void free_devs(struct bdev **devs, int n)
@@ -334,14 +328,15 @@ static int vol_create_run(int argc, char **argv)
 		case 'l': level = optarg; break;
 		case 'p': layout = optarg; break;
 		case 'c':
-			if (util_parse_size(optarg, &regions[0].chunk) < 0 || regions[0].chunk % 4096 ||
-			    !regions[0].chunk)
-				return cli_usage_error("pony vol create", "bad chunk size '%s'", optarg);
+			if (cli_parse_size("pony vol create", "--chunk", optarg, 4096, 1u << 30, 4096,
+					   &regions[0].chunk))
+				return CLI_EXIT_USAGE;
 			break;
 		case 'N': p.name = optarg; break;
 		case 'm':
-			if (util_parse_size(optarg, &meta) < 0 || !meta)
-				return cli_usage_error("pony vol create", "bad size '%s'", optarg);
+			if (cli_parse_size("pony vol create", "--metadata", optarg, 1 << 20, UINT64_MAX,
+					   512, &meta))
+				return CLI_EXIT_USAGE;
 			break;
 		case 'A': p.assume_clean = true; break;
 		case 'M': md = true; break;
@@ -620,8 +615,9 @@ static int vol_io_run(int argc, char **argv, bool write_mode)
 		switch (c) {
 		case 'O':
 		case 'L':
-			if (util_parse_size(optarg, c == 'O' ? &off : &len) < 0)
-				return cli_usage_error(argv[0], "bad size '%s'", optarg);
+			if (cli_parse_size(argv[0], c == 'O' ? "--offset" : "--length", optarg, 0,
+					   UINT64_MAX, 1, c == 'O' ? &off : &len))
+				return CLI_EXIT_USAGE;
 			break;
 		case 'f': file = optarg; break;
 		case 'M': flags |= VOL_OPEN_MD; break;

@@ -45,8 +45,8 @@ static int admin_parse(int argc, char **argv, const char *usage, struct admin_op
 			break;
 		case 'd': o->device = optarg; break;
 		case 'r':
-			if (util_parse_size(optarg, &o->rate) < 0)
-				return cli_usage_error(cmd, "bad rate '%s' (bytes per second)", optarg);
+			if (cli_parse_size(cmd, "--rate", optarg, 0, UINT64_MAX, 1, &o->rate))
+				return CLI_EXIT_USAGE;
 			break;
 		case 'R': o->repair = true; break;
 		case 'J': o->json = true; break;
