@@ -70,6 +70,25 @@ int cli_parse_size(const char *cmd, const char *opt, const char *text, uint64_t 
 int cli_parse_seconds(const char *cmd, const char *opt, const char *text, double min, double max,
 		      double *ret);
 
+/*
+ * Devices a command is about to overwrite (targets.c): distinct files,
+ * not held by a running pony (the lock is taken and kept), not mounted, no
+ * signature unless force. 0, or a message printed and CLI_EXIT_FAILURE.
+ */
+#define CLI_TARGETS_MAX 64
+struct cli_targets {
+	const char *cmd;                /* "pony mkfs": for messages */
+	bool force;                     /* -f: a signature may be overwritten */
+	/* A member of the volume with this UUID (devdb's spelling) may be
+	 * taken back in without -f (vol add of a failed member); NULL: none. */
+	const char *rejoin_uuid;
+};
+int cli_targets_check(const struct cli_targets *t, char *const *paths, int n);
+/* Refuses one file or device given twice (by identity, not name). 0 or CLI_EXIT_FAILURE. */
+int cli_paths_distinct(char *const *paths, int n);
+/* what PATH must be an existing directory ("mount point", "--upper"). 0 or CLI_EXIT_FAILURE. */
+int cli_check_dir(const char *what, const char *path);
+
 /* True when argv[1..] asks for help ("--help" or "-h"), for commands without getopt. */
 bool cli_wants_help(int argc, char **argv);
 

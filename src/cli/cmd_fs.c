@@ -65,6 +65,8 @@ int cli_fuse_serve(struct vfs *fs, const char *mountpoint, const char *source,
 	char fsname[4096], mnt[4096];
 	int r;
 
+	if (cli_check_dir("mount point", mountpoint))
+		return CLI_EXIT_FAILURE;
 	cli_raise_nofile();
 	if (o.io_uring)
 		cli_fuse_want_uring();

@@ -26,9 +26,10 @@ static int open_images(char **paths, int n, int oflags, struct bdev **devs)
 		int r = bdev_file_open(paths[i], oflags, &devs[i]);
 
 		if (r < 0) {
+			cli_error("%s: %s", paths[i], strerror(-r));
 			while (i--)
 				bdev_free(devs[i]);
-			return cli_error("%s: %s", paths[i], strerror(-r));
+			return CLI_EXIT_FAILURE;
 		}
 	}
 	return 0;
@@ -108,11 +109,14 @@ static int mkfs_run(int argc, char **argv)
 		{ "chunk", required_argument, NULL, 'c' },
 		{ "label", required_argument, NULL, 'L' },
 		{ "assume-clean", no_argument, NULL, 'a' },
+		{ "force", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
+	struct cli_targets targets = { .cmd = "pony mkfs" };
+
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "L:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "L:fh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'D':
 			if (volume_target_from_name(optarg, &data_type) < 0)
@@ -130,14 +134,19 @@ static int mkfs_run(int argc, char **argv)
 			break;
 		case 'L': o.label = optarg; break;
 		case 'a': assume_clean = true; break;
+		case 'f': targets.force = true; break;
 		case 'h':
 			printf("Usage: pony mkfs [--data raid6|raid5|raid10|mirror|striped|linear]\n"
 			       "                 [--metadata mirror|mirror3] [--chunk SIZE] [--label L]\n"
-			       "                 [--assume-clean] IMG...\n"
+			       "                 [--assume-clean] [-f] IMG...\n"
 			       "Makes a ponyfs. One image holds both regions itself; several images\n"
 			       "become a pony volume with a mirrored metadata region and a data\n"
 			       "region laid out as --data says (default raid6). --assume-clean skips\n"
-			       "the initial parity sync of zeroed images.\n");
+			       "the initial parity sync of zeroed images.\n"
+			       "mkfs refuses an image that holds a filesystem, a volume member or a\n"
+			       "partition table devdb recognises (-f/--force overwrites it), one in\n"
+			       "use by a running pony or mounted, and an image given twice; members\n"
+			       "of different sizes are used up to the smallest, with a warning.\n");
 			return CLI_EXIT_OK;
 		default: return cli_usage_error("pony mkfs", "bad option");
 		}
@@ -147,7 +156,9 @@ static int mkfs_run(int argc, char **argv)
 		return cli_usage_error("pony mkfs", "one to %d images are needed", MAX_IMAGES);
 	if (o.label && strlen(o.label) > 31)
 		return cli_usage_error("pony mkfs", "the label is longer than 31 bytes");
-	r = open_images(argv + optind, n, O_RDWR, devs);
+	r = cli_targets_check(&targets, argv + optind, n);
+	if (!r)
+		r = open_images(argv + optind, n, O_RDWR, devs);
 	if (r)
 		return r;
 	if (n == 1 && !data_given) {

@@ -92,6 +92,8 @@ int cli_ponyfs_mount_opts(const char *list, struct ponyfs_options *po,
 
 int cli_ponyfs_lock_images(char **paths, int n)
 {
+	if (n > 1 && cli_paths_distinct(paths, n))
+		return CLI_EXIT_FAILURE;
 	for (int i = 0; i < n; i++) {
 		/* Never closed: the lock lasts as long as this process (and the
 		 * daemon it forks into, which shares the open file). */

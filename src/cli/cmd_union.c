@@ -168,6 +168,11 @@ static int union_mount_run(int argc, char **argv)
 	r = split_lowers(lowerspec, lowers);
 	if (r < 0)
 		return cli_usage_error("pony union mount", "bad --lower list");
+	for (int i = 0; i < r; i++)
+		if (cli_check_dir("--lower", lowers[i]))
+			return CLI_EXIT_FAILURE;
+	if (cli_check_dir("--upper", cfg.upper) || cli_check_dir("--work", cfg.work))
+		return CLI_EXIT_FAILURE;
 	cfg.nlowers = (unsigned)r;
 	opts.noflush = upper_is_local(cfg.upper);
 	opts.no_selinux_xattr = !host_has_selinux();

@@ -273,7 +273,11 @@ static void create_usage(FILE *out)
 		"      --md           write Linux md v1.2 superblocks instead (mdadm assembles\n"
 		"                     it; the members should be zeroed or fully written)\n"
 		"      --json         print the new volume's state as JSON\n"
-		"  -h, --help         this help\n");
+		"  -f, --force        overwrite DEVs that hold a filesystem, a volume member\n"
+		"                     or a partition table (refused without it)\n"
+		"  -h, --help         this help\n"
+		"A DEV in use by a running pony or mounted, or given twice, is always refused;\n"
+		"members of different sizes are used up to the smallest, with a warning.\n");
 }
 
 static int create_md(struct bdev **devs, int n, const struct volume_region_spec *rs,
@@ -311,8 +315,10 @@ static int vol_create_run(int argc, char **argv)
 		{ "chunk", required_argument, NULL, 'c' }, { "name", required_argument, NULL, 'N' },
 		{ "metadata", required_argument, NULL, 'm' },
 		{ "assume-clean", no_argument, NULL, 'A' }, { "md", no_argument, NULL, 'M' },
-		{ "json", no_argument, NULL, 'J' }, { "help", no_argument, NULL, 'h' }, { 0 },
+		{ "json", no_argument, NULL, 'J' }, { "force", no_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' }, { 0 },
 	};
+	struct cli_targets targets = { .cmd = "pony vol create" };
 	bool md = false, json = false;
 	struct volume_region_spec regions[2] = { { .cls = VOLUME_CLASS_DATA, .chunk = 65536 } };
 	struct volume_set_params p = { .regions = regions + 1, .nregions = 1 };
@@ -323,8 +329,9 @@ static int vol_create_run(int argc, char **argv)
 	int c, n, r;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "l:p:c:N:m:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "l:p:c:N:m:fh", longopts, NULL)) != -1) {
 		switch (c) {
+		case 'f': targets.force = true; break;
 		case 'l': level = optarg; break;
 		case 'p': layout = optarg; break;
 		case 'c':
@@ -363,6 +370,9 @@ static int vol_create_run(int argc, char **argv)
 		p.regions = regions;
 		p.nregions = 2;
 	}
+	r = cli_targets_check(&targets, argv + optind, n);
+	if (r)
+		return r;
 	for (int i = 0; i < n; i++)
 		if (vol_open_dev(argv[optind + i], false, &devs[i]) < 0) {
 			free_devs(devs, i);

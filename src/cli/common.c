@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "pony/util.h"
@@ -70,6 +71,17 @@ int cli_dispatch(const char *prefix, const struct cli_command *const *cmds, size
 		if (!strcmp(argv[1], cmds[i]->name))
 			return cmds[i]->run(argc - 1, argv + 1);
 	return cli_usage_error(prefix, "unknown command '%s'", argv[1]);
+}
+
+int cli_check_dir(const char *what, const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0)
+		return cli_error("%s %s: %s", what, path, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return cli_error("%s %s: not a directory", what, path);
+	return 0;
 }
 
 /* Decimal, or hexadecimal after 0x; nothing else, not even a sign or a space. */
