@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <syslog.h>
 
 enum {
 	CLI_EXIT_OK = 0,
@@ -88,6 +89,16 @@ int cli_targets_check(const struct cli_targets *t, char *const *paths, int n);
 int cli_paths_distinct(char *const *paths, int n);
 /* what PATH must be an existing directory ("mount point", "--upper"). 0 or CLI_EXIT_FAILURE. */
 int cli_check_dir(const char *what, const char *path);
+
+/*
+ * A daemon's log (mount, union mount, mount-host, vol expose): its events
+ * (a member failed, a checksum repaired, a commit failed ...) go to syslog,
+ * the journal where it runs, and also to FILE when --log FILE was given,
+ * one line each (util_log). 0, or a message printed and CLI_EXIT_FAILURE.
+ */
+int cli_log_open(const char *cmd, const char *file);
+#define CLI_LOG_HELP "--log FILE: the daemon's events (a member failed, a checksum repaired,\n" \
+	"a commit failed ...) go to syslog, and to FILE too, a line each.\n"
 
 /* True when argv[1..] asks for help ("--help" or "-h"), for commands without getopt. */
 bool cli_wants_help(int argc, char **argv);

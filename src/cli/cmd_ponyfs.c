@@ -251,10 +251,10 @@ static int stand_open(char **paths, int n, bool read_only, struct stand *s)
 	return 0;
 }
 
-/* Repairs done while mounted: a line on the daemon's stderr. */
+/* Repairs done while mounted: a line in the daemon's log. */
 static void mount_report(void *arg, const char *text)
 {
-	fprintf(stderr, "pony: %s\n", text);
+	util_log(LOG_WARNING, "%s: %s", (const char *)arg, text);
 }
 
 static int mount_run(int argc, char **argv)
@@ -276,12 +276,16 @@ static int mount_run(int argc, char **argv)
 		{ "debug", no_argument, NULL, 'd' },
 		{ "commit", required_argument, NULL, 'c' },
 		{ "options", required_argument, NULL, 'o' },
+		{ "log", required_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
+	const char *log_file = NULL;
+
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "fdc:o:h", longopts, NULL)) != -1) {
 		switch (c) {
+		case 'G': log_file = optarg; break;
 		case 'f': fo.foreground = true; break;
 		case 'd': fo.debug = fo.foreground = true; break;
 		case 'c':
@@ -294,7 +298,8 @@ static int mount_run(int argc, char **argv)
 				return r;
 			break;
 		case 'h':
-			printf("Usage: pony mount [-f] [-d] [--commit MS] [-o OPTS] IMG...|UUID=U|LABEL=L MNT\n"
+			printf("Usage: pony mount [-f] [-d] [--commit MS] [--log FILE] [-o OPTS]\n"
+			       "                  IMG...|UUID=U|LABEL=L MNT\n"
 			       "       pony IMG MNT -o OPTS   (as mount.fuse3 runs it for\n"
 			       "                              `mount -t fuse.pony IMG MNT`)\n"
 			       "Mounts the ponyfs on IMG (or on the pony volume of the images) at\n"
@@ -305,7 +310,7 @@ static int mount_run(int argc, char **argv)
 			       "-o takes mount(8) options; then the mount's type is plain fuse\n"
 			       "and its source IMG. Pony's own: commit=MS, format (mkfs IMG\n"
 			       "first when its first MiB is all zeros), format=foreign (also\n"
-			       "when IMG is not pony's); the rest go to FUSE.\n");
+			       "when IMG is not pony's); the rest go to FUSE.\n" CLI_LOG_HELP);
 			return CLI_EXIT_OK;
 		default: return cli_usage_error("pony mount", "bad option");
 		}
@@ -330,6 +335,11 @@ static int mount_run(int argc, char **argv)
 		r = stand_open(argv + optind, n, false, &s);
 	if (r)
 		return r;
+	if (cli_log_open("pony mount", log_file)) {
+		stand_done(&s);
+		return CLI_EXIT_FAILURE;
+	}
+	po.report_arg = argv[optind];
 	r = s.image ? ponyfs_mount_image(s.image, &po, &fs) : ponyfs_mount(s.meta, s.data, &po, &fs);
 	if (r < 0) {
 		stand_done(&s);

@@ -148,6 +148,21 @@ static int add_spare(struct vol_handle *h, const char *path, bool json)
 	return 0;
 }
 
+/* The new device of add or replace is not one of the members given. */
+static int check_new_device_unlisted(const char *cmd, const char *device, char **members, int n)
+{
+	struct stat want, st;
+
+	if (stat(device, &want) < 0)
+		return cli_error("%s: %s", device, strerror(errno));
+	for (int i = 0; i < n; i++)
+		if (stat(members[i], &st) == 0 && st.st_dev == want.st_dev && st.st_ino == want.st_ino)
+			return cli_error("%s is also given as member %s: %s would overwrite a member with "
+					 "a rebuild of itself (to take a failed member back in, leave it "
+					 "out of the member list)", device, members[i], cmd);
+	return 0;
+}
+
 /*
  * The new device of add or replace: never a working member of this volume
  * (that would overwrite its own data with a rebuild of it), and otherwise
@@ -193,6 +208,10 @@ static int vol_swap(int argc, char **argv, bool replace)
 		return cli_usage_error(argv[0], "--device NEWDEV is required");
 	if (replace && !o.have_member)
 		return cli_usage_error(argv[0], "--member INDEX is required");
+	r = check_new_device_unlisted(replace ? "pony vol replace" : "pony vol add", o.device,
+				      argv + optind, argc - optind);
+	if (r)
+		return r;
 	r = vol_open(argv[0], argv + optind, argc - optind, VOL_OPEN_QUIET, &h);
 	if (r)
 		return r;

@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
+#include <syslog.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +72,15 @@ int cli_dispatch(const char *prefix, const struct cli_command *const *cmds, size
 		if (!strcmp(argv[1], cmds[i]->name))
 			return cmds[i]->run(argc - 1, argv + 1);
 	return cli_usage_error(prefix, "unknown command '%s'", argv[1]);
+}
+
+int cli_log_open(const char *cmd, const char *file)
+{
+	int r = util_log_open("pony", file, UTIL_LOG_SYSLOG);
+
+	if (r < 0)
+		return cli_error("%s: --log %s: %s", cmd, file, strerror(-r));
+	return 0;
 }
 
 int cli_check_dir(const char *what, const char *path)
