@@ -94,11 +94,13 @@ int cli_check_dir(const char *what, const char *path);
  * A daemon's log (mount, union mount, mount-host, vol expose): its events
  * (a member failed, a checksum repaired, a commit failed ...) go to syslog,
  * the journal where it runs, and also to FILE when --log FILE was given,
- * one line each (util_log). 0, or a message printed and CLI_EXIT_FAILURE.
+ * one line each (util_log); in the foreground on stderr as well, as
+ * systemd's services do. 0, or a message printed and CLI_EXIT_FAILURE.
  */
-int cli_log_open(const char *cmd, const char *file);
+int cli_log_open(const char *cmd, const char *file, bool foreground);
 #define CLI_LOG_HELP "--log FILE: the daemon's events (a member failed, a checksum repaired,\n" \
-	"a commit failed ...) go to syslog, and to FILE too, a line each.\n"
+	"a commit failed ...) go to syslog, to FILE too, a line each, and to\n" \
+	"stderr in the foreground.\n"
 
 /* True when argv[1..] asks for help ("--help" or "-h"), for commands without getopt. */
 bool cli_wants_help(int argc, char **argv);

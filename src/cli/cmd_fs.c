@@ -178,7 +178,7 @@ static int fs_mount_run(int argc, char **argv)
 	 * mount is then SB_NOSEC, and a passed-through write asks for
 	 * security.capability once per file, not on every write(2). */
 	opts.killpriv = true;
-	if (cli_log_open("pony fs mount-host", log_file))
+	if (cli_log_open("pony fs mount-host", log_file, opts.foreground))
 		return CLI_EXIT_FAILURE;
 	umask(0);
 	_cleanup_(vfs_freep) struct vfs *fs = NULL;

@@ -335,7 +335,7 @@ static int mount_run(int argc, char **argv)
 		r = stand_open(argv + optind, n, false, &s);
 	if (r)
 		return r;
-	if (cli_log_open("pony mount", log_file)) {
+	if (cli_log_open("pony mount", log_file, fo.foreground)) {
 		stand_done(&s);
 		return CLI_EXIT_FAILURE;
 	}

@@ -177,7 +177,7 @@ static int union_mount_run(int argc, char **argv)
 		if (cli_check_dir("--lower", lowers[i]))
 			return CLI_EXIT_FAILURE;
 	if (cli_check_dir("--upper", cfg.upper) || cli_check_dir("--work", cfg.work) ||
-	    cli_log_open("pony union mount", log_file))
+	    cli_log_open("pony union mount", log_file, opts.foreground))
 		return CLI_EXIT_FAILURE;
 	cfg.nlowers = (unsigned)r;
 	opts.noflush = upper_is_local(cfg.upper);

@@ -211,7 +211,7 @@ static int vol_expose_run(int argc, char **argv)
 	if (argc - optind < 2)
 		return cli_usage_error("pony vol expose", "give the members and a directory");
 	dir = argv[argc - 1];
-	if (cli_log_open("pony vol expose", log_file))
+	if (cli_log_open("pony vol expose", log_file, foreground))
 		return CLI_EXIT_FAILURE;
 	if (access("/dev/fuse", R_OK | W_OK) < 0)
 		return cli_error("/dev/fuse: %s", strerror(errno));

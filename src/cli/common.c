@@ -74,9 +74,9 @@ int cli_dispatch(const char *prefix, const struct cli_command *const *cmds, size
 	return cli_usage_error(prefix, "unknown command '%s'", argv[1]);
 }
 
-int cli_log_open(const char *cmd, const char *file)
+int cli_log_open(const char *cmd, const char *file, bool foreground)
 {
-	int r = util_log_open("pony", file, UTIL_LOG_SYSLOG);
+	int r = util_log_open("pony", file, UTIL_LOG_SYSLOG | (foreground ? UTIL_LOG_STDERR : 0));
 
 	if (r < 0)
 		return cli_error("%s: --log %s: %s", cmd, file, strerror(-r));
