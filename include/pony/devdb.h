@@ -83,6 +83,10 @@ int devdb_probe_path(const char *path, const struct devdb_probe_opts *opts,
 int devdb_probe_buffer(const void *buf, size_t len, const struct devdb_probe_opts *opts,
 		       struct devdb_probe_result **ret);
 void devdb_probe_result_free(struct devdb_probe_result *r);   /* NULL: nothing */
+static inline void devdb_probe_result_freep(struct devdb_probe_result **r)
+{
+	devdb_probe_result_free(*r);
+}
 
 /* The value of tag name in tags, or NULL. */
 const char *devdb_tags_get(const struct devdb_tags *tags, const char *name);

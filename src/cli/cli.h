@@ -8,6 +8,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <syslog.h>
 
 enum {
 	CLI_EXIT_OK = 0,
@@ -50,6 +52,55 @@ extern const struct cli_command acall_command;
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Same, then "Try 'pony <cmd> --help'."; returns CLI_EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/*
+ * Number options, each checked whole and against its range, so `--commit
+ * abc` or `--threads -1` is a usage error naming the option and the value,
+ * never a silent 0. cmd is the command for the message ("pony mount"), opt
+ * the option ("--commit"). 0 and *ret, or the message printed and
+ * CLI_EXIT_USAGE returned: `if ((r = cli_parse_uint(...))) return r;`.
+ * Integers are decimal, or hexadecimal after 0x; sizes as util_parse_size
+ * takes them (64K, 1M ...), a multiple of align when align > 1.
+ */
+int cli_parse_uint(const char *cmd, const char *opt, const char *text, uint64_t min, uint64_t max,
+		   uint64_t *ret);
+int cli_parse_unsigned(const char *cmd, const char *opt, const char *text, unsigned min,
+		       unsigned max, unsigned *ret);
+int cli_parse_size(const char *cmd, const char *opt, const char *text, uint64_t min, uint64_t max,
+		   uint64_t align, uint64_t *ret);
+int cli_parse_seconds(const char *cmd, const char *opt, const char *text, double min, double max,
+		      double *ret);
+
+/*
+ * Devices a command is about to overwrite (targets.c): distinct files,
+ * not held by a running pony (the lock is taken and kept), not mounted, no
+ * signature unless force. 0, or a message printed and CLI_EXIT_FAILURE.
+ */
+#define CLI_TARGETS_MAX 64
+struct cli_targets {
+	const char *cmd;                /* "pony mkfs": for messages */
+	bool force;                     /* -f: a signature may be overwritten */
+	/* A member of the volume with this UUID (devdb's spelling) may be
+	 * taken back in without -f (vol add of a failed member); NULL: none. */
+	const char *rejoin_uuid;
+};
+int cli_targets_check(const struct cli_targets *t, char *const *paths, int n);
+/* Refuses one file or device given twice (by identity, not name). 0 or CLI_EXIT_FAILURE. */
+int cli_paths_distinct(char *const *paths, int n);
+/* what PATH must be an existing directory ("mount point", "--upper"). 0 or CLI_EXIT_FAILURE. */
+int cli_check_dir(const char *what, const char *path);
+
+/*
+ * A daemon's log (mount, union mount, mount-host, vol expose): its events
+ * (a member failed, a checksum repaired, a commit failed ...) go to syslog,
+ * the journal where it runs, and also to FILE when --log FILE was given,
+ * one line each (util_log); in the foreground on stderr as well, as
+ * systemd's services do. 0, or a message printed and CLI_EXIT_FAILURE.
+ */
+int cli_log_open(const char *cmd, const char *file, bool foreground);
+#define CLI_LOG_HELP "--log FILE: the daemon's events (a member failed, a checksum repaired,\n" \
+	"a commit failed ...) go to syslog, to FILE too, a line each, and to\n" \
+	"stderr in the foreground.\n"
 
 /* True when argv[1..] asks for help ("--help" or "-h"), for commands without getopt. */
 bool cli_wants_help(int argc, char **argv);

@@ -159,17 +159,14 @@ static int mkfiles_run(int argc, char **argv)
 	};
 	_cleanup_(acall_ring_freep) struct acall_ring *ring = NULL;
 	_cleanup_(closep) int dfd = -1;
-	unsigned long count = 1000;
-	char *end;
+	uint64_t count = 1000;
 	int c, r;
 
 	while ((c = getopt_long(argc, argv, "n:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'n':
-			errno = 0;
-			count = strtoul(optarg, &end, 10);
-			if (errno || *end || !count || count > 10000000)
-				return cli_usage_error("pony acall mkfiles", "bad count '%s'", optarg);
+			if (cli_parse_uint("pony acall mkfiles", "--count", optarg, 1, 10000000, &count))
+				return CLI_EXIT_USAGE;
 			break;
 		case 'h':
 			printf("Usage: pony acall mkfiles [--count N] DIR\n"

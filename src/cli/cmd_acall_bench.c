@@ -222,19 +222,6 @@ static void usage(void)
 	       "  --json           machine-readable output\n");
 }
 
-static int parse_uint(const char *text, unsigned max, unsigned *ret)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(text, &end, 10);
-	if (errno || *end || !v || v > max)
-		return -EINVAL;
-	*ret = (unsigned)v;
-	return 0;
-}
-
 static int parse_args(struct bench *b, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -253,7 +240,6 @@ static int parse_args(struct bench *b, int argc, char **argv)
 		{ 0 },
 	};
 	int c, op;
-	char *end;
 
 	while ((c = getopt_long(argc, argv, "o:d:t:w:b:s:S:DNp:jh", opts, NULL)) != -1) {
 		switch (c) {
@@ -266,30 +252,28 @@ static int parse_args(struct bench *b, int argc, char **argv)
 			b->op = (enum bench_op)op;
 			break;
 		case 'd':
-			if (parse_uint(optarg, 4096, &b->depth) < 0)
-				return cli_usage_error(CMD, "bad depth '%s'", optarg);
+			if (cli_parse_unsigned(CMD, "--depth", optarg, 1, 4096, &b->depth))
+				return CLI_EXIT_USAGE;
 			break;
 		case 't':
-			if (parse_uint(optarg, 256, &b->threads) < 0)
-				return cli_usage_error(CMD, "bad thread count '%s'", optarg);
+			if (cli_parse_unsigned(CMD, "--threads", optarg, 1, 256, &b->threads))
+				return CLI_EXIT_USAGE;
 			break;
 		case 'w':
-			if (parse_uint(optarg, 256, &b->workers) < 0)
-				return cli_usage_error(CMD, "bad worker count '%s'", optarg);
+			if (cli_parse_unsigned(CMD, "--workers", optarg, 1, 256, &b->workers))
+				return CLI_EXIT_USAGE;
 			break;
 		case 'b':
-			if (util_parse_size(optarg, &b->bs) < 0 || !b->bs || b->bs > (64 << 20))
-				return cli_usage_error(CMD, "bad block size '%s'", optarg);
+			if (cli_parse_size(CMD, "--bs", optarg, 1, 64 << 20, 1, &b->bs))
+				return CLI_EXIT_USAGE;
 			break;
 		case 's':
-			if (util_parse_size(optarg, &b->size) < 0 || !b->size)
-				return cli_usage_error(CMD, "bad size '%s'", optarg);
+			if (cli_parse_size(CMD, "--size", optarg, 1, UINT64_MAX, 1, &b->size))
+				return CLI_EXIT_USAGE;
 			break;
 		case 'S':
-			errno = 0;
-			b->seconds = strtod(optarg, &end);
-			if (errno || *end || !(b->seconds > 0) || b->seconds > 86400)
-				return cli_usage_error(CMD, "bad seconds '%s'", optarg);
+			if (cli_parse_seconds(CMD, "--seconds", optarg, 0.001, 86400, &b->seconds))
+				return CLI_EXIT_USAGE;
 			break;
 		case 'D':
 			b->direct = true;

@@ -187,9 +187,11 @@ int dev_probe_run(int argc, char **argv)
 			out = DEV_OUT_JSON;
 			break;
 		case 'H':
-			if (strncmp(optarg, "session_offset=", 15) ||
-			    util_parse_size(optarg + 15, &popts.session_offset) < 0)
-				return cli_usage_error("pony dev probe", "bad hint '%s'", optarg);
+			if (strncmp(optarg, "session_offset=", 15))
+				return cli_usage_error("pony dev probe", "--hint: unknown hint '%s'", optarg);
+			if (cli_parse_size("pony dev probe", "--hint session_offset", optarg + 15, 0,
+					   UINT64_MAX, 1, &popts.session_offset))
+				return CLI_EXIT_USAGE;
 			break;
 		case 'n':
 			popts.no_partitions = true;

@@ -183,7 +183,10 @@ int dev_watch_run(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd': dbpath = optarg; break;
-		case 't': timeout = atof(optarg); break;
+		case 't':
+			if (cli_parse_seconds("pony dev watch", "--timeout", optarg, 0, 31536000, &timeout))
+				return CLI_EXIT_USAGE;
+			break;
 		case 'v': w.verbose = true; break;
 		case 'n': w.node_watch = false; break;
 		case 'h':

@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -65,6 +66,8 @@ int cli_fuse_serve(struct vfs *fs, const char *mountpoint, const char *source,
 	char fsname[4096], mnt[4096];
 	int r;
 
+	if (cli_check_dir("mount point", mountpoint))
+		return CLI_EXIT_FAILURE;
 	cli_raise_nofile();
 	if (o.io_uring)
 		cli_fuse_want_uring();
@@ -79,10 +82,14 @@ int cli_fuse_serve(struct vfs *fs, const char *mountpoint, const char *source,
 	if (r < 0)
 		return cli_error("cannot mount at %s: %s", mountpoint,
 				 r == -ENOTCONN ? "FUSE refused the mount" : strerror(-r));
+	util_log(LOG_NOTICE, "%s (%s) mounted at %s", source, fs->ops->name, mountpoint);
 	r = ponyfuse_run(pf);
 	ponyfuse_free(pf);
-	if (r < 0)
+	if (r < 0) {
+		util_log(LOG_ERR, "%s at %s: serving failed: %s", source, mountpoint, strerror(-r));
 		return cli_error("serving %s failed: %s", mountpoint, strerror(-r));
+	}
+	util_log(LOG_NOTICE, "%s unmounted from %s", source, mountpoint);
 	return CLI_EXIT_OK;
 }
 
@@ -135,12 +142,16 @@ static int fs_mount_run(int argc, char **argv)
 		{ "debug", no_argument, NULL, 'd' },
 		{ "no-passthrough", no_argument, NULL, 'P' },
 		{ "io-uring", no_argument, NULL, 'U' },
+		{ "log", required_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
+	const char *log_file = NULL;
+
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "fdh", longopts, NULL)) != -1) {
 		switch (c) {
+		case 'G': log_file = optarg; break;
 		case 'f': opts.foreground = true; break;
 		case 'd': opts.debug = opts.foreground = true; break;
 		case 'P': opts.no_passthrough = true; break;
@@ -155,7 +166,8 @@ static int fs_mount_run(int argc, char **argv)
 			       "--no-passthrough serves it through the daemon.\n"
 			       "--io-uring serves requests over FUSE-over-io_uring rings, one\n"
 			       "per CPU (kernel 6.14+; as root it turns on the fuse module's\n"
-			       "enable_uring for the whole machine, and says so).\n");
+			       "enable_uring for the whole machine, and says so).\n"
+			       CLI_LOG_HELP);
 			return CLI_EXIT_OK;
 		default: return cli_usage_error("pony fs mount-host", "bad option");
 		}
@@ -166,6 +178,8 @@ static int fs_mount_run(int argc, char **argv)
 	 * mount is then SB_NOSEC, and a passed-through write asks for
 	 * security.capability once per file, not on every write(2). */
 	opts.killpriv = true;
+	if (cli_log_open("pony fs mount-host", log_file, opts.foreground))
+		return CLI_EXIT_FAILURE;
 	umask(0);
 	_cleanup_(vfs_freep) struct vfs *fs = NULL;
 	int r;
@@ -192,7 +206,10 @@ static int fs_statx_run(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "m:h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'm': a.mask = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'm':
+			if (cli_parse_unsigned("pony fs statx", "--mask", optarg, 0, UINT32_MAX, &a.mask))
+				return CLI_EXIT_USAGE;
+			break;
 		case 'D': a.flags |= AT_STATX_DONT_SYNC; break;
 		case 'F': a.flags |= AT_STATX_FORCE_SYNC; break;
 		case 'h':

@@ -26,9 +26,10 @@ static int open_images(char **paths, int n, int oflags, struct bdev **devs)
 		int r = bdev_file_open(paths[i], oflags, &devs[i]);
 
 		if (r < 0) {
+			cli_error("%s: %s", paths[i], strerror(-r));
 			while (i--)
 				bdev_free(devs[i]);
-			return cli_error("%s: %s", paths[i], strerror(-r));
+			return CLI_EXIT_FAILURE;
 		}
 	}
 	return 0;
@@ -108,11 +109,14 @@ static int mkfs_run(int argc, char **argv)
 		{ "chunk", required_argument, NULL, 'c' },
 		{ "label", required_argument, NULL, 'L' },
 		{ "assume-clean", no_argument, NULL, 'a' },
+		{ "force", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
+	struct cli_targets targets = { .cmd = "pony mkfs" };
+
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "L:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "L:fh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'D':
 			if (volume_target_from_name(optarg, &data_type) < 0)
@@ -125,19 +129,24 @@ static int mkfs_run(int argc, char **argv)
 				return cli_usage_error("pony mkfs", "unknown metadata layout '%s'", optarg);
 			break;
 		case 'c':
-			if (util_parse_size(optarg, &chunk) < 0 || !chunk || chunk % 4096)
-				return cli_usage_error("pony mkfs", "bad chunk size '%s'", optarg);
+			if (cli_parse_size("pony mkfs", "--chunk", optarg, 4096, 1u << 30, 4096, &chunk))
+				return CLI_EXIT_USAGE;
 			break;
 		case 'L': o.label = optarg; break;
 		case 'a': assume_clean = true; break;
+		case 'f': targets.force = true; break;
 		case 'h':
 			printf("Usage: pony mkfs [--data raid6|raid5|raid10|mirror|striped|linear]\n"
 			       "                 [--metadata mirror|mirror3] [--chunk SIZE] [--label L]\n"
-			       "                 [--assume-clean] IMG...\n"
+			       "                 [--assume-clean] [-f] IMG...\n"
 			       "Makes a ponyfs. One image holds both regions itself; several images\n"
 			       "become a pony volume with a mirrored metadata region and a data\n"
 			       "region laid out as --data says (default raid6). --assume-clean skips\n"
-			       "the initial parity sync of zeroed images.\n");
+			       "the initial parity sync of zeroed images.\n"
+			       "mkfs refuses an image that holds a filesystem, a volume member or a\n"
+			       "partition table devdb recognises (-f/--force overwrites it), one in\n"
+			       "use by a running pony or mounted, and an image given twice; members\n"
+			       "of different sizes are used up to the smallest, with a warning.\n");
 			return CLI_EXIT_OK;
 		default: return cli_usage_error("pony mkfs", "bad option");
 		}
@@ -147,7 +156,9 @@ static int mkfs_run(int argc, char **argv)
 		return cli_usage_error("pony mkfs", "one to %d images are needed", MAX_IMAGES);
 	if (o.label && strlen(o.label) > 31)
 		return cli_usage_error("pony mkfs", "the label is longer than 31 bytes");
-	r = open_images(argv + optind, n, O_RDWR, devs);
+	r = cli_targets_check(&targets, argv + optind, n);
+	if (!r)
+		r = open_images(argv + optind, n, O_RDWR, devs);
 	if (r)
 		return r;
 	if (n == 1 && !data_given) {
@@ -240,10 +251,10 @@ static int stand_open(char **paths, int n, bool read_only, struct stand *s)
 	return 0;
 }
 
-/* Repairs done while mounted: a line on the daemon's stderr. */
+/* Repairs done while mounted: a line in the daemon's log. */
 static void mount_report(void *arg, const char *text)
 {
-	fprintf(stderr, "pony: %s\n", text);
+	util_log(LOG_WARNING, "%s: %s", (const char *)arg, text);
 }
 
 static int mount_run(int argc, char **argv)
@@ -265,22 +276,30 @@ static int mount_run(int argc, char **argv)
 		{ "debug", no_argument, NULL, 'd' },
 		{ "commit", required_argument, NULL, 'c' },
 		{ "options", required_argument, NULL, 'o' },
+		{ "log", required_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
+	const char *log_file = NULL;
+
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "fdc:o:h", longopts, NULL)) != -1) {
 		switch (c) {
+		case 'G': log_file = optarg; break;
 		case 'f': fo.foreground = true; break;
 		case 'd': fo.debug = fo.foreground = true; break;
-		case 'c': po.commit_ms = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'c':
+			if (cli_parse_unsigned("pony mount", "--commit", optarg, 0, 3600000, &po.commit_ms))
+				return CLI_EXIT_USAGE;
+			break;
 		case 'o':
 			r = cli_ponyfs_mount_opts(optarg, &po, &fo, &mo);
 			if (r)
 				return r;
 			break;
 		case 'h':
-			printf("Usage: pony mount [-f] [-d] [--commit MS] [-o OPTS] IMG...|UUID=U|LABEL=L MNT\n"
+			printf("Usage: pony mount [-f] [-d] [--commit MS] [--log FILE] [-o OPTS]\n"
+			       "                  IMG...|UUID=U|LABEL=L MNT\n"
 			       "       pony IMG MNT -o OPTS   (as mount.fuse3 runs it for\n"
 			       "                              `mount -t fuse.pony IMG MNT`)\n"
 			       "Mounts the ponyfs on IMG (or on the pony volume of the images) at\n"
@@ -291,7 +310,7 @@ static int mount_run(int argc, char **argv)
 			       "-o takes mount(8) options; then the mount's type is plain fuse\n"
 			       "and its source IMG. Pony's own: commit=MS, format (mkfs IMG\n"
 			       "first when its first MiB is all zeros), format=foreign (also\n"
-			       "when IMG is not pony's); the rest go to FUSE.\n");
+			       "when IMG is not pony's); the rest go to FUSE.\n" CLI_LOG_HELP);
 			return CLI_EXIT_OK;
 		default: return cli_usage_error("pony mount", "bad option");
 		}
@@ -316,6 +335,11 @@ static int mount_run(int argc, char **argv)
 		r = stand_open(argv + optind, n, false, &s);
 	if (r)
 		return r;
+	if (cli_log_open("pony mount", log_file, fo.foreground)) {
+		stand_done(&s);
+		return CLI_EXIT_FAILURE;
+	}
+	po.report_arg = argv[optind];
 	r = s.image ? ponyfs_mount_image(s.image, &po, &fs) : ponyfs_mount(s.meta, s.data, &po, &fs);
 	if (r < 0) {
 		stand_done(&s);

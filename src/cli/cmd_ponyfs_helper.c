@@ -71,12 +71,8 @@ int cli_ponyfs_mount_opts(const char *list, struct ponyfs_options *po,
 	fo->subtype = "";
 	for (char *o = strtok_r(copy, ",", &save); o && !r; o = strtok_r(NULL, ",", &save)) {
 		if (!strncmp(o, "commit=", 7)) {
-			char *end;
-			unsigned long ms = strtoul(o + 7, &end, 10);
-
-			if (end == o + 7 || *end || ms > 3600000)
-				return cli_usage_error("pony mount", "bad %s", o);
-			po->commit_ms = (unsigned)ms;
+			if (cli_parse_unsigned("pony mount", "-o commit", o + 7, 0, 3600000, &po->commit_ms))
+				return CLI_EXIT_USAGE;
 		} else if (!strcmp(o, "format")) {
 			m->format = true;
 		} else if (!strcmp(o, "format=foreign")) {
@@ -96,6 +92,8 @@ int cli_ponyfs_mount_opts(const char *list, struct ponyfs_options *po,
 
 int cli_ponyfs_lock_images(char **paths, int n)
 {
+	if (n > 1 && cli_paths_distinct(paths, n))
+		return CLI_EXIT_FAILURE;
 	for (int i = 0; i < n; i++) {
 		/* Never closed: the lock lasts as long as this process (and the
 		 * daemon it forks into, which shares the open file). */

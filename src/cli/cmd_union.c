@@ -27,6 +27,8 @@ static void mount_usage(FILE *out)
 		"  -u, --upper DIR     the writable upper directory\n"
 		"  -w, --work DIR      work directory, on the upper's filesystem\n"
 		"  -f, --foreground    stay in the foreground (default: daemonize)\n"
+		"      --log FILE      also log the daemon's events to FILE, a line each\n"
+		"                      (they always go to syslog)\n"
 		"      --userxattr     user.overlay.* xattrs (as overlayfs -o userxattr)\n"
 		"      --writeback     kernel writeback cache (fewer, larger writes for\n"
 		"                      streams of small write(2)s; costs a READ and a\n"
@@ -124,6 +126,7 @@ static int union_mount_run(int argc, char **argv)
 		{ "io-uring", no_argument, NULL, 'U' },
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "no-prefetch", no_argument, NULL, 'R' },
+		{ "log", required_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -132,12 +135,14 @@ static int union_mount_run(int argc, char **argv)
 	struct ponyfuse_options opts = { .subtype = "pony-union", .timeout = 86400,
 					 .max_threads = 1 };
 	char *lowerspec = NULL;
+	const char *log_file = NULL;
 	int c, r;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "l:u:w:fdh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'l': lowerspec = optarg; break;
+		case 'G': log_file = optarg; break;
 		case 'u': cfg.upper = optarg; break;
 		case 'w': cfg.work = optarg; break;
 		case 'f': opts.foreground = true; break;
@@ -149,11 +154,14 @@ static int union_mount_run(int argc, char **argv)
 		case 'R': cfg.flags |= UNION_NO_PREFETCH; break;
 		case 'U': opts.io_uring = true; break;
 		case 'N':
-			opts.max_threads = (unsigned)atoi(optarg);
-			if (opts.max_threads < 1 || opts.max_threads > 64)
-				return cli_usage_error("pony union mount", "--threads wants 1 to 64");
+			if (cli_parse_unsigned("pony union mount", "--threads", optarg, 1, 64,
+					       &opts.max_threads))
+				return CLI_EXIT_USAGE;
 			break;
-		case 'T': opts.timeout = atof(optarg); break;
+		case 'T':
+			if (cli_parse_seconds("pony union mount", "--timeout", optarg, 0, 86400, &opts.timeout))
+				return CLI_EXIT_USAGE;
+			break;
 		case 'h': mount_usage(stdout); return CLI_EXIT_OK;
 		default: return cli_usage_error("pony union mount", "bad option");
 		}
@@ -165,6 +173,12 @@ static int union_mount_run(int argc, char **argv)
 	r = split_lowers(lowerspec, lowers);
 	if (r < 0)
 		return cli_usage_error("pony union mount", "bad --lower list");
+	for (int i = 0; i < r; i++)
+		if (cli_check_dir("--lower", lowers[i]))
+			return CLI_EXIT_FAILURE;
+	if (cli_check_dir("--upper", cfg.upper) || cli_check_dir("--work", cfg.work) ||
+	    cli_log_open("pony union mount", log_file, opts.foreground))
+		return CLI_EXIT_FAILURE;
 	cfg.nlowers = (unsigned)r;
 	opts.noflush = upper_is_local(cfg.upper);
 	opts.no_selinux_xattr = !host_has_selinux();

@@ -69,13 +69,7 @@ int vol_progress(uint64_t done, uint64_t total, void *arg)
 
 int vol_parse_member(const char *cmd, const char *text, unsigned *ret)
 {
-	char *end;
-	unsigned long v = strtoul(text, &end, 10);
-
-	if (!*text || *end || v >= 64)
-		return cli_usage_error(cmd, "bad member index '%s'", text);
-	*ret = (unsigned)v;
-	return 0;
+	return cli_parse_unsigned(cmd, "--member", text, 0, 63, ret);
 }
 
 static void free_devs(struct bdev **devs, int n)
@@ -279,7 +273,11 @@ static void create_usage(FILE *out)
 		"      --md           write Linux md v1.2 superblocks instead (mdadm assembles\n"
 		"                     it; the members should be zeroed or fully written)\n"
 		"      --json         print the new volume's state as JSON\n"
-		"  -h, --help         this help\n");
+		"  -f, --force        overwrite DEVs that hold a filesystem, a volume member\n"
+		"                     or a partition table (refused without it)\n"
+		"  -h, --help         this help\n"
+		"A DEV in use by a running pony or mounted, or given twice, is always refused;\n"
+		"members of different sizes are used up to the smallest, with a warning.\n");
 }
 
 static int create_md(struct bdev **devs, int n, const struct volume_region_spec *rs,
@@ -317,8 +315,10 @@ static int vol_create_run(int argc, char **argv)
 		{ "chunk", required_argument, NULL, 'c' }, { "name", required_argument, NULL, 'N' },
 		{ "metadata", required_argument, NULL, 'm' },
 		{ "assume-clean", no_argument, NULL, 'A' }, { "md", no_argument, NULL, 'M' },
-		{ "json", no_argument, NULL, 'J' }, { "help", no_argument, NULL, 'h' }, { 0 },
+		{ "json", no_argument, NULL, 'J' }, { "force", no_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' }, { 0 },
 	};
+	struct cli_targets targets = { .cmd = "pony vol create" };
 	bool md = false, json = false;
 	struct volume_region_spec regions[2] = { { .cls = VOLUME_CLASS_DATA, .chunk = 65536 } };
 	struct volume_set_params p = { .regions = regions + 1, .nregions = 1 };
@@ -329,19 +329,21 @@ static int vol_create_run(int argc, char **argv)
 	int c, n, r;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "l:p:c:N:m:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "l:p:c:N:m:fh", longopts, NULL)) != -1) {
 		switch (c) {
+		case 'f': targets.force = true; break;
 		case 'l': level = optarg; break;
 		case 'p': layout = optarg; break;
 		case 'c':
-			if (util_parse_size(optarg, &regions[0].chunk) < 0 || regions[0].chunk % 4096 ||
-			    !regions[0].chunk)
-				return cli_usage_error("pony vol create", "bad chunk size '%s'", optarg);
+			if (cli_parse_size("pony vol create", "--chunk", optarg, 4096, 1u << 30, 4096,
+					   &regions[0].chunk))
+				return CLI_EXIT_USAGE;
 			break;
 		case 'N': p.name = optarg; break;
 		case 'm':
-			if (util_parse_size(optarg, &meta) < 0 || !meta)
-				return cli_usage_error("pony vol create", "bad size '%s'", optarg);
+			if (cli_parse_size("pony vol create", "--metadata", optarg, 1 << 20, UINT64_MAX,
+					   512, &meta))
+				return CLI_EXIT_USAGE;
 			break;
 		case 'A': p.assume_clean = true; break;
 		case 'M': md = true; break;
@@ -368,6 +370,9 @@ static int vol_create_run(int argc, char **argv)
 		p.regions = regions;
 		p.nregions = 2;
 	}
+	r = cli_targets_check(&targets, argv + optind, n);
+	if (r)
+		return r;
 	for (int i = 0; i < n; i++)
 		if (vol_open_dev(argv[optind + i], false, &devs[i]) < 0) {
 			free_devs(devs, i);
@@ -620,8 +625,9 @@ static int vol_io_run(int argc, char **argv, bool write_mode)
 		switch (c) {
 		case 'O':
 		case 'L':
-			if (util_parse_size(optarg, c == 'O' ? &off : &len) < 0)
-				return cli_usage_error(argv[0], "bad size '%s'", optarg);
+			if (cli_parse_size(argv[0], c == 'O' ? "--offset" : "--length", optarg, 0,
+					   UINT64_MAX, 1, c == 'O' ? &off : &len))
+				return CLI_EXIT_USAGE;
 			break;
 		case 'f': file = optarg; break;
 		case 'M': flags |= VOL_OPEN_MD; break;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "pony/util.h"
@@ -18,7 +19,7 @@
 /* Options every admin command takes. */
 struct admin_opts {
 	unsigned member;
-	bool have_member, json, repair;
+	bool have_member, json, repair, force;
 	const char *device;
 	uint64_t rate;
 };
@@ -28,7 +29,8 @@ static int admin_parse(int argc, char **argv, const char *usage, struct admin_op
 	static const struct option longopts[] = {
 		{ "member", required_argument, NULL, 'm' }, { "device", required_argument, NULL, 'd' },
 		{ "rate", required_argument, NULL, 'r' }, { "repair", no_argument, NULL, 'R' },
-		{ "json", no_argument, NULL, 'J' }, { "help", no_argument, NULL, 'h' }, { 0 },
+		{ "json", no_argument, NULL, 'J' }, { "force", no_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' }, { 0 },
 	};
 	char cmd[64];
 	int c;
@@ -36,8 +38,9 @@ static int admin_parse(int argc, char **argv, const char *usage, struct admin_op
 	snprintf(cmd, sizeof(cmd), "pony vol %s", argv[0]);
 	memset(o, 0, sizeof(*o));
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "m:d:r:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "m:d:r:fh", longopts, NULL)) != -1) {
 		switch (c) {
+		case 'f': o->force = true; break;
 		case 'm':
 			if (vol_parse_member(cmd, optarg, &o->member))
 				return CLI_EXIT_USAGE;
@@ -45,8 +48,8 @@ static int admin_parse(int argc, char **argv, const char *usage, struct admin_op
 			break;
 		case 'd': o->device = optarg; break;
 		case 'r':
-			if (util_parse_size(optarg, &o->rate) < 0)
-				return cli_usage_error(cmd, "bad rate '%s' (bytes per second)", optarg);
+			if (cli_parse_size(cmd, "--rate", optarg, 0, UINT64_MAX, 1, &o->rate))
+				return CLI_EXIT_USAGE;
 			break;
 		case 'R': o->repair = true; break;
 		case 'J': o->json = true; break;
@@ -145,6 +148,48 @@ static int add_spare(struct vol_handle *h, const char *path, bool json)
 	return 0;
 }
 
+/* The new device of add or replace is not one of the members given. */
+static int check_new_device_unlisted(const char *cmd, const char *device, char **members, int n)
+{
+	struct stat want, st;
+
+	if (stat(device, &want) < 0)
+		return cli_error("%s: %s", device, strerror(errno));
+	for (int i = 0; i < n; i++)
+		if (stat(members[i], &st) == 0 && st.st_dev == want.st_dev && st.st_ino == want.st_ino)
+			return cli_error("%s is also given as member %s: %s would overwrite a member with "
+					 "a rebuild of itself (to take a failed member back in, leave it "
+					 "out of the member list)", device, members[i], cmd);
+	return 0;
+}
+
+/*
+ * The new device of add or replace: never a working member of this volume
+ * (that would overwrite its own data with a rebuild of it), and otherwise
+ * checked as every target is; a failed member of this volume may come back.
+ */
+static int check_new_device(struct vol_handle *h, const char *cmd, const struct admin_opts *o)
+{
+	struct volume_set_info info;
+	char uuid[40];
+	struct stat want, st;
+	struct cli_targets t = { .cmd = cmd, .force = o->force, .rejoin_uuid = uuid };
+
+	if (stat(o->device, &want) < 0)
+		return cli_error("%s: %s", o->device, strerror(errno));
+	for (unsigned m = 0; m < volume_member_count(h->v, 0); m++) {
+		const char *dev = volume_member_device(h->v, 0, m);
+
+		if (dev && stat(dev, &st) == 0 && st.st_dev == want.st_dev &&
+		    st.st_ino == want.st_ino && volume_member_state(h->v, 0, m) == VOLUME_MEMBER_OK)
+			return cli_error("%s is member %u of this volume, and it works: %s would "
+					 "overwrite it with a rebuild of itself", o->device, m, cmd);
+	}
+	volume_set_info(h->set, &info);
+	vol_format_uuid(uuid, info.uuid);
+	return cli_targets_check(&t, (char *const *)&o->device, 1);
+}
+
 /* add and replace: a new device takes a member's place and is rebuilt. */
 static int vol_swap(int argc, char **argv, bool replace)
 {
@@ -163,9 +208,18 @@ static int vol_swap(int argc, char **argv, bool replace)
 		return cli_usage_error(argv[0], "--device NEWDEV is required");
 	if (replace && !o.have_member)
 		return cli_usage_error(argv[0], "--member INDEX is required");
+	r = check_new_device_unlisted(replace ? "pony vol replace" : "pony vol add", o.device,
+				      argv + optind, argc - optind);
+	if (r)
+		return r;
 	r = vol_open(argv[0], argv + optind, argc - optind, VOL_OPEN_QUIET, &h);
 	if (r)
 		return r;
+	r = check_new_device(&h, replace ? "pony vol replace" : "pony vol add", &o);
+	if (r) {
+		vol_close(&h);
+		return r;
+	}
 	if (!o.have_member) {
 		for (m = 0; m < volume_member_count(h.v, 0); m++)
 			if (volume_member_state(h.v, 0, m) == VOLUME_MEMBER_FAILED)

@@ -175,6 +175,8 @@ static void expose_usage(FILE *out)
 		"mkfs and fsck work on it). Runs in the background until 'pony vol stop DIR'.\n\n"
 		"      --md          the members carry md v1.x superblocks\n"
 		"  -f, --foreground  stay in the foreground\n"
+		"      --log FILE    also log the daemon's events to FILE, a line each\n"
+		"                    (they always go to syslog)\n"
 		"  -h, --help        this help\n");
 }
 
@@ -182,12 +184,13 @@ static int vol_expose_run(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "md", no_argument, NULL, 'M' }, { "foreground", no_argument, NULL, 'f' },
-		{ "help", no_argument, NULL, 'h' }, { 0 },
+		{ "log", required_argument, NULL, 'G' }, { "help", no_argument, NULL, 'h' }, { 0 },
 	};
 	char fsname[64], *fargv[] = { "pony", "-o", NULL, NULL };
 	struct fuse_args args = FUSE_ARGS_INIT(3, fargv);
 	unsigned flags = 0;
 	bool foreground = false;
+	const char *log_file = NULL;
 	struct vol_handle h;
 	struct fuse *fuse;
 	char real[4096];
@@ -200,6 +203,7 @@ static int vol_expose_run(int argc, char **argv)
 		switch (c) {
 		case 'M': flags |= VOL_OPEN_MD; break;
 		case 'f': foreground = true; break;
+		case 'G': log_file = optarg; break;
 		case 'h': expose_usage(stdout); return CLI_EXIT_OK;
 		default: expose_usage(stderr); return CLI_EXIT_USAGE;
 		}
@@ -207,6 +211,8 @@ static int vol_expose_run(int argc, char **argv)
 	if (argc - optind < 2)
 		return cli_usage_error("pony vol expose", "give the members and a directory");
 	dir = argv[argc - 1];
+	if (cli_log_open("pony vol expose", log_file, foreground))
+		return CLI_EXIT_FAILURE;
 	if (access("/dev/fuse", R_OK | W_OK) < 0)
 		return cli_error("/dev/fuse: %s", strerror(errno));
 	if (!realpath(argv[argc - 1], real))
@@ -234,6 +240,7 @@ static int vol_expose_run(int argc, char **argv)
 	r = fuse ? fuse_mount(fuse, dir) : -1;
 	expose_notify(notify, r == 0);
 	if (r == 0) {
+		util_log(LOG_NOTICE, "volume of %s exposed at %s/%s", argv[optind], dir, EXPOSE_NAME);
 		struct fuse_loop_config cfg = { .clone_fd = 0, .max_idle_threads = 4 };
 
 		fuse_set_signal_handlers(fuse_get_session(fuse));

@@ -16,7 +16,7 @@ const char *vol_state_name(enum volume_member_state s)
 	return s == VOLUME_MEMBER_OK ? "ok" : s == VOLUME_MEMBER_FAILED ? "failed" : "rebuilding";
 }
 
-static void print_uuid(char *buf, const uint8_t *u)
+void vol_format_uuid(char *buf, const uint8_t *u)
 {
 	for (int i = 0; i < 16; i++) {
 		if (i == 4 || i == 6 || i == 8 || i == 10)
@@ -43,7 +43,7 @@ void vol_json_state(struct util_json *j, struct vol_handle *h)
 	util_json_uint(j, "size", volume_size(h->v));
 	if (h->set) {
 		volume_set_info(h->set, &info);
-		print_uuid(uuid, info.uuid);
+		vol_format_uuid(uuid, info.uuid);
 		util_json_string(j, "name", info.name);
 		util_json_string(j, "uuid", uuid);
 		util_json_uint(j, "events", info.events);
@@ -108,7 +108,7 @@ static void status_text(struct vol_handle *h)
 	       (unsigned long long)volume_size(h->v));
 	if (h->set) {
 		volume_set_info(h->set, &info);
-		print_uuid(uuid, info.uuid);
+		vol_format_uuid(uuid, info.uuid);
 		printf("name: %s\nuuid: %s\nevents: %llu\n", info.name, uuid,
 		       (unsigned long long)info.events);
 		if (info.rebuild_off != UINT64_MAX)

@@ -35,6 +35,8 @@ int vol_open_dev(const char *path, bool rdonly, struct bdev **ret);
 void vol_catch_interrupt(void);
 /* A progress callback drawing a util_progress bar (arg: struct util_progress *). */
 int vol_progress(uint64_t done, uint64_t total, void *arg);
+/* A volume UUID as devdb and blkid spell it (36 characters and a NUL into buf). */
+void vol_format_uuid(char *buf, const uint8_t *u);
 /* "ok", "failed", "rebuilding". */
 const char *vol_state_name(enum volume_member_state s);
 /* assemble / status output: text, or one JSON object (vol_json_state's fields). */

@@ -67,6 +67,7 @@ static const struct devdb_prober *const probers[] = {
 	&devdb_exfat_prober,
 	&devdb_f2fs_prober,
 	&devdb_erofs_prober,
+	&devdb_ponyfs_prober,
 };
 
 static const struct devdb_pt_prober *const pt_probers[] = {

@@ -144,7 +144,7 @@ extern const struct devdb_prober devdb_ext2_prober, devdb_ext3_prober, devdb_ext
 	devdb_luks_prober, devdb_mdraid_prober, devdb_lvm2_prober, devdb_iso9660_prober,
 	devdb_udf_prober, devdb_squashfs_prober, devdb_squashfs3_prober, devdb_erofs_prober,
 	devdb_f2fs_prober, devdb_bcache_prober, devdb_zfs_prober, devdb_bitlocker_prober,
-	devdb_ponyvol_prober;
+	devdb_ponyvol_prober, devdb_ponyfs_prober;
 extern const struct devdb_pt_prober devdb_gpt_prober, devdb_dos_prober;
 
 #endif
