@@ -38,7 +38,9 @@ struct ponyfs_mkfs_options {
  */
 int ponyfs_mkfs(struct bdev *meta, struct bdev *data, const struct ponyfs_mkfs_options *opts);
 
-/* A line of news for a human (fsck's problems, repairs done while mounted). */
+/* A line of news for a human: fsck's problems, and the events of a mounted
+ * filesystem (a checksum repaired, a commit failed...), which also go to
+ * util_log() (docs/ponyfs-mount.md). */
 typedef void (*ponyfs_report_t)(void *data, const char *text);
 
 struct ponyfs_options {

@@ -146,7 +146,7 @@ static int xattr_put(struct ponyfs *fs, uint64_t ino, const char *name, const vo
 	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
 	if (v)
 		sqlite3_bind_blob(s, 3, v, (int)size, SQLITE_STATIC);
-	return ponyfs_step_done(s);
+	return ponyfs_step_done(fs, s);
 }
 
 static int mode_get(struct ponyfs *fs, uint64_t ino, mode_t *ret)

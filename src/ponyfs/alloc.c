@@ -16,11 +16,11 @@ int ponyfs_alloc_locked(struct ponyfs *fs, uint64_t want, uint64_t *ret_start, u
 {
 	sqlite3_stmt *s = ponyfs_stmt(fs, ST_FREE_FIRST);
 	uint64_t p, n, k;
-	int rc = sqlite3_step(s), r;
+	int r = ponyfs_step_row(fs, s);
 
-	if (rc != SQLITE_ROW) {
+	if (r <= 0) {
 		sqlite3_reset(s);
-		return rc == SQLITE_DONE ? -ENOSPC : ponyfs_sqlite_errno(rc);
+		return r < 0 ? r : -ENOSPC;
 	}
 	p = (uint64_t)sqlite3_column_int64(s, 0);
 	n = (uint64_t)sqlite3_column_int64(s, 1);
@@ -28,12 +28,12 @@ int ponyfs_alloc_locked(struct ponyfs *fs, uint64_t want, uint64_t *ret_start, u
 	k = MIN(want, n);
 	s = ponyfs_stmt(fs, ST_FREE_DEL);
 	sqlite3_bind_int64(s, 1, (int64_t)p);
-	r = ponyfs_step_done(s);
+	r = ponyfs_step_done(fs, s);
 	if (r >= 0 && n > k) {
 		s = ponyfs_stmt(fs, ST_FREE_INS);
 		sqlite3_bind_int64(s, 1, (int64_t)(p + k));
 		sqlite3_bind_int64(s, 2, (int64_t)(n - k));
-		r = ponyfs_step_done(s);
+		r = ponyfs_step_done(fs, s);
 	}
 	if (r < 0)
 		return r;
@@ -61,10 +61,11 @@ int ponyfs_free_locked(struct ponyfs *fs, uint64_t pblock, uint64_t n)
 static int free_insert(struct ponyfs *fs, uint64_t p, uint64_t n)
 {
 	sqlite3_stmt *s = ponyfs_stmt(fs, ST_FREE_PREV);
-	int r = 0;
+	int r;
 
 	sqlite3_bind_int64(s, 1, (int64_t)p);
-	if (sqlite3_step(s) == SQLITE_ROW) {
+	r = ponyfs_step_row(fs, s);
+	if (r > 0) {
 		uint64_t pp = (uint64_t)sqlite3_column_int64(s, 0);
 		uint64_t pn = (uint64_t)sqlite3_column_int64(s, 1);
 
@@ -72,21 +73,24 @@ static int free_insert(struct ponyfs *fs, uint64_t p, uint64_t n)
 		if (pp + pn == p) {
 			s = ponyfs_stmt(fs, ST_FREE_DEL);
 			sqlite3_bind_int64(s, 1, (int64_t)pp);
-			r = ponyfs_step_done(s);
+			r = ponyfs_step_done(fs, s);
 			p = pp;
 			n += pn;
 		}
 	}
 	sqlite3_reset(s);
+	if (r < 0)
+		return r;
 	s = ponyfs_stmt(fs, ST_FREE_AT);
 	sqlite3_bind_int64(s, 1, (int64_t)(p + n));
-	if (r >= 0 && sqlite3_step(s) == SQLITE_ROW) {
+	r = ponyfs_step_row(fs, s);
+	if (r > 0) {
 		uint64_t nn = (uint64_t)sqlite3_column_int64(s, 0);
 
 		sqlite3_reset(s);
 		s = ponyfs_stmt(fs, ST_FREE_DEL);
 		sqlite3_bind_int64(s, 1, (int64_t)(p + n));
-		r = ponyfs_step_done(s);
+		r = ponyfs_step_done(fs, s);
 		n += nn;
 	}
 	sqlite3_reset(s);
@@ -95,7 +99,7 @@ static int free_insert(struct ponyfs *fs, uint64_t p, uint64_t n)
 	s = ponyfs_stmt(fs, ST_FREE_INS);
 	sqlite3_bind_int64(s, 1, (int64_t)p);
 	sqlite3_bind_int64(s, 2, (int64_t)n);
-	return ponyfs_step_done(s);
+	return ponyfs_step_done(fs, s);
 }
 
 int ponyfs_free_apply_locked(struct ponyfs *fs)
@@ -128,8 +132,13 @@ static bool reserve_fits(const struct ponyfs *fs, uint64_t n)
 int ponyfs_reserve_locked(struct ponyfs *fs, uint64_t n)
 {
 	if (!reserve_fits(fs, n)) {
-		/* Blocks freed by the open transaction come back once it commits. */
-		if (!fs->pending_free_blocks || ponyfs_commit_locked(fs) < 0 || !reserve_fits(fs, n))
+		/* Blocks freed by the open transaction come back once it commits;
+		 * a commit that fails says why itself. */
+		int r = fs->pending_free_blocks ? ponyfs_commit_locked(fs) : 0;
+
+		if (r < 0)
+			return r;
+		if (!reserve_fits(fs, n))
 			return -ENOSPC;
 	}
 	fs->reserved += n;

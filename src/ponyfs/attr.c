@@ -74,14 +74,13 @@ static int mode_gid(struct ponyfs *fs, uint64_t ino, mode_t *ret_mode, gid_t *re
 	if (r < 0)
 		return r;
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
-	r = sqlite3_step(s);
-	if (r == SQLITE_ROW) {
+	r = ponyfs_step_row(fs, s);
+	if (r > 0) {
 		*ret_mode = (mode_t)sqlite3_column_int64(s, 0);
 		*ret_gid = (gid_t)sqlite3_column_int64(s, 1);
 	}
-	r = r == SQLITE_ROW ? 0 : r == SQLITE_DONE ? -ENOENT : ponyfs_sqlite_errno(r);
 	sqlite3_reset(s);
-	return r;
+	return r > 0 ? 0 : r == 0 ? -ENOENT : r;
 }
 
 int ponyfs_ctime_locked(struct ponyfs *fs, uint64_t ino, int64_t now)

@@ -10,6 +10,7 @@
  * database never holds a size without the data under it.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,6 +36,7 @@ int ponyfs_inode_get_locked(struct ponyfs *fs, uint64_t ino, struct ponyfs_inode
 	struct ponyfs_inode *in = ponyfs_inode_find(fs, ino);
 	sqlite3_stmt *s;
 	unsigned h;
+	int r;
 
 	if (in) {
 		*ret = in;
@@ -42,9 +44,10 @@ int ponyfs_inode_get_locked(struct ponyfs *fs, uint64_t ino, struct ponyfs_inode
 	}
 	s = ponyfs_stmt(fs, ST_INODE_GET);
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
-	if (sqlite3_step(s) != SQLITE_ROW) {
+	r = ponyfs_step_row(fs, s);
+	if (r <= 0) {
 		sqlite3_reset(s);
-		return -ENOENT;
+		return r < 0 ? r : -ENOENT;
 	}
 	in = calloc(1, sizeof(*in));
 	if (!in) {
@@ -154,37 +157,41 @@ static bool block_crc_ok(const uint8_t *blk, const uint8_t *csums, uint64_t i)
 }
 
 /*
- * A block that failed its checksum: good data from the volume's other
- * copies or parity (ponyfs_region_repair), the bad member rewritten, a
- * line reported. -EBADMSG when nothing matches the checksum.
+ * A block of ino's file block fblk that failed its checksum: good data
+ * from the volume's other copies or parity (ponyfs_region_repair), the bad
+ * member rewritten, an event logged. -EBADMSG when nothing matches the
+ * checksum.
  */
-static int repair_block(struct ponyfs *fs, uint8_t *blk, uint64_t pblock, uint32_t crc)
+static int repair_block(struct ponyfs *fs, uint64_t ino, uint64_t fblk, uint8_t *blk,
+			uint64_t pblock, uint32_t crc)
 {
 	/* The region itself (behind the shutdown gate) has the other copies;
 	 * after a shutdown nothing reaches it. */
 	struct bdev *region = ponyfs_gate_lower(fs->data);
-	char line[160];
 	int m;
 
 	fs->stats.csum_errors++;
 	m = region ? ponyfs_region_repair(region, blk, pblock * BS, crc) : -EIO;
-	if (m >= 0)
+	if (m >= 0) {
 		fs->stats.csum_repaired++;
-	if (m >= 0)
-		snprintf(line, sizeof(line), "data block %llu failed its checksum: repaired member %d "
-			 "from the volume's redundancy", (unsigned long long)pblock, m);
-	else
-		snprintf(line, sizeof(line), "data block %llu failed its checksum: %s",
-			 (unsigned long long)pblock, m == -EOPNOTSUPP ? "no redundancy to repair it from"
-			 : "no copy matches");
-	if (fs->report)
-		fs->report(fs->report_arg, line);
-	return m >= 0 ? 0 : -EBADMSG;
+		ponyfs_log(fs, LOG_WARNING, "inode %llu offset %llu: data block %llu failed its "
+			   "checksum: repaired member %d from the volume's redundancy",
+			   (unsigned long long)ino, (unsigned long long)(fblk * BS),
+			   (unsigned long long)pblock, m);
+		return 0;
+	}
+	ponyfs_log(fs, LOG_ERR, "inode %llu offset %llu: data block %llu failed its checksum: %s; "
+		   "the read fails (EBADMSG)", (unsigned long long)ino,
+		   (unsigned long long)(fblk * BS), (unsigned long long)pblock,
+		   m == -EOPNOTSUPP ? "no redundancy to repair it from" : "no copy matches");
+	return -EBADMSG;
 }
 
-/* Reads n blocks of one extent, starting skip blocks into it, and checks them. */
-static int extent_read(struct ponyfs *fs, sqlite3_stmt *s, uint64_t skip, uint64_t n, uint8_t *buf)
+/* Reads n blocks of one extent of ino, starting skip blocks into it, and checks them. */
+static int extent_read(struct ponyfs *fs, uint64_t ino, sqlite3_stmt *s, uint64_t skip, uint64_t n,
+		       uint8_t *buf)
 {
+	uint64_t foff = (uint64_t)sqlite3_column_int64(s, 0);
 	uint64_t pblock = (uint64_t)sqlite3_column_int64(s, 2);
 	const uint8_t *csums = sqlite3_column_blob(s, 3);
 	uint64_t nb = (uint64_t)sqlite3_column_int64(s, 1);
@@ -197,7 +204,7 @@ static int extent_read(struct ponyfs *fs, sqlite3_stmt *s, uint64_t skip, uint64
 		return r;
 	for (uint64_t i = 0; i < n; i++) {
 		if (!block_crc_ok(buf + i * BS, csums, skip + i)) {
-			r = repair_block(fs, buf + i * BS, pblock + skip + i,
+			r = repair_block(fs, ino, foff + skip + i, buf + i * BS, pblock + skip + i,
 					 util_get_le32(csums + 4 * (skip + i)));
 			if (r < 0)
 				return r;
@@ -223,7 +230,8 @@ static int disk_read(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t first,
 
 		sqlite3_bind_int64(s, 1, (int64_t)in->ino);
 		sqlite3_bind_int64(s, 2, (int64_t)blk);
-		if (sqlite3_step(s) == SQLITE_ROW) {
+		r = ponyfs_step_row(fs, s);
+		if (r > 0) {
 			foff = (uint64_t)sqlite3_column_int64(s, 0);
 			nb = (uint64_t)sqlite3_column_int64(s, 1);
 			if (foff + nb > blk) {
@@ -232,7 +240,8 @@ static int disk_read(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t first,
 				if (sqlite3_column_int64(s, 4) & PONYFS_EXT_UNWRITTEN)
 					memset(buf + (blk - first) * BS, 0, run * BS);
 				else
-					r = extent_read(fs, s, blk - foff, run, buf + (blk - first) * BS);
+					r = extent_read(fs, in->ino, s, blk - foff, run,
+							buf + (blk - first) * BS);
 				sqlite3_reset(s);
 				if (r < 0)
 					return r;
@@ -241,13 +250,18 @@ static int disk_read(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t first,
 			}
 		}
 		sqlite3_reset(s);
+		if (r < 0)
+			return r;
 		/* A hole: zeros up to the next extent. */
 		s = ponyfs_stmt(fs, ST_EXT_RANGE);
 		sqlite3_bind_int64(s, 1, (int64_t)in->ino);
 		sqlite3_bind_int64(s, 2, (int64_t)blk);
 		sqlite3_bind_int64(s, 3, (int64_t)end);
-		run = (sqlite3_step(s) == SQLITE_ROW ? (uint64_t)sqlite3_column_int64(s, 0) : end) - blk;
+		r = ponyfs_step_row(fs, s);
+		run = (r > 0 ? (uint64_t)sqlite3_column_int64(s, 0) : end) - blk;
 		sqlite3_reset(s);
+		if (r < 0)
+			return r;
 		memset(buf + (blk - first) * BS, 0, run * BS);
 		blk += run;
 	}
@@ -421,12 +435,15 @@ int ponyfs_ext_insert(struct ponyfs *fs, uint64_t ino, uint64_t foff, uint64_t n
 	else
 		sqlite3_bind_zeroblob(s, 5, 0);  /* unwritten: no checksums */
 	sqlite3_bind_int64(s, 6, flags);
-	return ponyfs_step_done(s);
+	return ponyfs_step_done(fs, s);
 }
 
-static int ext_collect(sqlite3_stmt *s, struct ext_row **rows, size_t *n, uint64_t min_end)
+static int ext_collect(struct ponyfs *fs, sqlite3_stmt *s, struct ext_row **rows, size_t *n,
+		       uint64_t min_end)
 {
-	while (sqlite3_step(s) == SQLITE_ROW) {
+	int r;
+
+	while ((r = ponyfs_step_row(fs, s)) > 0) {
 		struct ext_row e = {
 			.foff = (uint64_t)sqlite3_column_int64(s, 0),
 			.nb = (uint64_t)sqlite3_column_int64(s, 1),
@@ -453,7 +470,7 @@ static int ext_collect(sqlite3_stmt *s, struct ext_row **rows, size_t *n, uint64
 		(*rows)[(*n)++] = e;
 	}
 	sqlite3_reset(s);
-	return 0;
+	return r;
 }
 
 /* Cuts one extent to what lies outside [first, end) and frees the rest. */
@@ -467,7 +484,7 @@ static int ext_cut(struct ponyfs *fs, uint64_t ino, const struct ext_row *e,
 
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
 	sqlite3_bind_int64(s, 2, (int64_t)e->foff);
-	r = ponyfs_step_done(s);
+	r = ponyfs_step_done(fs, s);
 	if (r >= 0 && e->foff < first)
 		r = ponyfs_ext_insert(fs, ino, e->foff, first - e->foff, e->pblock,
 				      unwritten ? NULL : e->csums, e->flags);
@@ -492,14 +509,14 @@ int ponyfs_extents_remove_locked(struct ponyfs *fs, uint64_t ino, uint64_t first
 		s = ponyfs_stmt(fs, ST_EXT_PREV);
 		sqlite3_bind_int64(s, 1, (int64_t)ino);
 		sqlite3_bind_int64(s, 2, (int64_t)first - 1);
-		r = ext_collect(s, &rows, &n, first);
+		r = ext_collect(fs, s, &rows, &n, first);
 	}
 	if (r >= 0) {
 		s = ponyfs_stmt(fs, ST_EXT_RANGE);
 		sqlite3_bind_int64(s, 1, (int64_t)ino);
 		sqlite3_bind_int64(s, 2, (int64_t)first);
 		sqlite3_bind_int64(s, 3, (int64_t)MIN(end, (uint64_t)INT64_MAX));
-		r = ext_collect(s, &rows, &n, first);
+		r = ext_collect(fs, s, &rows, &n, first);
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (r >= 0)
@@ -643,16 +660,20 @@ int ponyfs_writeback_locked(struct ponyfs *fs, struct ponyfs_inode *in)
 		s = ponyfs_stmt(fs, ST_INODE_SIZE);
 		sqlite3_bind_int64(s, 1, (int64_t)in->ino);
 		sqlite3_bind_int64(s, 2, (int64_t)in->size);
-		r = ponyfs_step_done(s);
+		r = ponyfs_step_done(fs, s);
 		s = ponyfs_stmt(fs, ST_INODE_TIMES);
 		sqlite3_bind_int64(s, 1, (int64_t)in->ino);
 		sqlite3_bind_int64(s, 2, in->mtime);
 		sqlite3_bind_int64(s, 3, in->ctime);
 		if (r >= 0)
-			r = ponyfs_step_done(s);
+			r = ponyfs_step_done(fs, s);
 	}
 	if (r < 0) {
-		fs->broken = -EIO;      /* the transaction holds half a file now */
+		char what[64];
+
+		/* The transaction holds half a file now: it must not commit. */
+		snprintf(what, sizeof(what), "writeback of inode %llu failed", (unsigned long long)in->ino);
+		ponyfs_fail_locked(fs, r, what);
 		return r;
 	}
 	in->size_dirty = false;

@@ -37,10 +37,12 @@ static int ext_at(struct ponyfs *fs, uint64_t ino, uint64_t blk, uint64_t end, i
 {
 	sqlite3_stmt *s = ponyfs_stmt(fs, ST_EXT_PREV);
 	uint64_t next = end;
+	int r;
 
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
 	sqlite3_bind_int64(s, 2, (int64_t)blk);
-	if (sqlite3_step(s) == SQLITE_ROW) {
+	r = ponyfs_step_row(fs, s);
+	if (r > 0) {
 		uint64_t foff = (uint64_t)sqlite3_column_int64(s, 0);
 		uint64_t nb = (uint64_t)sqlite3_column_int64(s, 1);
 
@@ -54,16 +56,19 @@ static int ext_at(struct ponyfs *fs, uint64_t ino, uint64_t blk, uint64_t end, i
 		}
 	}
 	sqlite3_reset(s);
+	if (r < 0)
+		return r;
 	s = ponyfs_stmt(fs, ST_EXT_RANGE);
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
 	sqlite3_bind_int64(s, 2, (int64_t)blk);
 	sqlite3_bind_int64(s, 3, (int64_t)MIN(end, (uint64_t)INT64_MAX));
-	if (sqlite3_step(s) == SQLITE_ROW)
+	r = ponyfs_step_row(fs, s);
+	if (r > 0)
 		next = (uint64_t)sqlite3_column_int64(s, 0);
 	sqlite3_reset(s);
 	*ret_flags = -1;
 	*ret_run = next - blk;
-	return 0;
+	return r < 0 ? r : 0;
 }
 
 /* Cached pages of kind NEW in blocks [first, end): they hold a reservation already. */
@@ -313,7 +318,7 @@ static int ext_convert(struct ponyfs *fs, uint64_t ino, uint64_t foff, uint64_t 
 
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
 	sqlite3_bind_int64(s, 2, (int64_t)foff);
-	r = ponyfs_step_done(s);
+	r = ponyfs_step_done(fs, s);
 	if (r >= 0 && idx > foff)
 		r = ponyfs_ext_insert(fs, ino, foff, idx - foff, pblock, NULL, PONYFS_EXT_UNWRITTEN);
 	if (r >= 0)
@@ -337,13 +342,16 @@ int ponyfs_write_inplace_locked(struct ponyfs *fs, struct ponyfs_inode *in,
 
 		sqlite3_bind_int64(s, 1, (int64_t)in->ino);
 		sqlite3_bind_int64(s, 2, (int64_t)idx);
-		if (sqlite3_step(s) == SQLITE_ROW) {
+		r = ponyfs_step_row(fs, s);
+		if (r > 0) {
 			foff = (uint64_t)sqlite3_column_int64(s, 0);
 			nb = (uint64_t)sqlite3_column_int64(s, 1);
 			pblock = (uint64_t)sqlite3_column_int64(s, 2);
 			ok = foff + nb > idx && (sqlite3_column_int64(s, 4) & PONYFS_EXT_UNWRITTEN);
 		}
 		sqlite3_reset(s);
+		if (r < 0)
+			return r;
 		if (!ok)
 			return -EUCLEAN;        /* an INPLACE page always has its unwritten block */
 		n = MIN(MIN(k - i, foff + nb - idx), (uint64_t)INPLACE_MAX);
@@ -390,11 +398,16 @@ int ponyfs_blocks_locked(struct ponyfs *fs, uint64_t ino, uint64_t *ret)
 	struct ponyfs_inode *in = ponyfs_inode_find(fs, ino);
 	uint64_t n = 0;
 
+	int r;
+
 	fs->stats.extent_walks++;
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
-	if (sqlite3_step(s) == SQLITE_ROW)
+	r = ponyfs_step_row(fs, s);
+	if (r > 0)
 		n = (uint64_t)sqlite3_column_int64(s, 0);
 	sqlite3_reset(s);
+	if (r < 0)
+		return r;
 	/* Pages bound for new blocks add them (copy-on-write), fallocated
 	 * holes theirs; unwritten blocks are extents already. */
 	if (in)

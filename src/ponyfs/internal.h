@@ -12,6 +12,7 @@
 #include <sqlite3.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <syslog.h>
 
 #include "pony/bdev.h"
 #include "pony/ponyfs.h"
@@ -76,7 +77,10 @@ struct ponyfs_sqlite_range { uint64_t off, len; };
 int ponyfs_sqlite_open(struct bdev *dev, const struct ponyfs_sqlite_range *db,
 		       const struct ponyfs_sqlite_range *wal, sqlite3 **ret);
 void ponyfs_sqlite_close(sqlite3 *db);      /* NULL: nothing */
+/* SQLite's result codes as -errno: the one table (see ponyfs_sql_err()). */
 int ponyfs_sqlite_errno(int rc);
+/* The errno of the bdev call that failed last, then forgotten; 0: none. */
+int ponyfs_sqlite_io_errno(sqlite3 *db);
 int ponyfs_sqlite_open_sb(struct bdev *meta, const struct ponyfs_sb *sb, sqlite3 **ret);
 
 /* What a cached page will be written to, decided when it is made. */
@@ -136,6 +140,7 @@ struct ponyfs_handle {
 	struct ponyfs_inode *inode;
 	int flags;
 	struct vfs_ctx opener;          /* who opened it: whose writes drop set-ID bits */
+	unsigned err_seq;               /* fs->err_seq when last reported to it */
 	struct ponyfs_handle *next, **prev;
 };
 
@@ -161,7 +166,9 @@ struct ponyfs {
 	bool in_txn;                    /* BEGIN issued, COMMIT not yet */
 	unsigned txn_ops;               /* names created in it (bounds its WAL use) */
 	bool data_unflushed;            /* data written since the last data flush */
-	int broken;                     /* a failed commit: every change is -EIO */
+	int broken;                     /* a failed commit: every change fails with it */
+	unsigned err_seq;               /* failures so far (errseq, for close) */
+	char name[40];                  /* label or UUID, for log lines */
 	bool read_only;
 	/* Space, in blocks: free in the database, promised to dirty pages,
 	 * and freed in the open transaction (reusable after it commits). */
@@ -204,6 +211,12 @@ void ponyfs_gates_close(struct ponyfs *fs);
 int ponyfs_shutdown(struct vfs *v, unsigned flags);
 int ponyfs_counters(struct vfs *v, char *buf, size_t size);      /* counters.c */
 
+/* Events (events.c): one line each, "ponyfs NAME: ...", to util_log() and
+ * the report callback. prio is a syslog priority. */
+void ponyfs_name_init(struct ponyfs *fs);
+void ponyfs_log(struct ponyfs *fs, int prio, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+const char *ponyfs_errno_name(int err);         /* -ENODEV -> "ENODEV" */
+
 int64_t ponyfs_now(void);
 
 /* SQL (txn.c). stmt() hands back a reset statement with its bindings cleared. */
@@ -212,14 +225,25 @@ int ponyfs_exec(struct ponyfs *fs, const char *sql);
 /* The cached statement of sql, a string literal (its address is the key),
  * reset with its bindings cleared; reset it after use, never finalize it. */
 int ponyfs_prepare(struct ponyfs *fs, const char *sql, sqlite3_stmt **ret);
-/* Steps a statement that returns no row (or ignores them); -errno. */
-int ponyfs_step_done(sqlite3_stmt *s);
+/* SQLite's rc as -errno (ponyfs_sqlite_errno(), the bdev's own errno for
+ * an I/O error); when SQLite dropped the open transaction with it, the
+ * filesystem is broken (ponyfs_fail_locked()). Every SQLite result of a
+ * mounted filesystem goes through it. */
+int ponyfs_sql_err(struct ponyfs *fs, int rc);
+/* Steps s: 1 a row, 0 done, -errno (the statement is reset then). A failed
+ * read is its error: never "no row", so never ENOENT or ENODATA. */
+int ponyfs_step_row(struct ponyfs *fs, sqlite3_stmt *s);
+/* Steps a statement that returns no row (or ignores them), then resets it; -errno. */
+int ponyfs_step_done(struct ponyfs *fs, sqlite3_stmt *s);
 /* Runs a one-off statement with int64 arguments (bound in order). */
 int ponyfs_sql(struct ponyfs *fs, const char *sql, int n, ...);
 /* Runs a one-off query returning one int64 in *ret; -ENOENT when no row. */
 int ponyfs_sql_int(struct ponyfs *fs, int64_t *ret, const char *sql, int n, ...);
 int ponyfs_txn_begin_locked(struct ponyfs *fs);
 int ponyfs_commit_locked(struct ponyfs *fs);
+/* The filesystem goes read-only until remounted, err (the first) the
+ * answer to every later change; logged once, with what failed. */
+void ponyfs_fail_locked(struct ponyfs *fs, int err, const char *what);
 int ponyfs_prepare_all(struct ponyfs *fs);
 void ponyfs_finalize_all(struct ponyfs *fs);
 int ponyfs_timer_start(struct ponyfs *fs);

@@ -43,11 +43,13 @@ int ponyfs_fill_attr_locked(struct ponyfs *fs, uint64_t ino, unsigned mask, stru
 	sqlite3_stmt *s = ponyfs_stmt(fs, ST_INODE_GET);
 	struct ponyfs_inode *in;
 	uint64_t blocks;
+	int r;
 
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
-	if (sqlite3_step(s) != SQLITE_ROW) {
+	r = ponyfs_step_row(fs, s);
+	if (r <= 0) {
 		sqlite3_reset(s);
-		return -ENOENT;
+		return r < 0 ? r : -ENOENT;
 	}
 	memset(ret, 0, sizeof(*ret));
 	attr_from_row(s, ret);
@@ -66,7 +68,9 @@ int ponyfs_fill_attr_locked(struct ponyfs *fs, uint64_t ino, unsigned mask, stru
 		}
 	}
 	if (mask & STATX_BLOCKS) {
-		ponyfs_blocks_locked(fs, ino, &blocks);
+		r = ponyfs_blocks_locked(fs, ino, &blocks);
+		if (r < 0)
+			return r;
 		ret->stx_blocks = blocks;
 		ret->stx_mask |= STATX_BLOCKS;
 	}
@@ -83,15 +87,24 @@ static int entry_fill(struct ponyfs *fs, uint64_t ino, struct vfs_entry *ret)
 static int dentry_ino(struct ponyfs *fs, uint64_t parent, const char *name, uint64_t *ret)
 {
 	sqlite3_stmt *s = ponyfs_stmt(fs, ST_DENTRY_GET);
-	int rc;
+	int r;
 
 	sqlite3_bind_int64(s, 1, (int64_t)parent);
 	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
-	rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW)
+	r = ponyfs_step_row(fs, s);
+	if (r > 0)
 		*ret = (uint64_t)sqlite3_column_int64(s, 0);
 	sqlite3_reset(s);
-	return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : ponyfs_sqlite_errno(rc);
+	return r > 0 ? 0 : r == 0 ? -ENOENT : r;
+}
+
+/* 0 when parent has no entry name, -EEXIST when it has, -errno when unknown. */
+static int dentry_absent(struct ponyfs *fs, uint64_t parent, const char *name)
+{
+	uint64_t ino;
+	int r = dentry_ino(fs, parent, name, &ino);
+
+	return r == -ENOENT ? 0 : r < 0 ? r : -EEXIST;
 }
 
 static int inode_mode(struct ponyfs *fs, uint64_t ino, mode_t *ret)
@@ -139,7 +152,7 @@ static int dentry_add(struct ponyfs *fs, uint64_t parent, const char *name, uint
 	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
 	sqlite3_bind_int64(s, 3, (int64_t)ino);
 	sqlite3_bind_int64(s, 4, cookie);
-	return ponyfs_step_done(s);
+	return ponyfs_step_done(fs, s);
 }
 
 static int dentry_del(struct ponyfs *fs, uint64_t parent, const char *name)
@@ -151,7 +164,7 @@ static int dentry_del(struct ponyfs *fs, uint64_t parent, const char *name)
 	if (r >= 0) {
 		sqlite3_bind_int64(s, 1, (int64_t)parent);
 		sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
-		r = ponyfs_step_done(s);
+		r = ponyfs_step_done(fs, s);
 	}
 	sqlite3_reset(s);
 	return r;
@@ -179,7 +192,7 @@ static int dentry_move(struct ponyfs *fs, uint64_t parent, const char *name,
 	sqlite3_bind_int64(s, 1, (int64_t)parent);
 	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
 	sqlite3_bind_blob(s, 3, newname, (int)strlen(newname), SQLITE_STATIC);
-	return ponyfs_step_done(s);
+	return ponyfs_step_done(fs, s);
 }
 
 /* Points an existing entry at another inode; it keeps its name and cookie. */
@@ -193,7 +206,7 @@ static int dentry_set_ino(struct ponyfs *fs, uint64_t parent, const char *name, 
 	sqlite3_bind_int64(s, 1, (int64_t)parent);
 	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
 	sqlite3_bind_int64(s, 3, (int64_t)ino);
-	return ponyfs_step_done(s);
+	return ponyfs_step_done(fs, s);
 }
 
 /* A new inode named name in parent; its id in *ret_ino. */
@@ -207,8 +220,8 @@ static int inode_create(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t p
 	gid_t gid;
 	int r = check_dir_name(fs, parent, name);
 
-	if (r >= 0 && dentry_ino(fs, parent, name, &ino) >= 0)
-		r = -EEXIST;
+	if (r >= 0)
+		r = dentry_absent(fs, parent, name);
 	if (r >= 0)
 		r = ponyfs_new_owner_locked(fs, ctx, parent, &mode, &gid);
 	if (r >= 0)
@@ -228,7 +241,7 @@ static int inode_create(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t p
 	sqlite3_bind_int64(s, 7, (int64_t)rdev);
 	if (target)
 		sqlite3_bind_blob(s, 8, target, (int)strlen(target), SQLITE_STATIC);
-	r = ponyfs_step_done(s);
+	r = ponyfs_step_done(fs, s);
 	sqlite3_reset(s);
 	ino = (uint64_t)sqlite3_last_insert_rowid(fs->db);
 	if (r >= 0)
@@ -303,7 +316,6 @@ static int writeback_ino(struct ponyfs *fs, uint64_t ino)
 int ponyfs_link_locked(struct ponyfs *fs, uint64_t ino, uint64_t newparent, const char *newname,
 		       struct vfs_entry *ret)
 {
-	uint64_t other;
 	mode_t m;
 	int r = check_dir_name(fs, newparent, newname);
 
@@ -311,8 +323,8 @@ int ponyfs_link_locked(struct ponyfs *fs, uint64_t ino, uint64_t newparent, cons
 		r = inode_mode(fs, ino, &m);
 	if (r >= 0 && S_ISDIR(m))
 		r = -EPERM;
-	if (r >= 0 && dentry_ino(fs, newparent, newname, &other) >= 0)
-		r = -EEXIST;
+	if (r >= 0)
+		r = dentry_absent(fs, newparent, newname);
 	if (r >= 0)
 		r = ponyfs_txn_begin_locked(fs);
 	if (r >= 0)
@@ -401,11 +413,14 @@ static int check_not_below(struct ponyfs *fs, uint64_t src, uint64_t dir)
 	while (dir != VFS_ROOT_INO) {
 		int64_t up;
 
+		int r;
+
 		if (dir == src)
 			return -EINVAL;
-		if (ponyfs_sql_int(fs, &up, "SELECT parent FROM dentries WHERE ino = ?1 LIMIT 1", 1,
-				   (int64_t)dir) < 0)
-			return -ENOENT;
+		r = ponyfs_sql_int(fs, &up, "SELECT parent FROM dentries WHERE ino = ?1 LIMIT 1", 1,
+				   (int64_t)dir);
+		if (r < 0)
+			return r;
 		dir = (uint64_t)up;
 	}
 	return 0;
@@ -458,10 +473,14 @@ int ponyfs_rename_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 	if (r >= 0)
 		r = check_dir_name(fs, newparent, newname);
 	if (r >= 0)
+		if (r >= 0)
 		r = dentry_ino(fs, parent, name, &src);
 	if (r < 0)
 		return r;
-	replace = dentry_ino(fs, newparent, newname, &dst) >= 0;
+	r = dentry_ino(fs, newparent, newname, &dst);
+	if (r < 0 && r != -ENOENT)
+		return r;
+	replace = r >= 0;
 	if ((flags & RENAME_NOREPLACE) && replace)
 		return -EEXIST;
 	if ((flags & RENAME_EXCHANGE) && !replace)
@@ -519,9 +538,12 @@ int ponyfs_readdir_locked(struct ponyfs *fs, uint64_t ino, uint64_t cookie,
 	size_t n = 0;
 	int r = check_dir_name(fs, ino, NULL);
 
+	if (r >= 0)
+		r = dir_parent(fs, ino, &up);
+	if (r == -ENOENT)
+		r = 0;          /* an open directory already removed: ".." is itself */
 	if (r < 0)
 		return r;
-	dir_parent(fs, ino, &up);
 	if (cookie < 1)
 		ret[n++] = (struct ponyfs_dirent){ strdup("."), ino, DT_DIR, 1 };
 	if (cookie < 2)
@@ -534,7 +556,7 @@ int ponyfs_readdir_locked(struct ponyfs *fs, uint64_t ino, uint64_t cookie,
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
 	sqlite3_bind_int64(s, 2, (int64_t)cookie);
 	sqlite3_bind_int64(s, 3, (int64_t)(max - n));
-	while (n < max && sqlite3_step(s) == SQLITE_ROW) {
+	while (n < max && (r = ponyfs_step_row(fs, s)) > 0) {
 		int len = sqlite3_column_bytes(s, 0);
 		char *name;
 
@@ -570,8 +592,9 @@ int ponyfs_readlink_locked(struct ponyfs *fs, uint64_t ino, char *buf, size_t si
 	if (r < 0)
 		return r;
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
-	if (sqlite3_step(s) != SQLITE_ROW)
-		r = -ENOENT;
+	r = ponyfs_step_row(fs, s);
+	if (r <= 0)
+		r = r < 0 ? r : -ENOENT;
 	else if (!S_ISLNK((mode_t)sqlite3_column_int64(s, 1)))
 		r = -EINVAL;
 	else {

@@ -26,11 +26,13 @@
 	pthread_mutex_unlock(&(fs)->lock); \
 	_r; })
 
-/* Commits when the transaction has grown large, so its WAL frames always fit. */
-static void commit_if_big(struct ponyfs *fs)
+/* Commits when the transaction has made many names, so little waits in
+ * memory for a commit; its failure is the call's (it was not acknowledged). */
+static int commit_if_big(struct ponyfs *fs)
 {
 	if (fs->in_txn && ++fs->txn_ops >= 2048)
-		ponyfs_commit_locked(fs);
+		return ponyfs_commit_locked(fs);
+	return 0;
 }
 
 static int pf_lookup(struct vfs *v, const struct vfs_ctx *ctx, uint64_t parent,
@@ -134,8 +136,9 @@ static int create_entry(struct vfs *v, const struct vfs_ctx *ctx, uint64_t paren
 	int r;
 
 	pthread_mutex_lock(&fs->lock);
-	r = ponyfs_create_locked(fs, ctx, parent, name, mode, rdev, target, ret);
-	commit_if_big(fs);
+	r = fs->shut_down ? -EIO : ponyfs_create_locked(fs, ctx, parent, name, mode, rdev, target, ret);
+	if (r >= 0)
+		r = commit_if_big(fs);
 	pthread_mutex_unlock(&fs->lock);
 	return r;
 }
@@ -223,6 +226,7 @@ static int open_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t in
 	h->inode = in;
 	h->flags = flags;
 	h->opener = *ctx;
+	h->err_seq = fs->err_seq;
 	h->next = fs->handles;
 	if (h->next)
 		h->next->prev = &h->next;
@@ -257,7 +261,8 @@ static int create_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 		r = ponyfs_lookup_locked(fs, parent, name, ret);
 	if (r >= 0)
 		r = open_locked(fs, ctx, ret->ino, flags & ~O_CREAT, ret_fh);
-	commit_if_big(fs);
+	if (r >= 0)
+		r = commit_if_big(fs);
 	return r;
 }
 
@@ -304,9 +309,20 @@ static ssize_t pf_write(struct vfs *v, uint64_t ino, uint64_t fh, const void *bu
 	return LOCKED(ponyfs_of(v), write_locked(ponyfs_of(v), handle_of(fh), buf, size, off));
 }
 
+/* close(2): a failure of a background commit since the file was opened
+ * (or since its last close) is reported once per open file, as the
+ * kernel's errseq reports a writeback error. */
+static int flush_locked(struct ponyfs *fs, struct ponyfs_handle *h)
+{
+	if (h->err_seq == fs->err_seq)
+		return 0;
+	h->err_seq = fs->err_seq;
+	return fs->broken;
+}
+
 static int pf_flush(struct vfs *v, uint64_t ino, uint64_t fh)
 {
-	return 0;
+	return LOCKED(ponyfs_of(v), flush_locked(ponyfs_of(v), handle_of(fh)));
 }
 
 static int fsync_locked(struct ponyfs *fs, struct ponyfs_inode *in)
@@ -339,10 +355,14 @@ static int release_locked(struct ponyfs *fs, struct ponyfs_handle *h)
 	if (!in->writers && in->trunc_pending)
 		r = ponyfs_writeback_locked(fs, in);
 	if (!in->opens) {
-		ponyfs_sql_int(fs, &nlink, "SELECT nlink FROM inodes WHERE ino = ?1", 1, (int64_t)in->ino);
-		if (nlink == 0 && ponyfs_txn_begin_locked(fs) >= 0)
+		int q = ponyfs_sql_int(fs, &nlink, "SELECT nlink FROM inodes WHERE ino = ?1", 1,
+				       (int64_t)in->ino);
+
+		if (q >= 0 && nlink == 0 && ponyfs_txn_begin_locked(fs) >= 0)
 			return ponyfs_inode_delete_locked(fs, in->ino);
 		ponyfs_inode_put_locked(fs, in);
+		if (q < 0 && q != -ENOENT && r >= 0)
+			r = q;
 	}
 	return r;
 }
@@ -463,8 +483,9 @@ int ponyfs_getxattr_locked(struct ponyfs *fs, uint64_t ino, const char *name, vo
 		return r;
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
 	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
-	if (sqlite3_step(s) != SQLITE_ROW) {
-		r = -ENODATA;
+	r = ponyfs_step_row(fs, s);
+	if (r <= 0) {
+		r = r < 0 ? r : -ENODATA;
 	} else {
 		r = sqlite3_column_bytes(s, 0);
 		if (size && (size_t)r > size)
@@ -505,7 +526,7 @@ static int setxattr_locked(struct ponyfs *fs, uint64_t ino, const char *name, co
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
 	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
 	sqlite3_bind_blob(s, 3, size ? value : "", (int)size, SQLITE_STATIC);
-	r = ponyfs_step_done(s);
+	r = ponyfs_step_done(fs, s);
 	sqlite3_reset(s);
 	return r < 0 ? r : ponyfs_ctime_locked(fs, ino, ponyfs_now());
 }
@@ -532,7 +553,7 @@ static int listxattr_locked(struct ponyfs *fs, uint64_t ino, char *buf, size_t s
 	if (r < 0)
 		return r;
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
-	while (sqlite3_step(s) == SQLITE_ROW) {
+	while ((r = ponyfs_step_row(fs, s)) > 0) {
 		size_t n = (size_t)sqlite3_column_bytes(s, 0);
 
 		if (size && total + n + 1 > size) {
@@ -569,7 +590,7 @@ static int removexattr_locked(struct ponyfs *fs, uint64_t ino, const char *name)
 		return r;
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
 	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
-	r = ponyfs_step_done(s);
+	r = ponyfs_step_done(fs, s);
 	sqlite3_reset(s);
 	return r < 0 ? r : ponyfs_ctime_locked(fs, ino, ponyfs_now());
 }
@@ -648,7 +669,7 @@ static int layout_locked(struct ponyfs *fs, uint64_t ino, uint64_t off, uint64_t
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
 	sqlite3_bind_int64(s, 2, (int64_t)(off / BS));
 	sqlite3_bind_int64(s, 3, (int64_t)DIV_ROUND_UP(off + len, BS));
-	while (k < n && sqlite3_step(s) == SQLITE_ROW) {
+	while (k < n && (r = ponyfs_step_row(fs, s)) > 0) {
 		ret[k] = (struct vfs_extent){
 			.file_offset = (uint64_t)sqlite3_column_int64(s, 0) * BS,
 			.length = (uint64_t)sqlite3_column_int64(s, 1) * BS,
@@ -659,7 +680,7 @@ static int layout_locked(struct ponyfs *fs, uint64_t ino, uint64_t off, uint64_t
 		k++;
 	}
 	sqlite3_reset(s);
-	return (int)k;
+	return r < 0 ? r : (int)k;
 }
 
 /* Where committed or written-back bytes live on the data region (pNFS-style). */

@@ -32,6 +32,7 @@ struct pvfs {
 	uint8_t *wbuf;                  /* WAL bytes [wbuf_off, +wbuf_len) not yet written */
 	uint64_t wbuf_off;
 	size_t wbuf_len;
+	int last_errno;                 /* of the last failed bdev call, for xGetLastError */
 };
 
 struct pfile {
@@ -45,6 +46,15 @@ struct pfile {
 static int sector_rw(struct bdev *dev, void *buf, size_t len, uint64_t off, bool write)
 {
 	return write ? bdev_pwrite(dev, buf, len, off) : bdev_pread(dev, buf, len, off);
+}
+
+/* r of a bdev call; a failure is remembered, so SQLite's xGetLastError
+ * (sqlite3_system_errno()) gives the device's errno, not just "I/O error". */
+static int io_result(struct pvfs *pv, int r)
+{
+	if (r < 0)
+		pv->last_errno = -r;
+	return r;
 }
 
 /* Reads or writes any byte range through whole sectors of dev. */
@@ -84,7 +94,7 @@ static int wal_buf_write(struct pvfs *pv)
 	if (!len)
 		return 0;
 	pv->wbuf_len = 0;
-	return range_io(pv->dev, pv->wbuf, len, pv->wal.off + pv->wbuf_off, true);
+	return io_result(pv, range_io(pv->dev, pv->wbuf, len, pv->wal.off + pv->wbuf_off, true));
 }
 
 /* Holds a WAL write that continues the buffered ones; false: write it now. */
@@ -121,7 +131,8 @@ static int pf_read(sqlite3_file *f, void *buf, int amt, sqlite3_int64 ofs)
 		return SQLITE_IOERR_READ;
 	if ((uint64_t)ofs < *p->size)
 		have = MIN((uint64_t)amt, *p->size - (uint64_t)ofs);
-	if (have && range_io(p->pv->dev, buf, have, p->range->off + (uint64_t)ofs, false) < 0)
+	if (have && io_result(p->pv, range_io(p->pv->dev, buf, have, p->range->off + (uint64_t)ofs,
+					      false)) < 0)
 		return SQLITE_IOERR_READ;
 	if (have < (uint64_t)amt) {
 		memset((uint8_t *)buf + have, 0, (size_t)amt - have);
@@ -145,7 +156,8 @@ static int pf_write(sqlite3_file *f, const void *buf, int amt, sqlite3_int64 ofs
 		return SQLITE_IOERR_WRITE;
 	if (p->is_wal && wal_buf_add(p->pv, buf, (size_t)amt, (uint64_t)ofs))
 		goto done;
-	if (range_io(p->pv->dev, (void *)buf, (size_t)amt, p->range->off + (uint64_t)ofs, true) < 0)
+	if (io_result(p->pv, range_io(p->pv->dev, (void *)buf, (size_t)amt,
+				      p->range->off + (uint64_t)ofs, true)) < 0)
 		return SQLITE_IOERR_WRITE;
 done:
 	if (end > *p->size)
@@ -161,7 +173,8 @@ static int wal_clear(struct pvfs *pv)
 	if (wal_buf_write(pv) < 0)
 		return SQLITE_IOERR_WRITE;
 	pv->wal_size = 0;
-	return bdev_pwrite(pv->dev, zero, SECTOR, pv->wal.off) < 0 ? SQLITE_IOERR_WRITE : SQLITE_OK;
+	return io_result(pv, bdev_pwrite(pv->dev, zero, SECTOR, pv->wal.off)) < 0 ? SQLITE_IOERR_WRITE
+										  : SQLITE_OK;
 }
 
 static int pf_truncate(sqlite3_file *f, sqlite3_int64 size)
@@ -185,7 +198,7 @@ static int pf_sync(sqlite3_file *f, int flags)
 
 	if (p->is_wal && wal_buf_write(p->pv) < 0)
 		return SQLITE_IOERR_WRITE;
-	return bdev_flush(p->pv->dev) < 0 ? SQLITE_IOERR_FSYNC : SQLITE_OK;
+	return io_result(p->pv, bdev_flush(p->pv->dev)) < 0 ? SQLITE_IOERR_FSYNC : SQLITE_OK;
 }
 
 static int pf_file_size(sqlite3_file *f, sqlite3_int64 *ret)
@@ -321,7 +334,7 @@ static int pv_current_time(sqlite3_vfs *vfs, double *ret)
 
 static int pv_last_error(sqlite3_vfs *vfs, int n, char *out)
 {
-	return 0;
+	return ((struct pvfs *)vfs)->last_errno;
 }
 
 /* The sizes at open: from the database header and the WAL's magic (docs/ponyfs-format.md). */
@@ -358,27 +371,31 @@ static void pvfs_free(struct pvfs *pv)
 	free(pv);
 }
 
-static int sqlite_errno(int rc)
+/*
+ * SQLite result codes (extended or not) as -errno: the one table. A mounted
+ * filesystem goes through ponyfs_sql_err(), which adds the device's own
+ * errno for I/O errors and notices a transaction SQLite dropped.
+ */
+int ponyfs_sqlite_errno(int rc)
 {
+	if (rc == SQLITE_IOERR_NOMEM)
+		return -ENOMEM;
 	switch (rc & 0xff) {
-	case SQLITE_OK: return 0;
+	case SQLITE_OK: case SQLITE_ROW: case SQLITE_DONE: return 0;
 	case SQLITE_FULL: return -ENOSPC;
 	case SQLITE_NOMEM: return -ENOMEM;
 	case SQLITE_CORRUPT: case SQLITE_NOTADB: return -EUCLEAN;
 	case SQLITE_CONSTRAINT: return -EEXIST;
 	case SQLITE_CANTOPEN: return -ENOENT;
+	case SQLITE_READONLY: return -EROFS;
+	case SQLITE_TOOBIG: return -E2BIG;
 	default: return -EIO;
 	}
 }
 
-int ponyfs_sqlite_errno(int rc)
-{
-	return sqlite_errno(rc);
-}
-
 static int exec_all(sqlite3 *db, const char *sql)
 {
-	return sqlite_errno(sqlite3_exec(db, sql, NULL, NULL, NULL));
+	return ponyfs_sqlite_errno(sqlite3_exec(db, sql, NULL, NULL, NULL));
 }
 
 /* A handle's vfs, kept so close can unregister it. */
@@ -425,11 +442,11 @@ int ponyfs_sqlite_open(struct bdev *dev, const struct ponyfs_sqlite_range *db,
 		.xGetLastError = pv_last_error,
 	};
 	r = pv_load_sizes(pv);
-	if (r < 0 || (r = sqlite_errno(sqlite3_vfs_register(&pv->vfs, 0))) < 0) {
+	if (r < 0 || (r = ponyfs_sqlite_errno(sqlite3_vfs_register(&pv->vfs, 0))) < 0) {
 		free(pv);
 		return r;
 	}
-	r = sqlite_errno(sqlite3_open_v2("ponyfs.db", &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+	r = ponyfs_sqlite_errno(sqlite3_open_v2("ponyfs.db", &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
 					 SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, pv->name));
 	/* A new database becomes a WAL database in its first transaction; the
 	 * journal that one needs is kept in memory (nothing to lose yet). */
@@ -448,6 +465,16 @@ int ponyfs_sqlite_open(struct bdev *dev, const struct ponyfs_sqlite_range *db,
 	}
 	*ret = h;
 	return 0;
+}
+
+int ponyfs_sqlite_io_errno(sqlite3 *db)
+{
+	struct pvfs *pv = db_pvfs(db);
+	int e = pv ? pv->last_errno : 0;
+
+	if (pv)
+		pv->last_errno = 0;
+	return e;
 }
 
 void ponyfs_sqlite_close(sqlite3 *db)

@@ -359,6 +359,8 @@ int ponyfs_mount(struct bdev *meta, struct bdev *data, const struct ponyfs_optio
 	r = ponyfs_gates_open(fs, meta, data);
 	if (r >= 0)
 		r = ponyfs_sb_read(meta, &fs->sb);
+	if (r >= 0)
+		ponyfs_name_init(fs);
 	if (r >= 0 && fs->sb.data_blocks > bdev_size(data) / BS)
 		r = -EINVAL;            /* a wrong or truncated data region */
 	if (r >= 0)
