@@ -136,7 +136,7 @@ static mode_t setid_kill_bits(const struct vfs_ctx *ctx, mode_t mode, gid_t gid,
 }
 
 int ponyfs_setid_kill_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
-			     bool chown)
+			     bool chown, bool reserve)
 {
 	mode_t mode, kill;
 	gid_t gid;
@@ -147,7 +147,10 @@ int ponyfs_setid_kill_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint6
 	kill = setid_kill_bits(ctx, mode, gid, chown);
 	if (!kill)
 		return 0;
-	r = ponyfs_txn_begin_locked(fs);
+	if (reserve)    /* the mode and the ctime */
+		r = ponyfs_meta_reserve_locked(fs, &(struct ponyfs_cost){ .rows = 2 }, NULL);
+	if (r >= 0)
+		r = ponyfs_txn_begin_locked(fs);
 	if (r >= 0)
 		r = ponyfs_sql(fs, "UPDATE inodes SET mode = mode & ~?2 WHERE ino = ?1", 2,
 			       (int64_t)ino, (int64_t)kill);

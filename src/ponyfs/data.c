@@ -16,7 +16,7 @@
 
 #include "internal.h"
 
-#define IO_BLOCKS 256u          /* blocks per data-region I/O: 1 MiB */
+#define IO_BLOCKS PONYFS_IO_BLOCKS
 
 static unsigned hash_of(uint64_t ino)
 {
@@ -101,6 +101,14 @@ static void page_unreserve(struct ponyfs *fs, struct ponyfs_inode *in, size_t i)
 	}
 }
 
+/* Runs of consecutive indexes in in->pages: each is at least an extent row. */
+static void page_runs_count(struct ponyfs_inode *in)
+{
+	in->page_runs = 0;
+	for (size_t i = 0; i < in->npages; i++)
+		in->page_runs += !i || in->pages[i].index != in->pages[i - 1].index + 1;
+}
+
 static void pages_free(struct ponyfs *fs, struct ponyfs_inode *in, size_t from)
 {
 	for (size_t i = from; i < in->npages; i++) {
@@ -109,6 +117,7 @@ static void pages_free(struct ponyfs *fs, struct ponyfs_inode *in, size_t from)
 	}
 	fs->dirty_bytes -= (uint64_t)(in->npages - from) * BS;
 	in->npages = from;
+	page_runs_count(in);
 }
 
 /* Forgets all cached state of in, written back or not, and frees it. */
@@ -120,6 +129,7 @@ void ponyfs_inode_drop_locked(struct ponyfs *fs, struct ponyfs_inode *in)
 		pp = &(*pp)->hnext;
 	*pp = in->hnext;
 	dirty_del(in);
+	ponyfs_space_release_locked(fs, in, false);
 	pages_free(fs, in, 0);
 	fs->reserved -= in->falloc_res;
 	free(in->falloc);
@@ -317,13 +327,18 @@ static int page_get(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t index, 
 		*ret = in->pages[pos].data;
 		return 0;
 	}
+	/* What writing the page back will cost the metadata, before it is acknowledged. */
+	r = ponyfs_inode_reserve_locked(fs, in, 1, UINT64_MAX, 0);
+	if (r < 0)
+		return r;
 	grown = util_array_grow(in->pages, &in->cap, in->npages, sizeof(*in->pages), 16);
-	if (!grown)
+	if (grown)
+		in->pages = grown;
+	data = grown ? ponyfs_page_alloc(fs) : NULL;    /* !fill: the caller writes it whole */
+	if (!data) {
+		ponyfs_inode_settle_locked(fs, in);
 		return -ENOMEM;
-	in->pages = grown;
-	data = ponyfs_page_alloc(fs);   /* !fill: the caller writes it whole */
-	if (!data)
-		return -ENOMEM;
+	}
 	if (fill && index * BS < in->size)
 		r = disk_read(fs, in, index, 1, data);
 	else if (fill)
@@ -332,9 +347,12 @@ static int page_get(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t index, 
 		r = ponyfs_page_kind_locked(fs, in, index, &kind);
 	if (r < 0) {
 		ponyfs_page_free(fs, data);
+		ponyfs_inode_settle_locked(fs, in);
 		return r;
 	}
 	pos = ponyfs_page_pos(in, index);      /* the kind may have written the file back */
+	in->page_runs += 1 - (pos > 0 && in->pages[pos - 1].index + 1 == index) -
+			 (pos < in->npages && in->pages[pos].index == index + 1);
 	memmove(in->pages + pos + 1, in->pages + pos, (in->npages - pos) * sizeof(*in->pages));
 	in->pages[pos] = (struct ponyfs_page){ .index = index, .data = data, .kind = (uint8_t)kind };
 	in->npages++;
@@ -388,24 +406,39 @@ ssize_t ponyfs_write_locked(struct ponyfs *fs, struct ponyfs_inode *in, const vo
 	return done ? (ssize_t)done : r;
 }
 
+/* Extent rows that a truncation to size will remove or cut. */
+static int trunc_rows(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t size, uint64_t *ret)
+{
+	uint64_t cut = DIV_ROUND_UP(in->trunc_pending ? MIN(in->trunc_to, size) : size, BS);
+	int64_t n = 0;
+	int r = ponyfs_sql_int(fs, &n, "SELECT count(*) FROM extents WHERE ino = ?1 AND "
+			       "foff + nblocks > ?2", 2, (int64_t)in->ino, (int64_t)cut);
+
+	*ret = (uint64_t)n;
+	return r;
+}
+
 int ponyfs_truncate_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t size)
 {
-	uint64_t keep = DIV_ROUND_UP(size, BS);
-	int r;
+	uint64_t keep = DIV_ROUND_UP(size, BS), rows = UINT64_MAX;
+	uint8_t *page = NULL;
+	int r = 0;
 
 	if (size > (1ull << 50))
 		return -EFBIG;
+	/* The new last block keeps zeros past the end, on disk too. Its
+	 * page first, while the file is still whole: on a full filesystem
+	 * getting it may write the file back. */
+	if (size < in->size && size % BS)
+		r = page_get(fs, in, size / BS, true, &page);
+	if (r >= 0 && size < in->size)
+		r = trunc_rows(fs, in, size, &rows);
+	/* Its writeback's cost, the extents it removes with it, before anything changes. */
+	if (r >= 0)
+		r = ponyfs_inode_reserve_locked(fs, in, 0, rows, 0);
+	if (r < 0)
+		return r;
 	if (size < in->size) {
-		uint8_t *page = NULL;
-
-		/* The new last block keeps zeros past the end, on disk too. Its
-		 * page first, while the file is still whole: on a full
-		 * filesystem getting it may write the file back. */
-		if (size % BS) {
-			r = page_get(fs, in, size / BS, true, &page);
-			if (r < 0)
-				return r;
-		}
 		pages_free(fs, in, ponyfs_page_pos(in, keep));
 		ponyfs_falloc_trim(in, keep);
 		if (page)
@@ -413,9 +446,11 @@ int ponyfs_truncate_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t 
 		in->trunc_to = in->trunc_pending ? MIN(in->trunc_to, size) : size;
 		in->trunc_pending = true;
 		in->trunc_ns = util_now_ns();
+		in->trunc_rows = rows;
 	}
 	in->size = size;
 	ponyfs_inode_touch(fs, in);
+	ponyfs_inode_settle_locked(fs, in);
 	return 0;
 }
 
@@ -637,6 +672,7 @@ static int write_pages(struct ponyfs *fs, struct ponyfs_inode *in)
 	if (in->npages > done)  /* what a failed run left behind */
 		memmove(in->pages, in->pages + done, (in->npages - done) * sizeof(*in->pages));
 	in->npages -= done;
+	page_runs_count(in);
 	return r;
 }
 
@@ -672,12 +708,16 @@ int ponyfs_writeback_locked(struct ponyfs *fs, struct ponyfs_inode *in)
 		char what[64];
 
 		/* The transaction holds half a file now: it must not commit. */
-		snprintf(what, sizeof(what), "writeback of inode %llu failed", (unsigned long long)in->ino);
+		snprintf(what, sizeof(what), "writeback of inode %llu failed",
+			 (unsigned long long)in->ino);
 		ponyfs_fail_locked(fs, r, what);
 		return r;
 	}
 	in->size_dirty = false;
+	in->trunc_rows = 0;
 	dirty_del(in);
+	/* What it held is the open transaction's now, until the commit. */
+	ponyfs_space_release_locked(fs, in, true);
 	fs->stats.writebacks++;
 	return 0;
 }

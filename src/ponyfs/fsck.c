@@ -244,6 +244,15 @@ static int check_space(struct fsck *f)
 		map_mark(f, (uint64_t)sqlite3_column_int64(s, 0), (uint64_t)sqlite3_column_int64(s, 1),
 			 "free run at", sqlite3_column_int64(s, 0));
 	sqlite3_finalize(s);
+	/* Version 3: blocks the database or its WAL grew into (metadata chunks). */
+	if (r >= 0 && sqlite3_prepare_v2(f->db, "SELECT pblock, nblocks, seq FROM meta_chunks",
+					 -1, &s, NULL) == SQLITE_OK) {
+		while (sqlite3_step(s) == SQLITE_ROW)
+			map_mark(f, (uint64_t)sqlite3_column_int64(s, 0),
+				 (uint64_t)sqlite3_column_int64(s, 1), "metadata chunk",
+				 sqlite3_column_int64(s, 2));
+		sqlite3_finalize(s);
+	}
 	for (uint64_t b = 0; r >= 0 && b < f->sb.data_blocks; b++) {
 		if (f->map[b / 8] & (1u << (b % 8)))
 			continue;
@@ -273,7 +282,7 @@ int ponyfs_fsck(struct bdev *meta, struct bdev *data, unsigned flags, ponyfs_rep
 	f.map = calloc(1, DIV_ROUND_UP(f.sb.data_blocks, 8));
 	if (!f.map)
 		return -ENOMEM;
-	r = ponyfs_sqlite_open_sb(meta, &f.sb, &f.db);
+	r = ponyfs_sqlite_open_sb(meta, data, &f.sb, &f.db);
 	if (r >= 0)
 		r = repair(&f, "BEGIN");
 	if (r >= 0)

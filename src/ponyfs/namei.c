@@ -209,10 +209,33 @@ static int dentry_set_ino(struct ponyfs *fs, uint64_t parent, const char *name, 
 	return ponyfs_step_done(fs, s);
 }
 
-/* A new inode named name in parent; its id in *ret_ino. */
+/*
+ * What the namespace changes cost the metadata (space.c): a name is an
+ * entry's three cells (dentries and its two indexes) and its directory's
+ * row; a new inode is its row and sqlite_sequence's, with a symlink's
+ * target and inherited ACLs as values that may overflow; a rename moves
+ * or replaces two names and touches both directories, the inodes' rows
+ * and a whiteout's.
+ */
+enum { NAME_ROWS = 4, INODE_ROWS = 2, RENAME_ROWS = 20 };
+
+static void create_cost(const char *target, const struct ponyfs_acl_inherit *acl,
+			struct ponyfs_cost *ret)
+{
+	*ret = (struct ponyfs_cost){ .rows = NAME_ROWS + INODE_ROWS };
+	if (target)
+		ponyfs_cost_value(ret, strlen(target));
+	if (acl && acl->access)
+		ponyfs_cost_value(ret, acl->size);
+	if (acl && acl->dflt)
+		ponyfs_cost_value(ret, acl->dflt_size);
+}
+
+/* A new inode named name in parent; its id in *ret_ino. cost, when not NULL,
+ * is reserved once the name is known to be free (else the caller did). */
 static int inode_create(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
 			const char *name, mode_t mode, dev_t rdev, const char *target,
-			uint64_t *ret_ino)
+			const struct ponyfs_cost *cost, uint64_t *ret_ino)
 {
 	sqlite3_stmt *s = NULL;
 	int64_t now = ponyfs_now();
@@ -224,6 +247,8 @@ static int inode_create(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t p
 		r = dentry_absent(fs, parent, name);
 	if (r >= 0)
 		r = ponyfs_new_owner_locked(fs, ctx, parent, &mode, &gid);
+	if (r >= 0 && cost)
+		r = ponyfs_meta_reserve_locked(fs, cost, NULL);
 	if (r >= 0)
 		r = ponyfs_txn_begin_locked(fs);
 	if (r >= 0)
@@ -244,6 +269,8 @@ static int inode_create(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t p
 	r = ponyfs_step_done(fs, s);
 	sqlite3_reset(s);
 	ino = (uint64_t)sqlite3_last_insert_rowid(fs->db);
+	if (r >= 0 && fs->ninodes != UINT64_MAX)
+		fs->ninodes++;
 	if (r >= 0)
 		r = dentry_add(fs, parent, name, ino);
 	if (r >= 0)
@@ -258,11 +285,13 @@ int ponyfs_create_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 			 struct vfs_entry *ret)
 {
 	struct ponyfs_acl_inherit acl;
+	struct ponyfs_cost cost;
 	uint64_t ino;
 	int r = ponyfs_acl_create_locked(fs, ctx, parent, &mode, &acl);
 
+	create_cost(target, &acl, &cost);
 	if (r >= 0)
-		r = inode_create(fs, ctx, parent, name, mode, rdev, target, &ino);
+		r = inode_create(fs, ctx, parent, name, mode, rdev, target, &cost, &ino);
 	if (r >= 0)
 		r = ponyfs_acl_inherit_locked(fs, ino, &acl);
 	ponyfs_acl_inherit_done(&acl);
@@ -326,6 +355,9 @@ int ponyfs_link_locked(struct ponyfs *fs, uint64_t ino, uint64_t newparent, cons
 	if (r >= 0)
 		r = dentry_absent(fs, newparent, newname);
 	if (r >= 0)
+		r = ponyfs_meta_reserve_locked(fs, &(struct ponyfs_cost){ .rows = NAME_ROWS + 2 },
+					       NULL);
+	if (r >= 0)
 		r = ponyfs_txn_begin_locked(fs);
 	if (r >= 0)
 		r = writeback_ino(fs, ino);
@@ -340,23 +372,65 @@ int ponyfs_link_locked(struct ponyfs *fs, uint64_t ino, uint64_t newparent, cons
 	return r < 0 ? r : entry_fill(fs, ino, ret);
 }
 
+/* Extent rows deleted per transaction when an inode goes (each frees a run). */
+#define DELETE_BATCH 512
+
+/*
+ * Deletes an inode whose last name is gone (nlink 0). Its extents go in
+ * batches, the last first, each reserved on its own, so a file of any
+ * size can go on a full filesystem: a commit between two batches leaves
+ * an orphan, which the next mount finishes deleting.
+ */
 int ponyfs_inode_delete_locked(struct ponyfs *fs, uint64_t ino)
 {
 	struct ponyfs_inode *in = ponyfs_inode_find(fs, ino);
-	int r;
+	struct ponyfs_cost c = { .run_bytes = DELETE_BATCH * PONYFS_EXT_ROW_BYTES,
+				 .free_cells = 3 * DELETE_BATCH,
+				 .frees = true };
+	int64_t first = 0, bytes = 0;
+	bool last = false;
+	int r = 0;
 
 	if (in)
 		ponyfs_inode_drop_locked(fs, in);
-	r = ponyfs_extents_remove_locked(fs, ino, 0, UINT64_MAX);
+	while (r >= 0 && !last) {
+		r = ponyfs_sql_int(fs, &first, "SELECT foff FROM extents WHERE ino = ?1 "
+				   "ORDER BY foff DESC LIMIT 1 OFFSET ?2", 2, (int64_t)ino,
+				   (int64_t)DELETE_BATCH - 1);
+		last = r == -ENOENT;
+		first = last ? 0 : first;
+		r = last ? 0 : r;
+		if (r >= 0)
+			r = ponyfs_meta_reserve_locked(fs, &c, NULL);
+		if (r >= 0)
+			r = ponyfs_txn_begin_locked(fs);
+		if (r >= 0)
+			r = ponyfs_extents_remove_locked(fs, ino, (uint64_t)first, UINT64_MAX);
+	}
+	/* Its xattrs, side by side: their bytes and a cell's header each. */
+	if (r >= 0)
+		r = ponyfs_sql_int(fs, &bytes, "SELECT coalesce(sum(length(name) + length(value) + 16), 0) "
+				   "FROM xattrs WHERE ino = ?1", 1, (int64_t)ino);
+	c = (struct ponyfs_cost){ .rows = INODE_ROWS, .run_bytes = (uint64_t)bytes, .frees = true };
+	if (r >= 0)
+		r = ponyfs_meta_reserve_locked(fs, &c, NULL);
+	if (r >= 0)
+		r = ponyfs_txn_begin_locked(fs);
 	if (r >= 0)
 		r = ponyfs_sql(fs, "DELETE FROM xattrs WHERE ino = ?1", 1, (int64_t)ino);
 	if (r >= 0)
 		r = ponyfs_sql(fs, "DELETE FROM inodes WHERE ino = ?1", 1, (int64_t)ino);
+	if (r >= 0 && fs->ninodes != UINT64_MAX)
+		fs->ninodes--;
 	return r;
 }
 
-/* ino lost a name: delete it with its last name, unless it is still open. */
-static int inode_unref(struct ponyfs *fs, uint64_t ino, bool dir)
+/*
+ * ino lost a name. *ret_delete: it had no other and is not open, so the
+ * caller deletes it once its own change is complete (an orphan until its
+ * last close, or the next mount, otherwise).
+ */
+static int inode_unref(struct ponyfs *fs, uint64_t ino, bool dir, bool *ret_delete)
 {
 	struct ponyfs_inode *in = ponyfs_inode_find(fs, ino);
 	int64_t nlink;
@@ -366,11 +440,8 @@ static int inode_unref(struct ponyfs *fs, uint64_t ino, bool dir)
 
 	if (r >= 0)
 		r = ponyfs_ctime_locked(fs, ino, ponyfs_now());
-	if (r < 0 || nlink > 0)
-		return r;
-	if (in && in->opens)
-		return 0;       /* an orphan until its last close (or the next mount) */
-	return ponyfs_inode_delete_locked(fs, ino);
+	*ret_delete = r >= 0 && nlink <= 0 && !(in && in->opens);
+	return r;
 }
 
 static int dir_empty(struct ponyfs *fs, uint64_t dir)
@@ -385,6 +456,7 @@ static int dir_empty(struct ponyfs *fs, uint64_t dir)
 int ponyfs_remove_locked(struct ponyfs *fs, uint64_t parent, const char *name, bool dir)
 {
 	uint64_t ino;
+	bool del;
 	mode_t m;
 	int r = check_dir_name(fs, parent, name);
 
@@ -397,14 +469,17 @@ int ponyfs_remove_locked(struct ponyfs *fs, uint64_t parent, const char *name, b
 	if (r >= 0 && dir)
 		r = dir_empty(fs, ino);
 	if (r >= 0)
+		r = ponyfs_meta_reserve_locked(fs, &(struct ponyfs_cost){ .rows = NAME_ROWS + 2,
+							.frees = true }, NULL);
+	if (r >= 0)
 		r = ponyfs_txn_begin_locked(fs);
 	if (r >= 0)
 		r = dentry_del(fs, parent, name);
 	if (r >= 0)
 		r = touch_dir(fs, parent, dir ? -1 : 0);
 	if (r >= 0)
-		r = inode_unref(fs, ino, dir);
-	return r;
+		r = inode_unref(fs, ino, dir, &del);
+	return r >= 0 && del ? ponyfs_inode_delete_locked(fs, ino) : r;
 }
 
 /* -EINVAL when dir is src or below it: a directory cannot move into itself. */
@@ -462,9 +537,10 @@ static int rename_exchange(struct ponyfs *fs, uint64_t p1, const char *n1, uint6
 int ponyfs_rename_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
 			 const char *name, uint64_t newparent, const char *newname, unsigned flags)
 {
+	struct ponyfs_cost cost = { .rows = RENAME_ROWS };
 	uint64_t src, dst = 0;
 	mode_t ms, md = 0;
-	bool replace;
+	bool replace, del = false;
 	int r = check_dir_name(fs, parent, name);
 
 	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT) ||
@@ -473,7 +549,6 @@ int ponyfs_rename_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 	if (r >= 0)
 		r = check_dir_name(fs, newparent, newname);
 	if (r >= 0)
-		if (r >= 0)
 		r = dentry_ino(fs, parent, name, &src);
 	if (r < 0)
 		return r;
@@ -487,7 +562,13 @@ int ponyfs_rename_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 		return -ENOENT;
 	if (replace && dst == src)
 		return 0;       /* two names of one file: rename(2) does nothing */
-	r = ponyfs_txn_begin_locked(fs);
+	if (flags & RENAME_WHITEOUT)
+		cost.rows += NAME_ROWS + INODE_ROWS;
+	/* Before anything changes: the rename and the writeback of the file
+	 * it moves commit together (rule 2), nothing may commit between. */
+	r = ponyfs_meta_reserve_locked(fs, &cost, NULL);
+	if (r >= 0)
+		r = ponyfs_txn_begin_locked(fs);
 	if (r >= 0 && (flags & RENAME_EXCHANGE))
 		return rename_exchange(fs, parent, name, src, newparent, newname, dst);
 	if (r >= 0)
@@ -507,7 +588,7 @@ int ponyfs_rename_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 	if (r >= 0 && replace)
 		r = dentry_del(fs, newparent, newname);
 	if (r >= 0 && replace)
-		r = inode_unref(fs, dst, S_ISDIR(md));
+		r = inode_unref(fs, dst, S_ISDIR(md), &del);
 	if (r >= 0)
 		r = dentry_move(fs, parent, name, newparent, newname, src);
 	if (r >= 0 && parent != newparent)
@@ -520,9 +601,10 @@ int ponyfs_rename_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 	if (r >= 0 && (flags & RENAME_WHITEOUT)) {
 		uint64_t wh;
 
-		r = inode_create(fs, ctx, parent, name, S_IFCHR, makedev(0, 0), NULL, &wh);
+		r = inode_create(fs, ctx, parent, name, S_IFCHR, makedev(0, 0), NULL, NULL, &wh);
 	}
-	return r;
+	/* The replaced file, its name gone in the rename's transaction, goes after it. */
+	return r >= 0 && del ? ponyfs_inode_delete_locked(fs, dst) : r;
 }
 
 /*

@@ -25,6 +25,9 @@
 	__typeof__(expr) _r = (fs)->shut_down ? -EIO : (expr); \
 	pthread_mutex_unlock(&(fs)->lock); \
 	_r; })
+/* A change: once a commit failed (ponyfs_fail_locked()), it fails with
+ * that error before it reads anything. */
+#define CHANGE(fs, expr) LOCKED(fs, (fs)->broken ? (fs)->broken : (expr))
 
 /* Commits when the transaction has made many names, so little waits in
  * memory for a commit; its failure is the call's (it was not acknowledged). */
@@ -72,6 +75,7 @@ static int setattr_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t
 	int64_t at = (int64_t)a->atime.tv_sec * 1000000000 + a->atime.tv_nsec;
 	int64_t mt = (int64_t)a->mtime.tv_sec * 1000000000 + a->mtime.tv_nsec;
 	struct ponyfs_inode *in = NULL;
+	struct ponyfs_cost c = { .rows = 7 };
 	struct statx cur;
 	int r = ponyfs_fill_attr_locked(fs, ino, 0, &cur);
 
@@ -79,7 +83,20 @@ static int setattr_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t
 		return r;
 	if ((a->valid & VFS_SET_SIZE) && !S_ISREG(cur.stx_mode))
 		return S_ISDIR(cur.stx_mode) ? -EISDIR : -EINVAL;
-	r = ponyfs_txn_begin_locked(fs);
+	/* The size first: it stays in memory until the file's writeback, whose
+	 * metadata it reserves itself. */
+	if (a->valid & VFS_SET_SIZE) {
+		r = ponyfs_inode_get_locked(fs, ino, &in);
+		if (r >= 0)
+			r = ponyfs_truncate_locked(fs, in, a->size);
+	}
+	/* The mode and its access ACL, set-ID bits, owner, group, times, ctime. */
+	if (a->valid & VFS_SET_MODE)
+		ponyfs_cost_value(&c, 4096);
+	if (r >= 0)
+		r = ponyfs_meta_reserve_locked(fs, &c, in);
+	if (r >= 0)
+		r = ponyfs_txn_begin_locked(fs);
 	if (r >= 0 && (a->valid & VFS_SET_MODE))
 		r = ponyfs_sql(fs, "UPDATE inodes SET mode = (mode & ~4095) | ?2 WHERE ino = ?1", 2,
 			       (int64_t)ino, (int64_t)(a->mode & 07777));
@@ -87,18 +104,14 @@ static int setattr_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t
 		r = ponyfs_acl_chmod_locked(fs, ino, a->mode);
 	/* Before the new owner is set: the rule asks about the old group. */
 	if (r >= 0 && setattr_kills(ctx, &cur, a))
-		r = ponyfs_setid_kill_locked(fs, ctx, ino, a->valid & (VFS_SET_UID | VFS_SET_GID));
+		r = ponyfs_setid_kill_locked(fs, ctx, ino, a->valid & (VFS_SET_UID | VFS_SET_GID),
+					     false);
 	if (r >= 0 && (a->valid & VFS_SET_UID))
 		r = ponyfs_sql(fs, "UPDATE inodes SET uid = ?2 WHERE ino = ?1", 2, (int64_t)ino,
 			       (int64_t)a->uid);
 	if (r >= 0 && (a->valid & VFS_SET_GID))
 		r = ponyfs_sql(fs, "UPDATE inodes SET gid = ?2 WHERE ino = ?1", 2, (int64_t)ino,
 			       (int64_t)a->gid);
-	if (r >= 0 && (a->valid & VFS_SET_SIZE)) {
-		r = ponyfs_inode_get_locked(fs, ino, &in);
-		if (r >= 0)
-			r = ponyfs_truncate_locked(fs, in, a->size);
-	}
 	if (a->valid & VFS_SET_ATIME_NOW)
 		at = now;
 	if (a->valid & VFS_SET_MTIME_NOW)
@@ -121,7 +134,7 @@ static int setattr_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t
 static int pf_setattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, uint64_t fh,
 		      const struct vfs_setattr *attr, struct statx *ret)
 {
-	return LOCKED(ponyfs_of(v), setattr_locked(ponyfs_of(v), ctx, ino, attr, ret));
+	return CHANGE(ponyfs_of(v), setattr_locked(ponyfs_of(v), ctx, ino, attr, ret));
 }
 
 static int pf_readlink(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, char *buf, size_t size)
@@ -136,7 +149,8 @@ static int create_entry(struct vfs *v, const struct vfs_ctx *ctx, uint64_t paren
 	int r;
 
 	pthread_mutex_lock(&fs->lock);
-	r = fs->shut_down ? -EIO : ponyfs_create_locked(fs, ctx, parent, name, mode, rdev, target, ret);
+	r = fs->shut_down ? -EIO : fs->broken ? fs->broken :
+	    ponyfs_create_locked(fs, ctx, parent, name, mode, rdev, target, ret);
 	if (r >= 0)
 		r = commit_if_big(fs);
 	pthread_mutex_unlock(&fs->lock);
@@ -176,7 +190,7 @@ static int pf_link(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, uint6
 		   const char *newname, struct vfs_entry *ret)
 {
 	struct vfs_entry e;
-	int r = LOCKED(ponyfs_of(v), ponyfs_link_locked(ponyfs_of(v), ino, newparent, newname,
+	int r = CHANGE(ponyfs_of(v), ponyfs_link_locked(ponyfs_of(v), ino, newparent, newname,
 						       ret ? ret : &e));
 
 	if (r == 0 && !ret)
@@ -186,18 +200,18 @@ static int pf_link(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, uint6
 
 static int pf_unlink(struct vfs *v, const struct vfs_ctx *ctx, uint64_t parent, const char *name)
 {
-	return LOCKED(ponyfs_of(v), ponyfs_remove_locked(ponyfs_of(v), parent, name, false));
+	return CHANGE(ponyfs_of(v), ponyfs_remove_locked(ponyfs_of(v), parent, name, false));
 }
 
 static int pf_rmdir(struct vfs *v, const struct vfs_ctx *ctx, uint64_t parent, const char *name)
 {
-	return LOCKED(ponyfs_of(v), ponyfs_remove_locked(ponyfs_of(v), parent, name, true));
+	return CHANGE(ponyfs_of(v), ponyfs_remove_locked(ponyfs_of(v), parent, name, true));
 }
 
 static int pf_rename(struct vfs *v, const struct vfs_ctx *ctx, uint64_t parent, const char *name,
 		     uint64_t newparent, const char *newname, unsigned flags)
 {
-	return LOCKED(ponyfs_of(v), ponyfs_rename_locked(ponyfs_of(v), ctx, parent, name, newparent,
+	return CHANGE(ponyfs_of(v), ponyfs_rename_locked(ponyfs_of(v), ctx, parent, name, newparent,
 							 newname, flags));
 }
 
@@ -240,7 +254,7 @@ static int open_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t in
 		if (r >= 0)
 			r = ponyfs_truncate_locked(fs, in, 0);
 		if (r >= 0)
-			r = ponyfs_setid_kill_locked(fs, ctx, ino, false);
+			r = ponyfs_setid_kill_locked(fs, ctx, ino, false, true);
 	}
 	*ret_fh = (uint64_t)(uintptr_t)h;
 	return 0;
@@ -269,7 +283,7 @@ static int create_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 static int pf_create(struct vfs *v, const struct vfs_ctx *ctx, uint64_t parent, const char *name,
 		     mode_t mode, int flags, struct vfs_entry *ret, uint64_t *ret_fh)
 {
-	return LOCKED(ponyfs_of(v), create_locked(ponyfs_of(v), ctx, parent, name, mode, flags, ret,
+	return CHANGE(ponyfs_of(v), create_locked(ponyfs_of(v), ctx, parent, name, mode, flags, ret,
 						  ret_fh));
 }
 
@@ -293,7 +307,7 @@ static ssize_t write_locked(struct ponyfs *fs, struct ponyfs_handle *h, const vo
 
 	if ((h->flags & O_ACCMODE) == O_RDONLY)
 		return -EBADF;
-	r = ponyfs_setid_kill_locked(fs, &h->opener, h->inode->ino, false);
+	r = ponyfs_setid_kill_locked(fs, &h->opener, h->inode->ino, false, true);
 	if (r < 0)
 		return r;
 	if (h->flags & O_APPEND)
@@ -306,7 +320,7 @@ static ssize_t pf_write(struct vfs *v, uint64_t ino, uint64_t fh, const void *bu
 {
 	if (off < 0)
 		return -EINVAL;
-	return LOCKED(ponyfs_of(v), write_locked(ponyfs_of(v), handle_of(fh), buf, size, off));
+	return CHANGE(ponyfs_of(v), write_locked(ponyfs_of(v), handle_of(fh), buf, size, off));
 }
 
 /* close(2): a failure of a background commit since the file was opened
@@ -334,7 +348,7 @@ static int fsync_locked(struct ponyfs *fs, struct ponyfs_inode *in)
 
 static int pf_fsync(struct vfs *v, uint64_t ino, uint64_t fh, bool datasync)
 {
-	return LOCKED(ponyfs_of(v), fsync_locked(ponyfs_of(v), handle_of(fh)->inode));
+	return CHANGE(ponyfs_of(v), fsync_locked(ponyfs_of(v), handle_of(fh)->inode));
 }
 
 static int release_locked(struct ponyfs *fs, struct ponyfs_handle *h)
@@ -387,7 +401,7 @@ static int fallocate_locked(struct ponyfs *fs, struct ponyfs_handle *h, int mode
 		return -EFBIG;
 	r = ponyfs_txn_begin_locked(fs);
 	if (r >= 0)
-		r = ponyfs_setid_kill_locked(fs, &h->opener, in->ino, false);
+		r = ponyfs_setid_kill_locked(fs, &h->opener, in->ino, false, true);
 	if (r < 0)
 		return r;
 	/* Zero range punches, then preallocates: the range keeps its blocks. */
@@ -404,7 +418,7 @@ static int pf_fallocate(struct vfs *v, uint64_t ino, uint64_t fh, int mode, off_
 {
 	if (off < 0 || len <= 0)
 		return -EINVAL;
-	return LOCKED(ponyfs_of(v), fallocate_locked(ponyfs_of(v), handle_of(fh), mode,
+	return CHANGE(ponyfs_of(v), fallocate_locked(ponyfs_of(v), handle_of(fh), mode,
 						     (uint64_t)off, (uint64_t)len));
 }
 
@@ -456,7 +470,7 @@ static int pf_releasedir(struct vfs *v, uint64_t ino, uint64_t fh)
 
 static int pf_fsyncdir(struct vfs *v, uint64_t ino, uint64_t fh, bool datasync)
 {
-	return LOCKED(ponyfs_of(v), ponyfs_commit_locked(ponyfs_of(v)));
+	return CHANGE(ponyfs_of(v), ponyfs_commit_locked(ponyfs_of(v)));
 }
 
 static int xattr_check(struct ponyfs *fs, uint64_t ino, const char *name)
@@ -506,6 +520,7 @@ static int pf_getxattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, c
 static int setxattr_locked(struct ponyfs *fs, uint64_t ino, const char *name, const void *value,
 			   size_t size, int flags)
 {
+	struct ponyfs_cost c = { .rows = 1 };
 	sqlite3_stmt *s = NULL;
 	int exists = ponyfs_getxattr_locked(fs, ino, name, NULL, 0);
 	int r = exists == -ENODATA ? 0 : exists;
@@ -516,6 +531,9 @@ static int setxattr_locked(struct ponyfs *fs, uint64_t ino, const char *name, co
 		r = -EEXIST;
 	if (r >= 0 && (flags & XATTR_REPLACE) && exists == -ENODATA)
 		r = -ENODATA;
+	ponyfs_cost_value(&c, size + strlen(name));     /* and the ctime */
+	if (r >= 0)
+		r = ponyfs_meta_reserve_locked(fs, &c, NULL);
 	if (r >= 0)
 		r = ponyfs_txn_begin_locked(fs);
 	if (r >= 0)
@@ -535,9 +553,9 @@ static int pf_setxattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, c
 		       const void *value, size_t size, int flags)
 {
 	if (ponyfs_acl_name(name))
-		return LOCKED(ponyfs_of(v), ponyfs_acl_set_locked(ponyfs_of(v), ctx, ino, name, value,
+		return CHANGE(ponyfs_of(v), ponyfs_acl_set_locked(ponyfs_of(v), ctx, ino, name, value,
 								  size, flags));
-	return LOCKED(ponyfs_of(v), setxattr_locked(ponyfs_of(v), ino, name, value, size, flags));
+	return CHANGE(ponyfs_of(v), setxattr_locked(ponyfs_of(v), ino, name, value, size, flags));
 }
 
 static int listxattr_locked(struct ponyfs *fs, uint64_t ino, char *buf, size_t size)
@@ -582,6 +600,9 @@ static int removexattr_locked(struct ponyfs *fs, uint64_t ino, const char *name)
 	int r = ponyfs_getxattr_locked(fs, ino, name, NULL, 0);
 
 	if (r >= 0)
+		r = ponyfs_meta_reserve_locked(fs, &(struct ponyfs_cost){ .rows = 2, .frees = true },
+					       NULL);
+	if (r >= 0)
 		r = ponyfs_txn_begin_locked(fs);
 	if (r >= 0)
 		r = ponyfs_prepare(fs,
@@ -597,35 +618,12 @@ static int removexattr_locked(struct ponyfs *fs, uint64_t ino, const char *name)
 
 static int pf_removexattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, const char *name)
 {
-	return LOCKED(ponyfs_of(v), removexattr_locked(ponyfs_of(v), ino, name));
-}
-
-static int statfs_locked(struct ponyfs *fs, struct statvfs *ret)
-{
-	int64_t inodes = 0;
-	uint64_t avail = fs->free_blocks + fs->pending_free_blocks;
-
-	ponyfs_sql_int(fs, &inodes, "SELECT count(*) FROM inodes", 0);
-	memset(ret, 0, sizeof(*ret));
-	ret->f_bsize = BS;
-	ret->f_frsize = BS;
-	/* The overwrite reserve is never free for new data: like ext4's
-	 * metadata overhead, it is not counted in f_blocks. */
-	ret->f_blocks = fs->sb.data_blocks - fs->ow_reserve;
-	ret->f_bfree = avail - MIN(avail, fs->reserved + fs->ow_reserve);
-	ret->f_bavail = ret->f_bfree;
-	ret->f_files = (fsfilcnt_t)inodes + (1u << 30);
-	ret->f_ffree = 1u << 30;
-	ret->f_favail = ret->f_ffree;
-	ret->f_namemax = NAME_MAX;
-	ret->f_fsid = util_get_le64(fs->sb.uuid);
-	ret->f_flag = fs->read_only ? ST_RDONLY : 0;
-	return 0;
+	return CHANGE(ponyfs_of(v), removexattr_locked(ponyfs_of(v), ino, name));
 }
 
 static int pf_statfs(struct vfs *v, uint64_t ino, struct statvfs *ret)
 {
-	return LOCKED(ponyfs_of(v), statfs_locked(ponyfs_of(v), ret));
+	return LOCKED(ponyfs_of(v), ponyfs_statfs_locked(ponyfs_of(v), ret));
 }
 
 static int syncfs_locked(struct ponyfs *fs)
@@ -637,7 +635,7 @@ static int syncfs_locked(struct ponyfs *fs)
 
 static int pf_syncfs(struct vfs *v)
 {
-	return LOCKED(ponyfs_of(v), syncfs_locked(ponyfs_of(v)));
+	return CHANGE(ponyfs_of(v), syncfs_locked(ponyfs_of(v)));
 }
 
 /* Rule 4: the data joins the open transaction; whatever commits later

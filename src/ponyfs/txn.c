@@ -248,6 +248,49 @@ void ponyfs_fail_locked(struct ponyfs *fs, int err, const char *what)
 }
 
 /*
+ * Copies the WAL's pages into the database file. SQLite's automatic
+ * checkpoints are off (their failures are not reported): ponyfs runs them
+ * after commits and when it needs the WAL's room (space.c). When all of
+ * the WAL was copied, the next transaction starts it over from the top.
+ */
+int ponyfs_checkpoint_locked(struct ponyfs *fs)
+{
+	int log = 0, done = 0, r;
+
+	if (fs->in_txn)
+		return -EBUSY;
+	r = ponyfs_sql_err(fs, sqlite3_wal_checkpoint_v2(fs->db, NULL, SQLITE_CHECKPOINT_PASSIVE,
+							 &log, &done));
+	if (r < 0) {
+		ponyfs_log(fs, LOG_ERR, "checkpoint failed: %s (%s)", strerror(-r), ponyfs_errno_name(r));
+		return r;
+	}
+	fs->stats.checkpoints++;
+	if (log == done) {
+		ponyfs_sqlite_wal_recycled(fs->db);
+		fs->space.wal_frames = fs->space.wal_committed = 0;
+		fs->space.stale = true;
+	}
+	return 0;
+}
+
+/* After a commit: a WAL that holds many pages is checkpointed (as SQLite's
+ * own wal_autocheckpoint would, at 1000 pages), sooner when it is small.
+ * The commit stands whatever the checkpoint does (the WAL holds it); a
+ * failure is logged, and a change that needs the WAL's room meets it. */
+static void commit_checkpoint(struct ponyfs *fs)
+{
+	uint64_t used = ponyfs_sqlite_wal_frames(fs->db, false);
+
+	/* The WAL holds just what is committed now (space.c counts on it). */
+	fs->space.wal_frames = fs->space.wal_committed = used;
+	fs->space.wal_pending = 0;
+	fs->space.stale = true;
+	if (used >= MIN(1000u, ponyfs_sqlite_wal_frames(fs->db, true) / 4))
+		ponyfs_checkpoint_locked(fs);
+}
+
+/*
  * Commits the open transaction (if any) after flushing the data it points
  * at. A failure leaves the filesystem broken (ponyfs_fail_locked) and is
  * returned with its own errno.
@@ -279,6 +322,7 @@ int ponyfs_commit_locked(struct ponyfs *fs)
 	}
 	fs->stats.commits++;
 	ponyfs_free_committed_locked(fs);
+	commit_checkpoint(fs);
 	return 0;
 }
 
