@@ -30,6 +30,9 @@
 struct ponyfs_mkfs_options {
 	const char *label;              /* NULL: none; at most 31 bytes */
 	uint64_t wal_bytes;             /* 0: a quarter of the metadata region */
+	/* The layout before metadata chunks: metadata never grows past the
+	 * metadata region (for testing images made before them). */
+	bool fixed_metadata;
 };
 
 /*
@@ -38,7 +41,9 @@ struct ponyfs_mkfs_options {
  */
 int ponyfs_mkfs(struct bdev *meta, struct bdev *data, const struct ponyfs_mkfs_options *opts);
 
-/* A line of news for a human (fsck's problems, repairs done while mounted). */
+/* A line of news for a human: fsck's problems, and the events of a mounted
+ * filesystem (a checksum repaired, a commit failed...), which also go to
+ * util_log() (docs/ponyfs-mount.md). */
 typedef void (*ponyfs_report_t)(void *data, const char *text);
 
 struct ponyfs_options {
@@ -88,6 +93,10 @@ struct ponyfs_stats {
 	uint64_t csum_errors;           /* blocks that failed their checksum */
 	uint64_t csum_repaired;         /* of those, rewritten from the volume's redundancy */
 	uint64_t overwrite_loans;       /* overwrites on a full filesystem, lent a block */
+	uint64_t meta_chunks;           /* chunks of the data region metadata grew into */
+	uint64_t space_commits;         /* commits made to make room for metadata */
+	uint64_t space_measures;        /* measures of the metadata space in use */
+	uint64_t checkpoints;           /* WAL checkpoints into the database file */
 };
 void ponyfs_get_stats(struct vfs *fs, struct ponyfs_stats *ret);
 

@@ -251,12 +251,6 @@ static int stand_open(char **paths, int n, bool read_only, struct stand *s)
 	return 0;
 }
 
-/* Repairs done while mounted: a line in the daemon's log. */
-static void mount_report(void *arg, const char *text)
-{
-	util_log(LOG_WARNING, "%s: %s", (const char *)arg, text);
-}
-
 static int mount_run(int argc, char **argv)
 {
 	/* One worker thread: one lock serialises ponyfs anyway, and more workers
@@ -265,7 +259,7 @@ static int mount_run(int argc, char **argv)
 	 * with one). */
 	struct ponyfuse_options fo = { .subtype = "pony", .timeout = 1.0, .max_threads = 1,
 				       .posix_acl = true, .export_support = true };
-	struct ponyfs_options po = { .commit_ms = 5000, .report = mount_report };
+	struct ponyfs_options po = { .commit_ms = 5000 };
 	_cleanup_(vfs_freep) struct vfs *fs = NULL;
 	struct stand s;
 	struct mount_opts mo = { 0 };
@@ -339,7 +333,6 @@ static int mount_run(int argc, char **argv)
 		stand_done(&s);
 		return CLI_EXIT_FAILURE;
 	}
-	po.report_arg = argv[optind];
 	r = s.image ? ponyfs_mount_image(s.image, &po, &fs) : ponyfs_mount(s.meta, s.data, &po, &fs);
 	if (r < 0) {
 		stand_done(&s);

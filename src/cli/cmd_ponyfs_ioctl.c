@@ -179,7 +179,9 @@ static int stat_run(int argc, char **argv)
 			       "fields asked for (%s),\n"
 			       "and with --dont-sync flushes and waits for nothing. One \"field\n"
 			       "value\" line each. --counters prints the filesystem's work\n"
-			       "counters instead (extent_walks, data_flushes, commits...).\n", deflt);
+			       "counters instead (extent_walks, data_flushes, commits, meta_chunks...)\n"
+			       "and commit_error: none, or the errno of the failed commit that made\n"
+			       "the filesystem read-only.\n", deflt);
 			return CLI_EXIT_OK;
 		default: return cli_usage_error("pony stat", "bad option");
 		}

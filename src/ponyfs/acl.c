@@ -146,7 +146,7 @@ static int xattr_put(struct ponyfs *fs, uint64_t ino, const char *name, const vo
 	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
 	if (v)
 		sqlite3_bind_blob(s, 3, v, (int)size, SQLITE_STATIC);
-	return ponyfs_step_done(s);
+	return ponyfs_step_done(fs, s);
 }
 
 static int mode_get(struct ponyfs *fs, uint64_t ino, mode_t *ret)
@@ -169,6 +169,7 @@ int ponyfs_acl_set_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t
 {
 	bool access = !strcmp(name, acl_access);
 	_cleanup_(freep) uint8_t *old = NULL;
+	struct ponyfs_cost c;
 	size_t old_size;
 	mode_t mode;
 	int n, r = mode_get(fs, ino, &mode);
@@ -185,7 +186,12 @@ int ponyfs_acl_set_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t
 		return n;
 	if (!access && !S_ISDIR(mode))
 		return n ? -EACCES : 0;
-	r = ponyfs_txn_begin_locked(fs);
+	/* The mode, the set-group-ID bit, the ACL and the ctime. */
+	c = (struct ponyfs_cost){ .rows = 3 };
+	ponyfs_cost_value(&c, size);
+	r = ponyfs_meta_reserve_locked(fs, &c, NULL);
+	if (r >= 0)
+		r = ponyfs_txn_begin_locked(fs);
 	if (r >= 0 && access && n)
 		r = ponyfs_sql(fs, "UPDATE inodes SET mode = (mode & ~511) | ?2 WHERE ino = ?1", 2,
 			       (int64_t)ino, (int64_t)acl_mode(value, (size_t)n));

@@ -12,29 +12,48 @@
 
 #include "internal.h"
 
+/* The free table's rows, counted as they come and go (space.c's cost of a free-table cell). */
+static int free_row_del(struct ponyfs *fs, uint64_t p)
+{
+	sqlite3_stmt *s = ponyfs_stmt(fs, ST_FREE_DEL);
+	int r;
+
+	sqlite3_bind_int64(s, 1, (int64_t)p);
+	r = ponyfs_step_done(fs, s);
+	if (r >= 0 && fs->space.free_runs)
+		fs->space.free_runs--;
+	return r;
+}
+
+static int free_row_ins(struct ponyfs *fs, uint64_t p, uint64_t n)
+{
+	sqlite3_stmt *s = ponyfs_stmt(fs, ST_FREE_INS);
+	int r;
+
+	sqlite3_bind_int64(s, 1, (int64_t)p);
+	sqlite3_bind_int64(s, 2, (int64_t)n);
+	r = ponyfs_step_done(fs, s);
+	fs->space.free_runs += r >= 0;
+	return r;
+}
+
 int ponyfs_alloc_locked(struct ponyfs *fs, uint64_t want, uint64_t *ret_start, uint64_t *ret_n)
 {
 	sqlite3_stmt *s = ponyfs_stmt(fs, ST_FREE_FIRST);
 	uint64_t p, n, k;
-	int rc = sqlite3_step(s), r;
+	int r = ponyfs_step_row(fs, s);
 
-	if (rc != SQLITE_ROW) {
+	if (r <= 0) {
 		sqlite3_reset(s);
-		return rc == SQLITE_DONE ? -ENOSPC : ponyfs_sqlite_errno(rc);
+		return r < 0 ? r : -ENOSPC;
 	}
 	p = (uint64_t)sqlite3_column_int64(s, 0);
 	n = (uint64_t)sqlite3_column_int64(s, 1);
 	sqlite3_reset(s);
 	k = MIN(want, n);
-	s = ponyfs_stmt(fs, ST_FREE_DEL);
-	sqlite3_bind_int64(s, 1, (int64_t)p);
-	r = ponyfs_step_done(s);
-	if (r >= 0 && n > k) {
-		s = ponyfs_stmt(fs, ST_FREE_INS);
-		sqlite3_bind_int64(s, 1, (int64_t)(p + k));
-		sqlite3_bind_int64(s, 2, (int64_t)(n - k));
-		r = ponyfs_step_done(s);
-	}
+	r = free_row_del(fs, p);
+	if (r >= 0 && n > k)
+		r = free_row_ins(fs, p + k, n - k);
 	if (r < 0)
 		return r;
 	fs->free_blocks -= k;
@@ -61,41 +80,37 @@ int ponyfs_free_locked(struct ponyfs *fs, uint64_t pblock, uint64_t n)
 static int free_insert(struct ponyfs *fs, uint64_t p, uint64_t n)
 {
 	sqlite3_stmt *s = ponyfs_stmt(fs, ST_FREE_PREV);
-	int r = 0;
+	int r;
 
 	sqlite3_bind_int64(s, 1, (int64_t)p);
-	if (sqlite3_step(s) == SQLITE_ROW) {
+	r = ponyfs_step_row(fs, s);
+	if (r > 0) {
 		uint64_t pp = (uint64_t)sqlite3_column_int64(s, 0);
 		uint64_t pn = (uint64_t)sqlite3_column_int64(s, 1);
 
 		sqlite3_reset(s);
 		if (pp + pn == p) {
-			s = ponyfs_stmt(fs, ST_FREE_DEL);
-			sqlite3_bind_int64(s, 1, (int64_t)pp);
-			r = ponyfs_step_done(s);
+			r = free_row_del(fs, pp);
 			p = pp;
 			n += pn;
 		}
 	}
 	sqlite3_reset(s);
+	if (r < 0)
+		return r;
 	s = ponyfs_stmt(fs, ST_FREE_AT);
 	sqlite3_bind_int64(s, 1, (int64_t)(p + n));
-	if (r >= 0 && sqlite3_step(s) == SQLITE_ROW) {
+	r = ponyfs_step_row(fs, s);
+	if (r > 0) {
 		uint64_t nn = (uint64_t)sqlite3_column_int64(s, 0);
 
 		sqlite3_reset(s);
-		s = ponyfs_stmt(fs, ST_FREE_DEL);
-		sqlite3_bind_int64(s, 1, (int64_t)(p + n));
-		r = ponyfs_step_done(s);
+		r = free_row_del(fs, p + n);
 		n += nn;
+	} else {
+		sqlite3_reset(s);
 	}
-	sqlite3_reset(s);
-	if (r < 0)
-		return r;
-	s = ponyfs_stmt(fs, ST_FREE_INS);
-	sqlite3_bind_int64(s, 1, (int64_t)p);
-	sqlite3_bind_int64(s, 2, (int64_t)n);
-	return ponyfs_step_done(s);
+	return r < 0 ? r : free_row_ins(fs, p, n);
 }
 
 int ponyfs_free_apply_locked(struct ponyfs *fs)
@@ -128,8 +143,13 @@ static bool reserve_fits(const struct ponyfs *fs, uint64_t n)
 int ponyfs_reserve_locked(struct ponyfs *fs, uint64_t n)
 {
 	if (!reserve_fits(fs, n)) {
-		/* Blocks freed by the open transaction come back once it commits. */
-		if (!fs->pending_free_blocks || ponyfs_commit_locked(fs) < 0 || !reserve_fits(fs, n))
+		/* Blocks freed by the open transaction come back once it commits;
+		 * a commit that fails says why itself. */
+		int r = fs->pending_free_blocks ? ponyfs_commit_locked(fs) : 0;
+
+		if (r < 0)
+			return r;
+		if (!reserve_fits(fs, n))
 			return -ENOSPC;
 	}
 	fs->reserved += n;

@@ -74,14 +74,13 @@ static int mode_gid(struct ponyfs *fs, uint64_t ino, mode_t *ret_mode, gid_t *re
 	if (r < 0)
 		return r;
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
-	r = sqlite3_step(s);
-	if (r == SQLITE_ROW) {
+	r = ponyfs_step_row(fs, s);
+	if (r > 0) {
 		*ret_mode = (mode_t)sqlite3_column_int64(s, 0);
 		*ret_gid = (gid_t)sqlite3_column_int64(s, 1);
 	}
-	r = r == SQLITE_ROW ? 0 : r == SQLITE_DONE ? -ENOENT : ponyfs_sqlite_errno(r);
 	sqlite3_reset(s);
-	return r;
+	return r > 0 ? 0 : r == 0 ? -ENOENT : r;
 }
 
 int ponyfs_ctime_locked(struct ponyfs *fs, uint64_t ino, int64_t now)
@@ -137,7 +136,7 @@ static mode_t setid_kill_bits(const struct vfs_ctx *ctx, mode_t mode, gid_t gid,
 }
 
 int ponyfs_setid_kill_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
-			     bool chown)
+			     bool chown, bool reserve)
 {
 	mode_t mode, kill;
 	gid_t gid;
@@ -148,7 +147,10 @@ int ponyfs_setid_kill_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint6
 	kill = setid_kill_bits(ctx, mode, gid, chown);
 	if (!kill)
 		return 0;
-	r = ponyfs_txn_begin_locked(fs);
+	if (reserve)    /* the mode and the ctime */
+		r = ponyfs_meta_reserve_locked(fs, &(struct ponyfs_cost){ .rows = 2 }, NULL);
+	if (r >= 0)
+		r = ponyfs_txn_begin_locked(fs);
 	if (r >= 0)
 		r = ponyfs_sql(fs, "UPDATE inodes SET mode = mode & ~?2 WHERE ino = ?1", 2,
 			       (int64_t)ino, (int64_t)kill);

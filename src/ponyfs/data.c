@@ -10,12 +10,13 @@
  * database never holds a size without the data under it.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 
-#define IO_BLOCKS 256u          /* blocks per data-region I/O: 1 MiB */
+#define IO_BLOCKS PONYFS_IO_BLOCKS
 
 static unsigned hash_of(uint64_t ino)
 {
@@ -35,6 +36,7 @@ int ponyfs_inode_get_locked(struct ponyfs *fs, uint64_t ino, struct ponyfs_inode
 	struct ponyfs_inode *in = ponyfs_inode_find(fs, ino);
 	sqlite3_stmt *s;
 	unsigned h;
+	int r;
 
 	if (in) {
 		*ret = in;
@@ -42,9 +44,10 @@ int ponyfs_inode_get_locked(struct ponyfs *fs, uint64_t ino, struct ponyfs_inode
 	}
 	s = ponyfs_stmt(fs, ST_INODE_GET);
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
-	if (sqlite3_step(s) != SQLITE_ROW) {
+	r = ponyfs_step_row(fs, s);
+	if (r <= 0) {
 		sqlite3_reset(s);
-		return -ENOENT;
+		return r < 0 ? r : -ENOENT;
 	}
 	in = calloc(1, sizeof(*in));
 	if (!in) {
@@ -98,6 +101,14 @@ static void page_unreserve(struct ponyfs *fs, struct ponyfs_inode *in, size_t i)
 	}
 }
 
+/* Runs of consecutive indexes in in->pages: each is at least an extent row. */
+static void page_runs_count(struct ponyfs_inode *in)
+{
+	in->page_runs = 0;
+	for (size_t i = 0; i < in->npages; i++)
+		in->page_runs += !i || in->pages[i].index != in->pages[i - 1].index + 1;
+}
+
 static void pages_free(struct ponyfs *fs, struct ponyfs_inode *in, size_t from)
 {
 	for (size_t i = from; i < in->npages; i++) {
@@ -106,6 +117,7 @@ static void pages_free(struct ponyfs *fs, struct ponyfs_inode *in, size_t from)
 	}
 	fs->dirty_bytes -= (uint64_t)(in->npages - from) * BS;
 	in->npages = from;
+	page_runs_count(in);
 }
 
 /* Forgets all cached state of in, written back or not, and frees it. */
@@ -117,6 +129,7 @@ void ponyfs_inode_drop_locked(struct ponyfs *fs, struct ponyfs_inode *in)
 		pp = &(*pp)->hnext;
 	*pp = in->hnext;
 	dirty_del(in);
+	ponyfs_space_release_locked(fs, in, false);
 	pages_free(fs, in, 0);
 	fs->reserved -= in->falloc_res;
 	free(in->falloc);
@@ -154,37 +167,41 @@ static bool block_crc_ok(const uint8_t *blk, const uint8_t *csums, uint64_t i)
 }
 
 /*
- * A block that failed its checksum: good data from the volume's other
- * copies or parity (ponyfs_region_repair), the bad member rewritten, a
- * line reported. -EBADMSG when nothing matches the checksum.
+ * A block of ino's file block fblk that failed its checksum: good data
+ * from the volume's other copies or parity (ponyfs_region_repair), the bad
+ * member rewritten, an event logged. -EBADMSG when nothing matches the
+ * checksum.
  */
-static int repair_block(struct ponyfs *fs, uint8_t *blk, uint64_t pblock, uint32_t crc)
+static int repair_block(struct ponyfs *fs, uint64_t ino, uint64_t fblk, uint8_t *blk,
+			uint64_t pblock, uint32_t crc)
 {
 	/* The region itself (behind the shutdown gate) has the other copies;
 	 * after a shutdown nothing reaches it. */
 	struct bdev *region = ponyfs_gate_lower(fs->data);
-	char line[160];
 	int m;
 
 	fs->stats.csum_errors++;
 	m = region ? ponyfs_region_repair(region, blk, pblock * BS, crc) : -EIO;
-	if (m >= 0)
+	if (m >= 0) {
 		fs->stats.csum_repaired++;
-	if (m >= 0)
-		snprintf(line, sizeof(line), "data block %llu failed its checksum: repaired member %d "
-			 "from the volume's redundancy", (unsigned long long)pblock, m);
-	else
-		snprintf(line, sizeof(line), "data block %llu failed its checksum: %s",
-			 (unsigned long long)pblock, m == -EOPNOTSUPP ? "no redundancy to repair it from"
-			 : "no copy matches");
-	if (fs->report)
-		fs->report(fs->report_arg, line);
-	return m >= 0 ? 0 : -EBADMSG;
+		ponyfs_log(fs, LOG_WARNING, "inode %llu offset %llu: data block %llu failed its "
+			   "checksum: repaired member %d from the volume's redundancy",
+			   (unsigned long long)ino, (unsigned long long)(fblk * BS),
+			   (unsigned long long)pblock, m);
+		return 0;
+	}
+	ponyfs_log(fs, LOG_ERR, "inode %llu offset %llu: data block %llu failed its checksum: %s; "
+		   "the read fails (EBADMSG)", (unsigned long long)ino,
+		   (unsigned long long)(fblk * BS), (unsigned long long)pblock,
+		   m == -EOPNOTSUPP ? "no redundancy to repair it from" : "no copy matches");
+	return -EBADMSG;
 }
 
-/* Reads n blocks of one extent, starting skip blocks into it, and checks them. */
-static int extent_read(struct ponyfs *fs, sqlite3_stmt *s, uint64_t skip, uint64_t n, uint8_t *buf)
+/* Reads n blocks of one extent of ino, starting skip blocks into it, and checks them. */
+static int extent_read(struct ponyfs *fs, uint64_t ino, sqlite3_stmt *s, uint64_t skip, uint64_t n,
+		       uint8_t *buf)
 {
+	uint64_t foff = (uint64_t)sqlite3_column_int64(s, 0);
 	uint64_t pblock = (uint64_t)sqlite3_column_int64(s, 2);
 	const uint8_t *csums = sqlite3_column_blob(s, 3);
 	uint64_t nb = (uint64_t)sqlite3_column_int64(s, 1);
@@ -197,7 +214,7 @@ static int extent_read(struct ponyfs *fs, sqlite3_stmt *s, uint64_t skip, uint64
 		return r;
 	for (uint64_t i = 0; i < n; i++) {
 		if (!block_crc_ok(buf + i * BS, csums, skip + i)) {
-			r = repair_block(fs, buf + i * BS, pblock + skip + i,
+			r = repair_block(fs, ino, foff + skip + i, buf + i * BS, pblock + skip + i,
 					 util_get_le32(csums + 4 * (skip + i)));
 			if (r < 0)
 				return r;
@@ -223,7 +240,8 @@ static int disk_read(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t first,
 
 		sqlite3_bind_int64(s, 1, (int64_t)in->ino);
 		sqlite3_bind_int64(s, 2, (int64_t)blk);
-		if (sqlite3_step(s) == SQLITE_ROW) {
+		r = ponyfs_step_row(fs, s);
+		if (r > 0) {
 			foff = (uint64_t)sqlite3_column_int64(s, 0);
 			nb = (uint64_t)sqlite3_column_int64(s, 1);
 			if (foff + nb > blk) {
@@ -232,7 +250,8 @@ static int disk_read(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t first,
 				if (sqlite3_column_int64(s, 4) & PONYFS_EXT_UNWRITTEN)
 					memset(buf + (blk - first) * BS, 0, run * BS);
 				else
-					r = extent_read(fs, s, blk - foff, run, buf + (blk - first) * BS);
+					r = extent_read(fs, in->ino, s, blk - foff, run,
+							buf + (blk - first) * BS);
 				sqlite3_reset(s);
 				if (r < 0)
 					return r;
@@ -241,13 +260,18 @@ static int disk_read(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t first,
 			}
 		}
 		sqlite3_reset(s);
+		if (r < 0)
+			return r;
 		/* A hole: zeros up to the next extent. */
 		s = ponyfs_stmt(fs, ST_EXT_RANGE);
 		sqlite3_bind_int64(s, 1, (int64_t)in->ino);
 		sqlite3_bind_int64(s, 2, (int64_t)blk);
 		sqlite3_bind_int64(s, 3, (int64_t)end);
-		run = (sqlite3_step(s) == SQLITE_ROW ? (uint64_t)sqlite3_column_int64(s, 0) : end) - blk;
+		r = ponyfs_step_row(fs, s);
+		run = (r > 0 ? (uint64_t)sqlite3_column_int64(s, 0) : end) - blk;
 		sqlite3_reset(s);
+		if (r < 0)
+			return r;
 		memset(buf + (blk - first) * BS, 0, run * BS);
 		blk += run;
 	}
@@ -303,13 +327,18 @@ static int page_get(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t index, 
 		*ret = in->pages[pos].data;
 		return 0;
 	}
+	/* What writing the page back will cost the metadata, before it is acknowledged. */
+	r = ponyfs_inode_reserve_locked(fs, in, 1, UINT64_MAX, 0);
+	if (r < 0)
+		return r;
 	grown = util_array_grow(in->pages, &in->cap, in->npages, sizeof(*in->pages), 16);
-	if (!grown)
+	if (grown)
+		in->pages = grown;
+	data = grown ? ponyfs_page_alloc(fs) : NULL;    /* !fill: the caller writes it whole */
+	if (!data) {
+		ponyfs_inode_settle_locked(fs, in);
 		return -ENOMEM;
-	in->pages = grown;
-	data = ponyfs_page_alloc(fs);   /* !fill: the caller writes it whole */
-	if (!data)
-		return -ENOMEM;
+	}
 	if (fill && index * BS < in->size)
 		r = disk_read(fs, in, index, 1, data);
 	else if (fill)
@@ -318,9 +347,12 @@ static int page_get(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t index, 
 		r = ponyfs_page_kind_locked(fs, in, index, &kind);
 	if (r < 0) {
 		ponyfs_page_free(fs, data);
+		ponyfs_inode_settle_locked(fs, in);
 		return r;
 	}
 	pos = ponyfs_page_pos(in, index);      /* the kind may have written the file back */
+	in->page_runs += 1 - (pos > 0 && in->pages[pos - 1].index + 1 == index) -
+			 (pos < in->npages && in->pages[pos].index == index + 1);
 	memmove(in->pages + pos + 1, in->pages + pos, (in->npages - pos) * sizeof(*in->pages));
 	in->pages[pos] = (struct ponyfs_page){ .index = index, .data = data, .kind = (uint8_t)kind };
 	in->npages++;
@@ -374,24 +406,39 @@ ssize_t ponyfs_write_locked(struct ponyfs *fs, struct ponyfs_inode *in, const vo
 	return done ? (ssize_t)done : r;
 }
 
+/* Extent rows that a truncation to size will remove or cut. */
+static int trunc_rows(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t size, uint64_t *ret)
+{
+	uint64_t cut = DIV_ROUND_UP(in->trunc_pending ? MIN(in->trunc_to, size) : size, BS);
+	int64_t n = 0;
+	int r = ponyfs_sql_int(fs, &n, "SELECT count(*) FROM extents WHERE ino = ?1 AND "
+			       "foff + nblocks > ?2", 2, (int64_t)in->ino, (int64_t)cut);
+
+	*ret = (uint64_t)n;
+	return r;
+}
+
 int ponyfs_truncate_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t size)
 {
-	uint64_t keep = DIV_ROUND_UP(size, BS);
-	int r;
+	uint64_t keep = DIV_ROUND_UP(size, BS), rows = UINT64_MAX;
+	uint8_t *page = NULL;
+	int r = 0;
 
 	if (size > (1ull << 50))
 		return -EFBIG;
+	/* The new last block keeps zeros past the end, on disk too. Its
+	 * page first, while the file is still whole: on a full filesystem
+	 * getting it may write the file back. */
+	if (size < in->size && size % BS)
+		r = page_get(fs, in, size / BS, true, &page);
+	if (r >= 0 && size < in->size)
+		r = trunc_rows(fs, in, size, &rows);
+	/* Its writeback's cost, the extents it removes with it, before anything changes. */
+	if (r >= 0)
+		r = ponyfs_inode_reserve_locked(fs, in, 0, rows, 0);
+	if (r < 0)
+		return r;
 	if (size < in->size) {
-		uint8_t *page = NULL;
-
-		/* The new last block keeps zeros past the end, on disk too. Its
-		 * page first, while the file is still whole: on a full
-		 * filesystem getting it may write the file back. */
-		if (size % BS) {
-			r = page_get(fs, in, size / BS, true, &page);
-			if (r < 0)
-				return r;
-		}
 		pages_free(fs, in, ponyfs_page_pos(in, keep));
 		ponyfs_falloc_trim(in, keep);
 		if (page)
@@ -399,9 +446,11 @@ int ponyfs_truncate_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t 
 		in->trunc_to = in->trunc_pending ? MIN(in->trunc_to, size) : size;
 		in->trunc_pending = true;
 		in->trunc_ns = util_now_ns();
+		in->trunc_rows = rows;
 	}
 	in->size = size;
 	ponyfs_inode_touch(fs, in);
+	ponyfs_inode_settle_locked(fs, in);
 	return 0;
 }
 
@@ -421,12 +470,15 @@ int ponyfs_ext_insert(struct ponyfs *fs, uint64_t ino, uint64_t foff, uint64_t n
 	else
 		sqlite3_bind_zeroblob(s, 5, 0);  /* unwritten: no checksums */
 	sqlite3_bind_int64(s, 6, flags);
-	return ponyfs_step_done(s);
+	return ponyfs_step_done(fs, s);
 }
 
-static int ext_collect(sqlite3_stmt *s, struct ext_row **rows, size_t *n, uint64_t min_end)
+static int ext_collect(struct ponyfs *fs, sqlite3_stmt *s, struct ext_row **rows, size_t *n,
+		       uint64_t min_end)
 {
-	while (sqlite3_step(s) == SQLITE_ROW) {
+	int r;
+
+	while ((r = ponyfs_step_row(fs, s)) > 0) {
 		struct ext_row e = {
 			.foff = (uint64_t)sqlite3_column_int64(s, 0),
 			.nb = (uint64_t)sqlite3_column_int64(s, 1),
@@ -453,7 +505,7 @@ static int ext_collect(sqlite3_stmt *s, struct ext_row **rows, size_t *n, uint64
 		(*rows)[(*n)++] = e;
 	}
 	sqlite3_reset(s);
-	return 0;
+	return r;
 }
 
 /* Cuts one extent to what lies outside [first, end) and frees the rest. */
@@ -467,7 +519,7 @@ static int ext_cut(struct ponyfs *fs, uint64_t ino, const struct ext_row *e,
 
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
 	sqlite3_bind_int64(s, 2, (int64_t)e->foff);
-	r = ponyfs_step_done(s);
+	r = ponyfs_step_done(fs, s);
 	if (r >= 0 && e->foff < first)
 		r = ponyfs_ext_insert(fs, ino, e->foff, first - e->foff, e->pblock,
 				      unwritten ? NULL : e->csums, e->flags);
@@ -492,14 +544,14 @@ int ponyfs_extents_remove_locked(struct ponyfs *fs, uint64_t ino, uint64_t first
 		s = ponyfs_stmt(fs, ST_EXT_PREV);
 		sqlite3_bind_int64(s, 1, (int64_t)ino);
 		sqlite3_bind_int64(s, 2, (int64_t)first - 1);
-		r = ext_collect(s, &rows, &n, first);
+		r = ext_collect(fs, s, &rows, &n, first);
 	}
 	if (r >= 0) {
 		s = ponyfs_stmt(fs, ST_EXT_RANGE);
 		sqlite3_bind_int64(s, 1, (int64_t)ino);
 		sqlite3_bind_int64(s, 2, (int64_t)first);
 		sqlite3_bind_int64(s, 3, (int64_t)MIN(end, (uint64_t)INT64_MAX));
-		r = ext_collect(s, &rows, &n, first);
+		r = ext_collect(fs, s, &rows, &n, first);
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (r >= 0)
@@ -620,6 +672,7 @@ static int write_pages(struct ponyfs *fs, struct ponyfs_inode *in)
 	if (in->npages > done)  /* what a failed run left behind */
 		memmove(in->pages, in->pages + done, (in->npages - done) * sizeof(*in->pages));
 	in->npages -= done;
+	page_runs_count(in);
 	return r;
 }
 
@@ -643,20 +696,28 @@ int ponyfs_writeback_locked(struct ponyfs *fs, struct ponyfs_inode *in)
 		s = ponyfs_stmt(fs, ST_INODE_SIZE);
 		sqlite3_bind_int64(s, 1, (int64_t)in->ino);
 		sqlite3_bind_int64(s, 2, (int64_t)in->size);
-		r = ponyfs_step_done(s);
+		r = ponyfs_step_done(fs, s);
 		s = ponyfs_stmt(fs, ST_INODE_TIMES);
 		sqlite3_bind_int64(s, 1, (int64_t)in->ino);
 		sqlite3_bind_int64(s, 2, in->mtime);
 		sqlite3_bind_int64(s, 3, in->ctime);
 		if (r >= 0)
-			r = ponyfs_step_done(s);
+			r = ponyfs_step_done(fs, s);
 	}
 	if (r < 0) {
-		fs->broken = -EIO;      /* the transaction holds half a file now */
+		char what[64];
+
+		/* The transaction holds half a file now: it must not commit. */
+		snprintf(what, sizeof(what), "writeback of inode %llu failed",
+			 (unsigned long long)in->ino);
+		ponyfs_fail_locked(fs, r, what);
 		return r;
 	}
 	in->size_dirty = false;
+	in->trunc_rows = 0;
 	dirty_del(in);
+	/* What it held is the open transaction's now, until the commit. */
+	ponyfs_space_release_locked(fs, in, true);
 	fs->stats.writebacks++;
 	return 0;
 }

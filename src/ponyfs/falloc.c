@@ -37,10 +37,12 @@ static int ext_at(struct ponyfs *fs, uint64_t ino, uint64_t blk, uint64_t end, i
 {
 	sqlite3_stmt *s = ponyfs_stmt(fs, ST_EXT_PREV);
 	uint64_t next = end;
+	int r;
 
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
 	sqlite3_bind_int64(s, 2, (int64_t)blk);
-	if (sqlite3_step(s) == SQLITE_ROW) {
+	r = ponyfs_step_row(fs, s);
+	if (r > 0) {
 		uint64_t foff = (uint64_t)sqlite3_column_int64(s, 0);
 		uint64_t nb = (uint64_t)sqlite3_column_int64(s, 1);
 
@@ -54,16 +56,19 @@ static int ext_at(struct ponyfs *fs, uint64_t ino, uint64_t blk, uint64_t end, i
 		}
 	}
 	sqlite3_reset(s);
+	if (r < 0)
+		return r;
 	s = ponyfs_stmt(fs, ST_EXT_RANGE);
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
 	sqlite3_bind_int64(s, 2, (int64_t)blk);
 	sqlite3_bind_int64(s, 3, (int64_t)MIN(end, (uint64_t)INT64_MAX));
-	if (sqlite3_step(s) == SQLITE_ROW)
+	r = ponyfs_step_row(fs, s);
+	if (r > 0)
 		next = (uint64_t)sqlite3_column_int64(s, 0);
 	sqlite3_reset(s);
 	*ret_flags = -1;
 	*ret_run = next - blk;
-	return 0;
+	return r < 0 ? r : 0;
 }
 
 /* Cached pages of kind NEW in blocks [first, end): they hold a reservation already. */
@@ -162,18 +167,22 @@ int ponyfs_falloc_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t of
 		r = count_holes(fs, in, pos, end, &n);
 		need += n;
 	}
+	/* The unwritten rows writeback fills the holes with, then their blocks. */
+	if (r >= 0)
+		r = ponyfs_inode_reserve_locked(fs, in, 0, UINT64_MAX, need);
 	if (r >= 0 && need)
 		r = ponyfs_reserve_locked(fs, need);
-	if (r < 0)
-		return r;
-	r = falloc_add(in, first, end);
-	if (r < 0) {
-		fs->reserved -= need;
-		return r;
+	if (r >= 0) {
+		r = falloc_add(in, first, end);
+		if (r < 0)
+			fs->reserved -= need;
 	}
-	in->falloc_res += need;
-	ponyfs_dirty_add(fs, in);
-	return 0;
+	if (r >= 0) {
+		in->falloc_res += need;
+		ponyfs_dirty_add(fs, in);
+	}
+	ponyfs_inode_settle_locked(fs, in);
+	return r;
 }
 
 /*
@@ -313,7 +322,7 @@ static int ext_convert(struct ponyfs *fs, uint64_t ino, uint64_t foff, uint64_t 
 
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
 	sqlite3_bind_int64(s, 2, (int64_t)foff);
-	r = ponyfs_step_done(s);
+	r = ponyfs_step_done(fs, s);
 	if (r >= 0 && idx > foff)
 		r = ponyfs_ext_insert(fs, ino, foff, idx - foff, pblock, NULL, PONYFS_EXT_UNWRITTEN);
 	if (r >= 0)
@@ -337,13 +346,16 @@ int ponyfs_write_inplace_locked(struct ponyfs *fs, struct ponyfs_inode *in,
 
 		sqlite3_bind_int64(s, 1, (int64_t)in->ino);
 		sqlite3_bind_int64(s, 2, (int64_t)idx);
-		if (sqlite3_step(s) == SQLITE_ROW) {
+		r = ponyfs_step_row(fs, s);
+		if (r > 0) {
 			foff = (uint64_t)sqlite3_column_int64(s, 0);
 			nb = (uint64_t)sqlite3_column_int64(s, 1);
 			pblock = (uint64_t)sqlite3_column_int64(s, 2);
 			ok = foff + nb > idx && (sqlite3_column_int64(s, 4) & PONYFS_EXT_UNWRITTEN);
 		}
 		sqlite3_reset(s);
+		if (r < 0)
+			return r;
 		if (!ok)
 			return -EUCLEAN;        /* an INPLACE page always has its unwritten block */
 		n = MIN(MIN(k - i, foff + nb - idx), (uint64_t)INPLACE_MAX);
@@ -367,18 +379,35 @@ int ponyfs_punch_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t off
 	uint64_t end = MIN(off + len, in->size);
 	uint64_t first = DIV_ROUND_UP(off, BS), last = end / BS;
 	static const uint8_t zeros[BS];
+	struct ponyfs_cost c;
+	int64_t rows = 0;
 	int r;
 
 	if (off >= end)
 		return 0;
 	r = ponyfs_writeback_locked(fs, in);
-	if (r >= 0 && first < last)
-		r = ponyfs_extents_remove_locked(fs, in->ino, first, last);
-	/* Partial blocks at either edge are zeroed by writing zeros. */
+	/* Partial blocks at either edge are zeroed by writing zeros (cached,
+	 * outside the blocks removed below). */
 	if (r >= 0 && off % BS)
 		r = (int)ponyfs_write_locked(fs, in, zeros, (size_t)MIN(end - off, BS - off % BS), off);
 	if (r >= 0 && end % BS && end / BS >= first && end > off)
 		r = (int)ponyfs_write_locked(fs, in, zeros, (size_t)(end % BS), end - end % BS);
+	/* The extents of whole blocks go now: their rows, each freeing a run;
+	 * the inode's new times at its writeback. */
+	if (r >= 0 && first < last)
+		r = ponyfs_sql_int(fs, &rows, "SELECT count(*) FROM extents WHERE ino = ?1 AND "
+				   "foff < ?3 AND foff + nblocks > ?2", 3, (int64_t)in->ino,
+				   (int64_t)first, (int64_t)last);
+	c = (struct ponyfs_cost){ .run_bytes = 2 * PONYFS_EXT_ROW_BYTES * (uint64_t)(rows + 1),
+				  .free_cells = 3 * (uint64_t)rows, .frees = true };
+	if (r >= 0)
+		r = ponyfs_inode_reserve_locked(fs, in, 0, UINT64_MAX, 0);
+	if (r >= 0 && first < last)
+		r = ponyfs_meta_reserve_locked(fs, &c, in);
+	if (r >= 0)
+		r = ponyfs_txn_begin_locked(fs);
+	if (r >= 0 && first < last)
+		r = ponyfs_extents_remove_locked(fs, in->ino, first, last);
 	if (r >= 0)
 		ponyfs_inode_touch(fs, in);
 	return r < 0 ? r : 0;
@@ -390,11 +419,16 @@ int ponyfs_blocks_locked(struct ponyfs *fs, uint64_t ino, uint64_t *ret)
 	struct ponyfs_inode *in = ponyfs_inode_find(fs, ino);
 	uint64_t n = 0;
 
+	int r;
+
 	fs->stats.extent_walks++;
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
-	if (sqlite3_step(s) == SQLITE_ROW)
+	r = ponyfs_step_row(fs, s);
+	if (r > 0)
 		n = (uint64_t)sqlite3_column_int64(s, 0);
 	sqlite3_reset(s);
+	if (r < 0)
+		return r;
 	/* Pages bound for new blocks add them (copy-on-write), fallocated
 	 * holes theirs; unwritten blocks are extents already. */
 	if (in)

@@ -68,6 +68,16 @@ void fsck_problem(struct fsck *f, const char *check, uint64_t ino, bool fixed, c
 
 /* -- SQL helpers ----------------------------------------------------------- */
 
+int fsck_step_done(sqlite3_stmt *s)
+{
+	int rc;
+
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+		;
+	sqlite3_reset(s);
+	return rc == SQLITE_DONE ? 0 : ponyfs_sqlite_errno(rc);
+}
+
 int fsck_exec(struct fsck *f, const char *sql, int n, ...)
 {
 	sqlite3_stmt *s = NULL;
@@ -80,7 +90,7 @@ int fsck_exec(struct fsck *f, const char *sql, int n, ...)
 	for (int i = 1; i <= n; i++)
 		sqlite3_bind_int64(s, i, va_arg(ap, int64_t));
 	va_end(ap);
-	rc = ponyfs_step_done(s);
+	rc = fsck_step_done(s);
 	sqlite3_finalize(s);
 	return rc;
 }
@@ -327,16 +337,21 @@ static int check_version(struct fsck *f)
 /* The database (on an overlay when nothing may be written) and every pass over it. */
 static int check_database(struct fsck *f)
 {
-	_cleanup_(bdev_freep) struct bdev *ro = NULL;
-	struct bdev *meta = f->meta;
+	_cleanup_(bdev_freep) struct bdev *ro = NULL, *ro_data = NULL;
+	struct bdev *meta = f->meta, *data = f->data;
 	int r = 0;
 
+	/* Replaying the WAL writes the database, which may have grown into
+	 * the data region (metadata chunks): both get an overlay. */
 	if (!fsck_writable(f)) {
 		r = fsck_overlay_new(f->meta, bdev_size(f->meta), &ro);
 		meta = ro;
+		if (r >= 0 && data)
+			r = fsck_overlay_new(f->data, bdev_size(f->data), &ro_data);
+		data = ro_data;
 	}
 	if (r >= 0)
-		r = ponyfs_sqlite_open_sb(meta, &f->sb, &f->db);
+		r = ponyfs_sqlite_open_sb(meta, data, &f->sb, &f->db);
 	if (r < 0) {
 		fsck_problem(f, "database", 0, false, "database: cannot be opened: %s",
 			     r == -EUCLEAN ? "corrupt" : strerror(-r));

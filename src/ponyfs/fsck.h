@@ -52,6 +52,9 @@ char *fsck_entry_path(struct fsck *f, uint64_t parent, const void *name, size_t 
 
 /* Runs sql with int64 arguments (bound in order); -errno. */
 int fsck_exec(struct fsck *f, const char *sql, int n, ...);
+/* Steps a statement with no rows wanted, then resets it: 0 or -errno (fsck has
+ * no mounted filesystem, so not ponyfs_step_done()). */
+int fsck_step_done(sqlite3_stmt *s);
 
 /* A row of a query, kept so the database can change while it is handled. */
 struct fsck_row {

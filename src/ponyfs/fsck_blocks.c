@@ -300,7 +300,7 @@ static int rebuild_free(struct fsck *f)
 			e++;
 		sqlite3_bind_int64(s, 1, (int64_t)b);
 		sqlite3_bind_int64(s, 2, (int64_t)(e - b));
-		r = ponyfs_step_done(s);
+		r = fsck_step_done(s);
 		b = e;
 	}
 	sqlite3_finalize(s);
@@ -340,13 +340,35 @@ static bool free_run(struct fsck *f, uint64_t p, uint64_t n, bool fix)
 	return used || twice;
 }
 
+/* Version 3: blocks the database or its WAL grew into (metadata chunks) are used. */
+static int mark_chunks(struct fsck *f)
+{
+	sqlite3_stmt *s = NULL;
+	int rc;
+
+	if (sqlite3_prepare_v2(f->db, "SELECT pblock, nblocks, seq FROM meta_chunks", -1, &s,
+			       NULL) != SQLITE_OK)
+		return 0;       /* an older schema: no chunks */
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct ext e = { .ino = 0, .foff = 0, .p = (uint64_t)sqlite3_column_int64(s, 0),
+				 .n = (uint64_t)sqlite3_column_int64(s, 1) };
+
+		mark_used(f, &e);
+	}
+	sqlite3_finalize(s);
+	return rc == SQLITE_DONE ? 0 : ponyfs_sqlite_errno(rc);
+}
+
 int fsck_space(struct fsck *f)
 {
 	bool fix = fsck_may_fix(f, FSCK_FIX_SAFE), wrong = false;
 	uint64_t leaked = 0;
 	sqlite3_stmt *s = NULL;
-	int rc, r = ponyfs_sqlite_errno(sqlite3_prepare_v2(f->db,
-		"SELECT pblock, nblocks FROM free ORDER BY pblock", -1, &s, NULL));
+	int rc, r = mark_chunks(f);
+
+	if (r >= 0)
+		r = ponyfs_sqlite_errno(sqlite3_prepare_v2(f->db,
+			"SELECT pblock, nblocks FROM free ORDER BY pblock", -1, &s, NULL));
 
 	while (r >= 0 && (rc = sqlite3_step(s)) == SQLITE_ROW)
 		wrong |= free_run(f, (uint64_t)sqlite3_column_int64(s, 0),

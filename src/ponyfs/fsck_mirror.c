@@ -117,14 +117,16 @@ static struct bdev *copy_new(const struct mirror *mi, unsigned m)
 static bool copy_clean(const struct mirror *mi, unsigned m)
 {
 	_cleanup_(bdev_freep) struct bdev *copy = copy_new(mi, m);
-	_cleanup_(bdev_freep) struct bdev *view = NULL;
+	_cleanup_(bdev_freep) struct bdev *view = NULL, *data = NULL;
 	struct ponyfs_sb sb;
 	sqlite3_stmt *s = NULL;
 	sqlite3 *db = NULL;
 	bool clean = false;
 
 	if (!copy || fsck_sb_read(copy, &sb) < 0 || sb.meta_bytes > mi->len ||
-	    fsck_overlay_new(copy, mi->len, &view) < 0 || ponyfs_sqlite_open_sb(view, &sb, &db) < 0)
+	    fsck_overlay_new(copy, mi->len, &view) < 0 ||
+	    (mi->f->data && fsck_overlay_new(mi->f->data, bdev_size(mi->f->data), &data) < 0) ||
+	    ponyfs_sqlite_open_sb(view, data, &sb, &db) < 0)
 		return false;
 	if (sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &s, NULL) == SQLITE_OK &&
 	    sqlite3_step(s) == SQLITE_ROW) {

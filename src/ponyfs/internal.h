@@ -10,8 +10,10 @@
 
 #include <pthread.h>
 #include <sqlite3.h>
+#include <sys/statvfs.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <syslog.h>
 
 #include "pony/bdev.h"
 #include "pony/ponyfs.h"
@@ -19,10 +21,12 @@
 #include "pony/vfs.h"
 
 #define BS PONYFS_BLOCK_SIZE
+#define PONYFS_IO_BLOCKS 256u   /* blocks per data-region I/O, and most per extent row: 1 MiB */
+#define PONYFS_EXT_ROW_BYTES 48u /* an extent row in its cell, less its checksums (space.c) */
 #define PONYFS_MAGIC "PONYFS1"
 #define PONYFS_VERSION 1
-/* PRAGMA user_version: 2 added extents.flags (docs/ponyfs-format.md). */
-#define PONYFS_SCHEMA_VERSION 2
+/* PRAGMA user_version: 2 added extents.flags, 3 meta_chunks (docs/ponyfs-format.md). */
+#define PONYFS_SCHEMA_VERSION 3
 /* extents.flags: the blocks are allocated but were never written; they read
  * as zeros, have no checksums, and the first write goes into them in place. */
 #define PONYFS_EXT_UNWRITTEN 1
@@ -41,6 +45,12 @@
 /* Slots of the statement cache: more than the SQL literals of src/ponyfs. */
 #define PONYFS_STMT_CACHE 128
 
+/* Superblock flags: incompatible features; a reader refuses bits it does not know. */
+#define PONYFS_FEAT_META_CHUNKS 1u      /* chunk table at ctab_off: metadata grows into data */
+#define PONYFS_FEATURES PONYFS_FEAT_META_CHUNKS
+#define PONYFS_CTAB_SIZE 4096u          /* a chunk table copy; two, one after the other */
+#define PONYFS_CHUNKS_MAX 252           /* entries of a chunk table */
+
 /* Superblock v1, little-endian (docs/ponyfs-format.md). Never reorder. */
 struct ponyfs_sb_disk {
 /*00*/	uint8_t magic[8];
@@ -55,29 +65,72 @@ struct ponyfs_sb_disk {
 /*40*/	le64 data_blocks;
 /*48*/	le64 mkfs_time;
 /*50*/	char label[32];
-/*70*/	uint8_t reserved[3984];
+/*70*/	le64 ctab_off;                  /* FEAT_META_CHUNKS: the chunk table's first copy */
+/*78*/	le64 db_off;                    /* FEAT_META_CHUNKS: the database (else 4096) */
+/*80*/	uint8_t reserved[3968];
 };
 _Static_assert(sizeof(struct ponyfs_sb_disk) == PONYFS_SB_SIZE, "on-disk size");
 
 struct ponyfs_sb {
 	uint8_t uuid[16];
-	uint64_t meta_bytes, db_bytes, wal_bytes, data_blocks;
+	uint32_t flags;
+	uint64_t meta_bytes, db_off, db_bytes, wal_bytes, data_blocks, ctab_off;
 	char label[32];
 };
 
 int ponyfs_sb_read(struct bdev *meta, struct ponyfs_sb *ret);
+/* CRC32C of len bytes whose 4-byte checksum field at off counts as zero. */
+uint32_t ponyfs_block_crc(const void *buf, size_t len, size_t off);
 /* Both regions of a one-image ponyfs, as slices of dev (the caller frees them). */
 int ponyfs_image_regions(struct bdev *dev, struct bdev **ret_meta, struct bdev **ret_data);
 void ponyfs_destroy(struct vfs *v);
 int ponyfs_region_repair(struct bdev *b, void *buf, uint64_t off, uint32_t crc);
 
-/* The SQLite side (sqlite_vfs.c). */
-struct ponyfs_sqlite_range { uint64_t off, len; };
-int ponyfs_sqlite_open(struct bdev *dev, const struct ponyfs_sqlite_range *db,
-		       const struct ponyfs_sqlite_range *wal, sqlite3 **ret);
+/*
+ * The SQLite side (sqlite_vfs.c). The database file and its WAL are each
+ * a list of extents on the metadata region (dev PONYFS_SQLITE_META) or the
+ * data region (PONYFS_SQLITE_DATA), whole sectors, in file order.
+ */
+enum { PONYFS_SQLITE_META, PONYFS_SQLITE_DATA };
+enum { PONYFS_SQLITE_DB, PONYFS_SQLITE_WAL };
+#define PONYFS_SQLITE_EXTENTS (1 + PONYFS_CHUNKS_MAX)
+struct ponyfs_sqlite_extent { uint64_t off, len; uint8_t dev; };
+struct ponyfs_sqlite_map { unsigned n; struct ponyfs_sqlite_extent e[PONYFS_SQLITE_EXTENTS]; };
+/* devs[] and the maps' extents are the caller's; -EINVAL for an extent off its region. */
+int ponyfs_sqlite_open(struct bdev *const devs[2], const struct ponyfs_sqlite_map *db,
+		       const struct ponyfs_sqlite_map *wal, sqlite3 **ret);
 void ponyfs_sqlite_close(sqlite3 *db);      /* NULL: nothing */
+/* File which (PONYFS_SQLITE_DB or _WAL) gets e as its next extent, open or not. */
+int ponyfs_sqlite_extend(sqlite3 *db, int which, const struct ponyfs_sqlite_extent *e);
+uint64_t ponyfs_sqlite_room(sqlite3 *db, int which);   /* bytes the file's extents hold */
+/* WAL frames in use: to the last one written since SQLite last started it
+ * over; 0 after ponyfs_sqlite_wal_recycled() (a complete checkpoint: the
+ * next transaction starts it over) until the next write. room: those its
+ * extents hold. */
+uint64_t ponyfs_sqlite_wal_frames(sqlite3 *db, bool room);
+void ponyfs_sqlite_wal_recycled(sqlite3 *db);
+/* SQLite's result codes as -errno: the one table (see ponyfs_sql_err()). */
 int ponyfs_sqlite_errno(int rc);
-int ponyfs_sqlite_open_sb(struct bdev *meta, const struct ponyfs_sb *sb, sqlite3 **ret);
+/* The errno of the bdev call that failed last, then forgotten; 0: none. */
+int ponyfs_sqlite_io_errno(sqlite3 *db);
+/* The database of the filesystem on meta and data, through its chunk table. */
+int ponyfs_sqlite_open_sb(struct bdev *meta, struct bdev *data, const struct ponyfs_sb *sb,
+			  sqlite3 **ret);
+
+/* Metadata chunks (chunks.c): extents of the data region the database or WAL grew into. */
+struct ponyfs_chunk { uint64_t pblock, nblocks; uint8_t file; };
+struct ponyfs_chunks {
+	uint64_t gen;                   /* of the chunk table copy it came from */
+	unsigned n;
+	struct ponyfs_chunk c[PONYFS_CHUNKS_MAX];
+};
+/* The newer valid copy; no chunks for an image without FEAT_META_CHUNKS. */
+int ponyfs_chunks_read(struct bdev *meta, const struct ponyfs_sb *sb, struct ponyfs_chunks *ret);
+int ponyfs_chunks_write(struct bdev *meta, const struct ponyfs_sb *sb, struct ponyfs_chunks *c);
+int ponyfs_chunks_init(struct bdev *meta, const struct ponyfs_sb *sb);       /* mkfs */
+/* Opens the database where the chunk table says it lives; the chunks in *ret_chunks. */
+int ponyfs_meta_open(struct bdev *meta, struct bdev *data, const struct ponyfs_sb *sb,
+		     struct ponyfs_chunks *ret_chunks, sqlite3 **ret);
 
 /* What a cached page will be written to, decided when it is made. */
 enum ponyfs_page_kind {
@@ -129,6 +182,11 @@ struct ponyfs_inode {
 	uint64_t falloc_res;            /* blocks reserved for the ranges' holes */
 	uint64_t nnew, nprepaid;        /* pages of kind NEW and PREPAID */
 	int8_t unwritten;               /* has unwritten extents: -1 unknown, 0 no, 1 maybe */
+	/* Metadata space its writeback may need, held since the changes
+	 * were acknowledged (space.c): WAL frames and database pages. */
+	uint64_t res_wal, res_db;
+	uint64_t trunc_rows;            /* extent rows the pending truncation removes */
+	uint64_t page_runs;             /* runs of consecutive indexes in pages */
 };
 
 /* An open file; every one is on fs->handles, so unmount can free them. */
@@ -136,7 +194,43 @@ struct ponyfs_handle {
 	struct ponyfs_inode *inode;
 	int flags;
 	struct vfs_ctx opener;          /* who opened it: whose writes drop set-ID bits */
+	unsigned err_seq;               /* fs->err_seq when last reported to it */
 	struct ponyfs_handle *next, **prev;
+};
+
+/*
+ * What a change may cost the database file and the WAL, said before it is
+ * made (space.c turns it into pages with the b-trees' depth bound).
+ */
+struct ponyfs_cost {
+	uint32_t rows;                  /* cells changed at separate places of the b-trees */
+	uint64_t run_bytes;             /* bytes of cells changed side by side (one file's rows) */
+	uint64_t free_cells;            /* cells of the free table changed, anywhere in it */
+	uint64_t big;                   /* overflow pages of values too big for a cell */
+	bool frees;                     /* it frees space: may use half the emergency reserve */
+};
+
+/*
+ * The metadata space's books (space.c), in pages of the database file and
+ * frames of the WAL. Invariant, outside space.c's own calls: what is
+ * measured plus what is reserved since (pending: by changes of the open
+ * transaction; deferred: by dirty files for their writeback) fits the
+ * files' room less the emergency reserve and the room a growth needs.
+ */
+struct ponyfs_space {
+	unsigned depth;                 /* bound on the b-trees' depth for the database's size */
+	uint64_t db_room, wal_room;     /* pages, frames the files' extents hold */
+	uint64_t db_count, db_used;     /* page_count, and less the free list, when measured */
+	uint64_t wal_frames;            /* frames in the WAL when measured */
+	uint64_t wal_committed;         /* of them, committed (not yet checkpointed) */
+	uint64_t db_pending, wal_pending;
+	uint64_t db_deferred, wal_deferred;
+	uint64_t emerg_db, emerg_wal;   /* the emergency reserve */
+	uint64_t commits_seen;          /* fs->stats.commits when measured */
+	uint64_t free_runs;             /* rows of the free table */
+	bool stale;                     /* measure before trusting the numbers */
+	bool full_logged;               /* ENOSPC logged, no reservation fitted since */
+	bool emerg_logged;              /* the emergency reserve in use, logged */
 };
 
 enum ponyfs_stmt {
@@ -154,6 +248,9 @@ struct ponyfs {
 	struct bdev *gates[2];          /* meta and data as the filesystem sees them (shutdown.c) */
 	bool shut_down;                 /* the power was cut: every call is -EIO */
 	struct ponyfs_sb sb;
+	struct ponyfs_chunks chunks;    /* as in the chunk table */
+	struct ponyfs_space space;
+	uint64_t ninodes;               /* rows of inodes; UINT64_MAX: not counted yet */
 	sqlite3 *db;
 	sqlite3_stmt *st[ST_COUNT];
 	/* Statements of one-off SQL, prepared once: keyed by the literal's address. */
@@ -161,7 +258,9 @@ struct ponyfs {
 	bool in_txn;                    /* BEGIN issued, COMMIT not yet */
 	unsigned txn_ops;               /* names created in it (bounds its WAL use) */
 	bool data_unflushed;            /* data written since the last data flush */
-	int broken;                     /* a failed commit: every change is -EIO */
+	int broken;                     /* a failed commit: every change fails with it */
+	unsigned err_seq;               /* failures so far (errseq, for close) */
+	char name[40];                  /* label or UUID, for log lines */
 	bool read_only;
 	/* Space, in blocks: free in the database, promised to dirty pages,
 	 * and freed in the open transaction (reusable after it commits). */
@@ -204,6 +303,13 @@ void ponyfs_gates_close(struct ponyfs *fs);
 int ponyfs_shutdown(struct vfs *v, unsigned flags);
 int ponyfs_counters(struct vfs *v, char *buf, size_t size);      /* counters.c */
 
+/* Events (events.c): one line each, "ponyfs NAME: ...", to util_log() and
+ * the report callback. prio is a syslog priority. */
+void ponyfs_name_init(struct ponyfs *fs);
+void ponyfs_log(struct ponyfs *fs, int prio, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+const char *ponyfs_errno_name(int err);         /* -ENODEV -> "ENODEV" */
+
 int64_t ponyfs_now(void);
 
 /* SQL (txn.c). stmt() hands back a reset statement with its bindings cleared. */
@@ -212,18 +318,57 @@ int ponyfs_exec(struct ponyfs *fs, const char *sql);
 /* The cached statement of sql, a string literal (its address is the key),
  * reset with its bindings cleared; reset it after use, never finalize it. */
 int ponyfs_prepare(struct ponyfs *fs, const char *sql, sqlite3_stmt **ret);
-/* Steps a statement that returns no row (or ignores them); -errno. */
-int ponyfs_step_done(sqlite3_stmt *s);
+/* SQLite's rc as -errno (ponyfs_sqlite_errno(), the bdev's own errno for
+ * an I/O error); when SQLite dropped the open transaction with it, the
+ * filesystem is broken (ponyfs_fail_locked()). Every SQLite result of a
+ * mounted filesystem goes through it. */
+int ponyfs_sql_err(struct ponyfs *fs, int rc);
+/* Steps s: 1 a row, 0 done, -errno (the statement is reset then). A failed
+ * read is its error: never "no row", so never ENOENT or ENODATA. */
+int ponyfs_step_row(struct ponyfs *fs, sqlite3_stmt *s);
+/* Steps a statement that returns no row (or ignores them), then resets it; -errno. */
+int ponyfs_step_done(struct ponyfs *fs, sqlite3_stmt *s);
 /* Runs a one-off statement with int64 arguments (bound in order). */
 int ponyfs_sql(struct ponyfs *fs, const char *sql, int n, ...);
 /* Runs a one-off query returning one int64 in *ret; -ENOENT when no row. */
 int ponyfs_sql_int(struct ponyfs *fs, int64_t *ret, const char *sql, int n, ...);
 int ponyfs_txn_begin_locked(struct ponyfs *fs);
 int ponyfs_commit_locked(struct ponyfs *fs);
+/* The filesystem goes read-only until remounted, err (the first) the
+ * answer to every later change; logged once, with what failed. */
+void ponyfs_fail_locked(struct ponyfs *fs, int err, const char *what);
 int ponyfs_prepare_all(struct ponyfs *fs);
 void ponyfs_finalize_all(struct ponyfs *fs);
 int ponyfs_timer_start(struct ponyfs *fs);
 void ponyfs_timer_stop(struct ponyfs *fs);
+
+/* Metadata space (space.c): stages of ponyfs_space_reserve_locked(). */
+enum { SPACE_MEASURE = 1, SPACE_COMMIT, SPACE_GROW };
+/* Adds a value of len bytes to c: a cell, and its overflow pages. */
+void ponyfs_cost_value(struct ponyfs_cost *c, uint64_t len);
+/* Measures what the files use (after a commit, or when asked). */
+void ponyfs_space_init_locked(struct ponyfs *fs);
+/*
+ * Reserves what c may cost before the change is made: when it does not fit,
+ * measures; from SPACE_COMMIT on, commits and checkpoints; at SPACE_GROW,
+ * grows the short file by chunks. -ENOSPC (logged) when it still does not
+ * fit: nothing has changed then. Released at the next commit.
+ */
+int ponyfs_space_reserve_locked(struct ponyfs *fs, const struct ponyfs_cost *c, int stage);
+/* The same for what in's writeback may cost (c, all of it): held until
+ * ponyfs_space_release_locked(), across commits. */
+int ponyfs_space_defer_locked(struct ponyfs *fs, struct ponyfs_inode *in,
+			      const struct ponyfs_cost *c, int stage);
+/* in's writeback reached the open transaction (written) or was dropped. */
+void ponyfs_space_release_locked(struct ponyfs *fs, struct ponyfs_inode *in, bool written);
+/* Data and metadata blocks, and inodes estimated from the room names have left. */
+int ponyfs_statfs_locked(struct ponyfs *fs, struct statvfs *ret);
+/* Grows the database (PONYFS_SQLITE_DB) or the WAL by a chunk (chunks.c). */
+int ponyfs_chunk_grow_locked(struct ponyfs *fs, int which);
+/* Mount: meta_chunks and the chunk table agree, chunks only meta_chunks has added. */
+int ponyfs_chunks_reconcile_locked(struct ponyfs *fs);
+/* Checkpoints the WAL into the database (no transaction may be open). */
+int ponyfs_checkpoint_locked(struct ponyfs *fs);
 
 /* Space (alloc.c). */
 int ponyfs_alloc_locked(struct ponyfs *fs, uint64_t want, uint64_t *ret_start, uint64_t *ret_n);
@@ -259,6 +404,21 @@ int ponyfs_pages_write(struct ponyfs *fs, const struct ponyfs_page *pg, uint64_t
 int ponyfs_ext_insert(struct ponyfs *fs, uint64_t ino, uint64_t foff, uint64_t nb,
 		      uint64_t pblock, const uint8_t *csums, unsigned flags);
 void ponyfs_dirty_add(struct ponyfs *fs, struct ponyfs_inode *in);
+
+/* Reservations of file and namespace changes (reserve.c). */
+/*
+ * Metadata reservations that may make room by writing dirty files back
+ * first (pin, if any, stays cached), then as ponyfs_space_reserve_locked()
+ * does up to SPACE_GROW. -ENOSPC: nothing changed.
+ */
+int ponyfs_meta_reserve_locked(struct ponyfs *fs, const struct ponyfs_cost *c,
+			       struct ponyfs_inode *pin);
+/* in's writeback, with pages more cached pages, trunc_rows extent rows past
+ * its cut (UINT64_MAX: as now) and falloc more fallocated blocks. */
+int ponyfs_inode_reserve_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t pages,
+				uint64_t trunc_rows, uint64_t falloc);
+/* Holds what in's writeback costs now (less than reserved: the rest goes back). */
+void ponyfs_inode_settle_locked(struct ponyfs *fs, struct ponyfs_inode *in);
 void ponyfs_inode_touch(struct ponyfs *fs, struct ponyfs_inode *in);
 
 /* Preallocation, punch and block counts (falloc.c). */
@@ -303,9 +463,10 @@ int ponyfs_ctime_locked(struct ponyfs *fs, uint64_t ino, int64_t now);
 int ponyfs_new_owner_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
 			    mode_t *mode, gid_t *ret_gid);
 /* A write, truncation or fallocate (chown false) or a chown by ctx: drops
- * ino's set-ID bits as the kernel's setattr_should_drop_suidgid() says. */
+ * ino's set-ID bits as the kernel's setattr_should_drop_suidgid() says;
+ * reserve: its metadata cost is not the caller's (see space.c). */
 int ponyfs_setid_kill_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
-			     bool chown);
+			     bool chown, bool reserve);
 /* An access ACL set by ctx: S_ISGID goes unless ctx is in the group or capable. */
 int ponyfs_acl_sgid_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t ino);
 

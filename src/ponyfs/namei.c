@@ -43,11 +43,13 @@ int ponyfs_fill_attr_locked(struct ponyfs *fs, uint64_t ino, unsigned mask, stru
 	sqlite3_stmt *s = ponyfs_stmt(fs, ST_INODE_GET);
 	struct ponyfs_inode *in;
 	uint64_t blocks;
+	int r;
 
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
-	if (sqlite3_step(s) != SQLITE_ROW) {
+	r = ponyfs_step_row(fs, s);
+	if (r <= 0) {
 		sqlite3_reset(s);
-		return -ENOENT;
+		return r < 0 ? r : -ENOENT;
 	}
 	memset(ret, 0, sizeof(*ret));
 	attr_from_row(s, ret);
@@ -66,7 +68,9 @@ int ponyfs_fill_attr_locked(struct ponyfs *fs, uint64_t ino, unsigned mask, stru
 		}
 	}
 	if (mask & STATX_BLOCKS) {
-		ponyfs_blocks_locked(fs, ino, &blocks);
+		r = ponyfs_blocks_locked(fs, ino, &blocks);
+		if (r < 0)
+			return r;
 		ret->stx_blocks = blocks;
 		ret->stx_mask |= STATX_BLOCKS;
 	}
@@ -83,15 +87,24 @@ static int entry_fill(struct ponyfs *fs, uint64_t ino, struct vfs_entry *ret)
 static int dentry_ino(struct ponyfs *fs, uint64_t parent, const char *name, uint64_t *ret)
 {
 	sqlite3_stmt *s = ponyfs_stmt(fs, ST_DENTRY_GET);
-	int rc;
+	int r;
 
 	sqlite3_bind_int64(s, 1, (int64_t)parent);
 	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
-	rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW)
+	r = ponyfs_step_row(fs, s);
+	if (r > 0)
 		*ret = (uint64_t)sqlite3_column_int64(s, 0);
 	sqlite3_reset(s);
-	return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : ponyfs_sqlite_errno(rc);
+	return r > 0 ? 0 : r == 0 ? -ENOENT : r;
+}
+
+/* 0 when parent has no entry name, -EEXIST when it has, -errno when unknown. */
+static int dentry_absent(struct ponyfs *fs, uint64_t parent, const char *name)
+{
+	uint64_t ino;
+	int r = dentry_ino(fs, parent, name, &ino);
+
+	return r == -ENOENT ? 0 : r < 0 ? r : -EEXIST;
 }
 
 static int inode_mode(struct ponyfs *fs, uint64_t ino, mode_t *ret)
@@ -139,7 +152,7 @@ static int dentry_add(struct ponyfs *fs, uint64_t parent, const char *name, uint
 	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
 	sqlite3_bind_int64(s, 3, (int64_t)ino);
 	sqlite3_bind_int64(s, 4, cookie);
-	return ponyfs_step_done(s);
+	return ponyfs_step_done(fs, s);
 }
 
 static int dentry_del(struct ponyfs *fs, uint64_t parent, const char *name)
@@ -151,7 +164,7 @@ static int dentry_del(struct ponyfs *fs, uint64_t parent, const char *name)
 	if (r >= 0) {
 		sqlite3_bind_int64(s, 1, (int64_t)parent);
 		sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
-		r = ponyfs_step_done(s);
+		r = ponyfs_step_done(fs, s);
 	}
 	sqlite3_reset(s);
 	return r;
@@ -179,7 +192,7 @@ static int dentry_move(struct ponyfs *fs, uint64_t parent, const char *name,
 	sqlite3_bind_int64(s, 1, (int64_t)parent);
 	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
 	sqlite3_bind_blob(s, 3, newname, (int)strlen(newname), SQLITE_STATIC);
-	return ponyfs_step_done(s);
+	return ponyfs_step_done(fs, s);
 }
 
 /* Points an existing entry at another inode; it keeps its name and cookie. */
@@ -193,13 +206,36 @@ static int dentry_set_ino(struct ponyfs *fs, uint64_t parent, const char *name, 
 	sqlite3_bind_int64(s, 1, (int64_t)parent);
 	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
 	sqlite3_bind_int64(s, 3, (int64_t)ino);
-	return ponyfs_step_done(s);
+	return ponyfs_step_done(fs, s);
 }
 
-/* A new inode named name in parent; its id in *ret_ino. */
+/*
+ * What the namespace changes cost the metadata (space.c): a name is an
+ * entry's three cells (dentries and its two indexes) and its directory's
+ * row; a new inode is its row and sqlite_sequence's, with a symlink's
+ * target and inherited ACLs as values that may overflow; a rename moves
+ * or replaces two names and touches both directories, the inodes' rows
+ * and a whiteout's.
+ */
+enum { NAME_ROWS = 4, INODE_ROWS = 2, RENAME_ROWS = 20 };
+
+static void create_cost(const char *target, const struct ponyfs_acl_inherit *acl,
+			struct ponyfs_cost *ret)
+{
+	*ret = (struct ponyfs_cost){ .rows = NAME_ROWS + INODE_ROWS };
+	if (target)
+		ponyfs_cost_value(ret, strlen(target));
+	if (acl && acl->access)
+		ponyfs_cost_value(ret, acl->size);
+	if (acl && acl->dflt)
+		ponyfs_cost_value(ret, acl->dflt_size);
+}
+
+/* A new inode named name in parent; its id in *ret_ino. cost, when not NULL,
+ * is reserved once the name is known to be free (else the caller did). */
 static int inode_create(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
 			const char *name, mode_t mode, dev_t rdev, const char *target,
-			uint64_t *ret_ino)
+			const struct ponyfs_cost *cost, uint64_t *ret_ino)
 {
 	sqlite3_stmt *s = NULL;
 	int64_t now = ponyfs_now();
@@ -207,10 +243,12 @@ static int inode_create(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t p
 	gid_t gid;
 	int r = check_dir_name(fs, parent, name);
 
-	if (r >= 0 && dentry_ino(fs, parent, name, &ino) >= 0)
-		r = -EEXIST;
+	if (r >= 0)
+		r = dentry_absent(fs, parent, name);
 	if (r >= 0)
 		r = ponyfs_new_owner_locked(fs, ctx, parent, &mode, &gid);
+	if (r >= 0 && cost)
+		r = ponyfs_meta_reserve_locked(fs, cost, NULL);
 	if (r >= 0)
 		r = ponyfs_txn_begin_locked(fs);
 	if (r >= 0)
@@ -228,9 +266,11 @@ static int inode_create(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t p
 	sqlite3_bind_int64(s, 7, (int64_t)rdev);
 	if (target)
 		sqlite3_bind_blob(s, 8, target, (int)strlen(target), SQLITE_STATIC);
-	r = ponyfs_step_done(s);
+	r = ponyfs_step_done(fs, s);
 	sqlite3_reset(s);
 	ino = (uint64_t)sqlite3_last_insert_rowid(fs->db);
+	if (r >= 0 && fs->ninodes != UINT64_MAX)
+		fs->ninodes++;
 	if (r >= 0)
 		r = dentry_add(fs, parent, name, ino);
 	if (r >= 0)
@@ -245,11 +285,13 @@ int ponyfs_create_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 			 struct vfs_entry *ret)
 {
 	struct ponyfs_acl_inherit acl;
+	struct ponyfs_cost cost;
 	uint64_t ino;
 	int r = ponyfs_acl_create_locked(fs, ctx, parent, &mode, &acl);
 
+	create_cost(target, &acl, &cost);
 	if (r >= 0)
-		r = inode_create(fs, ctx, parent, name, mode, rdev, target, &ino);
+		r = inode_create(fs, ctx, parent, name, mode, rdev, target, &cost, &ino);
 	if (r >= 0)
 		r = ponyfs_acl_inherit_locked(fs, ino, &acl);
 	ponyfs_acl_inherit_done(&acl);
@@ -303,7 +345,6 @@ static int writeback_ino(struct ponyfs *fs, uint64_t ino)
 int ponyfs_link_locked(struct ponyfs *fs, uint64_t ino, uint64_t newparent, const char *newname,
 		       struct vfs_entry *ret)
 {
-	uint64_t other;
 	mode_t m;
 	int r = check_dir_name(fs, newparent, newname);
 
@@ -311,8 +352,11 @@ int ponyfs_link_locked(struct ponyfs *fs, uint64_t ino, uint64_t newparent, cons
 		r = inode_mode(fs, ino, &m);
 	if (r >= 0 && S_ISDIR(m))
 		r = -EPERM;
-	if (r >= 0 && dentry_ino(fs, newparent, newname, &other) >= 0)
-		r = -EEXIST;
+	if (r >= 0)
+		r = dentry_absent(fs, newparent, newname);
+	if (r >= 0)
+		r = ponyfs_meta_reserve_locked(fs, &(struct ponyfs_cost){ .rows = NAME_ROWS + 2 },
+					       NULL);
 	if (r >= 0)
 		r = ponyfs_txn_begin_locked(fs);
 	if (r >= 0)
@@ -328,23 +372,65 @@ int ponyfs_link_locked(struct ponyfs *fs, uint64_t ino, uint64_t newparent, cons
 	return r < 0 ? r : entry_fill(fs, ino, ret);
 }
 
+/* Extent rows deleted per transaction when an inode goes (each frees a run). */
+#define DELETE_BATCH 512
+
+/*
+ * Deletes an inode whose last name is gone (nlink 0). Its extents go in
+ * batches, the last first, each reserved on its own, so a file of any
+ * size can go on a full filesystem: a commit between two batches leaves
+ * an orphan, which the next mount finishes deleting.
+ */
 int ponyfs_inode_delete_locked(struct ponyfs *fs, uint64_t ino)
 {
 	struct ponyfs_inode *in = ponyfs_inode_find(fs, ino);
-	int r;
+	struct ponyfs_cost c = { .run_bytes = DELETE_BATCH * PONYFS_EXT_ROW_BYTES,
+				 .free_cells = 3 * DELETE_BATCH,
+				 .frees = true };
+	int64_t first = 0, bytes = 0;
+	bool last = false;
+	int r = 0;
 
 	if (in)
 		ponyfs_inode_drop_locked(fs, in);
-	r = ponyfs_extents_remove_locked(fs, ino, 0, UINT64_MAX);
+	while (r >= 0 && !last) {
+		r = ponyfs_sql_int(fs, &first, "SELECT foff FROM extents WHERE ino = ?1 "
+				   "ORDER BY foff DESC LIMIT 1 OFFSET ?2", 2, (int64_t)ino,
+				   (int64_t)DELETE_BATCH - 1);
+		last = r == -ENOENT;
+		first = last ? 0 : first;
+		r = last ? 0 : r;
+		if (r >= 0)
+			r = ponyfs_meta_reserve_locked(fs, &c, NULL);
+		if (r >= 0)
+			r = ponyfs_txn_begin_locked(fs);
+		if (r >= 0)
+			r = ponyfs_extents_remove_locked(fs, ino, (uint64_t)first, UINT64_MAX);
+	}
+	/* Its xattrs, side by side: their bytes and a cell's header each. */
+	if (r >= 0)
+		r = ponyfs_sql_int(fs, &bytes, "SELECT coalesce(sum(length(name) + length(value) + 16), 0) "
+				   "FROM xattrs WHERE ino = ?1", 1, (int64_t)ino);
+	c = (struct ponyfs_cost){ .rows = INODE_ROWS, .run_bytes = (uint64_t)bytes, .frees = true };
+	if (r >= 0)
+		r = ponyfs_meta_reserve_locked(fs, &c, NULL);
+	if (r >= 0)
+		r = ponyfs_txn_begin_locked(fs);
 	if (r >= 0)
 		r = ponyfs_sql(fs, "DELETE FROM xattrs WHERE ino = ?1", 1, (int64_t)ino);
 	if (r >= 0)
 		r = ponyfs_sql(fs, "DELETE FROM inodes WHERE ino = ?1", 1, (int64_t)ino);
+	if (r >= 0 && fs->ninodes != UINT64_MAX)
+		fs->ninodes--;
 	return r;
 }
 
-/* ino lost a name: delete it with its last name, unless it is still open. */
-static int inode_unref(struct ponyfs *fs, uint64_t ino, bool dir)
+/*
+ * ino lost a name. *ret_delete: it had no other and is not open, so the
+ * caller deletes it once its own change is complete (an orphan until its
+ * last close, or the next mount, otherwise).
+ */
+static int inode_unref(struct ponyfs *fs, uint64_t ino, bool dir, bool *ret_delete)
 {
 	struct ponyfs_inode *in = ponyfs_inode_find(fs, ino);
 	int64_t nlink;
@@ -354,11 +440,8 @@ static int inode_unref(struct ponyfs *fs, uint64_t ino, bool dir)
 
 	if (r >= 0)
 		r = ponyfs_ctime_locked(fs, ino, ponyfs_now());
-	if (r < 0 || nlink > 0)
-		return r;
-	if (in && in->opens)
-		return 0;       /* an orphan until its last close (or the next mount) */
-	return ponyfs_inode_delete_locked(fs, ino);
+	*ret_delete = r >= 0 && nlink <= 0 && !(in && in->opens);
+	return r;
 }
 
 static int dir_empty(struct ponyfs *fs, uint64_t dir)
@@ -373,6 +456,7 @@ static int dir_empty(struct ponyfs *fs, uint64_t dir)
 int ponyfs_remove_locked(struct ponyfs *fs, uint64_t parent, const char *name, bool dir)
 {
 	uint64_t ino;
+	bool del;
 	mode_t m;
 	int r = check_dir_name(fs, parent, name);
 
@@ -385,14 +469,17 @@ int ponyfs_remove_locked(struct ponyfs *fs, uint64_t parent, const char *name, b
 	if (r >= 0 && dir)
 		r = dir_empty(fs, ino);
 	if (r >= 0)
+		r = ponyfs_meta_reserve_locked(fs, &(struct ponyfs_cost){ .rows = NAME_ROWS + 2,
+							.frees = true }, NULL);
+	if (r >= 0)
 		r = ponyfs_txn_begin_locked(fs);
 	if (r >= 0)
 		r = dentry_del(fs, parent, name);
 	if (r >= 0)
 		r = touch_dir(fs, parent, dir ? -1 : 0);
 	if (r >= 0)
-		r = inode_unref(fs, ino, dir);
-	return r;
+		r = inode_unref(fs, ino, dir, &del);
+	return r >= 0 && del ? ponyfs_inode_delete_locked(fs, ino) : r;
 }
 
 /* -EINVAL when dir is src or below it: a directory cannot move into itself. */
@@ -401,11 +488,14 @@ static int check_not_below(struct ponyfs *fs, uint64_t src, uint64_t dir)
 	while (dir != VFS_ROOT_INO) {
 		int64_t up;
 
+		int r;
+
 		if (dir == src)
 			return -EINVAL;
-		if (ponyfs_sql_int(fs, &up, "SELECT parent FROM dentries WHERE ino = ?1 LIMIT 1", 1,
-				   (int64_t)dir) < 0)
-			return -ENOENT;
+		r = ponyfs_sql_int(fs, &up, "SELECT parent FROM dentries WHERE ino = ?1 LIMIT 1", 1,
+				   (int64_t)dir);
+		if (r < 0)
+			return r;
 		dir = (uint64_t)up;
 	}
 	return 0;
@@ -447,9 +537,10 @@ static int rename_exchange(struct ponyfs *fs, uint64_t p1, const char *n1, uint6
 int ponyfs_rename_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
 			 const char *name, uint64_t newparent, const char *newname, unsigned flags)
 {
+	struct ponyfs_cost cost = { .rows = RENAME_ROWS };
 	uint64_t src, dst = 0;
 	mode_t ms, md = 0;
-	bool replace;
+	bool replace, del = false;
 	int r = check_dir_name(fs, parent, name);
 
 	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT) ||
@@ -461,14 +552,23 @@ int ponyfs_rename_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 		r = dentry_ino(fs, parent, name, &src);
 	if (r < 0)
 		return r;
-	replace = dentry_ino(fs, newparent, newname, &dst) >= 0;
+	r = dentry_ino(fs, newparent, newname, &dst);
+	if (r < 0 && r != -ENOENT)
+		return r;
+	replace = r >= 0;
 	if ((flags & RENAME_NOREPLACE) && replace)
 		return -EEXIST;
 	if ((flags & RENAME_EXCHANGE) && !replace)
 		return -ENOENT;
 	if (replace && dst == src)
 		return 0;       /* two names of one file: rename(2) does nothing */
-	r = ponyfs_txn_begin_locked(fs);
+	if (flags & RENAME_WHITEOUT)
+		cost.rows += NAME_ROWS + INODE_ROWS;
+	/* Before anything changes: the rename and the writeback of the file
+	 * it moves commit together (rule 2), nothing may commit between. */
+	r = ponyfs_meta_reserve_locked(fs, &cost, NULL);
+	if (r >= 0)
+		r = ponyfs_txn_begin_locked(fs);
 	if (r >= 0 && (flags & RENAME_EXCHANGE))
 		return rename_exchange(fs, parent, name, src, newparent, newname, dst);
 	if (r >= 0)
@@ -488,7 +588,7 @@ int ponyfs_rename_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 	if (r >= 0 && replace)
 		r = dentry_del(fs, newparent, newname);
 	if (r >= 0 && replace)
-		r = inode_unref(fs, dst, S_ISDIR(md));
+		r = inode_unref(fs, dst, S_ISDIR(md), &del);
 	if (r >= 0)
 		r = dentry_move(fs, parent, name, newparent, newname, src);
 	if (r >= 0 && parent != newparent)
@@ -501,9 +601,10 @@ int ponyfs_rename_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 	if (r >= 0 && (flags & RENAME_WHITEOUT)) {
 		uint64_t wh;
 
-		r = inode_create(fs, ctx, parent, name, S_IFCHR, makedev(0, 0), NULL, &wh);
+		r = inode_create(fs, ctx, parent, name, S_IFCHR, makedev(0, 0), NULL, NULL, &wh);
 	}
-	return r;
+	/* The replaced file, its name gone in the rename's transaction, goes after it. */
+	return r >= 0 && del ? ponyfs_inode_delete_locked(fs, dst) : r;
 }
 
 /*
@@ -519,9 +620,12 @@ int ponyfs_readdir_locked(struct ponyfs *fs, uint64_t ino, uint64_t cookie,
 	size_t n = 0;
 	int r = check_dir_name(fs, ino, NULL);
 
+	if (r >= 0)
+		r = dir_parent(fs, ino, &up);
+	if (r == -ENOENT)
+		r = 0;          /* an open directory already removed: ".." is itself */
 	if (r < 0)
 		return r;
-	dir_parent(fs, ino, &up);
 	if (cookie < 1)
 		ret[n++] = (struct ponyfs_dirent){ strdup("."), ino, DT_DIR, 1 };
 	if (cookie < 2)
@@ -534,7 +638,7 @@ int ponyfs_readdir_locked(struct ponyfs *fs, uint64_t ino, uint64_t cookie,
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
 	sqlite3_bind_int64(s, 2, (int64_t)cookie);
 	sqlite3_bind_int64(s, 3, (int64_t)(max - n));
-	while (n < max && sqlite3_step(s) == SQLITE_ROW) {
+	while (n < max && (r = ponyfs_step_row(fs, s)) > 0) {
 		int len = sqlite3_column_bytes(s, 0);
 		char *name;
 
@@ -570,8 +674,9 @@ int ponyfs_readlink_locked(struct ponyfs *fs, uint64_t ino, char *buf, size_t si
 	if (r < 0)
 		return r;
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
-	if (sqlite3_step(s) != SQLITE_ROW)
-		r = -ENOENT;
+	r = ponyfs_step_row(fs, s);
+	if (r <= 0)
+		r = r < 0 ? r : -ENOENT;
 	else if (!S_ISLNK((mode_t)sqlite3_column_int64(s, 1)))
 		r = -EINVAL;
 	else {

@@ -25,12 +25,17 @@
 	__typeof__(expr) _r = (fs)->shut_down ? -EIO : (expr); \
 	pthread_mutex_unlock(&(fs)->lock); \
 	_r; })
+/* A change: once a commit failed (ponyfs_fail_locked()), it fails with
+ * that error before it reads anything. */
+#define CHANGE(fs, expr) LOCKED(fs, (fs)->broken ? (fs)->broken : (expr))
 
-/* Commits when the transaction has grown large, so its WAL frames always fit. */
-static void commit_if_big(struct ponyfs *fs)
+/* Commits when the transaction has made many names, so little waits in
+ * memory for a commit; its failure is the call's (it was not acknowledged). */
+static int commit_if_big(struct ponyfs *fs)
 {
 	if (fs->in_txn && ++fs->txn_ops >= 2048)
-		ponyfs_commit_locked(fs);
+		return ponyfs_commit_locked(fs);
+	return 0;
 }
 
 static int pf_lookup(struct vfs *v, const struct vfs_ctx *ctx, uint64_t parent,
@@ -70,6 +75,7 @@ static int setattr_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t
 	int64_t at = (int64_t)a->atime.tv_sec * 1000000000 + a->atime.tv_nsec;
 	int64_t mt = (int64_t)a->mtime.tv_sec * 1000000000 + a->mtime.tv_nsec;
 	struct ponyfs_inode *in = NULL;
+	struct ponyfs_cost c = { .rows = 7 };
 	struct statx cur;
 	int r = ponyfs_fill_attr_locked(fs, ino, 0, &cur);
 
@@ -77,7 +83,20 @@ static int setattr_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t
 		return r;
 	if ((a->valid & VFS_SET_SIZE) && !S_ISREG(cur.stx_mode))
 		return S_ISDIR(cur.stx_mode) ? -EISDIR : -EINVAL;
-	r = ponyfs_txn_begin_locked(fs);
+	/* The size first: it stays in memory until the file's writeback, whose
+	 * metadata it reserves itself. */
+	if (a->valid & VFS_SET_SIZE) {
+		r = ponyfs_inode_get_locked(fs, ino, &in);
+		if (r >= 0)
+			r = ponyfs_truncate_locked(fs, in, a->size);
+	}
+	/* The mode and its access ACL, set-ID bits, owner, group, times, ctime. */
+	if (a->valid & VFS_SET_MODE)
+		ponyfs_cost_value(&c, 4096);
+	if (r >= 0)
+		r = ponyfs_meta_reserve_locked(fs, &c, in);
+	if (r >= 0)
+		r = ponyfs_txn_begin_locked(fs);
 	if (r >= 0 && (a->valid & VFS_SET_MODE))
 		r = ponyfs_sql(fs, "UPDATE inodes SET mode = (mode & ~4095) | ?2 WHERE ino = ?1", 2,
 			       (int64_t)ino, (int64_t)(a->mode & 07777));
@@ -85,18 +104,14 @@ static int setattr_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t
 		r = ponyfs_acl_chmod_locked(fs, ino, a->mode);
 	/* Before the new owner is set: the rule asks about the old group. */
 	if (r >= 0 && setattr_kills(ctx, &cur, a))
-		r = ponyfs_setid_kill_locked(fs, ctx, ino, a->valid & (VFS_SET_UID | VFS_SET_GID));
+		r = ponyfs_setid_kill_locked(fs, ctx, ino, a->valid & (VFS_SET_UID | VFS_SET_GID),
+					     false);
 	if (r >= 0 && (a->valid & VFS_SET_UID))
 		r = ponyfs_sql(fs, "UPDATE inodes SET uid = ?2 WHERE ino = ?1", 2, (int64_t)ino,
 			       (int64_t)a->uid);
 	if (r >= 0 && (a->valid & VFS_SET_GID))
 		r = ponyfs_sql(fs, "UPDATE inodes SET gid = ?2 WHERE ino = ?1", 2, (int64_t)ino,
 			       (int64_t)a->gid);
-	if (r >= 0 && (a->valid & VFS_SET_SIZE)) {
-		r = ponyfs_inode_get_locked(fs, ino, &in);
-		if (r >= 0)
-			r = ponyfs_truncate_locked(fs, in, a->size);
-	}
 	if (a->valid & VFS_SET_ATIME_NOW)
 		at = now;
 	if (a->valid & VFS_SET_MTIME_NOW)
@@ -119,7 +134,7 @@ static int setattr_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t
 static int pf_setattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, uint64_t fh,
 		      const struct vfs_setattr *attr, struct statx *ret)
 {
-	return LOCKED(ponyfs_of(v), setattr_locked(ponyfs_of(v), ctx, ino, attr, ret));
+	return CHANGE(ponyfs_of(v), setattr_locked(ponyfs_of(v), ctx, ino, attr, ret));
 }
 
 static int pf_readlink(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, char *buf, size_t size)
@@ -134,8 +149,10 @@ static int create_entry(struct vfs *v, const struct vfs_ctx *ctx, uint64_t paren
 	int r;
 
 	pthread_mutex_lock(&fs->lock);
-	r = ponyfs_create_locked(fs, ctx, parent, name, mode, rdev, target, ret);
-	commit_if_big(fs);
+	r = fs->shut_down ? -EIO : fs->broken ? fs->broken :
+	    ponyfs_create_locked(fs, ctx, parent, name, mode, rdev, target, ret);
+	if (r >= 0)
+		r = commit_if_big(fs);
 	pthread_mutex_unlock(&fs->lock);
 	return r;
 }
@@ -173,7 +190,7 @@ static int pf_link(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, uint6
 		   const char *newname, struct vfs_entry *ret)
 {
 	struct vfs_entry e;
-	int r = LOCKED(ponyfs_of(v), ponyfs_link_locked(ponyfs_of(v), ino, newparent, newname,
+	int r = CHANGE(ponyfs_of(v), ponyfs_link_locked(ponyfs_of(v), ino, newparent, newname,
 						       ret ? ret : &e));
 
 	if (r == 0 && !ret)
@@ -183,18 +200,18 @@ static int pf_link(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, uint6
 
 static int pf_unlink(struct vfs *v, const struct vfs_ctx *ctx, uint64_t parent, const char *name)
 {
-	return LOCKED(ponyfs_of(v), ponyfs_remove_locked(ponyfs_of(v), parent, name, false));
+	return CHANGE(ponyfs_of(v), ponyfs_remove_locked(ponyfs_of(v), parent, name, false));
 }
 
 static int pf_rmdir(struct vfs *v, const struct vfs_ctx *ctx, uint64_t parent, const char *name)
 {
-	return LOCKED(ponyfs_of(v), ponyfs_remove_locked(ponyfs_of(v), parent, name, true));
+	return CHANGE(ponyfs_of(v), ponyfs_remove_locked(ponyfs_of(v), parent, name, true));
 }
 
 static int pf_rename(struct vfs *v, const struct vfs_ctx *ctx, uint64_t parent, const char *name,
 		     uint64_t newparent, const char *newname, unsigned flags)
 {
-	return LOCKED(ponyfs_of(v), ponyfs_rename_locked(ponyfs_of(v), ctx, parent, name, newparent,
+	return CHANGE(ponyfs_of(v), ponyfs_rename_locked(ponyfs_of(v), ctx, parent, name, newparent,
 							 newname, flags));
 }
 
@@ -223,6 +240,7 @@ static int open_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t in
 	h->inode = in;
 	h->flags = flags;
 	h->opener = *ctx;
+	h->err_seq = fs->err_seq;
 	h->next = fs->handles;
 	if (h->next)
 		h->next->prev = &h->next;
@@ -236,7 +254,7 @@ static int open_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t in
 		if (r >= 0)
 			r = ponyfs_truncate_locked(fs, in, 0);
 		if (r >= 0)
-			r = ponyfs_setid_kill_locked(fs, ctx, ino, false);
+			r = ponyfs_setid_kill_locked(fs, ctx, ino, false, true);
 	}
 	*ret_fh = (uint64_t)(uintptr_t)h;
 	return 0;
@@ -257,14 +275,15 @@ static int create_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 		r = ponyfs_lookup_locked(fs, parent, name, ret);
 	if (r >= 0)
 		r = open_locked(fs, ctx, ret->ino, flags & ~O_CREAT, ret_fh);
-	commit_if_big(fs);
+	if (r >= 0)
+		r = commit_if_big(fs);
 	return r;
 }
 
 static int pf_create(struct vfs *v, const struct vfs_ctx *ctx, uint64_t parent, const char *name,
 		     mode_t mode, int flags, struct vfs_entry *ret, uint64_t *ret_fh)
 {
-	return LOCKED(ponyfs_of(v), create_locked(ponyfs_of(v), ctx, parent, name, mode, flags, ret,
+	return CHANGE(ponyfs_of(v), create_locked(ponyfs_of(v), ctx, parent, name, mode, flags, ret,
 						  ret_fh));
 }
 
@@ -288,7 +307,7 @@ static ssize_t write_locked(struct ponyfs *fs, struct ponyfs_handle *h, const vo
 
 	if ((h->flags & O_ACCMODE) == O_RDONLY)
 		return -EBADF;
-	r = ponyfs_setid_kill_locked(fs, &h->opener, h->inode->ino, false);
+	r = ponyfs_setid_kill_locked(fs, &h->opener, h->inode->ino, false, true);
 	if (r < 0)
 		return r;
 	if (h->flags & O_APPEND)
@@ -301,12 +320,23 @@ static ssize_t pf_write(struct vfs *v, uint64_t ino, uint64_t fh, const void *bu
 {
 	if (off < 0)
 		return -EINVAL;
-	return LOCKED(ponyfs_of(v), write_locked(ponyfs_of(v), handle_of(fh), buf, size, off));
+	return CHANGE(ponyfs_of(v), write_locked(ponyfs_of(v), handle_of(fh), buf, size, off));
+}
+
+/* close(2): a failure of a background commit since the file was opened
+ * (or since its last close) is reported once per open file, as the
+ * kernel's errseq reports a writeback error. */
+static int flush_locked(struct ponyfs *fs, struct ponyfs_handle *h)
+{
+	if (h->err_seq == fs->err_seq)
+		return 0;
+	h->err_seq = fs->err_seq;
+	return fs->broken;
 }
 
 static int pf_flush(struct vfs *v, uint64_t ino, uint64_t fh)
 {
-	return 0;
+	return LOCKED(ponyfs_of(v), flush_locked(ponyfs_of(v), handle_of(fh)));
 }
 
 static int fsync_locked(struct ponyfs *fs, struct ponyfs_inode *in)
@@ -318,7 +348,7 @@ static int fsync_locked(struct ponyfs *fs, struct ponyfs_inode *in)
 
 static int pf_fsync(struct vfs *v, uint64_t ino, uint64_t fh, bool datasync)
 {
-	return LOCKED(ponyfs_of(v), fsync_locked(ponyfs_of(v), handle_of(fh)->inode));
+	return CHANGE(ponyfs_of(v), fsync_locked(ponyfs_of(v), handle_of(fh)->inode));
 }
 
 static int release_locked(struct ponyfs *fs, struct ponyfs_handle *h)
@@ -339,10 +369,14 @@ static int release_locked(struct ponyfs *fs, struct ponyfs_handle *h)
 	if (!in->writers && in->trunc_pending)
 		r = ponyfs_writeback_locked(fs, in);
 	if (!in->opens) {
-		ponyfs_sql_int(fs, &nlink, "SELECT nlink FROM inodes WHERE ino = ?1", 1, (int64_t)in->ino);
-		if (nlink == 0 && ponyfs_txn_begin_locked(fs) >= 0)
+		int q = ponyfs_sql_int(fs, &nlink, "SELECT nlink FROM inodes WHERE ino = ?1", 1,
+				       (int64_t)in->ino);
+
+		if (q >= 0 && nlink == 0 && ponyfs_txn_begin_locked(fs) >= 0)
 			return ponyfs_inode_delete_locked(fs, in->ino);
 		ponyfs_inode_put_locked(fs, in);
+		if (q < 0 && q != -ENOENT && r >= 0)
+			r = q;
 	}
 	return r;
 }
@@ -367,7 +401,7 @@ static int fallocate_locked(struct ponyfs *fs, struct ponyfs_handle *h, int mode
 		return -EFBIG;
 	r = ponyfs_txn_begin_locked(fs);
 	if (r >= 0)
-		r = ponyfs_setid_kill_locked(fs, &h->opener, in->ino, false);
+		r = ponyfs_setid_kill_locked(fs, &h->opener, in->ino, false, true);
 	if (r < 0)
 		return r;
 	/* Zero range punches, then preallocates: the range keeps its blocks. */
@@ -384,7 +418,7 @@ static int pf_fallocate(struct vfs *v, uint64_t ino, uint64_t fh, int mode, off_
 {
 	if (off < 0 || len <= 0)
 		return -EINVAL;
-	return LOCKED(ponyfs_of(v), fallocate_locked(ponyfs_of(v), handle_of(fh), mode,
+	return CHANGE(ponyfs_of(v), fallocate_locked(ponyfs_of(v), handle_of(fh), mode,
 						     (uint64_t)off, (uint64_t)len));
 }
 
@@ -436,7 +470,7 @@ static int pf_releasedir(struct vfs *v, uint64_t ino, uint64_t fh)
 
 static int pf_fsyncdir(struct vfs *v, uint64_t ino, uint64_t fh, bool datasync)
 {
-	return LOCKED(ponyfs_of(v), ponyfs_commit_locked(ponyfs_of(v)));
+	return CHANGE(ponyfs_of(v), ponyfs_commit_locked(ponyfs_of(v)));
 }
 
 static int xattr_check(struct ponyfs *fs, uint64_t ino, const char *name)
@@ -463,8 +497,9 @@ int ponyfs_getxattr_locked(struct ponyfs *fs, uint64_t ino, const char *name, vo
 		return r;
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
 	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
-	if (sqlite3_step(s) != SQLITE_ROW) {
-		r = -ENODATA;
+	r = ponyfs_step_row(fs, s);
+	if (r <= 0) {
+		r = r < 0 ? r : -ENODATA;
 	} else {
 		r = sqlite3_column_bytes(s, 0);
 		if (size && (size_t)r > size)
@@ -485,6 +520,7 @@ static int pf_getxattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, c
 static int setxattr_locked(struct ponyfs *fs, uint64_t ino, const char *name, const void *value,
 			   size_t size, int flags)
 {
+	struct ponyfs_cost c = { .rows = 1 };
 	sqlite3_stmt *s = NULL;
 	int exists = ponyfs_getxattr_locked(fs, ino, name, NULL, 0);
 	int r = exists == -ENODATA ? 0 : exists;
@@ -495,6 +531,9 @@ static int setxattr_locked(struct ponyfs *fs, uint64_t ino, const char *name, co
 		r = -EEXIST;
 	if (r >= 0 && (flags & XATTR_REPLACE) && exists == -ENODATA)
 		r = -ENODATA;
+	ponyfs_cost_value(&c, size + strlen(name));     /* and the ctime */
+	if (r >= 0)
+		r = ponyfs_meta_reserve_locked(fs, &c, NULL);
 	if (r >= 0)
 		r = ponyfs_txn_begin_locked(fs);
 	if (r >= 0)
@@ -505,7 +544,7 @@ static int setxattr_locked(struct ponyfs *fs, uint64_t ino, const char *name, co
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
 	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
 	sqlite3_bind_blob(s, 3, size ? value : "", (int)size, SQLITE_STATIC);
-	r = ponyfs_step_done(s);
+	r = ponyfs_step_done(fs, s);
 	sqlite3_reset(s);
 	return r < 0 ? r : ponyfs_ctime_locked(fs, ino, ponyfs_now());
 }
@@ -514,9 +553,9 @@ static int pf_setxattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, c
 		       const void *value, size_t size, int flags)
 {
 	if (ponyfs_acl_name(name))
-		return LOCKED(ponyfs_of(v), ponyfs_acl_set_locked(ponyfs_of(v), ctx, ino, name, value,
+		return CHANGE(ponyfs_of(v), ponyfs_acl_set_locked(ponyfs_of(v), ctx, ino, name, value,
 								  size, flags));
-	return LOCKED(ponyfs_of(v), setxattr_locked(ponyfs_of(v), ino, name, value, size, flags));
+	return CHANGE(ponyfs_of(v), setxattr_locked(ponyfs_of(v), ino, name, value, size, flags));
 }
 
 static int listxattr_locked(struct ponyfs *fs, uint64_t ino, char *buf, size_t size)
@@ -532,7 +571,7 @@ static int listxattr_locked(struct ponyfs *fs, uint64_t ino, char *buf, size_t s
 	if (r < 0)
 		return r;
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
-	while (sqlite3_step(s) == SQLITE_ROW) {
+	while ((r = ponyfs_step_row(fs, s)) > 0) {
 		size_t n = (size_t)sqlite3_column_bytes(s, 0);
 
 		if (size && total + n + 1 > size) {
@@ -561,6 +600,9 @@ static int removexattr_locked(struct ponyfs *fs, uint64_t ino, const char *name)
 	int r = ponyfs_getxattr_locked(fs, ino, name, NULL, 0);
 
 	if (r >= 0)
+		r = ponyfs_meta_reserve_locked(fs, &(struct ponyfs_cost){ .rows = 2, .frees = true },
+					       NULL);
+	if (r >= 0)
 		r = ponyfs_txn_begin_locked(fs);
 	if (r >= 0)
 		r = ponyfs_prepare(fs,
@@ -569,42 +611,19 @@ static int removexattr_locked(struct ponyfs *fs, uint64_t ino, const char *name)
 		return r;
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
 	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
-	r = ponyfs_step_done(s);
+	r = ponyfs_step_done(fs, s);
 	sqlite3_reset(s);
 	return r < 0 ? r : ponyfs_ctime_locked(fs, ino, ponyfs_now());
 }
 
 static int pf_removexattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, const char *name)
 {
-	return LOCKED(ponyfs_of(v), removexattr_locked(ponyfs_of(v), ino, name));
-}
-
-static int statfs_locked(struct ponyfs *fs, struct statvfs *ret)
-{
-	int64_t inodes = 0;
-	uint64_t avail = fs->free_blocks + fs->pending_free_blocks;
-
-	ponyfs_sql_int(fs, &inodes, "SELECT count(*) FROM inodes", 0);
-	memset(ret, 0, sizeof(*ret));
-	ret->f_bsize = BS;
-	ret->f_frsize = BS;
-	/* The overwrite reserve is never free for new data: like ext4's
-	 * metadata overhead, it is not counted in f_blocks. */
-	ret->f_blocks = fs->sb.data_blocks - fs->ow_reserve;
-	ret->f_bfree = avail - MIN(avail, fs->reserved + fs->ow_reserve);
-	ret->f_bavail = ret->f_bfree;
-	ret->f_files = (fsfilcnt_t)inodes + (1u << 30);
-	ret->f_ffree = 1u << 30;
-	ret->f_favail = ret->f_ffree;
-	ret->f_namemax = NAME_MAX;
-	ret->f_fsid = util_get_le64(fs->sb.uuid);
-	ret->f_flag = fs->read_only ? ST_RDONLY : 0;
-	return 0;
+	return CHANGE(ponyfs_of(v), removexattr_locked(ponyfs_of(v), ino, name));
 }
 
 static int pf_statfs(struct vfs *v, uint64_t ino, struct statvfs *ret)
 {
-	return LOCKED(ponyfs_of(v), statfs_locked(ponyfs_of(v), ret));
+	return LOCKED(ponyfs_of(v), ponyfs_statfs_locked(ponyfs_of(v), ret));
 }
 
 static int syncfs_locked(struct ponyfs *fs)
@@ -616,7 +635,7 @@ static int syncfs_locked(struct ponyfs *fs)
 
 static int pf_syncfs(struct vfs *v)
 {
-	return LOCKED(ponyfs_of(v), syncfs_locked(ponyfs_of(v)));
+	return CHANGE(ponyfs_of(v), syncfs_locked(ponyfs_of(v)));
 }
 
 /* Rule 4: the data joins the open transaction; whatever commits later
@@ -648,7 +667,7 @@ static int layout_locked(struct ponyfs *fs, uint64_t ino, uint64_t off, uint64_t
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
 	sqlite3_bind_int64(s, 2, (int64_t)(off / BS));
 	sqlite3_bind_int64(s, 3, (int64_t)DIV_ROUND_UP(off + len, BS));
-	while (k < n && sqlite3_step(s) == SQLITE_ROW) {
+	while (k < n && (r = ponyfs_step_row(fs, s)) > 0) {
 		ret[k] = (struct vfs_extent){
 			.file_offset = (uint64_t)sqlite3_column_int64(s, 0) * BS,
 			.length = (uint64_t)sqlite3_column_int64(s, 1) * BS,
@@ -659,7 +678,7 @@ static int layout_locked(struct ponyfs *fs, uint64_t ino, uint64_t off, uint64_t
 		k++;
 	}
 	sqlite3_reset(s);
-	return (int)k;
+	return r < 0 ? r : (int)k;
 }
 
 /* Where committed or written-back bytes live on the data region (pNFS-style). */

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -34,12 +35,18 @@ static const char schema_sql[] =
 	"CREATE TABLE xattrs (ino INTEGER NOT NULL, name BLOB NOT NULL, value BLOB NOT NULL,"
 	" PRIMARY KEY (ino, name)) WITHOUT ROWID;"
 	"CREATE TABLE free (pblock INTEGER PRIMARY KEY, nblocks INTEGER NOT NULL);"
-	"PRAGMA user_version = 2;";
+	"CREATE TABLE meta_chunks (seq INTEGER PRIMARY KEY, file INTEGER NOT NULL,"
+	" pblock INTEGER NOT NULL, nblocks INTEGER NOT NULL);"
+	"PRAGMA user_version = 3;";
 
 /* Version 1 to 2: extents.flags, 0 (written) for every existing row. */
 static const char upgrade_v1_sql[] =
-	"ALTER TABLE extents ADD COLUMN flags INTEGER NOT NULL DEFAULT 0;"
-	"PRAGMA user_version = 2;";
+	"ALTER TABLE extents ADD COLUMN flags INTEGER NOT NULL DEFAULT 0;";
+/* Version 2 to 3: meta_chunks, empty (no metadata chunk was ever taken). */
+static const char upgrade_v2_sql[] =
+	"CREATE TABLE IF NOT EXISTS meta_chunks (seq INTEGER PRIMARY KEY, file INTEGER NOT NULL,"
+	" pblock INTEGER NOT NULL, nblocks INTEGER NOT NULL);"
+	"PRAGMA user_version = 3;";
 
 /* -- slices: a byte range of a parent bdev, for both regions on one image -- */
 
@@ -110,15 +117,18 @@ static int slice_new(struct bdev *parent, uint64_t off, uint64_t len, struct bde
 
 /* -- superblock ----------------------------------------------------------- */
 
-static uint32_t sb_crc(struct ponyfs_sb_disk *d)
+uint32_t ponyfs_block_crc(const void *buf, size_t len, size_t off)
 {
-	le32 saved = d->crc32c;
-	uint32_t c;
+	static const uint8_t zero[4];
+	uint32_t c = util_crc32c(0, buf, off);
 
-	d->crc32c = cpu_to_le32(0);
-	c = util_crc32c(0, d, sizeof(*d));
-	d->crc32c = saved;
-	return c;
+	c = util_crc32c(c, zero, sizeof(zero));
+	return util_crc32c(c, (const uint8_t *)buf + off + 4, len - off - 4);
+}
+
+static uint32_t sb_crc(const struct ponyfs_sb_disk *d)
+{
+	return ponyfs_block_crc(d, sizeof(*d), offsetof(struct ponyfs_sb_disk, crc32c));
 }
 
 int ponyfs_sb_read(struct bdev *meta, struct ponyfs_sb *ret)
@@ -139,17 +149,28 @@ int ponyfs_sb_read(struct bdev *meta, struct ponyfs_sb *ret)
 		return -EUCLEAN;
 	if (le32_to_cpu(d->version) != PONYFS_VERSION)
 		return -EPROTONOSUPPORT;
-	if (le32_to_cpu(d->block_size) != BS || le32_to_cpu(d->flags))
+	if (le32_to_cpu(d->block_size) != BS || (le32_to_cpu(d->flags) & ~PONYFS_FEATURES))
 		return -EPROTONOSUPPORT;
 	memcpy(ret->uuid, d->uuid, 16);
+	ret->flags = le32_to_cpu(d->flags);
 	ret->meta_bytes = le64_to_cpu(d->meta_bytes);
 	ret->db_bytes = le64_to_cpu(d->db_bytes);
 	ret->wal_bytes = le64_to_cpu(d->wal_bytes);
 	ret->data_blocks = le64_to_cpu(d->data_blocks);
 	memcpy(ret->label, d->label, sizeof(ret->label));
 	ret->label[sizeof(ret->label) - 1] = 0;
-	if (PONYFS_SB_SIZE + ret->db_bytes + ret->wal_bytes > ret->meta_bytes ||
-	    ret->meta_bytes > bdev_size(meta))
+	/* Before chunks the database followed the superblock. */
+	ret->db_off = PONYFS_SB_SIZE;
+	ret->ctab_off = 0;
+	if (ret->flags & PONYFS_FEAT_META_CHUNKS) {
+		ret->db_off = le64_to_cpu(d->db_off);
+		ret->ctab_off = le64_to_cpu(d->ctab_off);
+		if (ret->ctab_off < PONYFS_SB_SIZE || ret->ctab_off % 512 ||
+		    ret->ctab_off + 2 * PONYFS_CTAB_SIZE > ret->db_off)
+			return -EUCLEAN;
+	}
+	if (ret->db_off % BS || ret->db_off + ret->db_bytes + ret->wal_bytes > ret->meta_bytes ||
+	    ret->db_off + ret->db_bytes < ret->db_off || ret->meta_bytes > bdev_size(meta))
 		return -EUCLEAN;
 	return 0;
 }
@@ -169,19 +190,16 @@ static int sb_write(struct bdev *meta, const struct ponyfs_sb *sb)
 	d->db_bytes = cpu_to_le64(sb->db_bytes);
 	d->wal_bytes = cpu_to_le64(sb->wal_bytes);
 	d->data_blocks = cpu_to_le64(sb->data_blocks);
+	d->flags = cpu_to_le32(sb->flags);
+	if (sb->flags & PONYFS_FEAT_META_CHUNKS) {
+		d->ctab_off = cpu_to_le64(sb->ctab_off);
+		d->db_off = cpu_to_le64(sb->db_off);
+	}
 	d->mkfs_time = cpu_to_le64((uint64_t)time(NULL));
 	memcpy(d->label, sb->label, sizeof(d->label));
 	d->crc32c = cpu_to_le32(sb_crc(d));
 	r = bdev_pwrite(meta, d, sizeof(*d), 0);
 	return r < 0 ? r : bdev_flush(meta);
-}
-
-int ponyfs_sqlite_open_sb(struct bdev *meta, const struct ponyfs_sb *sb, sqlite3 **ret)
-{
-	struct ponyfs_sqlite_range db = { PONYFS_SB_SIZE, sb->db_bytes };
-	struct ponyfs_sqlite_range wal = { PONYFS_SB_SIZE + sb->db_bytes, sb->wal_bytes };
-
-	return ponyfs_sqlite_open(meta, &db, &wal, ret);
 }
 
 /* -- mkfs --------------------------------------------------------------------- */
@@ -214,6 +232,7 @@ int ponyfs_mkfs(struct bdev *meta, struct bdev *data, const struct ponyfs_mkfs_o
 	struct ponyfs_sb sb = { 0 };
 	sqlite3 *db = NULL;
 	uint64_t room = bdev_size(meta) & ~(uint64_t)(BS - 1);
+	bool fixed = opts && opts->fixed_metadata;
 	int r;
 
 	if (room < PONYFS_SB_SIZE + (2u << 20) || bdev_size(data) < 16 * BS)
@@ -223,22 +242,28 @@ int ponyfs_mkfs(struct bdev *meta, struct bdev *data, const struct ponyfs_mkfs_o
 	if (getrandom(sb.uuid, sizeof(sb.uuid), 0) != sizeof(sb.uuid))
 		return -EIO;
 	sb.meta_bytes = room;
+	/* The chunk table's two copies sit between the superblock and the database. */
+	sb.flags = fixed ? 0 : PONYFS_FEAT_META_CHUNKS;
+	sb.ctab_off = fixed ? 0 : PONYFS_SB_SIZE;
+	sb.db_off = fixed ? PONYFS_SB_SIZE : PONYFS_SB_SIZE + 2 * PONYFS_CTAB_SIZE;
 	sb.wal_bytes = opts && opts->wal_bytes ? ROUND_UP(opts->wal_bytes, BS)
-					       : ROUND_UP(MAX((room - PONYFS_SB_SIZE) / 4, 512u << 10), BS);
-	if (sb.wal_bytes + PONYFS_SB_SIZE + (1u << 20) > room)
+					       : ROUND_UP(MAX((room - sb.db_off) / 4, 512u << 10), BS);
+	if (sb.wal_bytes + sb.db_off + (1u << 20) > room)
 		return -ENOSPC;
-	sb.db_bytes = room - PONYFS_SB_SIZE - sb.wal_bytes;
+	sb.db_bytes = room - sb.db_off - sb.wal_bytes;
 	sb.data_blocks = bdev_size(data) / BS;
 	if (opts && opts->label)
 		strcpy(sb.label, opts->label);
 	/* A fresh WAL and database: old contents must not look like either. */
-	r = bdev_pwrite(meta, (uint8_t[512]){ 0 }, 512, PONYFS_SB_SIZE);
+	r = bdev_pwrite(meta, (uint8_t[512]){ 0 }, 512, sb.db_off);
 	if (r >= 0)
-		r = bdev_pwrite(meta, (uint8_t[512]){ 0 }, 512, PONYFS_SB_SIZE + sb.db_bytes);
+		r = bdev_pwrite(meta, (uint8_t[512]){ 0 }, 512, sb.db_off + sb.db_bytes);
+	if (r >= 0 && !fixed)
+		r = ponyfs_chunks_init(meta, &sb);
 	if (r >= 0)
 		r = sb_write(meta, &sb);
 	if (r >= 0)
-		r = ponyfs_sqlite_open_sb(meta, &sb, &db);
+		r = ponyfs_sqlite_open_sb(meta, data, &sb, &db);
 	if (r >= 0)
 		r = mkfs_schema(db, &sb);
 	ponyfs_sqlite_close(db);
@@ -298,16 +323,19 @@ static int mount_orphans(struct ponyfs *fs)
 }
 
 /*
- * A version 1 database gets extents.flags: a read-write mount commits the
- * change (the image is version 2 from then on), a read-only one makes it
+ * An older database gets what the schema added since (version 1:
+ * extents.flags; version 2: meta_chunks): a read-write mount commits the
+ * change (the image is version 3 from then on), a read-only one makes it
  * in a transaction it never commits, so the image stays as it was.
  */
-static int mount_upgrade(struct ponyfs *fs, bool read_only)
+static int mount_upgrade(struct ponyfs *fs, int64_t version, bool read_only)
 {
 	int r = ponyfs_exec(fs, "BEGIN");
 
-	if (r >= 0)
+	if (r >= 0 && version == 1)
 		r = ponyfs_exec(fs, upgrade_v1_sql);
+	if (r >= 0)
+		r = ponyfs_exec(fs, upgrade_v2_sql);
 	if (r >= 0 && !read_only)
 		r = ponyfs_exec(fs, "COMMIT");
 	return r;
@@ -315,18 +343,22 @@ static int mount_upgrade(struct ponyfs *fs, bool read_only)
 
 static int mount_check(struct ponyfs *fs, bool read_only)
 {
-	int64_t v = 0, free_blocks = 0;
+	int64_t v = 0, free_blocks = 0, runs = 0;
 	int r = ponyfs_sql_int(fs, &v, "PRAGMA user_version", 0);
 
-	if (r >= 0 && v == 1)
-		r = mount_upgrade(fs, read_only);
+	if (r >= 0 && (v == 1 || v == 2))
+		r = mount_upgrade(fs, v, read_only);
 	else if (r >= 0 && v != PONYFS_SCHEMA_VERSION)
 		r = v > PONYFS_SCHEMA_VERSION ? -EPROTONOSUPPORT : -EUCLEAN;
 	if (r >= 0)
 		r = ponyfs_prepare_all(fs);
 	if (r >= 0)
 		r = ponyfs_sql_int(fs, &free_blocks, "SELECT coalesce(sum(nblocks), 0) FROM free", 0);
+	if (r >= 0)
+		r = ponyfs_sql_int(fs, &runs, "SELECT count(*) FROM free", 0);
 	fs->free_blocks = (uint64_t)free_blocks;
+	fs->space.free_runs = (uint64_t)runs;
+	fs->ninodes = UINT64_MAX;       /* counted at the first statfs */
 	fs->ow_reserve = MIN(fs->sb.data_blocks / 64, (uint64_t)PONYFS_OW_RESERVE_MAX);
 	if (r >= 0 && (fs->free_blocks > fs->sb.data_blocks))
 		r = -EUCLEAN;
@@ -359,15 +391,24 @@ int ponyfs_mount(struct bdev *meta, struct bdev *data, const struct ponyfs_optio
 	r = ponyfs_gates_open(fs, meta, data);
 	if (r >= 0)
 		r = ponyfs_sb_read(meta, &fs->sb);
+	if (r >= 0)
+		ponyfs_name_init(fs);
 	if (r >= 0 && fs->sb.data_blocks > bdev_size(data) / BS)
 		r = -EINVAL;            /* a wrong or truncated data region */
-	if (r >= 0)
-		r = ponyfs_sqlite_open_sb(fs->meta, &fs->sb, &fs->db);
-	if (r >= 0)
-		r = mount_check(fs, opts && opts->read_only);
-	if (r >= 0 && !(opts && opts->read_only))
-		r = mount_orphans(fs);
 	fs->read_only = opts && opts->read_only;
+	if (r >= 0)
+		r = ponyfs_meta_open(fs->meta, fs->data, &fs->sb, &fs->chunks, &fs->db);
+	if (r >= 0)
+		r = mount_check(fs, fs->read_only);
+	if (r >= 0)
+		r = ponyfs_chunks_reconcile_locked(fs);
+	/* An empty WAL: from here on its use is known (space.c). */
+	if (r >= 0 && !fs->read_only)
+		r = ponyfs_checkpoint_locked(fs);
+	if (r >= 0)
+		ponyfs_space_init_locked(fs);
+	if (r >= 0 && !fs->read_only)
+		r = mount_orphans(fs);
 	/* Only now: the orphans' transaction above must not start the commit
 	 * timer, whose thread would stay behind in the parent when a FUSE
 	 * daemon forks (no timer commits, and unmount hung joining it). */
@@ -452,6 +493,7 @@ void ponyfs_get_stats(struct vfs *v, struct ponyfs_stats *ret)
 
 	pthread_mutex_lock(&fs->lock);
 	*ret = fs->stats;
+	ret->meta_chunks = fs->chunks.n;
 	pthread_mutex_unlock(&fs->lock);
 }
 

@@ -8,6 +8,8 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <string.h>
+#include <syslog.h>
 #include <time.h>
 
 #include "internal.h"
@@ -42,13 +44,40 @@ int64_t ponyfs_now(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/*
+ * The one way an SQLite result becomes an errno on a mounted filesystem:
+ * the code's errno (ponyfs_sqlite_errno()), and for an I/O error the
+ * errno the bdev gave (the VFS hands it to SQLite's xGetLastError), so a
+ * vanished device reads ENODEV, not EIO. SQLite rolls the whole open
+ * transaction back on an I/O error, even a read's, and on some others:
+ * the changes it held were acknowledged, so the filesystem stops there.
+ */
+int ponyfs_sql_err(struct ponyfs *fs, int rc)
+{
+	int r = ponyfs_sqlite_errno(rc), sys;
+
+	if (r >= 0)
+		return r;
+	if ((rc & 0xff) == SQLITE_IOERR && r == -EIO) {
+		sys = ponyfs_sqlite_io_errno(fs->db);
+		if (sys > 0)
+			r = -sys;
+	}
+	if (fs->in_txn && sqlite3_get_autocommit(fs->db)) {
+		fs->in_txn = false;
+		fs->txn_ops = 0;
+		ponyfs_fail_locked(fs, r, "SQLite rolled back the open transaction");
+	}
+	return r;
+}
+
 int ponyfs_prepare_all(struct ponyfs *fs)
 {
 	for (int i = 0; i < ST_COUNT; i++) {
 		int rc = sqlite3_prepare_v3(fs->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
 					    &fs->st[i], NULL);
 		if (rc != SQLITE_OK)
-			return ponyfs_sqlite_errno(rc);
+			return ponyfs_sql_err(fs, rc);
 	}
 	return 0;
 }
@@ -89,7 +118,7 @@ int ponyfs_prepare(struct ponyfs *fs, const char *sql, sqlite3_stmt **ret)
 			continue;
 		rc = sqlite3_prepare_v3(fs->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &fs->sc[k].st, NULL);
 		if (rc != SQLITE_OK)
-			return ponyfs_sqlite_errno(rc);
+			return ponyfs_sql_err(fs, rc);
 		fs->sc[k].sql = sql;
 		*ret = fs->sc[k].st;
 		return 0;
@@ -106,19 +135,33 @@ sqlite3_stmt *ponyfs_stmt(struct ponyfs *fs, enum ponyfs_stmt which)
 	return s;
 }
 
-int ponyfs_step_done(sqlite3_stmt *s)
+int ponyfs_step_row(struct ponyfs *fs, sqlite3_stmt *s)
 {
-	int rc;
+	int rc = sqlite3_step(s);
 
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+	if (rc == SQLITE_ROW)
+		return 1;
+	if (rc == SQLITE_DONE)
+		return 0;
+	/* The error is the step's; reset() repeats it, and must come first
+	 * so the statement lets go of its pages before anything else runs. */
+	sqlite3_reset(s);
+	return ponyfs_sql_err(fs, rc);
+}
+
+int ponyfs_step_done(struct ponyfs *fs, sqlite3_stmt *s)
+{
+	int r;
+
+	while ((r = ponyfs_step_row(fs, s)) > 0)
 		;
 	sqlite3_reset(s);
-	return rc == SQLITE_DONE ? 0 : ponyfs_sqlite_errno(rc);
+	return r;
 }
 
 int ponyfs_exec(struct ponyfs *fs, const char *sql)
 {
-	return ponyfs_sqlite_errno(sqlite3_exec(fs->db, sql, NULL, NULL, NULL));
+	return ponyfs_sql_err(fs, sqlite3_exec(fs->db, sql, NULL, NULL, NULL));
 }
 
 static int prepare_va(struct ponyfs *fs, sqlite3_stmt **ret, const char *sql, int n, va_list ap)
@@ -142,7 +185,7 @@ int ponyfs_sql(struct ponyfs *fs, const char *sql, int n, ...)
 	r = prepare_va(fs, &s, sql, n, ap);
 	va_end(ap);
 	if (r >= 0)
-		r = ponyfs_step_done(s);
+		r = ponyfs_step_done(fs, s);
 	return r;
 }
 
@@ -150,16 +193,16 @@ int ponyfs_sql_int(struct ponyfs *fs, int64_t *ret, const char *sql, int n, ...)
 {
 	sqlite3_stmt *s = NULL;
 	va_list ap;
-	int r, rc;
+	int r;
 
 	va_start(ap, n);
 	r = prepare_va(fs, &s, sql, n, ap);
 	va_end(ap);
 	if (r >= 0) {
-		rc = sqlite3_step(s);
-		if (rc == SQLITE_ROW)
+		r = ponyfs_step_row(fs, s);
+		if (r > 0)
 			*ret = sqlite3_column_int64(s, 0);
-		r = rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : ponyfs_sqlite_errno(rc);
+		r = r > 0 ? 0 : r == 0 ? -ENOENT : r;
 		sqlite3_reset(s);
 	}
 	return r;
@@ -186,9 +229,71 @@ int ponyfs_txn_begin_locked(struct ponyfs *fs)
 }
 
 /*
+ * The filesystem cannot go on changing: a commit failed (the transaction's
+ * outcome on disk is unknown), or SQLite dropped the open transaction.
+ * Every later change and sync fails with err, the first such error, until
+ * a remount; it is logged once, counted in err_seq (a file open before it
+ * sees it at its next close, as the kernel's errseq makes close report a
+ * writeback error) and shown by the counters.
+ */
+void ponyfs_fail_locked(struct ponyfs *fs, int err, const char *what)
+{
+	if (fs->broken)
+		return;
+	fs->broken = err;
+	fs->err_seq++;
+	ponyfs_log(fs, LOG_ERR, "%s: %s (%s)", what, strerror(-err), ponyfs_errno_name(err));
+	ponyfs_log(fs, LOG_CRIT, "the filesystem is read-only until it is remounted: "
+		   "changes since the last commit are lost");
+}
+
+/*
+ * Copies the WAL's pages into the database file. SQLite's automatic
+ * checkpoints are off (their failures are not reported): ponyfs runs them
+ * after commits and when it needs the WAL's room (space.c). When all of
+ * the WAL was copied, the next transaction starts it over from the top.
+ */
+int ponyfs_checkpoint_locked(struct ponyfs *fs)
+{
+	int log = 0, done = 0, r;
+
+	if (fs->in_txn)
+		return -EBUSY;
+	r = ponyfs_sql_err(fs, sqlite3_wal_checkpoint_v2(fs->db, NULL, SQLITE_CHECKPOINT_PASSIVE,
+							 &log, &done));
+	if (r < 0) {
+		ponyfs_log(fs, LOG_ERR, "checkpoint failed: %s (%s)", strerror(-r), ponyfs_errno_name(r));
+		return r;
+	}
+	fs->stats.checkpoints++;
+	if (log == done) {
+		ponyfs_sqlite_wal_recycled(fs->db);
+		fs->space.wal_frames = fs->space.wal_committed = 0;
+		fs->space.stale = true;
+	}
+	return 0;
+}
+
+/* After a commit: a WAL that holds many pages is checkpointed (as SQLite's
+ * own wal_autocheckpoint would, at 1000 pages), sooner when it is small.
+ * The commit stands whatever the checkpoint does (the WAL holds it); a
+ * failure is logged, and a change that needs the WAL's room meets it. */
+static void commit_checkpoint(struct ponyfs *fs)
+{
+	uint64_t used = ponyfs_sqlite_wal_frames(fs->db, false);
+
+	/* The WAL holds just what is committed now (space.c counts on it). */
+	fs->space.wal_frames = fs->space.wal_committed = used;
+	fs->space.wal_pending = 0;
+	fs->space.stale = true;
+	if (used >= MIN(1000u, ponyfs_sqlite_wal_frames(fs->db, true) / 4))
+		ponyfs_checkpoint_locked(fs);
+}
+
+/*
  * Commits the open transaction (if any) after flushing the data it points
- * at. A failure leaves the filesystem broken: the transaction's outcome on
- * disk is unknown, so every later change fails with -EIO until remount.
+ * at. A failure leaves the filesystem broken (ponyfs_fail_locked) and is
+ * returned with its own errno.
  */
 int ponyfs_commit_locked(struct ponyfs *fs)
 {
@@ -198,6 +303,10 @@ int ponyfs_commit_locked(struct ponyfs *fs)
 		return fs->broken;
 	if (!fs->in_txn)
 		return 0;
+	/* From here on a failure is the commit's, whatever SQLite does with
+	 * the transaction (an I/O error at COMMIT rolls it back). */
+	fs->in_txn = false;
+	fs->txn_ops = 0;
 	if (fs->data_unflushed) {
 		r = bdev_flush(fs->data);
 		fs->stats.data_flushes++;
@@ -206,15 +315,14 @@ int ponyfs_commit_locked(struct ponyfs *fs)
 	if (r >= 0)
 		r = ponyfs_free_apply_locked(fs);
 	if (r >= 0)
-		r = ponyfs_sql(fs, "COMMIT", 0);
+		r = ponyfs_exec(fs, "COMMIT");
 	if (r < 0) {
-		fs->broken = -EIO;
-		return -EIO;
+		ponyfs_fail_locked(fs, r, "commit failed");
+		return fs->broken;
 	}
-	fs->in_txn = false;
-	fs->txn_ops = 0;
 	fs->stats.commits++;
 	ponyfs_free_committed_locked(fs);
+	commit_checkpoint(fs);
 	return 0;
 }
 
@@ -236,7 +344,8 @@ static void *timer_main(void *arg)
 		if (fs->stopping || fs->broken)
 			continue;
 		/* Files replaced in place (truncated, still being rewritten) wait:
-		 * committing them half-written is what rule 2 forbids. */
+		 * committing them half-written is what rule 2 forbids. A failure
+		 * has been logged and breaks the filesystem: the next call says so. */
 		if (ponyfs_writeback_all_locked(fs, true) >= 0)
 			ponyfs_commit_locked(fs);
 	}

@@ -5,7 +5,7 @@
 # fallocate, writing into the range, and overwriting it again, still
 # succeeds and reads back; fsck is clean. And an image of schema version 1 (before unwritten extents):
 # fsck checks it, a read-only mount reads it and leaves it version 1, a
-# read-write mount upgrades it to version 2.
+# read-write mount upgrades it to version 3 (meta_chunks came after).
 set -u
 . "$PONY_SRCDIR/tests/lib.sh"
 require_fuse
@@ -54,14 +54,21 @@ pony_mount "$T/a.img"
 cmp "$T/data" "$T/m/pre" || fail "the preallocated file does not read back"
 pony_umount
 
+# db_off IMG: where the database starts (the superblock's db_off, 4096 before chunk tables).
+db_off() {
+	local flags
+	flags=$(od -An -tu4 -j $((0x24)) -N4 "$1" | tr -d ' ')
+	if [ $((flags & 1)) = 1 ]; then od -An -tu8 -j $((0x78)) -N8 "$1" | tr -d ' '; else echo 4096; fi
+}
 # db_copy IMG OUT / db_back OUT IMG: the SQLite database of a one-image ponyfs
 # (unmounted: WAL checkpointed) out to a file and back.
 db_copy() {
-	local pages
-	pages=$(od -An -tu1 -j $((4096 + 28)) -N4 "$1" | awk '{ print $1*16777216 + $2*65536 + $3*256 + $4 }')
-	dd if="$1" of="$2" bs=4096 skip=1 count="$pages" status=none
+	local pages off
+	off=$(db_off "$1")
+	pages=$(od -An -tu1 -j $((off + 28)) -N4 "$1" | awk '{ print $1*16777216 + $2*65536 + $3*256 + $4 }')
+	dd if="$1" of="$2" bs=4096 skip=$((off / 4096)) count="$pages" status=none
 }
-db_back() { dd if="$1" of="$2" bs=4096 seek=1 conv=notrunc status=none; }
+db_back() { dd if="$1" of="$2" bs=4096 seek=$(($(db_off "$2") / 4096)) conv=notrunc status=none; }
 version() { db_copy "$1" "$T/v.db" && sqlite3 "$T/v.db" "PRAGMA user_version"; }
 
 # A version 1 image: what an older pony made (no extents.flags column).
@@ -72,7 +79,8 @@ head -c 300000 /dev/urandom >"$T/m/data"
 cp "$T/m/data" "$T/data"
 pony_umount
 db_copy "$T/old.img" "$T/old.db"
-sqlite3 "$T/old.db" "ALTER TABLE extents DROP COLUMN flags; PRAGMA user_version = 1;" ||
+sqlite3 "$T/old.db" "ALTER TABLE extents DROP COLUMN flags; DROP TABLE meta_chunks;
+	PRAGMA user_version = 1;" ||
 	fail "sqlite3 could not make a version 1 database"
 db_back "$T/old.db" "$T/old.img"
 [ "$(version "$T/old.img")" = 1 ] || fail "not a version 1 image"
@@ -85,6 +93,6 @@ pony_mount "$T/old.img"
 cmp "$T/data" "$T/m/data" || fail "version 1 read-write: data differs"
 fallocate -l 1M "$T/m/pre" || fail "fallocate on the upgraded image"
 pony_umount
-[ "$(version "$T/old.img")" = 2 ] || fail "a read-write mount left version $(version "$T/old.img")"
+[ "$(version "$T/old.img")" = 3 ] || fail "a read-write mount left version $(version "$T/old.img")"
 "$PONY" fsck "$T/old.img" >"$T/fsck.out" || fail "fsck after the upgrade: $(cat "$T/fsck.out")"
 echo "ok: preallocation through FUSE, and the version 1 upgrade"

@@ -216,6 +216,8 @@ static void test_xattrs_round_trip_with_create_and_replace(void **state)
 	assert_int_equal(VFS_CALL(f->fs, getxattr, &c, e.ino, "user.b", buf, sizeof(buf)), 0);
 }
 
+/* f_bavail is what file data can take; f_bfree counts the database's room
+ * left too, so metadata in use shows as used; inodes drop as files come. */
 static void test_statfs_tells_the_truth_about_space(void **state)
 {
 	struct fixture *f = *state;
@@ -224,14 +226,19 @@ static void test_statfs_tells_the_truth_about_space(void **state)
 	static uint8_t w[1 << 20];
 
 	assert_int_equal(VFS_CALL(f->fs, statfs, VFS_ROOT_INO, &s0), 0);
+	assert_true(s0.f_bfree > s0.f_bavail);
 	assert_int_equal(test_put(f->fs, "f", w, sizeof(w)), 0);
 	assert_int_equal(VFS_CALL(f->fs, syncfs), 0);
 	assert_int_equal(VFS_CALL(f->fs, statfs, VFS_ROOT_INO, &s1), 0);
-	assert_int_equal(s0.f_bfree - s1.f_bfree, 256);
+	assert_int_equal(s0.f_bavail - s1.f_bavail, 256);
+	assert_in_range(s0.f_bfree - s1.f_bfree, 256, 256 + 4);
+	assert_int_equal(s1.f_files - s1.f_ffree, s0.f_files - s0.f_ffree + 1);
+	assert_true(s1.f_ffree < s0.f_ffree);
 	assert_int_equal(VFS_CALL(f->fs, unlink, &c, VFS_ROOT_INO, "f"), 0);
 	assert_int_equal(VFS_CALL(f->fs, syncfs), 0);
 	assert_int_equal(VFS_CALL(f->fs, statfs, VFS_ROOT_INO, &s2), 0);
-	assert_int_equal(s2.f_bfree, s0.f_bfree);
+	assert_int_equal(s2.f_bavail, s0.f_bavail);
+	assert_int_equal(s2.f_files - s2.f_ffree, s0.f_files - s0.f_ffree);
 	assert_int_equal(s0.f_namemax, 255);
 }
 
@@ -318,7 +325,7 @@ static void test_open_unlinked_file_lives_until_release(void **state)
 	assert_int_equal(VFS_CALL(f->fs, release, ino, fh), 0);
 	assert_int_equal(VFS_CALL(f->fs, syncfs), 0);
 	assert_int_equal(VFS_CALL(f->fs, statfs, VFS_ROOT_INO, &s1), 0);
-	assert_int_equal(s1.f_bfree, s0.f_bfree);
+	assert_int_equal(s1.f_bavail, s0.f_bavail);
 	/* Unlinked while open when the filesystem goes away: gone at the next mount. */
 	assert_int_equal(test_open(f->fs, "tmp2", O_CREAT | O_RDWR, &ino2, &fh2), 0);
 	assert_int_equal(VFS_CALL(f->fs, write, ino2, fh2, w, sizeof(w), 0), sizeof(w));
@@ -327,7 +334,7 @@ static void test_open_unlinked_file_lives_until_release(void **state)
 	assert_int_equal(ponyfs_fsck_image(f->dev, PONYFS_FSCK_DATA, NULL, NULL), 1);
 	assert_int_equal(ponyfs_mount_image(f->dev, NULL, &f->fs), 0);
 	assert_int_equal(VFS_CALL(f->fs, statfs, VFS_ROOT_INO, &s1), 0);
-	assert_int_equal(s1.f_bfree, s0.f_bfree);
+	assert_int_equal(s1.f_bavail, s0.f_bavail);
 }
 
 static void test_corrupt_block_reads_as_ebadmsg(void **state)
@@ -401,6 +408,7 @@ static void test_bad_images_are_refused(void **state)
 {
 	struct bdev *dev;
 	struct vfs *fs;
+	uint64_t db_off;
 	uint8_t b[512];
 
 	assert_int_equal(bdev_mem_new(16u << 20, &dev), 0);
@@ -412,9 +420,17 @@ static void test_bad_images_are_refused(void **state)
 	assert_int_equal(ponyfs_mount_image(dev, NULL, &fs), -EUCLEAN);
 	b[0x40] ^= 1;
 	assert_int_equal(bdev_pwrite(dev, b, sizeof(b), 0), 0);
-	/* The database destroyed: refused, not crashed. */
+	/* Both copies of the chunk table destroyed: refused, nothing guessed. */
+	assert_int_equal(bdev_pread(dev, b, sizeof(b), 0), 0);
+	db_off = util_get_le64(b + 0x78);
+	assert_int_equal(db_off, 3 * 4096);
 	memset(b, 0x5a, sizeof(b));
 	assert_int_equal(bdev_pwrite(dev, b, sizeof(b), 4096), 0);
+	assert_int_equal(bdev_pwrite(dev, b, sizeof(b), 8192), 0);
+	assert_int_equal(ponyfs_mount_image(dev, NULL, &fs), -EUCLEAN);
+	/* The database destroyed: refused, not crashed. */
+	assert_int_equal(ponyfs_mkfs_image(dev, NULL), 0);
+	assert_int_equal(bdev_pwrite(dev, b, sizeof(b), db_off), 0);
 	assert_true(ponyfs_mount_image(dev, NULL, &fs) < 0);
 	bdev_free(dev);
 	assert_int_equal(bdev_mem_new(1u << 20, &dev), 0);

@@ -9,7 +9,8 @@
  * the final sync the state is exactly the model's. Workloads: Ace-style
  * generated sequences of one to three operations plus storms of
  * rename-replace, rewrite and fsync, and fallocate before a write, a
- * rename-over and a truncating rewrite. PONY_CRASH_FULL=1 runs the full
+ * rename-over and a truncating rewrite, and metadata growing into a chunk of
+ * the data region (meta-grow). PONY_CRASH_FULL=1 runs the full
  * enumeration (all subsets up to 12 writes in flight, else 1000 samples).
  */
 #include <errno.h>
@@ -406,8 +407,10 @@ static int check_state(struct bdev *state, uint64_t durable, void *arg)
 /* -- running a workload --------------------------------------------------- */
 
 typedef void (*workload_fn)(struct workload *w, uint64_t seed);
+/* Runs on the filesystem after the common start, before the recording. */
+typedef void (*prep_fn)(struct vfs *fs);
 
-static long run_workload(const char *name, workload_fn fn, uint64_t seed,
+static long run_workload(const char *name, workload_fn fn, prep_fn prep, uint64_t seed,
 			 const struct crash_limits *lim)
 {
 	struct workload *w = calloc(1, sizeof(*w));
@@ -430,6 +433,8 @@ static long run_workload(const char *name, workload_fn fn, uint64_t seed,
 	op_mkdir(w);
 	op_creat(w, P_DA);
 	op_write(w, P_DA, 0, 3000, 102, false);
+	if (prep)
+		prep(w->fs);
 	VFS_CALL(w->fs, syncfs);
 	vfs_free(w->fs);
 	/* Only the last snapshot is the starting point. */
@@ -596,6 +601,43 @@ static void wl_fsync_storm(struct workload *w, uint64_t seed)
 	}
 }
 
+/* Metadata past the metadata region: xattrs of 3000 bytes on the root
+ * directory, which no path of the model is, until the database has
+ * grown by `chunks` chunks of the data region (growth commits the chunk,
+ * then writes the chunk table: every crash point between must mount). */
+static unsigned xattrs_made;
+
+static void meta_fill(struct vfs *fs, uint64_t chunks)
+{
+	struct vfs_ctx c = test_ctx();
+	struct ponyfs_stats st;
+	char name[32], v[3000];
+
+	for (ponyfs_get_stats(fs, &st); st.meta_chunks < chunks; ponyfs_get_stats(fs, &st)) {
+		snprintf(name, sizeof(name), "user.fill%u", xattrs_made);
+		memset(v, 'a' + (int)(xattrs_made++ % 26), sizeof(v));
+		if (VFS_CALL(fs, setxattr, &c, VFS_ROOT_INO, name, v, sizeof(v), 0)) {
+			fprintf(stderr, "crash: meta-grow: setxattr failed\n");
+			abort();
+		}
+	}
+}
+
+static void prep_meta_grow(struct vfs *fs)
+{
+	xattrs_made = 0;
+	meta_fill(fs, 1);
+}
+
+/* A rename-over, the growth of the database by one more chunk, an fsync. */
+static void wl_meta_grow(struct workload *w, uint64_t seed)
+{
+	op_replace(w, P_A, 7000, 900);
+	meta_fill(w->fs, 2);
+	op_replace(w, P_B, 5000, 901);
+	op_persist(w, P_FSYNC, P_B);
+}
+
 static void wl_barrier(struct workload *w, uint64_t seed)
 {
 	op_write(w, P_A, 4096, 9000, 500, false);
@@ -612,7 +654,7 @@ int main(void)
 	const char *nw = getenv("PONY_CRASH_WORKLOADS");
 	struct crash_limits lim = { full ? 12 : 5, full ? 1000 : 12, 42 };
 	long generated = nw ? atol(nw) : full ? 400 : 40, workloads = 0, total = 0, n;
-	static const struct { const char *name; workload_fn fn; } fixed[] = {
+	static const struct { const char *name; workload_fn fn; prep_fn prep; } fixed[] = {
 		{ "rename-storm", wl_rename_storm },
 		{ "rewrite-storm", wl_rewrite_storm },
 		{ "fsync-storm", wl_fsync_storm },
@@ -621,17 +663,18 @@ int main(void)
 		{ "falloc-rename", wl_falloc_rename },
 		{ "falloc-rewrite", wl_falloc_rewrite },
 		{ "truncate-link", wl_truncate_link },
+		{ "meta-grow", wl_meta_grow, prep_meta_grow },
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(fixed); i++) {
-		n = run_workload(fixed[i].name, fixed[i].fn, 0, &lim);
+		n = run_workload(fixed[i].name, fixed[i].fn, fixed[i].prep, 0, &lim);
 		if (n < 0)
 			return 1;
 		total += n;
 		workloads++;
 	}
 	for (long seed = 1; seed <= generated; seed++) {
-		n = run_workload("generated", wl_generated, (uint64_t)seed, &lim);
+		n = run_workload("generated", wl_generated, NULL, (uint64_t)seed, &lim);
 		if (n < 0)
 			return 1;
 		total += n;
