@@ -141,13 +141,15 @@ static bool copy_clean(const struct mirror *mi, unsigned m)
 
 /* -- naming ranges ------------------------------------------------------------ */
 
-enum part { PART_SB, PART_DB, PART_WAL, PART_REST };
+enum part { PART_SB, PART_CTAB, PART_DB, PART_WAL, PART_REST };
 
 static enum part part_of(const struct ponyfs_sb *sb, uint64_t x, uint64_t *ret_n)
 {
 	if (x < PONYFS_SB_SIZE)
 		return PART_SB;
-	x -= PONYFS_SB_SIZE;
+	if (x < sb->db_off)
+		return PART_CTAB;       /* the chunk table's two copies (META_CHUNKS) */
+	x -= sb->db_off;
 	*ret_n = x / BLOCK + 1;         /* SQLite numbers pages from 1 */
 	if (x < sb->db_bytes)
 		return PART_DB;
@@ -159,8 +161,8 @@ static enum part part_of(const struct ponyfs_sb *sb, uint64_t x, uint64_t *ret_n
 /* What region bytes [off, off+len) hold: "database pages 2-4" and such. */
 static void describe(const struct mirror *mi, uint64_t off, uint64_t len, char *buf, size_t size)
 {
-	static const char *const names[] = { "the superblock", "database page", "write-ahead log",
-					     "space past the write-ahead log" };
+	static const char *const names[] = { "the superblock", "the chunk table", "database page",
+					     "write-ahead log", "space past the write-ahead log" };
 	uint64_t a = 0, b = 0;
 	enum part pa, pb;
 
@@ -367,7 +369,7 @@ static void find_sb(struct mirror *mi)
 
 		mi->have_sb = copy && fsck_sb_read(copy, &mi->sb) >= 0;
 		/* The page count at bytes 28-31 of SQLite's header (docs/ponyfs-format.md). */
-		if (mi->have_sb && bdev_pread(copy, h, sizeof(h), PONYFS_SB_SIZE) >= 0 &&
+		if (mi->have_sb && bdev_pread(copy, h, sizeof(h), mi->sb.db_off) >= 0 &&
 		    !memcmp(h, "SQLite format 3", 16))
 			mi->db_pages = util_get_be32(h + 28);
 		else

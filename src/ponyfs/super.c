@@ -162,6 +162,8 @@ int ponyfs_sb_read(struct bdev *meta, struct ponyfs_sb *ret)
 	/* Before chunks the database followed the superblock. */
 	ret->db_off = PONYFS_SB_SIZE;
 	ret->ctab_off = 0;
+	if (ret->flags & ~PONYFS_FEAT_META_CHUNKS)
+		return -EPROTONOSUPPORT;        /* a feature of a newer pony */
 	if (ret->flags & PONYFS_FEAT_META_CHUNKS) {
 		ret->db_off = le64_to_cpu(d->db_off);
 		ret->ctab_off = le64_to_cpu(d->ctab_off);

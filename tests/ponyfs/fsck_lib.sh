@@ -21,13 +21,16 @@ with open(img, "r+b") as f:
     sb = f.read(4096)
     assert sb[:8] == b"PONYFS1\0", "not a ponyfs image"
     db_bytes, wal_bytes = struct.unpack_from("<QQ", sb, 0x30)
-    f.seek(4096 + db_bytes)
+    flags, = struct.unpack_from("<I", sb, 0x24)
+    # META_CHUNKS (flags bit 0): the database starts at db_off, after the chunk tables.
+    off = struct.unpack_from("<Q", sb, 0x78)[0] if flags & 1 else 4096
+    f.seek(off + db_bytes)
     assert struct.unpack(">I", f.read(4))[0] not in (0x377f0682, 0x377f0683), "the WAL is not empty"
-    f.seek(4096)
+    f.seek(off)
     hdr = f.read(100)
     page, = struct.unpack_from(">H", hdr, 16)
     pages, = struct.unpack_from(">I", hdr, 28)
-    f.seek(4096)
+    f.seek(off)
     data = f.read(page * pages)
     d = tempfile.mkdtemp()
     path = os.path.join(d, "db")
@@ -39,7 +42,7 @@ with open(img, "r+b") as f:
     c.close()
     new = open(path, "rb").read()
     assert len(new) <= db_bytes, "the database outgrew its range"
-    f.seek(4096)
+    f.seek(off)
     f.write(new)
     for r in rows:
         print("|".join(str(v) for v in r))

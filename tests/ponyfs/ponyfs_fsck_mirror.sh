@@ -47,7 +47,8 @@ scribble "$T/r1.img" 2 0xee
 sha256sum "${IMGS[@]}" >"$T/sums"
 fsck_expect 4 "$OUT" -n "${IMGS[@]}"
 sha256sum --quiet -c "$T/sums" || fail "fsck -n wrote to the members"
-grep -qx "${IMGS[0]}: metadata mirror: member 1 (${IMGS[1]}) differs from member 0 (${IMGS[0]}) at region bytes 8192-12287 (database page 2)" "$OUT" ||
+# (The database follows the superblock and the chunk table's two copies: it starts at 12288.)
+grep -qx "${IMGS[0]}: metadata mirror: member 1 (${IMGS[1]}) differs from member 0 (${IMGS[0]}) at region bytes 16384-20479 (database page 2)" "$OUT" ||
 	fail "the mismatch is not reported: $(cat "$OUT")"
 fsck_expect 1 "$OUT" -p "${IMGS[@]}"
 grep -q "database page 2): rewritten from member 0, the one copy that is a clean database$" "$OUT" ||
