@@ -10,38 +10,10 @@
 # defaults and once with --writeback --threads 4.
 set -u
 . "$PONY_SRCDIR/tests/lib.sh"
+. "$PONY_SRCDIR/tests/union/union_lib.sh"
 PONY_OPTS=("$@")
-require_fuse
-require_root
-grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null ||
-	skip "the kernel has no overlayfs to compare with"
-require_cmd fusermount3
-
-T=$(mktemp -d /tmp/pony-union-it.XXXXXX)
-PONY_PID=
-cleanup() {
-	for m in "$T"/pm "$T"/km; do
-		mountpoint -q "$m" 2>/dev/null || continue
-		fusermount3 -u "$m" 2>/dev/null || umount "$m" 2>/dev/null || umount -l "$m"
-	done
-	[ -n "$PONY_PID" ] && wait "$PONY_PID" 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT
-
-# pony_mount UPPER WORK [LOWERS]: pony in the foreground in the background, so
-# its exit status (ASan, leaks) is seen at unmount.
-pony_mount() {
-	local lowers=${3:-$T/l1:$T/l2}
-	fuse_daemon_start "$T/pm" "$T/pony.log" "pony union mount" "$PONY" union mount \
-		--foreground "${PONY_OPTS[@]}" --lower "$lowers" --upper "$1" --work "$2" "$T/pm"
-}
-pony_umount() { fuse_daemon_stop "$T/pm" "$T/pony.log"; }
-kernel_mount() {
-	mount -t overlay overlay -o "lowerdir=${3:-$T/l1:$T/l2},upperdir=$1,workdir=$2,redirect_dir=on" \
-		"$T/km" || fail "kernel overlay mount failed"
-}
-kernel_umount() { umount "$T/km" || fail "umount of the kernel overlay failed"; }
+union_setup it
+UNION_LOWERS=$T/l1:$T/l2
 
 # What a tree shows: names, types, modes, sizes, owners, link targets, data.
 tree_of() {
