@@ -138,8 +138,9 @@ int union_lookup_locked(struct union_fs *u, struct union_node *dir, const char *
  * attr->stx_mask is 0): saves a statx for the reply. */
 int union_lookup_attr_locked(struct union_fs *u, struct union_node *dir, const char *name,
 			     struct union_node **ret, struct statx *attr);
-/* What a lookup learned of the layers, so a removal asks neither again:
- * whether the upper has the name (its inode), whether a lower does
+/* What a lookup learned of the layers, so a removal or a rename asks
+ * neither again: whether the upper has the name (its inode; a whiteout if
+ * the lookup said -ENOENT), whether a lower does
  * (1, 0, or -1: not known, ask union_name_in_lowers_locked). */
 struct union_found {
 	bool upper;

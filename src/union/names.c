@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <syslog.h>
 
 #include "internal.h"
 #include "pony/util.h"
@@ -418,6 +419,7 @@ struct rename_state {
 	struct union_node *dir, *newdir, *n, *t;
 	const char *name, *newname;
 	unsigned flags;
+	struct union_found nf, tf;      /* what the lookups of n and t found */
 };
 
 static int rename_checks_locked(struct union_fs *u, struct rename_state *s)
@@ -493,11 +495,27 @@ static int rename_do_locked(struct union_fs *u, struct rename_state *s)
 			return r;
 	}
 	unsigned flags = exchange ? RENAME_EXCHANGE : old_in_lower ? RENAME_WHITEOUT : 0;
+	/* A directory cannot replace the whiteout at the new name (a device
+	 * node: ENOTDIR); as overlayfs, exchange with it, and keep it at the
+	 * old name only where a lower has that name. (No target, yet the
+	 * upper has the name: the lookup met a whiteout.) */
+	bool onto_whiteout = !s->t && s->tf.upper && S_ISDIR(s->n->type);
+	if (onto_whiteout)
+		flags = RENAME_EXCHANGE;
 	s->dir->upper_empty = s->newdir->upper_empty = false;
 	r = VFS_CALL(u->upper, rename, &u->root_ctx, s->dir->upper, s->name, s->newdir->upper,
 		     s->newname, flags);
 	if (r < 0)
 		return r;
+	if (onto_whiteout && !old_in_lower) {
+		char path[PATH_MAX];
+		int c = VFS_CALL(u->upper, unlink, &u->root_ctx, s->dir->upper, s->name);
+
+		/* Harmless where no lower has the name: said, not failed. */
+		if (c < 0 && union_node_path(s->dir, path, sizeof(path)) == 0)
+			util_log(LOG_WARNING, "union: cannot remove the whiteout a rename left "
+				 "at %s%s%s: %s", path, path[1] ? "/" : "", s->name, strerror(-c));
+	}
 	/* Entries from a lower (an origin) make their new directory impure. */
 	if (s->n->key >> UNION_LAYER_SHIFT)
 		union_mark_impure_locked(u, s->newdir);
@@ -518,11 +536,11 @@ static int rename_do_locked(struct union_fs *u, struct rename_state *s)
 
 static int rename_locked(struct union_fs *u, struct rename_state *s)
 {
-	int r = union_lookup_locked(u, s->dir, s->name, &s->n);
+	int r = union_lookup_found_locked(u, s->dir, s->name, &s->n, &s->nf);
 
 	if (r < 0)
 		return r;
-	r = union_lookup_locked(u, s->newdir, s->newname, &s->t);
+	r = union_lookup_found_locked(u, s->newdir, s->newname, &s->t, &s->tf);
 	if (r == -ENOENT) {
 		s->t = NULL;
 		r = 0;

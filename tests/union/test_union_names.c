@@ -3,7 +3,7 @@
  * table (no FUSE): whiteouts and opaque directories hide lower names and
  * share one inode, removals leave whiteouts where lowers have the name and
  * nowhere else, a create replaces a whiteout, merged directories can be
- * renamed and exchanged, a changed lower is refused until rebuilt, bad
+ * renamed and exchanged, a directory renamed onto a whiteout is opaque, a changed lower is refused until rebuilt, bad
  * layers, names and redirects are refused.
  */
 #include <dirent.h>
@@ -266,6 +266,66 @@ static void test_directory_rename_keeps_lower_contents(void **state)
 	assert_int_equal(vfs_walk(f->fs, &f->ctx, "d", &e), -ENOENT);
 }
 
+/* Whether the upper's path has trusted.overlay.<name> (user. unprivileged). */
+static bool upper_xattr(struct fixture *f, const char *path, const char *name)
+{
+	char p[PATH_MAX], x[64];
+
+	snprintf(p, sizeof(p), "%s/%s", f->upper, path);
+	snprintf(x, sizeof(x), "%s.overlay.%s", geteuid() ? "user" : "trusted", name);
+	return lgetxattr(p, x, NULL, 0) >= 0;
+}
+
+/* A directory renamed onto a whiteout (of a file, of a directory, with
+ * RENAME_NOREPLACE too) takes the name, opaque: the lower's old entries
+ * under the name stay hidden, after a remount too, and no whiteout is left
+ * at the old name, which no lower has. */
+static void test_directory_renamed_onto_whiteout_is_opaque(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_entry d, e;
+
+	walk(f, "d", &d);
+	assert_int_equal(VFS_CALL(f->fs, unlink, &f->ctx, d.ino, "x"), 0);
+	assert_int_equal(VFS_CALL(f->fs, mkdir, &f->ctx, d.ino, "n1", 0755, &e), 0);
+	VFS_FORGET(f->fs, e.ino, 1);
+	assert_int_equal(VFS_CALL(f->fs, rename, &f->ctx, d.ino, "n1", d.ino, "x", 0), 0);
+	walk(f, "d/sub", &e);
+	assert_int_equal(VFS_CALL(f->fs, unlink, &f->ctx, e.ino, "y"), 0);
+	VFS_FORGET(f->fs, e.ino, 1);
+	assert_int_equal(VFS_CALL(f->fs, rmdir, &f->ctx, d.ino, "sub"), 0);
+	assert_int_equal(VFS_CALL(f->fs, mkdir, &f->ctx, d.ino, "n2", 0755, &e), 0);
+	VFS_FORGET(f->fs, e.ino, 1);
+	assert_int_equal(VFS_CALL(f->fs, rename, &f->ctx, d.ino, "n2", d.ino, "sub",
+				  RENAME_NOREPLACE), 0);
+	/* A merged directory, whose old name a lower has: the whiteout moves
+	 * there. */
+	assert_int_equal(VFS_CALL(f->fs, unlink, &f->ctx, VFS_ROOT_INO, "sym"), 0);
+	assert_int_equal(VFS_CALL(f->fs, rename, &f->ctx, VFS_ROOT_INO, "e", VFS_ROOT_INO, "sym",
+				  0), 0);
+	VFS_FORGET(f->fs, d.ino, 1);
+	for (int pass = 0; pass < 2; pass++) {
+		walk(f, "d/x", &e);
+		assert_true(S_ISDIR(e.attr.stx_mode));
+		VFS_FORGET(f->fs, e.ino, 1);
+		assert_int_equal(vfs_walk(f->fs, &f->ctx, "d/sub/y", &e), -ENOENT);
+		assert_int_equal(vfs_walk(f->fs, &f->ctx, "d/n1", &e), -ENOENT);
+		assert_int_equal(vfs_walk(f->fs, &f->ctx, "e", &e), -ENOENT);
+		walk(f, "sym/n40", &e);
+		VFS_FORGET(f->fs, e.ino, 1);
+		remount(f);
+	}
+	assert_true(upper_xattr(f, "d/x", "opaque") && upper_xattr(f, "d/sub", "opaque"));
+	assert_true(upper_xattr(f, "sym", "redirect"));
+	char p[PATH_MAX];
+	struct stat st;
+	snprintf(p, sizeof(p), "%s/d/n1", f->upper);
+	assert_int_equal(lstat(p, &st), -1);
+	snprintf(p, sizeof(p), "%s/e", f->upper);
+	assert_int_equal(lstat(p, &st), 0);
+	assert_true(S_ISCHR(st.st_mode));
+}
+
 static void test_exchange_of_merged_directories_keeps_both_lowers(void **state)
 {
 	struct fixture *f = *state;
@@ -385,6 +445,7 @@ int main(void)
 		T(test_remove_leaves_whiteouts_only_over_lower_names),
 		T(test_create_in_dir_without_lowers_replaces_whiteouts),
 		T(test_directory_rename_keeps_lower_contents),
+		T(test_directory_renamed_onto_whiteout_is_opaque),
 		T(test_exchange_of_merged_directories_keeps_both_lowers),
 		T(test_rename_over_lower_file_leaves_a_whiteout),
 		T(test_changed_lower_is_refused_until_rebuilt),

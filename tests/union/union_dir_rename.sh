@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# union_dir_rename.sh - directory renames on a real FUSE mount, compared
+# with the kernel's overlayfs over the same layers (the oracle,
+# redirect_dir=on):
+#  - a directory renamed onto a whiteout (of a file or of a directory, with
+#    and without RENAME_NOREPLACE) takes the name, opaque to the lowers; so
+#    does mkdir, and a file renamed onto one.
+# The lowers are checksummed before and after and must never change.
+#
+# Arguments are extra `pony union mount` options (meson: defaults, and
+# --writeback --threads 4).
+set -u
+. "$PONY_SRCDIR/tests/lib.sh"
+. "$PONY_SRCDIR/tests/union/union_lib.sh"
+PONY_OPTS=("$@")
+union_setup dr
+UNION_LOWERS=$T/l
+
+# What a tree shows: names, types, modes, sizes, link counts of files, data.
+tree_of() {
+	(cd "$1" && find . \( -type d -printf '%p %y %m\n' \) -o -printf '%p %y %m %s %n\n' | sort &&
+	 find . -type f -exec md5sum {} + | sort -k2)
+}
+# What an upper holds: names, types, whiteouts, opaque directories, and
+# which directories have a redirect (pony's are absolute, the kernel's
+# relative within one directory: either reaches the same lower).
+upper_of() {
+	python3 - "$1" <<'PY'
+import os, stat, sys
+top = sys.argv[1]
+for d, dirs, files in sorted(os.walk(top)):
+    for n in sorted(dirs + files):
+        p = os.path.join(d, n); st = os.lstat(p); x = os.path.relpath(p, top)
+        if stat.S_ISCHR(st.st_mode) and st.st_rdev == 0:
+            print(x, "whiteout")
+        elif stat.S_ISDIR(st.st_mode):
+            a = os.listxattr(p, follow_symlinks=False)
+            print(x, "dir", "opaque" if "trusted.overlay.opaque" in a else "",
+                  "redirect" if "trusted.overlay.redirect" in a else "")
+        else:
+            print(x, stat.filemode(st.st_mode)[0], st.st_nlink)
+PY
+}
+lower_sum() { (cd "$T" && tree_of l && find l -printf '%p %T@ %C@\n' | sort) | md5sum; }
+
+# same WHAT OP: OP (a shell command) prints the same and exits the same in
+# the pony mount and the kernel's.
+same() {
+	local p k
+	p=$(cd "$T/pm" && bash -c "$2" 2>&1; echo "rc=$?")
+	k=$(cd "$T/km" && bash -c "$2" 2>&1; echo "rc=$?")
+	[ "$p" = "$k" ] || fail "$1: '$2' differs:
+--- pony
+$p
+--- kernel overlayfs
+$k"
+}
+# same_trees WHAT: the two mounts show the same tree.
+same_trees() {
+	local p k
+	p=$(tree_of "$T/pm"); k=$(tree_of "$T/km")
+	[ "$p" = "$k" ] || fail "$1: trees differ: $(diff <(echo "$p") <(echo "$k"))"
+}
+
+mkdir -p "$T"/{l,pm,km} "$T"/p{u,w}{1,2,3} "$T"/k{u,w}{1,2,3}
+(
+	cd "$T/l" && mkdir -p wd1/in wd2 wd3 md/sub mv/deep && echo i > wd1/in/i &&
+	echo f > wf1 && echo f > wf2 && echo f > wf3 && echo m > md/m && echo s > md/sub/s &&
+	echo v > mv/v && echo d > mv/deep/d
+) || fail "cannot build the lower"
+before=$(lower_sum)
+
+# renameat2(A, B, RENAME_NOREPLACE): prints the error, if any.
+noreplace='python3 -c "import ctypes, os, sys; l = ctypes.CDLL(None, use_errno=True); r = l.renameat2(-100, sys.argv[1].encode(), -100, sys.argv[2].encode(), 1); print(\"noreplace:\", os.strerror(ctypes.get_errno()) if r else \"ok\")"'
+
+# 1. Renames onto whiteouts.
+pony_mount "$T/pu1" "$T/pw1"
+kernel_mount "$T/ku1" "$T/kw1"
+ops=(
+	'rm -r wd1; mkdir n1; touch n1/new; mv -T n1 wd1; echo $?; ls -a wd1'
+	'rm wf1; mkdir n2; mv -T n2 wf1; echo $?; ls -a wf1'
+	"rmdir wd2; mkdir n3; $noreplace n3 wd2; ls -a wd2"
+	"rm wf2; mkdir n4; $noreplace n4 wf2; ls -a wf2"
+	'rmdir wd3; touch n5; mv -T n5 wd3; echo $?; stat -c %F wd3'
+	'rm wf3; mkdir wf3; ls -a wf3'
+	'rm -r mv; mv md mv; echo $?; ls -a mv mv/sub'
+	'mkdir n6; mv -T n6 md; ls -a md; rmdir md; ls -a md 2>&1 | sed "s/.*: //"'
+)
+for op in "${ops[@]}"; do same "rename onto a whiteout" "$op"; done
+same_trees "after the renames onto whiteouts"
+pony_umount
+kernel_umount
+p=$(upper_of "$T/pu1"); k=$(upper_of "$T/ku1")
+[ "$p" = "$k" ] || fail "the uppers differ after renames onto whiteouts: $(diff <(echo "$p") <(echo "$k"))"
+pony_mount "$T/pu1" "$T/pw1"
+kernel_mount "$T/ku1" "$T/kw1"
+same_trees "renames onto whiteouts, remounted"
+pony_umount
+kernel_umount
+
+[ "$(lower_sum)" = "$before" ] || fail "the lower was modified"
+pass
