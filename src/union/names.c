@@ -389,9 +389,15 @@ int union_rmdir(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
 	return LOCKED(u, remove_locked(u, union_node_get(u, parent), name, true));
 }
 
-/* Where a merged directory's lowers are: its redirect, or its parent's + name. */
+/*
+ * Where a merged directory's lowers are: its absolute redirect, or its
+ * parent's path and its name there (a relative redirect's, which the
+ * kernel's overlayfs writes for a rename within one directory).
+ */
 static int lower_path_locked(struct union_fs *u, struct union_node *n, char *buf, size_t size)
 {
+	const char *name = n->name;
+	char rel[NAME_MAX + 1];
 	int len;
 
 	if (!n->parent) {
@@ -404,14 +410,19 @@ static int lower_path_locked(struct union_fs *u, struct union_node *n, char *buf
 			buf[len] = '\0';
 			return 0;
 		}
+		if (len > 0 && len <= NAME_MAX) {
+			memcpy(rel, buf, (size_t)len);
+			rel[len] = '\0';
+			name = rel;
+		}
 	}
 	int r = lower_path_locked(u, n->parent, buf, size);
 	if (r < 0)
 		return r;
 	len = (int)strlen(buf);
-	if ((size_t)len + strlen(n->name) + 2 > size)
+	if ((size_t)len + strlen(name) + 2 > size)
 		return -ENAMETOOLONG;
-	snprintf(buf + len, size - (size_t)len, "/%s", n->name);
+	snprintf(buf + len, size - (size_t)len, "/%s", name);
 	return 0;
 }
 

@@ -4,7 +4,11 @@
 # redirect_dir=on):
 #  - a directory renamed onto a whiteout (of a file or of a directory, with
 #    and without RENAME_NOREPLACE) takes the name, opaque to the lowers; so
-#    does mkdir, and a file renamed onto one.
+#    does mkdir, and a file renamed onto one;
+#  - a lower directory moved under a new upper-only directory keeps its
+#    contents and st_ino after a remount (the redirect is followed), and
+#    again when that upper is a lower of a new union, before and after the
+#    new union copies it up.
 # The lowers are checksummed before and after and must never change.
 #
 # Arguments are extra `pony union mount` options (meson: defaults, and
@@ -95,6 +99,50 @@ p=$(upper_of "$T/pu1"); k=$(upper_of "$T/ku1")
 pony_mount "$T/pu1" "$T/pw1"
 kernel_mount "$T/ku1" "$T/kw1"
 same_trees "renames onto whiteouts, remounted"
+pony_umount
+kernel_umount
+
+# 2. A lower directory moved under a new upper-only directory: its
+# redirect is followed after a remount, and its st_ino stays.
+pony_mount "$T/pu2" "$T/pw2"
+kernel_mount "$T/ku2" "$T/kw2"
+same "move under a new directory" 'mkdir nn; mv mv nn/x; mkdir nn/y; mv md nn/y/z; ls nn/x nn/y/z'
+ino=$(stat -c '%i %i %i' "$T/pm/nn/x" "$T/pm/nn/x/v" "$T/pm/nn/y/z")
+pony_umount
+kernel_umount
+pony_mount "$T/pu2" "$T/pw2"
+kernel_mount "$T/ku2" "$T/kw2"
+same_trees "moved directories, remounted"
+[ "$(stat -c '%i %i %i' "$T/pm/nn/x" "$T/pm/nn/x/v" "$T/pm/nn/y/z")" = "$ino" ] ||
+	fail "st_ino of a moved directory changed at a remount"
+pony_umount
+kernel_umount
+# Each upper shows the same through the other implementation.
+kernel_mount "$T/pu2" "$T/pw2"
+k=$(tree_of "$T/km"); kernel_umount
+pony_mount "$T/pu2" "$T/pw2"
+p=$(tree_of "$T/pm"); pony_umount
+[ "$p" = "$k" ] || fail "pony's upper with redirects differs under the kernel: $(diff <(echo "$p") <(echo "$k"))"
+
+# 3. That upper as a lower of a new union: the lower's redirects are
+# followed, before and after the new union copies the directory up.
+pony_mount "$T/pu3" "$T/pw3" "$T/pu2:$T/l"
+kernel_mount "$T/ku3" "$T/kw3" "$T/pu2:$T/l"
+same_trees "the upper with redirects as a lower"
+ino=$(stat -c '%i %i' "$T/pm/nn/x" "$T/pm/nn/y/z")
+pony_umount
+pony_mount "$T/pu3" "$T/pw3" "$T/pu2:$T/l"
+[ "$(stat -c '%i %i' "$T/pm/nn/x" "$T/pm/nn/y/z")" = "$ino" ] ||
+	fail "st_ino of a directory redirected in a lower changed at a remount"
+same "change under a directory redirected in a lower" \
+	'touch nn/x/new nn/y/z/sub/new; mv nn/y/z nn/zz; ls nn/x nn/zz nn/zz/sub'
+pony_umount
+kernel_umount
+pony_mount "$T/pu3" "$T/pw3" "$T/pu2:$T/l"
+kernel_mount "$T/ku3" "$T/kw3" "$T/pu2:$T/l"
+same_trees "a directory redirected in a lower, copied up and remounted"
+[ "$(stat -c '%i %i' "$T/pm/nn/x" "$T/pm/nn/zz")" = "$ino" ] ||
+	fail "st_ino of a directory redirected in a lower changed at its copy-up"
 pony_umount
 kernel_umount
 
