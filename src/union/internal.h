@@ -172,6 +172,11 @@ int union_linked_set(struct union_fs *u, uint64_t upper, int count);
 
 /* copy_up.c */
 int union_copy_up_locked(struct union_fs *u, struct union_node *n);
+/* Gives name in dir, a lower-only name of n (a hard link copied up through
+ * another name), its link to n's upper inode, as overlayfs's ovl_link_up():
+ * before the name is renamed or removed. */
+int union_link_up_locked(struct union_fs *u, struct union_node *dir, const char *name,
+			 struct union_node *n);
 /* Forgets the shared whiteout and removes its work/work name. */
 void union_whiteout_drop_locked(struct union_fs *u);
 /* A name in the work directory for staging; buf of 32. */

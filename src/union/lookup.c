@@ -323,21 +323,28 @@ static bool origin_from_fb(struct union_fs *u, struct union_node *dir, const cha
 	return ret->layer != 0;
 }
 
+/* pony's own origin of an upper inode (pony.origin): whether it has one. */
+static bool origin_own_get(struct union_fs *u, uint64_t ino, struct union_origin *ret)
+{
+	uint8_t own[UNION_PONY_ORIGIN_SIZE];
+	int n = union_getxattr_layer(u, 0, ino, "pony.origin", (char *)own, sizeof(own));
+
+	if (n != UNION_PONY_ORIGIN_SIZE)
+		return false;
+	ret->layer = util_get_le32(own);
+	ret->st_ino = util_get_le64(own + 4);
+	ret->links = util_get_le32(own + 12);
+	return true;
+}
+
 /* The stable key of an upper non-directory: its origin's, if it has one. */
 static uint64_t upper_file_key(struct union_fs *u, struct union_node *dir, const char *name,
 			       uint64_t ino, const struct statx *x, uint32_t *ret_links)
 {
-	uint8_t own[UNION_PONY_ORIGIN_SIZE];
-	int n = union_getxattr_layer(u, 0, ino, "pony.origin", (char *)own, sizeof(own));
 	struct union_origin o = { 0 };
 
-	if (n == UNION_PONY_ORIGIN_SIZE) {
-		o.layer = util_get_le32(own);
-		o.st_ino = util_get_le64(own + 4);
-		o.links = util_get_le32(own + 12);
-	} else if (!origin_from_fb(u, dir, name, ino, &o)) {
+	if (!origin_own_get(u, ino, &o) && !origin_from_fb(u, dir, name, ino, &o))
 		o.layer = 0;
-	}
 	*ret_links = 0;
 	if (o.layer >= 1 && o.layer <= u->nlowers) {
 		*ret_links = o.links;
@@ -417,26 +424,26 @@ static int node_for(struct union_fs *u, struct union_node *dir, const char *name
 	return 0;
 }
 
-/* A lower-only hard link whose inode was copied up already (index): link it. */
-static int link_up_from_index(struct union_fs *u, struct union_node *dir, const char *name,
-			      uint64_t key)
+/*
+ * The upper inode of a lower hard link copied up through another name, in
+ * an earlier mount: its index entry (a reference) and the lower link count
+ * at copy-up. 1 if it has one, 0 if not.
+ */
+static int index_find_locked(struct union_fs *u, uint64_t key, uint64_t *ret_upper,
+			     uint32_t *ret_links)
 {
-	char idx[32];
+	struct union_origin o = { 0 };
 	struct vfs_entry e;
+	char idx[32];
 	int r;
 
 	union_index_name(key, idx);
 	r = VFS_CALL(u->upper, lookup, &u->root_ctx, u->index, idx, &e);
 	if (r < 0)
 		return r == -ENOENT ? 0 : r;
-	r = union_copy_up_locked(u, dir);
-	dir->upper_empty = false;
-	if (r == 0)
-		r = VFS_CALL(u->upper, link, &u->root_ctx, e.ino, dir->upper, name, NULL);
-	if (r == 0)
-		r = union_linked_set(u, e.ino, union_linked_get(u, e.ino) + 1);
-	VFS_FORGET(u->upper, e.ino, 1);
-	return r < 0 ? r : 1;
+	*ret_upper = e.ino;
+	*ret_links = origin_own_get(u, e.ino, &o) ? o.links : 0;
+	return 1;
 }
 
 static int lookup_locked(struct union_fs *u, struct union_node *dir, const char *name,
@@ -498,32 +505,27 @@ static int lookup_locked(struct union_fs *u, struct union_node *dir, const char 
 	if (r < 0 || s.n == 0)
 		return r < 0 ? r : -ENOENT;
 	found->in_lower = 1;
-	uint64_t key = union_key(s.l[0].layer, s.l[0].st_ino);
+	uint64_t key = union_key(s.l[0].layer, s.l[0].st_ino), upper = 0;
+	uint32_t links = 0;
+	/* A hard link whose inode is in the upper already, through another
+	 * name: as overlayfs with index=on, this name stays lower-only (a
+	 * read writes nothing) and shows that inode; a change to the name
+	 * links it up first (union_link_up_locked()). In this mount the node
+	 * has the upper, after a remount the index does. */
 	if (s.file && s.first.stx_nlink > 1) {
 		struct union_node *n = union_node_find_locked(u, key);
 
-		/* A hard link whose inode is in the upper already (this mount,
-		 * or the index from an earlier one): give this name its link. */
-		if (n && n->upper) {
-			r = union_copy_up_locked(u, dir);
-			dir->upper_empty = false;
-			if (r == 0)
-				r = VFS_CALL(u->upper, link, &u->root_ctx, n->upper, dir->upper,
-					     name, NULL);
-			if (r == 0)
-				r = union_linked_set(u, n->upper, union_linked_get(u, n->upper) + 1);
-			r = r < 0 ? r : 1;
-		} else {
-			r = link_up_from_index(u, dir, name, key);
-		}
-		if (r != 0) {
+		r = n && n->upper ? 0 : index_find_locked(u, key, &upper, &links);
+		if (r < 0 || upper)
 			stack_drop(u, &s);
-			return r < 0 ? r : lookup_locked(u, dir, name, ret, NULL, found);
-		}
+		if (r < 0)
+			return r;
 	}
 	struct statx first = s.first;
 	bool file = s.file;
-	r = node_for(u, dir, name, key, s.file ? s.first.stx_mode : S_IFDIR, 0, &s, false, ret);
+	r = node_for(u, dir, name, key, file ? first.stx_mode : S_IFDIR, upper, &s, false, ret);
+	if (r == 0 && links > 1)
+		(*ret)->lower_links = links;
 	/* A lower file's attributes, read and checked against the lower's
 	 * ctime just now, are the node's while it has no upper. */
 	if (r == 0 && attr && file && !(*ret)->upper)

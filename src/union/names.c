@@ -358,6 +358,12 @@ static int remove_locked(struct union_fs *u, struct union_node *dir, const char 
 		r = -EBUSY;
 	if (r == 0 && isdir)
 		r = union_dir_is_empty_locked(u, n) > 0 ? 0 : -ENOTEMPTY;
+	/* A lower-only name of a copied-up hard link: linked up, then removed
+	 * as an upper name, so the inode's link count drops. */
+	if (r == 0 && !found.upper && !isdir && n->upper) {
+		r = union_link_up_locked(u, dir, name, n);
+		found.upper = r == 0;
+	}
 	if (r == 0 && found.upper && found.in_lower < 0) {
 		found.in_lower = union_name_in_lowers_locked(u, dir, name);
 		r = MIN(found.in_lower, 0);
@@ -478,12 +484,28 @@ static int rename_mark_dir_locked(struct union_fs *u, struct union_node *n, bool
 	return 0;
 }
 
+/* A lower-only name of a copied-up hard link (its node has an upper, the
+ * upper lacks the name) gets its upper link before it is renamed or
+ * replaced. */
+static int rename_link_up_locked(struct union_fs *u, struct union_node *dir, const char *name,
+				 struct union_node *n, const struct union_found *found)
+{
+	if (!n || S_ISDIR(n->type) || !n->upper || found->upper)
+		return 0;
+	return union_link_up_locked(u, dir, name, n);
+}
+
 static int rename_do_locked(struct union_fs *u, struct rename_state *s)
 {
 	bool exchange = s->flags & RENAME_EXCHANGE;
 	int old_in_lower, new_in_lower, r;
 
-	r = union_copy_up_locked(u, s->n);
+	/* Before the copy-ups, which give the others an upper. */
+	r = rename_link_up_locked(u, s->dir, s->name, s->n, &s->nf);
+	if (r == 0)
+		r = rename_link_up_locked(u, s->newdir, s->newname, s->t, &s->tf);
+	if (r == 0)
+		r = union_copy_up_locked(u, s->n);
 	if (r == 0 && s->t && exchange)
 		r = union_copy_up_locked(u, s->t);
 	if (r == 0)

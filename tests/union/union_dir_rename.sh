@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# union_dir_rename.sh - directory renames on a real FUSE mount, compared
-# with the kernel's overlayfs over the same layers (the oracle,
-# redirect_dir=on):
+# union_dir_rename.sh - directory renames and hard links on a real FUSE
+# mount, compared with the kernel's overlayfs over the same layers (the
+# oracle, redirect_dir=on):
 #  - a directory renamed onto a whiteout (of a file or of a directory, with
 #    and without RENAME_NOREPLACE) takes the name, opaque to the lowers; so
 #    does mkdir, and a file renamed onto one;
 #  - a lower directory moved under a new upper-only directory keeps its
 #    contents and st_ino after a remount (the redirect is followed), and
 #    again when that upper is a lower of a new union, before and after the
-#    new union copies it up.
+#    new union copies it up;
+#  - a lookup of one name of a lower hard link whose other name was copied
+#    up writes nothing to the upper and shares the inode, as the kernel's
+#    overlayfs with index=on does (its link count and data too).
 # The lowers are checksummed before and after and must never change.
 #
 # Arguments are extra `pony union mount` options (meson: defaults, and
@@ -70,7 +73,7 @@ mkdir -p "$T"/{l,pm,km} "$T"/p{u,w}{1,2,3} "$T"/k{u,w}{1,2,3}
 (
 	cd "$T/l" && mkdir -p wd1/in wd2 wd3 md/sub mv/deep && echo i > wd1/in/i &&
 	echo f > wf1 && echo f > wf2 && echo f > wf3 && echo m > md/m && echo s > md/sub/s &&
-	echo v > mv/v && echo d > mv/deep/d
+	echo v > mv/v && echo d > mv/deep/d && echo h > h1 && ln h1 h2 && ln h1 h3
 ) || fail "cannot build the lower"
 before=$(lower_sum)
 
@@ -145,6 +148,28 @@ same_trees "a directory redirected in a lower, copied up and remounted"
 	fail "st_ino of a directory redirected in a lower changed at its copy-up"
 pony_umount
 kernel_umount
+
+# 4. Hard links, as the kernel's overlayfs with index=on: looking up h2
+# after h1 was moved (copied up) leaves h2 lower-only, one inode with h1.
+rm -rf "$T"/{pu1,pw1,ku1,kw1}; mkdir -p "$T"/{pu1,pw1,ku1,kw1}
+pony_mount "$T/pu1" "$T/pw1"
+kernel_mount "$T/ku1" "$T/kw1" "" index=on
+links='stat -c "%n %h" hb h2 h3; [ "$(stat -c %i hb)" = "$(stat -c %i h2)" ] && echo one inode; cat h2'
+same "hard link, other name moved" "mv h1 hb; echo more >> hb; $links"
+p=$(upper_of "$T/pu1"); k=$(upper_of "$T/ku1")
+[ "$p" = "$k" ] || fail "a lookup of a hard link's other name changed the upper: $(diff <(echo "$p") <(echo "$k"))"
+pony_umount
+kernel_umount
+pony_mount "$T/pu1" "$T/pw1"
+kernel_mount "$T/ku1" "$T/kw1" "" index=on
+same "hard link after a remount" "$links"
+p=$(upper_of "$T/pu1"); k=$(upper_of "$T/ku1")
+[ "$p" = "$k" ] || fail "a lookup after a remount changed the upper: $(diff <(echo "$p") <(echo "$k"))"
+same "hard link's other names changed" 'rm h2; stat -c "%n %h" hb h3; mv h3 h4; stat -c "%n %h" hb h4; cat h4'
+pony_umount
+kernel_umount
+p=$(upper_of "$T/pu1"); k=$(upper_of "$T/ku1")
+[ "$p" = "$k" ] || fail "the uppers differ after hard link changes: $(diff <(echo "$p") <(echo "$k"))"
 
 [ "$(lower_sum)" = "$before" ] || fail "the lower was modified"
 pass
