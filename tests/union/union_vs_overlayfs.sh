@@ -87,6 +87,9 @@ try: os.getxattr(f, \"security.capability\")
 except OSError as e: print(e.strerror)
 os.setxattr(f, \"security.capability\", v); print(os.getxattr(f, \"security.capability\") == v)
 open(f, \"a\").write(\"y\"); print(\"security.capability\" in os.listxattr(f))"'
+	# chown(f, -1, -1) changes nothing but ctime (and suid), as on ext4;
+	# of an upper file, a directory, a lower file, a lower hard link.
+	'touch ct; chmod 4755 ct; mkdir cdir; for f in ct cdir fifo alink; do python3 -c "import os, sys, time; f = sys.argv[1]; c = os.lstat(f).st_ctime_ns; time.sleep(0.02); os.chown(f, -1, -1); st = os.lstat(f); print(f, oct(st.st_mode), st.st_ctime_ns > c)" $f; done'
 )
 i=0
 for op in "${ops[@]}"; do
