@@ -187,10 +187,7 @@ int aio_req_submit_locked(struct aio_req *req);
 /* Publishes req's result (a count or -errno), gathers its notifications,
  * starts what waited for it and lets it go. */
 void aio_req_finish_locked(struct aio_req *req, int64_t res, struct aio_notes *notes);
-void aio_notes_add(struct aio_notes *n, const struct sigevent *sev, pid_t pid);
-/* Sends n's notifications: at once, or, under aio.lock or while this
- * thread reaps in aio_wait_seq(), once it left those. */
-void aio_notes_send(const struct aio_notes *n);
+
 /* Between the two, this thread's completions are published without waking
  * waiters; aio_wake_release() wakes them once for all. */
 void aio_wake_hold(void);
@@ -225,6 +222,15 @@ int aio_sigevent_check(const struct sigevent *sev);
 /* Delivers sev (SIGEV_NONE: nothing); for a request, si_value is the
  * application's and si_code SI_ASYNCIO. Never blocks. */
 void aio_notify(const struct sigevent *sev, pid_t pid);
+void aio_notes_add(struct aio_notes *n, const struct sigevent *sev, pid_t pid);
+/* Sends n's notifications: at once, or, under aio.lock or while this
+ * thread reaps in aio_wait_seq(), once it left those. */
+void aio_notes_send(const struct aio_notes *n);
+/* Sends what waited, unless this thread still reaps (aio_unlock()). */
+void aio_notes_flush(void);
+/* Around acall_reap_wait(): notifications wait till the outermost end. */
+bool aio_notes_reap_begin(void);
+void aio_notes_reap_end(bool outer);
 
 /* The aiocb fields pony uses, with the right atomicity. */
 static inline int aio_cb_error(const struct aiocb *cb)

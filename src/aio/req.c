@@ -242,75 +242,11 @@ static void req_unref_locked(struct aio_req *req)
 		free(req);
 }
 
-void aio_notes_add(struct aio_notes *n, const struct sigevent *sev, pid_t pid)
-{
-	if (sev->sigev_notify == SIGEV_NONE)
-		return;
-	n->v[n->n].sev = *sev;
-	n->v[n->n++].pid = pid;
-}
-
-/*
- * Notifications due while this thread holds aio.lock, or reaps in
- * aio_wait_seq(): sent once it released the lock and left
- * acall_reap_wait(). A SIGEV_SIGNAL sent to the process from this thread
- * lands on this thread at once, and its handler (which may call
- * aio_suspend()) must not run while this thread holds the completion
- * queue: nobody else could complete what the handler waits for; nor hold
- * aio.lock, which is no recursive mutex: a handler submitting a request
- * would wait for itself.
- */
-struct later {
-	struct sigevent sev;
-	pid_t pid;
-};
-static _Thread_local bool reaping;
-static _Thread_local struct later *later;
-static _Thread_local unsigned nlater, later_cap;
-
-static bool notes_defer(const struct sigevent *sev, pid_t pid)
-{
-	if (nlater == later_cap) {
-		unsigned cap = later_cap ? 2 * later_cap : 16;
-		struct later *l = realloc(later, cap * sizeof(*l));
-
-		if (!l)
-			return false;   /* sent at once, then */
-		later = l;
-		later_cap = cap;
-	}
-	later[nlater].sev = *sev;
-	later[nlater++].pid = pid;
-	return true;
-}
-
-static void notes_flush(void)
-{
-	/* A handler run by one of these may reap and defer again: take the
-	 * list first (and free it: no buffer outlives its thread). */
-	struct later *l = later;
-	unsigned n = nlater;
-
-	later = NULL;
-	nlater = later_cap = 0;
-	for (unsigned i = 0; i < n; i++)
-		aio_notify(&l[i].sev, l[i].pid);
-	free(l);
-}
-
-void aio_notes_send(const struct aio_notes *n)
-{
-	for (unsigned i = 0; i < n->n; i++)
-		if (!(reaping || aio_lock_held) || !notes_defer(&n->v[i].sev, n->v[i].pid))
-			aio_notify(&n->v[i].sev, n->v[i].pid);
-}
-
 void aio_unlock(void)
 {
 	pthread_mutex_unlock(&aio.lock);
 	aio_lock_held = false;
-	if (nlater && !reaping)
-		notes_flush();
+	aio_notes_flush();
 }
 
 /* Set by aio_wake_hold(): this thread's completions wake nobody until
@@ -620,14 +556,10 @@ int aio_wait_seq(uint32_t seq, const struct timespec *timeout)
 	 * from a signal handler that interrupted pony in this thread: the
 	 * callbacks would take aio.lock inside its own critical section. */
 	if (ring && !aio_lock_held) {
-		bool outer = !reaping;
+		bool outer = aio_notes_reap_begin();
 
-		reaping = true;
 		r = acall_reap_wait(ring, &aio.seq, seq, timeout);
-		if (outer) {
-			reaping = false;
-			notes_flush();
-		}
+		aio_notes_reap_end(outer);
 		return (int)r;
 	}
 	atomic_fetch_add(&aio.sleepers, 1);
