@@ -177,9 +177,9 @@ bool aio_copy_help(void)
 {
 	bool any = false;
 
-	/* aio_busy: a signal handler interrupted pony here; the lists may
-	 * be half changed under it. */
-	if (!atomic_load(&aio.ncopy) || aio_busy)
+	/* aio_lock_held: a signal handler interrupted pony here; the lists
+	 * may be half changed under it. */
+	if (!atomic_load(&aio.ncopy) || aio_lock_held)
 		return false;
 	aio_lock();
 	for (unsigned b = 0; b < AIO_FDQ_BUCKETS && atomic_load(&aio.ncopy); b++) {

@@ -8,18 +8,26 @@
  * fields glibc reserves for itself (__error_code, __return_value,
  * __next_prio), so unmodified programs run on it through LD_PRELOAD.
  *
- * Locking: one recursive mutex (aio.lock) guards every request, fd queue and
- * counter. It is held across acall_submit() and acall_cancel(), so an op
- * record a request points at can never be recycled under a canceller (the
- * completion callback clears req->op under the same lock); recursive,
- * because acall may run a completion callback synchronously on the calling
- * thread. A request's aiocb result is published with a release store of
- * __error_code, so aio_error() and aio_suspend() read it without the lock.
+ * Locking: one mutex (aio.lock) guards every request, fd queue and counter.
+ * It is held across acall_submit() and acall_cancel(), so an op record a
+ * request points at can never be recycled under a canceller (the
+ * completion callback clears req->op under the same lock). It is a plain
+ * mutex, taken once: a function that expects it held ends in _locked, and
+ * the one re-entry is explicit. acall may run a completion callback on the
+ * calling thread, inside those calls (acall_submit() reaping a full
+ * completion queue, acall_cancel() of an op still queued): the callback
+ * sees that its thread holds the lock (aio_lock_held) and calls
+ * op_done_locked() directly, as any _locked caller would. Notifications
+ * gathered under the lock are sent after it is released (aio_unlock()),
+ * so no handler of pony's signals runs on a thread holding it. A request's
+ * aiocb result is published with a release store of __error_code, so
+ * aio_error() and aio_suspend() read it without the lock.
  */
 #ifndef PONY_AIO_INTERNAL_H
 #define PONY_AIO_INTERNAL_H
 
 #include <aio.h>
+#include <assert.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -129,7 +137,7 @@ enum aio_way {
 #define AIO_MAX_DEFAULT 4096            /* requests in flight; PONY_AIO_MAX */
 
 struct aio_state {
-	pthread_mutex_t lock;           /* recursive: see the top of the file */
+	pthread_mutex_t lock;           /* plain: see the top of the file */
 	struct acall_ring *ring;        /* created on first use, per process */
 	struct aio_fdq *fdq[AIO_FDQ_BUCKETS];
 	unsigned inflight, max;
@@ -141,22 +149,23 @@ struct aio_state {
 
 extern struct aio_state aio;
 
-/* How many times this thread holds aio.lock: non-zero when a signal
- * handler interrupted pony in this thread. aio_suspend(), async-signal-safe,
- * then only reads aiocbs (see aio_copy_help()). */
-extern _Thread_local unsigned aio_busy;
+/* Whether this thread holds aio.lock (set before taking it, cleared after
+ * releasing it). Also true when a signal handler interrupted pony in this
+ * thread: aio_suspend(), async-signal-safe, then only reads aiocbs (see
+ * aio_copy_help() and aio_wait_seq()). */
+extern _Thread_local bool aio_lock_held;
 
 static inline void aio_lock(void)
 {
+	/* Taken twice by one thread is a deadlock: the caller wanted the
+	 * _locked variant. */
+	assert(!aio_lock_held);
+	aio_lock_held = true;
 	pthread_mutex_lock(&aio.lock);
-	aio_busy++;
 }
 
-static inline void aio_unlock(void)
-{
-	aio_busy--;
-	pthread_mutex_unlock(&aio.lock);
-}
+/* Releases aio.lock, then sends the notifications deferred under it. */
+void aio_unlock(void);
 
 /* req.c: requests, fd queues, submission, completion, cancellation. */
 int aio_ring_get_locked(struct acall_ring **ret_ring);
@@ -178,12 +187,11 @@ int aio_req_submit_locked(struct aio_req *req);
 /* Publishes req's result (a count or -errno), gathers its notifications,
  * starts what waited for it and lets it go. */
 void aio_req_finish_locked(struct aio_req *req, int64_t res, struct aio_notes *notes);
-void aio_notes_add(struct aio_notes *n, const struct sigevent *sev, pid_t pid);
+
 /* Between the two, this thread's completions are published without waking
  * waiters; aio_wake_release() wakes them once for all. */
 void aio_wake_hold(void);
 void aio_wake_release(void);
-void aio_notes_send(const struct aio_notes *n);
 /* Asks every request of fd (cb NULL) or cb alone to stop: AIO_CANCELED,
  * AIO_NOTCANCELED, AIO_ALLDONE, or -errno. */
 int aio_cancel_fd(int fd, struct aiocb *cb);
@@ -214,6 +222,15 @@ int aio_sigevent_check(const struct sigevent *sev);
 /* Delivers sev (SIGEV_NONE: nothing); for a request, si_value is the
  * application's and si_code SI_ASYNCIO. Never blocks. */
 void aio_notify(const struct sigevent *sev, pid_t pid);
+void aio_notes_add(struct aio_notes *n, const struct sigevent *sev, pid_t pid);
+/* Sends n's notifications: at once, or, under aio.lock or while this
+ * thread reaps in aio_wait_seq(), once it left those. */
+void aio_notes_send(const struct aio_notes *n);
+/* Sends what waited, unless this thread still reaps (aio_unlock()). */
+void aio_notes_flush(void);
+/* Around acall_reap_wait(): notifications wait till the outermost end. */
+bool aio_notes_reap_begin(void);
+void aio_notes_reap_end(bool outer);
 
 /* The aiocb fields pony uses, with the right atomicity. */
 static inline int aio_cb_error(const struct aiocb *cb)

@@ -2,7 +2,9 @@
  * notify.c - the sigevent a request or a lio_listio() list asked for:
  * nothing (SIGEV_NONE), a queued signal carrying the application's value
  * with si_code SI_ASYNCIO (SIGEV_SIGNAL), or a new thread running the
- * application's function (SIGEV_THREAD), as glibc delivers them.
+ * application's function (SIGEV_THREAD), as glibc delivers them; and when:
+ * gathered under aio.lock, sent once this thread holds neither the lock
+ * nor the ring's completion queue.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -91,5 +93,86 @@ void aio_notify(const struct sigevent *sev, pid_t pid)
 	case SIGEV_THREAD:
 		notify_thread(sev);
 		break;
+	}
+}
+
+void aio_notes_add(struct aio_notes *n, const struct sigevent *sev, pid_t pid)
+{
+	if (sev->sigev_notify == SIGEV_NONE)
+		return;
+	n->v[n->n].sev = *sev;
+	n->v[n->n++].pid = pid;
+}
+
+/*
+ * Notifications due while this thread holds aio.lock, or reaps in
+ * aio_wait_seq(): sent once it released the lock and left
+ * acall_reap_wait(). A SIGEV_SIGNAL sent to the process from this thread
+ * lands on this thread at once, and its handler (which may call
+ * aio_suspend()) must not run while this thread holds the completion
+ * queue: nobody else could complete what the handler waits for; nor hold
+ * aio.lock, which is no recursive mutex: a handler submitting a request
+ * would wait for itself.
+ */
+struct later {
+	struct sigevent sev;
+	pid_t pid;
+};
+static _Thread_local bool reaping;
+static _Thread_local struct later *later;
+static _Thread_local unsigned nlater, later_cap;
+
+static bool notes_defer(const struct sigevent *sev, pid_t pid)
+{
+	if (nlater == later_cap) {
+		unsigned cap = later_cap ? 2 * later_cap : 16;
+		struct later *l = realloc(later, cap * sizeof(*l));
+
+		if (!l)
+			return false;   /* sent at once, then */
+		later = l;
+		later_cap = cap;
+	}
+	later[nlater].sev = *sev;
+	later[nlater++].pid = pid;
+	return true;
+}
+
+void aio_notes_flush(void)
+{
+	/* A handler run by one of these may reap and defer again: take the
+	 * list first (and free it: no buffer outlives its thread). */
+	struct later *l = later;
+	unsigned n = nlater;
+
+	if (!n || reaping)
+		return;
+	later = NULL;
+	nlater = later_cap = 0;
+	for (unsigned i = 0; i < n; i++)
+		aio_notify(&l[i].sev, l[i].pid);
+	free(l);
+}
+
+void aio_notes_send(const struct aio_notes *n)
+{
+	for (unsigned i = 0; i < n->n; i++)
+		if (!(reaping || aio_lock_held) || !notes_defer(&n->v[i].sev, n->v[i].pid))
+			aio_notify(&n->v[i].sev, n->v[i].pid);
+}
+
+bool aio_notes_reap_begin(void)
+{
+	bool outer = !reaping;
+
+	reaping = true;
+	return outer;
+}
+
+void aio_notes_reap_end(bool outer)
+{
+	if (outer) {
+		reaping = false;
+		aio_notes_flush();
 	}
 }

@@ -29,9 +29,9 @@
 #define AIO_CANCEL_WAIT_NS 200000000L
 
 struct aio_state aio = {
-	.lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP,
+	.lock = PTHREAD_MUTEX_INITIALIZER,
 };
-_Thread_local unsigned aio_busy;
+_Thread_local bool aio_lock_held;
 
 /* Rings of parents, kept reachable after fork: the child must never touch
  * them (their threads are gone and their io_uring is shared with the
@@ -242,64 +242,11 @@ static void req_unref_locked(struct aio_req *req)
 		free(req);
 }
 
-void aio_notes_add(struct aio_notes *n, const struct sigevent *sev, pid_t pid)
+void aio_unlock(void)
 {
-	if (sev->sigev_notify == SIGEV_NONE)
-		return;
-	n->v[n->n].sev = *sev;
-	n->v[n->n++].pid = pid;
-}
-
-/*
- * Notifications due while this thread reaps in aio_wait_seq(): sent once
- * it left acall_reap_wait(). A SIGEV_SIGNAL sent to the process from this
- * thread lands on this thread at once, and its handler (which may call
- * aio_suspend()) must not run while this thread holds the completion
- * queue: nobody else could complete what the handler waits for.
- */
-struct later {
-	struct sigevent sev;
-	pid_t pid;
-};
-static _Thread_local bool reaping;
-static _Thread_local struct later *later;
-static _Thread_local unsigned nlater, later_cap;
-
-static bool notes_defer(const struct sigevent *sev, pid_t pid)
-{
-	if (nlater == later_cap) {
-		unsigned cap = later_cap ? 2 * later_cap : 16;
-		struct later *l = realloc(later, cap * sizeof(*l));
-
-		if (!l)
-			return false;   /* sent at once, then */
-		later = l;
-		later_cap = cap;
-	}
-	later[nlater].sev = *sev;
-	later[nlater++].pid = pid;
-	return true;
-}
-
-static void notes_flush(void)
-{
-	/* A handler run by one of these may reap and defer again: take the
-	 * list first (and free it: no buffer outlives its thread). */
-	struct later *l = later;
-	unsigned n = nlater;
-
-	later = NULL;
-	nlater = later_cap = 0;
-	for (unsigned i = 0; i < n; i++)
-		aio_notify(&l[i].sev, l[i].pid);
-	free(l);
-}
-
-void aio_notes_send(const struct aio_notes *n)
-{
-	for (unsigned i = 0; i < n->n; i++)
-		if (!reaping || !notes_defer(&n->v[i].sev, n->v[i].pid))
-			aio_notify(&n->v[i].sev, n->v[i].pid);
+	pthread_mutex_unlock(&aio.lock);
+	aio_lock_held = false;
+	aio_notes_flush();
 }
 
 /* Set by aio_wake_hold(): this thread's completions wake nobody until
@@ -396,18 +343,31 @@ static void start_ready_locked(struct aio_fdq *q, struct aio_notes *notes)
 		acall_submit(aio.ring);
 }
 
-static void op_done(struct acall_ring *ring, struct acall_op *op, void *arg)
+static void op_done_locked(struct aio_req *req, int64_t res, struct aio_notes *notes)
 {
-	struct aio_req *req = arg;
-	int64_t res = acall_op_result(op);
-	struct aio_notes notes = { .n = 0 };
-
-	aio_lock();
 	req->op = NULL;
 	if (res == -EINTR && req->cancel_asked)
 		res = -ECANCELED;       /* a worker interrupted by the cancel */
-	aio_req_finish_locked(req, res, &notes);
-	aio_unlock();
+	aio_req_finish_locked(req, res, notes);
+}
+
+/*
+ * acall's completion callback: on a worker, the reaper, or a thread in
+ * aio_wait_seq(), which take aio.lock; or on a thread that holds it
+ * already, inside the acall_submit() or acall_cancel() it called (the
+ * re-entry internal.h describes): then straight to the _locked variant,
+ * and its notifications wait for that thread's aio_unlock().
+ */
+static void op_done(struct acall_ring *ring, struct acall_op *op, void *arg)
+{
+	struct aio_notes notes = { .n = 0 };
+	bool held = aio_lock_held;
+
+	if (!held)
+		aio_lock();
+	op_done_locked(arg, acall_op_result(op), &notes);
+	if (!held)
+		aio_unlock();
 	aio_notes_send(&notes);
 }
 
@@ -436,13 +396,17 @@ static int check_fd(const struct aiocb *cb, enum aio_kind kind, const struct aio
 }
 
 /* A request that failed before it could start: accepted, and completed
- * with err at once (result, notification, nothing in flight). */
-static void submit_failed_late(struct aiocb *cb, int err, const struct sigevent *sev)
+ * with err at once (result, notification once the lock is released,
+ * nothing in flight). */
+static void submit_failed_late_locked(struct aiocb *cb, int err, const struct sigevent *sev)
 {
+	struct aio_notes notes = { .n = 0 };
+
 	memcpy(cb->__glibc_reserved, AIO_CB_MAGIC, sizeof(AIO_CB_MAGIC));
 	aio_cb_publish(cb, -err, -1);
 	wake_all();
-	aio_notify(sev, aio_getpid());
+	aio_notes_add(&notes, sev, aio_getpid());
+	aio_notes_send(&notes);
 }
 
 static struct aio_req *req_new(struct aiocb *cb, enum aio_kind kind, struct aio_fdq *q,
@@ -537,7 +501,7 @@ int aio_submit_locked(struct aiocb *cb, enum aio_kind kind, struct aio_lio *lio,
 			aio_fdq_put_locked(q);
 	}
 	if (r == -EBADF && (kind == AIO_KIND_READ || kind == AIO_KIND_WRITE)) {
-		submit_failed_late(cb, r, sev);
+		submit_failed_late_locked(cb, r, sev);
 		return 0;
 	}
 	if (r < 0)
@@ -591,15 +555,11 @@ int aio_wait_seq(uint32_t seq, const struct timespec *timeout)
 	 * reaper wakes, then wakes this thread) on every completion. Not
 	 * from a signal handler that interrupted pony in this thread: the
 	 * callbacks would take aio.lock inside its own critical section. */
-	if (ring && !aio_busy) {
-		bool outer = !reaping;
+	if (ring && !aio_lock_held) {
+		bool outer = aio_notes_reap_begin();
 
-		reaping = true;
 		r = acall_reap_wait(ring, &aio.seq, seq, timeout);
-		if (outer) {
-			reaping = false;
-			notes_flush();
-		}
+		aio_notes_reap_end(outer);
 		return (int)r;
 	}
 	atomic_fetch_add(&aio.sleepers, 1);
@@ -734,7 +694,7 @@ int aio_cancel_fd(int fd, struct aiocb *cb)
  */
 static void aio_fork_child(void)
 {
-	pthread_mutex_t fresh = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
 
 	aio.lock = fresh;
 	for (unsigned b = 0; b < AIO_FDQ_BUCKETS; b++) {
@@ -767,7 +727,7 @@ static void aio_fork_child(void)
  * starts with a fresh lock: the child has only the forking thread). */
 static void aio_fork_prepare(void)
 {
-	pthread_mutex_lock(&aio.lock); /* raw: aio_busy stays as it is */
+	pthread_mutex_lock(&aio.lock); /* raw: aio_lock_held stays as it is */
 }
 
 static void aio_fork_parent(void)

@@ -3,8 +3,9 @@
  * overlayfs's copy_up.c does: parents first, then the object is built in the
  * work directory (data, xattrs, owner, mode, times, origin) and renamed into
  * place in one step, so the upper never shows a half-copied file. A hard link
- * also gets a link in the index (work/index/<key>), which later lookups of
- * its other names link from, in this mount or the next.
+ * also gets a link in the index (work/index/<key>): its other lower names
+ * show that inode (lookup.c), in this mount or the next, and are linked up
+ * to it only when they change (union_link_up_locked()).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -303,6 +304,17 @@ int union_copy_up_locked(struct union_fs *u, struct union_node *n)
 		return -ENOENT;
 	r = union_copy_up_locked(u, n->parent);
 	return r < 0 ? r : copy_up_one_locked(u, n);
+}
+
+int union_link_up_locked(struct union_fs *u, struct union_node *dir, const char *name,
+			 struct union_node *n)
+{
+	int r = union_copy_up_locked(u, dir);
+
+	dir->upper_empty = false;
+	if (r == 0)
+		r = VFS_CALL(u->upper, link, &u->root_ctx, n->upper, dir->upper, name, NULL);
+	return r < 0 ? r : union_linked_set(u, n->upper, union_linked_get(u, n->upper) + 1);
 }
 
 void union_mark_impure_locked(struct union_fs *u, struct union_node *dir)

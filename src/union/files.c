@@ -62,16 +62,26 @@ static int union_statx(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino, 
 	return union_file_statx(u, ctx, fh, flags, mask, ret);
 }
 
+/* What a setattr may change besides the ctime. */
+#define SETATTR_CHANGES (VFS_SET_MODE | VFS_SET_UID | VFS_SET_GID | VFS_SET_SIZE | \
+			 VFS_SET_ATIME | VFS_SET_MTIME | VFS_SET_ATIME_NOW | VFS_SET_MTIME_NOW)
+
 static int setattr_locked(struct union_fs *u, uint64_t ino, uint64_t fh,
 			  const struct vfs_setattr *a, struct statx *ret)
 {
 	struct union_node *n = NODE(u, ino);
+	/* chown(f, -1, -1) reaches here changing nothing (or the ctime
+	 * alone, with the writeback cache), yet it is a change: ext4 and
+	 * ponyfs update the ctime and a file drops suid. The same chown of
+	 * the upper does both there. */
+	struct vfs_setattr chown_none = { .valid = VFS_SET_UID | VFS_SET_GID,
+					  .uid = (uid_t)-1, .gid = (gid_t)-1 };
 	int r = union_copy_up_locked(u, n);
 
 	if (r < 0)
 		return r;
-	r = VFS_CALL(u->upper, setattr, &u->root_ctx, n->upper,
-		     union_file_upper_fh_locked(u, fh), a, ret);
+	r = VFS_CALL(u->upper, setattr, &u->root_ctx, n->upper, union_file_upper_fh_locked(u, fh),
+		     a->valid & SETATTR_CHANGES ? a : &chown_none, ret);
 	if (r < 0)
 		return r;
 	/* The upper's answer is the node's, but for a copied-up hard link's

@@ -138,8 +138,9 @@ int union_lookup_locked(struct union_fs *u, struct union_node *dir, const char *
  * attr->stx_mask is 0): saves a statx for the reply. */
 int union_lookup_attr_locked(struct union_fs *u, struct union_node *dir, const char *name,
 			     struct union_node **ret, struct statx *attr);
-/* What a lookup learned of the layers, so a removal asks neither again:
- * whether the upper has the name (its inode), whether a lower does
+/* What a lookup learned of the layers, so a removal or a rename asks
+ * neither again: whether the upper has the name (its inode; a whiteout if
+ * the lookup said -ENOENT), whether a lower does
  * (1, 0, or -1: not known, ask union_name_in_lowers_locked). */
 struct union_found {
 	bool upper;
@@ -171,6 +172,11 @@ int union_linked_set(struct union_fs *u, uint64_t upper, int count);
 
 /* copy_up.c */
 int union_copy_up_locked(struct union_fs *u, struct union_node *n);
+/* Gives name in dir, a lower-only name of n (a hard link copied up through
+ * another name), its link to n's upper inode, as overlayfs's ovl_link_up():
+ * before the name is renamed or removed. */
+int union_link_up_locked(struct union_fs *u, struct union_node *dir, const char *name,
+			 struct union_node *n);
 /* Forgets the shared whiteout and removes its work/work name. */
 void union_whiteout_drop_locked(struct union_fs *u);
 /* A name in the work directory for staging; buf of 32. */

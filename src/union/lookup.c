@@ -37,7 +37,7 @@ static bool layer_is_opaque(struct union_fs *u, unsigned layer, uint64_t ino)
 /* A stack of lower directories being built for a directory node. */
 struct stack {
 	struct union_lower l[UNION_MAX_LOWERS];
-	struct statx first;             /* attributes of a non-directory found */
+	struct statx first;             /* attributes of the last entry found */
 	unsigned n;
 	bool file;                      /* l[0] is a non-directory */
 };
@@ -49,80 +49,6 @@ static void stack_drop(struct union_fs *u, struct stack *s)
 	s->n = 0;
 }
 
-/*
- * Looks name up in the given lower directories; dirs_only when an upper
- * directory already stands at the name (a lower non-directory then ends it).
- */
-static int stack_lookup(struct union_fs *u, const struct union_lower *dirs, unsigned ndirs,
-			const char *name, bool dirs_only, struct stack *s)
-{
-	for (unsigned i = 0; i < ndirs; i++) {
-		struct vfs *fs = u->lowers[dirs[i].layer];
-		struct vfs_entry e;
-		int r = 0;
-
-		/* Done ahead by prefetch.c's thread, during a tree walk. */
-		if (!union_prefetch_take_locked(u, &dirs[i], name, &e))
-			r = VFS_CALL(fs, lookup, &u->root_ctx, dirs[i].ino, name, &e);
-		if (r == -ENOENT)
-			continue;
-		if (r < 0)
-			return r;
-		r = union_seen_check_locked(u, dirs[i].layer, &e.attr);
-		if (r < 0) {
-			VFS_FORGET(fs, e.ino, 1);
-			return r;
-		}
-		bool dir = S_ISDIR(e.attr.stx_mode);
-		if (union_is_whiteout(&e.attr) || (!dir && (dirs_only || s->n))) {
-			VFS_FORGET(fs, e.ino, 1);
-			break;
-		}
-		s->l[s->n++] = (struct union_lower){ .layer = dirs[i].layer, .ino = e.ino,
-						     .st_ino = e.attr.stx_ino,
-						     .dev = union_statx_dev(&e.attr),
-						     .ctime = e.attr.stx_ctime };
-		if (!dir) {
-			s->file = true;
-			s->first = e.attr;
-			break;
-		}
-		/* An opaque directory hides the lowers below it: the last
-		 * one has none, so its xattr need not be read. */
-		if (i + 1 < ndirs && layer_is_opaque(u, dirs[i].layer, e.ino))
-			break;
-	}
-	return 0;
-}
-
-/* Walks an absolute redirect ("/a/b") from the root of every lower. */
-static int stack_redirect(struct union_fs *u, const char *path, struct stack *s)
-{
-	for (unsigned layer = 1; layer <= u->nlowers; layer++) {
-		struct union_lower cur = { .layer = layer, .ino = VFS_ROOT_INO };
-		struct vfs *fs = u->lowers[layer];
-		struct vfs_entry e;
-		int r = vfs_walk(fs, &u->root_ctx, path, &e);
-
-		if (r == -ENOENT || r == -ENOTDIR)
-			continue;
-		if (r < 0)
-			return r;
-		if (!S_ISDIR(e.attr.stx_mode)) {
-			VFS_FORGET(fs, e.ino, 1);
-			break;
-		}
-		cur.ino = e.ino;
-		cur.st_ino = e.attr.stx_ino;
-		cur.dev = union_statx_dev(&e.attr);
-		cur.ctime = e.attr.stx_ctime;
-		s->l[s->n++] = cur;
-		if (layer_is_opaque(u, layer, e.ino))
-			break;
-	}
-	return 0;
-}
-
 /* overlayfs's rules: absolute and clean, or one name; anything else is corrupt. */
 static bool redirect_valid(const char *r)
 {
@@ -132,24 +58,209 @@ static bool redirect_valid(const char *r)
 	       strcmp(r + strlen(r) - (strlen(r) >= 3 ? 3 : 0), "/..") != 0;
 }
 
-/* found->in_lower is set when the lowers were asked for name itself. */
+/*
+ * A directory's redirect, NUL-terminated in buf: its length, 0 if it has
+ * none, -EIO if it is corrupt.
+ */
+static int redirect_get(struct union_fs *u, unsigned layer, uint64_t ino, char *buf,
+			size_t size)
+{
+	int n = union_getxattr_layer(u, layer, ino, "redirect", buf, size - 1);
+
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	return redirect_valid(buf) ? n : -EIO;
+}
+
+/*
+ * A lookup in the lowers, as overlayfs's struct ovl_lookup_data: what is
+ * looked for is one name in the parent's lower directories, or, once a
+ * redirect said so, an absolute path from the lowers' roots.
+ */
+struct lower_walk {
+	char name[PATH_MAX];            /* "n", or "/a/b" */
+	bool stop;                      /* no lower below may add to the stack */
+	bool is_dir;                    /* a directory stands at the name: only
+					 * directories below merge with it */
+};
+
+/*
+ * A redirect on a directory met at w->name[off..off+len): an absolute one
+ * replaces the path up to there, a relative one that component; the rest
+ * of the path follows. Returns where the rest now starts.
+ */
+static int walk_redirect(struct lower_walk *w, size_t off, size_t len, const char *redirect,
+			 size_t *ret_rest)
+{
+	char buf[PATH_MAX];
+	const char *rest = w->name + off + len;
+	size_t pre = redirect[0] == '/' ? 0 : off;
+	int n = snprintf(buf, sizeof(buf), "%.*s%s%s", (int)pre, w->name, redirect, rest);
+
+	if (n < 0 || (size_t)n >= sizeof(buf))
+		return -ENAMETOOLONG;
+	/* An absolute redirect below an opaque directory is followed. */
+	if (redirect[0] == '/')
+		w->stop = false;
+	*ret_rest = (size_t)n - strlen(rest);
+	memcpy(w->name, buf, (size_t)n + 1);
+	return 0;
+}
+
+/*
+ * One component met in a layer, w->name[*off..*off+len): whether the walk
+ * ends here (a whiteout, a non-directory where a directory is wanted), and
+ * for a directory, its opaque and redirect xattrs, unless the layer is the
+ * last (nothing below to hide or redirect to). more: lowers follow in the
+ * parent's stack. 1: found, *off past it; 0: nothing here; <0: error. e is
+ * forgotten unless 1.
+ */
+static int walk_component(struct union_fs *u, unsigned layer, struct lower_walk *w,
+			  size_t *off, size_t len, bool more, const struct vfs_entry *e)
+{
+	bool last_el = w->name[*off + len] == '\0', dir = S_ISDIR(e->attr.stx_mode);
+	char redirect[PATH_MAX];
+	size_t at = *off;
+	int r = union_seen_check_locked(u, layer, &e->attr);
+
+	if (r < 0)
+		goto drop;
+	if (union_is_whiteout(&e->attr) || (!dir && (w->is_dir || !last_el))) {
+		w->stop = true;
+		goto drop;
+	}
+	*off += len;
+	w->is_dir |= dir && last_el;
+	w->stop |= !dir;
+	if (!dir || layer == u->nlowers)
+		return 1;
+	r = redirect_get(u, layer, e->ino, redirect, sizeof(redirect));
+	/* Opaque: a stop below, and a redirect ignored (the rest of the path
+	 * is still walked in this layer). Unread where neither can matter. */
+	if (r >= 0 && (r > 0 || more) && layer_is_opaque(u, layer, e->ino)) {
+		w->stop = true;
+		return 1;
+	}
+	if (r > 0)
+		r = walk_redirect(w, at, len, redirect, off);
+	if (r >= 0)
+		return 1;
+drop:
+	VFS_FORGET(u->lowers[layer], e->ino, 1);
+	return r;
+}
+
+/*
+ * Walks w->name in one lower directory, as overlayfs's ovl_lookup_layer():
+ * component by component for a path, each checked by walk_component.
+ * 1 and *ret (one reference): found; 0: not here.
+ */
+static int walk_layer(struct union_fs *u, const struct union_lower *base, struct lower_walk *w,
+		      bool more, struct union_lower *ret, struct statx *ret_attr)
+{
+	struct vfs *fs = u->lowers[base->layer];
+	struct union_lower cur = *base;
+	size_t off = w->name[0] == '/';
+	bool held = false;
+
+	for (;;) {
+		size_t len = strcspn(w->name + off, "/");
+		char comp[NAME_MAX + 1];
+		struct vfs_entry e;
+		int r = 0;
+
+		if (len == 0 || len > NAME_MAX)
+			r = -EIO;
+		memcpy(comp, w->name + off, MIN(len, NAME_MAX));
+		comp[MIN(len, NAME_MAX)] = '\0';
+		/* Done ahead by prefetch.c's thread, during a tree walk. */
+		if (r == 0 && !union_prefetch_take_locked(u, &cur, comp, &e))
+			r = VFS_CALL(fs, lookup, &u->root_ctx, cur.ino, comp, &e);
+		if (held)
+			VFS_FORGET(fs, cur.ino, 1);
+		if (r == 0)
+			r = walk_component(u, base->layer, w, &off, len, more, &e);
+		if (r <= 0)
+			return r == -ENOENT ? 0 : r;
+		cur = (struct union_lower){ .layer = base->layer, .ino = e.ino,
+					    .st_ino = e.attr.stx_ino,
+					    .dev = union_statx_dev(&e.attr),
+					    .ctime = e.attr.stx_ctime };
+		held = true;
+		if (w->name[off] == '\0') {
+			*ret = cur;
+			*ret_attr = e.attr;
+			return 1;
+		}
+		off++;
+	}
+}
+
+/*
+ * Looks name (one name, or an absolute redirect) up in the lower
+ * directories dirs, as overlayfs's ovl_lookup(): top first, a directory
+ * merging those below until a non-directory, whiteout or opaque directory;
+ * a redirect on a lower directory changes what the layers below are asked
+ * for, an absolute one from their roots. dirs_only when an upper directory
+ * already stands at the name (a lower non-directory then ends it).
+ */
+static int stack_lookup(struct union_fs *u, const struct union_lower *dirs, unsigned ndirs,
+			const char *name, bool dirs_only, struct stack *s)
+{
+	const struct union_lower *roots = u->root->lower;
+	struct lower_walk w = { .is_dir = dirs_only };
+
+	if (strlen(name) >= sizeof(w.name))
+		return -ENAMETOOLONG;
+	strcpy(w.name, name);
+	if (name[0] == '/') {
+		dirs = roots;
+		ndirs = u->root->nlower;
+	}
+	for (unsigned i = 0; i < ndirs && !w.stop; i++) {
+		struct union_lower *l = &s->l[s->n];
+		int r = walk_layer(u, &dirs[i], &w, i + 1 < ndirs, l, &s->first);
+
+		if (r < 0)
+			return r;
+		if (r == 0)
+			continue;
+		s->n++;
+		s->file = !S_ISDIR(s->first.stx_mode);
+		/* An absolute redirect: the layers below, from their roots. */
+		if (w.name[0] == '/' && dirs != roots) {
+			unsigned layer = dirs[i].layer;
+
+			dirs = roots;
+			ndirs = u->root->nlower;
+			for (i = 0; i + 1 < ndirs && roots[i].layer != layer; i++)
+				;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The lowers of an upper directory: none if it is opaque (its redirect
+ * unread); else those its redirect names (an absolute one from the lowers'
+ * roots, also below a parent without lowers), or its name in its parent's
+ * lowers. found->in_lower is set when the lowers were asked for name itself.
+ */
 static int upper_dir_stack(struct union_fs *u, struct union_node *dir, const char *name,
 			   uint64_t upper, struct stack *s, struct union_found *found)
 {
 	char redirect[PATH_MAX];
-	int n, r;
+	int r = redirect_get(u, 0, upper, redirect, sizeof(redirect));
 
-	if (dir->opaque || layer_is_opaque(u, 0, upper))
+	/* Below a parent without lowers, no redirect: nothing to look for. */
+	if ((r == 0 && dir->opaque) || layer_is_opaque(u, 0, upper))
 		return 0;
-	n = union_getxattr_layer(u, 0, upper, "redirect", redirect, sizeof(redirect) - 1);
-	if (n > 0) {
-		redirect[n] = '\0';
-		if (!redirect_valid(redirect))
-			return -EIO;
-		if (redirect[0] == '/')
-			return stack_redirect(u, redirect, s);
-		return stack_lookup(u, dir->lower, dir->nlower, redirect, true, s);
-	}
+	if (r < 0)
+		return r;
+	if (r > 0)
+		return stack_lookup(u, dir->lower, dir->opaque ? 0 : dir->nlower, redirect, true,
+				    s);
 	r = stack_lookup(u, dir->lower, dir->nlower, name, true, s);
 	/* A lower non-directory ends a directory's stack unrecorded: only a
 	 * stack found says the name is in a lower. */
@@ -212,21 +323,28 @@ static bool origin_from_fb(struct union_fs *u, struct union_node *dir, const cha
 	return ret->layer != 0;
 }
 
+/* pony's own origin of an upper inode (pony.origin): whether it has one. */
+static bool origin_own_get(struct union_fs *u, uint64_t ino, struct union_origin *ret)
+{
+	uint8_t own[UNION_PONY_ORIGIN_SIZE];
+	int n = union_getxattr_layer(u, 0, ino, "pony.origin", (char *)own, sizeof(own));
+
+	if (n != UNION_PONY_ORIGIN_SIZE)
+		return false;
+	ret->layer = util_get_le32(own);
+	ret->st_ino = util_get_le64(own + 4);
+	ret->links = util_get_le32(own + 12);
+	return true;
+}
+
 /* The stable key of an upper non-directory: its origin's, if it has one. */
 static uint64_t upper_file_key(struct union_fs *u, struct union_node *dir, const char *name,
 			       uint64_t ino, const struct statx *x, uint32_t *ret_links)
 {
-	uint8_t own[UNION_PONY_ORIGIN_SIZE];
-	int n = union_getxattr_layer(u, 0, ino, "pony.origin", (char *)own, sizeof(own));
 	struct union_origin o = { 0 };
 
-	if (n == UNION_PONY_ORIGIN_SIZE) {
-		o.layer = util_get_le32(own);
-		o.st_ino = util_get_le64(own + 4);
-		o.links = util_get_le32(own + 12);
-	} else if (!origin_from_fb(u, dir, name, ino, &o)) {
+	if (!origin_own_get(u, ino, &o) && !origin_from_fb(u, dir, name, ino, &o))
 		o.layer = 0;
-	}
 	*ret_links = 0;
 	if (o.layer >= 1 && o.layer <= u->nlowers) {
 		*ret_links = o.links;
@@ -306,26 +424,26 @@ static int node_for(struct union_fs *u, struct union_node *dir, const char *name
 	return 0;
 }
 
-/* A lower-only hard link whose inode was copied up already (index): link it. */
-static int link_up_from_index(struct union_fs *u, struct union_node *dir, const char *name,
-			      uint64_t key)
+/*
+ * The upper inode of a lower hard link copied up through another name, in
+ * an earlier mount: its index entry (a reference) and the lower link count
+ * at copy-up. 1 if it has one, 0 if not.
+ */
+static int index_find_locked(struct union_fs *u, uint64_t key, uint64_t *ret_upper,
+			     uint32_t *ret_links)
 {
-	char idx[32];
+	struct union_origin o = { 0 };
 	struct vfs_entry e;
+	char idx[32];
 	int r;
 
 	union_index_name(key, idx);
 	r = VFS_CALL(u->upper, lookup, &u->root_ctx, u->index, idx, &e);
 	if (r < 0)
 		return r == -ENOENT ? 0 : r;
-	r = union_copy_up_locked(u, dir);
-	dir->upper_empty = false;
-	if (r == 0)
-		r = VFS_CALL(u->upper, link, &u->root_ctx, e.ino, dir->upper, name, NULL);
-	if (r == 0)
-		r = union_linked_set(u, e.ino, union_linked_get(u, e.ino) + 1);
-	VFS_FORGET(u->upper, e.ino, 1);
-	return r < 0 ? r : 1;
+	*ret_upper = e.ino;
+	*ret_links = origin_own_get(u, e.ino, &o) ? o.links : 0;
+	return 1;
 }
 
 static int lookup_locked(struct union_fs *u, struct union_node *dir, const char *name,
@@ -387,32 +505,27 @@ static int lookup_locked(struct union_fs *u, struct union_node *dir, const char 
 	if (r < 0 || s.n == 0)
 		return r < 0 ? r : -ENOENT;
 	found->in_lower = 1;
-	uint64_t key = union_key(s.l[0].layer, s.l[0].st_ino);
+	uint64_t key = union_key(s.l[0].layer, s.l[0].st_ino), upper = 0;
+	uint32_t links = 0;
+	/* A hard link whose inode is in the upper already, through another
+	 * name: as overlayfs with index=on, this name stays lower-only (a
+	 * read writes nothing) and shows that inode; a change to the name
+	 * links it up first (union_link_up_locked()). In this mount the node
+	 * has the upper, after a remount the index does. */
 	if (s.file && s.first.stx_nlink > 1) {
 		struct union_node *n = union_node_find_locked(u, key);
 
-		/* A hard link whose inode is in the upper already (this mount,
-		 * or the index from an earlier one): give this name its link. */
-		if (n && n->upper) {
-			r = union_copy_up_locked(u, dir);
-			dir->upper_empty = false;
-			if (r == 0)
-				r = VFS_CALL(u->upper, link, &u->root_ctx, n->upper, dir->upper,
-					     name, NULL);
-			if (r == 0)
-				r = union_linked_set(u, n->upper, union_linked_get(u, n->upper) + 1);
-			r = r < 0 ? r : 1;
-		} else {
-			r = link_up_from_index(u, dir, name, key);
-		}
-		if (r != 0) {
+		r = n && n->upper ? 0 : index_find_locked(u, key, &upper, &links);
+		if (r < 0 || upper)
 			stack_drop(u, &s);
-			return r < 0 ? r : lookup_locked(u, dir, name, ret, NULL, found);
-		}
+		if (r < 0)
+			return r;
 	}
 	struct statx first = s.first;
 	bool file = s.file;
-	r = node_for(u, dir, name, key, s.file ? s.first.stx_mode : S_IFDIR, 0, &s, false, ret);
+	r = node_for(u, dir, name, key, file ? first.stx_mode : S_IFDIR, upper, &s, false, ret);
+	if (r == 0 && links > 1)
+		(*ret)->lower_links = links;
 	/* A lower file's attributes, read and checked against the lower's
 	 * ctime just now, are the node's while it has no upper. */
 	if (r == 0 && attr && file && !(*ret)->upper)

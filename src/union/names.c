@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <syslog.h>
 
 #include "internal.h"
 #include "pony/util.h"
@@ -357,6 +358,12 @@ static int remove_locked(struct union_fs *u, struct union_node *dir, const char 
 		r = -EBUSY;
 	if (r == 0 && isdir)
 		r = union_dir_is_empty_locked(u, n) > 0 ? 0 : -ENOTEMPTY;
+	/* A lower-only name of a copied-up hard link: linked up, then removed
+	 * as an upper name, so the inode's link count drops. */
+	if (r == 0 && !found.upper && !isdir && n->upper) {
+		r = union_link_up_locked(u, dir, name, n);
+		found.upper = r == 0;
+	}
 	if (r == 0 && found.upper && found.in_lower < 0) {
 		found.in_lower = union_name_in_lowers_locked(u, dir, name);
 		r = MIN(found.in_lower, 0);
@@ -388,9 +395,15 @@ int union_rmdir(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
 	return LOCKED(u, remove_locked(u, union_node_get(u, parent), name, true));
 }
 
-/* Where a merged directory's lowers are: its redirect, or its parent's + name. */
+/*
+ * Where a merged directory's lowers are: its absolute redirect, or its
+ * parent's path and its name there (a relative redirect's, which the
+ * kernel's overlayfs writes for a rename within one directory).
+ */
 static int lower_path_locked(struct union_fs *u, struct union_node *n, char *buf, size_t size)
 {
+	const char *name = n->name;
+	char rel[NAME_MAX + 1];
 	int len;
 
 	if (!n->parent) {
@@ -403,14 +416,19 @@ static int lower_path_locked(struct union_fs *u, struct union_node *n, char *buf
 			buf[len] = '\0';
 			return 0;
 		}
+		if (len > 0 && len <= NAME_MAX) {
+			memcpy(rel, buf, (size_t)len);
+			rel[len] = '\0';
+			name = rel;
+		}
 	}
 	int r = lower_path_locked(u, n->parent, buf, size);
 	if (r < 0)
 		return r;
 	len = (int)strlen(buf);
-	if ((size_t)len + strlen(n->name) + 2 > size)
+	if ((size_t)len + strlen(name) + 2 > size)
 		return -ENAMETOOLONG;
-	snprintf(buf + len, size - (size_t)len, "/%s", n->name);
+	snprintf(buf + len, size - (size_t)len, "/%s", name);
 	return 0;
 }
 
@@ -418,6 +436,7 @@ struct rename_state {
 	struct union_node *dir, *newdir, *n, *t;
 	const char *name, *newname;
 	unsigned flags;
+	struct union_found nf, tf;      /* what the lookups of n and t found */
 };
 
 static int rename_checks_locked(struct union_fs *u, struct rename_state *s)
@@ -465,12 +484,28 @@ static int rename_mark_dir_locked(struct union_fs *u, struct union_node *n, bool
 	return 0;
 }
 
+/* A lower-only name of a copied-up hard link (its node has an upper, the
+ * upper lacks the name) gets its upper link before it is renamed or
+ * replaced. */
+static int rename_link_up_locked(struct union_fs *u, struct union_node *dir, const char *name,
+				 struct union_node *n, const struct union_found *found)
+{
+	if (!n || S_ISDIR(n->type) || !n->upper || found->upper)
+		return 0;
+	return union_link_up_locked(u, dir, name, n);
+}
+
 static int rename_do_locked(struct union_fs *u, struct rename_state *s)
 {
 	bool exchange = s->flags & RENAME_EXCHANGE;
 	int old_in_lower, new_in_lower, r;
 
-	r = union_copy_up_locked(u, s->n);
+	/* Before the copy-ups, which give the others an upper. */
+	r = rename_link_up_locked(u, s->dir, s->name, s->n, &s->nf);
+	if (r == 0)
+		r = rename_link_up_locked(u, s->newdir, s->newname, s->t, &s->tf);
+	if (r == 0)
+		r = union_copy_up_locked(u, s->n);
 	if (r == 0 && s->t && exchange)
 		r = union_copy_up_locked(u, s->t);
 	if (r == 0)
@@ -493,11 +528,27 @@ static int rename_do_locked(struct union_fs *u, struct rename_state *s)
 			return r;
 	}
 	unsigned flags = exchange ? RENAME_EXCHANGE : old_in_lower ? RENAME_WHITEOUT : 0;
+	/* A directory cannot replace the whiteout at the new name (a device
+	 * node: ENOTDIR); as overlayfs, exchange with it, and keep it at the
+	 * old name only where a lower has that name. (No target, yet the
+	 * upper has the name: the lookup met a whiteout.) */
+	bool onto_whiteout = !s->t && s->tf.upper && S_ISDIR(s->n->type);
+	if (onto_whiteout)
+		flags = RENAME_EXCHANGE;
 	s->dir->upper_empty = s->newdir->upper_empty = false;
 	r = VFS_CALL(u->upper, rename, &u->root_ctx, s->dir->upper, s->name, s->newdir->upper,
 		     s->newname, flags);
 	if (r < 0)
 		return r;
+	if (onto_whiteout && !old_in_lower) {
+		char path[PATH_MAX];
+		int c = VFS_CALL(u->upper, unlink, &u->root_ctx, s->dir->upper, s->name);
+
+		/* Harmless where no lower has the name: said, not failed. */
+		if (c < 0 && union_node_path(s->dir, path, sizeof(path)) == 0)
+			util_log(LOG_WARNING, "union: cannot remove the whiteout a rename left "
+				 "at %s%s%s: %s", path, path[1] ? "/" : "", s->name, strerror(-c));
+	}
 	/* Entries from a lower (an origin) make their new directory impure. */
 	if (s->n->key >> UNION_LAYER_SHIFT)
 		union_mark_impure_locked(u, s->newdir);
@@ -518,11 +569,11 @@ static int rename_do_locked(struct union_fs *u, struct rename_state *s)
 
 static int rename_locked(struct union_fs *u, struct rename_state *s)
 {
-	int r = union_lookup_locked(u, s->dir, s->name, &s->n);
+	int r = union_lookup_found_locked(u, s->dir, s->name, &s->n, &s->nf);
 
 	if (r < 0)
 		return r;
-	r = union_lookup_locked(u, s->newdir, s->newname, &s->t);
+	r = union_lookup_found_locked(u, s->newdir, s->newname, &s->t, &s->tf);
 	if (r == -ENOENT) {
 		s->t = NULL;
 		r = 0;

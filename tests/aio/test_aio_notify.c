@@ -2,7 +2,8 @@
  * test_aio_notify.c - every sigevent a request or a list can ask for is
  * delivered once its result is readable: SIGEV_SIGNAL with the
  * application's si_value and si_code SI_ASYNCIO, SIGEV_THREAD on a thread
- * of its own, SIGEV_NONE with nothing; a cancelled request is notified too.
+ * of its own, SIGEV_NONE with nothing; a cancelled request is notified too,
+ * once pony's lock is released (its handler may submit).
  * lio_listio: LIO_WAIT returns when all are done (EIO if one failed),
  * LIO_NOWAIT notifies the list once, LIO_NOP entries are skipped.
  */
@@ -150,6 +151,53 @@ static void test_cancelled_request_is_notified(void **state)
 	close(p[1]);
 }
 
+static struct aiocb handler_cb;
+static volatile int handler_submitted;
+
+/* Submits handler_cb: the signal came after pony let its lock go. */
+static void on_signal_submit(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)si;
+	(void)uc;
+	handler_submitted = aio_write(&handler_cb) == 0;
+	sig_count++;
+}
+
+/* A request queued behind another on a pipe is cancelled inside
+ * aio_cancel(), under pony's lock; its signal, sent to this process, lands
+ * on this thread, and only once the lock is released: its handler may
+ * submit a request (a plain lock taken twice would hang). */
+static void test_handler_of_a_cancelled_request_can_submit(void **state)
+{
+	int fd = scratch_file(0, O_RDWR);
+	char buf[2][8], out[4] = "abc";
+	struct aiocb cbs[2];
+	int p[2];
+
+	catch_signal(on_signal_submit);
+	handler_submitted = 0;
+	handler_cb = aiocb_for(fd, out, sizeof(out), 0);
+	assert_int_equal(pipe(p), 0);
+	for (int i = 0; i < 2; i++) {
+		cbs[i] = aiocb_for(p[0], buf[i], sizeof(buf[i]), 0);
+		cbs[i].aio_sigevent.sigev_notify = i ? SIGEV_SIGNAL : SIGEV_NONE;
+		cbs[i].aio_sigevent.sigev_signo = SIG_REQ;
+		assert_int_equal(aio_read(&cbs[i]), 0);
+	}
+	settle();
+	assert_int_equal(aio_cancel(p[0], &cbs[1]), AIO_CANCELED);
+	wait_for(&sig_count, 1);
+	assert_true(handler_submitted);
+	assert_int_equal(wait_done(&handler_cb), 0);
+	assert_int_equal(aio_return(&handler_cb), sizeof(out));
+	assert_int_equal(aio_cancel(p[0], &cbs[0]), AIO_CANCELED);
+	assert_int_equal(aio_error(&cbs[1]), ECANCELED);
+	close(p[0]);
+	close(p[1]);
+	close(fd);
+}
+
 static void test_lio_wait_returns_with_all_done(void **state)
 {
 	enum { N = 16 };
@@ -250,6 +298,7 @@ int main(void)
 		cmocka_unit_test(test_thread_runs_the_function_elsewhere),
 		cmocka_unit_test(test_none_sends_nothing),
 		cmocka_unit_test(test_cancelled_request_is_notified),
+		cmocka_unit_test(test_handler_of_a_cancelled_request_can_submit),
 		cmocka_unit_test(test_lio_wait_returns_with_all_done),
 		cmocka_unit_test(test_lio_wait_says_eio_when_one_fails),
 		cmocka_unit_test(test_lio_nowait_notifies_the_list_once),

@@ -7,6 +7,8 @@
  * while a thread showers them with signals (EINTR); a long wait that times
  * out, a hang, or wrong bytes fail. And a signal handler that calls
  * aio_suspend() while its thread sleeps in aio_suspend() gets its request.
+ * With all of acall's workers held by blocked pipe writes, a read queued
+ * behind them is cancelled (its completion runs inside aio_cancel()).
  * acall's reaper thread, which would otherwise mask a lost wake-up as a
  * delay, is told to stand aside for a minute (PONY_ACALL_REAPER_STANDBY_US).
  */
@@ -306,12 +308,56 @@ static void test_a_completion_signal_handler_can_wait_in_aio_suspend(void **stat
 	free(buf);
 }
 
+/* With every acall worker held by a blocked pipe write, a big buffered
+ * read waits in acall's queue; cancelling it completes it at once, inside
+ * acall_cancel(), on the cancelling thread that holds pony's lock: the one
+ * explicit re-entry of src/aio (op_done_locked()), which must give
+ * AIO_CANCELED, not a deadlock on the plain lock. */
+static void test_cancel_of_a_request_queued_behind_busy_workers(void **state)
+{
+	enum { NPIPE = 24, SZ = 1 << 20 };     /* more pipes than acall's 16 workers */
+	char *buf = calloc(1, SZ), *rbuf = malloc(SZ);
+	struct aiocb cbs[NPIPE], rd;
+	int p[NPIPE][2], fd;
+
+	assert_non_null(buf);
+	assert_non_null(rbuf);
+	for (int i = 0; i < NPIPE; i++) {
+		assert_int_equal(pipe(p[i]), 0);
+		cbs[i] = aiocb_for(p[i][1], buf, SZ, 0);
+		assert_int_equal(aio_write(&cbs[i]), 0);
+	}
+	settle();
+	fd = scratch_file(SZ, O_RDONLY);
+	rd = aiocb_for(fd, rbuf, SZ, 0);
+	assert_int_equal(aio_read(&rd), 0);
+	settle();
+	assert_int_equal(aio_error(&rd), EINPROGRESS);
+	assert_int_equal(aio_cancel(fd, &rd), AIO_CANCELED);
+	assert_int_equal(aio_error(&rd), ECANCELED);
+	assert_int_equal(aio_return(&rd), -1);
+	for (int i = 0; i < NPIPE; i++) {
+		for (ssize_t got = 0, n; got < SZ; got += n) {
+			n = read(p[i][0], rbuf, SZ);
+			assert_true(n > 0);
+		}
+		assert_int_equal(wait_done(&cbs[i]), 0);
+		assert_int_equal(aio_return(&cbs[i]), SZ);
+		close(p[i][0]);
+		close(p[i][1]);
+	}
+	close(fd);
+	free(buf);
+	free(rbuf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_many_threads_in_aio_suspend_lose_no_wakeup),
 		cmocka_unit_test(test_a_handler_suspends_while_its_thread_sleeps_in_aio_suspend),
 		cmocka_unit_test(test_a_completion_signal_handler_can_wait_in_aio_suspend),
+		cmocka_unit_test(test_cancel_of_a_request_queued_behind_busy_workers),
 	};
 
 	setenv("PONY_ACALL_REAPER_STANDBY_US", "60000000", 1);

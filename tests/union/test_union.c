@@ -1,7 +1,9 @@
 /*
  * test_union.c - union over hostfs instances, driven directly through the
  * vfs table (no FUSE): copy-up keeps data and metadata and never touches the
- * lower, st_ino survives copy-up and rebuilds, hard links stay one inode,
+ * lower, st_ino survives copy-up and rebuilds, hard links stay one inode
+ * (a lookup of a copied-up one's other name writes nothing), a setattr
+ * changing nothing moves the ctime,
  * open files and forgotten ids let their layers go, an open lower file
  * follows its copy-up (also with reads racing it), listings read lower
  * subdirectories ahead, readdir cookies stay valid while entries come and
@@ -111,6 +113,79 @@ static void test_hard_links_stay_one_inode_after_copy_up_and_rebuild(void **stat
 	assert_int_equal(a.ino, b.ino);
 	VFS_FORGET(f->fs, a.ino, 1);
 	VFS_FORGET(f->fs, b.ino, 1);
+}
+
+/* Whether the upper has path (lstat), and if so a whiteout there. */
+static int upper_has(struct fixture *f, const char *path)
+{
+	char p[PATH_MAX];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s/%s", f->upper, path);
+	if (lstat(p, &st) < 0)
+		return 0;
+	return S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0) ? 2 : 1;
+}
+
+/* As overlayfs with index=on: once f is copied up, a lookup of its other
+ * name flink writes nothing to the upper (in this mount or the next) and
+ * shows f's inode; removing flink then drops f's link count. */
+static void test_lookup_of_other_hard_link_name_writes_nothing(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_entry a, b;
+	char buf[16] = { 0 };
+	uint64_t fh;
+
+	walk(f, "f", &a);
+	assert_int_equal(VFS_CALL(f->fs, open, &f->ctx, a.ino, O_WRONLY | O_TRUNC, &fh), 0);
+	assert_int_equal(VFS_CALL(f->fs, write, a.ino, fh, "new\n", 4, 0), 4);
+	VFS_CALL(f->fs, release, a.ino, fh);
+	for (int pass = 0; pass < 2; pass++) {
+		walk(f, "flink", &b);
+		assert_int_equal(b.ino, a.ino);
+		assert_int_equal(b.attr.stx_ino, a.attr.stx_ino);
+		assert_int_equal(b.attr.stx_nlink, 2);
+		assert_int_equal(VFS_CALL(f->fs, open, &f->ctx, b.ino, O_RDONLY, &fh), 0);
+		assert_int_equal(VFS_CALL(f->fs, read, b.ino, fh, buf, sizeof(buf), 0), 4);
+		assert_string_equal(buf, "new\n");
+		VFS_CALL(f->fs, release, b.ino, fh);
+		assert_int_equal(upper_has(f, "flink"), 0);
+		VFS_FORGET(f->fs, b.ino, 1);
+		VFS_FORGET(f->fs, a.ino, 1);
+		remount(f);
+		walk(f, "f", &a);
+	}
+	assert_int_equal(VFS_CALL(f->fs, unlink, &f->ctx, VFS_ROOT_INO, "flink"), 0);
+	assert_int_equal(upper_has(f, "flink"), 2);
+	struct statx x;
+	assert_int_equal(VFS_CALL(f->fs, statx, &f->ctx, a.ino, VFS_NO_FH, 0, STATX_BASIC_STATS,
+				  &x), 0);
+	assert_int_equal(x.stx_nlink, 1);
+	VFS_FORGET(f->fs, a.ino, 1);
+}
+
+/* chown(f, -1, -1) comes as a setattr changing nothing: as on ext4 and
+ * ponyfs, the ctime moves and suid goes. */
+static void test_setattr_changing_nothing_updates_ctime(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_setattr none = { .valid = 0 }, mode = { .valid = VFS_SET_MODE, .mode = 04755 };
+	struct vfs_entry e;
+	struct statx x;
+	uint64_t fh;
+
+	assert_int_equal(VFS_CALL(f->fs, create, &f->ctx, VFS_ROOT_INO, "c", 0644, O_WRONLY, &e,
+				  &fh), 0);
+	VFS_CALL(f->fs, release, e.ino, fh);
+	assert_int_equal(VFS_CALL(f->fs, setattr, &f->ctx, e.ino, VFS_NO_FH, &mode, &x), 0);
+	struct statx_timestamp before = x.stx_ctime;
+	usleep(20000);
+	assert_int_equal(VFS_CALL(f->fs, setattr, &f->ctx, e.ino, VFS_NO_FH, &none, &x), 0);
+	assert_true(x.stx_ctime.tv_sec > before.tv_sec ||
+		    (x.stx_ctime.tv_sec == before.tv_sec && x.stx_ctime.tv_nsec > before.tv_nsec));
+	assert_int_equal(x.stx_mode & 07777, 0755);
+	VFS_FORGET(f->fs, e.ino, 1);
 }
 
 /* A FUSE mount that ends drops the RELEASEs still queued: the union closes
@@ -456,6 +531,8 @@ int main(void)
 		T(test_copy_up_keeps_data_mode_times_and_xattrs),
 		T(test_st_ino_is_stable_across_copy_up_and_rebuild),
 		T(test_hard_links_stay_one_inode_after_copy_up_and_rebuild),
+		T(test_lookup_of_other_hard_link_name_writes_nothing),
+		T(test_setattr_changing_nothing_updates_ctime),
 		T(test_files_open_at_unmount_are_released),
 		T(test_forget_batch_drops_what_it_names),
 		T(test_data_fd_holds_what_read_gives),

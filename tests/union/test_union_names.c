@@ -3,7 +3,8 @@
  * table (no FUSE): whiteouts and opaque directories hide lower names and
  * share one inode, removals leave whiteouts where lowers have the name and
  * nowhere else, a create replaces a whiteout, merged directories can be
- * renamed and exchanged, a changed lower is refused until rebuilt, bad
+ * renamed and exchanged, a directory renamed onto a whiteout is opaque, a
+ * redirect is followed under an upper directory and from a lower, a changed lower is refused until rebuilt, bad
  * layers, names and redirects are refused.
  */
 #include <dirent.h>
@@ -266,6 +267,154 @@ static void test_directory_rename_keeps_lower_contents(void **state)
 	assert_int_equal(vfs_walk(f->fs, &f->ctx, "d", &e), -ENOENT);
 }
 
+/* Whether the upper's path has trusted.overlay.<name> (user. unprivileged). */
+static bool upper_xattr(struct fixture *f, const char *path, const char *name)
+{
+	char p[PATH_MAX], x[64];
+
+	snprintf(p, sizeof(p), "%s/%s", f->upper, path);
+	snprintf(x, sizeof(x), "%s.overlay.%s", geteuid() ? "user" : "trusted", name);
+	return lgetxattr(p, x, NULL, 0) >= 0;
+}
+
+/* A directory renamed onto a whiteout (of a file, of a directory, with
+ * RENAME_NOREPLACE too) takes the name, opaque: the lower's old entries
+ * under the name stay hidden, after a remount too, and no whiteout is left
+ * at the old name, which no lower has. */
+static void test_directory_renamed_onto_whiteout_is_opaque(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_entry d, e;
+
+	walk(f, "d", &d);
+	assert_int_equal(VFS_CALL(f->fs, unlink, &f->ctx, d.ino, "x"), 0);
+	assert_int_equal(VFS_CALL(f->fs, mkdir, &f->ctx, d.ino, "n1", 0755, &e), 0);
+	VFS_FORGET(f->fs, e.ino, 1);
+	assert_int_equal(VFS_CALL(f->fs, rename, &f->ctx, d.ino, "n1", d.ino, "x", 0), 0);
+	walk(f, "d/sub", &e);
+	assert_int_equal(VFS_CALL(f->fs, unlink, &f->ctx, e.ino, "y"), 0);
+	VFS_FORGET(f->fs, e.ino, 1);
+	assert_int_equal(VFS_CALL(f->fs, rmdir, &f->ctx, d.ino, "sub"), 0);
+	assert_int_equal(VFS_CALL(f->fs, mkdir, &f->ctx, d.ino, "n2", 0755, &e), 0);
+	VFS_FORGET(f->fs, e.ino, 1);
+	assert_int_equal(VFS_CALL(f->fs, rename, &f->ctx, d.ino, "n2", d.ino, "sub",
+				  RENAME_NOREPLACE), 0);
+	/* A merged directory, whose old name a lower has: the whiteout moves
+	 * there. */
+	assert_int_equal(VFS_CALL(f->fs, unlink, &f->ctx, VFS_ROOT_INO, "sym"), 0);
+	assert_int_equal(VFS_CALL(f->fs, rename, &f->ctx, VFS_ROOT_INO, "e", VFS_ROOT_INO, "sym",
+				  0), 0);
+	VFS_FORGET(f->fs, d.ino, 1);
+	for (int pass = 0; pass < 2; pass++) {
+		walk(f, "d/x", &e);
+		assert_true(S_ISDIR(e.attr.stx_mode));
+		VFS_FORGET(f->fs, e.ino, 1);
+		assert_int_equal(vfs_walk(f->fs, &f->ctx, "d/sub/y", &e), -ENOENT);
+		assert_int_equal(vfs_walk(f->fs, &f->ctx, "d/n1", &e), -ENOENT);
+		assert_int_equal(vfs_walk(f->fs, &f->ctx, "e", &e), -ENOENT);
+		walk(f, "sym/n40", &e);
+		VFS_FORGET(f->fs, e.ino, 1);
+		remount(f);
+	}
+	assert_true(upper_xattr(f, "d/x", "opaque") && upper_xattr(f, "d/sub", "opaque"));
+	assert_true(upper_xattr(f, "sym", "redirect"));
+	char p[PATH_MAX];
+	struct stat st;
+	snprintf(p, sizeof(p), "%s/d/n1", f->upper);
+	assert_int_equal(lstat(p, &st), -1);
+	snprintf(p, sizeof(p), "%s/e", f->upper);
+	assert_int_equal(lstat(p, &st), 0);
+	assert_true(S_ISCHR(st.st_mode));
+}
+
+/* A lower directory moved under a directory of the upper's own: its
+ * redirect is followed after a remount (its parent has no lowers), with
+ * the same st_ino; and again with that upper as a lower of a new union. */
+static void test_redirect_under_upper_directory_is_followed(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_entry e;
+	uint64_t ino;
+
+	assert_int_equal(VFS_CALL(f->fs, mkdir, &f->ctx, VFS_ROOT_INO, "nn", 0755, &e), 0);
+	assert_int_equal(VFS_CALL(f->fs, rename, &f->ctx, VFS_ROOT_INO, "d", e.ino, "x", 0), 0);
+	VFS_FORGET(f->fs, e.ino, 1);
+	walk(f, "nn/x", &e);
+	ino = e.attr.stx_ino;
+	VFS_FORGET(f->fs, e.ino, 1);
+	remount(f);
+	walk(f, "nn/x", &e);
+	assert_int_equal(e.attr.stx_ino, ino);
+	VFS_FORGET(f->fs, e.ino, 1);
+	walk(f, "nn/x/sub/y", &e);
+	VFS_FORGET(f->fs, e.ino, 1);
+
+	char up[160], wk[160];
+	const char *lowers[] = { f->upper, f->lower };
+	struct union_config cfg = { .lowers = lowers, .nlowers = 2, .upper = up, .work = wk,
+				    .flags = geteuid() ? UNION_USERXATTR : 0 };
+	struct vfs *fs;
+
+	vfs_free(f->fs);
+	f->fs = NULL;
+	snprintf(up, sizeof(up), "%s/upper2", f->top);
+	snprintf(wk, sizeof(wk), "%s/work2", f->top);
+	sh("mkdir -p %s %s", up, wk);
+	for (int pass = 0; pass < 2; pass++) {
+		assert_int_equal(union_new(&cfg, &fs), 0);
+		assert_int_equal(vfs_walk(fs, &f->ctx, "nn/x/sub/y", &e), 0);
+		VFS_FORGET(fs, e.ino, 1);
+		assert_int_equal(vfs_walk(fs, &f->ctx, "nn/x", &e), 0);
+		if (pass == 0)
+			ino = e.attr.stx_ino;
+		assert_int_equal(e.attr.stx_ino, ino);
+		/* Copied up by a change, then found from the lower's redirect. */
+		struct vfs_entry n;
+		assert_int_equal(VFS_CALL(fs, mknod, &f->ctx, e.ino, pass ? "p1" : "p0",
+					  S_IFREG | 0644, 0, &n), 0);
+		VFS_FORGET(fs, n.ino, 1);
+		VFS_FORGET(fs, e.ino, 1);
+		assert_int_equal(vfs_walk(fs, &f->ctx, "d", &e), -ENOENT);
+		vfs_free(fs);
+	}
+	assert_int_equal(build(f), 0);
+}
+
+/* Makes a directory in the upper with a redirect, as overlayfs would
+ * (root only: trusted.*), and remounts. */
+static void upper_redirected_dir(struct fixture *f, const char *path, const char *value)
+{
+	char p[PATH_MAX];
+
+	if (geteuid() != 0)
+		skip();
+	snprintf(p, sizeof(p), "%s/%s", f->upper, path);
+	assert_int_equal(mkdir(p, 0755), 0);
+	assert_int_equal(lsetxattr(p, "trusted.overlay.redirect", value, strlen(value), 0), 0);
+	remount(f);
+}
+
+/* The kernel's overlayfs renames within one directory with a relative
+ * redirect (here: d renamed dd). A subdirectory moved out of it gets an
+ * absolute redirect through its parent's lower name, not the union's. */
+static void test_move_out_of_relative_redirect_keeps_lowers(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_entry e;
+
+	upper_redirected_dir(f, "dd", "d");
+	sh("mknod %s/d c 0 0", f->upper);      /* the whiteout the rename left */
+	walk(f, "dd/sub/y", &e);
+	VFS_FORGET(f->fs, e.ino, 1);
+	walk(f, "dd", &e);
+	assert_int_equal(VFS_CALL(f->fs, rename, &f->ctx, e.ino, "sub", VFS_ROOT_INO, "s2", 0), 0);
+	VFS_FORGET(f->fs, e.ino, 1);
+	remount(f);
+	walk(f, "s2/y", &e);
+	VFS_FORGET(f->fs, e.ino, 1);
+	assert_int_equal(vfs_walk(f->fs, &f->ctx, "dd/sub", &e), -ENOENT);
+}
+
 static void test_exchange_of_merged_directories_keeps_both_lowers(void **state)
 {
 	struct fixture *f = *state;
@@ -362,12 +511,7 @@ static void test_corrupt_redirect_is_an_error_not_a_wrong_tree(void **state)
 	struct fixture *f = *state;
 	struct vfs_entry e;
 
-	if (geteuid() != 0)
-		skip();
-	sh("mkdir %s/bad && setfattr -n trusted.overlay.redirect -v '../../etc' %s/bad 2>/dev/null"
-	   " || python3 -c \"import os; os.setxattr('%s/bad', 'trusted.overlay.redirect', "
-	   "b'../../etc')\"", f->upper, f->upper, f->upper);
-	remount(f);
+	upper_redirected_dir(f, "bad", "../../etc");
 	assert_int_equal(vfs_walk(f->fs, &f->ctx, "bad", &e), -EIO);
 	/* A character device that is not 0/0 is no whiteout: it shows. */
 	sh("mknod %s/chr c 1 3", f->upper);
@@ -385,6 +529,9 @@ int main(void)
 		T(test_remove_leaves_whiteouts_only_over_lower_names),
 		T(test_create_in_dir_without_lowers_replaces_whiteouts),
 		T(test_directory_rename_keeps_lower_contents),
+		T(test_directory_renamed_onto_whiteout_is_opaque),
+		T(test_redirect_under_upper_directory_is_followed),
+		T(test_move_out_of_relative_redirect_keeps_lowers),
 		T(test_exchange_of_merged_directories_keeps_both_lowers),
 		T(test_rename_over_lower_file_leaves_a_whiteout),
 		T(test_changed_lower_is_refused_until_rebuilt),

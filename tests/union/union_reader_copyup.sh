@@ -15,23 +15,10 @@
 # --writeback --threads 4).
 set -u
 . "$PONY_SRCDIR/tests/lib.sh"
+. "$PONY_SRCDIR/tests/union/union_lib.sh"
 PONY_OPTS=("$@")
-require_fuse
-require_root
-require_cmd fusermount3 python3
-grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null ||
-	skip "the kernel has no overlayfs to compare with"
-
-T=$(mktemp -d /tmp/pony-union-rc.XXXXXX)
-PONY_PID=
-cleanup() {
-	exec 3<&-
-	mountpoint -q "$T/km" 2>/dev/null && { umount "$T/km" || umount -l "$T/km"; }
-	mountpoint -q "$T/pm" 2>/dev/null && { fusermount3 -u "$T/pm" 2>/dev/null || umount -l "$T/pm"; }
-	[ -n "$PONY_PID" ] && wait "$PONY_PID" 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT
+union_setup rc
+UNION_LOWERS=$T/l
 
 # reader.py READER WRITER FILE: opens FILE for reading, reads as READER says,
 # changes FILE through another open as WRITER says, then prints what the
@@ -74,10 +61,8 @@ printf 'lower line\n' > "$T/l/sh-trunc"; printf 'lower line\n' > "$T/l/sh-append
 before=$(cd "$T/l" && find . -printf '%p %s %T@ %C@\n' | sort; cat "$T"/l/*)
 before=$(echo "$before" | md5sum)
 
-fuse_daemon_start "$T/pm" "$T/pony.log" "pony union mount" "$PONY" union mount --foreground \
-	"${PONY_OPTS[@]}" --lower "$T/l" --upper "$T/pu" --work "$T/pw" "$T/pm"
-mount -t overlay overlay -o "lowerdir=$T/l,upperdir=$T/ku,workdir=$T/kw" "$T/km" ||
-	fail "kernel overlay mount failed"
+pony_mount "$T/pu" "$T/pw"
+kernel_mount "$T/ku" "$T/kw"
 
 for r in $readers; do for w in $writers; do
 	p=$(python3 "$T/reader.py" "$r" "$w" "$T/pm/$r-$w" 2>&1)
@@ -107,8 +92,8 @@ for w in append middle; do
 		fail "pony's mapping of a copied-up file does not show its data ($w): $p"
 done
 
-umount "$T/km" || fail "umount of the kernel overlay failed"
-fuse_daemon_stop "$T/pm" "$T/pony.log"
+kernel_umount
+pony_umount
 after=$(cd "$T/l" && find . -printf '%p %s %T@ %C@\n' | sort; cat "$T"/l/*)
 [ "$(echo "$after" | md5sum)" = "$before" ] || fail "the lower was modified"
 pass
