@@ -98,16 +98,31 @@ typedef int (*volume_progress_fn)(uint64_t done, uint64_t total, void *arg);
 int volume_rebuild(struct volume *v, unsigned seg, uint64_t from_off, uint64_t rate,
 		   volume_progress_fn progress, void *arg);
 
-/* One inconsistency scrub found: a member block that disagrees with the rest. */
+/*
+ * One inconsistency scrub found: copies or parity that disagree. When the
+ * level can tell which member is wrong (raid6 from its P and Q syndromes,
+ * as mdadm's raid6check does; three or more copies by majority; a member
+ * that failed to read), located is set and member names it; repair
+ * rewrites that member alone. raid4/5 and two copies cannot tell: the
+ * finding is unlocatable, and scrub leaves it for a layer with checksums
+ * (volume_repair.h) rather than guess.
+ */
 struct volume_mismatch {
-	unsigned seg, member;
-	uint64_t dev_off;               /* byte offset on the member (past its data offset) */
+	unsigned seg;
+	unsigned member;                /* the member blamed (located only) */
+	uint64_t dev_off;               /* byte offset on that member (past its data offset) */
 	uint64_t len;
+	bool located;
+	bool repaired;                  /* the blamed member was rewritten */
+	uint64_t stripe;                /* raid4/5/6: the stripe; copies: UINT64_MAX */
+	uint64_t seg_off, seg_len;      /* the segment's bytes whose redundancy disagrees */
+	const char *device;             /* the blamed member's device name, during the call */
 };
 typedef void (*volume_mismatch_fn)(const struct volume_mismatch *m, void *arg);
 /*
- * Reads everything of seg, checks mirrors and parity; reports each mismatch,
- * rewrites parity / other copies when repair. *ret_count: mismatches found.
+ * Reads everything of seg, checks mirrors and parity; reports each finding
+ * (struct volume_mismatch); with repair, rewrites the member a finding
+ * blames, and nothing else. *ret_count: findings.
  */
 int volume_scrub(struct volume *v, unsigned seg, bool repair, uint64_t rate,
 		 volume_mismatch_fn report, void *report_arg,

@@ -294,11 +294,8 @@ int volume_set_create(struct bdev **devs, unsigned ndevs, const struct volume_se
 	volume_enable_badblock_log(v, true);
 	if (r >= 0)
 		r = set_zero_bitmap(s);
-	for (unsigned i = 0; r >= 0 && !p->assume_clean && i < s->sb.nsegs; i++) {
-		r = volume_scrub(v, i, true, 0, NULL, NULL, NULL, NULL, NULL);
-		if (r == -EOPNOTSUPP)
-			r = 0;
-	}
+	for (unsigned i = 0; r >= 0 && !p->assume_clean && i < s->sb.nsegs; i++)
+		r = volume_resync(v, i);
 	if (r >= 0)
 		r = volume_set_commit(s);
 	if (r < 0) {
