@@ -88,7 +88,8 @@ printf 'JUNKJUNK' | dd of=d5.img bs=1 seek=$((1048576 + 70000)) conv=notrunc sta
 "$PONY" vol scrub --json "$@" 2>/dev/null |
 	python3 -c 'import json,sys; s=json.load(sys.stdin); assert s["count"] >= 1, s' ||
 	fail "scrub did not see the corruption"
-"$PONY" vol scrub --repair "$@" >/dev/null 2>&1 || fail "repair"
+"$PONY" vol scrub --repair "$@" >/dev/null 2>&1
+[ $? = 1 ] || fail "scrub --repair: expected exit 1 (it found the corruption)"
 "$PONY" vol scrub "$@" 2>/dev/null | grep -q "0 mismatches" ||
 	fail "scrub after repair"
 
