@@ -1,7 +1,8 @@
 /*
  * set.h - the inside of a pony volume set (an opened pony volume), shared by
- * set.c (members, superblocks, bitmap, rebuild and scrub) and spare.c (idle
- * hot spares and the worker that rebuilds onto them). Not public.
+ * set.c (members, superblocks, bitmap, rebuild and scrub), assemble.c
+ * (members placed and checked at open) and spare.c (idle hot spares and the
+ * worker that rebuilds onto them). Not public.
  */
 #ifndef PONY_VOLUME_SET_H
 #define PONY_VOLUME_SET_H
@@ -51,6 +52,14 @@ struct volume_set {
 struct volume_seg *set_seg(struct volume_set *s, unsigned i);
 /* Worst state of member m over every segment. */
 int set_member_state(struct volume_set *s, unsigned m);
+/* Member m's state in every segment at once (assembly, fail). */
+void set_member_force(struct volume_set *s, unsigned m, int state);
+
+struct volume_set *set_new(void);
+/* Frees s and everything it holds (its volume's devices too). NULL: nothing. */
+void set_free(struct volume_set *s);
+/* Builds s->v from s->sb's regions over s->dev (NULL: missing). */
+int set_build(struct volume_set *s);
 
 /* spare.c */
 /* Wakes the spare worker when a member is failed and a spare is idle. */
