@@ -110,7 +110,13 @@ int volume_mwrite(struct volume_seg *s, unsigned m, const void *buf, size_t len,
 int volume_mmap(struct volume_seg *s, unsigned m, size_t len, uint64_t off, bool write,
 		uint8_t **ret);
 int volume_mstate(const struct volume_seg *s, unsigned m);
-void volume_mfail(struct volume_seg *s, unsigned m);
+/*
+ * Marks member m failed. The first time, the fail hook runs and, unless
+ * what is NULL (the caller logs its own line), one log line says why: what
+ * failed ("write", "flush", or a reason when err is 0), at which byte of
+ * the device (UINT64_MAX: none), and the error.
+ */
+void volume_mfail(struct volume_seg *s, unsigned m, const char *what, uint64_t off, int err);
 /*
  * A batch of member I/Os submitted together and waited for together, so
  * the members of a stripe work in parallel (through acall, for file

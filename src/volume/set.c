@@ -1,14 +1,16 @@
 /*
  * set.c - pony volumes on disk: creating members with pony's superblock,
  * saving member states, bad blocks and the rebuild and scrub checkpoints
- * as they change, the write-intent bitmap, and closing clean. Assembling
- * the members is assemble.c; hot spares spare.c.
+ * as they change (a checkpoint that cannot be saved stops the work), the
+ * write-intent bitmap, and closing clean. Assembling the members is
+ * assemble.c; hot spares spare.c.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <syslog.h>
 
 #include "pony/util.h"
 #include "internal.h"
@@ -44,11 +46,15 @@ void set_member_force(struct volume_set *s, unsigned m, int state)
  * A member whose superblock or bitmap write failed: failed through
  * volume_mfail(), so the fail hook kicks an idle spare as it does for a
  * failed data write (after this no data write reaches the member to fail).
+ * One log line, not one per region.
  */
-static void set_member_io_failed(struct volume_set *s, unsigned m)
+static void set_member_io_failed(struct volume_set *s, unsigned m, const char *what, int err)
 {
+	if (set_member_state(s, m) != VOLUME_MEMBER_FAILED)
+		util_log(LOG_ERR, "%s: member %u (%s) failed: %s: %s", volume_label(s->v), m,
+			 s->dev[m]->name, what, strerror(-err));
 	for (unsigned i = 0; i < volume_segment_count(s->v); i++)
-		volume_mfail(set_seg(s, i), m);
+		volume_mfail(set_seg(s, i), m, NULL, 0, err);
 }
 
 /* The bad list of member m as device ranges, into sb. */
@@ -65,13 +71,12 @@ static void set_collect_bad(struct volume_set *s, unsigned m, struct volume_sb *
 	}
 }
 
-int volume_set_commit(struct volume_set *s)
+int set_commit_locked(struct volume_set *s)
 {
 	int ret = 0, written = 0;
 
 	if (s->rdonly)
 		return -EROFS;
-	pthread_mutex_lock(&s->lock);
 	s->sb.events++;
 	for (unsigned m = 0; m < s->n; m++)
 		s->sb.member_state[m] = (uint8_t)set_member_state(s, m);
@@ -88,7 +93,7 @@ int volume_set_commit(struct volume_set *s)
 		if (r >= 0)
 			r = bdev_flush(s->dev[m]);
 		if (r < 0) {
-			set_member_io_failed(s, m);
+			set_member_io_failed(s, m, "superblock write", r);
 			ret = ret ? ret : r;
 		} else {
 			s->events[m] = s->sb.events;
@@ -96,20 +101,33 @@ int volume_set_commit(struct volume_set *s)
 		}
 	}
 	set_spare_commit(s);
-	pthread_mutex_unlock(&s->lock);
 	return written ? 0 : ret ? ret : -EIO;
+}
+
+int volume_set_commit(struct volume_set *s)
+{
+	int r;
+
+	pthread_mutex_lock(&s->lock);
+	r = set_commit_locked(s);
+	pthread_mutex_unlock(&s->lock);
+	return r;
 }
 
 /* Write intent: bits over the volume's address space, on disk before the data. */
 static int set_bitmap_write_pages(struct volume_set *s, size_t first, size_t last)
 {
 	for (unsigned m = 0; m < s->n; m++) {
+		int r;
+
 		if (!s->dev[m] || set_member_state(s, m) == VOLUME_MEMBER_FAILED)
 			continue;
-		if (bdev_pwrite(s->dev[m], s->bitmap + first * BM_PAGE, (last - first + 1) * BM_PAGE,
-				s->sb.bitmap_offset + first * BM_PAGE) < 0 ||
-		    bdev_flush(s->dev[m]) < 0)
-			set_member_io_failed(s, m);
+		r = bdev_pwrite(s->dev[m], s->bitmap + first * BM_PAGE, (last - first + 1) * BM_PAGE,
+				s->sb.bitmap_offset + first * BM_PAGE);
+		if (r >= 0)
+			r = bdev_flush(s->dev[m]);
+		if (r < 0)
+			set_member_io_failed(s, m, "write-intent bitmap write", r);
 	}
 	return 0;
 }
@@ -156,6 +174,18 @@ static void set_on_fail(unsigned seg, unsigned m, void *arg)
 	set_spare_kick(arg);
 }
 
+/* What a set's volume calls back, and how its log lines name it. */
+static void set_hooks(struct volume_set *s)
+{
+	char label[80];
+
+	snprintf(label, sizeof(label), "pony volume %s", s->sb.name);
+	volume_label_set(s->v, label);
+	volume_set_intent_hook(s->v, set_intent, s);
+	volume_set_fail_hook(s->v, set_on_fail, s);
+	volume_enable_badblock_log(s->v, true);
+}
+
 /* Builds the volume from the superblock's segments over s->dev (NULL: missing). */
 int set_build(struct volume_set *s)
 {
@@ -186,9 +216,7 @@ int set_build(struct volume_set *s)
 		return r;
 	}
 	s->v = TAKE_PTR(v);
-	volume_set_intent_hook(s->v, set_intent, s);
-	volume_set_fail_hook(s->v, set_on_fail, s);
-	volume_enable_badblock_log(s->v, true);
+	set_hooks(s);
 	return 0;
 }
 
@@ -203,13 +231,8 @@ struct volume_set *set_new(void)
 		free(s);
 		return NULL;
 	}
-	pthread_mutexattr_t a;
-
 	pthread_mutex_init(&s->bm_lock, NULL);
-	pthread_mutexattr_init(&a);
-	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
-	pthread_mutex_init(&s->lock, &a);
-	pthread_mutexattr_destroy(&a);
+	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->wlock, NULL);
 	pthread_cond_init(&s->wcond, NULL);
 	return s;
@@ -234,7 +257,7 @@ void set_free(struct volume_set *s)
 	free(s);
 }
 
-static int set_zero_bitmap(struct volume_set *s)
+int set_zero_bitmap(struct volume_set *s)
 {
 	memset(s->bitmap, 0, VOLUME_SB_BITMAP_BYTES);
 	return set_bitmap_write_pages(s, 0, VOLUME_SB_BITMAP_BYTES / BM_PAGE - 1);
@@ -289,9 +312,7 @@ int volume_set_create(struct bdev **devs, unsigned ndevs, const struct volume_se
 			.member_off = g->m[0].offset - VOLUME_SB_DATA_OFFSET, .cls = g->cls,
 		};
 	}
-	volume_set_intent_hook(v, set_intent, s);
-	volume_set_fail_hook(v, set_on_fail, s);
-	volume_enable_badblock_log(v, true);
+	set_hooks(s);
 	if (r >= 0)
 		r = set_zero_bitmap(s);
 	for (unsigned i = 0; r >= 0 && !p->assume_clean && i < s->sb.nsegs; i++)
@@ -320,21 +341,24 @@ int volume_set_fail(struct volume_set *s, unsigned m)
 	if (m >= s->n)
 		return -EINVAL;
 	pthread_mutex_lock(&s->lock);
+	if (set_member_state(s, m) != VOLUME_MEMBER_FAILED)
+		util_log(LOG_ERR, "%s: member %u (%s) marked failed on request", volume_label(s->v),
+			 m, s->dev[m] ? s->dev[m]->name : "missing");
 	set_member_force(s, m, VOLUME_MEMBER_FAILED);
-	r = volume_set_commit(s);
+	r = set_commit_locked(s);
 	pthread_mutex_unlock(&s->lock);
 	set_spare_kick(s);
 	return r;
 }
 
-static int set_replace_locked(struct volume_set *s, unsigned m, struct bdev *dev)
+int set_replace_locked(struct volume_set *s, unsigned m, struct bdev *dev)
 {
 	struct bdev *old;
 	int r;
 
 	if (m >= s->n || !dev)
 		return -EINVAL;
-	if (dev->size < s->sb.data_offset + s->sb.data_size + VOLUME_SB_SIZE)
+	if (dev->size < set_member_need(s))
 		return -ENOSPC;
 	if (set_member_state(s, m) == VOLUME_MEMBER_OK)
 		return -EBUSY;                  /* fail it first */
@@ -362,7 +386,7 @@ static int set_replace_locked(struct volume_set *s, unsigned m, struct bdev *dev
 	s->sb.rebuild_off = 0;
 	if (r >= 0)
 		r = bdev_pwrite(dev, s->bitmap, VOLUME_SB_BITMAP_BYTES, s->sb.bitmap_offset);
-	return r < 0 ? r : volume_set_commit(s);
+	return r < 0 ? r : set_commit_locked(s);
 }
 
 int volume_set_replace(struct volume_set *s, unsigned m, struct bdev *dev)
@@ -375,6 +399,27 @@ int volume_set_replace(struct volume_set *s, unsigned m, struct bdev *dev)
 	return r;
 }
 
+/*
+ * Saves a checkpoint of the work under way (what: "rebuild", "scrub"). If
+ * it cannot be saved, the work stops (its error is kept for the caller):
+ * going on would leave the members saying less than was done, or a member
+ * marked rebuilt that is not.
+ */
+static int set_checkpoint(struct volume_set *s, const char *what, uint64_t done)
+{
+	int r = set_commit_locked(s);
+
+	s->last_checkpoint = done;
+	if (r >= 0)
+		return 0;
+	util_log(LOG_ERR, "%s: saving the %s checkpoint (region %u, byte %llu) failed: %s; "
+		 "%s stopped", volume_label(s->v), what, s->progress_seg, (unsigned long long)done,
+		 strerror(-r), what);
+	s->progress_err = r;
+	return 1;
+}
+
+/* Progress, and a checkpoint every so often (and when stopped): a restart resumes there. */
 static int set_rebuild_progress(uint64_t done, uint64_t total, void *arg)
 {
 	struct volume_set *s = arg;
@@ -383,18 +428,36 @@ static int set_rebuild_progress(uint64_t done, uint64_t total, void *arg)
 
 	if (s->user_progress)
 		r = s->user_progress(g->start + done, volume_size(s->v), s->user_arg);
-	/* Checkpoint every so often, and when told to stop: a restart resumes here. */
 	if (r || done - s->last_checkpoint >= MIN(SET_CHECKPOINT, total / 16) || done == total) {
 		s->sb.rebuild_seg = s->progress_seg;
 		s->sb.rebuild_off = done;
-		s->last_checkpoint = done;
-		volume_set_commit(s);
+		r |= set_checkpoint(s, "rebuild", done);
 	}
 	return r;
 }
 
-static int set_rebuild_locked(struct volume_set *s, uint64_t rate, volume_progress_fn progress,
-			      void *arg)
+/* "rebuild of member 2 (d2.img) started at region 0, byte 0": one line, the members named. */
+static void set_log_rebuild(struct volume_set *s, bool started, unsigned seg, uint64_t off)
+{
+	char who[256] = "";
+	size_t n = 0;
+
+	for (unsigned m = 0; m < s->n && n < sizeof(who); m++) {
+		if (started)
+			s->rebuilt[m] = set_member_state(s, m) == VOLUME_MEMBER_REBUILDING;
+		if (s->rebuilt[m])
+			n += (size_t)snprintf(who + n, sizeof(who) - n, "%s%u (%s)", n ? ", " : "", m,
+					      s->dev[m] ? s->dev[m]->name : "-");
+	}
+	if (started)
+		util_log(LOG_NOTICE, "%s: rebuild of member %s started at region %u, byte %llu",
+			 volume_label(s->v), who, seg, (unsigned long long)off);
+	else
+		util_log(LOG_NOTICE, "%s: rebuild of member %s finished", volume_label(s->v), who);
+}
+
+int set_rebuild_locked(struct volume_set *s, uint64_t rate, volume_progress_fn progress,
+		       void *arg)
 {
 	unsigned first = s->sb.rebuild_off == VOLUME_SB_NO_REBUILD ? 0 : s->sb.rebuild_seg;
 	uint64_t from = s->sb.rebuild_off == VOLUME_SB_NO_REBUILD ? 0 : s->sb.rebuild_off;
@@ -409,16 +472,26 @@ static int set_rebuild_locked(struct volume_set *s, uint64_t rate, volume_progre
 		return 0;
 	s->user_progress = progress;
 	s->user_arg = arg;
+	s->progress_err = 0;
+	set_log_rebuild(s, true, first, from);
 	for (unsigned i = first; r >= 0 && i < volume_segment_count(s->v); i++) {
 		s->progress_seg = i;
 		s->last_checkpoint = i == first ? from : 0;
 		r = volume_rebuild(s->v, i, i == first ? from : 0, rate, set_rebuild_progress, s);
 	}
+	if (r == -ECANCELED && s->progress_err)
+		r = s->progress_err;
 	if (r >= 0) {
 		s->sb.rebuild_off = VOLUME_SB_NO_REBUILD;
 		s->sb.rebuild_seg = 0;
-		r = volume_set_commit(s);
+		r = set_commit_locked(s);
 	}
+	if (r >= 0)
+		set_log_rebuild(s, false, 0, 0);
+	else if (!s->progress_err)
+		util_log(LOG_WARNING, "%s: rebuild stopped in region %u: %s (checkpoint: region %u, "
+			 "byte %llu)", volume_label(s->v), s->progress_seg, strerror(-r),
+			 s->sb.rebuild_seg, (unsigned long long)s->sb.rebuild_off);
 	return r;
 }
 
@@ -444,8 +517,7 @@ static int set_scrub_progress(uint64_t done, uint64_t total, void *arg)
 	if (!s->rdonly && (r || done - s->last_checkpoint >= MIN(SET_CHECKPOINT, total / 16))) {
 		s->sb.scrub_seg = s->progress_seg;
 		s->sb.scrub_off = done;
-		s->last_checkpoint = done;
-		volume_set_commit(s);
+		r |= set_checkpoint(s, "scrub", done);
 	}
 	return r;
 }
@@ -461,6 +533,7 @@ static int set_scrub_locked(struct volume_set *s, bool repair, uint64_t rate,
 
 	s->user_progress = progress;
 	s->user_arg = arg;
+	s->progress_err = 0;
 	for (unsigned i = first; r >= 0 && i < volume_segment_count(s->v); i++) {
 		uint64_t n = 0, from = resume && i == first ? s->sb.scrub_off : 0;
 
@@ -472,10 +545,12 @@ static int set_scrub_locked(struct volume_set *s, bool repair, uint64_t rate,
 			r = 0;
 		total += n;
 	}
+	if (r == -ECANCELED && s->progress_err)
+		r = s->progress_err;
 	if (r >= 0 && !s->rdonly && s->sb.scrub_off != VOLUME_SB_NO_REBUILD) {
 		s->sb.scrub_off = VOLUME_SB_NO_REBUILD;         /* done: nothing to resume */
 		s->sb.scrub_seg = 0;
-		r = volume_set_commit(s);
+		r = set_commit_locked(s);
 	}
 	if (ret_count)
 		*ret_count = total;

@@ -23,7 +23,8 @@ struct volume_set {
 	struct bdev *extra[VOLUME_SB_MAX_MEMBERS];      /* devices not in v, freed at close */
 	unsigned nextra;
 	uint64_t events[VOLUME_SB_MAX_MEMBERS];
-	bool stale[VOLUME_SB_MAX_MEMBERS];
+	bool stale[VOLUME_SB_MAX_MEMBERS];              /* refused[m] is older than the volume */
+	bool rebuilt[VOLUME_SB_MAX_MEMBERS];            /* in the rebuild under way (its log lines) */
 	struct volume_sb sb;                            /* the volume's state */
 	bool rdonly, was_clean;
 	uint64_t resynced, last_checkpoint;
@@ -32,10 +33,12 @@ struct volume_set {
 	volume_progress_fn user_progress;
 	void *user_arg;
 	unsigned progress_seg;
+	int progress_err;                               /* a checkpoint not saved stopped the work */
 	/*
-	 * lock (recursive) serializes changes of the set's state: commits,
-	 * fail, replace, rebuild, scrub, spare take-over. Member I/O never
-	 * takes it.
+	 * lock serializes changes of the set's state: commits, fail, replace,
+	 * rebuild, scrub, spare take-over. Member I/O never takes it. Not
+	 * recursive: the public calls take it, their *_locked insides expect
+	 * it held and call only each other.
 	 */
 	pthread_mutex_t lock;
 	struct bdev *spare[VOLUME_SB_MAX_SPARES];       /* idle; sb.spare_uuids[i] is theirs */
@@ -54,12 +57,25 @@ struct volume_seg *set_seg(struct volume_set *s, unsigned i);
 int set_member_state(struct volume_set *s, unsigned m);
 /* Member m's state in every segment at once (assembly, fail). */
 void set_member_force(struct volume_set *s, unsigned m, int state);
+/* The least bytes a member device needs: data, then room for the end superblock. */
+static inline uint64_t set_member_need(const struct volume_set *s)
+{
+	return s->sb.data_offset + s->sb.data_size + VOLUME_SB_SIZE;
+}
 
 struct volume_set *set_new(void);
 /* Frees s and everything it holds (its volume's devices too). NULL: nothing. */
 void set_free(struct volume_set *s);
 /* Builds s->v from s->sb's regions over s->dev (NULL: missing). */
 int set_build(struct volume_set *s);
+int set_zero_bitmap(struct volume_set *s);
+
+/* With s->lock held: */
+/* Saves member states, bad blocks and checkpoints (events + 1) on every working member. */
+int set_commit_locked(struct volume_set *s);
+int set_replace_locked(struct volume_set *s, unsigned m, struct bdev *dev);
+int set_rebuild_locked(struct volume_set *s, uint64_t rate, volume_progress_fn progress,
+		       void *arg);
 
 /* spare.c */
 /* Wakes the spare worker when a member is failed and a spare is idle. */

@@ -370,7 +370,7 @@ int volume_flush(struct volume *v)
 				int r = bdev_flush(s->m[j].dev);
 
 				if (r < 0) {
-					volume_mfail(s, j);
+					volume_mfail(s, j, "flush", UINT64_MAX, r);
 					ret = ret ? ret : r;
 				}
 			}
@@ -417,7 +417,7 @@ int volume_fail_member(struct volume *v, unsigned seg, unsigned m)
 {
 	if (seg >= v->nsegs || m >= v->segs[seg]->nmembers)
 		return -EINVAL;
-	volume_mfail(v->segs[seg], m);
+	volume_mfail(v->segs[seg], m, "marked failed on request", UINT64_MAX, 0);
 	return 0;
 }
 

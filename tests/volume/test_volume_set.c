@@ -6,7 +6,8 @@
  * the write-intent bitmap resyncs exactly what was being written; write
  * errors land in the bad-block log; regions of different geometry share
  * the members; an idle hot spare takes a failed member's place by itself
- * and is rebuilt.
+ * and is rebuilt; a rebuild whose checkpoint cannot be saved stops and
+ * says so.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -498,6 +499,67 @@ static void test_regions_have_their_own_geometry_on_shared_members(void **state)
 	free(r);
 }
 
+/* Log lines captured from util_log. */
+struct logged {
+	unsigned n;
+	char text[16][1024];
+};
+
+static void log_sink(void *arg, int prio, const char *text)
+{
+	struct logged *l = arg;
+
+	if (l->n < 16)
+		snprintf(l->text[l->n], sizeof(l->text[0]), "%s", text);
+	l->n++;
+}
+
+static bool logged_has(const struct logged *l, const char *a, const char *b)
+{
+	for (unsigned i = 0; i < l->n && i < 16; i++)
+		if (strstr(l->text[i], a) && (!b || strstr(l->text[i], b)))
+			return true;
+	return false;
+}
+
+static int max_done(uint64_t done, uint64_t total, void *arg)
+{
+	uint64_t *m = arg;
+
+	*m = MAX(*m, done);
+	return 0;
+}
+
+/*
+ * A rebuild whose checkpoint cannot be saved (every superblock write
+ * fails) stops at once with the commit's error and says so in the log,
+ * rather than rebuilding on with nothing recorded.
+ */
+static void test_a_rebuild_stops_when_its_checkpoint_cannot_be_saved(void **state)
+{
+	struct volume_set *s = create(&raid6_all, 1);
+	struct bdev *d[NDEV], *f[NDEV];
+	struct logged log = { 0 };
+	uint64_t done = 0;
+	unsigned who;
+
+	assert_int_equal(volume_set_close(s), 0);
+	for (unsigned i = 0; i < NDEV; i++)
+		d[i] = f[i] = wrap(view(i));
+	assert_int_equal(volume_set_open(d, NDEV, 0, &s, &who), 0);
+	assert_int_equal(volume_set_fail(s, 2), 0);
+	f[2] = wrap(view(2));
+	assert_int_equal(volume_set_replace(s, 2, f[2]), 0);
+	for (unsigned i = 0; i < NDEV; i++)
+		assert_int_equal(bdev_fault_add_bad(f[i], 0, 4096, BDEV_FAULT_WRITE), 0);
+	util_log_set_sink(log_sink, &log);
+	assert_true(volume_set_rebuild(s, 0, max_done, &done) < 0);
+	util_log_set_sink(NULL, NULL);
+	assert_true(done < volume_size(volume_set_volume(s)) / 2);
+	assert_true(logged_has(&log, "checkpoint", "rebuild"));
+	volume_set_abandon(s);
+}
+
 static int teardown(void **state)
 {
 	for (unsigned i = 0; i < NDEV; i++) {
@@ -520,6 +582,7 @@ int main(void)
 		cmocka_unit_test(test_regions_have_their_own_geometry_on_shared_members),
 		cmocka_unit_test(test_an_idle_spare_takes_a_failed_members_place_and_is_rebuilt),
 		cmocka_unit_test(test_a_spare_added_to_a_degraded_volume_is_rebuilt_at_once),
+		cmocka_unit_test(test_a_rebuild_stops_when_its_checkpoint_cannot_be_saved),
 	};
 	return cmocka_run_group_tests(tests, NULL, teardown);
 }
