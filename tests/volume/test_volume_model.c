@@ -436,6 +436,27 @@ static void assert_reads_model(struct rig *rg)
 	free(b);
 }
 
+/*
+ * A repairing scrub's findings f: one, blaming member, repaired; the
+ * member's bytes [off, off+len) are orig again, and everything reads as
+ * written and scrubs clean. Frees orig.
+ */
+static void assert_repaired(struct rig *rg, struct findings f, unsigned member, uint64_t off,
+			    size_t len, uint8_t *orig)
+{
+	uint8_t *now;
+
+	assert_int_equal(f.n, 1);
+	assert_int_equal(f.m[0].member, member);
+	assert_true(f.m[0].repaired);
+	now = raw(rg, member, off, len);
+	assert_memory_equal(now, orig, len);
+	assert_reads_model(rg);
+	assert_int_equal(scrub(rg, false).n, 0);
+	free(now);
+	free(orig);
+}
+
 static const struct model_case raid6_case = { "raid6", VOLUME_RAID6, "left-symmetric", 6, 4096, 2 };
 
 /* Stripe 3 of raid6_case: which member holds data block 2, P and Q. */
@@ -477,17 +498,7 @@ static void check_raid6_locates(unsigned member)
 	now = raw(&rg, member, 3 * 4096, 4096);
 	assert_memory_not_equal(now, orig, 4096);       /* a check changes nothing */
 	free(now);
-
-	f = scrub(&rg, true);
-	assert_int_equal(f.n, 1);
-	assert_int_equal(f.m[0].member, member);
-	assert_true(f.m[0].repaired);
-	now = raw(&rg, member, 3 * 4096, 4096);
-	assert_memory_equal(now, orig, 4096);
-	assert_reads_model(&rg);
-	assert_int_equal(scrub(&rg, false).n, 0);
-	free(now);
-	free(orig);
+	assert_repaired(&rg, scrub(&rg, true), member, 3 * 4096, 4096, orig);
 	rig_free(&rg);
 }
 
@@ -574,23 +585,15 @@ static void test_three_way_mirror_scrub_outvotes_the_bad_copy(void **state)
 	for (unsigned bad = 0; bad < 2; bad++) {
 		struct findings f;
 		struct rig rg;
-		uint8_t *orig, *now;
+		uint8_t *orig;
 
 		rig_random(&rg, &c, 13 + bad);
 		orig = raw(&rg, bad, 0, MEMBER_SIZE);
 		corrupt(&rg, bad, 70000, 1000);
 		f = scrub(&rg, true);
-		assert_int_equal(f.n, 1);
 		assert_true(f.m[0].located);
-		assert_int_equal(f.m[0].member, bad);
-		assert_true(f.m[0].repaired);
 		assert_true(f.m[0].dev_off <= 70000 && f.m[0].dev_off + f.m[0].len >= 71000);
-		now = raw(&rg, bad, 0, MEMBER_SIZE);
-		assert_memory_equal(now, orig, MEMBER_SIZE);
-		assert_reads_model(&rg);
-		assert_int_equal(scrub(&rg, false).n, 0);
-		free(now);
-		free(orig);
+		assert_repaired(&rg, f, bad, 0, MEMBER_SIZE, orig);
 		rig_free(&rg);
 	}
 }

@@ -7,10 +7,7 @@
 # exits 1 whenever it found anything, 0 when everything agrees.
 . "$PONY_SRCDIR/tests/lib.sh"
 set -u
-work=$(mktemp -d /tmp/pony-vol-scrub.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-json() { python3 -c "import json,sys; s=json.load(sys.stdin); $1" || fail "json: $1"; }
+. "$PONY_SRCDIR/tests/volume/vol_lib.sh" vol-scrub
 
 MIB=1048576
 CHUNK=65536
