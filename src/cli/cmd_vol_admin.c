@@ -75,7 +75,7 @@ static int vol_fail_run(int argc, char **argv)
 
 	if (!o.have_member)
 		return cli_usage_error("pony vol fail", "--member INDEX is required");
-	r = vol_open("pony vol fail", argv + optind, argc - optind, 0, &h);
+	r = vol_open("pony vol fail", argv + optind, argc - optind, VOL_OPEN_DEGRADED, &h);
 	if (r)
 		return r;
 	if (o.member >= volume_member_count(h.v, 0)) {
@@ -163,7 +163,7 @@ static int vol_swap(int argc, char **argv, bool replace)
 		return cli_usage_error(argv[0], "--device NEWDEV is required");
 	if (replace && !o.have_member)
 		return cli_usage_error(argv[0], "--member INDEX is required");
-	r = vol_open(argv[0], argv + optind, argc - optind, VOL_OPEN_QUIET, &h);
+	r = vol_open(argv[0], argv + optind, argc - optind, VOL_OPEN_QUIET | VOL_OPEN_DEGRADED, &h);
 	if (r)
 		return r;
 	if (!o.have_member) {
@@ -218,7 +218,7 @@ static int vol_rebuild_run(int argc, char **argv)
 	ADMIN_PARSE("Usage: pony vol rebuild [-r RATE] [--json] DEV...\n"
 		    "Rebuilds members being rebuilt, from the saved checkpoint on.\n"
 		    "  -r, --rate BYTES  at most BYTES of volume data per second\n")
-	r = vol_open("pony vol rebuild", argv + optind, argc - optind, 0, &h);
+	r = vol_open("pony vol rebuild", argv + optind, argc - optind, VOL_OPEN_DEGRADED, &h);
 	if (r)
 		return r;
 	r = do_rebuild(&h, o.rate, o.json);
@@ -295,7 +295,7 @@ static int vol_scrub_run(int argc, char **argv)
 	uint64_t count = 0;
 
 	/* Read-write even without --repair: the scrub checkpoint is saved as it goes. */
-	r = vol_open("pony vol scrub", argv + optind, argc - optind, 0, &h);
+	r = vol_open("pony vol scrub", argv + optind, argc - optind, VOL_OPEN_DEGRADED, &h);
 	if (r)
 		return r;
 	if (o.json) {

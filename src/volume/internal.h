@@ -146,6 +146,8 @@ void volume_batch_done(struct volume_batch *b);
 
 /* The whole of [off, off+len) of a segment through its io hook: 0 or -errno. */
 int volume_seg_io(struct volume_seg *s, bool write, uint8_t *buf, size_t len, uint64_t off);
+/* Members a segment of type t over ndevs devices can lose and still serve reads. */
+unsigned volume_type_redundancy(enum volume_target_type t, unsigned layout, unsigned ndevs);
 /* Members not OK (failed or rebuilding). */
 unsigned volume_seg_degraded(const struct volume_seg *s);
 /* A PARITY_ALIGN-aligned buffer of at least len bytes, kept by s; call with s->lock held. */

@@ -138,6 +138,10 @@ static int set_intent(uint64_t off, uint64_t len, void *arg)
 	uint64_t first = off >> s->sb.bitmap_shift, last = (off + len - 1) >> s->sb.bitmap_shift;
 	size_t lo = SIZE_MAX, hi = 0;
 
+	/* Read-only: no member may change unrecorded (an absent one would go stale unsaid). */
+	if (s->rdonly)
+		return -EROFS;
+
 	pthread_mutex_lock(&s->bm_lock);
 	for (uint64_t b = first; b <= last && b / 8 < s->sb.bitmap_bytes; b++) {
 		if (s->bitmap[b / 8] & (1u << (b % 8)))
@@ -380,7 +384,7 @@ int set_replace_locked(struct volume_set *s, unsigned m, struct bdev *dev)
 	pthread_mutex_unlock(&s->bm_lock);
 	bdev_free(old);
 	s->refused[m] = NULL;
-	s->stale[m] = false;
+	s->stale[m] = s->truncated[m] = false;
 	r = getrandom(s->sb.member_uuids[m], 16, 0) == 16 ? 0 : -EIO;
 	s->sb.rebuild_seg = 0;
 	s->sb.rebuild_off = 0;

@@ -19,11 +19,12 @@ struct volume_set {
 	struct volume *v;
 	unsigned n;
 	struct bdev *dev[VOLUME_SB_MAX_MEMBERS];        /* by index; in v unless refused */
-	struct bdev *refused[VOLUME_SB_MAX_MEMBERS];    /* a stale device per index (in extra) */
+	struct bdev *refused[VOLUME_SB_MAX_MEMBERS];    /* a stale or short device per index (in extra) */
 	struct bdev *extra[VOLUME_SB_MAX_MEMBERS];      /* devices not in v, freed at close */
 	unsigned nextra;
 	uint64_t events[VOLUME_SB_MAX_MEMBERS];
 	bool stale[VOLUME_SB_MAX_MEMBERS];              /* refused[m] is older than the volume */
+	bool truncated[VOLUME_SB_MAX_MEMBERS];          /* refused[m] is too small for it */
 	bool rebuilt[VOLUME_SB_MAX_MEMBERS];            /* in the rebuild under way (its log lines) */
 	struct volume_sb sb;                            /* the volume's state */
 	bool rdonly, was_clean;

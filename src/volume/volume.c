@@ -110,6 +110,17 @@ static const unsigned target_level[VOLUME_ERROR + 1] = {
 	[VOLUME_RAID5] = 5, [VOLUME_RAID6] = 6, [VOLUME_RAID10] = 10,
 };
 
+unsigned volume_type_redundancy(enum volume_target_type t, unsigned layout, unsigned ndevs)
+{
+	struct layout_geom g = { .layout = layout, .ndisks = ndevs };
+
+	if (t != VOLUME_MIRROR && t != VOLUME_RAID4 && t != VOLUME_RAID5 && t != VOLUME_RAID6 &&
+	    t != VOLUME_RAID10)
+		return 0;
+	g.level = target_level[t];
+	return MIN(layout_redundancy(&g), ndevs);
+}
+
 /* The largest per-device size all present devices allow, in whole chunks. */
 static uint64_t seg_fit_dev_size(const struct volume_seg *s)
 {

@@ -6,8 +6,10 @@
  * the write-intent bitmap resyncs exactly what was being written; write
  * errors land in the bad-block log; regions of different geometry share
  * the members; an idle hot spare takes a failed member's place by itself
- * and is rebuilt; a rebuild whose checkpoint cannot be saved stops and
- * says so.
+ * and is rebuilt; members missing, stale or truncated are named and the
+ * volume starts without them only when allowed to run degraded, never
+ * with fewer than its level needs; a rebuild whose checkpoint cannot be
+ * saved stops and says so.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -98,6 +100,22 @@ static struct volume_set *create(const struct volume_region_spec *r, unsigned nr
 	return s;
 }
 
+/* Assembles members order[0..n) with flags; on failure a says why (a may be NULL). */
+static int assemble(const unsigned *order, unsigned n, unsigned flags, struct volume_set **s,
+		    struct volume_set_assembly *a)
+{
+	struct bdev *d[NDEV];
+	int r;
+
+	for (unsigned i = 0; i < n; i++)
+		d[i] = view(order[i]);
+	r = volume_set_assemble(d, n, flags, s, a);
+	if (r < 0)
+		for (unsigned i = 0; i < n; i++)
+			bdev_free(d[i]);
+	return r;
+}
+
 static int open_set(const unsigned *order, unsigned n, struct volume_set **s, unsigned *who)
 {
 	struct bdev *d[NDEV];
@@ -162,8 +180,10 @@ static void test_stale_member_is_refused_then_replaced_and_rebuilt(void **state)
 	assert_int_equal(volume_write(volume_set_volume(s), w, 65536, 0), 0);
 	assert_int_equal(volume_set_close(s), 0);
 
-	/* All six again: member 2 has fewer events, so it is refused. */
-	assert_int_equal(open_set(all, NDEV, &s, NULL), 0);
+	/* All six again: member 2 has fewer events, so it is refused, and the
+	 * volume starts only when allowed to run degraded. */
+	assert_int_equal(open_set(all, NDEV, &s, NULL), -ENXIO);
+	assert_int_equal(assemble(all, NDEV, VOLUME_SET_DEGRADED, &s, NULL), 0);
 	assert_int_equal(volume_set_member(s, 2, &m), 0);
 	assert_true(m.stale);
 	assert_int_equal(m.state, VOLUME_MEMBER_FAILED);
@@ -327,18 +347,24 @@ static void test_write_errors_go_to_the_bad_block_log_and_survive_reassembly(voi
 	assert_int_equal(volume_set_close(s), 0);
 }
 
-/* With members a and b failed too, the first n bytes read back as w; closes s. */
-static void check_reads_without(struct volume_set *s, unsigned a, unsigned b, const uint8_t *w,
-				size_t n)
+/* The first n bytes read back as w; closes s. */
+static void check_reads_then_close(struct volume_set *s, const uint8_t *w, size_t n)
 {
 	uint8_t *r = malloc(n);
 
-	assert_int_equal(volume_set_fail(s, a), 0);
-	assert_int_equal(volume_set_fail(s, b), 0);
 	assert_int_equal(volume_read(volume_set_volume(s), r, n, 0), 0);
 	assert_memory_equal(w, r, n);
 	assert_int_equal(volume_set_close(s), 0);
 	free(r);
+}
+
+/* With members a and b failed too, the first n bytes read back as w; closes s. */
+static void check_reads_without(struct volume_set *s, unsigned a, unsigned b, const uint8_t *w,
+				size_t n)
+{
+	assert_int_equal(volume_set_fail(s, a), 0);
+	assert_int_equal(volume_set_fail(s, b), 0);
+	check_reads_then_close(s, w, n);
 }
 
 /* A bdev over any memory bdev that does not free it. */
@@ -560,6 +586,129 @@ static void test_a_rebuild_stops_when_its_checkpoint_cannot_be_saved(void **stat
 	volume_set_abandon(s);
 }
 
+/* A view of member i that claims only size bytes: the image cut short. */
+static struct bdev *view_short(unsigned i, uint64_t size)
+{
+	struct bdev *b = view(i);
+
+	b->size = size;
+	return b;
+}
+
+/*
+ * Five of six members: refused (-ENXIO) unless allowed to run degraded,
+ * the missing one named by its UUID. Run degraded, it is said in the log;
+ * data written meanwhile is never read from the sixth member once it is
+ * back (it is stale: named, refused, left out), and the volume still
+ * needs the flag until it is rebuilt.
+ */
+static void test_missing_members_need_the_degraded_flag_and_are_named(void **state)
+{
+	static const unsigned five[] = { 0, 1, 2, 3, 5 };
+	struct volume_set_assembly *a = calloc(1, sizeof(*a));
+	struct volume_set *s = create(&raid6_all, 1);
+	struct volume_set_member m4;
+	struct logged log = { 0 };
+	struct bdev *d[NDEV];
+	size_t n = 2 << 20;
+	uint8_t *w = malloc(n);
+	char uuid[VOLUME_UUID_STRLEN], want[128];
+
+	fill(w, n, 21);
+	assert_int_equal(volume_write(volume_set_volume(s), w, n, 0), 0);
+	assert_int_equal(volume_set_member(s, 4, &m4), 0);
+	volume_uuid_format(m4.uuid, uuid);
+	assert_int_equal(volume_set_close(s), 0);
+
+	for (unsigned i = 0; i < 5; i++)
+		d[i] = view(five[i]);
+	assert_int_equal(volume_set_assemble(d, 5, 0, &s, a), -ENXIO);
+	assert_true(a->known);
+	assert_int_equal(a->nmembers, 6);
+	assert_int_equal(a->present, 5);
+	assert_null(a->members[4].device);
+	assert_memory_equal(a->members[4].uuid, m4.uuid, 16);
+	assert_string_equal(a->members[3].device, "m3");     /* names: the caller's devices */
+	for (unsigned i = 0; i < 5; i++)
+		bdev_free(d[i]);
+
+	util_log_set_sink(log_sink, &log);
+	assert_int_equal(assemble(five, 5, VOLUME_SET_DEGRADED, &s, a), 0);
+	snprintf(want, sizeof(want), "member 4 (UUID %s) is missing", uuid);
+	assert_true(logged_has(&log, want, NULL));
+	assert_true(logged_has(&log, "running degraded: 5 of 6 members", NULL));
+	fill(w, n, 22);         /* written while member 4 is away */
+	assert_int_equal(volume_write(volume_set_volume(s), w, n, 0), 0);
+	assert_int_equal(volume_set_close(s), 0);
+
+	log.n = 0;
+	assert_int_equal(assemble(all, NDEV, 0, &s, a), -ENXIO);
+	assert_true(a->members[4].stale);
+	assert_int_equal(assemble(all, NDEV, VOLUME_SET_DEGRADED, &s, a), 0);
+	assert_string_equal(a->members[4].device, "m4");
+	util_log_set_sink(NULL, NULL);
+	assert_true(logged_has(&log, "member 4 (m4) is stale", NULL));
+	check_reads_then_close(s, w, n);
+	free(w);
+	free(a);
+}
+
+/* Three of six raid6 members: not "no volume" but how many there are and need. */
+static void test_too_few_members_say_how_many_the_level_needs(void **state)
+{
+	static const unsigned three[] = { 4, 0, 2 };
+	struct volume_set_assembly *a = calloc(1, sizeof(*a));
+	struct volume_set *s = create(&raid6_all, 1);
+
+	assert_int_equal(volume_set_close(s), 0);
+	assert_int_equal(assemble(three, 3, VOLUME_SET_DEGRADED, &s, a), -ENODEV);
+	assert_true(a->known);
+	assert_int_equal(a->nmembers, 6);
+	assert_int_equal(a->present, 3);
+	assert_int_equal(a->needed, 4);
+	assert_int_equal(a->needed_type, VOLUME_RAID6);
+	free(a);
+}
+
+/*
+ * A member image cut short is named with its size and the size it needs,
+ * and left out: the volume runs degraded without it (when allowed), with
+ * its data rebuilt from the others.
+ */
+static void test_a_truncated_member_is_named_and_left_out(void **state)
+{
+	struct volume_set_assembly *a = calloc(1, sizeof(*a));
+	struct volume_set *s = create(&raid6_all, 1);
+	struct bdev *d[NDEV];
+	size_t n = 2 << 20;
+	uint8_t *w = malloc(n);
+
+	fill(w, n, 23);
+	assert_int_equal(volume_write(volume_set_volume(s), w, n, 0), 0);
+	assert_int_equal(volume_set_close(s), 0);
+	for (unsigned pass = 0; pass < 2; pass++) {
+		for (unsigned i = 0; i < NDEV; i++)
+			d[i] = i == 3 ? view_short(3, DEV_SIZE / 2) : view(i);
+		if (pass == 0) {
+			assert_int_equal(volume_set_assemble(d, NDEV, 0, &s, a), -ENXIO);
+			for (unsigned i = 0; i < NDEV; i++)
+				bdev_free(d[i]);
+			continue;
+		}
+		assert_int_equal(volume_set_assemble(d, NDEV, VOLUME_SET_DEGRADED, &s, a), 0);
+	}
+	assert_true(a->members[3].truncated);
+	assert_false(a->members[3].stale);
+	assert_string_equal(a->members[3].device, "m3");
+	assert_int_equal(a->members[3].size, DEV_SIZE / 2);
+	assert_true(a->members[3].need > DEV_SIZE / 2 && a->members[3].need <= DEV_SIZE);
+	assert_int_equal(a->members[3].state, VOLUME_MEMBER_FAILED);
+	assert_int_equal(a->present, 5);
+	check_reads_then_close(s, w, n);
+	free(w);
+	free(a);
+}
+
 static int teardown(void **state)
 {
 	for (unsigned i = 0; i < NDEV; i++) {
@@ -583,6 +732,9 @@ int main(void)
 		cmocka_unit_test(test_an_idle_spare_takes_a_failed_members_place_and_is_rebuilt),
 		cmocka_unit_test(test_a_spare_added_to_a_degraded_volume_is_rebuilt_at_once),
 		cmocka_unit_test(test_a_rebuild_stops_when_its_checkpoint_cannot_be_saved),
+		cmocka_unit_test(test_missing_members_need_the_degraded_flag_and_are_named),
+		cmocka_unit_test(test_too_few_members_say_how_many_the_level_needs),
+		cmocka_unit_test(test_a_truncated_member_is_named_and_left_out),
 	};
 	return cmocka_run_group_tests(tests, NULL, teardown);
 }

@@ -160,7 +160,7 @@ expect_failure "$PONY" vol create -l raid6 -c 1M tiny*.img
 for i in 0 1 2 3; do truncate -s 12M o$i.img; done
 "$PONY" vol create -l raid5 --assume-clean o*.img > /dev/null || fail "create other"
 expect_failure "$PONY" vol assemble d0.img n1.img d2.img o3.img
-"$PONY" vol assemble d0.img n1.img d2.img o3.img 2>&1 | grep -q "member of another volume" ||
+"$PONY" vol assemble d0.img n1.img d2.img o3.img 2>&1 | grep -q "member of another pony volume" ||
 	fail "no message for a foreign member"
 cmp -s d0.img keep.img || fail "a refused assembly wrote to a member"
 printf X | dd of=o2.img bs=1 seek=100 conv=notrunc status=none
