@@ -16,6 +16,7 @@
 #include "pony/util.h"
 #include "pony/volume.h"
 #include "ponyfs.h"
+#include "vol.h"
 
 #define MAX_IMAGES 32
 
@@ -191,10 +192,45 @@ static void free_paths(char **paths, int n)
 	free(paths);
 }
 
-static int stand_open(char **paths, int n, struct stand *s)
+enum {
+	STAND_DEGRADED = 1,     /* --degraded: a volume may start with members absent */
+	STAND_CHECK = 2,        /* fsck without --repair: a degraded volume is looked at read-only */
+};
+
+/*
+ * The pony volume of devs (handed over on success), each absent member
+ * named on stderr. Members absent need --degraded (a write would leave
+ * them stale), but a check writes nothing and may look read-only.
+ */
+static int stand_volume(char **paths, int n, struct bdev **devs, unsigned flags,
+			struct stand *s)
+{
+	unsigned vflags = flags & STAND_DEGRADED ? VOLUME_SET_DEGRADED : 0;
+	struct volume_set_assembly a;
+	int r = volume_set_assemble(devs, (unsigned)n, vflags, &s->set, &a);
+
+	if (r == -ENXIO && (flags & STAND_CHECK)) {
+		vflags = VOLUME_SET_RDONLY | VOLUME_SET_DEGRADED;
+		r = volume_set_assemble(devs, (unsigned)n, vflags, &s->set, &a);
+	}
+	if (r == -ENODATA)
+		r = cli_error("%s: not a ponyfs or a pony volume", paths[a.device < (unsigned)n ?
+									 a.device : 0]);
+	else if (r < 0)
+		r = vol_assembly_error(r, &a, paths, (unsigned)n);
+	if (r) {
+		for (int i = 0; i < n; i++)
+			bdev_free(devs[i]);
+		return r;
+	}
+	vol_print_absent(&a);
+	vol_print_degraded(&a, vflags & VOLUME_SET_RDONLY);
+	return 0;
+}
+
+static int stand_open(char **paths, int n, unsigned flags, struct stand *s)
 {
 	struct bdev *devs[MAX_IMAGES];
-	unsigned bad = 0;
 	char **found = NULL;
 	int r;
 
@@ -219,16 +255,10 @@ static int stand_open(char **paths, int n, struct stand *s)
 		s->image = devs[0];
 		return 0;
 	}
-	r = volume_set_open(devs, (unsigned)n, 0, &s->set, &bad);
-	if (r < 0) {
-		for (int i = 0; i < n; i++)
-			bdev_free(devs[i]);
-		r = cli_error("%s: not a ponyfs or a pony volume (%s)", paths[bad < (unsigned)n ? bad : 0],
-			      why(r));
-		free_paths(found, found ? n : 0);
-		return r;
-	}
+	r = stand_volume(paths, n, devs, flags, s);
 	free_paths(found, found ? n : 0);
+	if (r)
+		return r;
 	r = ponyfs_volume_region(volume_set_volume(s->set), VOLUME_CLASS_METADATA, &s->meta);
 	if (r >= 0)
 		r = ponyfs_volume_region(volume_set_volume(s->set), VOLUME_CLASS_DATA, &s->data);
@@ -257,6 +287,7 @@ static int mount_run(int argc, char **argv)
 	_cleanup_(vfs_freep) struct vfs *fs = NULL;
 	struct stand s;
 	struct mount_opts mo = { 0 };
+	unsigned stand = 0;
 	int c, n, r;
 
 	static const struct option longopts[] = {
@@ -264,6 +295,7 @@ static int mount_run(int argc, char **argv)
 		{ "debug", no_argument, NULL, 'd' },
 		{ "commit", required_argument, NULL, 'c' },
 		{ "options", required_argument, NULL, 'o' },
+		{ "degraded", no_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -273,13 +305,15 @@ static int mount_run(int argc, char **argv)
 		case 'f': fo.foreground = true; break;
 		case 'd': fo.debug = fo.foreground = true; break;
 		case 'c': po.commit_ms = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'D': stand |= STAND_DEGRADED; break;
 		case 'o':
 			r = cli_ponyfs_mount_opts(optarg, &po, &fo, &mo);
 			if (r)
 				return r;
 			break;
 		case 'h':
-			printf("Usage: pony mount [-f] [-d] [--commit MS] [-o OPTS] IMG...|UUID=U|LABEL=L MNT\n"
+			printf("Usage: pony mount [-f] [-d] [--commit MS] [--degraded] [-o OPTS]\n"
+			       "                  IMG...|UUID=U|LABEL=L MNT\n"
 			       "       pony IMG MNT -o OPTS   (as mount.fuse3 runs it for\n"
 			       "                              `mount -t fuse.pony IMG MNT`)\n"
 			       "Mounts the ponyfs on IMG (or on the pony volume of the images) at\n"
@@ -287,6 +321,9 @@ static int mount_run(int argc, char **argv)
 			       "the device database knows ($PONY_DEVDB; pony dev scan DIR adds\n"
 			       "them). Metadata commits every --commit milliseconds (default\n"
 			       "5000), on fsync and on `pony sync MNT`.\n"
+			       "--degraded mounts a volume with members missing, stale or\n"
+			       "truncated (named on stderr; they go stale until `pony vol add`\n"
+			       "rebuilds them); without it such a mount is refused.\n"
 			       "-o takes mount(8) options; then the mount's type is plain fuse\n"
 			       "and its source IMG. Pony's own: commit=MS, format (mkfs IMG\n"
 			       "first when its first MiB is all zeros), format=foreign (also\n"
@@ -312,7 +349,7 @@ static int mount_run(int argc, char **argv)
 	if (!r && (mo.format || mo.format_foreign) && n == 1)
 		r = cli_ponyfs_format(argv[optind], mo.format_foreign);
 	if (!r)
-		r = stand_open(argv + optind, n, &s);
+		r = stand_open(argv + optind, n, stand, &s);
 	if (r)
 		return r;
 	r = s.image ? ponyfs_mount_image(s.image, &po, &fs) : ponyfs_mount(s.meta, s.data, &po, &fs);
@@ -334,13 +371,14 @@ static void fsck_report(void *arg, const char *text)
 
 static int fsck_run(int argc, char **argv)
 {
-	unsigned flags = PONYFS_FSCK_DATA;
+	unsigned flags = PONYFS_FSCK_DATA, stand = 0;
 	struct stand s;
 	int c, n, r;
 
 	static const struct option longopts[] = {
 		{ "repair", no_argument, NULL, 'r' },
 		{ "no-data", no_argument, NULL, 'n' },
+		{ "degraded", no_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -349,13 +387,16 @@ static int fsck_run(int argc, char **argv)
 		switch (c) {
 		case 'r': flags |= PONYFS_FSCK_REPAIR; break;
 		case 'n': flags &= ~(unsigned)PONYFS_FSCK_DATA; break;
+		case 'D': stand |= STAND_DEGRADED; break;
 		case 'h':
-			printf("Usage: pony fsck [--repair] [--no-data] IMG...|UUID=U|LABEL=L\n"
+			printf("Usage: pony fsck [--repair] [--no-data] [--degraded] IMG...|UUID=U|LABEL=L\n"
 			       "Checks an unmounted ponyfs: SQLite integrity, reachability, link\n"
 			       "counts, extents and free space, and every block's checksum (unless\n"
 			       "--no-data; --repair rewrites a bad block from the volume's\n"
-			       "redundancy). Exit 0: clean; 1: problems (fixed with --repair where\n"
-			       "possible); 2: usage.\n");
+			       "redundancy). A volume with members missing, stale or truncated is\n"
+			       "checked read-only, saying so; --repair on it needs --degraded.\n"
+			       "Exit 0: clean; 1: problems (fixed with --repair where possible);\n"
+			       "2: usage.\n");
 			return CLI_EXIT_OK;
 		default: return cli_usage_error("pony fsck", "bad option");
 		}
@@ -363,9 +404,11 @@ static int fsck_run(int argc, char **argv)
 	n = argc - optind;
 	if (n < 1 || n > MAX_IMAGES)
 		return cli_usage_error("pony fsck", "one or more images are needed");
+	if (!(flags & PONYFS_FSCK_REPAIR))
+		stand |= STAND_CHECK;
 	r = cli_ponyfs_lock_images(argv + optind, n);
 	if (!r)
-		r = stand_open(argv + optind, n, &s);
+		r = stand_open(argv + optind, n, stand, &s);
 	if (r)
 		return r;
 	r = s.image ? ponyfs_fsck_image(s.image, flags, fsck_report, NULL)
