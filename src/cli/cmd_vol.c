@@ -335,8 +335,11 @@ static int vol_create_run(int argc, char **argv)
 		default: create_usage(stderr); return CLI_EXIT_USAGE;
 		}
 	}
-	if (!level || parse_level(level, &regions[0].type) < 0)
+	if (!level)
 		return cli_usage_error("pony vol create", "--level raid0|1|4|5|6|10 is required");
+	if (parse_level(level, &regions[0].type) < 0)
+		return cli_usage_error("pony vol create", "bad level '%s' (raid0, raid1, raid4, raid5, "
+				       "raid6 or raid10)", level);
 	if (layout_for(regions[0].type, layout, &regions[0].layout) < 0)
 		return cli_usage_error("pony vol create", "bad layout '%s' for %s", layout, level);
 	n = argc - optind;

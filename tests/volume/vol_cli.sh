@@ -18,6 +18,9 @@ for c in create assemble status table fail add replace rebuild scrub badblocks e
 done
 expect_usage_error "$PONY" vol create d.img
 expect_usage_error "$PONY" vol create -l raid7 d.img
+"$PONY" vol create -l raid7 d.img 2>&1 | grep -q "bad level 'raid7'" ||
+	fail "an invalid level is not named: $("$PONY" vol create -l raid7 d.img 2>&1)"
+"$PONY" vol create d.img 2>&1 | grep -q -- "--level .* is required" || fail "no --level: no message"
 expect_usage_error "$PONY" vol fail d.img
 expect_usage_error "$PONY" vol frobnicate
 
