@@ -43,16 +43,22 @@ void set_member_force(struct volume_set *s, unsigned m, int state)
 }
 
 /*
- * A member whose superblock or bitmap write failed: failed through
- * volume_mfail(), so the fail hook kicks an idle spare as it does for a
- * failed data write (after this no data write reaches the member to fail).
- * One log line, not one per region.
+ * A member whose superblock or bitmap write failed (at byte off of the
+ * device; UINT64_MAX: not one place): failed through volume_mfail(), so
+ * the fail hook kicks an idle spare as it does for a failed data write
+ * (after this no data write reaches the member to fail). One log line,
+ * not one per region.
  */
-static void set_member_io_failed(struct volume_set *s, unsigned m, const char *what, int err)
+static void set_member_io_failed(struct volume_set *s, unsigned m, const char *what,
+				 uint64_t off, int err)
 {
+	char at[32] = "";
+
+	if (off != UINT64_MAX)
+		snprintf(at, sizeof(at), " at byte %llu", (unsigned long long)off);
 	if (set_member_state(s, m) != VOLUME_MEMBER_FAILED)
-		util_log(LOG_ERR, "%s: member %u (%s) failed: %s: %s", volume_label(s->v), m,
-			 s->dev[m]->name, what, strerror(-err));
+		util_log(LOG_ERR, "%s: member %u (%s) failed: %s%s: %s", volume_label(s->v), m,
+			 s->dev[m]->name, what, at, strerror(-err));
 	for (unsigned i = 0; i < volume_segment_count(s->v); i++)
 		volume_mfail(set_seg(s, i), m, NULL, 0, err);
 }
@@ -93,7 +99,7 @@ int set_commit_locked(struct volume_set *s)
 		if (r >= 0)
 			r = bdev_flush(s->dev[m]);
 		if (r < 0) {
-			set_member_io_failed(s, m, "superblock write", r);
+			set_member_io_failed(s, m, "superblock write", UINT64_MAX, r);
 			ret = ret ? ret : r;
 		} else {
 			s->events[m] = s->sb.events;
@@ -127,7 +133,8 @@ static int set_bitmap_write_pages(struct volume_set *s, size_t first, size_t las
 		if (r >= 0)
 			r = bdev_flush(s->dev[m]);
 		if (r < 0)
-			set_member_io_failed(s, m, "write-intent bitmap write", r);
+			set_member_io_failed(s, m, "write-intent bitmap write",
+					     s->sb.bitmap_offset + first * BM_PAGE, r);
 	}
 	return 0;
 }

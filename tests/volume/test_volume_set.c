@@ -586,6 +586,60 @@ static void test_a_rebuild_stops_when_its_checkpoint_cannot_be_saved(void **stat
 	volume_set_abandon(s);
 }
 
+/* Lines logged that hold a (and b). */
+static unsigned logged_count(const struct logged *l, const char *a, const char *b)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < l->n && i < 16; i++)
+		n += strstr(l->text[i], a) && (!b || strstr(l->text[i], b));
+	return n;
+}
+
+/*
+ * A running volume's events, one log line each, naming the volume, member
+ * and device: a member failing on a write (and where), a rebuild starting
+ * and finishing, a scrub finding.
+ */
+static void test_member_events_are_logged_one_line_each(void **state)
+{
+	struct volume_set *s = create(&raid6_all, 1);
+	struct logged log = { 0 };
+	struct bdev *d[NDEV], *f;
+	uint8_t w[65536], junk[512];
+	uint64_t n = 0;
+	unsigned who;
+
+	assert_int_equal(volume_set_close(s), 0);
+	for (unsigned i = 0; i < NDEV; i++)
+		d[i] = view(i);
+	d[3] = f = wrap(d[3]);
+	assert_int_equal(volume_set_open(d, NDEV, 0, &s, &who), 0);
+	util_log_set_sink(log_sink, &log);
+	bdev_fault_vanish(f);
+	fill(w, sizeof(w), 31);
+	assert_int_equal(volume_write(volume_set_volume(s), w, sizeof(w), 0), 0);
+	/* The write-intent bitmap is written first, so that is what fails. */
+	assert_int_equal(logged_count(&log, "pony volume test: member 3 (fault:m3) failed: ",
+				      "write at byte 4096: No such device"), 1);
+	assert_int_equal(logged_count(&log, "failed", NULL), 1);
+
+	assert_int_equal(volume_set_replace(s, 3, view(3)), 0);
+	assert_int_equal(volume_set_rebuild(s, 0, NULL, NULL), 0);
+	assert_int_equal(logged_count(&log, "rebuild of member 3 (m3) started at region 0, byte 0",
+				      NULL), 1);
+	assert_int_equal(logged_count(&log, "rebuild of member 3 (m3) finished", NULL), 1);
+
+	memset(junk, 0x3c, sizeof(junk));
+	assert_int_equal(bdev_pwrite(mems[1], junk, sizeof(junk), (1 << 20) + 4096), 0);
+	assert_int_equal(volume_set_scrub(s, true, 0, NULL, NULL, NULL, NULL, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(logged_count(&log, "region 0 stripe 0: member 1 (m1) bytes 4096+512 "
+				      "disagree with the rest: rewritten", NULL), 1);
+	util_log_set_sink(NULL, NULL);
+	assert_int_equal(volume_set_close(s), 0);
+}
+
 /* A view of member i that claims only size bytes: the image cut short. */
 static struct bdev *view_short(unsigned i, uint64_t size)
 {
@@ -735,6 +789,7 @@ int main(void)
 		cmocka_unit_test(test_missing_members_need_the_degraded_flag_and_are_named),
 		cmocka_unit_test(test_too_few_members_say_how_many_the_level_needs),
 		cmocka_unit_test(test_a_truncated_member_is_named_and_left_out),
+		cmocka_unit_test(test_member_events_are_logged_one_line_each),
 	};
 	return cmocka_run_group_tests(tests, NULL, teardown);
 }
