@@ -98,16 +98,31 @@ typedef int (*volume_progress_fn)(uint64_t done, uint64_t total, void *arg);
 int volume_rebuild(struct volume *v, unsigned seg, uint64_t from_off, uint64_t rate,
 		   volume_progress_fn progress, void *arg);
 
-/* One inconsistency scrub found: a member block that disagrees with the rest. */
+/*
+ * One inconsistency scrub found: copies or parity that disagree. When the
+ * level can tell which member is wrong (raid6 from its P and Q syndromes,
+ * as mdadm's raid6check does; three or more copies by majority; a member
+ * that failed to read), located is set and member names it; repair
+ * rewrites that member alone. raid4/5 and two copies cannot tell: the
+ * finding is unlocatable, and scrub leaves it for a layer with checksums
+ * (volume_repair.h) rather than guess.
+ */
 struct volume_mismatch {
-	unsigned seg, member;
-	uint64_t dev_off;               /* byte offset on the member (past its data offset) */
+	unsigned seg;
+	unsigned member;                /* the member blamed (located only) */
+	uint64_t dev_off;               /* byte offset on that member (past its data offset) */
 	uint64_t len;
+	bool located;
+	bool repaired;                  /* the blamed member was rewritten */
+	uint64_t stripe;                /* raid4/5/6: the stripe; copies: UINT64_MAX */
+	uint64_t seg_off, seg_len;      /* the segment's bytes whose redundancy disagrees */
+	const char *device;             /* the blamed member's device name, during the call */
 };
 typedef void (*volume_mismatch_fn)(const struct volume_mismatch *m, void *arg);
 /*
- * Reads everything of seg, checks mirrors and parity; reports each mismatch,
- * rewrites parity / other copies when repair. *ret_count: mismatches found.
+ * Reads everything of seg, checks mirrors and parity; reports each finding
+ * (struct volume_mismatch); with repair, rewrites the member a finding
+ * blames, and nothing else. *ret_count: findings.
  */
 int volume_scrub(struct volume *v, unsigned seg, bool repair, uint64_t rate,
 		 volume_mismatch_fn report, void *report_arg,
@@ -189,26 +204,62 @@ struct volume_set_params {
 /* Writes the superblocks and builds the volume; devs are handed over on success. */
 int volume_set_create(struct bdev **devs, unsigned ndevs, const struct volume_set_params *p,
 		      struct volume_set **ret);
-enum { VOLUME_SET_RDONLY = 1 };
+#define VOLUME_MAX_MEMBERS 64
+enum {
+	VOLUME_SET_RDONLY = 1,          /* write nothing: no commit, resync or spare; writes: EROFS */
+	VOLUME_SET_DEGRADED = 2,        /* may start with members absent (btrfs's -o degraded) */
+};
+
+struct volume_set_member {
+	const char *device;             /* the device given for it (also a refused one); NULL: none */
+	enum volume_member_state state;
+	uint64_t events;                /* of its own superblock */
+	bool stale;                     /* refused: older than the volume (md: "non-fresh") */
+	bool truncated;                 /* refused: smaller than the volume's data needs */
+	uint64_t size, need;            /* truncated: the device's bytes, and the least it needs */
+	uint8_t uuid[16];               /* the member UUID the volume expects at this index */
+	unsigned badblocks;
+};
+
+/*
+ * What assembly found, whether it succeeded or not (names stay valid while
+ * the caller holds the devices). Once the superblocks were read (known),
+ * it holds the volume's identity and every member as volume_set_member()
+ * would describe it: a member is present with a current device that is not
+ * failed; absent members are missing (device NULL), stale or truncated.
+ */
+struct volume_set_assembly {
+	unsigned device;                /* the index in devs that an error names */
+	bool known;
+	uint8_t uuid[16];
+	char name[64];
+	uint64_t events;
+	unsigned nmembers, present;
+	unsigned needed;                /* the fewest present members every region runs on */
+	enum volume_target_type needed_type;    /* the region that needs them */
+	struct volume_set_member members[VOLUME_MAX_MEMBERS];
+};
+
 /*
  * Assembles from devs in any order (handed over on success). Errors name a
- * member in *ret_member: -EBADMSG both its superblocks are corrupt or it has
- * none (-ENODATA), -EXDEV it belongs to another volume, -EEXIST two devices
- * claim its index, -ENODEV more members missing or stale than redundancy.
- * Stale members (fewer events than the newest superblock) are refused: left
- * out, marked failed, reported by volume_set_member().
+ * device in ret_asm->device: -EBADMSG both its superblocks are corrupt or it
+ * has none (-ENODATA), -EXDEV it belongs to another volume, -EEXIST two
+ * devices claim its index. -ENODEV: a region has lost more members than its
+ * redundancy (ret_asm: present and needed). -ENXIO: members are absent and
+ * flags lack VOLUME_SET_DEGRADED. Stale members (fewer events than the
+ * newest superblock, or replaced) and truncated ones are refused: left out,
+ * marked failed, and named in the log and by volume_set_member(). ret_asm
+ * may be NULL.
  */
+int volume_set_assemble(struct bdev **devs, unsigned ndevs, unsigned flags,
+			struct volume_set **ret, struct volume_set_assembly *ret_asm);
+/* The same; an error's device index in *ret_member (NULL: not wanted). */
 int volume_set_open(struct bdev **devs, unsigned ndevs, unsigned flags,
 		    struct volume_set **ret, unsigned *ret_member);
 struct volume *volume_set_volume(struct volume_set *s);
-
-struct volume_set_member {
-	const char *device;             /* NULL: missing */
-	enum volume_member_state state;
-	uint64_t events;                /* of its own superblock */
-	bool stale;                     /* refused: older than the volume */
-	unsigned badblocks;
-};
+/* "8-4-4-4-12" hex into buf (VOLUME_UUID_STRLEN bytes, NUL included). */
+#define VOLUME_UUID_STRLEN 37
+void volume_uuid_format(const uint8_t *uuid, char *buf);
 struct volume_set_info {
 	char name[64];
 	uint8_t uuid[16];
@@ -221,6 +272,9 @@ struct volume_set_info {
 	unsigned scrub_seg;
 	uint64_t scrub_off;             /* an interrupted scrub's checkpoint; UINT64_MAX: none */
 	unsigned nspares;               /* idle hot spares */
+	unsigned failed;                /* members not working: failed, missing, stale, truncated */
+	unsigned rebuilding;            /* members being rebuilt */
+	uint64_t rebuild_done;          /* volume bytes rebuilt so far (of volume_size()) */
 };
 void volume_set_info(const struct volume_set *s, struct volume_set_info *ret);
 int volume_set_member(const struct volume_set *s, unsigned m, struct volume_set_member *ret);

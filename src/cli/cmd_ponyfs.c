@@ -16,6 +16,7 @@
 #include "pony/util.h"
 #include "pony/volume.h"
 #include "ponyfs.h"
+#include "vol.h"
 
 #define MAX_IMAGES 32
 
@@ -202,11 +203,47 @@ static void free_paths(char **paths, int n)
 	free(paths);
 }
 
-/* read_only: nothing is written, not even the volume's superblocks (fsck -n). */
-static int stand_open(char **paths, int n, bool read_only, struct stand *s)
+enum {
+	STAND_DEGRADED = 1,     /* --degraded: a volume may start with members absent */
+	STAND_CHECK = 2,        /* fsck without --repair: a degraded volume is looked at read-only */
+	STAND_RDONLY = 4,       /* nothing is written, not even the volume's superblocks (fsck -n) */
+};
+
+/*
+ * The pony volume of devs (handed over on success), each absent member
+ * named on stderr. Members absent need --degraded (a write would leave
+ * them stale), but a check writes nothing and may look read-only.
+ */
+static int stand_volume(char **paths, int n, struct bdev **devs, unsigned flags,
+			struct stand *s)
+{
+	unsigned vflags = (flags & STAND_DEGRADED ? VOLUME_SET_DEGRADED : 0) |
+			  (flags & STAND_RDONLY ? VOLUME_SET_RDONLY : 0);
+	struct volume_set_assembly a;
+	int r = volume_set_assemble(devs, (unsigned)n, vflags, &s->set, &a);
+
+	if (r == -ENXIO && (flags & STAND_CHECK)) {
+		vflags = VOLUME_SET_RDONLY | VOLUME_SET_DEGRADED;
+		r = volume_set_assemble(devs, (unsigned)n, vflags, &s->set, &a);
+	}
+	if (r == -ENODATA)
+		r = cli_error("%s: not a ponyfs or a pony volume", paths[a.device < (unsigned)n ?
+									 a.device : 0]);
+	else if (r < 0)
+		r = vol_assembly_error(r, &a, paths, (unsigned)n);
+	if (r) {
+		for (int i = 0; i < n; i++)
+			bdev_free(devs[i]);
+		return r;
+	}
+	vol_print_absent(&a);
+	vol_print_degraded(&a, vflags & VOLUME_SET_RDONLY);
+	return 0;
+}
+
+static int stand_open(char **paths, int n, unsigned flags, struct stand *s)
 {
 	struct bdev *devs[MAX_IMAGES];
-	unsigned bad = 0;
 	char **found = NULL;
 	int r;
 
@@ -222,7 +259,7 @@ static int stand_open(char **paths, int n, bool read_only, struct stand *s)
 			return r;
 		}
 	}
-	r = open_images(paths, n, read_only ? O_RDONLY : O_RDWR, devs);
+	r = open_images(paths, n, flags & STAND_RDONLY ? O_RDONLY : O_RDWR, devs);
 	if (r) {
 		free_paths(found, found ? n : 0);
 		return r;
@@ -231,16 +268,10 @@ static int stand_open(char **paths, int n, bool read_only, struct stand *s)
 		s->image = devs[0];
 		return 0;
 	}
-	r = volume_set_open(devs, (unsigned)n, read_only ? VOLUME_SET_RDONLY : 0, &s->set, &bad);
-	if (r < 0) {
-		for (int i = 0; i < n; i++)
-			bdev_free(devs[i]);
-		r = cli_error("%s: not a ponyfs or a pony volume (%s)", paths[bad < (unsigned)n ? bad : 0],
-			      why(r));
-		free_paths(found, found ? n : 0);
-		return r;
-	}
+	r = stand_volume(paths, n, devs, flags, s);
 	free_paths(found, found ? n : 0);
+	if (r)
+		return r;
 	r = ponyfs_volume_region(volume_set_volume(s->set), VOLUME_CLASS_METADATA, &s->meta);
 	if (r >= 0)
 		r = ponyfs_volume_region(volume_set_volume(s->set), VOLUME_CLASS_DATA, &s->data);
@@ -263,6 +294,7 @@ static int mount_run(int argc, char **argv)
 	_cleanup_(vfs_freep) struct vfs *fs = NULL;
 	struct stand s;
 	struct mount_opts mo = { 0 };
+	unsigned stand = 0;
 	int c, n, r;
 
 	static const struct option longopts[] = {
@@ -271,6 +303,7 @@ static int mount_run(int argc, char **argv)
 		{ "commit", required_argument, NULL, 'c' },
 		{ "options", required_argument, NULL, 'o' },
 		{ "log", required_argument, NULL, 'G' },
+		{ "degraded", no_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -286,13 +319,15 @@ static int mount_run(int argc, char **argv)
 			if (cli_parse_unsigned("pony mount", "--commit", optarg, 0, 3600000, &po.commit_ms))
 				return CLI_EXIT_USAGE;
 			break;
+		case 'D': stand |= STAND_DEGRADED; break;
 		case 'o':
 			r = cli_ponyfs_mount_opts(optarg, &po, &fo, &mo);
 			if (r)
 				return r;
 			break;
 		case 'h':
-			printf("Usage: pony mount [-f] [-d] [--commit MS] [--log FILE] [-o OPTS]\n"
+			printf("Usage: pony mount [-f] [-d] [--commit MS] [--degraded] [--log FILE]\n"
+			       "                  [-o OPTS]\n"
 			       "                  IMG...|UUID=U|LABEL=L MNT\n"
 			       "       pony IMG MNT -o OPTS   (as mount.fuse3 runs it for\n"
 			       "                              `mount -t fuse.pony IMG MNT`)\n"
@@ -301,6 +336,9 @@ static int mount_run(int argc, char **argv)
 			       "the device database knows ($PONY_DEVDB; pony dev scan DIR adds\n"
 			       "them). Metadata commits every --commit milliseconds (default\n"
 			       "5000), on fsync and on `pony sync MNT`.\n"
+			       "--degraded mounts a volume with members missing, stale or\n"
+			       "truncated (named on stderr; they go stale until `pony vol add`\n"
+			       "rebuilds them); without it such a mount is refused.\n"
 			       "-o takes mount(8) options; then the mount's type is plain fuse\n"
 			       "and its source IMG. Pony's own: commit=MS, format (mkfs IMG\n"
 			       "first when its first MiB is all zeros), format=foreign (also\n"
@@ -326,7 +364,7 @@ static int mount_run(int argc, char **argv)
 	if (!r && (mo.format || mo.format_foreign) && n == 1)
 		r = cli_ponyfs_format(argv[optind], mo.format_foreign);
 	if (!r)
-		r = stand_open(argv + optind, n, false, &s);
+		r = stand_open(argv + optind, n, stand, &s);
 	if (r)
 		return r;
 	if (cli_log_open("pony mount", log_file, fo.foreground)) {
@@ -427,6 +465,7 @@ static int fsck_run(int argc, char **argv)
 	struct ponyfs_fsck_params p = { .report = fsck_report, .report_arg = &o };
 	struct util_json j;
 	bool json = false;
+	unsigned stand = 0;
 	struct stand s;
 	int c, n, r;
 
@@ -434,6 +473,7 @@ static int fsck_run(int argc, char **argv)
 		{ "repair", no_argument, NULL, 'y' },
 		{ "no-data", no_argument, NULL, 'D' },
 		{ "json", no_argument, NULL, 'J' },
+		{ "degraded", no_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -446,8 +486,10 @@ static int fsck_run(int argc, char **argv)
 		case 'f': break;        /* every run is a full check: there is no clean flag to trust */
 		case 'D': flags &= ~(unsigned)PONYFS_FSCK_DATA; break;
 		case 'J': json = true; break;
+		case 'G': stand |= STAND_DEGRADED; break;
 		case 'h':
-			printf("Usage: pony fsck [-n|-y|-p] [-f] [--no-data] [--json] IMG...|UUID=U|LABEL=L\n"
+			printf("Usage: pony fsck [-n|-y|-p] [-f] [--no-data] [--json] [--degraded]\n"
+			       "                 IMG...|UUID=U|LABEL=L\n"
 			       "Checks an unmounted ponyfs: the superblock and the image's size, the\n"
 			       "copies of a volume's metadata mirror, SQLite's integrity, reachability,\n"
 			       "orphans, link counts, extents, free space and every block's checksum.\n"
@@ -462,6 +504,8 @@ static int fsck_run(int argc, char **argv)
 			       "  -f         force a full check: accepted for fsck(8); every check is full\n"
 			       "  --no-data  skip reading data blocks for their checksums\n"
 			       "  --json     one JSON object: the problems and the counts\n"
+			       "  --degraded -y/-p on a volume with members missing, stale or truncated\n"
+			       "             (without it such a volume is only checked, read-only)\n"
 			       "Exit status, added together as fsck(8)'s: 0 clean; 1 problems fixed; 4\n"
 			       "problems left; 8 could not check (cannot open, truncated, corrupt);\n"
 			       "16 usage. docs/fsck.md says more.\n");
@@ -477,8 +521,10 @@ static int fsck_run(int argc, char **argv)
 		return fsck_usage("one or more images are needed");
 	r = cli_ponyfs_lock_images(argv + optind, n);
 	no = !(flags & (PONYFS_FSCK_REPAIR | PONYFS_FSCK_PREEN));
+	if (no)
+		stand |= STAND_CHECK | STAND_RDONLY;
 	if (!r)
-		r = stand_open(argv + optind, n, no, &s);
+		r = stand_open(argv + optind, n, stand, &s);
 	if (r)
 		return FSCK_EXIT_ERROR;
 	o.dev = argv[optind];

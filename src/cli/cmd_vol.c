@@ -105,20 +105,6 @@ static int vol_open_md(char **paths, int n, struct bdev **devs, struct vol_handl
 	}
 }
 
-static void report_stale(struct volume_set *s)
-{
-	struct volume_set_info info;
-	struct volume_set_member m;
-
-	volume_set_info(s, &info);
-	for (unsigned i = 0; i < info.nmembers; i++)
-		if (volume_set_member(s, i, &m) == 0 && m.stale)
-			fprintf(stderr, "pony: refusing stale member %u (%s): events %llu, the volume "
-				"is at %llu; bring it back with 'pony vol add'\n", i,
-				m.device ? m.device : "?", (unsigned long long)m.events,
-				(unsigned long long)info.events);
-}
-
 static int table_open_dev(const char *path, struct bdev **ret, void *arg)
 {
 	return vol_open_dev(path, *(bool *)arg, ret) < 0 ? -EIO : 0;
@@ -156,10 +142,18 @@ static int vol_open_table(const char *path, bool rdonly, struct vol_handle *h)
 	return 0;
 }
 
+/* The VOLUME_SET_* flags of an open with flags (VOL_OPEN_*). */
+static unsigned vol_set_flags(unsigned flags)
+{
+	if (flags & VOL_OPEN_RDONLY)
+		return VOLUME_SET_RDONLY | VOLUME_SET_DEGRADED;
+	return flags & VOL_OPEN_DEGRADED ? VOLUME_SET_DEGRADED : 0;
+}
+
 int vol_open(const char *cmd, char **paths, int n, unsigned flags, struct vol_handle *h)
 {
+	struct volume_set_assembly a;
 	struct bdev *devs[64];
-	unsigned who = 0;
 	int r;
 
 	memset(h, 0, sizeof(*h));
@@ -177,27 +171,18 @@ int vol_open(const char *cmd, char **paths, int n, unsigned flags, struct vol_ha
 		}
 	if (flags & VOL_OPEN_MD)
 		return vol_open_md(paths, n, devs, h);
-	r = volume_set_open(devs, (unsigned)n, flags & VOL_OPEN_RDONLY ? VOLUME_SET_RDONLY : 0,
-			    &h->set, &who);
+	r = volume_set_assemble(devs, (unsigned)n, vol_set_flags(flags), &h->set, &a);
 	if (r < 0) {
-		const char *p = who < (unsigned)n ? paths[who] : "?";
-
-		free_devs(devs, n);
-		switch (r) {
-		case -ENODATA: return cli_error("%s: not a pony volume member (no superblock)", p);
-		case -EBADMSG: return cli_error("%s: both superblocks are corrupt", p);
-		case -EPROTONOSUPPORT: return cli_error("%s: superblock version not supported", p);
-		case -EXDEV: return cli_error("%s: member of another volume", p);
-		case -EEXIST: return cli_error("%s: two devices claim the same member index", p);
-		case -ENODEV:
-			return cli_error("too many members missing or stale to assemble (member %u "
-					 "first)", who);
-		default: return cli_error("cannot assemble: %s", strerror(-r));
-		}
+		h->open_error = r;
+		r = vol_assembly_error(r, &a, paths, (unsigned)n);
+		free_devs(devs, n);     /* after the message: it names them */
+		return r;
 	}
 	h->v = volume_set_volume(h->set);
-	if (!(flags & VOL_OPEN_QUIET))
-		report_stale(h->set);
+	if (!(flags & VOL_OPEN_QUIET)) {
+		vol_print_absent(&a);
+		vol_print_degraded(&a, flags & VOL_OPEN_RDONLY);
+	}
 	/* A member failing (or missing) while a hot spare is idle starts a rebuild
 	 * onto the spare in the background; vol_close() waits for it. */
 	util_progress_init(&h->spare_bar, "rebuild onto spare", volume_size(h->v));
@@ -352,8 +337,11 @@ static int vol_create_run(int argc, char **argv)
 		default: create_usage(stderr); return CLI_EXIT_USAGE;
 		}
 	}
-	if (!level || parse_level(level, &regions[0].type) < 0)
+	if (!level)
 		return cli_usage_error("pony vol create", "--level raid0|1|4|5|6|10 is required");
+	if (parse_level(level, &regions[0].type) < 0)
+		return cli_usage_error("pony vol create", "bad level '%s' (raid0, raid1, raid4, raid5, "
+				       "raid6 or raid10)", level);
 	if (layout_for(regions[0].type, layout, &regions[0].layout) < 0)
 		return cli_usage_error("pony vol create", "bad layout '%s' for %s", layout, level);
 	n = argc - optind;
@@ -430,15 +418,26 @@ static int dump_volume(struct volume *v, const char *path)
 
 static void assemble_usage(FILE *out, const char *name)
 {
+	bool status = !strcmp(name, "status");
+
 	fprintf(out,
 		"Usage: pony vol %s [OPTIONS] DEV...\n"
-		"Assembles the volume whose members are DEV... (any order) and prints its\n"
-		"state. Stale members are refused.\n\n"
+		"%s the volume whose members are DEV... (any order) and prints its\n"
+		"state. Stale and truncated members are refused (named on stderr).\n\n"
 		"      --md           the members carry Linux md v1.x superblocks\n"
 		"  -t, --table FILE   a device-mapper table instead of members (devices by path)\n"
 		"  -o, --output FILE  copy the volume's contents to FILE ('-': stdout)\n"
+		"%s"
 		"      --json         machine-readable status\n"
-		"  -h, --help         this help\n", name);
+		"  -h, --help         this help\n",
+		name, status ? "Reads, without changing anything," : "Assembles",
+		status ? "" : "      --degraded     start even with members missing, stale or truncated\n"
+			      "                     (they go stale; 'pony vol add' rebuilds them)\n");
+	if (status)
+		fprintf(out, "\nThe state line: clean, degraded (N missing), rebuilding N%%.\n"
+			"Exit status, as mdadm --detail --test: 0 clean; 1 degraded or rebuilding;\n"
+			"2 failed: fewer members than the level needs (also bad usage); 4 the\n"
+			"members cannot be read as a volume.\n");
 }
 
 static int vol_assemble_common(int argc, char **argv, bool rdonly)
@@ -446,13 +445,13 @@ static int vol_assemble_common(int argc, char **argv, bool rdonly)
 	static const struct option longopts[] = {
 		{ "md", no_argument, NULL, 'M' }, { "output", required_argument, NULL, 'o' },
 		{ "json", no_argument, NULL, 'J' }, { "table", required_argument, NULL, 't' },
-		{ "help", no_argument, NULL, 'h' }, { 0 },
+		{ "degraded", no_argument, NULL, 'D' }, { "help", no_argument, NULL, 'h' }, { 0 },
 	};
 	const char *output = NULL, *table = NULL;
 	unsigned flags = rdonly ? VOL_OPEN_RDONLY : 0;
 	bool json = false;
 	struct vol_handle h;
-	int c, r;
+	int c, r, state = 0;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:t:h", longopts, NULL)) != -1) {
@@ -461,6 +460,7 @@ static int vol_assemble_common(int argc, char **argv, bool rdonly)
 		case 't': table = optarg; flags |= VOL_OPEN_TABLE | VOL_OPEN_RDONLY; break;
 		case 'o': output = optarg; break;
 		case 'J': json = true; break;
+		case 'D': flags |= VOL_OPEN_DEGRADED; break;
 		case 'h': assemble_usage(stdout, argv[0]); return CLI_EXIT_OK;
 		default: assemble_usage(stderr, argv[0]); return CLI_EXIT_USAGE;
 		}
@@ -468,13 +468,16 @@ static int vol_assemble_common(int argc, char **argv, bool rdonly)
 	r = table ? vol_open("pony vol", (char **)&table, 1, flags, &h)
 		  : vol_open("pony vol", argv + optind, argc - optind, flags, &h);
 	if (r)
-		return r;
+		return rdonly ? vol_status_exit_open(r, &h) : r;
 	if (output)
 		r = dump_volume(h.v, output);
-	if (!r && (!output || strcmp(output, "-"))) {
-		vol_print_status(&h, json);
-	}
-	return vol_close(&h) ? CLI_EXIT_FAILURE : r;
+	if (!r && (!output || strcmp(output, "-")))
+		state = vol_print_status(&h, json);
+	if (vol_close(&h))
+		return rdonly ? VOL_STATUS_ERROR : CLI_EXIT_FAILURE;
+	if (r)
+		return rdonly ? VOL_STATUS_ERROR : r;
+	return rdonly ? state : CLI_EXIT_OK;
 }
 
 static int vol_assemble_run(int argc, char **argv)
@@ -482,6 +485,7 @@ static int vol_assemble_run(int argc, char **argv)
 	return vol_assemble_common(argc, argv, false);
 }
 
+/* status: as mdadm --detail --test, the exit says the state. */
 static int vol_status_run(int argc, char **argv)
 {
 	return vol_assemble_common(argc, argv, true);
@@ -612,7 +616,7 @@ static int vol_io_run(int argc, char **argv, bool write_mode)
 	static const struct option longopts[] = {
 		{ "offset", required_argument, NULL, 'O' }, { "length", required_argument, NULL, 'L' },
 		{ "file", required_argument, NULL, 'f' }, { "md", no_argument, NULL, 'M' },
-		{ "help", no_argument, NULL, 'h' }, { 0 },
+		{ "degraded", no_argument, NULL, 'D' }, { "help", no_argument, NULL, 'h' }, { 0 },
 	};
 	uint64_t off = 0, len = UINT64_MAX;
 	const char *file = "-";
@@ -631,11 +635,15 @@ static int vol_io_run(int argc, char **argv, bool write_mode)
 			break;
 		case 'f': file = optarg; break;
 		case 'M': flags |= VOL_OPEN_MD; break;
+		case 'D': flags |= VOL_OPEN_DEGRADED; break;
 		case 'h':
-			printf("Usage: pony vol %s [-O OFFSET] [-L LENGTH] [-f FILE] DEV...\n"
-			       "%s the volume's bytes %s FILE (default: standard %s).\n",
-			       argv[0], write_mode ? "Writes" : "Reads", write_mode ? "from" : "to",
-			       write_mode ? "input" : "output");
+			printf("Usage: pony vol %s [-O OFFSET] [-L LENGTH] [-f FILE]%s DEV...\n"
+			       "%s the volume's bytes %s FILE (default: standard %s).\n%s",
+			       argv[0], write_mode ? " [--degraded]" : "",
+			       write_mode ? "Writes" : "Reads", write_mode ? "from" : "to",
+			       write_mode ? "input" : "output",
+			       write_mode ? "--degraded: write even with members absent (they go stale).\n"
+					  : "Members may be absent: a read changes nothing.\n");
 			return CLI_EXIT_OK;
 		default: return CLI_EXIT_USAGE;
 		}

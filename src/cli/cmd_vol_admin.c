@@ -78,7 +78,7 @@ static int vol_fail_run(int argc, char **argv)
 
 	if (!o.have_member)
 		return cli_usage_error("pony vol fail", "--member INDEX is required");
-	r = vol_open("pony vol fail", argv + optind, argc - optind, 0, &h);
+	r = vol_open("pony vol fail", argv + optind, argc - optind, VOL_OPEN_DEGRADED, &h);
 	if (r)
 		return r;
 	if (o.member >= volume_member_count(h.v, 0)) {
@@ -186,7 +186,7 @@ static int check_new_device(struct vol_handle *h, const char *cmd, const struct 
 					 "overwrite it with a rebuild of itself", o->device, m, cmd);
 	}
 	volume_set_info(h->set, &info);
-	vol_format_uuid(uuid, info.uuid);
+	volume_uuid_format(info.uuid, uuid);
 	return cli_targets_check(&t, (char *const *)&o->device, 1);
 }
 
@@ -212,7 +212,7 @@ static int vol_swap(int argc, char **argv, bool replace)
 				      argv + optind, argc - optind);
 	if (r)
 		return r;
-	r = vol_open(argv[0], argv + optind, argc - optind, VOL_OPEN_QUIET, &h);
+	r = vol_open(argv[0], argv + optind, argc - optind, VOL_OPEN_QUIET | VOL_OPEN_DEGRADED, &h);
 	if (r)
 		return r;
 	r = check_new_device(&h, replace ? "pony vol replace" : "pony vol add", &o);
@@ -272,7 +272,7 @@ static int vol_rebuild_run(int argc, char **argv)
 	ADMIN_PARSE("Usage: pony vol rebuild [-r RATE] [--json] DEV...\n"
 		    "Rebuilds members being rebuilt, from the saved checkpoint on.\n"
 		    "  -r, --rate BYTES  at most BYTES of volume data per second\n")
-	r = vol_open("pony vol rebuild", argv + optind, argc - optind, 0, &h);
+	r = vol_open("pony vol rebuild", argv + optind, argc - optind, VOL_OPEN_DEGRADED, &h);
 	if (r)
 		return r;
 	r = do_rebuild(&h, o.rate, o.json);
@@ -283,39 +283,73 @@ static int vol_rebuild_run(int argc, char **argv)
 
 struct scrub_report {
 	struct util_json *j;
+	uint64_t located, repaired;
 };
 
+static void scrub_json(struct util_json *j, const struct volume_mismatch *m)
+{
+	util_json_object_begin(j, NULL);
+	util_json_uint(j, "region", m->seg);
+	if (m->stripe != UINT64_MAX)
+		util_json_uint(j, "stripe", m->stripe);
+	util_json_uint(j, "region_offset", m->seg_off);
+	util_json_uint(j, "region_length", m->seg_len);
+	util_json_bool(j, "located", m->located);
+	if (m->located) {
+		util_json_uint(j, "member", m->member);
+		util_json_uint(j, "offset", m->dev_off);
+		util_json_uint(j, "length", m->len);
+	}
+	util_json_bool(j, "repaired", m->repaired);
+	util_json_object_end(j);
+}
+
+/* One finding: the member blamed and what became of it, or "unlocatable". */
 static void scrub_print(const struct volume_mismatch *m, void *arg)
 {
 	struct scrub_report *rep = arg;
+	char where[48];
 
+	rep->located += m->located;
+	rep->repaired += m->repaired;
 	if (rep->j) {
-		util_json_object_begin(rep->j, NULL);
-		util_json_uint(rep->j, "region", m->seg);
-		util_json_uint(rep->j, "member", m->member);
-		util_json_uint(rep->j, "offset", m->dev_off);
-		util_json_uint(rep->j, "length", m->len);
-		util_json_object_end(rep->j);
-	} else {
-		fprintf(stderr, "\rmismatch: region %u member %u offset %llu length %llu\n", m->seg,
-			m->member, (unsigned long long)m->dev_off, (unsigned long long)m->len);
+		scrub_json(rep->j, m);
+		return;
 	}
+	if (m->stripe != UINT64_MAX)
+		snprintf(where, sizeof(where), "stripe %llu", (unsigned long long)m->stripe);
+	else
+		snprintf(where, sizeof(where), "offset %llu", (unsigned long long)m->seg_off);
+	if (m->located)
+		fprintf(stderr, "\rregion %u %s: member %u (%s) bytes %llu+%llu disagree with the "
+			"rest: %s\n", m->seg, where, m->member, m->device ? m->device : "-",
+			(unsigned long long)m->dev_off, (unsigned long long)m->len,
+			m->repaired ? "repaired" : "not repaired");
+	else
+		fprintf(stderr, "\rregion %u %s: unlocatable: region bytes %llu+%llu disagree and "
+			"no member can be blamed; left alone (ponyfs's checksums pick the right "
+			"copy on read)\n", m->seg, where, (unsigned long long)m->seg_off,
+			(unsigned long long)m->seg_len);
 }
 
 static int vol_scrub_run(int argc, char **argv)
 {
 	ADMIN_PARSE("Usage: pony vol scrub [--repair] [-r RATE] [--json] DEV...\n"
-		    "Reads everything, checks mirrors and parity, reports mismatches by\n"
-		    "member and offset; --repair rewrites parity and copies. Stopped (Ctrl-C),\n"
-		    "it saves where it was and the next scrub resumes there.\n"
-		    "  -r, --rate BYTES  at most BYTES of volume data per second\n")
+		    "Reads everything and checks mirrors and parity. Each finding names the\n"
+		    "member that is wrong where the level can tell (raid6 from its P and Q\n"
+		    "syndromes, three or more copies by majority, a read error); --repair\n"
+		    "rewrites that member alone. raid4/5 and two copies cannot tell: such\n"
+		    "a finding is 'unlocatable' and left alone, for ponyfs's checksums.\n"
+		    "Stopped (Ctrl-C), it saves where it was and the next scrub resumes there.\n"
+		    "  -r, --rate BYTES  at most BYTES of volume data per second\n"
+		    "Exit 0: everything agrees; 1: findings (repaired or not) or an error.\n")
 	struct util_json j;
 	struct scrub_report rep = { o.json ? &j : NULL };
 	struct util_progress p;
 	uint64_t count = 0;
 
 	/* Read-write even without --repair: the scrub checkpoint is saved as it goes. */
-	r = vol_open("pony vol scrub", argv + optind, argc - optind, 0, &h);
+	r = vol_open("pony vol scrub", argv + optind, argc - optind, VOL_OPEN_DEGRADED, &h);
 	if (r)
 		return r;
 	if (o.json) {
@@ -330,18 +364,23 @@ static int vol_scrub_run(int argc, char **argv)
 	if (o.json) {
 		util_json_array_end(&j);
 		util_json_uint(&j, "count", count);
+		util_json_uint(&j, "unlocatable", count - rep.located);
 		util_json_bool(&j, "repaired", o.repair);
 		util_json_object_end(&j);
 		util_json_end(&j);
+	} else if (r >= 0 && !count) {
+		printf("scrub: 0 mismatches\n");
 	} else if (r >= 0) {
-		printf("scrub: %llu mismatches%s\n", (unsigned long long)count,
-		       o.repair && count ? ", repaired" : "");
+		printf("scrub: %llu mismatch%s: %llu located (%llu repaired), %llu unlocatable\n",
+		       (unsigned long long)count, count == 1 ? "" : "es",
+		       (unsigned long long)rep.located, (unsigned long long)rep.repaired,
+		       (unsigned long long)(count - rep.located));
 	}
 	if (r == -ECANCELED)
 		cli_error("scrub stopped; the checkpoint is saved, run it again to resume");
 	else if (r < 0)
 		cli_error("scrub: %s", strerror(-r));
-	return vol_close(&h) || r < 0 ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
+	return vol_close(&h) || r < 0 || count ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
 }
 
 static int vol_badblocks_run(int argc, char **argv)

@@ -174,6 +174,8 @@ static void expose_usage(FILE *out)
 		"Serves the volume as the file DIR/" EXPOSE_NAME " through FUSE (losetup,\n"
 		"mkfs and fsck work on it). Runs in the background until 'pony vol stop DIR'.\n\n"
 		"      --md          the members carry md v1.x superblocks\n"
+		"      --degraded    serve even with members missing, stale or truncated\n"
+		"                    (they go stale; 'pony vol add' rebuilds them)\n"
 		"  -f, --foreground  stay in the foreground\n"
 		"      --log FILE    also log the daemon's events to FILE, a line each\n"
 		"                    (they always go to syslog)\n"
@@ -184,7 +186,8 @@ static int vol_expose_run(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "md", no_argument, NULL, 'M' }, { "foreground", no_argument, NULL, 'f' },
-		{ "log", required_argument, NULL, 'G' }, { "help", no_argument, NULL, 'h' }, { 0 },
+		{ "log", required_argument, NULL, 'G' }, { "degraded", no_argument, NULL, 'D' },
+		{ "help", no_argument, NULL, 'h' }, { 0 },
 	};
 	char fsname[64], *fargv[] = { "pony", "-o", NULL, NULL };
 	struct fuse_args args = FUSE_ARGS_INIT(3, fargv);
@@ -202,6 +205,7 @@ static int vol_expose_run(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "fh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'M': flags |= VOL_OPEN_MD; break;
+		case 'D': flags |= VOL_OPEN_DEGRADED; break;
 		case 'f': foreground = true; break;
 		case 'G': log_file = optarg; break;
 		case 'h': expose_usage(stdout); return CLI_EXIT_OK;

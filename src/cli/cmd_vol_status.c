@@ -1,9 +1,12 @@
 /*
  * cmd_vol_status.c - how `pony vol` commands print a volume's state: the
- * status of assemble and status (text or JSON), and the JSON every state
- * changing command (create, fail, add, replace, rebuild) prints with --json,
- * so scripts read one shape: the volume, its members and its spares.
+ * status of assemble and status (text or JSON, a state line: clean,
+ * degraded, rebuilding; status's exit says it, as mdadm --detail --test
+ * does), and the JSON every state changing command (create, fail, add,
+ * replace, rebuild) prints with --json, so scripts read one shape: the
+ * volume, its members and its spares.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -16,13 +19,66 @@ const char *vol_state_name(enum volume_member_state s)
 	return s == VOLUME_MEMBER_OK ? "ok" : s == VOLUME_MEMBER_FAILED ? "failed" : "rebuilding";
 }
 
-void vol_format_uuid(char *buf, const uint8_t *u)
+/* The volume as a whole: members out, being rebuilt, and how far. */
+struct vol_state {
+	unsigned missing, rebuilding;
+	int percent;                    /* of the rebuild; -1: not known */
+};
+
+static void state_get(struct vol_handle *h, struct vol_state *st)
 {
-	for (int i = 0; i < 16; i++) {
-		if (i == 4 || i == 6 || i == 8 || i == 10)
-			*buf++ = '-';
-		buf += sprintf(buf, "%02x", u[i]);
+	struct volume_set_info info;
+
+	*st = (struct vol_state){ .percent = -1 };
+	if (h->set) {
+		volume_set_info(h->set, &info);
+		st->missing = info.failed;
+		st->rebuilding = info.rebuilding;
+		if (info.rebuilding && volume_size(h->v))
+			st->percent = (int)(info.rebuild_done * 100 / volume_size(h->v));
+		return;
 	}
+	/* md raid0 zones and dm tables: segments of their own members; the worst one counts. */
+	for (unsigned i = 0; i < volume_segment_count(h->v); i++) {
+		unsigned out = 0, rebuilding = 0;
+
+		for (unsigned m = 0; m < volume_member_count(h->v, i); m++) {
+			out += volume_member_state(h->v, i, m) == VOLUME_MEMBER_FAILED;
+			rebuilding += volume_member_state(h->v, i, m) == VOLUME_MEMBER_REBUILDING;
+		}
+		st->missing = MAX(st->missing, out);
+		st->rebuilding = MAX(st->rebuilding, rebuilding);
+	}
+}
+
+static const char *state_word(const struct vol_state *st)
+{
+	return st->missing ? "degraded" : st->rebuilding ? "rebuilding" : "clean";
+}
+
+/* "clean", "degraded (1 missing)", "rebuilding 42%", "degraded (1 missing), rebuilding 42%". */
+static void state_line(const struct vol_state *st, char *buf, size_t size)
+{
+	int n = 0;
+
+	if (!st->missing && !st->rebuilding) {
+		snprintf(buf, size, "clean");
+		return;
+	}
+	if (st->missing)
+		n = snprintf(buf, size, "degraded (%u missing)%s", st->missing,
+			     st->rebuilding ? ", " : "");
+	if (st->rebuilding && st->percent >= 0)
+		snprintf(buf + n, size - (size_t)n, "rebuilding %d%%", st->percent);
+	else if (st->rebuilding)
+		snprintf(buf + n, size - (size_t)n, "rebuilding");
+}
+
+int vol_status_exit_open(int r, const struct vol_handle *h)
+{
+	if (r == CLI_EXIT_USAGE || h->open_error == -ENODEV)
+		return VOL_STATUS_FAILED;
+	return VOL_STATUS_ERROR;
 }
 
 /* Member m as the set (or the bare volume) knows it. */
@@ -38,12 +94,19 @@ static void member_get(struct vol_handle *h, unsigned m, struct volume_set_membe
 void vol_json_state(struct util_json *j, struct vol_handle *h)
 {
 	struct volume_set_info info;
-	char uuid[40];
+	char uuid[VOLUME_UUID_STRLEN];
+	struct vol_state st;
 
+	state_get(h, &st);
 	util_json_uint(j, "size", volume_size(h->v));
+	util_json_string(j, "state", state_word(&st));
+	util_json_uint(j, "missing", st.missing);
+	util_json_uint(j, "rebuilding", st.rebuilding);
+	if (st.percent >= 0)
+		util_json_uint(j, "rebuild_percent", (unsigned)st.percent);
 	if (h->set) {
 		volume_set_info(h->set, &info);
-		vol_format_uuid(uuid, info.uuid);
+		volume_uuid_format(info.uuid, uuid);
 		util_json_string(j, "name", info.name);
 		util_json_string(j, "uuid", uuid);
 		util_json_uint(j, "events", info.events);
@@ -66,8 +129,11 @@ void vol_json_state(struct util_json *j, struct vol_handle *h)
 		util_json_uint(j, "index", m);
 		util_json_string(j, "device", sm.device ? sm.device : "");
 		if (h->set) {
+			volume_uuid_format(sm.uuid, uuid);
+			util_json_string(j, "uuid", uuid);
 			util_json_uint(j, "events", sm.events);
 			util_json_bool(j, "stale", sm.stale);
+			util_json_bool(j, "truncated", sm.truncated);
 			util_json_uint(j, "badblocks", sm.badblocks);
 		}
 		util_json_string(j, "state", vol_state_name(sm.state));
@@ -102,13 +168,17 @@ void vol_json_report(struct vol_handle *h, const char *action, int member, const
 static void status_text(struct vol_handle *h)
 {
 	struct volume_set_info info;
-	char uuid[40], sz[16];
+	char uuid[VOLUME_UUID_STRLEN], sz[16], line[96];
+	struct vol_state st;
 
+	state_get(h, &st);
+	state_line(&st, line, sizeof(line));
+	printf("state: %s\n", line);
 	printf("size: %s (%llu bytes)\n", util_format_size(volume_size(h->v), sz, sizeof(sz)),
 	       (unsigned long long)volume_size(h->v));
 	if (h->set) {
 		volume_set_info(h->set, &info);
-		vol_format_uuid(uuid, info.uuid);
+		volume_uuid_format(info.uuid, uuid);
 		printf("name: %s\nuuid: %s\nevents: %llu\n", info.name, uuid,
 		       (unsigned long long)info.events);
 		if (info.rebuild_off != UINT64_MAX)
@@ -122,8 +192,12 @@ static void status_text(struct vol_handle *h)
 		struct volume_set_member sm;
 
 		member_get(h, m, &sm);
+		volume_uuid_format(sm.uuid, uuid);
 		printf("member %u: %-10s %s%s", m, vol_state_name(sm.state),
-		       sm.device ? sm.device : "-", sm.stale ? " (stale, refused)" : "");
+		       sm.device ? sm.device : h->set ? "- (missing)" : "-",
+		       sm.stale ? " (stale, refused)" : sm.truncated ? " (truncated, refused)" : "");
+		if (h->set && !sm.device)
+			printf(" uuid %s", uuid);
 		if (sm.badblocks)
 			printf(" %u bad ranges", sm.badblocks);
 		putchar('\n');
@@ -135,17 +209,20 @@ static void status_text(struct vol_handle *h)
 	}
 }
 
-void vol_print_status(struct vol_handle *h, bool json)
+int vol_print_status(struct vol_handle *h, bool json)
 {
 	struct util_json j;
+	struct vol_state st;
 
+	state_get(h, &st);
 	if (!json) {
 		status_text(h);
-		return;
+	} else {
+		util_json_init(&j, stdout);
+		util_json_object_begin(&j, NULL);
+		vol_json_state(&j, h);
+		util_json_object_end(&j);
+		util_json_end(&j);
 	}
-	util_json_init(&j, stdout);
-	util_json_object_begin(&j, NULL);
-	vol_json_state(&j, h);
-	util_json_object_end(&j);
-	util_json_end(&j);
+	return st.missing || st.rebuilding ? VOL_STATUS_DEGRADED : VOL_STATUS_CLEAN;
 }

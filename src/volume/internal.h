@@ -29,6 +29,27 @@ struct volume_member {
 
 struct volume_seg;
 
+/* What a scrub does with what it finds. */
+enum volume_scrub_mode {
+	VOLUME_SCRUB_CHECK,             /* report only */
+	VOLUME_SCRUB_REPAIR,            /* report, and rewrite a member the level can blame */
+	/*
+	 * After a crash (the bitmap's ranges) and at create: make the members
+	 * agree whatever they hold, as md's resync does: parity from the data,
+	 * the majority or first copy to the others. Nothing is reported: a
+	 * write in flight at the crash is expected to leave them apart.
+	 */
+	VOLUME_SCRUB_RESYNC,
+};
+
+/* One scrub pass: its mode, where findings go, how many there were. */
+struct volume_scrub {
+	enum volume_scrub_mode mode;
+	volume_mismatch_fn report;
+	void *arg;
+	uint64_t count;
+};
+
 /*
  * A target. Offsets are relative to the segment and sector-aligned (the
  * volume bounces unaligned requests). A NULL hook: -EOPNOTSUPP.
@@ -45,14 +66,14 @@ struct volume_target_ops {
 	ssize_t (*io)(struct volume_seg *s, bool write, uint8_t *buf, size_t len, uint64_t off);
 	/* Rebuilds member m's data for segment bytes [off, off+len) (whole stripes). */
 	int (*rebuild)(struct volume_seg *s, unsigned m, uint64_t off, uint64_t len);
-	/* Checks (and repairs) [off, off+len); adds mismatches to *count. */
-	int (*scrub)(struct volume_seg *s, uint64_t off, uint64_t len, bool repair,
-		     volume_mismatch_fn report, void *arg, uint64_t *count);
+	/* Checks [off, off+len) (whole units), handing each finding to volume_scrub_found(). */
+	int (*scrub)(struct volume_seg *s, uint64_t off, uint64_t len, struct volume_scrub *sc);
 	uint64_t (*unit)(const struct volume_seg *s);   /* rebuild/scrub step, bytes */
 };
 
 struct volume_seg {
 	unsigned index;
+	const char *label;              /* the volume's, for log lines */
 	uint64_t start, len;
 	enum volume_target_type type;
 	const struct volume_target_ops *ops;
@@ -89,7 +110,13 @@ int volume_mwrite(struct volume_seg *s, unsigned m, const void *buf, size_t len,
 int volume_mmap(struct volume_seg *s, unsigned m, size_t len, uint64_t off, bool write,
 		uint8_t **ret);
 int volume_mstate(const struct volume_seg *s, unsigned m);
-void volume_mfail(struct volume_seg *s, unsigned m);
+/*
+ * Marks member m failed. The first time, the fail hook runs and, unless
+ * what is NULL (the caller logs its own line), one log line says why: what
+ * failed ("write", "flush", or a reason when err is 0), at which byte of
+ * the device (UINT64_MAX: none), and the error.
+ */
+void volume_mfail(struct volume_seg *s, unsigned m, const char *what, uint64_t off, int err);
 /*
  * A batch of member I/Os submitted together and waited for together, so
  * the members of a stripe work in parallel (through acall, for file
@@ -119,16 +146,36 @@ void volume_batch_done(struct volume_batch *b);
 
 /* The whole of [off, off+len) of a segment through its io hook: 0 or -errno. */
 int volume_seg_io(struct volume_seg *s, bool write, uint8_t *buf, size_t len, uint64_t off);
+/* Members a segment of type t over ndevs devices can lose and still serve reads. */
+unsigned volume_type_redundancy(enum volume_target_type t, unsigned layout, unsigned ndevs);
 /* Members not OK (failed or rebuilding). */
 unsigned volume_seg_degraded(const struct volume_seg *s);
 /* A PARITY_ALIGN-aligned buffer of at least len bytes, kept by s; call with s->lock held. */
 uint8_t *volume_seg_scratch(struct volume_seg *s, size_t len);
 /* Forgets every member device without freeing it (error paths that hand devices back). */
 void volume_detach_members(struct volume *v);
+/* What log lines call the volume ("volume" unless set; "pony volume NAME" for a set). */
+void volume_label_set(struct volume *v, const char *label);
+const char *volume_label(const struct volume *v);
 /* Sets a segment's region class (builders). */
 void set_seg_cls(struct volume *v, unsigned i, enum volume_region_class cls);
-/* Scrub-repairs [off, off+len) of segment i (bitmap resync). */
+/* Resyncs [off, off+len) of segment i (the bitmap's ranges after a crash). */
 int volume_scrub_range(struct volume *v, unsigned i, uint64_t off, uint64_t len);
+/* Resyncs all of segment i (a new volume's first parity). */
+int volume_resync(struct volume *v, unsigned i);
+/* A finding of sc's pass: counted, logged and reported (not in a resync). */
+void volume_scrub_found(const struct volume_seg *s, struct volume_scrub *sc,
+			const struct volume_mismatch *mm);
+
+/* Bytes [first, last] of a piece at dev_off on a member, widened to sectors, into mm. */
+static inline void volume_mismatch_narrow(struct volume_mismatch *mm, uint64_t dev_off,
+					  size_t first, size_t last)
+{
+	uint64_t a = first / VOLUME_SECTOR * VOLUME_SECTOR;
+
+	mm->dev_off = dev_off + a;
+	mm->len = ((uint64_t)last / VOLUME_SECTOR + 1) * VOLUME_SECTOR - a;
+}
 const struct volume_seg *volume_seg_get(const struct volume *v, unsigned i);
 
 #endif

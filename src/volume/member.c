@@ -10,6 +10,8 @@
 #include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
 
 #include "pony/util.h"
 #include "internal.h"
@@ -19,11 +21,31 @@ int volume_mstate(const struct volume_seg *s, unsigned m)
 	return __atomic_load_n(&s->m[m].state, __ATOMIC_ACQUIRE);
 }
 
-void volume_mfail(struct volume_seg *s, unsigned m)
+static void mfail_log(const struct volume_seg *s, unsigned m, const char *what, uint64_t off,
+		      int err)
+{
+	const char *dev = s->m[m].dev ? s->m[m].dev->name : "missing";
+
+	if (!err)
+		util_log(LOG_ERR, "%s region %u: member %u (%s) failed: %s", s->label, s->index, m, dev,
+			 what);
+	else if (off == UINT64_MAX)
+		util_log(LOG_ERR, "%s region %u: member %u (%s) failed: %s: %s", s->label, s->index, m,
+			 dev, what, strerror(-err));
+	else
+		util_log(LOG_ERR, "%s region %u: member %u (%s) failed: %s at byte %llu: %s", s->label,
+			 s->index, m, dev, what, (unsigned long long)off, strerror(-err));
+}
+
+void volume_mfail(struct volume_seg *s, unsigned m, const char *what, uint64_t off, int err)
 {
 	int was = __atomic_exchange_n(&s->m[m].state, VOLUME_MEMBER_FAILED, __ATOMIC_ACQ_REL);
 
-	if (was != VOLUME_MEMBER_FAILED && s->fail_hook)
+	if (was == VOLUME_MEMBER_FAILED)
+		return;
+	if (what)
+		mfail_log(s, m, what, off, err);
+	if (s->fail_hook)
 		s->fail_hook(s->index, m, s->fail_arg);
 }
 
@@ -77,7 +99,7 @@ int volume_mwrite(struct volume_seg *s, unsigned m, const void *buf, size_t len,
 		return 0;
 	}
 	if (r < 0)
-		volume_mfail(s, m);
+		volume_mfail(s, m, "write", mb->offset + off, r);
 	return r;
 }
 
@@ -176,7 +198,7 @@ void volume_batch_run(struct volume_batch *b)
 			mb->bad[mb->nbad++] = (struct volume_bad){ off, e->io.len };
 			e->io.result = 0;
 		} else {
-			volume_mfail(b->s, e->m);
+			volume_mfail(b->s, e->m, "write", e->io.off, e->io.result);
 		}
 	}
 }

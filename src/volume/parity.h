@@ -75,6 +75,17 @@ uint8_t parity_gf_mul(uint8_t a, uint8_t b);
 uint8_t parity_gf_pow2(unsigned e);     /* g^e */
 uint8_t parity_gf_inv(uint8_t a);       /* a != 0 */
 
+/*
+ * Which one block of s is wrong (parity_locate.c): s->p and s->q are the
+ * stored parity, p and q the parity computed from s's data. The block's
+ * index (data 0..ndata-1, PARITY_P, PARITY_Q), -ENOENT when everything
+ * agrees, -EUCLEAN when no single block explains the difference (two or
+ * more are bad, or there is no Q to tell). Unless -ENOENT, the first and
+ * last byte that differ go to *ret_first and *ret_last.
+ */
+int parity_locate(const struct parity_stripe *s, const uint8_t *p, const uint8_t *q,
+		  size_t *ret_first, size_t *ret_last);
+
 /* Sorts lost[] and checks it against the stripe; 0 or -EINVAL. */
 int parity_check_lost(const struct parity_stripe *s, unsigned nlost, unsigned *lost);
 

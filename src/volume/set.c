@@ -1,14 +1,16 @@
 /*
  * set.c - pony volumes on disk: creating members with pony's superblock,
- * assembling them (refusing stale members, resyncing what the write-intent
- * bitmap says was being written at a crash), saving member states, bad
- * blocks and the rebuild checkpoint as they change, and closing clean.
+ * saving member states, bad blocks and the rebuild and scrub checkpoints
+ * as they change (a checkpoint that cannot be saved stops the work), the
+ * write-intent bitmap, and closing clean. Assembling the members is
+ * assemble.c; hot spares spare.c.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <syslog.h>
 
 #include "pony/util.h"
 #include "internal.h"
@@ -34,21 +36,31 @@ int set_member_state(struct volume_set *s, unsigned m)
 	return st;
 }
 
-static void set_member_force(struct volume_set *s, unsigned m, int state)
+void set_member_force(struct volume_set *s, unsigned m, int state)
 {
 	for (unsigned i = 0; i < volume_segment_count(s->v); i++)
 		__atomic_store_n(&set_seg(s, i)->m[m].state, state, __ATOMIC_RELEASE);
 }
 
 /*
- * A member whose superblock or bitmap write failed: failed through
- * volume_mfail(), so the fail hook kicks an idle spare as it does for a
- * failed data write (after this no data write reaches the member to fail).
+ * A member whose superblock or bitmap write failed (at byte off of the
+ * device; UINT64_MAX: not one place): failed through volume_mfail(), so
+ * the fail hook kicks an idle spare as it does for a failed data write
+ * (after this no data write reaches the member to fail). One log line,
+ * not one per region.
  */
-static void set_member_io_failed(struct volume_set *s, unsigned m)
+static void set_member_io_failed(struct volume_set *s, unsigned m, const char *what,
+				 uint64_t off, int err)
 {
+	char at[32] = "";
+
+	if (off != UINT64_MAX)
+		snprintf(at, sizeof(at), " at byte %llu", (unsigned long long)off);
+	if (set_member_state(s, m) != VOLUME_MEMBER_FAILED)
+		util_log(LOG_ERR, "%s: member %u (%s) failed: %s%s: %s", volume_label(s->v), m,
+			 s->dev[m]->name, what, at, strerror(-err));
 	for (unsigned i = 0; i < volume_segment_count(s->v); i++)
-		volume_mfail(set_seg(s, i), m);
+		volume_mfail(set_seg(s, i), m, NULL, 0, err);
 }
 
 /* The bad list of member m as device ranges, into sb. */
@@ -65,13 +77,12 @@ static void set_collect_bad(struct volume_set *s, unsigned m, struct volume_sb *
 	}
 }
 
-int volume_set_commit(struct volume_set *s)
+int set_commit_locked(struct volume_set *s)
 {
 	int ret = 0, written = 0;
 
 	if (s->rdonly)
 		return -EROFS;
-	pthread_mutex_lock(&s->lock);
 	s->sb.events++;
 	for (unsigned m = 0; m < s->n; m++)
 		s->sb.member_state[m] = (uint8_t)set_member_state(s, m);
@@ -88,7 +99,7 @@ int volume_set_commit(struct volume_set *s)
 		if (r >= 0)
 			r = bdev_flush(s->dev[m]);
 		if (r < 0) {
-			set_member_io_failed(s, m);
+			set_member_io_failed(s, m, "superblock write", UINT64_MAX, r);
 			ret = ret ? ret : r;
 		} else {
 			s->events[m] = s->sb.events;
@@ -96,20 +107,34 @@ int volume_set_commit(struct volume_set *s)
 		}
 	}
 	set_spare_commit(s);
-	pthread_mutex_unlock(&s->lock);
 	return written ? 0 : ret ? ret : -EIO;
+}
+
+int volume_set_commit(struct volume_set *s)
+{
+	int r;
+
+	pthread_mutex_lock(&s->lock);
+	r = set_commit_locked(s);
+	pthread_mutex_unlock(&s->lock);
+	return r;
 }
 
 /* Write intent: bits over the volume's address space, on disk before the data. */
 static int set_bitmap_write_pages(struct volume_set *s, size_t first, size_t last)
 {
 	for (unsigned m = 0; m < s->n; m++) {
+		int r;
+
 		if (!s->dev[m] || set_member_state(s, m) == VOLUME_MEMBER_FAILED)
 			continue;
-		if (bdev_pwrite(s->dev[m], s->bitmap + first * BM_PAGE, (last - first + 1) * BM_PAGE,
-				s->sb.bitmap_offset + first * BM_PAGE) < 0 ||
-		    bdev_flush(s->dev[m]) < 0)
-			set_member_io_failed(s, m);
+		r = bdev_pwrite(s->dev[m], s->bitmap + first * BM_PAGE, (last - first + 1) * BM_PAGE,
+				s->sb.bitmap_offset + first * BM_PAGE);
+		if (r >= 0)
+			r = bdev_flush(s->dev[m]);
+		if (r < 0)
+			set_member_io_failed(s, m, "write-intent bitmap write",
+					     s->sb.bitmap_offset + first * BM_PAGE, r);
 	}
 	return 0;
 }
@@ -119,6 +144,10 @@ static int set_intent(uint64_t off, uint64_t len, void *arg)
 	struct volume_set *s = arg;
 	uint64_t first = off >> s->sb.bitmap_shift, last = (off + len - 1) >> s->sb.bitmap_shift;
 	size_t lo = SIZE_MAX, hi = 0;
+
+	/* Read-only: no member may change unrecorded (an absent one would go stale unsaid). */
+	if (s->rdonly)
+		return -EROFS;
 
 	pthread_mutex_lock(&s->bm_lock);
 	for (uint64_t b = first; b <= last && b / 8 < s->sb.bitmap_bytes; b++) {
@@ -156,8 +185,20 @@ static void set_on_fail(unsigned seg, unsigned m, void *arg)
 	set_spare_kick(arg);
 }
 
+/* What a set's volume calls back, and how its log lines name it. */
+static void set_hooks(struct volume_set *s)
+{
+	char label[80];
+
+	snprintf(label, sizeof(label), "pony volume %s", s->sb.name);
+	volume_label_set(s->v, label);
+	volume_set_intent_hook(s->v, set_intent, s);
+	volume_set_fail_hook(s->v, set_on_fail, s);
+	volume_enable_badblock_log(s->v, true);
+}
+
 /* Builds the volume from the superblock's segments over s->dev (NULL: missing). */
-static int set_build(struct volume_set *s)
+int set_build(struct volume_set *s)
 {
 	_cleanup_(volume_freep) struct volume *v = NULL;
 	uint64_t offsets[VOLUME_SB_MAX_MEMBERS];
@@ -186,13 +227,11 @@ static int set_build(struct volume_set *s)
 		return r;
 	}
 	s->v = TAKE_PTR(v);
-	volume_set_intent_hook(s->v, set_intent, s);
-	volume_set_fail_hook(s->v, set_on_fail, s);
-	volume_enable_badblock_log(s->v, true);
+	set_hooks(s);
 	return 0;
 }
 
-static struct volume_set *set_new(void)
+struct volume_set *set_new(void)
 {
 	struct volume_set *s = calloc(1, sizeof(*s));
 
@@ -203,19 +242,14 @@ static struct volume_set *set_new(void)
 		free(s);
 		return NULL;
 	}
-	pthread_mutexattr_t a;
-
 	pthread_mutex_init(&s->bm_lock, NULL);
-	pthread_mutexattr_init(&a);
-	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
-	pthread_mutex_init(&s->lock, &a);
-	pthread_mutexattr_destroy(&a);
+	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->wlock, NULL);
 	pthread_cond_init(&s->wcond, NULL);
 	return s;
 }
 
-static void set_free(struct volume_set *s)
+void set_free(struct volume_set *s)
 {
 	if (!s)
 		return;
@@ -234,7 +268,7 @@ static void set_free(struct volume_set *s)
 	free(s);
 }
 
-static int set_zero_bitmap(struct volume_set *s)
+int set_zero_bitmap(struct volume_set *s)
 {
 	memset(s->bitmap, 0, VOLUME_SB_BITMAP_BYTES);
 	return set_bitmap_write_pages(s, 0, VOLUME_SB_BITMAP_BYTES / BM_PAGE - 1);
@@ -289,16 +323,11 @@ int volume_set_create(struct bdev **devs, unsigned ndevs, const struct volume_se
 			.member_off = g->m[0].offset - VOLUME_SB_DATA_OFFSET, .cls = g->cls,
 		};
 	}
-	volume_set_intent_hook(v, set_intent, s);
-	volume_set_fail_hook(v, set_on_fail, s);
-	volume_enable_badblock_log(v, true);
+	set_hooks(s);
 	if (r >= 0)
 		r = set_zero_bitmap(s);
-	for (unsigned i = 0; r >= 0 && !p->assume_clean && i < s->sb.nsegs; i++) {
-		r = volume_scrub(v, i, true, 0, NULL, NULL, NULL, NULL, NULL);
-		if (r == -EOPNOTSUPP)
-			r = 0;
-	}
+	for (unsigned i = 0; r >= 0 && !p->assume_clean && i < s->sb.nsegs; i++)
+		r = volume_resync(v, i);
 	if (r >= 0)
 		r = volume_set_commit(s);
 	if (r < 0) {
@@ -311,215 +340,9 @@ int volume_set_create(struct bdev **devs, unsigned ndevs, const struct volume_se
 	return 0;
 }
 
-/* Reads every superblock and places each device at its index. */
-static int set_gather(struct volume_set *s, struct bdev **devs, unsigned ndevs,
-		      struct volume_sb *sbs, unsigned *ret_member)
-{
-	int newest = -1;
-
-	for (unsigned i = 0; i < ndevs; i++) {
-		int r = volume_sb_read(devs[i], &sbs[i]);
-
-		if (r < 0) {
-			*ret_member = i;
-			return r == -ENODATA ? -ENODATA : r;
-		}
-		if (newest < 0 || sbs[i].events > sbs[newest].events)
-			newest = (int)i;
-	}
-	s->sb = sbs[newest];
-	s->n = s->sb.nmembers;
-	for (unsigned i = 0; i < ndevs; i++) {
-		unsigned m = sbs[i].member_index;
-
-		*ret_member = i;
-		if (memcmp(sbs[i].volume_uuid, s->sb.volume_uuid, 16) || sbs[i].nsegs != s->sb.nsegs)
-			return -EXDEV;
-		if (set_spare_gather(s, devs[i], &sbs[i]) == 0)
-			continue;
-		if (memcmp(sbs[i].member_uuid, s->sb.member_uuids[m], 16) || sbs[i].events < s->sb.events) {
-			/* Replaced or left behind: older than the volume. */
-			s->stale[m] = true;
-			if (!s->dev[m])
-				s->events[m] = sbs[i].events;
-			s->refused[m] = devs[i];
-			s->extra[s->nextra++] = devs[i];
-			continue;
-		}
-		if (s->dev[m])
-			return -EEXIST;
-		s->dev[m] = devs[i];
-		s->events[m] = sbs[i].events;
-	}
-	/* Stale only where no current device took the place. */
-	for (unsigned m = 0; m < s->n; m++) {
-		if (!s->dev[m] || !s->refused[m])
-			continue;
-		s->stale[m] = false;
-	}
-	return 0;
-}
-
-static int set_load_state(struct volume_set *s, struct volume_sb *sbs, struct bdev **devs,
-			  unsigned ndevs)
-{
-	for (unsigned m = 0; m < s->n; m++) {
-		int st = s->dev[m] ? s->sb.member_state[m] : VOLUME_MEMBER_FAILED;
-
-		set_member_force(s, m, st);
-	}
-	/* A rebuild checkpoint: segments before it are done. */
-	for (unsigned m = 0; m < s->n; m++)
-		if (s->sb.member_state[m] == VOLUME_MEMBER_REBUILDING &&
-		    s->sb.rebuild_off != VOLUME_SB_NO_REBUILD)
-			for (unsigned i = 0; i < s->sb.rebuild_seg; i++)
-				__atomic_store_n(&set_seg(s, i)->m[m].state, VOLUME_MEMBER_OK,
-						 __ATOMIC_RELEASE);
-	for (unsigned i = 0; i < ndevs; i++) {
-		unsigned m = sbs[i].member_index;
-
-		if (m >= s->n || s->dev[m] != devs[i])
-			continue;
-		for (unsigned j = 0; j < sbs[i].nbad; j++)
-			for (unsigned k = 0; k < volume_segment_count(s->v); k++) {
-				struct volume_seg *g = set_seg(s, k);
-				uint64_t o = g->m[m].offset, end = o + g->geom.dev_size;
-
-				if (sbs[i].bad[j].off >= o && sbs[i].bad[j].off < end)
-					volume_member_add_badblock(s->v, k, m, sbs[i].bad[j].off - o,
-								   sbs[i].bad[j].len);
-			}
-	}
-	return 0;
-}
-
-/* After an unclean close: every region the bitmap marks gets its parity rebuilt. */
-static int set_resync(struct volume_set *s)
-{
-	uint8_t *page = util_aligned_alloc(VOLUME_SB_BITMAP_BYTES);
-	uint64_t region = 1ull << s->sb.bitmap_shift;
-	int r = page ? 0 : -ENOMEM;
-
-	memset(s->bitmap, 0, VOLUME_SB_BITMAP_BYTES);
-	for (unsigned m = 0; r >= 0 && m < s->n; m++) {
-		if (!s->dev[m] || set_member_state(s, m) == VOLUME_MEMBER_FAILED)
-			continue;
-		if (bdev_pread(s->dev[m], page, VOLUME_SB_BITMAP_BYTES, s->sb.bitmap_offset) < 0)
-			continue;
-		for (unsigned i = 0; i < VOLUME_SB_BITMAP_BYTES; i++)
-			s->bitmap[i] |= page[i];
-	}
-	free(page);
-	for (uint64_t b = 0; r >= 0 && b < (uint64_t)VOLUME_SB_BITMAP_BYTES * 8; b++) {
-		uint64_t off = b * region;
-
-		if (!(s->bitmap[b / 8] & (1u << (b % 8))))
-			continue;
-		for (unsigned i = 0; r >= 0 && i < volume_segment_count(s->v); i++) {
-			struct volume_seg *g = set_seg(s, i);
-			uint64_t a = MAX(off, g->start), e = MIN(off + region, g->start + g->len);
-
-			if (a >= e || !g->ops->scrub)
-				continue;
-			r = volume_scrub_range(s->v, i, a - g->start, e - a);
-			s->resynced += e - a;
-		}
-	}
-	return r;
-}
-
-int volume_set_open(struct bdev **devs, unsigned ndevs, unsigned flags,
-		    struct volume_set **ret, unsigned *ret_member)
-{
-	struct volume_sb *sbs = calloc(ndevs ? ndevs : 1, sizeof(*sbs));
-	struct volume_set *s = set_new();
-	unsigned dummy;
-	int r = sbs && s ? 0 : -ENOMEM;
-
-	if (!ret_member)
-		ret_member = &dummy;
-	if (r >= 0 && (!ndevs || ndevs > VOLUME_SB_MAX_MEMBERS))
-		r = -EINVAL;
-	if (r >= 0)
-		r = set_gather(s, devs, ndevs, sbs, ret_member);
-	if (r >= 0) {
-		r = set_build(s);
-		if (r == -ENODEV)
-			for (unsigned m = 0; m < s->n; m++)
-				if (!s->dev[m]) {
-					*ret_member = m;
-					break;
-				}
-	}
-	if (r >= 0)
-		r = set_load_state(s, sbs, devs, ndevs);
-	if (s)
-		s->rdonly = flags & VOLUME_SET_RDONLY;
-	if (r >= 0) {
-		s->was_clean = s->sb.flags & VOLUME_SB_CLEAN;
-		if (!s->rdonly && !s->was_clean)
-			r = set_resync(s);
-	}
-	if (r >= 0 && !s->rdonly) {
-		s->sb.flags &= ~VOLUME_SB_CLEAN;
-		r = volume_set_commit(s);
-	}
-	free(sbs);
-	if (r < 0) {
-		/* The caller keeps its devices: take them back out of the set
-		 * (once a spare worker a failing commit may have kicked is gone). */
-		if (s)
-			set_spare_stop(s);
-		if (s && s->v)
-			volume_detach_members(s->v);
-		if (s) {
-			s->nextra = 0;
-			memset(s->spare, 0, sizeof(s->spare));
-		}
-		set_free(s);
-		return r;
-	}
-	set_spare_kick(s);      /* members missing at assembly: spares take their places */
-	*ret = s;
-	return 0;
-}
-
 struct volume *volume_set_volume(struct volume_set *s)
 {
 	return s->v;
-}
-
-void volume_set_info(const struct volume_set *s, struct volume_set_info *ret)
-{
-	memset(ret, 0, sizeof(*ret));
-	memcpy(ret->name, s->sb.name, sizeof(ret->name));
-	memcpy(ret->uuid, s->sb.volume_uuid, 16);
-	ret->events = s->sb.events;
-	ret->nmembers = s->n;
-	ret->was_clean = s->was_clean;
-	ret->resynced = s->resynced;
-	ret->rebuild_seg = s->sb.rebuild_seg;
-	ret->rebuild_off = s->sb.rebuild_off;
-	ret->scrub_seg = s->sb.scrub_seg;
-	ret->scrub_off = s->sb.scrub_off;
-	ret->nspares = s->sb.nspares;
-}
-
-int volume_set_member(const struct volume_set *s, unsigned m, struct volume_set_member *ret)
-{
-	struct volume_set *ms = (struct volume_set *)s;
-
-	if (m >= s->n)
-		return -EINVAL;
-	memset(ret, 0, sizeof(*ret));
-	ret->device = s->stale[m] && s->refused[m] ? s->refused[m]->name :
-		      s->dev[m] ? s->dev[m]->name : NULL;
-	ret->state = (enum volume_member_state)set_member_state(ms, m);
-	ret->events = s->events[m];
-	ret->stale = s->stale[m];
-	for (unsigned i = 0; i < volume_segment_count(s->v); i++)
-		ret->badblocks += set_seg(ms, i)->m[m].nbad;
-	return 0;
 }
 
 int volume_set_fail(struct volume_set *s, unsigned m)
@@ -529,21 +352,24 @@ int volume_set_fail(struct volume_set *s, unsigned m)
 	if (m >= s->n)
 		return -EINVAL;
 	pthread_mutex_lock(&s->lock);
+	if (set_member_state(s, m) != VOLUME_MEMBER_FAILED)
+		util_log(LOG_ERR, "%s: member %u (%s) marked failed on request", volume_label(s->v),
+			 m, s->dev[m] ? s->dev[m]->name : "missing");
 	set_member_force(s, m, VOLUME_MEMBER_FAILED);
-	r = volume_set_commit(s);
+	r = set_commit_locked(s);
 	pthread_mutex_unlock(&s->lock);
 	set_spare_kick(s);
 	return r;
 }
 
-static int set_replace_locked(struct volume_set *s, unsigned m, struct bdev *dev)
+int set_replace_locked(struct volume_set *s, unsigned m, struct bdev *dev)
 {
 	struct bdev *old;
 	int r;
 
 	if (m >= s->n || !dev)
 		return -EINVAL;
-	if (dev->size < s->sb.data_offset + s->sb.data_size + VOLUME_SB_SIZE)
+	if (dev->size < set_member_need(s))
 		return -ENOSPC;
 	if (set_member_state(s, m) == VOLUME_MEMBER_OK)
 		return -EBUSY;                  /* fail it first */
@@ -565,13 +391,13 @@ static int set_replace_locked(struct volume_set *s, unsigned m, struct bdev *dev
 	pthread_mutex_unlock(&s->bm_lock);
 	bdev_free(old);
 	s->refused[m] = NULL;
-	s->stale[m] = false;
+	s->stale[m] = s->truncated[m] = false;
 	r = getrandom(s->sb.member_uuids[m], 16, 0) == 16 ? 0 : -EIO;
 	s->sb.rebuild_seg = 0;
 	s->sb.rebuild_off = 0;
 	if (r >= 0)
 		r = bdev_pwrite(dev, s->bitmap, VOLUME_SB_BITMAP_BYTES, s->sb.bitmap_offset);
-	return r < 0 ? r : volume_set_commit(s);
+	return r < 0 ? r : set_commit_locked(s);
 }
 
 int volume_set_replace(struct volume_set *s, unsigned m, struct bdev *dev)
@@ -584,6 +410,27 @@ int volume_set_replace(struct volume_set *s, unsigned m, struct bdev *dev)
 	return r;
 }
 
+/*
+ * Saves a checkpoint of the work under way (what: "rebuild", "scrub"). If
+ * it cannot be saved, the work stops (its error is kept for the caller):
+ * going on would leave the members saying less than was done, or a member
+ * marked rebuilt that is not.
+ */
+static int set_checkpoint(struct volume_set *s, const char *what, uint64_t done)
+{
+	int r = set_commit_locked(s);
+
+	s->last_checkpoint = done;
+	if (r >= 0)
+		return 0;
+	util_log(LOG_ERR, "%s: saving the %s checkpoint (region %u, byte %llu) failed: %s; "
+		 "%s stopped", volume_label(s->v), what, s->progress_seg, (unsigned long long)done,
+		 strerror(-r), what);
+	s->progress_err = r;
+	return 1;
+}
+
+/* Progress, and a checkpoint every so often (and when stopped): a restart resumes there. */
 static int set_rebuild_progress(uint64_t done, uint64_t total, void *arg)
 {
 	struct volume_set *s = arg;
@@ -592,18 +439,36 @@ static int set_rebuild_progress(uint64_t done, uint64_t total, void *arg)
 
 	if (s->user_progress)
 		r = s->user_progress(g->start + done, volume_size(s->v), s->user_arg);
-	/* Checkpoint every so often, and when told to stop: a restart resumes here. */
 	if (r || done - s->last_checkpoint >= MIN(SET_CHECKPOINT, total / 16) || done == total) {
 		s->sb.rebuild_seg = s->progress_seg;
 		s->sb.rebuild_off = done;
-		s->last_checkpoint = done;
-		volume_set_commit(s);
+		r |= set_checkpoint(s, "rebuild", done);
 	}
 	return r;
 }
 
-static int set_rebuild_locked(struct volume_set *s, uint64_t rate, volume_progress_fn progress,
-			      void *arg)
+/* "rebuild of member 2 (d2.img) started at region 0, byte 0": one line, the members named. */
+static void set_log_rebuild(struct volume_set *s, bool started, unsigned seg, uint64_t off)
+{
+	char who[256] = "";
+	size_t n = 0;
+
+	for (unsigned m = 0; m < s->n && n < sizeof(who); m++) {
+		if (started)
+			s->rebuilt[m] = set_member_state(s, m) == VOLUME_MEMBER_REBUILDING;
+		if (s->rebuilt[m])
+			n += (size_t)snprintf(who + n, sizeof(who) - n, "%s%u (%s)", n ? ", " : "", m,
+					      s->dev[m] ? s->dev[m]->name : "-");
+	}
+	if (started)
+		util_log(LOG_NOTICE, "%s: rebuild of member %s started at region %u, byte %llu",
+			 volume_label(s->v), who, seg, (unsigned long long)off);
+	else
+		util_log(LOG_NOTICE, "%s: rebuild of member %s finished", volume_label(s->v), who);
+}
+
+int set_rebuild_locked(struct volume_set *s, uint64_t rate, volume_progress_fn progress,
+		       void *arg)
 {
 	unsigned first = s->sb.rebuild_off == VOLUME_SB_NO_REBUILD ? 0 : s->sb.rebuild_seg;
 	uint64_t from = s->sb.rebuild_off == VOLUME_SB_NO_REBUILD ? 0 : s->sb.rebuild_off;
@@ -618,16 +483,26 @@ static int set_rebuild_locked(struct volume_set *s, uint64_t rate, volume_progre
 		return 0;
 	s->user_progress = progress;
 	s->user_arg = arg;
+	s->progress_err = 0;
+	set_log_rebuild(s, true, first, from);
 	for (unsigned i = first; r >= 0 && i < volume_segment_count(s->v); i++) {
 		s->progress_seg = i;
 		s->last_checkpoint = i == first ? from : 0;
 		r = volume_rebuild(s->v, i, i == first ? from : 0, rate, set_rebuild_progress, s);
 	}
+	if (r == -ECANCELED && s->progress_err)
+		r = s->progress_err;
 	if (r >= 0) {
 		s->sb.rebuild_off = VOLUME_SB_NO_REBUILD;
 		s->sb.rebuild_seg = 0;
-		r = volume_set_commit(s);
+		r = set_commit_locked(s);
 	}
+	if (r >= 0)
+		set_log_rebuild(s, false, 0, 0);
+	else if (!s->progress_err)
+		util_log(LOG_WARNING, "%s: rebuild stopped in region %u: %s (checkpoint: region %u, "
+			 "byte %llu)", volume_label(s->v), s->progress_seg, strerror(-r),
+			 s->sb.rebuild_seg, (unsigned long long)s->sb.rebuild_off);
 	return r;
 }
 
@@ -653,8 +528,7 @@ static int set_scrub_progress(uint64_t done, uint64_t total, void *arg)
 	if (!s->rdonly && (r || done - s->last_checkpoint >= MIN(SET_CHECKPOINT, total / 16))) {
 		s->sb.scrub_seg = s->progress_seg;
 		s->sb.scrub_off = done;
-		s->last_checkpoint = done;
-		volume_set_commit(s);
+		r |= set_checkpoint(s, "scrub", done);
 	}
 	return r;
 }
@@ -670,6 +544,7 @@ static int set_scrub_locked(struct volume_set *s, bool repair, uint64_t rate,
 
 	s->user_progress = progress;
 	s->user_arg = arg;
+	s->progress_err = 0;
 	for (unsigned i = first; r >= 0 && i < volume_segment_count(s->v); i++) {
 		uint64_t n = 0, from = resume && i == first ? s->sb.scrub_off : 0;
 
@@ -681,10 +556,12 @@ static int set_scrub_locked(struct volume_set *s, bool repair, uint64_t rate,
 			r = 0;
 		total += n;
 	}
+	if (r == -ECANCELED && s->progress_err)
+		r = s->progress_err;
 	if (r >= 0 && !s->rdonly && s->sb.scrub_off != VOLUME_SB_NO_REBUILD) {
 		s->sb.scrub_off = VOLUME_SB_NO_REBUILD;         /* done: nothing to resume */
 		s->sb.scrub_seg = 0;
-		r = volume_set_commit(s);
+		r = set_commit_locked(s);
 	}
 	if (ret_count)
 		*ret_count = total;

@@ -1,7 +1,8 @@
 /*
  * set.h - the inside of a pony volume set (an opened pony volume), shared by
- * set.c (members, superblocks, bitmap, rebuild and scrub) and spare.c (idle
- * hot spares and the worker that rebuilds onto them). Not public.
+ * set.c (members, superblocks, bitmap, rebuild and scrub), assemble.c
+ * (members placed and checked at open) and spare.c (idle hot spares and the
+ * worker that rebuilds onto them). Not public.
  */
 #ifndef PONY_VOLUME_SET_H
 #define PONY_VOLUME_SET_H
@@ -18,11 +19,13 @@ struct volume_set {
 	struct volume *v;
 	unsigned n;
 	struct bdev *dev[VOLUME_SB_MAX_MEMBERS];        /* by index; in v unless refused */
-	struct bdev *refused[VOLUME_SB_MAX_MEMBERS];    /* a stale device per index (in extra) */
+	struct bdev *refused[VOLUME_SB_MAX_MEMBERS];    /* a stale or short device per index (in extra) */
 	struct bdev *extra[VOLUME_SB_MAX_MEMBERS];      /* devices not in v, freed at close */
 	unsigned nextra;
 	uint64_t events[VOLUME_SB_MAX_MEMBERS];
-	bool stale[VOLUME_SB_MAX_MEMBERS];
+	bool stale[VOLUME_SB_MAX_MEMBERS];              /* refused[m] is older than the volume */
+	bool truncated[VOLUME_SB_MAX_MEMBERS];          /* refused[m] is too small for it */
+	bool rebuilt[VOLUME_SB_MAX_MEMBERS];            /* in the rebuild under way (its log lines) */
 	struct volume_sb sb;                            /* the volume's state */
 	bool rdonly, was_clean;
 	uint64_t resynced, last_checkpoint;
@@ -31,10 +34,12 @@ struct volume_set {
 	volume_progress_fn user_progress;
 	void *user_arg;
 	unsigned progress_seg;
+	int progress_err;                               /* a checkpoint not saved stopped the work */
 	/*
-	 * lock (recursive) serializes changes of the set's state: commits,
-	 * fail, replace, rebuild, scrub, spare take-over. Member I/O never
-	 * takes it.
+	 * lock serializes changes of the set's state: commits, fail, replace,
+	 * rebuild, scrub, spare take-over. Member I/O never takes it. Not
+	 * recursive: the public calls take it, their *_locked insides expect
+	 * it held and call only each other.
 	 */
 	pthread_mutex_t lock;
 	struct bdev *spare[VOLUME_SB_MAX_SPARES];       /* idle; sb.spare_uuids[i] is theirs */
@@ -51,6 +56,27 @@ struct volume_set {
 struct volume_seg *set_seg(struct volume_set *s, unsigned i);
 /* Worst state of member m over every segment. */
 int set_member_state(struct volume_set *s, unsigned m);
+/* Member m's state in every segment at once (assembly, fail). */
+void set_member_force(struct volume_set *s, unsigned m, int state);
+/* The least bytes a member device needs: data, then room for the end superblock. */
+static inline uint64_t set_member_need(const struct volume_set *s)
+{
+	return s->sb.data_offset + s->sb.data_size + VOLUME_SB_SIZE;
+}
+
+struct volume_set *set_new(void);
+/* Frees s and everything it holds (its volume's devices too). NULL: nothing. */
+void set_free(struct volume_set *s);
+/* Builds s->v from s->sb's regions over s->dev (NULL: missing). */
+int set_build(struct volume_set *s);
+int set_zero_bitmap(struct volume_set *s);
+
+/* With s->lock held: */
+/* Saves member states, bad blocks and checkpoints (events + 1) on every working member. */
+int set_commit_locked(struct volume_set *s);
+int set_replace_locked(struct volume_set *s, unsigned m, struct bdev *dev);
+int set_rebuild_locked(struct volume_set *s, uint64_t rate, volume_progress_fn progress,
+		       void *arg);
 
 /* spare.c */
 /* Wakes the spare worker when a member is failed and a spare is idle. */

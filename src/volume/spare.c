@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <syslog.h>
 
+#include "pony/util.h"
 #include "set.h"
 
 unsigned volume_set_spare_count(const struct volume_set *s)
@@ -94,7 +96,9 @@ static int spare_take_over(struct volume_set *s)
 		if (i == s->sb.nspares)
 			break;
 		dev = spare_take(s, i);
-		r = volume_set_replace(s, m, dev);
+		util_log(LOG_NOTICE, "%s: hot spare %s takes failed member %u's place", volume_label(s->v),
+			 dev->name, m);
+		r = set_replace_locked(s, m, dev);
 		if (r < 0) {
 			s->extra[s->nextra++] = dev;
 			return r;
@@ -138,7 +142,7 @@ static void *spare_worker(void *arg)
 		pthread_mutex_lock(&s->lock);
 		r = spare_take_over(s);
 		if (r > 0)
-			r = volume_set_rebuild(s, 0, spare_progress, s);
+			r = set_rebuild_locked(s, 0, spare_progress, s);
 		pthread_mutex_unlock(&s->lock);
 		pthread_mutex_lock(&s->wlock);
 		s->spare_result = r < 0 ? r : 0;
@@ -210,7 +214,7 @@ int volume_set_add_spare(struct volume_set *s, struct bdev *dev)
 		return -EINVAL;
 	if (s->rdonly)
 		return -EROFS;
-	if (dev->size < s->sb.data_offset + s->sb.data_size + VOLUME_SB_SIZE)
+	if (dev->size < set_member_need(s))
 		return -ENOSPC;
 	pthread_mutex_lock(&s->lock);
 	i = s->sb.nspares;
@@ -222,7 +226,7 @@ int volume_set_add_spare(struct volume_set *s, struct bdev *dev)
 	if (r >= 0) {
 		s->spare[i] = dev;
 		s->sb.nspares++;
-		r = volume_set_commit(s);
+		r = set_commit_locked(s);
 		if (r < 0 || !s->spare[i]) {
 			/* Not written: the device goes back to the caller. */
 			if (!s->spare[i])

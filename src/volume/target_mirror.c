@@ -2,8 +2,9 @@
  * target_mirror.c - the copy targets: mirror (md raid1, dm mirror: every
  * device holds everything) and raid10 (md's near/far/offset copies). Reads
  * take the first working copy and rewrite copies that failed to read; writes
- * go to every working copy; scrub compares copies; rebuild copies from a
- * good one.
+ * go to every working copy; rebuild copies from a good one. Scrub compares
+ * the copies and lets a strict majority outvote the rest; two copies that
+ * disagree cannot say which is right, and are left to the filesystem.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -81,31 +82,149 @@ static int copies_rebuild(struct volume_seg *s, const struct copies *c, unsigned
 	return 0;
 }
 
-static int copies_scrub(struct volume_seg *s, const struct copies *c, size_t len, bool repair,
-			volume_mismatch_fn report, void *arg, uint64_t *count, uint8_t *a,
-			uint8_t *b)
+/* The first and last byte where a and b differ; false when they agree. */
+static bool diff_range(const uint8_t *a, const uint8_t *b, size_t len, size_t *first,
+		       size_t *last)
 {
-	int first = -1;
+	size_t i = 0, j = len;
+
+	while (i < len && a[i] == b[i])
+		i++;
+	if (i == len)
+		return false;
+	while (a[j - 1] == b[j - 1])
+		j--;
+	*first = i;
+	*last = j - 1;
+	return true;
+}
+
+/* What one piece's vote found: which copies hold what the majority holds. */
+struct vote {
+	int winner;                     /* a copy of the majority's content (in a); -1: none */
+	bool readable[COPIES_MAX], agree[COPIES_MAX];
+};
+
+/*
+ * Reads copy `cand` into a and every other working copy into b to count
+ * who agrees with it: true when a strict majority of the readable copies
+ * does (a copy that cannot be read has no vote).
+ */
+static bool vote_for(struct volume_seg *s, const struct copies *c, size_t len, unsigned cand,
+		     struct vote *v, uint8_t *a, uint8_t *b)
+{
+	unsigned nread = 1, nagree = 1;
+
+	if (volume_mread(s, c->disk[cand], a, len, c->off[cand]) < 0) {
+		v->readable[cand] = false;
+		return false;
+	}
+	for (unsigned i = 0; i < c->n; i++) {
+		if (i == cand)
+			continue;
+		v->readable[i] = v->readable[i] &&
+				 volume_mread(s, c->disk[i], b, len, c->off[i]) == 0;
+		v->agree[i] = v->readable[i] && !memcmp(a, b, len);
+		nread += v->readable[i];
+		nagree += v->agree[i];
+	}
+	v->agree[cand] = true;
+	return 2 * nagree > nread;
+}
+
+/*
+ * Each working copy, in turn, until one has a majority behind it; a
+ * resync, which must make the copies agree whatever they hold, takes the
+ * first readable one when none has.
+ */
+static void copies_vote(struct volume_seg *s, const struct copies *c, size_t len, bool resync,
+			struct vote *v, uint8_t *a, uint8_t *b)
+{
+	v->winner = -1;
+	for (unsigned i = 0; i < c->n; i++) {
+		v->readable[i] = volume_mstate(s, c->disk[i]) == VOLUME_MEMBER_OK;
+		v->agree[i] = false;
+	}
+	/* A copy that agreed with the last loser holds the same bytes: no new vote. */
+	for (unsigned i = 0; i < c->n && v->winner < 0; i++)
+		if (v->readable[i] && !v->agree[i] && vote_for(s, c, len, i, v, a, b))
+			v->winner = (int)i;
+	for (unsigned i = 0; resync && v->winner < 0 && i < c->n; i++)
+		if (v->readable[i] && volume_mread(s, c->disk[i], a, len, c->off[i]) == 0) {
+			for (unsigned j = 0; j < c->n; j++)
+				v->agree[j] = j == i;
+			v->winner = (int)i;
+		}
+}
+
+/*
+ * No majority: one finding for the piece, where the first readable copy
+ * and the first that differs from it disagree. -EIO when none reads.
+ */
+static int copies_unlocatable(struct volume_seg *s, const struct copies *c, size_t len,
+			      struct volume_mismatch *mm, struct volume_scrub *sc, uint8_t *a,
+			      uint8_t *b)
+{
+	size_t first, last;
+	int ref = -1;
 
 	for (unsigned i = 0; i < c->n; i++) {
-		if (volume_mstate(s, c->disk[i]) != VOLUME_MEMBER_OK)
+		if (volume_mstate(s, c->disk[i]) != VOLUME_MEMBER_OK ||
+		    volume_mread(s, c->disk[i], ref < 0 ? a : b, len, c->off[i]) < 0)
 			continue;
-		if (first < 0) {
-			if (volume_mread(s, c->disk[i], a, len, c->off[i]) == 0)
-				first = (int)i;
-			continue;
-		}
-		if (volume_mread(s, c->disk[i], b, len, c->off[i]) < 0 || memcmp(a, b, len)) {
-			struct volume_mismatch mm = { s->index, c->disk[i], c->off[i], len };
-
-			(*count)++;
-			if (report)
-				report(&mm, arg);
-			if (repair)
-				volume_mwrite(s, c->disk[i], a, len, c->off[i]);
+		if (ref < 0) {
+			ref = (int)i;
+		} else if (diff_range(a, b, len, &first, &last)) {
+			volume_mismatch_narrow(mm, c->off[ref], first, last);
+			mm->seg_off += mm->dev_off - c->off[ref];
+			mm->seg_len = mm->len;
+			volume_scrub_found(s, sc, mm);
+			break;
 		}
 	}
-	return first < 0 ? -EIO : 0;
+	return ref < 0 ? -EIO : 0;
+}
+
+/*
+ * Compares the copies of one piece (seg_off in the segment). Copies that
+ * a strict majority outvotes, or that fail to read, are blamed and, on
+ * repair, rewritten from the majority; with no majority (two copies, or
+ * an even split) the piece is unlocatable and left alone.
+ */
+static int copies_scrub(struct volume_seg *s, const struct copies *c, size_t len,
+			uint64_t seg_off, struct volume_scrub *sc, uint8_t *a, uint8_t *b)
+{
+	struct volume_mismatch mm = { .seg = s->index, .stripe = UINT64_MAX, .seg_off = seg_off,
+				      .seg_len = len };
+	size_t first = 0, last = len - 1;
+	struct vote v;
+	int ret = 0;
+
+	copies_vote(s, c, len, sc->mode == VOLUME_SCRUB_RESYNC, &v, a, b);
+	if (v.winner < 0)
+		return copies_unlocatable(s, c, len, &mm, sc, a, b);
+	for (unsigned i = 0; i < c->n && ret >= 0; i++) {
+		if (v.agree[i] || volume_mstate(s, c->disk[i]) != VOLUME_MEMBER_OK)
+			continue;
+		/* Outvoted (its bytes narrow the range) or unreadable (all of it). */
+		if (v.readable[i] && volume_mread(s, c->disk[i], b, len, c->off[i]) == 0 &&
+		    !diff_range(a, b, len, &first, &last))
+			continue;
+		mm.located = true;
+		mm.member = c->disk[i];
+		volume_mismatch_narrow(&mm, c->off[i], first, last);
+		mm.seg_off = seg_off + (mm.dev_off - c->off[i]);
+		mm.seg_len = mm.len;
+		if (sc->mode != VOLUME_SCRUB_CHECK) {
+			ret = volume_mwrite(s, c->disk[i], a + (mm.dev_off - c->off[i]), mm.len,
+					    mm.dev_off);
+			mm.repaired = ret == 0 && volume_mstate(s, c->disk[i]) == VOLUME_MEMBER_OK;
+		}
+		volume_scrub_found(s, sc, &mm);
+		first = 0;
+		last = len - 1;
+	}
+	return ret;
 }
 
 /* mirror */
@@ -184,10 +303,8 @@ static ssize_t raid10_io(struct volume_seg *s, bool write, uint8_t *buf, size_t 
 
 struct copies_walk {
 	unsigned m;                     /* rebuild: the member */
-	bool repair;                    /* scrub: */
-	volume_mismatch_fn report;
-	void *arg;
-	uint64_t *count;
+	struct volume_scrub *sc;        /* scrub */
+	uint64_t pos;                   /* the piece's offset in the segment */
 	uint8_t *a, *b;                 /* a piece each */
 };
 
@@ -213,6 +330,7 @@ static int copies_each(struct volume_seg *s, uint64_t off, uint64_t len, struct 
 			mirror_copies(s, p, &c);
 		else
 			raid10_copies(s, p / piece, 0, &c);
+		w->pos = p;
 		r = fn(s, &c, piece, w);
 	}
 	free(w->a);
@@ -229,7 +347,7 @@ static int copies_rebuild_fn(struct volume_seg *s, const struct copies *c, size_
 static int copies_scrub_fn(struct volume_seg *s, const struct copies *c, size_t len,
 			   struct copies_walk *w)
 {
-	return copies_scrub(s, c, len, w->repair, w->report, w->arg, w->count, w->a, w->b);
+	return copies_scrub(s, c, len, w->pos, w->sc, w->a, w->b);
 }
 
 static int copies_target_rebuild(struct volume_seg *s, unsigned m, uint64_t off, uint64_t len)
@@ -239,10 +357,10 @@ static int copies_target_rebuild(struct volume_seg *s, unsigned m, uint64_t off,
 	return copies_each(s, off, len, &w, copies_rebuild_fn);
 }
 
-static int copies_target_scrub(struct volume_seg *s, uint64_t off, uint64_t len, bool repair,
-			       volume_mismatch_fn report, void *arg, uint64_t *count)
+static int copies_target_scrub(struct volume_seg *s, uint64_t off, uint64_t len,
+			       struct volume_scrub *sc)
 {
-	struct copies_walk w = { .repair = repair, .report = report, .arg = arg, .count = count };
+	struct copies_walk w = { .sc = sc };
 
 	return copies_each(s, off, len, &w, copies_scrub_fn);
 }

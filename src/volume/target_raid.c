@@ -8,7 +8,8 @@
  * (reconstruct-write), so a degraded member never needs reading. Whole
  * raid6 stripes on members whose storage is memory take the fused path
  * (raid6_fused.c): one pass over the data stores it and makes P and Q, or
- * reads the survivors and rebuilds what is lost.
+ * reads the survivors and rebuilds what is lost. Scrub names the one bad
+ * block of a raid6 stripe from its syndromes and rewrites it alone.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -465,43 +466,98 @@ static int raid_rebuild(struct volume_seg *s, unsigned m, uint64_t off, uint64_t
 	return ret;
 }
 
-/* Compares stored parity with parity recomputed from the data; fixes it on repair. */
-static int raid_scrub(struct volume_seg *s, uint64_t off, uint64_t len, bool repair,
-		      volume_mismatch_fn report, void *arg, uint64_t *count)
+/* A resync: stored parity that differs from the data's is rewritten. */
+static int raid_resync_row(struct volume_seg *s, struct row *r, const uint8_t *p, const uint8_t *q)
+{
+	int ret = 0;
+
+	for (unsigned b = r->k; ret >= 0 && b < r->nb; b++) {
+		const uint8_t *want = b == r->k ? p : q;
+
+		if (memcmp(want, r->blk[b], r->len))
+			ret = volume_mwrite(s, row_disk(r, b), want, r->len, r->devoff);
+	}
+	return ret;
+}
+
+/*
+ * The right content of block b of a row whose block b alone is wrong: P
+ * or Q as the data gives them, or data rebuilt from the others and P
+ * (into r->blk[b]).
+ */
+static const uint8_t *raid_fixed_block(struct volume_seg *s, struct row *r, unsigned b,
+				       const uint8_t *p, const uint8_t *q)
+{
+	struct parity_stripe ps = row_parity(r);
+
+	if (b >= r->k)
+		return b == r->k ? p : q;
+	ps.data_only = true;
+	return s->parity->recover(&ps, 1, &b) < 0 ? NULL : r->blk[b];
+}
+
+/*
+ * One whole row, every block read: stored parity against parity from the
+ * data. A raid6 row names its one bad block from the P and Q syndromes
+ * (parity_locate.c), which repair rewrites alone; raid4/5, or two bad
+ * blocks, cannot be located and are left as they are.
+ */
+static int raid_scrub_row(struct volume_seg *s, struct row *r, uint64_t stripe,
+			  struct volume_scrub *sc)
+{
+	struct parity_stripe ps = row_parity(r), calc = ps;
+	uint64_t width = raid_unit(s);
+	struct volume_mismatch mm;
+	const uint8_t *fix;
+	size_t first, last;
+	int b, ret = 0;
+
+	calc.p = r->extra;
+	calc.q = ps.q ? r->extra + r->len : NULL;
+	s->parity->gen(&calc);
+	b = parity_locate(&ps, calc.p, calc.q, &first, &last);
+	if (b == -ENOENT)
+		return 0;
+	if (sc->mode == VOLUME_SCRUB_RESYNC)
+		return raid_resync_row(s, r, calc.p, calc.q);
+	mm = (struct volume_mismatch){
+		.seg = s->index, .stripe = stripe, .seg_off = stripe * width, .seg_len = width,
+		.located = b >= 0, .member = b >= 0 ? row_disk(r, (unsigned)b) : 0,
+	};
+
+	volume_mismatch_narrow(&mm, r->devoff, first, last);
+	if (b >= 0 && b < (int)r->k) {         /* a data block: its own bytes of the segment */
+		mm.seg_off += (uint64_t)b * r->len + (mm.dev_off - r->devoff);
+		mm.seg_len = mm.len;
+	}
+	if (b >= 0 && sc->mode == VOLUME_SCRUB_REPAIR) {
+		fix = raid_fixed_block(s, r, (unsigned)b, calc.p, calc.q);
+		ret = fix ? volume_mwrite(s, mm.member, fix + (mm.dev_off - r->devoff), mm.len,
+					  mm.dev_off) : -EIO;
+		mm.repaired = ret == 0 && volume_mstate(s, mm.member) == VOLUME_MEMBER_OK;
+	}
+	volume_scrub_found(s, sc, &mm);
+	return ret;
+}
+
+static int raid_scrub(struct volume_seg *s, uint64_t off, uint64_t len, struct volume_scrub *sc)
 {
 	uint64_t width = raid_unit(s);
 	int ret = 0;
 
 	for (uint64_t st = off / width; ret >= 0 && st < DIV_ROUND_UP(off + len, width); st++) {
-		struct parity_stripe ps;
+		bool degraded = false;
 		struct row r;
 
 		ret = row_init(s, &r, st, 0, s->geom.chunk);
-		if (ret >= 0)
-			row_load(s, &r, row_all);
-		for (unsigned b = 0; ret >= 0 && b < r.nb; b++)
-			if (r.lost[b])
-				ret = 1;        /* degraded row: nothing to compare against */
-		if (ret == 0) {
-			ps = row_parity(&r);
-			ps.p = r.extra;
-			ps.q = ps.q ? r.extra + r.len : NULL;
-			s->parity->gen(&ps);
-			for (unsigned b = r.k; b < r.nb; b++) {
-				uint8_t *want = b == r.k ? ps.p : ps.q;
-				struct volume_mismatch mm = { s->index, row_disk(&r, b), r.devoff, r.len };
-
-				if (!memcmp(want, r.blk[b], r.len))
-					continue;
-				(*count)++;
-				if (report)
-					report(&mm, arg);
-				if (repair)
-					ret = volume_mwrite(s, mm.member, want, r.len, r.devoff);
-			}
-		}
-		if (ret > 0)
-			ret = 0;
+		if (ret < 0)
+			break;
+		row_load(s, &r, row_all);
+		for (unsigned b = 0; b < r.nb; b++)
+			degraded |= r.lost[b];
+		/* A degraded row has nothing to compare against. */
+		if (!degraded)
+			ret = raid_scrub_row(s, &r, st, sc);
 	}
 	return ret;
 }

@@ -15,7 +15,7 @@ static int plain_read(struct volume_seg *s, unsigned m, uint8_t *buf, size_t len
 	int r = volume_mread(s, m, buf, len, off);
 
 	if (r < 0 && r != -EINVAL)
-		volume_mfail(s, m);
+		volume_mfail(s, m, "read", s->m[m].offset + off, r);
 	return r;
 }
 

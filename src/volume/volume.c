@@ -8,12 +8,14 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #include "pony/util.h"
 #include "internal.h"
 
 struct volume {
+	char label[80];                 /* names the volume in log lines */
 	uint64_t size;
 	volume_intent_fn intent;
 	void *intent_arg;
@@ -27,8 +29,19 @@ int volume_new(struct volume **ret)
 
 	if (!v)
 		return -ENOMEM;
+	snprintf(v->label, sizeof(v->label), "volume");
 	*ret = v;
 	return 0;
+}
+
+void volume_label_set(struct volume *v, const char *label)
+{
+	snprintf(v->label, sizeof(v->label), "%s", label);
+}
+
+const char *volume_label(const struct volume *v)
+{
+	return v->label;
 }
 
 static void seg_free(struct volume_seg *s, bool free_devs)
@@ -96,6 +109,17 @@ static const unsigned target_level[VOLUME_ERROR + 1] = {
 	[VOLUME_LINEAR] = 0, [VOLUME_STRIPED] = 0, [VOLUME_MIRROR] = 1, [VOLUME_RAID4] = 4,
 	[VOLUME_RAID5] = 5, [VOLUME_RAID6] = 6, [VOLUME_RAID10] = 10,
 };
+
+unsigned volume_type_redundancy(enum volume_target_type t, unsigned layout, unsigned ndevs)
+{
+	struct layout_geom g = { .layout = layout, .ndisks = ndevs };
+
+	if (t != VOLUME_MIRROR && t != VOLUME_RAID4 && t != VOLUME_RAID5 && t != VOLUME_RAID6 &&
+	    t != VOLUME_RAID10)
+		return 0;
+	g.level = target_level[t];
+	return MIN(layout_redundancy(&g), ndevs);
+}
 
 /* The largest per-device size all present devices allow, in whole chunks. */
 static uint64_t seg_fit_dev_size(const struct volume_seg *s)
@@ -185,6 +209,7 @@ int volume_add_segment(struct volume *v, uint64_t start, uint64_t len,
 		return -ENOMEM;
 	}
 	s->index = v->nsegs;
+	s->label = v->label;
 	v->segs = segs;
 	v->segs[v->nsegs++] = s;
 	v->size += len;
@@ -363,7 +388,7 @@ int volume_flush(struct volume *v)
 				int r = bdev_flush(s->m[j].dev);
 
 				if (r < 0) {
-					volume_mfail(s, j);
+					volume_mfail(s, j, "flush", UINT64_MAX, r);
 					seg_err = seg_err ? seg_err : r;
 				}
 			}
@@ -413,7 +438,7 @@ int volume_fail_member(struct volume *v, unsigned seg, unsigned m)
 {
 	if (seg >= v->nsegs || m >= v->segs[seg]->nmembers)
 		return -EINVAL;
-	volume_mfail(v->segs[seg], m);
+	volume_mfail(v->segs[seg], m, "marked failed on request", UINT64_MAX, 0);
 	return 0;
 }
 
@@ -469,10 +494,7 @@ static void volume_throttle(uint64_t t0, uint64_t done, uint64_t rate)
 /* What a rebuild or scrub pass does to one unit, under the segment's lock; scrub's state. */
 struct seg_pass {
 	int (*step)(struct volume_seg *s, uint64_t off, uint64_t n, struct seg_pass *p);
-	bool repair;
-	volume_mismatch_fn report;
-	void *report_arg;
-	uint64_t count;
+	struct volume_scrub sc;
 };
 
 /* Walks segment s unit by unit from from_off: rate-limited, with progress. */
@@ -506,7 +528,7 @@ static int rebuild_step(struct volume_seg *s, uint64_t off, uint64_t n, struct s
 
 static int scrub_step(struct volume_seg *s, uint64_t off, uint64_t n, struct seg_pass *p)
 {
-	return s->ops->scrub(s, off, n, p->repair, p->report, p->report_arg, &p->count);
+	return s->ops->scrub(s, off, n, &p->sc);
 }
 
 int volume_rebuild(struct volume *v, unsigned seg, uint64_t from_off, uint64_t rate,
@@ -542,8 +564,9 @@ int volume_scrub_from(struct volume *v, unsigned seg, uint64_t from_off, bool re
 		      uint64_t rate, volume_mismatch_fn report, void *report_arg,
 		      volume_progress_fn progress, void *arg, uint64_t *ret_count)
 {
-	struct seg_pass p = { .step = scrub_step, .repair = repair, .report = report,
-			      .report_arg = report_arg };
+	struct seg_pass p = { .step = scrub_step,
+			      .sc = { .mode = repair ? VOLUME_SCRUB_REPAIR : VOLUME_SCRUB_CHECK,
+				      .report = report, .arg = report_arg } };
 	struct volume_seg *s;
 	int r;
 
@@ -554,8 +577,56 @@ int volume_scrub_from(struct volume *v, unsigned seg, uint64_t from_off, bool re
 		return -EOPNOTSUPP;
 	r = seg_pass_run(s, from_off, rate, progress, arg, &p);
 	if (ret_count)
-		*ret_count = p.count;
+		*ret_count = p.sc.count;
 	return r;
+}
+
+int volume_resync(struct volume *v, unsigned i)
+{
+	struct seg_pass p = { .step = scrub_step, .sc = { .mode = VOLUME_SCRUB_RESYNC } };
+	struct volume_seg *s = v->segs[i];
+
+	if (!s->ops->scrub || !s->ops->unit)
+		return 0;       /* nothing to make agree */
+	return seg_pass_run(s, 0, 0, NULL, NULL, &p);
+}
+
+/* "stripe 12" or "offset 4096" (copies) in a log line. */
+static const char *mismatch_where(const struct volume_mismatch *mm, char *buf, size_t size)
+{
+	if (mm->stripe != UINT64_MAX)
+		snprintf(buf, size, "stripe %llu", (unsigned long long)mm->stripe);
+	else
+		snprintf(buf, size, "offset %llu", (unsigned long long)mm->seg_off);
+	return buf;
+}
+
+void volume_scrub_found(const struct volume_seg *s, struct volume_scrub *sc,
+			const struct volume_mismatch *mm)
+{
+	const struct bdev *dev = mm->located ? s->m[mm->member].dev : NULL;
+	struct volume_mismatch found = *mm;
+	char where[48];
+
+	if (sc->mode == VOLUME_SCRUB_RESYNC)
+		return;
+	sc->count++;
+	found.device = dev ? dev->name : NULL;
+	mismatch_where(mm, where, sizeof(where));
+	if (mm->located)
+		util_log(mm->repaired ? LOG_WARNING : LOG_ERR,
+			 "%s region %u %s: member %u (%s) bytes %llu+%llu disagree with the rest: %s",
+			 s->label, s->index, where, mm->member, dev ? dev->name : "-",
+			 (unsigned long long)mm->dev_off, (unsigned long long)mm->len,
+			 mm->repaired ? "rewritten" : sc->mode == VOLUME_SCRUB_REPAIR ?
+			 "rewrite failed" : "not repaired (check only)");
+	else
+		util_log(LOG_ERR, "%s region %u %s: copies or parity disagree at region bytes "
+			 "%llu+%llu and no member can be blamed: left for the filesystem's checksums",
+			 s->label, s->index, where, (unsigned long long)mm->seg_off,
+			 (unsigned long long)mm->seg_len);
+	if (sc->report)
+		sc->report(&found, sc->arg);
 }
 
 /* The bdev face. */
@@ -644,12 +715,13 @@ void set_seg_cls(struct volume *v, unsigned i, enum volume_region_class cls)
 int volume_scrub_range(struct volume *v, unsigned i, uint64_t off, uint64_t len)
 {
 	struct volume_seg *s = v->segs[i];
-	uint64_t count = 0, unit = s->ops->unit(s);
+	struct volume_scrub sc = { .mode = VOLUME_SCRUB_RESYNC };
+	uint64_t unit = s->ops->unit(s);
 	uint64_t a = off / unit * unit, e = MIN(s->len, DIV_ROUND_UP(off + len, unit) * unit);
 	int r;
 
 	pthread_mutex_lock(&s->lock);
-	r = s->ops->scrub(s, a, e - a, true, NULL, NULL, &count);
+	r = s->ops->scrub(s, a, e - a, &sc);
 	pthread_mutex_unlock(&s->lock);
 	return r;
 }

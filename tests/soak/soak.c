@@ -64,7 +64,7 @@ static int make_fs(struct soak_config *cfg)
 {
 	struct volume_region_spec specs[2] = {
 		{ .cls = VOLUME_CLASS_METADATA, .type = VOLUME_MIRROR, .chunk = 64 << 10,
-		  .size = 24u << 20 },
+		  .size = 8u << 20 },
 		{ .cls = VOLUME_CLASS_DATA, .type = VOLUME_RAID6, .chunk = 64 << 10 },
 	};
 	struct volume_set_params p = { .name = "soak", .regions = specs, .nregions = 2,

@@ -1,7 +1,8 @@
 /*
  * test_parity.c - both parity engines (ISA-L and SWAR) equal a simple
  * byte-at-a-time reference on random stripes, and rebuild every one- and
- * two-block loss: data+data, data+P, data+Q, P+Q.
+ * two-block loss: data+data, data+P, data+Q, P+Q; the one bad block of a
+ * raid6 stripe is named from its syndromes.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -307,6 +308,52 @@ static void test_recover_refuses_more_than_the_parity_covers(void **state)
 	stripe_free(&sb);
 }
 
+/*
+ * parity_locate names the one bad block of a raid6 stripe from its P and
+ * Q syndromes, whatever the Q exponents (DDF layouts shuffle them), and
+ * refuses to name one when two are bad or there is no Q.
+ */
+static void test_locate_names_the_one_bad_block_from_the_syndromes(void **state)
+{
+	srand(77);
+	for (int iter = 0; iter < 40; iter++) {
+		unsigned ndata = 2 + (unsigned)rand() % 20;
+		size_t len = PARITY_ALIGN * (1 + (size_t)rand() % 8), first = 0, last = 0;
+		struct stripe_buf sb;
+		uint8_t *p = util_aligned_alloc(len), *q = util_aligned_alloc(len);
+		struct parity_stripe calc;
+		unsigned bad = (unsigned)rand() % (ndata + 2);
+		size_t at = (size_t)rand() % len;
+
+		stripe_fill(&sb, ndata, len, true, iter % 2);
+		parity_isal_ops.gen(&sb.s);
+		calc = sb.s;
+		calc.p = p;
+		calc.q = q;
+		parity_isal_ops.gen(&calc);
+		assert_int_equal(parity_locate(&sb.s, p, q, &first, &last), -ENOENT);
+		sb.blocks[bad][at] ^= 0x81;
+		sb.blocks[bad][len - 1] ^= 0x3c;
+		parity_isal_ops.gen(&calc);     /* as the data now gives them */
+		assert_int_equal(parity_locate(&sb.s, p, q, &first, &last), (int)bad);
+		assert_int_equal(first, at);
+		assert_int_equal(last, len - 1);
+		/* A second bad block: no single one explains it. */
+		sb.blocks[(bad + 1) % (ndata + 2)][at ^ 1] ^= 0x42;
+		parity_isal_ops.gen(&calc);
+		assert_int_equal(parity_locate(&sb.s, p, q, &first, &last), -EUCLEAN);
+		/* raid5: one syndrome names nothing. */
+		sb.s.q = NULL;
+		calc.q = NULL;
+		parity_isal_ops.gen(&calc);
+		assert_int_equal(parity_locate(&sb.s, p, NULL, &first, &last), -EUCLEAN);
+		sb.s.q = sb.blocks[ndata + 1];
+		free(p);
+		free(q);
+		stripe_free(&sb);
+	}
+}
+
 static void test_parity_engines_are_selectable_by_name(void **state)
 {
 	assert_ptr_equal(parity_ops_get("isal"), &parity_isal_ops);
@@ -327,6 +374,7 @@ int main(void)
 		cmocka_unit_test(test_read_recovery_rebuilds_data_with_alternating_exponents),
 		cmocka_unit_test(test_recovery_of_one_wanted_block_rebuilds_it_on_both_engines),
 		cmocka_unit_test(test_recover_refuses_more_than_the_parity_covers),
+		cmocka_unit_test(test_locate_names_the_one_bad_block_from_the_syndromes),
 		cmocka_unit_test(test_parity_engines_are_selectable_by_name),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,7 +3,10 @@
  * writes of random sizes and offsets go to the volume and to a plain byte
  * array; members fail (vanish, bad ranges, marked faulty) up to the target's
  * redundancy, are replaced and rebuilt, and scrubbed; every read must equal
- * the model. Fixed seeds; PONY_MODEL_ITERS raises the count for `make stress`.
+ * the model. Scrub blames the member a corruption hit where the level can
+ * tell (raid6 syndromes, three copies voting) and repairs it alone, and
+ * leaves unlocatable stripes (raid5, two copies) as they are. Fixed seeds;
+ * PONY_MODEL_ITERS raises the count for `make stress`.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -379,37 +382,240 @@ static void test_rebuild_runs_online_rate_limited_while_io_continues(void **stat
 	rig_free(&rg);
 }
 
-static void count_mismatch(const struct volume_mismatch *m, void *arg)
+/* What scrub reported, in order. */
+struct findings {
+	unsigned n;
+	struct volume_mismatch m[8];
+};
+
+static void collect(const struct volume_mismatch *m, void *arg)
 {
-	*(unsigned *)arg |= 1u << m->member;
+	struct findings *f = arg;
+
+	if (f->n < 8)
+		f->m[f->n] = *m;
+	f->n++;
 }
 
-static void test_scrub_finds_and_repairs_a_corrupted_member(void **state)
+/* Scrubs segment 0 (repairing or not): what it found, and its count. */
+static struct findings scrub(struct rig *rg, bool repair)
+{
+	struct findings f = { 0 };
+	uint64_t n = 99;
+
+	assert_int_equal(volume_scrub(rg->v, 0, repair, 0, collect, &f, NULL, NULL, &n), 0);
+	assert_int_equal(n, f.n);
+	return f;
+}
+
+/* A rig of c holding random bytes (the model). */
+static void rig_random(struct rig *rg, const struct model_case *c, unsigned seed)
+{
+	rig_build(rg, c);
+	srand(seed);
+	for (uint64_t i = 0; i < rg->size; i++)
+		rg->model[i] = (uint8_t)rand();
+	assert_int_equal(volume_write(rg->v, rg->model, rg->size, 0), 0);
+}
+
+/* Member d's raw bytes [off, off+len): malloc'd. */
+static uint8_t *raw(struct rig *rg, unsigned d, uint64_t off, size_t len)
+{
+	uint8_t *b = malloc(len);
+
+	assert_int_equal(bdev_pread(rg->faults[d], b, len, off), 0);
+	return b;
+}
+
+/* Flips bits of [off, off+len) on member d, behind the volume's back. */
+static void corrupt(struct rig *rg, unsigned d, uint64_t off, size_t len)
+{
+	uint8_t *b = raw(rg, d, off, len);
+
+	for (size_t i = 0; i < len; i++)
+		b[i] ^= (uint8_t)(0x5a + i);
+	assert_int_equal(bdev_pwrite(rg->faults[d], b, len, off), 0);
+	free(b);
+}
+
+/* Every member's raw bytes, to prove a repair changed nothing. */
+static uint8_t *raw_all(struct rig *rg)
+{
+	uint8_t *b = malloc((size_t)MEMBER_SIZE * rg->ndevs);
+
+	for (unsigned d = 0; d < rg->ndevs; d++)
+		assert_int_equal(bdev_pread(rg->faults[d], b + (size_t)d * MEMBER_SIZE, MEMBER_SIZE, 0),
+				 0);
+	return b;
+}
+
+static void assert_reads_model(struct rig *rg)
+{
+	uint8_t *b = malloc(rg->size);
+
+	assert_int_equal(volume_read(rg->v, b, rg->size, 0), 0);
+	assert_memory_equal(b, rg->model, rg->size);
+	free(b);
+}
+
+/*
+ * A repairing scrub's findings f: one, blaming member, repaired; the
+ * member's bytes [off, off+len) are orig again, and everything reads as
+ * written and scrubs clean. Frees orig.
+ */
+static void assert_repaired(struct rig *rg, struct findings f, unsigned member, uint64_t off,
+			    size_t len, uint8_t *orig)
+{
+	uint8_t *now;
+
+	assert_int_equal(f.n, 1);
+	assert_int_equal(f.m[0].member, member);
+	assert_true(f.m[0].repaired);
+	now = raw(rg, member, off, len);
+	assert_memory_equal(now, orig, len);
+	assert_reads_model(rg);
+	assert_int_equal(scrub(rg, false).n, 0);
+	free(now);
+	free(orig);
+}
+
+static const struct model_case raid6_case = { "raid6", VOLUME_RAID6, "left-symmetric", 6, 4096, 2 };
+
+/* Stripe 3 of raid6_case: which member holds data block 2, P and Q. */
+static struct layout_stripe raid6_stripe3(void)
+{
+	struct layout_geom g = { .level = 6, .layout = MD_LEFT_SYMMETRIC, .ndisks = 6, .chunk = 4096,
+				 .dev_size = MEMBER_SIZE };
+	struct layout_stripe st;
+
+	layout_raid456_stripe(&g, 3, &st);
+	return st;
+}
+
+/*
+ * One member of a raid6 stripe corrupted (300 bytes of a chunk, 3 chunks
+ * in): scrub blames exactly that member, P and Q syndromes pointing to it,
+ * and --repair rewrites it alone, back to the bytes that were written.
+ */
+static void check_raid6_locates(unsigned member)
+{
+	uint64_t at = 3 * 4096 + 1000;
+	struct findings f;
+	struct rig rg;
+	uint8_t *orig, *now;
+
+	rig_random(&rg, &raid6_case, member);
+	orig = raw(&rg, member, 3 * 4096, 4096);
+	corrupt(&rg, member, at, 300);
+	f = scrub(&rg, false);
+	assert_int_equal(f.n, 1);
+	assert_true(f.m[0].located);
+	assert_int_equal(f.m[0].member, member);
+	assert_int_equal(f.m[0].stripe, 3);
+	assert_false(f.m[0].repaired);
+	/* The reported range holds the damage, in whole sectors of that chunk. */
+	assert_true(f.m[0].dev_off <= at && f.m[0].dev_off + f.m[0].len >= at + 300);
+	assert_true(f.m[0].dev_off >= 3 * 4096 && f.m[0].dev_off + f.m[0].len <= 4 * 4096);
+	assert_int_equal(f.m[0].dev_off % 512, 0);
+	now = raw(&rg, member, 3 * 4096, 4096);
+	assert_memory_not_equal(now, orig, 4096);       /* a check changes nothing */
+	free(now);
+	assert_repaired(&rg, scrub(&rg, true), member, 3 * 4096, 4096, orig);
+	rig_free(&rg);
+}
+
+static void test_raid6_scrub_locates_a_corrupt_data_member_and_repair_restores_it(void **state)
+{
+	struct layout_stripe st = raid6_stripe3();
+
+	check_raid6_locates(st.disk[0]);
+	check_raid6_locates(st.disk[2]);
+}
+
+static void test_raid6_scrub_locates_a_corrupt_p_or_q_alone(void **state)
+{
+	struct layout_stripe st = raid6_stripe3();
+
+	check_raid6_locates((unsigned)st.pd);
+	check_raid6_locates((unsigned)st.qd);
+}
+
+/* Two members bad in one stripe: no single member explains P and Q. */
+static void test_raid6_scrub_repairs_nothing_when_two_members_are_bad(void **state)
+{
+	struct layout_stripe st = raid6_stripe3();
+	struct findings f;
+	struct rig rg;
+	uint8_t *before, *after;
+
+	rig_random(&rg, &raid6_case, 7);
+	corrupt(&rg, st.disk[0], 3 * 4096 + 100, 200);
+	corrupt(&rg, st.disk[1], 3 * 4096 + 2000, 200);
+	before = raw_all(&rg);
+	f = scrub(&rg, true);
+	assert_int_equal(f.n, 1);
+	assert_false(f.m[0].located);
+	assert_false(f.m[0].repaired);
+	assert_int_equal(f.m[0].stripe, 3);
+	after = raw_all(&rg);
+	assert_memory_equal(before, after, (size_t)MEMBER_SIZE * rg.ndevs);
+	free(before);
+	free(after);
+	rig_free(&rg);
+}
+
+/*
+ * Levels that cannot tell which member is wrong (raid5's one parity, two
+ * copies) report the range as unlocatable and leave every byte as it is:
+ * rewriting parity or a copy from a guess could make a corruption
+ * permanent. The filesystem's checksums pick the right copy.
+ */
+static void test_scrub_leaves_unlocatable_mismatches_alone(void **state)
 {
 	static const struct model_case cs[] = {
-		{ "raid6", VOLUME_RAID6, "left-symmetric", 5, 4096, 2 },
+		{ "raid5", VOLUME_RAID5, "left-symmetric", 5, 4096, 1 },
 		{ "mirror", VOLUME_MIRROR, NULL, 2, 0, 1 },
 		{ "raid10", VOLUME_RAID10, "f2", 4, 4096, 1 },
 	};
 
-	for (size_t i = 0; i < 3; i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(cs); i++) {
+		struct findings f;
 		struct rig rg;
-		uint8_t junk[512];
-		uint64_t n = 0;
-		unsigned members = 0;
+		uint8_t *before, *after;
 
-		rig_build(&rg, &cs[i]);
-		memset(rg.model, 0x42, rg.size);
-		assert_int_equal(volume_write(rg.v, rg.model, rg.size, 0), 0);
-		memset(junk, 0xee, sizeof(junk));
-		assert_int_equal(bdev_pwrite(rg.faults[1], junk, sizeof(junk), 8192), 0);
-		assert_int_equal(volume_scrub(rg.v, 0, true, 0, count_mismatch, &members, NULL,
-					      NULL, &n), 0);
-		/* raid6: a bad data block shows in both P and Q; copies: one mismatch. */
-		assert_int_equal(n, i == 0 ? 2 : 1);
-		assert_true(members != 0);
-		assert_int_equal(volume_scrub(rg.v, 0, false, 0, NULL, NULL, NULL, NULL, &n), 0);
-		assert_int_equal(n, 0);
+		rig_random(&rg, &cs[i], 11);
+		corrupt(&rg, 1, 8192 + 512, 512);
+		before = raw_all(&rg);
+		f = scrub(&rg, true);
+		assert_int_equal(f.n, 1);
+		assert_false(f.m[0].located);
+		assert_false(f.m[0].repaired);
+		after = raw_all(&rg);
+		assert_memory_equal(before, after, (size_t)MEMBER_SIZE * rg.ndevs);
+		assert_int_equal(scrub(&rg, false).n, 1);       /* still there */
+		free(before);
+		free(after);
+		rig_free(&rg);
+	}
+}
+
+/* Three copies vote: the one that disagrees with the other two is blamed and rewritten. */
+static void test_three_way_mirror_scrub_outvotes_the_bad_copy(void **state)
+{
+	static const struct model_case c = { "mirror3", VOLUME_MIRROR, NULL, 3, 0, 2 };
+
+	for (unsigned bad = 0; bad < 2; bad++) {
+		struct findings f;
+		struct rig rg;
+		uint8_t *orig;
+
+		rig_random(&rg, &c, 13 + bad);
+		orig = raw(&rg, bad, 0, MEMBER_SIZE);
+		corrupt(&rg, bad, 70000, 1000);
+		f = scrub(&rg, true);
+		assert_true(f.m[0].located);
+		assert_true(f.m[0].dev_off <= 70000 && f.m[0].dev_off + f.m[0].len >= 71000);
+		assert_repaired(&rg, f, bad, 0, MEMBER_SIZE, orig);
 		rig_free(&rg);
 	}
 }
@@ -483,7 +689,11 @@ int main(void)
 		cmocka_unit_test(test_raid_reads_reconstruct_and_rewrite_bad_ranges),
 		cmocka_unit_test(test_write_error_marks_member_faulty_and_volume_goes_on),
 		cmocka_unit_test(test_flush_with_a_lost_member_goes_on_within_redundancy),
-		cmocka_unit_test(test_scrub_finds_and_repairs_a_corrupted_member),
+		cmocka_unit_test(test_raid6_scrub_locates_a_corrupt_data_member_and_repair_restores_it),
+		cmocka_unit_test(test_raid6_scrub_locates_a_corrupt_p_or_q_alone),
+		cmocka_unit_test(test_raid6_scrub_repairs_nothing_when_two_members_are_bad),
+		cmocka_unit_test(test_scrub_leaves_unlocatable_mismatches_alone),
+		cmocka_unit_test(test_three_way_mirror_scrub_outvotes_the_bad_copy),
 		cmocka_unit_test(test_rebuild_runs_online_rate_limited_while_io_continues),
 		cmocka_unit_test(test_segments_and_nested_volumes_map_like_one_disk),
 		cmocka_unit_test(test_a_target_that_does_not_fit_its_devices_is_refused),

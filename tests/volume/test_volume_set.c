@@ -6,7 +6,10 @@
  * the write-intent bitmap resyncs exactly what was being written; write
  * errors land in the bad-block log; regions of different geometry share
  * the members; an idle hot spare takes a failed member's place by itself
- * and is rebuilt.
+ * and is rebuilt; members missing, stale or truncated are named and the
+ * volume starts without them only when allowed to run degraded, never
+ * with fewer than its level needs; a rebuild whose checkpoint cannot be
+ * saved stops and says so.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -97,6 +100,22 @@ static struct volume_set *create(const struct volume_region_spec *r, unsigned nr
 	return s;
 }
 
+/* Assembles members order[0..n) with flags; on failure a says why (a may be NULL). */
+static int assemble(const unsigned *order, unsigned n, unsigned flags, struct volume_set **s,
+		    struct volume_set_assembly *a)
+{
+	struct bdev *d[NDEV];
+	int r;
+
+	for (unsigned i = 0; i < n; i++)
+		d[i] = view(order[i]);
+	r = volume_set_assemble(d, n, flags, s, a);
+	if (r < 0)
+		for (unsigned i = 0; i < n; i++)
+			bdev_free(d[i]);
+	return r;
+}
+
 static int open_set(const unsigned *order, unsigned n, struct volume_set **s, unsigned *who)
 {
 	struct bdev *d[NDEV];
@@ -161,8 +180,10 @@ static void test_stale_member_is_refused_then_replaced_and_rebuilt(void **state)
 	assert_int_equal(volume_write(volume_set_volume(s), w, 65536, 0), 0);
 	assert_int_equal(volume_set_close(s), 0);
 
-	/* All six again: member 2 has fewer events, so it is refused. */
-	assert_int_equal(open_set(all, NDEV, &s, NULL), 0);
+	/* All six again: member 2 has fewer events, so it is refused, and the
+	 * volume starts only when allowed to run degraded. */
+	assert_int_equal(open_set(all, NDEV, &s, NULL), -ENXIO);
+	assert_int_equal(assemble(all, NDEV, VOLUME_SET_DEGRADED, &s, NULL), 0);
 	assert_int_equal(volume_set_member(s, 2, &m), 0);
 	assert_true(m.stale);
 	assert_int_equal(m.state, VOLUME_MEMBER_FAILED);
@@ -326,18 +347,24 @@ static void test_write_errors_go_to_the_bad_block_log_and_survive_reassembly(voi
 	assert_int_equal(volume_set_close(s), 0);
 }
 
-/* With members a and b failed too, the first n bytes read back as w; closes s. */
-static void check_reads_without(struct volume_set *s, unsigned a, unsigned b, const uint8_t *w,
-				size_t n)
+/* The first n bytes read back as w; closes s. */
+static void check_reads_then_close(struct volume_set *s, const uint8_t *w, size_t n)
 {
 	uint8_t *r = malloc(n);
 
-	assert_int_equal(volume_set_fail(s, a), 0);
-	assert_int_equal(volume_set_fail(s, b), 0);
 	assert_int_equal(volume_read(volume_set_volume(s), r, n, 0), 0);
 	assert_memory_equal(w, r, n);
 	assert_int_equal(volume_set_close(s), 0);
 	free(r);
+}
+
+/* With members a and b failed too, the first n bytes read back as w; closes s. */
+static void check_reads_without(struct volume_set *s, unsigned a, unsigned b, const uint8_t *w,
+				size_t n)
+{
+	assert_int_equal(volume_set_fail(s, a), 0);
+	assert_int_equal(volume_set_fail(s, b), 0);
+	check_reads_then_close(s, w, n);
 }
 
 /* A bdev over any memory bdev that does not free it. */
@@ -498,6 +525,244 @@ static void test_regions_have_their_own_geometry_on_shared_members(void **state)
 	free(r);
 }
 
+/* Log lines captured from util_log. */
+struct logged {
+	unsigned n;
+	char text[16][1024];
+};
+
+static void log_sink(void *arg, int prio, const char *text)
+{
+	struct logged *l = arg;
+
+	if (l->n < 16)
+		snprintf(l->text[l->n], sizeof(l->text[0]), "%s", text);
+	l->n++;
+}
+
+static bool logged_has(const struct logged *l, const char *a, const char *b)
+{
+	for (unsigned i = 0; i < l->n && i < 16; i++)
+		if (strstr(l->text[i], a) && (!b || strstr(l->text[i], b)))
+			return true;
+	return false;
+}
+
+static int max_done(uint64_t done, uint64_t total, void *arg)
+{
+	uint64_t *m = arg;
+
+	*m = MAX(*m, done);
+	return 0;
+}
+
+/*
+ * A rebuild whose checkpoint cannot be saved (every superblock write
+ * fails) stops at once with the commit's error and says so in the log,
+ * rather than rebuilding on with nothing recorded.
+ */
+static void test_a_rebuild_stops_when_its_checkpoint_cannot_be_saved(void **state)
+{
+	struct volume_set *s = create(&raid6_all, 1);
+	struct bdev *d[NDEV], *f[NDEV];
+	struct logged log = { 0 };
+	uint64_t done = 0;
+	unsigned who;
+
+	assert_int_equal(volume_set_close(s), 0);
+	for (unsigned i = 0; i < NDEV; i++)
+		d[i] = f[i] = wrap(view(i));
+	assert_int_equal(volume_set_open(d, NDEV, 0, &s, &who), 0);
+	assert_int_equal(volume_set_fail(s, 2), 0);
+	f[2] = wrap(view(2));
+	assert_int_equal(volume_set_replace(s, 2, f[2]), 0);
+	for (unsigned i = 0; i < NDEV; i++)
+		assert_int_equal(bdev_fault_add_bad(f[i], 0, 4096, BDEV_FAULT_WRITE), 0);
+	util_log_set_sink(log_sink, &log);
+	assert_true(volume_set_rebuild(s, 0, max_done, &done) < 0);
+	util_log_set_sink(NULL, NULL);
+	assert_true(done < volume_size(volume_set_volume(s)) / 2);
+	assert_true(logged_has(&log, "checkpoint", "rebuild"));
+	volume_set_abandon(s);
+}
+
+/* Lines logged that hold a (and b). */
+static unsigned logged_count(const struct logged *l, const char *a, const char *b)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < l->n && i < 16; i++)
+		n += strstr(l->text[i], a) && (!b || strstr(l->text[i], b));
+	return n;
+}
+
+/*
+ * A running volume's events, one log line each, naming the volume, member
+ * and device: a member failing on a write (and where), a rebuild starting
+ * and finishing, a scrub finding.
+ */
+static void test_member_events_are_logged_one_line_each(void **state)
+{
+	struct volume_set *s = create(&raid6_all, 1);
+	struct logged log = { 0 };
+	struct bdev *d[NDEV], *f;
+	uint8_t w[65536], junk[512];
+	uint64_t n = 0;
+	unsigned who;
+
+	assert_int_equal(volume_set_close(s), 0);
+	for (unsigned i = 0; i < NDEV; i++)
+		d[i] = view(i);
+	d[3] = f = wrap(d[3]);
+	assert_int_equal(volume_set_open(d, NDEV, 0, &s, &who), 0);
+	util_log_set_sink(log_sink, &log);
+	bdev_fault_vanish(f);
+	fill(w, sizeof(w), 31);
+	assert_int_equal(volume_write(volume_set_volume(s), w, sizeof(w), 0), 0);
+	/* The write-intent bitmap is written first, so that is what fails. */
+	assert_int_equal(logged_count(&log, "pony volume test: member 3 (fault:m3) failed: ",
+				      "write at byte 4096: No such device"), 1);
+	assert_int_equal(logged_count(&log, "failed", NULL), 1);
+
+	assert_int_equal(volume_set_replace(s, 3, view(3)), 0);
+	assert_int_equal(volume_set_rebuild(s, 0, NULL, NULL), 0);
+	assert_int_equal(logged_count(&log, "rebuild of member 3 (m3) started at region 0, byte 0",
+				      NULL), 1);
+	assert_int_equal(logged_count(&log, "rebuild of member 3 (m3) finished", NULL), 1);
+
+	memset(junk, 0x3c, sizeof(junk));
+	assert_int_equal(bdev_pwrite(mems[1], junk, sizeof(junk), (1 << 20) + 4096), 0);
+	assert_int_equal(volume_set_scrub(s, true, 0, NULL, NULL, NULL, NULL, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(logged_count(&log, "region 0 stripe 0: member 1 (m1) bytes 4096+512 "
+				      "disagree with the rest: rewritten", NULL), 1);
+	util_log_set_sink(NULL, NULL);
+	assert_int_equal(volume_set_close(s), 0);
+}
+
+/* A view of member i that claims only size bytes: the image cut short. */
+static struct bdev *view_short(unsigned i, uint64_t size)
+{
+	struct bdev *b = view(i);
+
+	b->size = size;
+	return b;
+}
+
+/*
+ * Five of six members: refused (-ENXIO) unless allowed to run degraded,
+ * the missing one named by its UUID. Run degraded, it is said in the log;
+ * data written meanwhile is never read from the sixth member once it is
+ * back (it is stale: named, refused, left out), and the volume still
+ * needs the flag until it is rebuilt.
+ */
+static void test_missing_members_need_the_degraded_flag_and_are_named(void **state)
+{
+	static const unsigned five[] = { 0, 1, 2, 3, 5 };
+	struct volume_set_assembly *a = calloc(1, sizeof(*a));
+	struct volume_set *s = create(&raid6_all, 1);
+	struct volume_set_member m4;
+	struct logged log = { 0 };
+	struct bdev *d[NDEV];
+	size_t n = 2 << 20;
+	uint8_t *w = malloc(n);
+	char uuid[VOLUME_UUID_STRLEN], want[128];
+
+	fill(w, n, 21);
+	assert_int_equal(volume_write(volume_set_volume(s), w, n, 0), 0);
+	assert_int_equal(volume_set_member(s, 4, &m4), 0);
+	volume_uuid_format(m4.uuid, uuid);
+	assert_int_equal(volume_set_close(s), 0);
+
+	for (unsigned i = 0; i < 5; i++)
+		d[i] = view(five[i]);
+	assert_int_equal(volume_set_assemble(d, 5, 0, &s, a), -ENXIO);
+	assert_true(a->known);
+	assert_int_equal(a->nmembers, 6);
+	assert_int_equal(a->present, 5);
+	assert_null(a->members[4].device);
+	assert_memory_equal(a->members[4].uuid, m4.uuid, 16);
+	assert_string_equal(a->members[3].device, "m3");     /* names: the caller's devices */
+	for (unsigned i = 0; i < 5; i++)
+		bdev_free(d[i]);
+
+	util_log_set_sink(log_sink, &log);
+	assert_int_equal(assemble(five, 5, VOLUME_SET_DEGRADED, &s, a), 0);
+	snprintf(want, sizeof(want), "member 4 (UUID %s) is missing", uuid);
+	assert_true(logged_has(&log, want, NULL));
+	assert_true(logged_has(&log, "running degraded: 5 of 6 members", NULL));
+	fill(w, n, 22);         /* written while member 4 is away */
+	assert_int_equal(volume_write(volume_set_volume(s), w, n, 0), 0);
+	assert_int_equal(volume_set_close(s), 0);
+
+	log.n = 0;
+	assert_int_equal(assemble(all, NDEV, 0, &s, a), -ENXIO);
+	assert_true(a->members[4].stale);
+	assert_int_equal(assemble(all, NDEV, VOLUME_SET_DEGRADED, &s, a), 0);
+	assert_string_equal(a->members[4].device, "m4");
+	util_log_set_sink(NULL, NULL);
+	assert_true(logged_has(&log, "member 4 (m4) is stale", NULL));
+	check_reads_then_close(s, w, n);
+	free(w);
+	free(a);
+}
+
+/* Three of six raid6 members: not "no volume" but how many there are and need. */
+static void test_too_few_members_say_how_many_the_level_needs(void **state)
+{
+	static const unsigned three[] = { 4, 0, 2 };
+	struct volume_set_assembly *a = calloc(1, sizeof(*a));
+	struct volume_set *s = create(&raid6_all, 1);
+
+	assert_int_equal(volume_set_close(s), 0);
+	assert_int_equal(assemble(three, 3, VOLUME_SET_DEGRADED, &s, a), -ENODEV);
+	assert_true(a->known);
+	assert_int_equal(a->nmembers, 6);
+	assert_int_equal(a->present, 3);
+	assert_int_equal(a->needed, 4);
+	assert_int_equal(a->needed_type, VOLUME_RAID6);
+	free(a);
+}
+
+/*
+ * A member image cut short is named with its size and the size it needs,
+ * and left out: the volume runs degraded without it (when allowed), with
+ * its data rebuilt from the others.
+ */
+static void test_a_truncated_member_is_named_and_left_out(void **state)
+{
+	struct volume_set_assembly *a = calloc(1, sizeof(*a));
+	struct volume_set *s = create(&raid6_all, 1);
+	struct bdev *d[NDEV];
+	size_t n = 2 << 20;
+	uint8_t *w = malloc(n);
+
+	fill(w, n, 23);
+	assert_int_equal(volume_write(volume_set_volume(s), w, n, 0), 0);
+	assert_int_equal(volume_set_close(s), 0);
+	for (unsigned pass = 0; pass < 2; pass++) {
+		for (unsigned i = 0; i < NDEV; i++)
+			d[i] = i == 3 ? view_short(3, DEV_SIZE / 2) : view(i);
+		if (pass == 0) {
+			assert_int_equal(volume_set_assemble(d, NDEV, 0, &s, a), -ENXIO);
+			for (unsigned i = 0; i < NDEV; i++)
+				bdev_free(d[i]);
+			continue;
+		}
+		assert_int_equal(volume_set_assemble(d, NDEV, VOLUME_SET_DEGRADED, &s, a), 0);
+	}
+	assert_true(a->members[3].truncated);
+	assert_false(a->members[3].stale);
+	assert_string_equal(a->members[3].device, "m3");
+	assert_int_equal(a->members[3].size, DEV_SIZE / 2);
+	assert_true(a->members[3].need > DEV_SIZE / 2 && a->members[3].need <= DEV_SIZE);
+	assert_int_equal(a->members[3].state, VOLUME_MEMBER_FAILED);
+	assert_int_equal(a->present, 5);
+	check_reads_then_close(s, w, n);
+	free(w);
+	free(a);
+}
+
 static int teardown(void **state)
 {
 	for (unsigned i = 0; i < NDEV; i++) {
@@ -520,6 +785,11 @@ int main(void)
 		cmocka_unit_test(test_regions_have_their_own_geometry_on_shared_members),
 		cmocka_unit_test(test_an_idle_spare_takes_a_failed_members_place_and_is_rebuilt),
 		cmocka_unit_test(test_a_spare_added_to_a_degraded_volume_is_rebuilt_at_once),
+		cmocka_unit_test(test_a_rebuild_stops_when_its_checkpoint_cannot_be_saved),
+		cmocka_unit_test(test_missing_members_need_the_degraded_flag_and_are_named),
+		cmocka_unit_test(test_too_few_members_say_how_many_the_level_needs),
+		cmocka_unit_test(test_a_truncated_member_is_named_and_left_out),
+		cmocka_unit_test(test_member_events_are_logged_one_line_each),
 	};
 	return cmocka_run_group_tests(tests, NULL, teardown);
 }

@@ -18,6 +18,9 @@ for c in create assemble status table fail add replace rebuild scrub badblocks e
 done
 expect_usage_error "$PONY" vol create d.img
 expect_usage_error "$PONY" vol create -l raid7 d.img
+"$PONY" vol create -l raid7 d.img 2>&1 | grep -q "bad level 'raid7'" ||
+	fail "an invalid level is not named: $("$PONY" vol create -l raid7 d.img 2>&1)"
+"$PONY" vol create d.img 2>&1 | grep -q -- "--level .* is required" || fail "no --level: no message"
 expect_usage_error "$PONY" vol fail d.img
 expect_usage_error "$PONY" vol frobnicate
 
@@ -88,7 +91,8 @@ printf 'JUNKJUNK' | dd of=d5.img bs=1 seek=$((1048576 + 70000)) conv=notrunc sta
 "$PONY" vol scrub --json "$@" 2>/dev/null |
 	python3 -c 'import json,sys; s=json.load(sys.stdin); assert s["count"] >= 1, s' ||
 	fail "scrub did not see the corruption"
-"$PONY" vol scrub --repair "$@" >/dev/null 2>&1 || fail "repair"
+"$PONY" vol scrub --repair "$@" >/dev/null 2>&1
+[ $? = 1 ] || fail "scrub --repair: expected exit 1 (it found the corruption)"
 "$PONY" vol scrub "$@" 2>/dev/null | grep -q "0 mismatches" ||
 	fail "scrub after repair"
 
@@ -159,7 +163,7 @@ expect_failure "$PONY" vol create -l raid6 -c 1M tiny*.img
 for i in 0 1 2 3; do truncate -s 12M o$i.img; done
 "$PONY" vol create -l raid5 --assume-clean o*.img > /dev/null || fail "create other"
 expect_failure "$PONY" vol assemble d0.img n1.img d2.img o3.img
-"$PONY" vol assemble d0.img n1.img d2.img o3.img 2>&1 | grep -q "member of another volume" ||
+"$PONY" vol assemble d0.img n1.img d2.img o3.img 2>&1 | grep -q "member of another pony volume" ||
 	fail "no message for a foreign member"
 cmp -s d0.img keep.img || fail "a refused assembly wrote to a member"
 printf X | dd of=o2.img bs=1 seek=100 conv=notrunc status=none

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # vol_expose_ext4.sh - a real filesystem on a pony RAID6: six image files,
 # exposed through FUSE, mkfs.ext4 with a copy of pony's source tree in it;
-# two members fail; fsck.ext4 -f finds the degraded volume's filesystem
-# clean and every file reads back identical; two new members are rebuilt
+# two members fail; served again only with --degraded, fsck.ext4 -f finds
+# the degraded volume's filesystem clean and every file reads back identical; two new members are rebuilt
 # and scrub finds nothing.
 . "$PONY_SRCDIR/tests/lib.sh"
 set -u
@@ -26,7 +26,10 @@ mkfs.ext4 -q -F -d tree mnt/volume || fail "mkfs.ext4 on the exposed volume"
 
 "$PONY" vol fail -m 1 d*.img >/dev/null || fail "fail 1"
 "$PONY" vol fail -m 4 d*.img >/dev/null 2>&1 || fail "fail 4"
-"$PONY" vol expose d*.img mnt 2>/dev/null || fail "expose degraded"
+# Members 1 and 4 are stale now: serving the volume without them needs --degraded.
+"$PONY" vol expose d*.img mnt 2>expose.err && fail "exposed a degraded volume unasked"
+grep -q -- "--degraded" expose.err || fail "expose degraded: $(cat expose.err)"
+"$PONY" vol expose --degraded d*.img mnt 2>/dev/null || fail "expose --degraded"
 fsck.ext4 -fn mnt/volume >fsck.out 2>&1 || fail "fsck on the degraded RAID6: $(cat fsck.out)"
 mkdir back && debugfs -R "rdump / $work/back" mnt/volume >/dev/null 2>&1 || fail "debugfs rdump"
 "$PONY" vol stop mnt || fail "stop"
