@@ -231,6 +231,24 @@ static int narrow(struct mirror *mi, unsigned m, uint64_t off, uint64_t len)
 	return 0;
 }
 
+/*
+ * What scrub found, as differences from the reference copy. A three-way
+ * mirror's scrub blames the copy the others outvote; when that is the
+ * reference itself, every other working copy differs from it there.
+ */
+static int narrow_finding(struct mirror *mi, const struct volume_mismatch *mm)
+{
+	unsigned n = volume_member_count(mi->v, mi->seg);
+	int r = 0;
+
+	if (mm->member != mi->ref)
+		return narrow(mi, mm->member, mm->dev_off, mm->len);
+	for (unsigned k = 0; k < n && r >= 0; k++)
+		if (k != mi->ref && volume_member_state(mi->v, mi->seg, k) == VOLUME_MEMBER_OK)
+			r = narrow(mi, k, mm->dev_off, mm->len);
+	return r;
+}
+
 /* -- deciding which copy to trust ---------------------------------------------- */
 
 /* Whether members m and k hold the same bytes wherever either differs from the reference. */
@@ -384,7 +402,7 @@ static int compare(struct mirror *mi)
 	int r, t = -1;
 
 	for (size_t i = 0; i < mi->nmm; i++) {
-		r = narrow(mi, mi->mm[i].member, mi->mm[i].dev_off, mi->mm[i].len);
+		r = narrow_finding(mi, &mi->mm[i]);
 		if (r == -EOPNOTSUPP) {
 			report_pieces(mi);
 			return 0;
