@@ -179,6 +179,16 @@ void volume_set_intent_hook(struct volume *v, volume_intent_fn fn, void *arg);
 typedef void (*volume_fail_fn)(unsigned seg, unsigned m, void *arg);
 void volume_set_fail_hook(struct volume *v, volume_fail_fn fn, void *arg);
 
+/*
+ * Written notice: fn runs after each volume_write and volume_flush has
+ * reached the members, before it returns, with no lock of the volume held
+ * (a pony volume set saves member failures there, so a write that left a
+ * member behind is not acknowledged before the others say so). A negative
+ * return fails the call.
+ */
+typedef int (*volume_written_fn)(void *arg);
+void volume_set_written_hook(struct volume *v, volume_written_fn fn, void *arg);
+
 /* Bad ranges of a member of seg (byte offsets past its data start). */
 unsigned volume_member_badblocks(const struct volume *v, unsigned seg, unsigned m,
 				 uint64_t *offs, uint64_t *lens, unsigned max);

@@ -83,6 +83,8 @@ int set_commit_locked(struct volume_set *s)
 
 	if (s->rdonly)
 		return -EROFS;
+	/* Cleared before the states are read: a failure from here on is saved next time. */
+	__atomic_store_n(&s->unsaved_failure, false, __ATOMIC_RELEASE);
 	s->sb.events++;
 	for (unsigned m = 0; m < s->n; m++)
 		s->sb.member_state[m] = (uint8_t)set_member_state(s, m);
@@ -177,12 +179,38 @@ static unsigned set_bitmap_shift(uint64_t volume_size)
 	return shift;
 }
 
-/* A member turned faulty during I/O: an idle spare takes its place. */
+/*
+ * A member turned faulty during I/O, maybe with a segment locked: noted for
+ * set_on_written, and an idle spare takes its place.
+ */
 static void set_on_fail(unsigned seg, unsigned m, void *arg)
 {
+	struct volume_set *s = arg;
+
 	(void)seg;
 	(void)m;
-	set_spare_kick(arg);
+	__atomic_store_n(&s->unsaved_failure, true, __ATOMIC_RELEASE);
+	set_spare_kick(s);
+}
+
+/*
+ * A write or flush is done on the members (no lock of the volume held). A
+ * member that failed on the way is saved in the others' superblocks before
+ * the write returns, as md does: after a crash from here, the next assembly
+ * must see the member stale, not take its old blocks for current ones.
+ */
+static int set_on_written(void *arg)
+{
+	struct volume_set *s = arg;
+	int r = 0;
+
+	if (!__atomic_load_n(&s->unsaved_failure, __ATOMIC_ACQUIRE))
+		return 0;
+	pthread_mutex_lock(&s->lock);
+	if (__atomic_load_n(&s->unsaved_failure, __ATOMIC_ACQUIRE) && !s->rdonly)
+		r = set_commit_locked(s);
+	pthread_mutex_unlock(&s->lock);
+	return r;
 }
 
 /* What a set's volume calls back, and how its log lines name it. */
@@ -194,6 +222,7 @@ static void set_hooks(struct volume_set *s)
 	volume_label_set(s->v, label);
 	volume_set_intent_hook(s->v, set_intent, s);
 	volume_set_fail_hook(s->v, set_on_fail, s);
+	volume_set_written_hook(s->v, set_on_written, s);
 	volume_enable_badblock_log(s->v, true);
 }
 

@@ -28,6 +28,7 @@ struct volume_set {
 	bool rebuilt[VOLUME_SB_MAX_MEMBERS];            /* in the rebuild under way (its log lines) */
 	struct volume_sb sb;                            /* the volume's state */
 	bool rdonly, was_clean;
+	bool unsaved_failure;                           /* a member failed since the last commit (atomic) */
 	uint64_t resynced, last_checkpoint;
 	pthread_mutex_t bm_lock;
 	uint8_t *bitmap;                                /* protected by bm_lock */

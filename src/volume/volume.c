@@ -19,6 +19,8 @@ struct volume {
 	uint64_t size;
 	volume_intent_fn intent;
 	void *intent_arg;
+	volume_written_fn written;
+	void *written_arg;
 	unsigned nsegs;
 	struct volume_seg **segs;
 };
@@ -259,6 +261,23 @@ void volume_set_intent_hook(struct volume *v, volume_intent_fn fn, void *arg)
 	v->intent_arg = arg;
 }
 
+void volume_set_written_hook(struct volume *v, volume_written_fn fn, void *arg)
+{
+	v->written = fn;
+	v->written_arg = arg;
+}
+
+/* A write or flush is done on the members: the written hook has its say. */
+static int volume_written(struct volume *v, int r)
+{
+	int h;
+
+	if (!v->written)
+		return r;
+	h = v->written(v->written_arg);
+	return r < 0 ? r : h;
+}
+
 void volume_set_fail_hook(struct volume *v, volume_fail_fn fn, void *arg)
 {
 	for (unsigned i = 0; i < v->nsegs; i++) {
@@ -341,7 +360,7 @@ int volume_read(struct volume *v, void *buf, size_t len, uint64_t off)
 	return r;
 }
 
-int volume_write(struct volume *v, const void *buf, size_t len, uint64_t off)
+static int volume_write_sectors(struct volume *v, const void *buf, size_t len, uint64_t off)
 {
 	uint64_t a, b;
 	uint8_t *bounce;
@@ -367,6 +386,11 @@ int volume_write(struct volume *v, const void *buf, size_t len, uint64_t off)
 	}
 	free(bounce);
 	return r;
+}
+
+int volume_write(struct volume *v, const void *buf, size_t len, uint64_t off)
+{
+	return volume_written(v, volume_write_sectors(v, buf, len, off));
 }
 
 /*
@@ -396,7 +420,7 @@ int volume_flush(struct volume *v)
 		if (seg_err && volume_seg_degraded(s) > layout_redundancy(&s->geom) && !ret)
 			ret = seg_err;
 	}
-	return ret;
+	return volume_written(v, ret);
 }
 
 /* Members (their I/O is member.c). */

@@ -214,6 +214,46 @@ static void test_stale_member_is_refused_then_replaced_and_rebuilt(void **state)
 	free(r);
 }
 
+/*
+ * A member lost in the middle of writes, then a crash: the others must
+ * already say it failed, or the next assembly takes its stale blocks for
+ * current ones (the soak saw files read back as zeros). md's rule: the
+ * failure is in the superblocks before a write that left it behind returns.
+ */
+static void test_a_member_lost_before_a_crash_is_stale_at_the_next_assembly(void **state)
+{
+	struct volume_set *s = create(&raid6_all, 1);
+	struct volume_set_member m;
+	struct bdev *d[NDEV], *f = NULL;
+	size_t n = 4 << 20;
+	uint8_t *w = malloc(n), *r = malloc(n);
+	unsigned who;
+
+	fill(w, n, 21);
+	assert_int_equal(volume_write(volume_set_volume(s), w, n, 0), 0);
+	assert_int_equal(volume_set_close(s), 0);
+	for (unsigned i = 0; i < NDEV; i++)
+		d[i] = view(all[i]);
+	for (unsigned i = 0; i < NDEV; i++)
+		if (!strcmp(d[i]->name, "m3"))
+			d[i] = f = wrap(d[i]);
+	assert_int_equal(volume_set_open(d, NDEV, 0, &s, &who), 0);
+	bdev_fault_vanish(f);
+	fill(w, n, 22);         /* member 3 misses all of it */
+	assert_int_equal(volume_write(volume_set_volume(s), w, n, 0), 0);
+	volume_set_abandon(s);  /* the power goes: no clean close */
+
+	assert_int_equal(open_set(all, NDEV, &s, NULL), -ENXIO);
+	assert_int_equal(assemble(all, NDEV, VOLUME_SET_DEGRADED, &s, NULL), 0);
+	assert_int_equal(volume_set_member(s, 3, &m), 0);
+	assert_true(m.stale);
+	assert_int_equal(volume_read(volume_set_volume(s), r, n, 0), 0);
+	assert_memory_equal(w, r, n);
+	assert_int_equal(volume_set_close(s), 0);
+	free(w);
+	free(r);
+}
+
 static void test_a_stopped_scrub_resumes_from_its_checkpoint(void **state)
 {
 	struct volume_set *s = create(&raid6_all, 1);
@@ -777,6 +817,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_volume_reassembles_in_any_order_after_a_clean_close),
 		cmocka_unit_test(test_stale_member_is_refused_then_replaced_and_rebuilt),
+		cmocka_unit_test(test_a_member_lost_before_a_crash_is_stale_at_the_next_assembly),
 		cmocka_unit_test(test_a_stopped_scrub_resumes_from_its_checkpoint),
 		cmocka_unit_test(test_superblocks_fall_back_to_the_end_copy_and_refuse_corruption),
 		cmocka_unit_test(test_members_of_another_volume_are_refused),
