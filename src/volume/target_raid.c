@@ -4,8 +4,11 @@
  * (parity is bytewise, so any sector range of a stripe is a stripe of its
  * own). Reads go straight to the data member; a failed read rebuilds the row
  * from the others and rewrites the bad block. Full-stripe writes compute
- * parity from the new data alone; partial writes read the rest of the row
- * (reconstruct-write), so a degraded member never needs reading. Whole
+ * parity from the new data alone. Partial raid6 writes read the whole row
+ * and check it against P and Q first, so a block gone bad silently is
+ * rewritten rather than folded into the new parity; raid4/5 (which cannot
+ * tell which block is bad) read-modify-write or reconstruct-write,
+ * whichever reads less; a degraded member is never read. Whole
  * raid6 stripes on members whose storage is memory take the fused path
  * (raid6_fused.c): one pass over the data stores it and makes P and Q, or
  * reads the survivors and rebuilds what is lost. Scrub names the one bad
@@ -380,24 +383,55 @@ static int raid_write_rmw(struct volume_seg *s, struct row *r, unsigned b, const
 	return row_store(s, r, mask, false);
 }
 
-/* Block b's [in, in+len) of stripe: read-modify-write when it reads less, else
- * reconstruct-write (which never reads a failed member). */
+static int raid_scrub_row(struct volume_seg *s, struct row *r, uint64_t stripe,
+			  struct volume_scrub *sc);
+
+/*
+ * Loads the rest of a raid6 row for a reconstruct-write of block b, and
+ * first checks the whole row against its P and Q: a block that went bad
+ * silently would otherwise be folded into the new parity and could never
+ * be found again (the soak saw it). A located bad block is rewritten and
+ * logged as scrub does; an unlocatable row is logged and written as it is.
+ * Returns 1 when a member is out (the caller solves the row instead).
+ */
+static int raid6_load_verified(struct volume_seg *s, struct row *r, uint64_t stripe)
+{
+	struct volume_scrub sc = { .mode = VOLUME_SCRUB_REPAIR };
+
+	row_load(s, r, row_all);
+	for (unsigned j = 0; j < r->nb; j++)
+		if (r->lost[j])
+			return 1;
+	/* A repair that cannot be written fails its member; the write goes on. */
+	raid_scrub_row(s, r, stripe, &sc);
+	return 0;
+}
+
+/*
+ * Block b's [in, in+len) of stripe. raid6 reads the whole row, checks it
+ * and reconstruct-writes; raid4/5 (which cannot tell a bad block from its
+ * parity) read-modify-write when that reads less, else reconstruct-write,
+ * which never reads a failed member.
+ */
 static int raid_write_piece(struct volume_seg *s, uint64_t stripe, unsigned b, uint64_t in,
 			    const uint8_t *buf, size_t len)
 {
 	bool mask[LAYOUT_MAX_DISKS] = { false };
+	bool raid6 = s->geom.level == 6;
 	struct row r;
 	int ret;
 
 	pthread_mutex_lock(&s->lock);
 	ret = row_init(s, &r, stripe, in, len);
-	if (ret >= 0 && r.nb - r.k + 1 < r.k - 1) {
+	if (ret >= 0 && !raid6 && r.nb - r.k + 1 < r.k - 1) {
 		ret = raid_write_rmw(s, &r, b, buf);
 		if (ret <= 0)
 			goto out;
 		ret = row_init(s, &r, stripe, in, len);        /* start over: RCW */
 	}
-	if (ret >= 0) {
+	if (ret >= 0 && raid6)
+		ret = raid6_load_verified(s, &r, stripe);
+	if (ret > 0 || (ret >= 0 && !raid6)) {
 		bool others[LAYOUT_MAX_DISKS] = { false };
 		bool lost = false;
 
@@ -405,9 +439,8 @@ static int raid_write_piece(struct volume_seg *s, uint64_t stripe, unsigned b, u
 			others[j] = j != b;
 		row_load(s, &r, others);
 		for (unsigned j = 0; j < r.k; j++)
-			lost |= r.lost[j];
-		if (lost)
-			ret = row_solve(s, &r, false);
+			lost |= j != b && r.lost[j];
+		ret = lost ? row_solve(s, &r, false) : 0;
 	}
 	if (ret >= 0) {
 		memcpy(r.blk[b], buf, len);
@@ -527,7 +560,7 @@ static int raid_scrub_row(struct volume_seg *s, struct row *r, uint64_t stripe,
 
 	volume_mismatch_narrow(&mm, r->devoff, first, last);
 	if (b >= 0 && b < (int)r->k) {         /* a data block: its own bytes of the segment */
-		mm.seg_off += (uint64_t)b * r->len + (mm.dev_off - r->devoff);
+		mm.seg_off += (uint64_t)b * s->geom.chunk + (mm.dev_off - stripe * s->geom.chunk);
 		mm.seg_len = mm.len;
 	}
 	if (b >= 0 && sc->mode == VOLUME_SCRUB_REPAIR) {

@@ -540,6 +540,30 @@ static void test_raid6_scrub_locates_a_corrupt_p_or_q_alone(void **state)
 	check_raid6_locates((unsigned)st.qd);
 }
 
+/*
+ * A chunk gone bad at rest, then a small write to another chunk of its
+ * stripe: the write must not fold the bad bytes into the new P and Q (the
+ * soak saw such damage become permanent). raid6 checks the row first and
+ * rewrites the bad chunk; afterwards everything reads as written.
+ */
+static void test_raid6_partial_write_repairs_a_silently_bad_chunk_first(void **state)
+{
+	struct layout_stripe st = raid6_stripe3();
+	uint64_t width = 4 * 4096, at = 3 * width + 2 * 4096 + 512;
+	uint8_t fresh[1024];
+	struct rig rg;
+
+	rig_random(&rg, &raid6_case, 11);
+	corrupt(&rg, st.disk[0], 3 * 4096 + 1000, 300);
+	for (size_t i = 0; i < sizeof(fresh); i++)
+		fresh[i] = (uint8_t)(i * 7 + 1);
+	assert_int_equal(volume_write(rg.v, fresh, sizeof(fresh), at), 0);
+	memcpy(rg.model + at, fresh, sizeof(fresh));
+	assert_reads_model(&rg);
+	assert_int_equal(scrub(&rg, false).n, 0);
+	rig_free(&rg);
+}
+
 /* Two members bad in one stripe: no single member explains P and Q. */
 static void test_raid6_scrub_repairs_nothing_when_two_members_are_bad(void **state)
 {
@@ -691,6 +715,7 @@ int main(void)
 		cmocka_unit_test(test_flush_with_a_lost_member_goes_on_within_redundancy),
 		cmocka_unit_test(test_raid6_scrub_locates_a_corrupt_data_member_and_repair_restores_it),
 		cmocka_unit_test(test_raid6_scrub_locates_a_corrupt_p_or_q_alone),
+		cmocka_unit_test(test_raid6_partial_write_repairs_a_silently_bad_chunk_first),
 		cmocka_unit_test(test_raid6_scrub_repairs_nothing_when_two_members_are_bad),
 		cmocka_unit_test(test_scrub_leaves_unlocatable_mismatches_alone),
 		cmocka_unit_test(test_three_way_mirror_scrub_outvotes_the_bad_copy),
