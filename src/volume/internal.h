@@ -36,7 +36,8 @@ enum volume_scrub_mode {
 	/*
 	 * After a crash (the bitmap's ranges) and at create: make the members
 	 * agree whatever they hold, as md's resync does: parity from the data,
-	 * the majority or first copy to the others. Nothing is reported: a
+	 * the majority or first copy to the others; but a raid6 block that P
+	 * and Q locate is rewritten alone, as repair does. Nothing is reported: a
 	 * write in flight at the crash is expected to leave them apart.
 	 */
 	VOLUME_SCRUB_RESYNC,

@@ -533,7 +533,11 @@ static const uint8_t *raid_fixed_block(struct volume_seg *s, struct row *r, unsi
  * One whole row, every block read: stored parity against parity from the
  * data. A raid6 row names its one bad block from the P and Q syndromes
  * (parity_locate.c), which repair rewrites alone; raid4/5, or two bad
- * blocks, cannot be located and are left as they are.
+ * blocks, cannot be located and are left as they are. A resync after a
+ * crash rewrites a located raid6 block the same way (a torn write's blocks
+ * were never flushed, so old or new is as good, while a block gone bad at
+ * rest keeps its data instead of being baked into parity); what cannot be
+ * located gets parity from the data, as md does.
  */
 static int raid_scrub_row(struct volume_seg *s, struct row *r, uint64_t stripe,
 			  struct volume_scrub *sc)
@@ -551,7 +555,7 @@ static int raid_scrub_row(struct volume_seg *s, struct row *r, uint64_t stripe,
 	b = parity_locate(&ps, calc.p, calc.q, &first, &last);
 	if (b == -ENOENT)
 		return 0;
-	if (sc->mode == VOLUME_SCRUB_RESYNC)
+	if (sc->mode == VOLUME_SCRUB_RESYNC && b < 0)
 		return raid_resync_row(s, r, calc.p, calc.q);
 	mm = (struct volume_mismatch){
 		.seg = s->index, .stripe = stripe, .seg_off = stripe * width, .seg_len = width,
@@ -563,7 +567,7 @@ static int raid_scrub_row(struct volume_seg *s, struct row *r, uint64_t stripe,
 		mm.seg_off += (uint64_t)b * s->geom.chunk + (mm.dev_off - stripe * s->geom.chunk);
 		mm.seg_len = mm.len;
 	}
-	if (b >= 0 && sc->mode == VOLUME_SCRUB_REPAIR) {
+	if (b >= 0 && sc->mode != VOLUME_SCRUB_CHECK) {
 		fix = raid_fixed_block(s, r, (unsigned)b, calc.p, calc.q);
 		ret = fix ? volume_mwrite(s, mm.member, fix + (mm.dev_off - r->devoff), mm.len,
 					  mm.dev_off) : -EIO;

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "pony/bdev.h"
@@ -145,13 +146,17 @@ static int heal(const struct soak_config *cfg, struct totals *t, struct volume_s
 	bool replaced = false;
 	int r;
 
-	if (open_members(cfg, devs) < 0)
-		return -1;
-	r = volume_set_open(devs, SOAK_MEMBERS, 0, &set, &bad);
-	if (r < 0) {
+	/* A member the daemon lost is stale: as an admin, assemble --degraded then. */
+	for (unsigned flags = 0;; flags = VOLUME_SET_DEGRADED) {
+		if (open_members(cfg, devs) < 0)
+			return -1;
+		r = volume_set_open(devs, SOAK_MEMBERS, flags, &set, &bad);
+		if (r >= 0)
+			break;
 		for (unsigned m = 0; m < SOAK_MEMBERS; m++)
 			bdev_free(devs[m]);
-		return fail("assemble: member %u: %s", bad, strerror(-r));
+		if (r != -ENXIO || flags)
+			return fail("assemble: member %u: %s", bad, strerror(-r));
 	}
 	for (unsigned m = 0; m < SOAK_MEMBERS; m++) {
 		struct volume_set_member info;
@@ -376,6 +381,8 @@ int main(int argc, char **argv)
 	}
 	if (!cfg.dir && !(cfg.dir = mkdtemp(tmpl)))
 		return fail("mkdtemp: %s", strerror(errno)), 1;
+	if (mkdir(cfg.dir, 0700) < 0 && errno != EEXIST)
+		return fail("%s: %s", cfg.dir, strerror(errno)), 1;
 	rng = cfg.seed * 2862933555777941757ull + 3037000493ull;
 	printf("soak: seed %" PRIu64 ", %lu s, images in %s\n", cfg.seed, seconds, cfg.dir);
 	fflush(stdout);
