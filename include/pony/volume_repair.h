@@ -28,6 +28,15 @@ int volume_seg_at(const struct volume *v, uint64_t off);
 int volume_read_member(struct volume *v, unsigned m, void *buf, size_t len, uint64_t off);
 
 /*
+ * Reads [off, off+len) (sector-aligned) checking each row against its
+ * redundancy first where the level can name a bad member: raid6's P and Q
+ * locate one bad block, which is rewritten and logged, as scrub --repair
+ * does; other levels read plainly. For data with no checksum of its own
+ * (ponyfs's metadata chunks), which a silent error would otherwise reach.
+ */
+int volume_read_checked(struct volume *v, void *buf, size_t len, uint64_t off);
+
+/*
  * Reads [off, off+len) (sector-aligned, inside one segment) as if member m
  * of that segment were missing: from the other copies, or reconstructed
  * from parity. -EOPNOTSUPP for targets without redundancy, -ENODEV when m

@@ -85,6 +85,13 @@ uint32_t ponyfs_block_crc(const void *buf, size_t len, size_t off);
 int ponyfs_image_regions(struct bdev *dev, struct bdev **ret_meta, struct bdev **ret_data);
 void ponyfs_destroy(struct vfs *v);
 int ponyfs_region_repair(struct bdev *b, void *buf, uint64_t off, uint32_t crc);
+/*
+ * Reads metadata kept in data-region chunks: on a volume whose level can
+ * name a bad member (raid6), each row is checked against its parity first,
+ * since metadata pages carry no checksum of their own; else a plain read.
+ * b: the data region, behind its shutdown gate or not; off, len: sectors.
+ */
+int ponyfs_region_read_checked(struct bdev *b, void *buf, size_t len, uint64_t off);
 
 /*
  * The SQLite side (sqlite_vfs.c). The database file and its WAL are each

@@ -71,6 +71,18 @@ int ponyfs_volume_region(struct volume *v, int cls, struct bdev **ret)
 	return 0;
 }
 
+int ponyfs_region_read_checked(struct bdev *b, void *buf, size_t len, uint64_t off)
+{
+	struct bdev *lower = ponyfs_gate_lower(b);
+
+	if (!lower)
+		return bdev_pread(b, buf, len, off);    /* shut down: the gate's error */
+	if (lower->ops != &region_ops)
+		return bdev_pread(b, buf, len, off);
+	return volume_read_checked(((struct region *)lower)->v, buf, len,
+				   ((struct region *)lower)->start + off);
+}
+
 /*
  * A block (BS bytes at off) that failed its checksum: each member is left
  * out of a read in turn until the data matches crc; that member is then

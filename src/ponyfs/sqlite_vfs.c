@@ -70,8 +70,20 @@ static int io_result(struct pvfs *pv, int r)
 	return r;
 }
 
+/*
+ * Reads whole sectors of dev. Metadata in the data region's chunks is read
+ * checked against the volume's parity (region.c): its pages have no
+ * checksum, and SQLite would take a flipped bit in a WAL frame for the
+ * WAL's end and drop every commit after it.
+ */
+static int sectors_read(struct bdev *dev, bool checked, void *buf, size_t len, uint64_t off)
+{
+	return checked ? ponyfs_region_read_checked(dev, buf, len, off) : bdev_pread(dev, buf, len, off);
+}
+
 /* Reads or writes any byte range of dev through whole sectors. */
-static int sector_io(struct bdev *dev, void *buf, size_t len, uint64_t off, bool write)
+static int sector_io(struct bdev *dev, bool checked, void *buf, size_t len, uint64_t off,
+		     bool write)
 {
 	uint64_t start = off & ~(uint64_t)(SECTOR - 1);
 	uint64_t end = ROUND_UP(off + len, SECTOR);
@@ -79,21 +91,22 @@ static int sector_io(struct bdev *dev, void *buf, size_t len, uint64_t off, bool
 	int r;
 
 	if (start == off && end == off + len)
-		return write ? bdev_pwrite(dev, buf, len, off) : bdev_pread(dev, buf, len, off);
+		return write ? bdev_pwrite(dev, buf, len, off) : sectors_read(dev, checked, buf, len, off);
 	tmp = malloc(end - start);
 	if (!tmp)
 		return -ENOMEM;
 	if (write) {
 		/* Only the partial first and last sectors need their old bytes. */
-		r = bdev_pread(dev, tmp, SECTOR, start);
+		r = sectors_read(dev, checked, tmp, SECTOR, start);
 		if (r >= 0 && end - start > SECTOR)
-			r = bdev_pread(dev, tmp + (end - start - SECTOR), SECTOR, end - SECTOR);
+			r = sectors_read(dev, checked, tmp + (end - start - SECTOR), SECTOR,
+					 end - SECTOR);
 		if (r < 0)
 			return r;
 		memcpy(tmp + (off - start), buf, len);
 		return bdev_pwrite(dev, tmp, end - start, start);
 	}
-	r = bdev_pread(dev, tmp, end - start, start);
+	r = sectors_read(dev, checked, tmp, end - start, start);
 	if (r >= 0)
 		memcpy(buf, tmp + (off - start), len);
 	return r;
@@ -127,7 +140,8 @@ static int file_io(struct pvfs *pv, int which, void *buf, size_t len, uint64_t o
 		uint64_t skip = off - m->start[i];
 		size_t n = (size_t)MIN((uint64_t)len, e->len - skip);
 
-		r = io_result(pv, sector_io(pv->dev[e->dev], p, n, e->off + skip, write));
+		r = io_result(pv, sector_io(pv->dev[e->dev], e->dev == PONYFS_SQLITE_DATA, p, n,
+					      e->off + skip, write));
 		pv->dirty[e->dev] |= write;
 		p += n;
 		off += n;

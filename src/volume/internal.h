@@ -70,6 +70,12 @@ struct volume_target_ops {
 	/* Checks [off, off+len) (whole units), handing each finding to volume_scrub_found(). */
 	int (*scrub)(struct volume_seg *s, uint64_t off, uint64_t len, struct volume_scrub *sc);
 	uint64_t (*unit)(const struct volume_seg *s);   /* rebuild/scrub step, bytes */
+	/*
+	 * As io's read, but each piece checked against the redundancy first
+	 * where the level can name a bad member (volume_read_checked). NULL:
+	 * a plain read.
+	 */
+	ssize_t (*read_checked)(struct volume_seg *s, uint8_t *buf, size_t len, uint64_t off);
 };
 
 struct volume_seg {

@@ -452,28 +452,49 @@ out:
 	return ret;
 }
 
+static uint64_t raid_unit_width(const struct volume_seg *s)
+{
+	return s->geom.chunk * layout_ndata(&s->geom);
+}
+
+/* Where segment byte off falls: stripe, data block b, offset in the chunk; the piece's length. */
+struct raid_piece {
+	uint64_t stripe, within, in;
+	unsigned b;
+	size_t n;
+};
+
+static struct raid_piece raid_piece_at(const struct volume_seg *s, size_t len, uint64_t off)
+{
+	uint64_t chunk = s->geom.chunk, width = chunk * layout_ndata(&s->geom);
+	struct raid_piece p = { .stripe = off / width, .within = off % width };
+
+	p.in = p.within % chunk;
+	p.b = (unsigned)(p.within / chunk);
+	p.n = (size_t)MIN((uint64_t)len, chunk - p.in);
+	return p;
+}
+
 /* A whole stripe when the range covers one, else a piece of one chunk. */
 static ssize_t raid_io(struct volume_seg *s, bool write, uint8_t *buf, size_t len, uint64_t off)
 {
-	uint64_t chunk = s->geom.chunk, width = chunk * layout_ndata(&s->geom);
-	uint64_t stripe = off / width, within = off % width, in = within % chunk;
-	unsigned b = (unsigned)(within / chunk);
-	size_t n = (size_t)MIN((uint64_t)len, chunk - in);
+	uint64_t width = raid_unit_width(s);
+	struct raid_piece p = raid_piece_at(s, len, off);
 	int r;
 
-	if (within == 0 && len >= width && (write || raid_stripe_degraded(s, stripe))) {
-		n = (size_t)width;
-		r = write ? raid_write_full(s, stripe, buf) : raid_read_full_degraded(s, stripe, buf);
+	if (p.within == 0 && len >= width && (write || raid_stripe_degraded(s, p.stripe))) {
+		p.n = (size_t)width;
+		r = write ? raid_write_full(s, p.stripe, buf) : raid_read_full_degraded(s, p.stripe, buf);
 	} else {
-		r = write ? raid_write_piece(s, stripe, b, in, buf, n)
-			  : raid_read_piece(s, stripe, b, in, buf, n);
+		r = write ? raid_write_piece(s, p.stripe, p.b, p.in, buf, p.n)
+			  : raid_read_piece(s, p.stripe, p.b, p.in, buf, p.n);
 	}
-	return r < 0 ? r : (ssize_t)n;
+	return r < 0 ? r : (ssize_t)p.n;
 }
 
 static uint64_t raid_unit(const struct volume_seg *s)
 {
-	return s->geom.chunk * layout_ndata(&s->geom);
+	return raid_unit_width(s);
 }
 
 static int raid_rebuild(struct volume_seg *s, unsigned m, uint64_t off, uint64_t len)
@@ -599,6 +620,37 @@ static int raid_scrub(struct volume_seg *s, uint64_t off, uint64_t len, struct v
 	return ret;
 }
 
+/*
+ * A piece read checked first: a raid6 row is read whole and compared with
+ * its P and Q, and a bad block they locate is rewritten (logged as scrub
+ * does) before the data is handed out; a row with a member out is solved
+ * as a degraded read. raid4/5 cannot tell which block is bad: a plain read.
+ */
+static ssize_t raid_read_checked(struct volume_seg *s, uint8_t *buf, size_t len, uint64_t off)
+{
+	struct raid_piece p = raid_piece_at(s, len, off);
+	struct volume_scrub sc = { .mode = VOLUME_SCRUB_REPAIR };
+	bool lost = false;
+	struct row r;
+	int ret;
+
+	if (s->geom.level != 6)
+		return raid_io(s, false, buf, len, off);
+	pthread_mutex_lock(&s->lock);
+	ret = row_init(s, &r, p.stripe, p.in, p.n);
+	if (ret >= 0) {
+		row_load(s, &r, row_all);
+		for (unsigned j = 0; j < r.nb; j++)
+			lost |= r.lost[j];
+		/* A repair that cannot be written fails its member; the read goes on. */
+		ret = lost ? row_solve(s, &r, true) : (raid_scrub_row(s, &r, p.stripe, &sc), 0);
+	}
+	if (ret >= 0)
+		memcpy(buf, r.blk[p.b], p.n);
+	pthread_mutex_unlock(&s->lock);
+	return ret < 0 ? ret : (ssize_t)p.n;
+}
+
 const struct volume_target_ops volume_raid_ops = {
 	.name = "raid",
 	.check = raid_check,
@@ -606,4 +658,5 @@ const struct volume_target_ops volume_raid_ops = {
 	.rebuild = raid_rebuild,
 	.scrub = raid_scrub,
 	.unit = raid_unit,
+	.read_checked = raid_read_checked,
 };

@@ -247,7 +247,13 @@ static int verify(const struct soak_config *cfg, struct soak_shared *sh, struct 
 				break;
 			}
 			if (soak_check_file(&sh->slot[w][j], w, j, g >= 0, buf, len, &v, why, sizeof(why))) {
-				r = fail("w%u/%s: %s", w, name, why);
+				const struct soak_slot *sl = &sh->slot[w][j];
+
+				r = fail("w%u/%s: %s (versions: durable %" PRIu64 ", acked %" PRIu64
+					 ", started %" PRIu64 ", kinds %u %u %u)", w, name, why, sl->durable,
+					 sl->acked, sl->started, sl->kind[(sl->started - 2) % SOAK_RING],
+					 sl->kind[(sl->started - 1) % SOAK_RING],
+					 sl->kind[sl->started % SOAK_RING]);
 				break;
 			}
 			sh->slot[w][j].exists = g >= 0;

@@ -20,6 +20,7 @@
 
 #include "pony/util.h"
 #include "pony/volume.h"
+#include "pony/volume_repair.h"
 #include "internal.h"      /* volume_resync */
 #include "layout.h"
 
@@ -582,6 +583,29 @@ static void test_raid6_resync_keeps_the_data_a_bad_chunk_held(void **state)
 	rig_free(&rg);
 }
 
+/*
+ * A checked read (ponyfs's metadata chunks, which have no checksum) hands
+ * out what was written although a chunk went bad at rest, and rewrites it.
+ */
+static void test_raid6_checked_read_returns_and_repairs_a_silently_bad_chunk(void **state)
+{
+	struct layout_stripe st = raid6_stripe3();
+	uint64_t width = 4 * 4096, at = 3 * width + 4096;  /* data block 1 of stripe 3 */
+	uint8_t got[8192], *orig;
+	struct rig rg;
+
+	rig_random(&rg, &raid6_case, 13);
+	orig = raw(&rg, st.disk[1], 3 * 4096, 4096);
+	corrupt(&rg, st.disk[1], 3 * 4096 + 512, 100);
+	assert_int_equal(volume_read_checked(rg.v, got, sizeof(got), at), 0);
+	assert_memory_equal(got, rg.model + at, sizeof(got));
+	assert_repaired(&rg, (struct findings){ .n = 1, .m = { { .member = st.disk[1],
+								 .repaired = true } } },
+			st.disk[1], 3 * 4096, 4096, orig);
+	assert_int_equal(volume_read_checked(rg.v, got, 100, at), -EINVAL);
+	rig_free(&rg);
+}
+
 /* Two members bad in one stripe: no single member explains P and Q. */
 static void test_raid6_scrub_repairs_nothing_when_two_members_are_bad(void **state)
 {
@@ -735,6 +759,7 @@ int main(void)
 		cmocka_unit_test(test_raid6_scrub_locates_a_corrupt_p_or_q_alone),
 		cmocka_unit_test(test_raid6_partial_write_repairs_a_silently_bad_chunk_first),
 		cmocka_unit_test(test_raid6_resync_keeps_the_data_a_bad_chunk_held),
+		cmocka_unit_test(test_raid6_checked_read_returns_and_repairs_a_silently_bad_chunk),
 		cmocka_unit_test(test_raid6_scrub_repairs_nothing_when_two_members_are_bad),
 		cmocka_unit_test(test_scrub_leaves_unlocatable_mismatches_alone),
 		cmocka_unit_test(test_three_way_mirror_scrub_outvotes_the_bad_copy),
