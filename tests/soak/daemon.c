@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,13 @@ struct daemon {
 	struct vfs *fs;
 	struct bdev *fault[SOAK_MEMBERS];       /* owned by the volume */
 	uint64_t dir[SOAK_WRITERS], fill_dir;
+	/*
+	 * A syncfs makes whatever is there durable, a file truncated for a
+	 * rewrite and not yet rewritten too (as on ext4): held for writing by
+	 * syncfs, for reading by each truncate-and-rewrite, so the model's
+	 * "never empty without an fsync" stays a check of ponyfs alone.
+	 */
+	pthread_rwlock_t rewrite_lock;
 };
 
 struct writer {
@@ -88,7 +96,12 @@ static void writer_syncfs(struct writer *w)
 
 	for (unsigned i = 0; i < SOAK_SLOTS; i++)
 		acked[i] = slots[i].acked;
-	if (!call_ok(w->d, VFS_CALL(w->d->fs, syncfs), "syncfs", "/"))
+	int r;
+
+	pthread_rwlock_wrlock(&w->d->rewrite_lock);
+	r = VFS_CALL(w->d->fs, syncfs);
+	pthread_rwlock_unlock(&w->d->rewrite_lock);
+	if (!call_ok(w->d, r, "syncfs", "/"))
 		return;
 	for (unsigned i = 0; i < SOAK_SLOTS; i++)
 		if (acked[i] > slots[i].durable)
@@ -141,7 +154,9 @@ static void writer_step(struct writer *w)
 			if (r >= 0 && sync)
 				r = soak_fsync_dir(d->fs, dir);
 		} else {                /* truncate and rewrite in place */
+			pthread_rwlock_rdlock(&d->rewrite_lock);
 			r = soak_put(d->fs, dir, name, w->buf, len, true, sync);
+			pthread_rwlock_unlock(&d->rewrite_lock);
 		}
 		if (!call_ok(d, r, op < 60 ? "rename-over" : "rewrite", name)) {
 			if (op >= 60)   /* the application saw the error: the file holds what got in */
@@ -277,9 +292,19 @@ static void flip_bit(struct daemon *d, unsigned m, uint64_t *rng)
 	close(fd);
 }
 
+/*
+ * What RAID6 promises bounds what is injected: two members lost or
+ * unreadable, or one member silently wrong (P and Q locate it). Erasures
+ * and a silent error together exceed that for metadata, whose pages carry
+ * no checksum to pick the right reconstruction (docs/reliability.md), so a
+ * cycle with two victims injects no bit flips.
+ */
 static void inject_forever(struct daemon *d, uint64_t rng) __attribute__((noreturn));
 static void inject_forever(struct daemon *d, uint64_t rng)
 {
+	bool flips = d->sh->victim[0] < 0 || d->sh->victim[1] < 0 ||
+		     d->sh->victim[0] == d->sh->victim[1];
+
 	for (;;) {
 		unsigned pick = (unsigned)(next_rand(&rng) % 100);
 		int v = d->sh->victim[next_rand(&rng) % SOAK_VICTIMS];
@@ -299,7 +324,7 @@ static void inject_forever(struct daemon *d, uint64_t rng)
 			util_log(LOG_INFO, "soak: injected read errors, member %d bytes %" PRIu64 "+64K", v,
 				 (uint64_t)(off & ~4095ull));
 			__atomic_add_fetch(&d->sh->faults.read_errors, 1, __ATOMIC_RELAXED);
-		} else {
+		} else if (flips) {
 			flip_bit(d, (unsigned)v, &rng);
 		}
 	}
@@ -342,7 +367,12 @@ void soak_daemon_run(const struct soak_config *cfg, struct soak_shared *sh, uint
 	char name[16];
 	int r;
 
+	pthread_rwlockattr_t wa;
+
 	d = (struct daemon){ .cfg = cfg, .sh = sh };
+	pthread_rwlockattr_init(&wa);   /* four rewriters must not starve a syncfs */
+	pthread_rwlockattr_setkind_np(&wa, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&d.rewrite_lock, &wa);
 	util_log_open("pony-soak", cfg->log, 0);
 	r = daemon_mount(&d, &set);
 	for (unsigned i = 0; r >= 0 && i < SOAK_WRITERS; i++) {

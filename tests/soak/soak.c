@@ -256,7 +256,10 @@ static int verify(const struct soak_config *cfg, struct soak_shared *sh, struct 
 					 sl->kind[sl->started % SOAK_RING]);
 				break;
 			}
+			/* What survived is the truth from here: a later syncfs must not
+			 * count a version the crash took as made durable. */
 			sh->slot[w][j].exists = g >= 0;
+			sh->slot[w][j].acked = sh->slot[w][j].durable = v;
 			t->files_verified += v != 0;
 			t->bytes_verified += len;
 		}
