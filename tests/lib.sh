@@ -60,6 +60,19 @@ fuse_daemon_stop() {
 	PONY_PID=
 }
 
+# workdir NAME: T is a fresh directory, removed at exit after $T/m (if
+# mounted) is unmounted and the daemon PONY_PID (if any) has exited.
+workdir() {
+	T=$(mktemp -d "/tmp/pony-$1.XXXXXX")
+	PONY_PID=
+	trap workdir_cleanup EXIT
+}
+workdir_cleanup() {
+	mountpoint -q "$T/m" && fusermount3 -u "$T/m"
+	[ -n "$PONY_PID" ] && wait "$PONY_PID"
+	rm -rf "$T"
+}
+
 require_root() { [ "$(id -u)" -eq 0 ] || skip "needs root"; }
 require_fuse() { [ -c /dev/fuse ] || skip "/dev/fuse is missing"; }
 # require_cmd CMD... : skip unless every CMD is on PATH.

@@ -1,8 +1,7 @@
 /*
  * repair.c - a read that leaves one member out, a read of one mirror
  * member's own copy, and a rebuild of one member over a small range
- * (include/pony/volume_repair.h), and a read checked against the redundancy
- * first. The first and the last reuse the
+ * (include/pony/volume_repair.h). The first and the last reuse the
  * targets' own degraded-read and rebuild paths: the member is marked
  * failed for the length of the read, exactly what a degraded read sees.
  */
@@ -60,38 +59,6 @@ int volume_read_without(struct volume *v, unsigned m, void *buf, size_t len, uin
 	r = volume_seg_io(s, false, buf, len, off - s->start);
 	__atomic_store_n(&s->m[m].state, VOLUME_MEMBER_OK, __ATOMIC_RELEASE);
 	return r;
-}
-
-int volume_read_checked(struct volume *v, void *buf, size_t len, uint64_t off)
-{
-	uint8_t *p = buf;
-
-	if (off % VOLUME_SECTOR || len % VOLUME_SECTOR || off > volume_size(v) ||
-	    len > volume_size(v) - off)
-		return -EINVAL;
-	while (len) {
-		struct volume_seg *s = seg_at(v, off);
-		size_t n = (size_t)MIN((uint64_t)len, s->start + s->len - off);
-		uint64_t at = off - s->start;
-		int r = 0;
-
-		if (!s->ops->read_checked) {
-			r = volume_seg_io(s, false, p, n, at);
-		} else {
-			for (size_t done = 0; r >= 0 && done < n;) {
-				ssize_t got = s->ops->read_checked(s, p + done, n - done, at + done);
-
-				r = got < 0 ? (int)got : 0;
-				done += got > 0 ? (size_t)got : 0;
-			}
-		}
-		if (r < 0)
-			return r;
-		p += n;
-		off += n;
-		len -= n;
-	}
-	return 0;
 }
 
 int volume_read_member(struct volume *v, unsigned m, void *buf, size_t len, uint64_t off)

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "pony/util.h"
+#include "pony/volume_repair.h"
 #include "internal.h"
 
 struct volume {
@@ -292,12 +293,18 @@ void volume_enable_badblock_log(struct volume *v, bool on)
 		v->segs[i]->bbl = on;
 }
 
-int volume_seg_io(struct volume_seg *s, bool write, uint8_t *buf, size_t len, uint64_t off)
+/* How a range of a segment is done: read, written, or read checked (volume_read_checked). */
+enum seg_rw { SEG_READ, SEG_WRITE, SEG_READ_CHECKED };
+
+static int seg_rw(struct volume_seg *s, enum seg_rw how, uint8_t *buf, size_t len, uint64_t off)
 {
+	if (how == SEG_READ_CHECKED && !s->ops->read_checked)
+		how = SEG_READ;
 	if (!s->ops->io)
 		return -EOPNOTSUPP;
 	while (len) {
-		ssize_t n = s->ops->io(s, write, buf, len, off);
+		ssize_t n = how == SEG_READ_CHECKED ? s->ops->read_checked(s, buf, len, off)
+						    : s->ops->io(s, how == SEG_WRITE, buf, len, off);
 
 		if (n < 0)
 			return (int)n;
@@ -308,7 +315,12 @@ int volume_seg_io(struct volume_seg *s, bool write, uint8_t *buf, size_t len, ui
 	return 0;
 }
 
-static int volume_rw_aligned(struct volume *v, bool write, uint8_t *buf, size_t len, uint64_t off)
+int volume_seg_io(struct volume_seg *s, bool write, uint8_t *buf, size_t len, uint64_t off)
+{
+	return seg_rw(s, write ? SEG_WRITE : SEG_READ, buf, len, off);
+}
+
+static int volume_rw_aligned(struct volume *v, enum seg_rw how, uint8_t *buf, size_t len, uint64_t off)
 {
 	for (unsigned i = 0; i < v->nsegs && len; i++) {
 		struct volume_seg *s = v->segs[i];
@@ -318,12 +330,12 @@ static int volume_rw_aligned(struct volume *v, bool write, uint8_t *buf, size_t 
 		if (off >= s->start + s->len)
 			continue;
 		n = (size_t)MIN((uint64_t)len, s->start + s->len - off);
-		if (write && v->intent && seg_redundant(s)) {
+		if (how == SEG_WRITE && v->intent && seg_redundant(s)) {
 			r = v->intent(off, n, v->intent_arg);
 			if (r < 0)
 				return r;
 		}
-		r = volume_seg_io(s, write, buf, n, off - s->start);
+		r = seg_rw(s, how, buf, n, off - s->start);
 		if (r < 0)
 			return r;
 		buf += n;
@@ -347,13 +359,13 @@ int volume_read(struct volume *v, void *buf, size_t len, uint64_t off)
 	if (r < 0 || !len)
 		return r;
 	if (off % VOLUME_SECTOR == 0 && len % VOLUME_SECTOR == 0)
-		return volume_rw_aligned(v, false, buf, len, off);
+		return volume_rw_aligned(v, SEG_READ, buf, len, off);
 	a = off / VOLUME_SECTOR * VOLUME_SECTOR;
 	b = ROUND_UP(off + len, VOLUME_SECTOR);
 	bounce = malloc(b - a);
 	if (!bounce)
 		return -ENOMEM;
-	r = volume_rw_aligned(v, false, bounce, b - a, a);
+	r = volume_rw_aligned(v, SEG_READ, bounce, b - a, a);
 	if (r >= 0)
 		memcpy(buf, bounce + (off - a), len);
 	free(bounce);
@@ -369,23 +381,30 @@ static int volume_write_sectors(struct volume *v, const void *buf, size_t len, u
 	if (r < 0 || !len)
 		return r;
 	if (off % VOLUME_SECTOR == 0 && len % VOLUME_SECTOR == 0)
-		return volume_rw_aligned(v, true, (uint8_t *)buf, len, off);
+		return volume_rw_aligned(v, SEG_WRITE, (uint8_t *)buf, len, off);
 	/* Unaligned: read the sectors around, patch, write back whole sectors. */
 	a = off / VOLUME_SECTOR * VOLUME_SECTOR;
 	b = ROUND_UP(off + len, VOLUME_SECTOR);
 	bounce = malloc(b - a);
 	if (!bounce)
 		return -ENOMEM;
-	r = volume_rw_aligned(v, false, bounce, VOLUME_SECTOR, a);
+	r = volume_rw_aligned(v, SEG_READ, bounce, VOLUME_SECTOR, a);
 	if (r >= 0 && b - VOLUME_SECTOR > a)
-		r = volume_rw_aligned(v, false, bounce + (b - a - VOLUME_SECTOR), VOLUME_SECTOR,
+		r = volume_rw_aligned(v, SEG_READ, bounce + (b - a - VOLUME_SECTOR), VOLUME_SECTOR,
 				      b - VOLUME_SECTOR);
 	if (r >= 0) {
 		memcpy(bounce + (off - a), buf, len);
-		r = volume_rw_aligned(v, true, bounce, b - a, a);
+		r = volume_rw_aligned(v, SEG_WRITE, bounce, b - a, a);
 	}
 	free(bounce);
 	return r;
+}
+
+int volume_read_checked(struct volume *v, void *buf, size_t len, uint64_t off)
+{
+	if (off % VOLUME_SECTOR || len % VOLUME_SECTOR)
+		return -EINVAL;
+	return volume_check_range(v, len, off) ?: volume_rw_aligned(v, SEG_READ_CHECKED, buf, len, off);
 }
 
 int volume_write(struct volume *v, const void *buf, size_t len, uint64_t off)

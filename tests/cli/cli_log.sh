@@ -8,14 +8,7 @@ set -u
 PONY=${PONY:?}
 require_root
 require_fuse
-T=$(mktemp -d /tmp/pony-cli-log.XXXXXX)
-PONY_PID=
-cleanup() {
-	mountpoint -q "$T/m" && fusermount3 -u "$T/m"
-	[ -n "$PONY_PID" ] && wait "$PONY_PID"
-	rm -rf "$T"
-}
-trap cleanup EXIT
+workdir cli-log
 mkdir "$T/m"
 truncate -s 64M "$T/a.img"
 "$PONY" mkfs "$T/a.img" >/dev/null 2>&1 || fail "mkfs"

@@ -9,14 +9,7 @@ set -u
 . "$(dirname "$0")/../lib.sh"
 PONY=${PONY:?}
 require_cmd mkfs.ext4 mkfs.vfat
-T=$(mktemp -d /tmp/pony-cli-targets.XXXXXX)
-PONY_PID=
-cleanup() {
-	mountpoint -q "$T/m" && fusermount3 -u "$T/m"
-	[ -n "$PONY_PID" ] && wait "$PONY_PID"
-	rm -rf "$T"
-}
-trap cleanup EXIT
+workdir cli-targets
 cd "$T" || fail "cd $T"
 
 # refused WHAT IMG -- CMD...: fails naming IMG and WHAT; IMG is unchanged.

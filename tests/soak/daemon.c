@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <unistd.h>
 
 #include "pony/bdev.h"
 #include "pony/ponyfs.h"
@@ -121,8 +122,10 @@ static void writer_step(struct writer *w)
 
 	if (v - s->durable >= SOAK_RING - 2) {
 		writer_syncfs(w);
-		if (v - s->durable >= SOAK_RING - 2)
-			return;         /* not durable yet (a full filesystem): try later */
+		if (v - s->durable >= SOAK_RING - 2) {
+			usleep(10000);  /* calls failing on a full filesystem: try later */
+			return;
+		}
 	}
 	soak_slot_name(w->id, j, name, sizeof(name));
 	if (op < 10)

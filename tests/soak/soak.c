@@ -137,7 +137,8 @@ static void count_repair(const struct volume_mismatch *m, void *arg)
 }
 
 /* As an admin after a crash: assemble, rebuild what failed, scrub with repair. */
-static int heal(const struct soak_config *cfg, struct totals *t, struct volume_set **ret)
+static int heal(const struct soak_config *cfg, struct totals *t, struct volume_set **ret,
+		bool *found_out)
 {
 	struct bdev *devs[SOAK_MEMBERS];
 	struct volume_set *set = NULL;
@@ -163,7 +164,8 @@ static int heal(const struct soak_config *cfg, struct totals *t, struct volume_s
 		struct bdev *fresh;
 
 		volume_set_member(set, m, &info);
-		if (info.state == VOLUME_MEMBER_OK && !info.stale)
+		found_out[m] = info.state != VOLUME_MEMBER_OK || info.stale;
+		if (!found_out[m])
 			continue;
 		r = bdev_file_open(cfg->member[m], O_RDWR, &fresh);
 		if (r >= 0 && info.state == VOLUME_MEMBER_OK)
@@ -270,8 +272,12 @@ static int verify(const struct soak_config *cfg, struct soak_shared *sh, struct 
 	return r < 0 ? -1 : 0;
 }
 
-/* Every member the daemon lost, and touched after, was named in its log. */
-static int check_log(const struct soak_config *cfg, const struct soak_shared *sh)
+/*
+ * Every member the volume recorded as failed (found out at the next
+ * assembly) was named in the daemon's log. A member that vanished with no
+ * I/O sent to it before the kill went unnoticed, and needs no line.
+ */
+static int check_log(const struct soak_config *cfg, const bool *found_out)
 {
 	_cleanup_(fclosep) FILE *f = fopen(cfg->log, "r");
 	bool named[SOAK_MEMBERS] = { false };
@@ -283,7 +289,7 @@ static int check_log(const struct soak_config *cfg, const struct soak_shared *sh
 		for (unsigned m = 0; m < SOAK_MEMBERS; m++)
 			named[m] |= strstr(line, strrchr(cfg->member[m], '/') + 1) != NULL;
 	for (unsigned m = 0; m < SOAK_MEMBERS; m++)
-		if (sh->vanished[m] && !named[m])
+		if (found_out[m] && !named[m])
 			return fail("member %u (%s) was lost, and the log does not name it", m,
 				    cfg->member[m]);
 	return 0;
@@ -314,6 +320,7 @@ static int cycle(const struct soak_config *cfg, struct soak_shared *sh, uint64_t
 {
 	struct volume_set *set = NULL;
 	unsigned ms = 1000 + (unsigned)(*rng % 5000);
+	bool found_out[SOAK_MEMBERS] = { false };
 	int r;
 
 	*rng = *rng * 6364136223846793005ull + 1442695040888963407ull;
@@ -335,8 +342,12 @@ static int cycle(const struct soak_config *cfg, struct soak_shared *sh, uint64_t
 		dump_log(cfg);
 		return fail("the daemon saw %s (%s)", strerror(sh->unexpected_errno), sh->unexpected_what);
 	}
-	if (check_log(cfg, sh) < 0 || heal(cfg, t, &set) < 0)
+	if (heal(cfg, t, &set, found_out) < 0)
 		return -1;
+	if (check_log(cfg, found_out) < 0) {
+		volume_set_close(set);
+		return -1;
+	}
 	r = verify(cfg, sh, set, t);
 	if (volume_set_close(set) < 0 && r >= 0)
 		r = fail("closing the volume after the check");
