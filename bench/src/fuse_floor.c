@@ -20,18 +20,38 @@
  * security.capability on a file's first write and on chown). Everything
  * else as above.
  *
+ * --ponyfs: bench/ponyfs's floor: what keeping ponyfs's semantics costs
+ * any FUSE filesystem. The kernel's permission checks (default_permissions,
+ * and allow_other,suid,dev as root, as src/fuse/mount.c mounts); POSIX ACLs
+ * enforced by the kernel (it asks for a file's system.posix_acl_* once);
+ * xattrs answered but none kept (SETXATTR succeeds, GETXATTR says "no such
+ * attribute"); OPEN, CREATE, FLUSH, FSYNC, RELEASE, OPENDIR, RELEASEDIR
+ * answered (ponyfs tracks open files); no HANDLE_KILLPRIV; INIT as
+ * src/fuse/more.c's ponyfuse_init asks; RENAME (replace, NOREPLACE); an
+ * empty start. What ponyfs asks the kernel for beyond that comes as flags,
+ * which bench/ponyfs takes from the live pony mount and from mount_run in
+ * src/cli/cmd_ponyfs.c: -o OPTS (mount options, instead of the ones above),
+ * --timeout S (entries, negative ones too, and attributes; 1 s by default,
+ * as ponyfs) and --writeback (the kernel's writeback cache). One thread, as
+ * ponyfs (max_threads 1).
+ *
  * --io-uring: requests over pony's FUSE-over-io_uring transport (a ring and
  * thread per CPU, src/fuse/uring.c) where the kernel offers it; every
  * request then takes one lock, as several threads serve at once.
  *
- * Usage: fuse_floor [-d] [--union] [--io-uring] [--dirs D --per P --rm R --big MB] MNT (foreground:
- * the tree of bench/union's lower, tree/dNNNN/fNN of D x P small files,
- * rmme/sNNN/rNNNNN of R files and a file "big" of MB MiB; unmount with
- * fusermount3 -u, then it prints how many requests of each kind it had).
+ * Usage: fuse_floor [-d] [--union | --ponyfs [--timeout S] [--writeback] [-o OPTS]]
+ *        [--io-uring] [--dirs D --per P --rm R --big MB] MNT
+ * (foreground: the tree of bench/union's lower, tree/dNNNN/fNN of D x P
+ * small files, rmme/sNNN/rNNNNN of R files and a file "big" of MB MiB,
+ * none with --ponyfs; unmount with fusermount3 -u, then it prints how many
+ * requests of each kind it had). Bad usage exits 2.
  */
 #define FUSE_USE_VERSION FUSE_MAKE_VERSION(3, 14)
 #include <errno.h>
 #include <fuse_lowlevel.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -42,14 +62,19 @@
 
 #include "pony/fuse.h"
 
-#define TIMEOUT 86400.0
+/* What the floor keeps of a real filesystem's duties (see the top). */
+static enum { DUTIES_NONE, DUTIES_UNION, DUTIES_PONYFS } duties;
+static double timeout = 86400.0;        /* --timeout; a day unless --ponyfs */
+static bool writeback;                  /* --writeback (--ponyfs only) */
+static unsigned max_read;               /* -o max_read=N: libfuse wants it in INIT too */
 
 struct node {
 	struct stat st;
 	uint64_t parent;
-	char *name;
+	char *name;                     /* NULL once removed */
+	size_t kidx;                    /* its index in the parent's kids */
 	uint64_t *kids;                 /* directories: child inos, 0 = removed */
-	size_t nkids, cap;
+	size_t nkids, cap, nlive;       /* nlive: kids not removed */
 };
 
 struct slot {                           /* the (parent, name) -> ino hash */
@@ -60,10 +85,12 @@ struct slot {                           /* the (parent, name) -> ino hash */
 /* Requests handled, by kind: printed on stderr at exit (bench/union's
  * requests-per-file figure for the floor). */
 enum { R_LOOKUP, R_GETATTR, R_SETATTR, R_MAKE, R_READLINK, R_REMOVE, R_WRITE, R_READ,
-       R_NOSYS, R_RELEASE, R_READDIR, R_STATFS, R_FORGET, R_XATTR, R_KINDS };
+       R_NOSYS, R_RELEASE, R_READDIR, R_STATFS, R_FORGET, R_XATTR, R_OPEN, R_CREATE,
+       R_RENAME, R_FLUSH, R_FSYNC, R_KINDS };
 static const char *const kind_names[R_KINDS] = {
 	"lookup", "getattr", "setattr", "mknod/mkdir/symlink", "readlink", "unlink/rmdir",
 	"write", "read", "enosys", "release", "readdir", "statfs", "forget", "xattr",
+	"open/opendir", "create", "rename", "flush", "fsync",
 };
 static unsigned long counts[R_KINDS];
 
@@ -133,10 +160,52 @@ static void slots_grow(void)
 	free(old);
 }
 
+/* Names ino as (parent, name), which must be free: in the hash and in the
+ * parent's kids. Removed slots count as used until the next grow. */
+static void name_add(uint64_t parent, const char *name, uint64_t ino)
+{
+	struct node *p = &nodes[parent], *n = &nodes[ino];
+
+	if ((slots_used + 1) * 2 > nslots)
+		slots_grow();
+	n->parent = parent;
+	n->name = strdup(name);
+	if (!n->name)
+		abort();
+	*slot_find(parent, name, true) = (struct slot){ .parent = parent, .ino = ino,
+							 .name = n->name };
+	slots_used++;
+	if (p->nkids == p->cap) {
+		p->cap = p->cap ? p->cap * 2 : 16;
+		p->kids = realloc(p->kids, p->cap * sizeof(*p->kids));
+		if (!p->kids)
+			abort();
+	}
+	n->kidx = p->nkids;
+	p->kids[p->nkids++] = ino;
+	p->nlive++;
+	if (S_ISDIR(n->st.st_mode))
+		p->st.st_nlink++;
+}
+
+/* Takes away the name s of a node (the node stays: the kernel may still
+ * hold it, open or cached). */
+static void name_drop(struct slot *s)
+{
+	struct node *n = &nodes[s->ino], *p = &nodes[s->parent];
+
+	p->kids[n->kidx] = 0;
+	p->nlive--;
+	if (S_ISDIR(n->st.st_mode))
+		p->st.st_nlink--;
+	s->ino = UINT64_MAX;
+	free(n->name);
+	n->name = NULL;
+}
+
 static uint64_t node_new(uint64_t parent, const char *name, mode_t mode, uid_t uid, gid_t gid)
 {
 	struct timespec now;
-	struct node *p, *n;
 	uint64_t ino;
 
 	if (nnodes == nodes_cap) {
@@ -145,31 +214,15 @@ static uint64_t node_new(uint64_t parent, const char *name, mode_t mode, uid_t u
 		if (!nodes)
 			abort();
 	}
-	if ((slots_used + 1) * 2 > nslots)
-		slots_grow();
 	ino = nnodes++;
-	n = &nodes[ino];
 	clock_gettime(CLOCK_REALTIME, &now);
-	*n = (struct node){ .parent = parent, .name = strdup(name) };
-	n->st = (struct stat){ .st_ino = ino, .st_mode = mode, .st_nlink = S_ISDIR(mode) ? 2 : 1,
-			       .st_uid = uid, .st_gid = gid, .st_blksize = 4096,
-			       .st_atim = now, .st_mtim = now, .st_ctim = now };
-	if (parent) {
-		struct slot *s = slot_find(parent, name, true);
-
-		*s = (struct slot){ .parent = parent, .ino = ino, .name = n->name };
-		slots_used++;
-		p = &nodes[parent];
-		if (p->nkids == p->cap) {
-			p->cap = p->cap ? p->cap * 2 : 16;
-			p->kids = realloc(p->kids, p->cap * sizeof(*p->kids));
-			if (!p->kids)
-				abort();
-		}
-		p->kids[p->nkids++] = ino;
-		if (S_ISDIR(mode))
-			p->st.st_nlink++;
-	}
+	nodes[ino] = (struct node){ 0 };
+	nodes[ino].st = (struct stat){ .st_ino = ino, .st_mode = mode,
+				       .st_nlink = S_ISDIR(mode) ? 2 : 1, .st_uid = uid,
+				       .st_gid = gid, .st_blksize = 4096, .st_atim = now,
+				       .st_mtim = now, .st_ctim = now };
+	if (parent)
+		name_add(parent, name, ino);
 	return ino;
 }
 
@@ -179,11 +232,34 @@ static void entry_of(uint64_t ino, struct fuse_entry_param *e)
 	e->ino = ino;
 	if (ino)
 		e->attr = nodes[ino].st;
-	e->attr_timeout = e->entry_timeout = TIMEOUT;
+	e->attr_timeout = e->entry_timeout = timeout;
+}
+
+/* --ponyfs: what src/fuse/more.c's ponyfuse_init asks for, with the
+ * options pony mount gives it (posix_acl, export_support; the writeback
+ * cache only with --writeback). */
+static void init_ponyfs(struct fuse_conn_info *conn)
+{
+	unsigned want = FUSE_CAP_READDIRPLUS | FUSE_CAP_IOCTL_DIR | FUSE_CAP_DONT_MASK |
+			FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_PARALLEL_DIROPS |
+			FUSE_CAP_ASYNC_READ | FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_SPLICE_WRITE |
+			FUSE_CAP_POSIX_ACL | FUSE_CAP_EXPORT_SUPPORT;
+
+	if (writeback)
+		want |= FUSE_CAP_WRITEBACK_CACHE;
+	conn->want |= want & conn->capable;
+	conn->want &= ~(FUSE_CAP_READDIRPLUS_AUTO | FUSE_CAP_ASYNC_DIO | FUSE_CAP_HANDLE_KILLPRIV);
+	if (!writeback)
+		conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	conn->max_read = max_read;
 }
 
 static void fl_init(void *data, struct fuse_conn_info *conn)
 {
+	if (duties == DUTIES_PONYFS) {
+		init_ponyfs(conn);
+		return;
+	}
 	/* HANDLE_KILLPRIV: no GETATTR before each chown to recompute suid
 	 * bits (which this floor then does not drop: it keeps no data). */
 	conn->want |= (FUSE_CAP_READDIRPLUS | FUSE_CAP_PARALLEL_DIROPS |
@@ -218,7 +294,7 @@ static void fl_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 static void fl_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	COUNT(R_GETATTR);
-	fuse_reply_attr(req, &nodes[ino].st, TIMEOUT);
+	fuse_reply_attr(req, &nodes[ino].st, timeout);
 }
 
 static void fl_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *a, int set,
@@ -239,7 +315,7 @@ static void fl_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *a, int set,
 		st->st_atim = a->st_atim;
 	if (set & FUSE_SET_ATTR_MTIME)
 		st->st_mtim = a->st_mtim;
-	fuse_reply_attr(req, st, TIMEOUT);
+	fuse_reply_attr(req, st, timeout);
 }
 
 static void make(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
@@ -278,31 +354,28 @@ static void fl_readlink(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_readlink(req, "x");
 }
 
+/* 0 when the node of s may go (as unlink, rmdir or a rename over it). */
+static int removable(const struct slot *s, bool dir)
+{
+	const struct node *n = &nodes[s->ino];
+
+	if (S_ISDIR(n->st.st_mode) != dir)
+		return dir ? ENOTDIR : EISDIR;
+	return dir && n->nlive ? ENOTEMPTY : 0;
+}
+
 static void drop(fuse_req_t req, fuse_ino_t parent, const char *name, bool dir)
 {
 	COUNT(R_REMOVE);
 	struct slot *s = slot_find(parent, name, false);
-	struct node *p = &nodes[parent];
+	int r = s ? removable(s, dir) : ENOENT;
 
-	if (!s) {
-		fuse_reply_err(req, ENOENT);
-		return;
+	if (!r) {
+		if (!dir)
+			nodes[s->ino].st.st_nlink = 0;
+		name_drop(s);
 	}
-	if (dir) {
-		struct node *d = &nodes[s->ino];
-
-		for (size_t i = 0; i < d->nkids; i++)
-			if (d->kids[i]) {
-				fuse_reply_err(req, ENOTEMPTY);
-				return;
-			}
-		p->st.st_nlink--;
-	}
-	for (size_t i = 0; i < p->nkids; i++)
-		if (p->kids[i] == s->ino)
-			p->kids[i] = 0;
-	s->ino = UINT64_MAX;
-	fuse_reply_err(req, 0);
+	fuse_reply_err(req, r);
 }
 
 static void fl_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -313,6 +386,39 @@ static void fl_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 static void fl_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	drop(req, parent, name, true);
+}
+
+/* Plain and RENAME_NOREPLACE; EXCHANGE and WHITEOUT are not served. */
+static void fl_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      fuse_ino_t newparent, const char *newname, unsigned int flags)
+{
+	COUNT(R_RENAME);
+	struct slot *s = slot_find(parent, name, false);
+	struct slot *t = slot_find(newparent, newname, false);
+	uint64_t ino;
+	int r = 0;
+
+	if (!s)
+		r = ENOENT;
+	else if (flags & ~RENAME_NOREPLACE)
+		r = EINVAL;
+	else if (t && flags & RENAME_NOREPLACE)
+		r = EEXIST;
+	else if (t && t != s)
+		r = removable(t, S_ISDIR(nodes[s->ino].st.st_mode));
+	if (r || t == s) {
+		fuse_reply_err(req, r);
+		return;
+	}
+	if (t) {
+		if (!S_ISDIR(nodes[t->ino].st.st_mode))
+			nodes[t->ino].st.st_nlink = 0;
+		name_drop(t);
+	}
+	ino = s->ino;
+	name_drop(s);
+	name_add(newparent, newname, ino);
+	fuse_reply_err(req, 0);
 }
 
 static void fl_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
@@ -342,20 +448,74 @@ static void fl_nosys(fuse_req_t req)
 	fuse_reply_err(req, ENOSYS);
 }
 
+/* Requests only --ponyfs answers: the other floors say ENOSYS once, and the
+ * kernel stops sending them. */
+static bool not_ponyfs(fuse_req_t req)
+{
+	if (duties == DUTIES_PONYFS)
+		return false;
+	fl_nosys(req);
+	return true;
+}
+
+/* Open files and listings keep their page cache while attributes are
+ * cached, as src/fuse/ops.c's reply_open and req_opendir ask. */
 static void fl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	fl_nosys(req);
+	if (not_ponyfs(req))
+		return;
+	COUNT(R_OPEN);
+	if (fi->flags & O_TRUNC)
+		nodes[ino].st.st_size = 0;
+	fi->fh = ino;
+	fi->keep_cache = timeout > 0;
+	fuse_reply_open(req, fi);
+}
+
+static void fl_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	if (not_ponyfs(req))
+		return;
+	COUNT(R_OPEN);
+	fi->fh = ino;
+	fi->cache_readdir = fi->keep_cache = timeout > 0;
+	fuse_reply_open(req, fi);
 }
 
 static void fl_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		      struct fuse_file_info *fi)
 {
-	fl_nosys(req);
+	if (not_ponyfs(req))
+		return;
+	COUNT(R_CREATE);
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	struct slot *s = slot_find(parent, name, false);
+	struct fuse_entry_param e;
+
+	if (s && fi->flags & O_EXCL) {
+		fuse_reply_err(req, EEXIST);
+		return;
+	}
+	entry_of(s ? s->ino : node_new(parent, name, mode & ~c->umask, c->uid, c->gid), &e);
+	fi->fh = e.ino;
+	fi->keep_cache = timeout > 0;
+	fuse_reply_create(req, &e, fi);
 }
 
 static void fl_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	fl_nosys(req);
+	if (not_ponyfs(req))
+		return;
+	COUNT(R_FLUSH);
+	fuse_reply_err(req, 0);
+}
+
+static void fl_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	if (not_ponyfs(req))
+		return;
+	COUNT(R_FSYNC);
+	fuse_reply_err(req, 0);
 }
 
 static void fl_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -364,19 +524,18 @@ static void fl_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fuse_reply_err(req, 0);
 }
 
-static bool union_duties;               /* --union */
-
-/* With --union, files have xattrs, just none set; POSIX ACLs and SELinux
- * labels are refused as pony's front end refuses them (src/fuse/more.c),
- * so ls stops asking for them. */
+/* With --union and --ponyfs, files have xattrs, just none kept. --union
+ * refuses POSIX ACLs and SELinux labels as pony union's front end does
+ * (src/fuse/more.c), so ls stops asking for them; ponyfs keeps both. */
 static void fl_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
-	if (!union_duties) {
+	if (duties == DUTIES_NONE) {
 		fl_nosys(req);
 		return;
 	}
 	COUNT(R_XATTR);
-	if (!strncmp(name, "system.posix_acl_", 17) || !strcmp(name, "security.selinux"))
+	if (duties == DUTIES_UNION &&
+	    (!strncmp(name, "system.posix_acl_", 17) || !strcmp(name, "security.selinux")))
 		fuse_reply_err(req, EOPNOTSUPP);
 	else
 		fuse_reply_err(req, ENODATA);
@@ -384,7 +543,7 @@ static void fl_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 
 static void fl_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
-	if (!union_duties) {
+	if (duties == DUTIES_NONE) {
 		fl_nosys(req);
 		return;
 	}
@@ -393,6 +552,23 @@ static void fl_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 		fuse_reply_buf(req, NULL, 0);
 	else
 		fuse_reply_xattr(req, 0);
+}
+
+static void fl_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+			size_t size, int flags)
+{
+	if (not_ponyfs(req))
+		return;
+	COUNT(R_XATTR);
+	fuse_reply_err(req, 0);
+}
+
+static void fl_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	if (not_ponyfs(req))
+		return;
+	COUNT(R_XATTR);
+	fuse_reply_err(req, ENODATA);
 }
 
 static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus)
@@ -450,21 +626,28 @@ static void fl_statfs(fuse_req_t req, fuse_ino_t ino)
 }
 
 static const struct fuse_lowlevel_ops floor_ops = {
-	.init = fl_init, .lookup = fl_lookup, .forget = fl_forget, .forget_multi = fl_forget_multi, .getattr = fl_getattr, .setattr = fl_setattr,
+	.init = fl_init, .lookup = fl_lookup, .forget = fl_forget,
+	.forget_multi = fl_forget_multi, .getattr = fl_getattr, .setattr = fl_setattr,
 	.mknod = fl_mknod, .mkdir = fl_mkdir, .symlink = fl_symlink, .readlink = fl_readlink,
-	.unlink = fl_unlink, .rmdir = fl_rmdir, .open = fl_open, .create = fl_create,
-	.read = fl_read, .write = fl_write, .flush = fl_flush, .release = fl_release,
-	.opendir = fl_open, .readdir = fl_readdir, .readdirplus = fl_readdirplus, .getxattr = fl_getxattr,
-	.listxattr = fl_listxattr, .statfs = fl_statfs,
+	.unlink = fl_unlink, .rmdir = fl_rmdir, .rename = fl_rename, .open = fl_open,
+	.create = fl_create, .read = fl_read, .write = fl_write, .flush = fl_flush,
+	.fsync = fl_fsync, .release = fl_release, .opendir = fl_opendir,
+	.readdir = fl_readdir, .readdirplus = fl_readdirplus, .releasedir = fl_release,
+	.getxattr = fl_getxattr, .setxattr = fl_setxattr, .listxattr = fl_listxattr,
+	.removexattr = fl_removexattr, .statfs = fl_statfs,
 };
 
+/* The root, and unless --ponyfs (an empty start) bench/union's lower. */
 static void populate(int dirs, int per, int rm, long big_mb)
 {
 	uint64_t tree, rmme, sub = 0;
 	char name[32];
 
+	slots_grow();                                   /* lookups need a table */
 	node_new(0, "", 0, 0, 0);                       /* ino 0: unused */
 	node_new(0, "", S_IFDIR | 0755, 0, 0);          /* ino 1: the root */
+	if (duties == DUTIES_PONYFS)
+		return;
 	tree = node_new(1, "tree", S_IFDIR | 0755, 0, 0);
 	for (int d = 0; d < dirs; d++) {
 		snprintf(name, sizeof(name), "d%04d", d);
@@ -487,50 +670,123 @@ static void populate(int dirs, int per, int rm, long big_mb)
 	}
 }
 
+/* why: NULL when the caller said it already. */
+static int usage(const char *why)
+{
+	if (why)
+		fprintf(stderr, "fuse_floor: %s\n", why);
+	fprintf(stderr, "usage: fuse_floor [-d] [--union | --ponyfs [--timeout S] [--writeback] "
+		"[-o OPTS]] [--io-uring]\n"
+		"                  [--dirs D --per P --rm R --big MB] MNT\n");
+	return 2;
+}
+
+/* A count option's value: 0 up to INT_MAX, else false (said on stderr). */
+static bool arg_count(const char *opt, const char *v, int *ret)
+{
+	char *end;
+	long n;
+
+	errno = 0;
+	n = strtol(v, &end, 10);
+	if (errno || end == v || *end || n < 0 || n > INT_MAX) {
+		fprintf(stderr, "fuse_floor: bad %s value '%s': a whole number, 0 or more\n",
+			opt, v);
+		return false;
+	}
+	*ret = (int)n;
+	return true;
+}
+
+static bool arg_seconds(const char *v, double *ret)
+{
+	char *end;
+	double t;
+
+	errno = 0;
+	t = strtod(v, &end);
+	if (errno || end == v || *end || !isfinite(t) || t < 0) {
+		fprintf(stderr, "fuse_floor: bad --timeout value '%s': seconds, 0 or more\n", v);
+		return false;
+	}
+	*ret = t;
+	return true;
+}
+
 int main(int argc, char **argv)
 {
+	static const struct option longopts[] = {
+		{ "union", no_argument, NULL, 'U' },
+		{ "ponyfs", no_argument, NULL, 'P' },
+		{ "io-uring", no_argument, NULL, 'I' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "writeback", no_argument, NULL, 'w' },
+		{ "dirs", required_argument, NULL, 'D' },
+		{ "per", required_argument, NULL, 'p' },
+		{ "rm", required_argument, NULL, 'r' },
+		{ "big", required_argument, NULL, 'b' },
+		{ 0 },
+	};
 	/* No default_permissions: the kernel then checks no permission
 	 * against cached attributes, and sends no GETATTR of a directory
 	 * each create in it made stale (a real filesystem would check in
-	 * the daemon, at no round trip). --union: as pony mounts as root. */
-	char *fargv[] = { argv[0], "-o", "fsname=fuse-floor,subtype=floor", NULL, NULL };
-	char union_opts[] = "fsname=fuse-floor,subtype=floor,default_permissions,allow_other";
+	 * the daemon, at no round trip). --union: as pony mounts as root;
+	 * --ponyfs: as src/fuse/mount.c mounts, or -o's options instead. */
+	char opts[4096] = "fsname=fuse-floor,subtype=floor", extra[3800] = "";
+	char *fargv[] = { argv[0], "-o", opts, NULL, NULL };
 	struct fuse_args args = FUSE_ARGS_INIT(3, fargv);
-	int dirs = 150, per = 20, rm = 500, big = 128, i, r;
-	struct ponyfuse_options opts = { 0 };
+	int dirs = 150, per = 20, rm = 500, big = 128, c, r;
+	bool timeout_set = false;
+	struct ponyfuse_options popts = { 0 };
 	struct ponyfuse *pf = NULL;
 	struct fuse_session *se;
 
-	for (i = 1; i + 1 < argc && argv[i][0] == '-'; i += 2) {
-		if (!strcmp(argv[i], "-d"))     /* libfuse's request log */
-			fargv[args.argc++] = argv[i--];
-		else if (!strcmp(argv[i], "--io-uring"))
-			opts.io_uring = true, i--;
-		else if (!strcmp(argv[i], "--union"))
-			union_duties = true, fargv[2] = union_opts, i--;
-		else if (!strcmp(argv[i], "--dirs"))
-			dirs = atoi(argv[i + 1]);
-		else if (!strcmp(argv[i], "--per"))
-			per = atoi(argv[i + 1]);
-		else if (!strcmp(argv[i], "--rm"))
-			rm = atoi(argv[i + 1]);
-		else if (!strcmp(argv[i], "--big"))
-			big = atoi(argv[i + 1]);
-		else
+	while ((c = getopt_long(argc, argv, "do:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'd': fargv[args.argc++] = "-d"; break;    /* libfuse's request log */
+		case 'U': duties = DUTIES_UNION; break;
+		case 'P': duties = DUTIES_PONYFS; break;
+		case 'I': popts.io_uring = true; break;
+		case 'w': writeback = true; break;
+		case 't':
+			if (!arg_seconds(optarg, &timeout))
+				return usage(NULL);
+			timeout_set = true;
 			break;
+		case 'o':
+			if (strlen(extra) + strlen(optarg) + 2 > sizeof(extra))
+				return usage("-o: options too long");
+			strcat(strcat(extra, ","), optarg);
+			if (strstr(optarg, "max_read="))
+				max_read = (unsigned)strtoul(strstr(optarg, "max_read=") + 9, NULL, 10);
+			break;
+		case 'D': if (!arg_count("--dirs", optarg, &dirs)) return usage(NULL); break;
+		case 'p': if (!arg_count("--per", optarg, &per)) return usage(NULL); break;
+		case 'r': if (!arg_count("--rm", optarg, &rm)) return usage(NULL); break;
+		case 'b': if (!arg_count("--big", optarg, &big)) return usage(NULL); break;
+		default: return usage(NULL);
+		}
 	}
-	if (i != argc - 1) {
-		fprintf(stderr, "usage: fuse_floor [-d] [--union] [--io-uring] [--dirs D --per P --rm R "
-			"--big MB] MNT\n");
-		return 2;
+	if (optind != argc - 1)
+		return usage("one mount point is needed");
+	if (duties != DUTIES_PONYFS && (timeout_set || writeback || *extra))
+		return usage("--timeout, --writeback and -o go with --ponyfs");
+	if (duties == DUTIES_UNION)
+		strcat(opts, ",default_permissions,allow_other");
+	if (duties == DUTIES_PONYFS) {
+		if (!timeout_set)
+			timeout = 1.0;          /* src/cli/cmd_ponyfs.c mount_run's */
+		strcat(opts, *extra ? extra : geteuid() == 0 ?
+		       ",default_permissions,allow_other,suid,dev" : ",default_permissions");
 	}
 	populate(dirs, per, rm, big);
 	umask(0);
-	if (ponyfuse_transport_new(&opts, &pf) < 0)
+	if (ponyfuse_transport_new(&popts, &pf) < 0)
 		return 1;
 	se = fuse_session_new(&args, &floor_ops, sizeof(floor_ops), pf);
-	if (!se || fuse_session_mount(se, argv[i]) != 0 || ponyfuse_transport_attach(pf, se) < 0) {
-		fprintf(stderr, "fuse_floor: cannot mount %s\n", argv[i]);
+	if (!se || fuse_session_mount(se, argv[optind]) != 0 ||
+	    ponyfuse_transport_attach(pf, se) < 0) {
+		fprintf(stderr, "fuse_floor: cannot mount %s\n", argv[optind]);
 		return 1;
 	}
 	fuse_set_signal_handlers(se);
