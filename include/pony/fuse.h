@@ -23,6 +23,9 @@ struct ponyfuse_options {
 	bool debug;                     /* libfuse's request log on stderr */
 	double timeout;                 /* entry and attribute cache, seconds */
 	unsigned max_threads;           /* 0: libfuse's default */
+	bool reread_on_open;            /* no page cache or listing kept across
+					 * opens: every open's reads reach the
+					 * instance (ponyfs -o strictatime) */
 	bool noflush;                   /* no FLUSH on close(2): the instance's
 					 * flush does nothing a close needs */
 	bool export_support;            /* the instance's lookup answers "." and ".."

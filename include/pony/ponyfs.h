@@ -46,8 +46,16 @@ int ponyfs_mkfs(struct bdev *meta, struct bdev *data, const struct ponyfs_mkfs_o
  * util_log() (docs/ponyfs-mount.md). */
 typedef void (*ponyfs_report_t)(void *data, const char *text);
 
+/* When a read or readdir moves atime (mount -o relatime, strictatime, noatime). */
+enum ponyfs_atime {
+	PONYFS_ATIME_RELATIVE = 0,      /* relatime: not after mtime/ctime, or a day old */
+	PONYFS_ATIME_ALWAYS,            /* strictatime */
+	PONYFS_ATIME_NEVER,             /* noatime */
+};
+
 struct ponyfs_options {
 	unsigned commit_ms;             /* the commit timer; 0: commit only on fsync/sync */
+	enum ponyfs_atime atime;
 	bool read_only;
 	ponyfs_report_t report;         /* NULL: repairs are only counted */
 	void *report_arg;

@@ -342,7 +342,8 @@ static int mount_run(int argc, char **argv)
 			       "-o takes mount(8) options; then the mount's type is plain fuse\n"
 			       "and its source IMG. Pony's own: commit=MS, format (mkfs IMG\n"
 			       "first when its first MiB is all zeros), format=foreign (also\n"
-			       "when IMG is not pony's); the rest go to FUSE.\n" CLI_LOG_HELP);
+			       "when IMG is not pony's), relatime (the default), strictatime,\n"
+			       "noatime; the rest go to FUSE.\n" CLI_LOG_HELP);
 			return CLI_EXIT_OK;
 		default: return cli_usage_error("pony mount", "bad option");
 		}
@@ -360,6 +361,10 @@ static int mount_run(int argc, char **argv)
 			return r;
 	}
 	fo.mount_opts = mo.fuse;
+	/* strictatime: each open's reads must reach ponyfs to move atime (the
+	 * kernel leaves a FUSE file's atime to it and serves cached pages
+	 * without a word). Reads within one open still count once. */
+	fo.reread_on_open = po.atime == PONYFS_ATIME_ALWAYS;
 	r = cli_ponyfs_lock_images(argv + optind, n);
 	if (!r && (mo.format || mo.format_foreign) && n == 1)
 		r = cli_ponyfs_format(argv[optind], mo.format_foreign);

@@ -73,6 +73,10 @@ int cli_ponyfs_mount_opts(const char *list, struct ponyfs_options *po,
 		if (!strncmp(o, "commit=", 7)) {
 			if (cli_parse_unsigned("pony mount", "-o commit", o + 7, 0, 3600000, &po->commit_ms))
 				return CLI_EXIT_USAGE;
+		} else if (!strcmp(o, "relatime")) {
+			po->atime = PONYFS_ATIME_RELATIVE;      /* libfuse 3.14 does not know it */
+		} else if (!strcmp(o, "strictatime")) {
+			po->atime = PONYFS_ATIME_ALWAYS;        /* nor this */
 		} else if (!strcmp(o, "format")) {
 			m->format = true;
 		} else if (!strcmp(o, "format=foreign")) {
@@ -84,6 +88,10 @@ int cli_ponyfs_mount_opts(const char *list, struct ponyfs_options *po,
 				po->read_only = true;
 			else if (!strcmp(o, "rw"))
 				po->read_only = false;
+			else if (!strcmp(o, "noatime"))
+				po->atime = PONYFS_ATIME_NEVER; /* and the kernel's flag, for /proc/mounts */
+			else if (!strcmp(o, "atime"))
+				po->atime = PONYFS_ATIME_RELATIVE;
 			r = add_fuse_opt(m, o);
 		}
 	}

@@ -23,7 +23,8 @@ struct mount_opts {
 
 /*
  * Sorts a -o list (given several times: appended) into po, fo and m. Pony's
- * own: commit=MS, format, ro (also libfuse's); mount(8)'s bookkeeping
+ * own: commit=MS, format, ro (also libfuse's), relatime, strictatime, noatime
+ * (also libfuse's); mount(8)'s bookkeeping
  * (defaults, auto, nofail, _netdev, user...) is dropped; the rest goes to
  * libfuse. Returns 0 or CLI_EXIT_USAGE after a message.
  */

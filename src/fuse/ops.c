@@ -255,7 +255,7 @@ static void reply_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	int id = ponyfuse_pt_open(pf, ino, fi->fh);
 
 	/* A passthrough open must not ask to keep a page cache it has none of. */
-	fi->keep_cache = !id && !p && pf->opts.timeout > 0;
+	fi->keep_cache = !id && !p && pf->opts.timeout > 0 && !pf->opts.reread_on_open;
 	/*
 	 * The kernel leaves dropping suid/sgid on write to us (KILLPRIV_V2),
 	 * but passthrough writes never reach us: a writer that would drop
@@ -443,7 +443,7 @@ static void req_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 	/* With cached attributes, cached listings too: every change comes
 	 * through this mount, and the kernel drops a directory's cache when
 	 * it changes, so a second walk of a tree costs no READDIR. */
-	if (pf_of(req)->opts.timeout > 0)
+	if (pf_of(req)->opts.timeout > 0 && !pf_of(req)->opts.reread_on_open)
 		fi->cache_readdir = fi->keep_cache = 1;
 	if (fuse_reply_open(req, fi) == -ENOENT)
 		VFS_CALL(fs_of(req), releasedir, ino, fh);

@@ -90,6 +90,7 @@ int ponyfs_ctime_locked(struct ponyfs *fs, uint64_t ino, int64_t now)
 	/* Writeback stores the cached times: they must not undo this one. */
 	if (in && in->size_dirty)
 		in->ctime = now;
+	ponyfs_times_changed(fs, ino, now);
 	return ponyfs_sql(fs, "UPDATE inodes SET ctime = ?2 WHERE ino = ?1", 2, (int64_t)ino, now);
 }
 

@@ -367,6 +367,7 @@ void ponyfs_inode_touch(struct ponyfs *fs, struct ponyfs_inode *in)
 {
 	in->mtime = in->ctime = ponyfs_now();
 	in->size_dirty = true;
+	ponyfs_times_changed(fs, in->ino, in->mtime);
 	ponyfs_dirty_add(fs, in);
 }
 
@@ -704,6 +705,9 @@ int ponyfs_writeback_locked(struct ponyfs *fs, struct ponyfs_inode *in)
 		if (r >= 0)
 			r = ponyfs_step_done(fs, s);
 	}
+	if (r >= 0 && in->atime_dirty)
+		r = ponyfs_sql(fs, "UPDATE inodes SET atime = ?2 WHERE ino = ?1", 2, (int64_t)in->ino,
+			       in->atime);
 	if (r < 0) {
 		char what[64];
 
@@ -714,6 +718,7 @@ int ponyfs_writeback_locked(struct ponyfs *fs, struct ponyfs_inode *in)
 		return r;
 	}
 	in->size_dirty = false;
+	in->atime_dirty = false;
 	in->trunc_rows = 0;
 	dirty_del(in);
 	/* What it held is the open transaction's now, until the commit. */

@@ -179,6 +179,10 @@ struct ponyfs_inode {
 	uint64_t trunc_ns;              /* when it was last truncated */
 	uint64_t dirty_ns;              /* when it went on the dirty list */
 	int64_t mtime, ctime;           /* ns; valid when size_dirty */
+	/* Access time (atime.c): cmtime is max(mtime, ctime), both valid when
+	 * times_known; atime differs from the database when atime_dirty. */
+	int64_t atime, cmtime;
+	bool times_known, atime_dirty;
 	/* Preallocation (falloc.c). fallocate reserves the holes of its range
 	 * (falloc_res blocks, part of fs->reserved) and records the range;
 	 * writeback turns the ranges' holes into unwritten extents, in the
@@ -269,6 +273,7 @@ struct ponyfs {
 	unsigned err_seq;               /* failures so far (errseq, for close) */
 	char name[40];                  /* label or UUID, for log lines */
 	bool read_only;
+	enum ponyfs_atime atime_mode;
 	/* Space, in blocks: free in the database, promised to dirty pages,
 	 * and freed in the open transaction (reusable after it commits). */
 	uint64_t free_blocks, reserved, pending_free_blocks;
@@ -411,6 +416,14 @@ int ponyfs_pages_write(struct ponyfs *fs, const struct ponyfs_page *pg, uint64_t
 int ponyfs_ext_insert(struct ponyfs *fs, uint64_t ino, uint64_t foff, uint64_t nb,
 		      uint64_t pblock, const uint8_t *csums, unsigned flags);
 void ponyfs_dirty_add(struct ponyfs *fs, struct ponyfs_inode *in);
+
+/* Access times (atime.c). */
+/* A read or readdir of in: atime moves as the mount says, written behind. */
+int ponyfs_atime_access_locked(struct ponyfs *fs, struct ponyfs_inode *in);
+/* ino's mtime or ctime became now (a cached inode's rule must see it). */
+void ponyfs_times_changed(struct ponyfs *fs, uint64_t ino, int64_t now);
+/* ino's atime was set in the database (utimensat): the cached one is stale. */
+void ponyfs_atime_set(struct ponyfs *fs, uint64_t ino);
 
 /* Reservations of file and namespace changes (reserve.c). */
 /*

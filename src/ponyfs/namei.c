@@ -60,6 +60,9 @@ int ponyfs_fill_attr_locked(struct ponyfs *fs, uint64_t ino, unsigned mask, stru
 	in = ponyfs_inode_find(fs, ino);
 	if (in) {
 		ret->stx_size = in->size;
+		if (in->atime_dirty)
+			ret->stx_atime = (struct statx_timestamp){ .tv_sec = in->atime / 1000000000,
+				.tv_nsec = (uint32_t)(in->atime % 1000000000) };
 		if (in->size_dirty) {
 			ret->stx_mtime = (struct statx_timestamp){ .tv_sec = in->mtime / 1000000000,
 				.tv_nsec = (uint32_t)(in->mtime % 1000000000) };
@@ -132,8 +135,11 @@ static int check_dir_name(struct ponyfs *fs, uint64_t parent, const char *name)
 
 static int touch_dir(struct ponyfs *fs, uint64_t dir, int nlink_delta)
 {
+	int64_t now = ponyfs_now();
+
+	ponyfs_times_changed(fs, dir, now);
 	return ponyfs_sql(fs, "UPDATE inodes SET mtime = ?2, ctime = ?2, nlink = nlink + ?3 "
-			  "WHERE ino = ?1", 3, (int64_t)dir, ponyfs_now(), (int64_t)nlink_delta);
+			  "WHERE ino = ?1", 3, (int64_t)dir, now, (int64_t)nlink_delta);
 }
 
 static int dentry_add(struct ponyfs *fs, uint64_t parent, const char *name, uint64_t ino)
@@ -626,8 +632,16 @@ int ponyfs_readdir_locked(struct ponyfs *fs, uint64_t ino, uint64_t cookie,
 		r = 0;          /* an open directory already removed: ".." is itself */
 	if (r < 0)
 		return r;
-	if (cookie < 1)
+	if (cookie < 1) {
+		struct ponyfs_inode *in;
+
+		/* A listing from its start is the directory's access. */
+		if (ponyfs_inode_get_locked(fs, ino, &in) >= 0) {
+			ponyfs_atime_access_locked(fs, in);
+			ponyfs_inode_put_locked(fs, in);
+		}
 		ret[n++] = (struct ponyfs_dirent){ strdup("."), ino, DT_DIR, 1 };
+	}
 	if (cookie < 2)
 		ret[n++] = (struct ponyfs_dirent){ strdup(".."), up, DT_DIR, 2 };
 	r = ponyfs_prepare(fs,

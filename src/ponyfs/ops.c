@@ -118,6 +118,8 @@ static int setattr_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t
 		mt = now;
 	if (r >= 0 && (a->valid & (VFS_SET_ATIME | VFS_SET_ATIME_NOW)))
 		r = ponyfs_sql(fs, "UPDATE inodes SET atime = ?2 WHERE ino = ?1", 2, (int64_t)ino, at);
+	if (r >= 0 && (a->valid & (VFS_SET_ATIME | VFS_SET_ATIME_NOW)))
+		ponyfs_atime_set(fs, ino);
 	if (r >= 0 && (a->valid & (VFS_SET_MTIME | VFS_SET_MTIME_NOW))) {
 		r = ponyfs_sql(fs, "UPDATE inodes SET mtime = ?2 WHERE ino = ?1", 2, (int64_t)ino, mt);
 		in = in ? in : ponyfs_inode_find(fs, ino);
@@ -292,12 +294,22 @@ static struct ponyfs_handle *handle_of(uint64_t fh)
 	return (struct ponyfs_handle *)(uintptr_t)fh;
 }
 
+static ssize_t read_locked(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_t size,
+			   uint64_t off)
+{
+	ssize_t n = ponyfs_read_locked(fs, in, buf, size, off);
+
+	if (n >= 0)
+		ponyfs_atime_access_locked(fs, in);
+	return n;
+}
+
 static ssize_t pf_read(struct vfs *v, uint64_t ino, uint64_t fh, void *buf, size_t size, off_t off)
 {
 	if (off < 0)
 		return -EINVAL;
-	return LOCKED(ponyfs_of(v), ponyfs_read_locked(ponyfs_of(v), handle_of(fh)->inode, buf, size,
-						       (uint64_t)off));
+	return LOCKED(ponyfs_of(v), read_locked(ponyfs_of(v), handle_of(fh)->inode, buf, size,
+						(uint64_t)off));
 }
 
 static ssize_t write_locked(struct ponyfs *fs, struct ponyfs_handle *h, const void *buf,

@@ -398,6 +398,7 @@ int ponyfs_mount(struct bdev *meta, struct bdev *data, const struct ponyfs_optio
 	if (r >= 0 && fs->sb.data_blocks > bdev_size(data) / BS)
 		r = -EINVAL;            /* a wrong or truncated data region */
 	fs->read_only = opts && opts->read_only;
+	fs->atime_mode = opts ? opts->atime : PONYFS_ATIME_RELATIVE;
 	if (r >= 0)
 		r = ponyfs_meta_open(fs->meta, fs->data, &fs->sb, &fs->chunks, &fs->db);
 	if (r >= 0)

@@ -366,12 +366,14 @@ int ponyfs_timer_start(struct ponyfs *fs)
 
 void ponyfs_timer_stop(struct ponyfs *fs)
 {
-	if (!fs->timer_running)
-		return;
+	/* Stopping even when it never ran: the unmount's last writeback must
+	 * not start it (a mount that only read, and moved atimes, did). */
 	pthread_mutex_lock(&fs->lock);
 	fs->stopping = true;
 	pthread_cond_signal(&fs->timer_cond);
 	pthread_mutex_unlock(&fs->lock);
+	if (!fs->timer_running)
+		return;
 	pthread_join(fs->timer, NULL);
 	fs->timer_running = false;
 }

@@ -4,11 +4,13 @@
  * set-group-ID inheritance, set-ID bits dropped by writes, truncation,
  * fallocate and chown of unprivileged callers, ctime moved by link and
  * removexattr even while newer times wait in the cache, and readdir cookies
- * kept by a rename within a directory. Each is something fstests found
+ * kept by a rename within a directory, atime moved by a read (relatime). Each is something fstests found
  * (generic/314, 683, 423, 728, 736); the shell test ponyfs_posix_attrs
  * checks the same rules through FUSE against ext4.
  */
+#include <dirent.h>
 #include <linux/fs.h>
+#include <time.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -213,6 +215,58 @@ static void test_rename_in_a_directory_keeps_the_readdir_cookie(void **state)
 	assert_int_equal(b.n, 6);               /* f3, f4, f5, f6.r, f7, f9 */
 }
 
+/* Threads of this process (the commit timer is one while it runs). */
+static unsigned thread_count(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	unsigned n = 0;
+
+	assert_non_null(d);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+/*
+ * A read moves a two-day-old atime (relatime), in the cache and after a
+ * remount; and a mount that only read stops clean: its unmount writes the
+ * atime back without starting a commit timer on a filesystem about to be
+ * freed (which it once did: a heap use-after-free at unmount).
+ */
+static void test_a_read_moves_atime_and_the_unmount_writes_it_back(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_ctx c = user_ctx(0, 0);
+	int64_t old = (int64_t)(time(NULL) - 2 * 86400);
+	struct vfs_setattr a = { .valid = VFS_SET_ATIME,
+				 .atime = { .tv_sec = old } };
+	struct ponyfs_options timer = { .commit_ms = 5000 };
+	struct vfs_entry e;
+	struct statx x;
+	unsigned threads;
+	uint64_t fh;
+	char buf[8];
+
+	assert_int_equal(VFS_CALL(f->fs, create, &c, VFS_ROOT_INO, "f", 0644, O_WRONLY, &e, &fh), 0);
+	assert_int_equal(VFS_CALL(f->fs, write, e.ino, fh, "hello", 5, 0), 5);
+	assert_int_equal(VFS_CALL(f->fs, release, e.ino, fh), 0);
+	assert_int_equal(VFS_CALL(f->fs, setattr, &c, e.ino, VFS_NO_FH, &a, &x), 0);
+	assert_int_equal(x.stx_atime.tv_sec, old);
+	vfs_free(f->fs);
+	/* With a commit timer, as pony mount has: only a change starts it. */
+	assert_int_equal(ponyfs_mount_image(f->dev, &timer, &f->fs), 0);
+	threads = thread_count();
+	assert_int_equal(VFS_CALL(f->fs, open, &c, e.ino, O_RDONLY, &fh), 0);
+	assert_int_equal(VFS_CALL(f->fs, read, e.ino, fh, buf, sizeof(buf), 0), 5);
+	assert_int_equal(VFS_CALL(f->fs, release, e.ino, fh), 0);
+	assert_true(stat_of(f->fs, e.ino).stx_atime.tv_sec > old + 86400);
+	vfs_free(f->fs);
+	assert_int_equal(thread_count(), threads);
+	assert_int_equal(ponyfs_mount_image(f->dev, NULL, &f->fs), 0);
+	assert_true(stat_of(f->fs, e.ino).stx_atime.tv_sec > old + 86400);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -221,6 +275,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unprivileged_changes_drop_setid_bits, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_link_and_removexattr_move_ctime, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_a_read_moves_atime_and_the_unmount_writes_it_back,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rename_in_a_directory_keeps_the_readdir_cookie,
 						setup, teardown),
 	};
