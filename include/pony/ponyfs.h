@@ -105,6 +105,7 @@ struct ponyfs_stats {
 	uint64_t space_commits;         /* commits made to make room for metadata */
 	uint64_t space_measures;        /* measures of the metadata space in use */
 	uint64_t checkpoints;           /* WAL checkpoints into the database file */
+	uint64_t cache_slab_bytes;      /* memory mapped for cached data (0 under ASan) */
 };
 void ponyfs_get_stats(struct vfs *fs, struct ponyfs_stats *ret);
 

@@ -392,6 +392,9 @@ int ponyfs_reserve_locked(struct ponyfs *fs, uint64_t n);
 /* Pages of the cache (pages.c): BS bytes each, uninitialised; free NULL: nothing. */
 uint8_t *ponyfs_page_alloc(struct ponyfs *fs);
 void ponyfs_page_free(struct ponyfs *fs, uint8_t *page);
+/* Gives the slabs back but one when no page is in use (the timer's tick). */
+void ponyfs_pages_trim(struct ponyfs *fs);
+uint64_t ponyfs_pages_mapped(const struct ponyfs *fs);     /* bytes of slabs */
 void ponyfs_pages_done(struct ponyfs *fs);
 
 /* Cached inodes and data (data.c). */

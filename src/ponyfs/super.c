@@ -497,6 +497,7 @@ void ponyfs_get_stats(struct vfs *v, struct ponyfs_stats *ret)
 	pthread_mutex_lock(&fs->lock);
 	*ret = fs->stats;
 	ret->meta_chunks = fs->chunks.n;
+	ret->cache_slab_bytes = ponyfs_pages_mapped(fs);
 	pthread_mutex_unlock(&fs->lock);
 }
 

@@ -340,6 +340,8 @@ static void *timer_main(void *arg)
 			until.tv_sec++;
 			until.tv_nsec -= 1000000000;
 		}
+		/* Once a tick, after its commit: slabs of an empty cache go back. */
+		ponyfs_pages_trim(fs);
 		pthread_cond_timedwait(&fs->timer_cond, &fs->lock, &until);
 		if (fs->stopping || fs->broken)
 			continue;
