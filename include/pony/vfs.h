@@ -107,6 +107,10 @@ enum { VFS_SHUTDOWN_FLUSH = 1 << 0 };   /* shutdown's flags */
 struct vfs_ops {
 	unsigned version;               /* VFS_OPS_VERSION the table was built for */
 	const char *name;               /* "hostfs", "union", ... */
+	/* read() may be called from several threads at once, alongside any
+	 * other call: a front end may then answer large reads on helper
+	 * threads while its worker serves the rest. */
+	bool read_parallel;
 
 	/* Frees the instance and everything it holds; open handles are gone. */
 	void (*destroy)(struct vfs *fs);

@@ -127,11 +127,16 @@ int ponyfuse_kill_suidgid(fuse_req_t req, uint64_t ino, uint64_t fh, struct stat
 /* Whether req's caller has CAP_FSETID: its writes never drop suid/sgid. */
 bool ponyfuse_caller_keeps_suidgid(fuse_req_t req);
 
-/* readpool.c: large READs of host files answered on helper threads. */
+/* readpool.c: large READs of host files, or of instances whose read()
+ * runs in parallel (vfs_ops.read_parallel), answered on helper threads. */
 void ponyfuse_reply_host_read(fuse_req_t req, int fd, size_t size, off_t off);
+/* Answers a READ with the instance's read() (ops.c). */
+void ponyfuse_reply_vfs_read(fuse_req_t req, uint64_t ino, uint64_t fh, size_t size, off_t off);
 int ponyfuse_readpool_start(struct ponyfuse *pf);
 void ponyfuse_readpool_stop(struct ponyfuse *pf);
-/* true: queued, a helper answers req; false: answer it yourself. */
-bool ponyfuse_readpool_submit(struct ponyfuse *pf, fuse_req_t req, int fd, size_t size, off_t off);
+/* true: queued, a helper answers req; false: answer it yourself. fd: the
+ * host file, or -1 for the instance's read() of ino's fh. */
+bool ponyfuse_readpool_submit(struct ponyfuse *pf, fuse_req_t req, int fd, uint64_t ino,
+			      uint64_t fh, size_t size, off_t off);
 
 #endif

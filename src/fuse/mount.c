@@ -209,7 +209,8 @@ int ponyfuse_run(struct ponyfuse *pf)
 	}
 	cfg = fuse_loop_cfg_create();
 	/* After daemonizing, which keeps only the calling thread. */
-	if (!cfg || (pf->fs->ops->data_fd && ponyfuse_readpool_start(pf) < 0)) {
+	if (!cfg || ((pf->fs->ops->data_fd || pf->fs->ops->read_parallel) &&
+		     ponyfuse_readpool_start(pf) < 0)) {
 		fuse_loop_cfg_destroy(cfg);
 		fuse_remove_signal_handlers(pf->se);
 		return -ENOMEM;

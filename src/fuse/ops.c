@@ -365,10 +365,18 @@ static void req_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (fd >= 0 && read_into_ring(req, fd, size, off))
 		return;
 	if (fd >= 0) {
-		if (!ponyfuse_readpool_submit(pf_of(req), req, fd, size, off))
+		if (!ponyfuse_readpool_submit(pf_of(req), req, fd, 0, 0, size, off))
 			ponyfuse_reply_host_read(req, fd, size, off);
 		return;
 	}
+	if (fs_of(req)->ops->read_parallel &&
+	    ponyfuse_readpool_submit(pf_of(req), req, -1, ino, fi->fh, size, off))
+		return;
+	ponyfuse_reply_vfs_read(req, ino, fi->fh, size, off);
+}
+
+void ponyfuse_reply_vfs_read(fuse_req_t req, uint64_t ino, uint64_t fh, size_t size, off_t off)
+{
 	_cleanup_(freep) char *buf = malloc(size ? size : 1);
 	ssize_t n;
 
@@ -376,7 +384,7 @@ static void req_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	n = VFS_CALL(fs_of(req), read, ino, fi->fh, buf, size, off);
+	n = VFS_CALL(fs_of(req), read, ino, fh, buf, size, off);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else

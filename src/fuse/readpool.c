@@ -9,8 +9,9 @@
  * of a cold read: a 1 GiB read through a union just after mounting took
  * 0.75-0.88 s with one worker, 0.36-0.40 s with two.
  *
- * So a READ of at least READPOOL_MIN bytes whose data is a host file is
- * queued here, and one of a few helpers (one per CPU, at least two)
+ * So a READ of at least READPOOL_MIN bytes whose data is a host file, or
+ * of an instance whose read() runs in parallel (ponyfs: its reads leave
+ * its lock for their I/O and checksums), is queued here, and one of a few helpers (one per CPU, at least two)
  * answers it with the same splice while the worker reads the next request;
  * everything else stays on the worker. The kernel holds the open file until
  * its READs are answered (a readahead READ keeps a reference, RELEASE waits
@@ -31,7 +32,8 @@
 
 struct readpool_job {
 	fuse_req_t req;
-	int fd;
+	int fd;                         /* the host file; -1: the instance's read() */
+	uint64_t ino, fh;               /* for read() */
 	size_t size;
 	off_t off;
 };
@@ -72,7 +74,10 @@ static void *readpool_main(void *arg)
 		rp->head = (rp->head + 1) % READPOOL_QUEUE;
 		rp->count--;
 		pthread_mutex_unlock(&rp->lock);
-		ponyfuse_reply_host_read(job.req, job.fd, job.size, job.off);
+		if (job.fd >= 0)
+			ponyfuse_reply_host_read(job.req, job.fd, job.size, job.off);
+		else
+			ponyfuse_reply_vfs_read(job.req, job.ino, job.fh, job.size, job.off);
 		pthread_mutex_lock(&rp->lock);
 	}
 	pthread_mutex_unlock(&rp->lock);
@@ -118,7 +123,8 @@ void ponyfuse_readpool_stop(struct ponyfuse *pf)
 	pf->readpool = NULL;
 }
 
-bool ponyfuse_readpool_submit(struct ponyfuse *pf, fuse_req_t req, int fd, size_t size, off_t off)
+bool ponyfuse_readpool_submit(struct ponyfuse *pf, fuse_req_t req, int fd, uint64_t ino,
+			      uint64_t fh, size_t size, off_t off)
 {
 	struct ponyfuse_readpool *rp = pf->readpool;
 	bool queued = false;
@@ -128,7 +134,8 @@ bool ponyfuse_readpool_submit(struct ponyfuse *pf, fuse_req_t req, int fd, size_
 	pthread_mutex_lock(&rp->lock);
 	if (!rp->stop && rp->count < READPOOL_QUEUE) {
 		rp->queue[(rp->head + rp->count) % READPOOL_QUEUE] =
-			(struct readpool_job){ .req = req, .fd = fd, .size = size, .off = off };
+			(struct readpool_job){ .req = req, .fd = fd, .ino = ino, .fh = fh,
+					       .size = size, .off = off };
 		rp->count++;
 		queued = true;
 		atomic_fetch_add_explicit(&pf->pooled_reads, 1, memory_order_relaxed);

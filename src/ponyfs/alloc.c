@@ -126,6 +126,13 @@ int ponyfs_free_apply_locked(struct ponyfs *fs)
 
 void ponyfs_free_committed_locked(struct ponyfs *fs)
 {
+	/* Reads planned before the commit may still be reading those blocks
+	 * (read.c): they finish first. None can start meanwhile, since a
+	 * read takes the reuse lock only while it holds fs->lock. */
+	if (fs->npending) {
+		pthread_rwlock_wrlock(&fs->reuse_lock);
+		pthread_rwlock_unlock(&fs->reuse_lock);
+	}
 	fs->free_blocks += fs->pending_free_blocks;
 	fs->pending_free_blocks = 0;
 	fs->npending = 0;

@@ -1,6 +1,6 @@
 /*
- * data.c - file data: cached dirty blocks per inode, reads that merge them
- * with the extents on disk (checking each block's CRC32C), and writeback,
+ * data.c - file data: cached dirty blocks per inode (read.c merges them
+ * with the extents on disk), and writeback,
  * which moves one file's cached state into the open transaction in one go:
  * a pending truncation, its fallocated ranges (falloc.c), its new blocks
  * (copy-on-write: freshly allocated, the old ones freed with the
@@ -161,158 +161,6 @@ size_t ponyfs_page_pos(const struct ponyfs_inode *in, uint64_t index)
 	return lo;
 }
 
-static bool block_crc_ok(const uint8_t *blk, const uint8_t *csums, uint64_t i)
-{
-	return util_crc32c(0, blk, BS) == util_get_le32(csums + 4 * i);
-}
-
-/*
- * A block of ino's file block fblk that failed its checksum: good data
- * from the volume's other copies or parity (ponyfs_region_repair), the bad
- * member rewritten, an event logged. -EBADMSG when nothing matches the
- * checksum.
- */
-static int repair_block(struct ponyfs *fs, uint64_t ino, uint64_t fblk, uint8_t *blk,
-			uint64_t pblock, uint32_t crc)
-{
-	/* The region itself (behind the shutdown gate) has the other copies;
-	 * after a shutdown nothing reaches it. */
-	struct bdev *region = ponyfs_gate_lower(fs->data);
-	int m;
-
-	fs->stats.csum_errors++;
-	m = region ? ponyfs_region_repair(region, blk, pblock * BS, crc) : -EIO;
-	if (m >= 0) {
-		fs->stats.csum_repaired++;
-		ponyfs_log(fs, LOG_WARNING, "inode %llu offset %llu: data block %llu failed its "
-			   "checksum: repaired member %d from the volume's redundancy",
-			   (unsigned long long)ino, (unsigned long long)(fblk * BS),
-			   (unsigned long long)pblock, m);
-		return 0;
-	}
-	ponyfs_log(fs, LOG_ERR, "inode %llu offset %llu: data block %llu failed its checksum: %s; "
-		   "the read fails (EBADMSG)", (unsigned long long)ino,
-		   (unsigned long long)(fblk * BS), (unsigned long long)pblock,
-		   m == -EOPNOTSUPP ? "no redundancy to repair it from" : "no copy matches");
-	return -EBADMSG;
-}
-
-/* Reads n blocks of one extent of ino, starting skip blocks into it, and checks them. */
-static int extent_read(struct ponyfs *fs, uint64_t ino, sqlite3_stmt *s, uint64_t skip, uint64_t n,
-		       uint8_t *buf)
-{
-	uint64_t foff = (uint64_t)sqlite3_column_int64(s, 0);
-	uint64_t pblock = (uint64_t)sqlite3_column_int64(s, 2);
-	const uint8_t *csums = sqlite3_column_blob(s, 3);
-	uint64_t nb = (uint64_t)sqlite3_column_int64(s, 1);
-	int r;
-
-	if (!csums || (uint64_t)sqlite3_column_bytes(s, 3) != 4 * nb)
-		return -EUCLEAN;
-	r = bdev_pread(fs->data, buf, n * BS, (pblock + skip) * BS);
-	if (r < 0)
-		return r;
-	for (uint64_t i = 0; i < n; i++) {
-		if (!block_crc_ok(buf + i * BS, csums, skip + i)) {
-			r = repair_block(fs, ino, foff + skip + i, buf + i * BS, pblock + skip + i,
-					 util_get_le32(csums + 4 * (skip + i)));
-			if (r < 0)
-				return r;
-		}
-	}
-	return 0;
-}
-
-/* The file's blocks [first, first+n) as on disk (holes and cut-off blocks are zeros). */
-static int disk_read(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t first, uint64_t n,
-		     uint8_t *buf)
-{
-	uint64_t end = first + n, blk = first;
-	uint64_t cut = in->trunc_pending ? DIV_ROUND_UP(in->trunc_to, BS) : UINT64_MAX;
-
-	if (cut < end)
-		memset(buf + (MAX(cut, first) - first) * BS, 0, (end - MAX(cut, first)) * BS);
-	end = MIN(end, cut);
-	while (blk < end) {
-		sqlite3_stmt *s = ponyfs_stmt(fs, ST_EXT_PREV);
-		uint64_t foff, nb, run;
-		int r;
-
-		sqlite3_bind_int64(s, 1, (int64_t)in->ino);
-		sqlite3_bind_int64(s, 2, (int64_t)blk);
-		r = ponyfs_step_row(fs, s);
-		if (r > 0) {
-			foff = (uint64_t)sqlite3_column_int64(s, 0);
-			nb = (uint64_t)sqlite3_column_int64(s, 1);
-			if (foff + nb > blk) {
-				run = MIN(end, foff + nb) - blk;
-				r = 0;
-				if (sqlite3_column_int64(s, 4) & PONYFS_EXT_UNWRITTEN)
-					memset(buf + (blk - first) * BS, 0, run * BS);
-				else
-					r = extent_read(fs, in->ino, s, blk - foff, run,
-							buf + (blk - first) * BS);
-				sqlite3_reset(s);
-				if (r < 0)
-					return r;
-				blk += run;
-				continue;
-			}
-		}
-		sqlite3_reset(s);
-		if (r < 0)
-			return r;
-		/* A hole: zeros up to the next extent. */
-		s = ponyfs_stmt(fs, ST_EXT_RANGE);
-		sqlite3_bind_int64(s, 1, (int64_t)in->ino);
-		sqlite3_bind_int64(s, 2, (int64_t)blk);
-		sqlite3_bind_int64(s, 3, (int64_t)end);
-		r = ponyfs_step_row(fs, s);
-		run = (r > 0 ? (uint64_t)sqlite3_column_int64(s, 0) : end) - blk;
-		sqlite3_reset(s);
-		if (r < 0)
-			return r;
-		memset(buf + (blk - first) * BS, 0, run * BS);
-		blk += run;
-	}
-	return 0;
-}
-
-ssize_t ponyfs_read_locked(struct ponyfs *fs, struct ponyfs_inode *in, void *buf,
-			   size_t size, uint64_t off)
-{
-	_cleanup_(freep) uint8_t *tmp = NULL;
-	size_t done = 0;
-
-	if (off >= in->size)
-		return 0;
-	size = (size_t)MIN((uint64_t)size, in->size - off);
-	while (done < size) {
-		uint64_t pos = off + done, first = pos / BS;
-		uint64_t n = MIN((uint64_t)IO_BLOCKS, DIV_ROUND_UP(off + size, BS) - first);
-		size_t skip = (size_t)(pos % BS), len = (size_t)MIN(n * BS - skip, size - done);
-		/* Whole blocks go straight to the caller: one copy less. */
-		uint8_t *to = !skip && len == n * BS ? (uint8_t *)buf + done : tmp;
-		int r;
-
-		if (!to) {
-			to = tmp = malloc((size_t)IO_BLOCKS * BS);
-			if (!tmp)
-				return -ENOMEM;
-		}
-		r = disk_read(fs, in, first, n, to);
-		if (r < 0)
-			return r;
-		for (size_t i = ponyfs_page_pos(in, first);
-		     i < in->npages && in->pages[i].index < first + n; i++)
-			memcpy(to + (in->pages[i].index - first) * BS, in->pages[i].data, BS);
-		if (to == tmp)
-			memcpy((uint8_t *)buf + done, tmp + skip, len);
-		done += len;
-	}
-	return (ssize_t)done;
-}
-
 /* The cached page for index, made (and filled from disk when fill) if missing. */
 static int page_get(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t index, bool fill,
 		    uint8_t **ret)
@@ -340,7 +188,7 @@ static int page_get(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t index, 
 		return -ENOMEM;
 	}
 	if (fill && index * BS < in->size)
-		r = disk_read(fs, in, index, 1, data);
+		r = ponyfs_disk_read_locked(fs, in, index, 1, data);
 	else if (fill)
 		memset(data, 0, BS);
 	if (r >= 0)

@@ -3,7 +3,10 @@
  * its cached inodes and their dirty blocks, the prepared statements, and
  * the transaction, allocation and writeback calls. Every call named
  * *_locked needs fs->lock held; one lock serialises the filesystem, so the
- * single SQLite connection and the open transaction need no more.
+ * single SQLite connection and the open transaction need no more. The one
+ * exception is a read's I/O and checksums (read.c): planned under the
+ * lock, run without it, the blocks it reads kept from reuse by
+ * fs->reuse_lock.
  */
 #ifndef PONYFS_INTERNAL_H
 #define PONYFS_INTERNAL_H
@@ -254,6 +257,9 @@ enum ponyfs_stmt {
 struct ponyfs {
 	struct vfs vfs;                 /* first: the instance header */
 	pthread_mutex_t lock;
+	/* Held for reading by reads doing I/O without the lock, for writing
+	 * by a commit before the blocks it freed can be allocated (read.c). */
+	pthread_rwlock_t reuse_lock;
 	struct bdev *meta, *data;
 	struct bdev *owned[3];          /* slices and such, freed at unmount */
 	struct bdev *gates[2];          /* meta and data as the filesystem sees them (shutdown.c) */
@@ -402,13 +408,17 @@ struct ponyfs_inode *ponyfs_inode_find(struct ponyfs *fs, uint64_t ino);
 int ponyfs_inode_get_locked(struct ponyfs *fs, uint64_t ino, struct ponyfs_inode **ret);
 void ponyfs_inode_put_locked(struct ponyfs *fs, struct ponyfs_inode *in);
 void ponyfs_inode_drop_locked(struct ponyfs *fs, struct ponyfs_inode *in);
-ssize_t ponyfs_read_locked(struct ponyfs *fs, struct ponyfs_inode *in, void *buf,
-			   size_t size, uint64_t off);
 ssize_t ponyfs_write_locked(struct ponyfs *fs, struct ponyfs_inode *in, const void *buf,
 			    size_t size, uint64_t off);
 int ponyfs_truncate_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t size);
 int ponyfs_writeback_locked(struct ponyfs *fs, struct ponyfs_inode *in);
 int ponyfs_writeback_all_locked(struct ponyfs *fs, bool skip_held);
+/* Reads (read.c): takes the lock itself, drops it for the I/O. */
+ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_t size,
+		    uint64_t off);
+/* The file's blocks [first, first+n) as on disk, checked (holes and cut-off blocks are zeros). */
+int ponyfs_disk_read_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t first, uint64_t n,
+			    uint8_t *buf);
 int ponyfs_extents_remove_locked(struct ponyfs *fs, uint64_t ino, uint64_t first, uint64_t end);
 /* Index in in->pages of the first page >= index. */
 size_t ponyfs_page_pos(const struct ponyfs_inode *in, uint64_t index);

@@ -294,22 +294,11 @@ static struct ponyfs_handle *handle_of(uint64_t fh)
 	return (struct ponyfs_handle *)(uintptr_t)fh;
 }
 
-static ssize_t read_locked(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_t size,
-			   uint64_t off)
-{
-	ssize_t n = ponyfs_read_locked(fs, in, buf, size, off);
-
-	if (n >= 0)
-		ponyfs_atime_access_locked(fs, in);
-	return n;
-}
-
 static ssize_t pf_read(struct vfs *v, uint64_t ino, uint64_t fh, void *buf, size_t size, off_t off)
 {
 	if (off < 0)
 		return -EINVAL;
-	return LOCKED(ponyfs_of(v), read_locked(ponyfs_of(v), handle_of(fh)->inode, buf, size,
-						(uint64_t)off));
+	return ponyfs_read(ponyfs_of(v), handle_of(fh)->inode, buf, size, (uint64_t)off);
 }
 
 static ssize_t write_locked(struct ponyfs *fs, struct ponyfs_handle *h, const void *buf,
@@ -720,6 +709,7 @@ const struct vfs_ops ponyfs_ops = {
 	.open = pf_open,
 	.create = pf_create,
 	.read = pf_read,
+	.read_parallel = true,
 	.write = pf_write,
 	.flush = pf_flush,
 	.fsync = pf_fsync,

@@ -307,6 +307,7 @@ void ponyfs_destroy(struct vfs *v)
 	free(fs->pending);
 	pthread_cond_destroy(&fs->timer_cond);
 	pthread_mutex_destroy(&fs->lock);
+	pthread_rwlock_destroy(&fs->reuse_lock);
 	free(fs);
 }
 
@@ -389,6 +390,7 @@ int ponyfs_mount(struct bdev *meta, struct bdev *data, const struct ponyfs_optio
 	fs->report_arg = opts ? opts->report_arg : NULL;
 	fs->dirty_max = opts && opts->dirty_max ? opts->dirty_max : default_dirty_max();
 	pthread_mutex_init(&fs->lock, NULL);
+	pthread_rwlock_init(&fs->reuse_lock, NULL);
 	pthread_cond_init(&fs->timer_cond, NULL);
 	r = ponyfs_gates_open(fs, meta, data);
 	if (r >= 0)

@@ -1,0 +1,310 @@
+/*
+ * read.c - reads of file data: the extents on disk, each block checked
+ * against its CRC32C (a bad one repaired from the volume's redundancy),
+ * under the file's cached dirty blocks.
+ *
+ * Most reads run outside the filesystem lock. Under it a read is planned:
+ * which volume blocks hold the range, with their checksums, and the cached
+ * blocks copied out at once (so a write acknowledged before the read began
+ * is always seen). Then the lock is dropped for the I/O and the checks,
+ * and FUSE's read helpers run them in parallel with each other and with
+ * the worker serving everything else: a cold sequential read kept one CPU
+ * busy with the copies alone. What keeps a planned block from being reused
+ * meanwhile: blocks a transaction frees become allocatable only after its
+ * commit, and the commit waits on fs->reuse_lock, which every read in
+ * flight holds for reading, before it hands them out (alloc.c). A block
+ * that fails its checksum, or an I/O error, sends the whole read to the
+ * locked path, which repairs and logs.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static bool block_crc_ok(const uint8_t *blk, const uint8_t *csums, uint64_t i)
+{
+	return util_crc32c(0, blk, BS) == util_get_le32(csums + 4 * i);
+}
+
+/*
+ * A block of ino's file block fblk that failed its checksum: good data
+ * from the volume's other copies or parity (ponyfs_region_repair), the bad
+ * member rewritten, an event logged. -EBADMSG when nothing matches the
+ * checksum.
+ */
+static int repair_block(struct ponyfs *fs, uint64_t ino, uint64_t fblk, uint8_t *blk,
+			uint64_t pblock, uint32_t crc)
+{
+	/* The region itself (behind the shutdown gate) has the other copies;
+	 * after a shutdown nothing reaches it. */
+	struct bdev *region = ponyfs_gate_lower(fs->data);
+	int m;
+
+	fs->stats.csum_errors++;
+	m = region ? ponyfs_region_repair(region, blk, pblock * BS, crc) : -EIO;
+	if (m >= 0) {
+		fs->stats.csum_repaired++;
+		ponyfs_log(fs, LOG_WARNING, "inode %llu offset %llu: data block %llu failed its "
+			   "checksum: repaired member %d from the volume's redundancy",
+			   (unsigned long long)ino, (unsigned long long)(fblk * BS),
+			   (unsigned long long)pblock, m);
+		return 0;
+	}
+	ponyfs_log(fs, LOG_ERR, "inode %llu offset %llu: data block %llu failed its checksum: %s; "
+		   "the read fails (EBADMSG)", (unsigned long long)ino,
+		   (unsigned long long)(fblk * BS), (unsigned long long)pblock,
+		   m == -EOPNOTSUPP ? "no redundancy to repair it from" : "no copy matches");
+	return -EBADMSG;
+}
+
+/* Reads n blocks of one extent of ino, starting skip blocks into it, and checks them. */
+static int extent_read(struct ponyfs *fs, uint64_t ino, sqlite3_stmt *s, uint64_t skip, uint64_t n,
+		       uint8_t *buf)
+{
+	uint64_t foff = (uint64_t)sqlite3_column_int64(s, 0);
+	uint64_t pblock = (uint64_t)sqlite3_column_int64(s, 2);
+	const uint8_t *csums = sqlite3_column_blob(s, 3);
+	uint64_t nb = (uint64_t)sqlite3_column_int64(s, 1);
+	int r;
+
+	if (!csums || (uint64_t)sqlite3_column_bytes(s, 3) != 4 * nb)
+		return -EUCLEAN;
+	r = bdev_pread(fs->data, buf, n * BS, (pblock + skip) * BS);
+	if (r < 0)
+		return r;
+	for (uint64_t i = 0; i < n; i++) {
+		if (!block_crc_ok(buf + i * BS, csums, skip + i)) {
+			r = repair_block(fs, ino, foff + skip + i, buf + i * BS, pblock + skip + i,
+					 util_get_le32(csums + 4 * (skip + i)));
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+/* The file's blocks [first, first+n) as on disk (holes and cut-off blocks are zeros). */
+int ponyfs_disk_read_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t first, uint64_t n,
+			    uint8_t *buf)
+{
+	uint64_t end = first + n, blk = first;
+	uint64_t cut = in->trunc_pending ? DIV_ROUND_UP(in->trunc_to, BS) : UINT64_MAX;
+
+	if (cut < end)
+		memset(buf + (MAX(cut, first) - first) * BS, 0, (end - MAX(cut, first)) * BS);
+	end = MIN(end, cut);
+	while (blk < end) {
+		sqlite3_stmt *s = ponyfs_stmt(fs, ST_EXT_PREV);
+		uint64_t foff, nb, run;
+		int r;
+
+		sqlite3_bind_int64(s, 1, (int64_t)in->ino);
+		sqlite3_bind_int64(s, 2, (int64_t)blk);
+		r = ponyfs_step_row(fs, s);
+		if (r > 0) {
+			foff = (uint64_t)sqlite3_column_int64(s, 0);
+			nb = (uint64_t)sqlite3_column_int64(s, 1);
+			if (foff + nb > blk) {
+				run = MIN(end, foff + nb) - blk;
+				r = 0;
+				if (sqlite3_column_int64(s, 4) & PONYFS_EXT_UNWRITTEN)
+					memset(buf + (blk - first) * BS, 0, run * BS);
+				else
+					r = extent_read(fs, in->ino, s, blk - foff, run,
+							buf + (blk - first) * BS);
+				sqlite3_reset(s);
+				if (r < 0)
+					return r;
+				blk += run;
+				continue;
+			}
+		}
+		sqlite3_reset(s);
+		if (r < 0)
+			return r;
+		/* A hole: zeros up to the next extent. */
+		s = ponyfs_stmt(fs, ST_EXT_RANGE);
+		sqlite3_bind_int64(s, 1, (int64_t)in->ino);
+		sqlite3_bind_int64(s, 2, (int64_t)blk);
+		sqlite3_bind_int64(s, 3, (int64_t)end);
+		r = ponyfs_step_row(fs, s);
+		run = (r > 0 ? (uint64_t)sqlite3_column_int64(s, 0) : end) - blk;
+		sqlite3_reset(s);
+		if (r < 0)
+			return r;
+		memset(buf + (blk - first) * BS, 0, run * BS);
+		blk += run;
+	}
+	return 0;
+}
+
+/* A run of the plan: n blocks at pblock, for the read's blocks from fblk on. */
+struct read_run { uint64_t fblk, pblock, n; };
+
+/* What a chunk of a read needs from the disk, decided under the lock. */
+struct read_plan {
+	struct read_run run[PONYFS_IO_BLOCKS];
+	unsigned nrun;
+	uint32_t csum[PONYFS_IO_BLOCKS];       /* per block of the chunk, for disk blocks */
+};
+
+/* Adds the blocks [blk, blk+n) of an extent row s (its blocks from skip
+ * on) to the plan, less those cached pages hold (copied into to now). */
+static void plan_extent(struct read_plan *p, const struct ponyfs_inode *in, sqlite3_stmt *s,
+			uint64_t first, uint64_t blk, uint64_t skip, uint64_t n)
+{
+	uint64_t pblock = (uint64_t)sqlite3_column_int64(s, 2) + skip;
+	const uint8_t *csums = (const uint8_t *)sqlite3_column_blob(s, 3) + 4 * skip;
+	size_t pg = ponyfs_page_pos(in, blk);
+
+	for (uint64_t i = 0; i < n;) {
+		uint64_t cached = pg < in->npages ? in->pages[pg].index : UINT64_MAX;
+		uint64_t k;
+
+		if (cached == blk + i) {        /* the page wins; copied by the caller */
+			pg++;
+			i++;
+			continue;
+		}
+		k = MIN(n, cached - blk) - i;
+		p->run[p->nrun++] = (struct read_run){ blk + i, pblock + i, k };
+		for (uint64_t j = 0; j < k; j++)
+			p->csum[blk + i + j - first] = util_get_le32(csums + 4 * (i + j));
+		i += k;
+	}
+}
+
+/* The cached pages of blocks [first, first+n) over to. */
+static void pages_copy(const struct ponyfs_inode *in, uint64_t first, uint64_t n, uint8_t *to)
+{
+	for (size_t i = ponyfs_page_pos(in, first); i < in->npages && in->pages[i].index < first + n; i++)
+		memcpy(to + (in->pages[i].index - first) * BS, in->pages[i].data, BS);
+}
+
+/*
+ * Plans blocks [first, first+n) of in into to (n blocks): zeros for holes,
+ * unwritten extents and blocks past a pending truncation, cached pages
+ * copied, runs for the rest. -EUCLEAN for an extent row without checksums.
+ */
+static int plan_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t first, uint64_t n,
+		       uint8_t *to, struct read_plan *p)
+{
+	uint64_t end = first + n, blk = first;
+	uint64_t cut = in->trunc_pending ? DIV_ROUND_UP(in->trunc_to, BS) : UINT64_MAX;
+
+	p->nrun = 0;
+	if (cut < end)
+		memset(to + (MAX(cut, first) - first) * BS, 0, (end - MAX(cut, first)) * BS);
+	end = MIN(end, cut);
+	while (blk < end) {
+		sqlite3_stmt *s = ponyfs_stmt(fs, ST_EXT_PREV);
+		uint64_t run = 0;
+		int r;
+
+		sqlite3_bind_int64(s, 1, (int64_t)in->ino);
+		sqlite3_bind_int64(s, 2, (int64_t)blk);
+		r = ponyfs_step_row(fs, s);
+		if (r > 0) {
+			uint64_t foff = (uint64_t)sqlite3_column_int64(s, 0);
+			uint64_t nb = (uint64_t)sqlite3_column_int64(s, 1);
+
+			if (foff + nb > blk) {
+				run = MIN(end, foff + nb) - blk;
+				if (sqlite3_column_int64(s, 4) & PONYFS_EXT_UNWRITTEN)
+					memset(to + (blk - first) * BS, 0, run * BS);
+				else if ((uint64_t)sqlite3_column_bytes(s, 3) != 4 * nb)
+					r = -EUCLEAN;
+				else
+					plan_extent(p, in, s, first, blk, blk - foff, run);
+			}
+		}
+		sqlite3_reset(s);
+		if (r < 0)
+			return r;
+		if (!run) {                     /* a hole: zeros up to the next extent */
+			s = ponyfs_stmt(fs, ST_EXT_RANGE);
+			sqlite3_bind_int64(s, 1, (int64_t)in->ino);
+			sqlite3_bind_int64(s, 2, (int64_t)blk);
+			sqlite3_bind_int64(s, 3, (int64_t)end);
+			r = ponyfs_step_row(fs, s);
+			run = (r > 0 ? (uint64_t)sqlite3_column_int64(s, 0) : end) - blk;
+			sqlite3_reset(s);
+			if (r < 0)
+				return r;
+			memset(to + (blk - first) * BS, 0, run * BS);
+		}
+		blk += run;
+	}
+	pages_copy(in, first, n, to);
+	return 0;
+}
+
+/* The plan's runs read and checked, no lock held: false on any failure. */
+static bool plan_run(struct ponyfs *fs, const struct read_plan *p, uint64_t first, uint8_t *to)
+{
+	for (unsigned i = 0; i < p->nrun; i++) {
+		const struct read_run *r = &p->run[i];
+		uint8_t *at = to + (r->fblk - first) * BS;
+
+		if (bdev_pread(fs->data, at, r->n * BS, r->pblock * BS) < 0)
+			return false;
+		for (uint64_t j = 0; j < r->n; j++)
+			if (util_crc32c(0, at + j * BS, BS) != p->csum[r->fblk - first + j])
+				return false;
+	}
+	return true;
+}
+
+ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_t size,
+		    uint64_t off)
+{
+	_cleanup_(freep) struct read_plan *plan = malloc(sizeof(*plan));
+	_cleanup_(freep) uint8_t *tmp = NULL;
+	size_t done = 0;
+	ssize_t r = 0;
+
+	if (!plan)
+		return -ENOMEM;
+	pthread_mutex_lock(&fs->lock);
+	while (!fs->shut_down && done < size && off + done < in->size) {
+		uint64_t pos = off + done, first = pos / BS;
+		size_t want = (size_t)MIN((uint64_t)(size - done), in->size - pos);
+		uint64_t n = MIN((uint64_t)PONYFS_IO_BLOCKS, DIV_ROUND_UP(pos + want, BS) - first);
+		size_t skip = (size_t)(pos % BS), len = (size_t)MIN(n * BS - skip, want);
+		/* Whole blocks go straight to the caller: one copy less. */
+		uint8_t *to = !skip && len == n * BS ? (uint8_t *)buf + done : tmp;
+		bool ok;
+
+		if (!to && !(to = tmp = malloc((size_t)PONYFS_IO_BLOCKS * BS))) {
+			r = -ENOMEM;
+			break;
+		}
+		r = plan_locked(fs, in, first, n, to, plan);
+		if (r < 0)
+			break;
+		if (plan->nrun) {
+			pthread_rwlock_rdlock(&fs->reuse_lock);
+			pthread_mutex_unlock(&fs->lock);
+			ok = plan_run(fs, plan, first, to);
+			pthread_rwlock_unlock(&fs->reuse_lock);
+			pthread_mutex_lock(&fs->lock);
+			/* The locked path reads again: it repairs and reports. */
+			if (!ok) {
+				r = ponyfs_disk_read_locked(fs, in, first, n, to);
+				if (r < 0)
+					break;
+				pages_copy(in, first, n, to);
+			}
+		}
+		if (to == tmp)
+			memcpy((uint8_t *)buf + done, tmp + skip, len);
+		done += len;
+	}
+	if (fs->shut_down && !done)
+		r = -EIO;
+	if (r >= 0 || done)
+		ponyfs_atime_access_locked(fs, in);
+	pthread_mutex_unlock(&fs->lock);
+	return done ? (ssize_t)done : r;
+}
