@@ -83,7 +83,7 @@ static int mode_gid(struct ponyfs *fs, uint64_t ino, mode_t *ret_mode, gid_t *re
 	return r > 0 ? 0 : r == 0 ? -ENOENT : r;
 }
 
-int ponyfs_ctime_locked(struct ponyfs *fs, uint64_t ino, int64_t now)
+void ponyfs_ctime_note(struct ponyfs *fs, uint64_t ino, int64_t now)
 {
 	struct ponyfs_inode *in = ponyfs_inode_find(fs, ino);
 
@@ -91,6 +91,11 @@ int ponyfs_ctime_locked(struct ponyfs *fs, uint64_t ino, int64_t now)
 	if (in && in->size_dirty)
 		in->ctime = now;
 	ponyfs_times_changed(fs, ino, now);
+}
+
+int ponyfs_ctime_locked(struct ponyfs *fs, uint64_t ino, int64_t now)
+{
+	ponyfs_ctime_note(fs, ino, now);
 	return ponyfs_sql(fs, "UPDATE inodes SET ctime = ?2 WHERE ino = ?1", 2, (int64_t)ino, now);
 }
 
@@ -116,8 +121,7 @@ int ponyfs_new_owner_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64
 	return 0;
 }
 
-/* The set-ID bits a change by ctx removes from a file of mode and group gid. */
-static mode_t setid_kill_bits(const struct vfs_ctx *ctx, mode_t mode, gid_t gid, bool chown)
+mode_t ponyfs_setid_kill_bits(const struct vfs_ctx *ctx, mode_t mode, gid_t gid, bool chown)
 {
 	bool in_group, cap;
 	mode_t kill = 0;
@@ -145,7 +149,7 @@ int ponyfs_setid_kill_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint6
 
 	if (r < 0)
 		return r;
-	kill = setid_kill_bits(ctx, mode, gid, chown);
+	kill = ponyfs_setid_kill_bits(ctx, mode, gid, chown);
 	if (!kill)
 		return 0;
 	if (reserve)    /* the mode and the ctime */

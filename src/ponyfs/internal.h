@@ -492,6 +492,10 @@ int ponyfs_readlink_locked(struct ponyfs *fs, uint64_t ino, char *buf, size_t si
 /* Attribute rules the VFS applies for kernel filesystems (attr.c). */
 /* Sets ino's ctime to now, in the database and in its cached times. */
 int ponyfs_ctime_locked(struct ponyfs *fs, uint64_t ino, int64_t now);
+/* The same for the cached times only: the caller writes the row's ctime. */
+void ponyfs_ctime_note(struct ponyfs *fs, uint64_t ino, int64_t now);
+/* The set-ID bits a change by ctx removes from a file of mode and group gid. */
+mode_t ponyfs_setid_kill_bits(const struct vfs_ctx *ctx, mode_t mode, gid_t gid, bool chown);
 /* The group and mode of a name ctx makes in parent (set-group-ID inheritance). */
 int ponyfs_new_owner_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
 			    mode_t *mode, gid_t *ret_gid);

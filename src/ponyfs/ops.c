@@ -68,15 +68,46 @@ static bool setattr_kills(const struct vfs_ctx *ctx, const struct statx *cur,
 	       ((a->valid & VFS_SET_MODE) && ctx->uid != cur->stx_uid);
 }
 
+/*
+ * The row's changes in one statement: the mode (with the set-ID bits the
+ * change drops), owner, group, the times asked for (NULL: kept, so a
+ * cached mtime still waiting for its file's writeback is not committed
+ * ahead of its data) and the ctime. An untar makes three setattrs a file.
+ */
+static int setattr_row(struct ponyfs *fs, uint64_t ino, mode_t mode, uid_t uid, gid_t gid,
+		       const int64_t *atime, const int64_t *mtime, int64_t ctime)
+{
+	sqlite3_stmt *s = NULL;
+	int r = ponyfs_prepare(fs, "UPDATE inodes SET mode = ?2, uid = ?3, gid = ?4, "
+			       "atime = coalesce(?5, atime), mtime = coalesce(?6, mtime), ctime = ?7 "
+			       "WHERE ino = ?1", &s);
+
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(s, 1, (int64_t)ino);
+	sqlite3_bind_int64(s, 2, (int64_t)mode);
+	sqlite3_bind_int64(s, 3, (int64_t)uid);
+	sqlite3_bind_int64(s, 4, (int64_t)gid);
+	if (atime)
+		sqlite3_bind_int64(s, 5, *atime);
+	if (mtime)
+		sqlite3_bind_int64(s, 6, *mtime);
+	sqlite3_bind_int64(s, 7, ctime);
+	return ponyfs_step_done(fs, s);
+}
+
 static int setattr_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
 			  const struct vfs_setattr *a, struct statx *ret)
 {
 	int64_t now = ponyfs_now();
 	int64_t at = (int64_t)a->atime.tv_sec * 1000000000 + a->atime.tv_nsec;
 	int64_t mt = (int64_t)a->mtime.tv_sec * 1000000000 + a->mtime.tv_nsec;
+	bool set_atime = a->valid & (VFS_SET_ATIME | VFS_SET_ATIME_NOW);
+	bool set_mtime = a->valid & (VFS_SET_MTIME | VFS_SET_MTIME_NOW);
 	struct ponyfs_inode *in = NULL;
 	struct ponyfs_cost c = { .rows = 7 };
 	struct statx cur;
+	mode_t mode;
 	int r = ponyfs_fill_attr_locked(fs, ino, 0, &cur);
 
 	if (r < 0)
@@ -97,37 +128,32 @@ static int setattr_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t
 		r = ponyfs_meta_reserve_locked(fs, &c, in);
 	if (r >= 0)
 		r = ponyfs_txn_begin_locked(fs);
-	if (r >= 0 && (a->valid & VFS_SET_MODE))
-		r = ponyfs_sql(fs, "UPDATE inodes SET mode = (mode & ~4095) | ?2 WHERE ino = ?1", 2,
-			       (int64_t)ino, (int64_t)(a->mode & 07777));
+	mode = cur.stx_mode;
+	if (a->valid & VFS_SET_MODE)
+		mode = (mode & ~(mode_t)07777) | (a->mode & 07777);
 	if (r >= 0 && (a->valid & VFS_SET_MODE))
 		r = ponyfs_acl_chmod_locked(fs, ino, a->mode);
-	/* Before the new owner is set: the rule asks about the old group. */
-	if (r >= 0 && setattr_kills(ctx, &cur, a))
-		r = ponyfs_setid_kill_locked(fs, ctx, ino, a->valid & (VFS_SET_UID | VFS_SET_GID),
-					     false);
-	if (r >= 0 && (a->valid & VFS_SET_UID))
-		r = ponyfs_sql(fs, "UPDATE inodes SET uid = ?2 WHERE ino = ?1", 2, (int64_t)ino,
-			       (int64_t)a->uid);
-	if (r >= 0 && (a->valid & VFS_SET_GID))
-		r = ponyfs_sql(fs, "UPDATE inodes SET gid = ?2 WHERE ino = ?1", 2, (int64_t)ino,
-			       (int64_t)a->gid);
+	/* With the old group: the rule asks about it. */
+	if (setattr_kills(ctx, &cur, a))
+		mode &= ~ponyfs_setid_kill_bits(ctx, mode, cur.stx_gid,
+						a->valid & (VFS_SET_UID | VFS_SET_GID));
 	if (a->valid & VFS_SET_ATIME_NOW)
 		at = now;
 	if (a->valid & VFS_SET_MTIME_NOW)
 		mt = now;
-	if (r >= 0 && (a->valid & (VFS_SET_ATIME | VFS_SET_ATIME_NOW)))
-		r = ponyfs_sql(fs, "UPDATE inodes SET atime = ?2 WHERE ino = ?1", 2, (int64_t)ino, at);
-	if (r >= 0 && (a->valid & (VFS_SET_ATIME | VFS_SET_ATIME_NOW)))
-		ponyfs_atime_set(fs, ino);
-	if (r >= 0 && (a->valid & (VFS_SET_MTIME | VFS_SET_MTIME_NOW))) {
-		r = ponyfs_sql(fs, "UPDATE inodes SET mtime = ?2 WHERE ino = ?1", 2, (int64_t)ino, mt);
-		in = in ? in : ponyfs_inode_find(fs, ino);
-		if (in && in->size_dirty)
+	if (r >= 0)
+		r = setattr_row(fs, ino, mode, a->valid & VFS_SET_UID ? a->uid : cur.stx_uid,
+				a->valid & VFS_SET_GID ? a->gid : cur.stx_gid, set_atime ? &at : NULL,
+				set_mtime ? &mt : NULL, now);
+	if (r >= 0) {
+		ponyfs_ctime_note(fs, ino, now);
+		if (set_atime)
+			ponyfs_atime_set(fs, ino);
+		if (set_mtime)
+			in = in ? in : ponyfs_inode_find(fs, ino);
+		if (set_mtime && in && in->size_dirty)
 			in->mtime = mt;         /* writeback must not undo it */
 	}
-	if (r >= 0)
-		r = ponyfs_ctime_locked(fs, ino, now);
 	if (in)
 		ponyfs_inode_put_locked(fs, in);
 	return r < 0 ? r : ponyfs_fill_attr_locked(fs, ino, STATX_BASIC_STATS | STATX_BTIME, ret);
