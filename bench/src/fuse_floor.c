@@ -26,14 +26,16 @@
  * enforced by the kernel (it asks for a file's system.posix_acl_* once);
  * xattrs answered but none kept (SETXATTR succeeds, GETXATTR says "no such
  * attribute"); OPEN, CREATE, FLUSH, FSYNC, RELEASE, OPENDIR, RELEASEDIR
- * answered (ponyfs tracks open files); no HANDLE_KILLPRIV; INIT as
+ * answered (ponyfs tracks open files); INIT as
  * src/fuse/more.c's ponyfuse_init asks; RENAME (replace, NOREPLACE); an
  * empty start. What ponyfs asks the kernel for beyond that comes as flags,
  * which bench/ponyfs takes from the live pony mount and from mount_run in
  * src/cli/cmd_ponyfs.c: -o OPTS (mount options, instead of the ones above),
  * --timeout S (entries, negative ones too, and attributes; 1 s by default,
- * as ponyfs) and --writeback (the kernel's writeback cache). One thread, as
- * ponyfs (max_threads 1).
+ * as ponyfs), --writeback (the kernel's writeback cache) and --killpriv
+ * (KILLPRIV_V2 through pony's transport: no GETATTR before a chown; the
+ * floor keeps no data, so it has no bits to drop). One thread, as ponyfs
+ * (max_threads 1).
  *
  * --io-uring: requests over pony's FUSE-over-io_uring transport (a ring and
  * thread per CPU, src/fuse/uring.c) where the kernel offers it; every
@@ -676,7 +678,7 @@ static int usage(const char *why)
 	if (why)
 		fprintf(stderr, "fuse_floor: %s\n", why);
 	fprintf(stderr, "usage: fuse_floor [-d] [--union | --ponyfs [--timeout S] [--writeback] "
-		"[-o OPTS]] [--io-uring]\n"
+		"[--killpriv] [-o OPTS]] [--io-uring]\n"
 		"                  [--dirs D --per P --rm R --big MB] MNT\n");
 	return 2;
 }
@@ -721,6 +723,7 @@ int main(int argc, char **argv)
 		{ "io-uring", no_argument, NULL, 'I' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "writeback", no_argument, NULL, 'w' },
+		{ "killpriv", no_argument, NULL, 'k' },
 		{ "dirs", required_argument, NULL, 'D' },
 		{ "per", required_argument, NULL, 'p' },
 		{ "rm", required_argument, NULL, 'r' },
@@ -748,6 +751,7 @@ int main(int argc, char **argv)
 		case 'P': duties = DUTIES_PONYFS; break;
 		case 'I': popts.io_uring = true; break;
 		case 'w': writeback = true; break;
+		case 'k': popts.killpriv = true; break;
 		case 't':
 			if (!arg_seconds(optarg, &timeout))
 				return usage(NULL);
@@ -769,8 +773,8 @@ int main(int argc, char **argv)
 	}
 	if (optind != argc - 1)
 		return usage("one mount point is needed");
-	if (duties != DUTIES_PONYFS && (timeout_set || writeback || *extra))
-		return usage("--timeout, --writeback and -o go with --ponyfs");
+	if (duties != DUTIES_PONYFS && (timeout_set || writeback || popts.killpriv || *extra))
+		return usage("--timeout, --writeback, --killpriv and -o go with --ponyfs");
 	if (duties == DUTIES_UNION)
 		strcat(opts, ",default_permissions,allow_other");
 	if (duties == DUTIES_PONYFS) {

@@ -15,7 +15,7 @@ set -u
 . "$PONY_SRCDIR/tests/lib.sh"
 require_root
 require_fuse
-require_cmd fusermount3 setpriv setfacl perl
+require_cmd fusermount3 setpriv setfacl perl setcap getcap
 id nobody >/dev/null 2>&1 || skip "no user nobody"
 
 . "$PONY_SRCDIR/tests/ponyfs/mount_lib.sh" ponyfs-attrs
@@ -57,6 +57,12 @@ steps() (
 	as_nobody setfacl -m u::rwx,g::rwx,o::rwx acl
 	create acl2 666 && chown "$NB":"$NG" acl2 && chmod 2755 acl2
 	as_nobody setfacl -m u::rwx,g::rwx,o::rwx acl2          # in group: kept
+	# File capabilities go with a write, a chown or a truncation, even
+	# root's (the mount hands suid/sgid and capabilities to ponyfs:
+	# KILLPRIV_V2); a chmod keeps them.
+	for f in k1 k2 k3 k4; do echo x >$f; setcap cap_net_raw+ep $f; done
+	echo y >>k1; chown daemon k2; truncate -s 1 k3; chmod 700 k4
+	for f in k1 k2 k3 k4; do echo "$f caps: $(getcap $f | awk '{print $2}')"; done
 	find . -mindepth 1 ! -type l -printf '%p %M %u %g\n' | sort
 )
 steps "$T/ref" >"$T/ref.out" 2>&1 || fail "steps on ext4: $(cat "$T/ref.out")"
@@ -64,6 +70,8 @@ steps "$T/m" >"$T/pony.out" 2>&1 || fail "steps on ponyfs: $(cat "$T/pony.out")"
 diff -u "$T/ref.out" "$T/pony.out" || fail "ponyfs's modes and groups differ from ext4's"
 grep -q '^./sg/sub drwxr-sr-x root daemon$' "$T/pony.out" || fail "no inherited set-group-ID directory"
 grep -q '^./w1 -rw-rw-rw- root root$' "$T/pony.out" || fail "S_ISGID survived a write by a non-member"
+grep -q '^k1 caps: $' "$T/pony.out" || fail "a capability survived a write"
+grep -q '^k4 caps: cap_net_raw=ep$' "$T/pony.out" || fail "a chmod dropped a capability"
 pony_umount
 "$PONY" fsck "$T/img" >"$T/fsck" || fail "fsck: $(cat "$T/fsck")"
 pass
