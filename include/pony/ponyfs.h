@@ -64,6 +64,9 @@ struct ponyfs_options {
 	 * dirty_background_ratio, and at least 64 MiB). Below it, cached
 	 * data waits for its file's fsync, close, rename or the timer. */
 	uint64_t dirty_max;
+	/* Bytes of metadata (SQLite's page cache) the daemon keeps in memory:
+	 * all it holds per inode and name, cached data aside. 0: 16 MiB. */
+	uint64_t meta_cache;
 };
 
 /*

@@ -349,7 +349,8 @@ static int mount_run(int argc, char **argv)
 			       "and its source IMG. Pony's own: commit=MS, format (mkfs IMG\n"
 			       "first when its first MiB is all zeros), format=foreign (also\n"
 			       "when IMG is not pony's), relatime (the default), strictatime,\n"
-			       "noatime; the rest go to FUSE.\n" CLI_LOG_HELP);
+			       "noatime, meta_cache=SIZE (metadata kept in memory, default\n"
+			       "16M: all the daemon holds per file); the rest go to FUSE.\n" CLI_LOG_HELP);
 			return CLI_EXIT_OK;
 		default: return cli_usage_error("pony mount", "bad option");
 		}

@@ -73,6 +73,10 @@ int cli_ponyfs_mount_opts(const char *list, struct ponyfs_options *po,
 		if (!strncmp(o, "commit=", 7)) {
 			if (cli_parse_unsigned("pony mount", "-o commit", o + 7, 0, 3600000, &po->commit_ms))
 				return CLI_EXIT_USAGE;
+		} else if (!strncmp(o, "meta_cache=", 11)) {
+			if (util_parse_size(o + 11, &po->meta_cache) < 0 || po->meta_cache < (64u << 10))
+				return cli_usage_error("pony mount", "-o meta_cache: a size of at "
+						       "least 64K (K, M, G suffixes)");
 		} else if (!strcmp(o, "relatime")) {
 			po->atime = PONYFS_ATIME_RELATIVE;      /* libfuse 3.14 does not know it */
 		} else if (!strcmp(o, "strictatime")) {

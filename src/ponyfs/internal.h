@@ -45,6 +45,8 @@
 #define PONYFS_HOLD_NS (2ull * 1000000000ull)
 /* The overwrite reserve: a 64th of the data region, at most 8 MiB. */
 #define PONYFS_OW_RESERVE_MAX 2048u
+/* SQLite's page cache unless ponyfs_options.meta_cache says otherwise. */
+#define PONYFS_META_CACHE_KIB "16384"
 /* Slots of the statement cache: more than the SQL literals of src/ponyfs. */
 #define PONYFS_STMT_CACHE 128
 

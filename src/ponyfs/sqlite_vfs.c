@@ -576,7 +576,7 @@ int ponyfs_sqlite_open(struct bdev *const devs[2], const struct ponyfs_sqlite_ma
 	if (r >= 0)
 		r = exec_all(h, "PRAGMA locking_mode=EXCLUSIVE; PRAGMA page_size=4096;"
 			     "PRAGMA temp_store=MEMORY; PRAGMA synchronous=FULL;"
-			     "PRAGMA journal_mode=WAL; PRAGMA cache_size=-16384;"
+			     "PRAGMA journal_mode=WAL; PRAGMA cache_size=-" PONYFS_META_CACHE_KIB ";"
 			     "PRAGMA wal_autocheckpoint=0;");
 	if (r >= 0)   /* the database is read once here: a corrupt one fails now */
 		r = exec_all(h, "SELECT count(*) FROM sqlite_schema;");

@@ -403,6 +403,13 @@ int ponyfs_mount(struct bdev *meta, struct bdev *data, const struct ponyfs_optio
 	fs->atime_mode = opts ? opts->atime : PONYFS_ATIME_RELATIVE;
 	if (r >= 0)
 		r = ponyfs_meta_open(fs->meta, fs->data, &fs->sb, &fs->chunks, &fs->db);
+	if (r >= 0 && opts && opts->meta_cache) {
+		char sql[64];
+
+		snprintf(sql, sizeof(sql), "PRAGMA cache_size=-%llu",
+			 (unsigned long long)MAX(opts->meta_cache / 1024, 64u));
+		r = ponyfs_exec(fs, sql);
+	}
 	if (r >= 0)
 		r = mount_check(fs, fs->read_only);
 	if (r >= 0)
