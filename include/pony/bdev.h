@@ -37,6 +37,10 @@ struct bdev_ops {
 	 * files) leave it NULL.
 	 */
 	int (*map)(struct bdev *b, uint64_t off, size_t len, void **ret_ptr);
+	/* Redundancy (appended; NULL: plain pread, -EOPNOTSUPP): see
+	 * bdev_read_checked() and bdev_repair(). */
+	int (*read_checked)(struct bdev *b, void *buf, size_t len, uint64_t off);
+	int (*repair)(struct bdev *b, void *buf, size_t len, uint64_t off, uint32_t crc);
 };
 
 struct bdev {
@@ -61,6 +65,27 @@ void bdev_free(struct bdev *b);         /* NULL: does nothing */
  */
 int bdev_map(struct bdev *b, uint64_t off, size_t len, void **ret_ptr);
 static inline void bdev_freep(struct bdev **b) { bdev_free(*b); }
+
+/*
+ * Storage with redundancy (a pony volume, through slices and gates over
+ * it). bdev_read_checked() reads checking each row against its redundancy
+ * first where the level can name a bad member (raid6), for data with no
+ * checksum of its own; elsewhere a plain read. bdev_repair() is for data
+ * that failed its own checksum: it finds the copy or reconstruction of
+ * [off, off+len) whose CRC32C is crc, leaves it in buf and rewrites the
+ * member that was bad. Returns that member's index; -EOPNOTSUPP without
+ * redundancy, -EBADMSG when nothing matches crc.
+ */
+int bdev_read_checked(struct bdev *b, void *buf, size_t len, uint64_t off);
+int bdev_repair(struct bdev *b, void *buf, size_t len, uint64_t off, uint32_t crc);
+
+/*
+ * [off, off+len) of parent as a bdev of its own (512-byte aligned), every
+ * op passed on, redundancy too. With own, freeing the slice frees parent.
+ * -EINVAL for a range off parent.
+ */
+int bdev_slice_new(struct bdev *parent, uint64_t off, uint64_t len, bool own, const char *name,
+		   struct bdev **ret);
 
 /*
  * Asynchronous I/O. The request and its buffer stay the caller's until

@@ -162,6 +162,13 @@ int volume_regions_build(struct bdev **devs, unsigned ndevs, uint64_t data_offse
 /* The first region of a class: where it is and its full-stripe size. -ENOENT if none. */
 int volume_region_find(const struct volume *v, enum volume_region_class cls,
 		       uint64_t *ret_start, uint64_t *ret_len, uint64_t *ret_full_stripe);
+/*
+ * The first region of a class as a bdev (a slice of the volume's bdev
+ * face, with bdev_read_checked() and bdev_repair()): the filesystem RAID
+ * API's view of its region. v stays the caller's and must outlive it.
+ * -ENOENT if none.
+ */
+int volume_region_bdev(struct volume *v, enum volume_region_class cls, struct bdev **ret);
 
 /*
  * Write intent: called before any write to a segment with redundancy lands

@@ -51,4 +51,14 @@ int volume_read_without(struct volume *v, unsigned m, void *buf, size_t len, uin
  */
 int volume_rewrite_member(struct volume *v, unsigned m, uint64_t off, uint64_t len);
 
+/*
+ * Data at [off, off+len) (sector-aligned, inside one segment) that failed
+ * its own checksum: each member is left out of a read in turn until the
+ * data's CRC32C is crc; that member is then rewritten from the others and
+ * buf holds the good data. Returns the member repaired; -EOPNOTSUPP
+ * without redundancy, -EBADMSG when no copy or reconstruction matches.
+ * The volume's bdev face offers it as bdev_repair().
+ */
+int volume_repair_to_checksum(struct volume *v, void *buf, size_t len, uint64_t off, uint32_t crc);
+
 #endif

@@ -29,6 +29,25 @@ int bdev_pwrite(struct bdev *b, const void *buf, size_t len, uint64_t off)
 	return r < 0 ? r : len ? b->ops->pwrite(b, buf, len, off) : 0;
 }
 
+int bdev_read_checked(struct bdev *b, void *buf, size_t len, uint64_t off)
+{
+	int r = bdev_check(b, off, len);
+
+	if (r < 0 || !len)
+		return r;
+	return b->ops->read_checked ? b->ops->read_checked(b, buf, len, off)
+				    : b->ops->pread(b, buf, len, off);
+}
+
+int bdev_repair(struct bdev *b, void *buf, size_t len, uint64_t off, uint32_t crc)
+{
+	int r = bdev_check(b, off, len);
+
+	if (r < 0)
+		return r;
+	return b->ops->repair ? b->ops->repair(b, buf, len, off, crc) : -EOPNOTSUPP;
+}
+
 int bdev_flush(struct bdev *b)
 {
 	return b->ops->flush ? b->ops->flush(b) : 0;

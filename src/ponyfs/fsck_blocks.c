@@ -140,7 +140,7 @@ static int check_csums(struct fsck *f, const struct ext *e)
 			continue;
 		fix = fsck_may_fix(f, FSCK_FIX_SAFE);
 		if (fix) {
-			m = ponyfs_region_repair(f->data, buf, b * BS, want);
+			m = bdev_repair(f->data, buf, BS, b * BS, want);
 			repair_says(m, says, sizeof(says));
 		}
 		fsck_problem(f, "checksum", (uint64_t)e->ino, fix && m >= 0, "block %llu (file offset "

@@ -89,14 +89,6 @@ uint32_t ponyfs_block_crc(const void *buf, size_t len, size_t off);
 /* Both regions of a one-image ponyfs, as slices of dev (the caller frees them). */
 int ponyfs_image_regions(struct bdev *dev, struct bdev **ret_meta, struct bdev **ret_data);
 void ponyfs_destroy(struct vfs *v);
-int ponyfs_region_repair(struct bdev *b, void *buf, uint64_t off, uint32_t crc);
-/*
- * Reads metadata kept in data-region chunks: on a volume whose level can
- * name a bad member (raid6), each row is checked against its parity first,
- * since metadata pages carry no checksum of their own; else a plain read.
- * b: the data region, behind its shutdown gate or not; off, len: sectors.
- */
-int ponyfs_region_read_checked(struct bdev *b, void *buf, size_t len, uint64_t off);
 
 /*
  * The SQLite side (sqlite_vfs.c). The database file and its WAL are each
@@ -317,8 +309,6 @@ static inline struct ponyfs *ponyfs_of(struct vfs *v) { return (struct ponyfs *)
 
 /* Shutdown (shutdown.c): fs->meta and fs->data become gates over meta and data. */
 int ponyfs_gates_open(struct ponyfs *fs, struct bdev *meta, struct bdev *data);
-/* What a gate passes I/O to (b itself when not a gate); NULL once cut. */
-struct bdev *ponyfs_gate_lower(struct bdev *b);
 void ponyfs_gates_close(struct ponyfs *fs);
 int ponyfs_shutdown(struct vfs *v, unsigned flags);
 int ponyfs_counters(struct vfs *v, char *buf, size_t size);      /* counters.c */

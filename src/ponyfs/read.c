@@ -29,20 +29,19 @@ static bool block_crc_ok(const uint8_t *blk, const uint8_t *csums, uint64_t i)
 
 /*
  * A block of ino's file block fblk that failed its checksum: good data
- * from the volume's other copies or parity (ponyfs_region_repair), the bad
+ * from the volume's other copies or parity (bdev_repair()), the bad
  * member rewritten, an event logged. -EBADMSG when nothing matches the
  * checksum.
  */
 static int repair_block(struct ponyfs *fs, uint64_t ino, uint64_t fblk, uint8_t *blk,
 			uint64_t pblock, uint32_t crc)
 {
-	/* The region itself (behind the shutdown gate) has the other copies;
-	 * after a shutdown nothing reaches it. */
-	struct bdev *region = ponyfs_gate_lower(fs->data);
+	/* Through the shutdown gate: after a shutdown nothing reaches the
+	 * region (-EIO). */
 	int m;
 
 	fs->stats.csum_errors++;
-	m = region ? ponyfs_region_repair(region, blk, pblock * BS, crc) : -EIO;
+	m = bdev_repair(fs->data, blk, BS, pblock * BS, crc);
 	if (m >= 0) {
 		fs->stats.csum_repaired++;
 		ponyfs_log(fs, LOG_WARNING, "inode %llu offset %llu: data block %llu failed its "

@@ -58,6 +58,16 @@ static void gate_submit(struct bdev *b, struct bdev_io *io)
 		io->done(io);
 }
 
+static int gate_read_checked(struct bdev *b, void *buf, size_t len, uint64_t off)
+{
+	return gate_is_cut(b) ? -EIO : bdev_read_checked(((struct gate *)b)->lower, buf, len, off);
+}
+
+static int gate_repair(struct bdev *b, void *buf, size_t len, uint64_t off, uint32_t crc)
+{
+	return gate_is_cut(b) ? -EIO : bdev_repair(((struct gate *)b)->lower, buf, len, off, crc);
+}
+
 static void gate_free(struct bdev *b)
 {
 	free(b);
@@ -71,6 +81,8 @@ static const struct bdev_ops gate_ops = {
 	.discard = gate_discard,
 	.free = gate_free,
 	.submit = gate_submit,
+	.read_checked = gate_read_checked,
+	.repair = gate_repair,
 };
 
 static int gate_new(struct bdev *lower, struct bdev **ret)
@@ -86,13 +98,6 @@ static int gate_new(struct bdev *lower, struct bdev **ret)
 	g->lower = lower;
 	*ret = &g->b;
 	return 0;
-}
-
-struct bdev *ponyfs_gate_lower(struct bdev *b)
-{
-	if (b->ops != &gate_ops)
-		return b;
-	return gate_is_cut(b) ? NULL : ((struct gate *)b)->lower;
 }
 
 int ponyfs_gates_open(struct ponyfs *fs, struct bdev *meta, struct bdev *data)

@@ -72,13 +72,13 @@ static int io_result(struct pvfs *pv, int r)
 
 /*
  * Reads whole sectors of dev. Metadata in the data region's chunks is read
- * checked against the volume's parity (region.c): its pages have no
+ * checked against the volume's parity (bdev_read_checked()): its pages have no
  * checksum, and SQLite would take a flipped bit in a WAL frame for the
  * WAL's end and drop every commit after it.
  */
 static int sectors_read(struct bdev *dev, bool checked, void *buf, size_t len, uint64_t off)
 {
-	return checked ? ponyfs_region_read_checked(dev, buf, len, off) : bdev_pread(dev, buf, len, off);
+	return checked ? bdev_read_checked(dev, buf, len, off) : bdev_pread(dev, buf, len, off);
 }
 
 /* Reads or writes any byte range of dev through whole sectors. */

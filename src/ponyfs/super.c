@@ -48,71 +48,13 @@ static const char upgrade_v2_sql[] =
 	" pblock INTEGER NOT NULL, nblocks INTEGER NOT NULL);"
 	"PRAGMA user_version = 3;";
 
-/* -- slices: a byte range of a parent bdev, for both regions on one image -- */
-
-struct slice {
-	struct bdev b;
-	struct bdev *parent;            /* not owned */
-	uint64_t off;
-};
-
-static int slice_pread(struct bdev *b, void *buf, size_t len, uint64_t off)
-{
-	struct slice *s = (struct slice *)b;
-
-	return bdev_pread(s->parent, buf, len, s->off + off);
-}
-
-static int slice_pwrite(struct bdev *b, const void *buf, size_t len, uint64_t off)
-{
-	struct slice *s = (struct slice *)b;
-
-	return bdev_pwrite(s->parent, buf, len, s->off + off);
-}
-
-static int slice_flush(struct bdev *b)
-{
-	return bdev_flush(((struct slice *)b)->parent);
-}
-
-static int slice_discard(struct bdev *b, uint64_t off, uint64_t len)
-{
-	struct slice *s = (struct slice *)b;
-
-	return bdev_discard(s->parent, s->off + off, len);
-}
-
-static void slice_free(struct bdev *b)
-{
-	free(b);
-}
-
-static const struct bdev_ops slice_ops = {
-	.name = "ponyfs-slice",
-	.pread = slice_pread,
-	.pwrite = slice_pwrite,
-	.flush = slice_flush,
-	.discard = slice_discard,
-	.free = slice_free,
-};
-
+/* A region of a one-image ponyfs: a slice named as its place in the image. */
 static int slice_new(struct bdev *parent, uint64_t off, uint64_t len, struct bdev **ret)
 {
-	struct slice *s;
+	char name[64];
 
-	if (off + len > bdev_size(parent) || off % 512 || len % 512)
-		return -EINVAL;
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return -ENOMEM;
-	s->b.ops = &slice_ops;
-	s->b.size = len;
-	s->b.block_size = parent->block_size;
-	snprintf(s->b.name, sizeof(s->b.name), "%.40s+%llu", parent->name, (unsigned long long)off);
-	s->parent = parent;
-	s->off = off;
-	*ret = &s->b;
-	return 0;
+	snprintf(name, sizeof(name), "%.40s+%llu", parent->name, (unsigned long long)off);
+	return bdev_slice_new(parent, off, len, false, name, ret);
 }
 
 /* -- superblock ----------------------------------------------------------- */

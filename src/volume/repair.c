@@ -1,6 +1,7 @@
 /*
  * repair.c - a read that leaves one member out, a read of one mirror
- * member's own copy, and a rebuild of one member over a small range
+ * member's own copy, a rebuild of one member over a small range, and the
+ * repair of data that failed its checksum from them
  * (include/pony/volume_repair.h). The first and the last reuse the
  * targets' own degraded-read and rebuild paths: the member is marked
  * failed for the length of the read, exactly what a degraded read sees.
@@ -89,4 +90,21 @@ int volume_rewrite_member(struct volume *v, unsigned m, uint64_t off, uint64_t l
 	r = s->ops->rebuild(s, m, a, e - a);
 	pthread_mutex_unlock(&s->lock);
 	return r;
+}
+
+int volume_repair_to_checksum(struct volume *v, void *buf, size_t len, uint64_t off, uint32_t crc)
+{
+	unsigned n = volume_members_at(v, off);
+	int r;
+
+	for (unsigned m = 0; m < n; m++) {
+		r = volume_read_without(v, m, buf, len, off);
+		if (r == -EOPNOTSUPP)
+			return r;
+		if (r < 0 || util_crc32c(0, buf, len) != crc)
+			continue;
+		r = volume_rewrite_member(v, m, off, len);
+		return r < 0 ? r : (int)m;
+	}
+	return n ? -EBADMSG : -EOPNOTSUPP;
 }

@@ -677,6 +677,7 @@ void volume_scrub_found(const struct volume_seg *s, struct volume_scrub *sc,
 struct volume_bdev {
 	struct bdev b;
 	struct volume *v;
+	bool own;                       /* volume_as_bdev: the volume goes with it */
 };
 
 static int vb_pread(struct bdev *b, void *buf, size_t len, uint64_t off)
@@ -694,9 +695,20 @@ static int vb_flush(struct bdev *b)
 	return volume_flush(((struct volume_bdev *)b)->v);
 }
 
+static int vb_read_checked(struct bdev *b, void *buf, size_t len, uint64_t off)
+{
+	return volume_read_checked(((struct volume_bdev *)b)->v, buf, len, off);
+}
+
+static int vb_repair(struct bdev *b, void *buf, size_t len, uint64_t off, uint32_t crc)
+{
+	return volume_repair_to_checksum(((struct volume_bdev *)b)->v, buf, len, off, crc);
+}
+
 static void vb_free(struct bdev *b)
 {
-	volume_free(((struct volume_bdev *)b)->v);
+	if (((struct volume_bdev *)b)->own)
+		volume_free(((struct volume_bdev *)b)->v);
 	free(b);
 }
 
@@ -706,9 +718,11 @@ static const struct bdev_ops volume_bdev_ops = {
 	.pwrite = vb_pwrite,
 	.flush = vb_flush,
 	.free = vb_free,
+	.read_checked = vb_read_checked,
+	.repair = vb_repair,
 };
 
-int volume_as_bdev(struct volume *v, struct bdev **ret)
+static int volume_bdev_new(struct volume *v, bool own, struct bdev **ret)
 {
 	struct volume_bdev *vb = calloc(1, sizeof(*vb));
 
@@ -719,8 +733,32 @@ int volume_as_bdev(struct volume *v, struct bdev **ret)
 	vb->b.block_size = VOLUME_SECTOR;
 	snprintf(vb->b.name, sizeof(vb->b.name), "volume");
 	vb->v = v;
+	vb->own = own;
 	*ret = &vb->b;
 	return 0;
+}
+
+int volume_as_bdev(struct volume *v, struct bdev **ret)
+{
+	return volume_bdev_new(v, true, ret);
+}
+
+int volume_region_bdev(struct volume *v, enum volume_region_class cls, struct bdev **ret)
+{
+	struct bdev *whole;
+	uint64_t start, len, stripe;
+	int r = volume_region_find(v, cls, &start, &len, &stripe);
+
+	if (r < 0)
+		return r;
+	r = volume_bdev_new(v, false, &whole);
+	if (r < 0)
+		return r;
+	r = bdev_slice_new(whole, start, len, true, cls == VOLUME_CLASS_METADATA ? "volume-meta"
+				: "volume-data", ret);
+	if (r < 0)
+		bdev_free(whole);
+	return r;
 }
 
 static const char *const target_names[] = {

@@ -212,6 +212,39 @@ static void test_torn_write_keeps_a_prefix_and_cuts_power(void **state)
 	bdev_free(f);
 }
 
+/* A slice is its range of the parent: offsets shifted, its own bounds
+ * checked, memory lent, redundancy asked of the parent (a memory bdev has
+ * none: a plain checked read, no repair); with own, the parent goes with it. */
+static void test_slice_is_its_range_of_the_parent(void **state)
+{
+	uint8_t in[4096], out[4096];
+	struct bdev *mem, *s, *inner;
+	void *p;
+
+	assert_int_equal(bdev_mem_new(1 << 20, &mem), 0);
+	assert_int_equal(bdev_slice_new(mem, 1 << 20, 512, false, NULL, &s), -EINVAL);
+	assert_int_equal(bdev_slice_new(mem, 4096, 1 << 20, false, NULL, &s), -EINVAL);
+	assert_int_equal(bdev_slice_new(mem, 100, 4096, false, NULL, &s), -EINVAL);
+	assert_int_equal(bdev_slice_new(mem, 65536, 65536, true, "part", &s), 0);
+	assert_int_equal(bdev_size(s), 65536);
+	assert_string_equal(s->name, "part");
+	memset(in, 0xa5, sizeof(in));
+	assert_int_equal(bdev_pwrite(s, in, sizeof(in), 8192), 0);
+	assert_int_equal(bdev_pread(mem, out, sizeof(out), 65536 + 8192), 0);
+	assert_memory_equal(in, out, sizeof(in));
+	assert_int_equal(bdev_pwrite(s, in, sizeof(in), 65536 - 2048), -EINVAL);
+	assert_int_equal(bdev_map(s, 8192, 4096, &p), 0);
+	assert_memory_equal(p, in, sizeof(in));
+	/* A slice of a slice adds both offsets. */
+	assert_int_equal(bdev_slice_new(s, 4096, 8192, false, NULL, &inner), 0);
+	memset(out, 0, sizeof(out));
+	assert_int_equal(bdev_read_checked(inner, out, sizeof(out), 4096), 0);
+	assert_memory_equal(in, out, sizeof(in));
+	assert_int_equal(bdev_repair(inner, out, sizeof(out), 4096, 0), -EOPNOTSUPP);
+	bdev_free(inner);
+	bdev_free(s);           /* and mem with it: a leak shows under ASan */
+}
+
 static void test_record_log_replays_every_prefix(void **state)
 {
 	struct bdev *disk, *log, *rec, *target;
@@ -259,6 +292,7 @@ int main(void)
 		cmocka_unit_test(test_fault_bdev_fails_where_and_when_asked),
 		cmocka_unit_test(test_torn_write_keeps_a_prefix_and_cuts_power),
 		cmocka_unit_test(test_record_log_replays_every_prefix),
+		cmocka_unit_test(test_slice_is_its_range_of_the_parent),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
