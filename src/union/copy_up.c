@@ -6,6 +6,12 @@
  * also gets a link in the index (work/index/<key>): its other lower names
  * show that inode (lookup.c), in this mount or the next, and are linked up
  * to it only when they change (union_link_up_locked()).
+ *
+ * A file's data is the long part. Where the caller allows it (an open for
+ * writing, a setattr, a setxattr: they hold nothing across the copy-up but
+ * the node) it is copied with the union's lock dropped, the node marked
+ * copying: whatever would copy that node up or change its name waits for
+ * it (union_copy_wait_locked()), everything else goes on.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -192,10 +198,39 @@ static int copy_attrs(struct union_fs *u, uint64_t dst, const struct statx *x)
 	return VFS_CALL(u->upper, setattr, &u->root_ctx, dst, VFS_NO_FH, &a, &out);
 }
 
-/* Creates the copy in the work directory: *ret its upper entry. */
-static int build_copy(struct union_fs *u, struct union_lower *l, const struct statx *x,
-		      const char *tmp, struct vfs_entry *ret)
+bool union_copy_wait_locked(struct union_fs *u, struct union_node *n)
 {
+	bool waited = false;
+
+	while (n && n->copying) {
+		pthread_cond_wait(&u->copied, &u->lock);
+		waited = true;
+	}
+	return waited;
+}
+
+/* copy_data() of n's file, with u->lock dropped when unlock. */
+static int copy_data_of(struct union_fs *u, struct union_node *n, bool unlock, uint64_t dst_ino,
+			uint64_t dst_fh)
+{
+	int r;
+
+	if (!unlock)
+		return copy_data(u, &n->lower[0], dst_ino, dst_fh);
+	n->copying = true;
+	pthread_mutex_unlock(&u->lock);
+	r = copy_data(u, &n->lower[0], dst_ino, dst_fh);
+	pthread_mutex_lock(&u->lock);
+	n->copying = false;
+	pthread_cond_broadcast(&u->copied);
+	return r;
+}
+
+/* Creates the copy of n in the work directory: *ret its upper entry. */
+static int build_copy(struct union_fs *u, struct union_node *n, bool unlock,
+		      const struct statx *x, const char *tmp, struct vfs_entry *ret)
+{
+	struct union_lower *l = &n->lower[0];
 	mode_t mode = x->stx_mode;
 	int r;
 
@@ -206,18 +241,18 @@ static int build_copy(struct union_fs *u, struct union_lower *l, const struct st
 			     O_WRONLY | O_EXCL, ret, &fh);
 		if (r < 0)
 			return r;
-		r = copy_data(u, l, ret->ino, fh);
+		r = copy_data_of(u, n, unlock, ret->ino, fh);
 		VFS_CALL(u->upper, release, ret->ino, fh);
 	} else if (S_ISDIR(mode)) {
 		r = VFS_CALL(u->upper, mkdir, &u->root_ctx, u->work, tmp, 0700, ret);
 	} else if (S_ISLNK(mode)) {
 		char target[PATH_MAX + 1];
-		int n = VFS_CALL(u->lowers[l->layer], readlink, &u->root_ctx, l->ino, target,
-				 PATH_MAX);
+		int len = VFS_CALL(u->lowers[l->layer], readlink, &u->root_ctx, l->ino, target,
+				   PATH_MAX);
 
-		if (n < 0)
-			return n;
-		target[n] = '\0';
+		if (len < 0)
+			return len;
+		target[len] = '\0';
 		r = VFS_CALL(u->upper, symlink, &u->root_ctx, target, u->work, tmp, ret);
 	} else {
 		r = VFS_CALL(u->upper, mknod, &u->root_ctx, u->work, tmp, mode & ~07777,
@@ -226,7 +261,7 @@ static int build_copy(struct union_fs *u, struct union_lower *l, const struct st
 	return r;
 }
 
-static int copy_up_one_locked(struct union_fs *u, struct union_node *n)
+static int copy_up_one_locked(struct union_fs *u, struct union_node *n, bool unlock)
 {
 	struct union_node *parent = n->parent;
 	struct union_lower *l = &n->lower[0];
@@ -239,12 +274,9 @@ static int copy_up_one_locked(struct union_fs *u, struct union_node *n)
 		     STATX_BASIC_STATS, &x);
 	if (r == 0)
 		r = union_check_lower_locked(u, l, &x);
-	if (r == 0)
-		r = VFS_CALL(u->upper, statx, &u->root_ctx, parent->upper, VFS_NO_FH, 0,
-			     STATX_BASIC_STATS, &pstat);
 	if (r < 0)
 		return r;
-	r = build_copy(u, l, &x, union_tmp_name(u, tmp), &e);
+	r = build_copy(u, n, unlock, &x, union_tmp_name(u, tmp), &e);
 	if (r < 0)
 		return r;
 	uint32_t links = S_ISREG(x.stx_mode) && x.stx_nlink > 1 ? x.stx_nlink : 0;
@@ -262,6 +294,11 @@ static int copy_up_one_locked(struct union_fs *u, struct union_node *n)
 			r = union_linked_set(u, e.ino, 1);
 	}
 	parent->upper_empty = false;
+	/* The parent's times as they are now, with the lock held again: what
+	 * others changed there during the copy stays. */
+	if (r == 0)
+		r = VFS_CALL(u->upper, statx, &u->root_ctx, parent->upper, VFS_NO_FH, 0,
+			     STATX_BASIC_STATS, &pstat);
 	if (r == 0)
 		r = VFS_CALL(u->upper, rename, &u->root_ctx, u->work, tmp, parent->upper,
 			     n->name, RENAME_NOREPLACE);
@@ -291,10 +328,12 @@ static int copy_up_one_locked(struct union_fs *u, struct union_node *n)
 	return 0;
 }
 
-int union_copy_up_locked(struct union_fs *u, struct union_node *n)
+static int copy_up_locked(struct union_fs *u, struct union_node *n, bool unlock)
 {
 	int r;
 
+	/* Another copy of n under way: its result is n's. */
+	union_copy_wait_locked(u, n);
 	if (u->stale)
 		return -ESTALE;
 	if (n->upper)
@@ -303,7 +342,17 @@ int union_copy_up_locked(struct union_fs *u, struct union_node *n)
 	if (!n->parent || !n->name || !n->nlower)
 		return -ENOENT;
 	r = union_copy_up_locked(u, n->parent);
-	return r < 0 ? r : copy_up_one_locked(u, n);
+	return r < 0 ? r : copy_up_one_locked(u, n, unlock && S_ISREG(n->type));
+}
+
+int union_copy_up_locked(struct union_fs *u, struct union_node *n)
+{
+	return copy_up_locked(u, n, false);
+}
+
+int union_copy_up_data_unlocked(struct union_fs *u, struct union_node *n)
+{
+	return copy_up_locked(u, n, true);
 }
 
 int union_link_up_locked(struct union_fs *u, struct union_node *dir, const char *name,

@@ -76,7 +76,7 @@ static int setattr_locked(struct union_fs *u, uint64_t ino, uint64_t fh,
 	 * the upper does both there. */
 	struct vfs_setattr chown_none = { .valid = VFS_SET_UID | VFS_SET_GID,
 					  .uid = (uid_t)-1, .gid = (gid_t)-1 };
-	int r = union_copy_up_locked(u, n);
+	int r = union_copy_up_data_unlocked(u, n);
 
 	if (r < 0)
 		return r;
@@ -194,7 +194,7 @@ static int xattr_change_locked(struct union_fs *u, const struct vfs_ctx *ctx, ui
 			       bool remove)
 {
 	struct union_node *n = NODE(u, ino);
-	int r = union_copy_up_locked(u, n);
+	int r = union_copy_up_data_unlocked(u, n);
 
 	if (r < 0)
 		return r;

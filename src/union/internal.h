@@ -54,6 +54,8 @@ struct union_node {
 	bool listed;                    /* a directory whose listing was taken */
 	uint32_t lower_links;           /* >1: a copied-up hard link (index) with
 					 * that many lower names at copy-up */
+	bool copying;                   /* its data is being copied up with
+					 * u->lock dropped (copy_up.c) */
 	uint64_t upper;                 /* upper vfs ino, 0 if none */
 	unsigned nlower;
 	struct union_lower lower[];
@@ -62,6 +64,7 @@ struct union_node {
 struct union_fs {
 	struct vfs vfs;
 	pthread_mutex_t lock;           /* guards nodes and every namespace change */
+	pthread_cond_t copied;          /* a node's copying ended */
 	struct vfs *upper;              /* hostfs over upper + work */
 	struct vfs *lowers[UNION_MAX_LOWERS + 1]; /* [1..nlowers] */
 	unsigned nlowers;
@@ -172,6 +175,15 @@ int union_linked_set(struct union_fs *u, uint64_t upper, int count);
 
 /* copy_up.c */
 int union_copy_up_locked(struct union_fs *u, struct union_node *n);
+/*
+ * The same for a caller that holds nothing across it but n (open, setattr,
+ * setxattr): a regular file's data is copied with u->lock dropped, so the
+ * rest of the union goes on meanwhile (n->copying marks it).
+ */
+int union_copy_up_data_unlocked(struct union_fs *u, struct union_node *n);
+/* Waits while n's data is copied up (dropping u->lock): true if it did, and
+ * what the caller looked up or checked before may have changed. */
+bool union_copy_wait_locked(struct union_fs *u, struct union_node *n);
 /* Gives name in dir, a lower-only name of n (a hard link copied up through
  * another name), its link to n's upper inode, as overlayfs's ovl_link_up():
  * before the name is renamed or removed. */

@@ -179,6 +179,7 @@ static int make_locked(struct union_fs *u, const struct vfs_ctx *ctx, struct uni
 	if (a->kind == MAKE_LINK) {
 		if (S_ISDIR(a->src->type))
 			return -EPERM;
+		union_copy_wait_locked(u, a->src);     /* before anything is checked */
 		r = union_copy_up_locked(u, a->src);
 		if (r < 0)
 			return r;
@@ -348,8 +349,12 @@ static int remove_locked(struct union_fs *u, struct union_node *dir, const char 
 {
 	struct union_found found;
 	struct union_node *n;
-	int r = union_lookup_found_locked(u, dir, name, &n, &found);
+	int r;
 
+	/* A file whose data is being copied up keeps its name until then. */
+	while ((r = union_lookup_found_locked(u, dir, name, &n, &found)) == 0 &&
+	       union_copy_wait_locked(u, n))
+		union_node_unref_locked(u, n, 1);
 	if (r < 0)
 		return r;
 	if (isdir != S_ISDIR(n->type))
@@ -569,14 +574,24 @@ static int rename_do_locked(struct union_fs *u, struct rename_state *s)
 
 static int rename_locked(struct union_fs *u, struct rename_state *s)
 {
-	int r = union_lookup_found_locked(u, s->dir, s->name, &s->n, &s->nf);
+	int r;
 
+retry:
+	r = union_lookup_found_locked(u, s->dir, s->name, &s->n, &s->nf);
 	if (r < 0)
 		return r;
 	r = union_lookup_found_locked(u, s->newdir, s->newname, &s->t, &s->tf);
 	if (r == -ENOENT) {
 		s->t = NULL;
 		r = 0;
+	}
+	/* Files whose data is being copied up keep their names until then:
+	 * after the wait, everything is looked up again. */
+	if (r == 0 && (union_copy_wait_locked(u, s->n) || union_copy_wait_locked(u, s->t))) {
+		if (s->t)
+			union_node_unref_locked(u, s->t, 1);
+		union_node_unref_locked(u, s->n, 1);
+		goto retry;
 	}
 	if (r == 0 && s->n == s->t)
 		goto out;               /* two names of one file: nothing to do */

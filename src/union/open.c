@@ -127,7 +127,7 @@ static int open_locked(struct union_fs *u, uint64_t ino, int flags, uint64_t *re
 	int r = u->stale ? -ESTALE : 0;
 
 	if (r == 0 && opens_for_change(flags))
-		r = union_copy_up_locked(u, n);
+		r = union_copy_up_data_unlocked(u, n);
 	if (r < 0)
 		return r;
 	fs = n->upper ? u->upper : u->lowers[n->lower[0].layer];

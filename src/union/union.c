@@ -159,6 +159,7 @@ int union_new(const struct union_config *cfg, struct vfs **ret)
 	 * (an rm -rf: an unlink and the previous file's forget), each for a
 	 * few host calls. */
 	util_mutex_init_adaptive(&u->lock);
+	pthread_cond_init(&u->copied, NULL);
 	snprintf(u->prefix, sizeof(u->prefix), "%s",
 		 cfg->flags & UNION_USERXATTR ? "user.overlay." : "trusted.overlay.");
 	u->nlowers = cfg->nlowers;
@@ -203,5 +204,6 @@ void union_destroy(struct vfs *fs)
 	for (unsigned i = 1; i <= u->nlowers; i++)
 		vfs_free(u->lowers[i]);
 	pthread_mutex_destroy(&u->lock);
+	pthread_cond_destroy(&u->copied);
 	free(u);
 }

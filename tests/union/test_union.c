@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
@@ -402,6 +403,86 @@ static int count_entry(void *data, const char *name, uint64_t ino, unsigned type
 /* Listing a directory has its lower subdirectories read ahead on the
  * union's thread (what a cold `find` waits for), and nothing shown
  * changes; with UNION_NO_PREFETCH nothing is read ahead. */
+/* A copy-up's data is copied with the union's lock dropped (copy_up.c). */
+struct opener {
+	struct fixture *f;
+	uint64_t ino;
+	int result;
+	atomic_bool done;
+};
+
+static void *open_for_write(void *arg)
+{
+	struct opener *o = arg;
+	uint64_t fh;
+
+	o->result = VFS_CALL(o->f->fs, open, &o->f->ctx, o->ino, O_WRONLY, &fh);
+	if (o->result == 0)
+		VFS_CALL(o->f->fs, release, o->ino, fh);
+	atomic_store(&o->done, true);
+	return NULL;
+}
+
+/* Whether work/work holds a regular file: a copy under way. */
+static bool copy_in_work(struct fixture *f)
+{
+	char dir[160];
+	struct dirent *d;
+	bool found = false;
+	DIR *dp;
+
+	snprintf(dir, sizeof(dir), "%s/work", f->work);
+	dp = opendir(dir);
+	while (dp && (d = readdir(dp)))
+		found |= d->d_type == DT_REG && !strncmp(d->d_name, "#pony.", 6);
+	if (dp)
+		closedir(dp);
+	return found;
+}
+
+/* While a big file's data is copied up, other calls go on (they did not
+ * while the lock was held for the whole copy), and an unlink of that very
+ * file waits for the copy, then removes it: no copy is left behind. */
+static void test_copy_up_of_data_lets_other_calls_run(void **state)
+{
+	struct fixture *f = *state;
+	struct opener o = { .f = f };
+	struct vfs_entry big, other, gone;
+	unsigned during = 0;
+	pthread_t t;
+	struct statx x;
+
+	sh("dd if=/dev/urandom of=%s/big bs=1M count=192 status=none", f->lower);
+	lower_sum(f, f->lower_sum);
+	remount(f);
+	walk(f, "big", &big);
+	walk(f, "d/x", &other);
+	o.ino = big.ino;
+	assert_int_equal(pthread_create(&t, NULL, open_for_write, &o), 0);
+	while (!atomic_load(&o.done) && !copy_in_work(f))
+		usleep(200);
+	while (!atomic_load(&o.done)) {
+		assert_int_equal(VFS_CALL(f->fs, statx, &f->ctx, other.ino, VFS_NO_FH, 0,
+					  STATX_BASIC_STATS, &x), 0);
+		if (!atomic_load(&o.done))
+			during++;
+		if (during == 20)
+			break;
+	}
+	print_message("%u statx calls answered during the copy-up\n", during);
+	assert_true(during >= 20);
+	/* The copy is still running: the unlink waits for it. */
+	assert_false(atomic_load(&o.done));
+	assert_int_equal(VFS_CALL(f->fs, unlink, &f->ctx, VFS_ROOT_INO, "big"), 0);
+	pthread_join(t, NULL);
+	/* An unlink that went first would have left a whiteout where the
+	 * copy's rename (RENAME_NOREPLACE) then failed. */
+	assert_int_equal(o.result, 0);
+	assert_int_equal(vfs_walk(f->fs, &f->ctx, "big", &gone), -ENOENT);
+	assert_false(copy_in_work(f));
+	VFS_FORGET(f->fs, big.ino, 1);
+}
+
 static void test_listing_reads_lower_subdirectories_ahead(void **state)
 {
 	struct fixture *f = *state;
@@ -538,6 +619,7 @@ int main(void)
 		T(test_data_fd_holds_what_read_gives),
 		T(test_reader_of_lower_file_follows_copy_up),
 		T(test_reads_racing_a_copy_up_stay_good),
+		T(test_copy_up_of_data_lets_other_calls_run),
 		T(test_listing_reads_lower_subdirectories_ahead),
 		T(test_readdir_cookies_survive_adds_and_removes),
 		T(test_readdir_without_opendir_resumes_by_cookie),
