@@ -305,6 +305,54 @@ int ponyfs_truncate_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t 
 
 struct ext_row { uint64_t foff, nb, pblock; uint8_t *csums; unsigned flags; };
 
+int ponyfs_ext_at(struct ponyfs *fs, uint64_t ino, uint64_t blk, uint64_t end, int *ret_flags,
+		  uint64_t *ret_run, uint64_t *ret_pblock, uint32_t *ret_csums)
+{
+	sqlite3_stmt *s = ponyfs_stmt(fs, ST_EXT_PREV);
+	uint64_t next = end;
+	int r;
+
+	sqlite3_bind_int64(s, 1, (int64_t)ino);
+	sqlite3_bind_int64(s, 2, (int64_t)blk);
+	r = ponyfs_step_row(fs, s);
+	if (r > 0) {
+		uint64_t foff = (uint64_t)sqlite3_column_int64(s, 0);
+		uint64_t nb = (uint64_t)sqlite3_column_int64(s, 1);
+
+		if (foff + nb > blk) {
+			const uint8_t *csums = sqlite3_column_blob(s, 3);
+
+			*ret_flags = (int)sqlite3_column_int64(s, 4);
+			*ret_run = MIN(end, foff + nb) - blk;
+			if (ret_pblock)
+				*ret_pblock = (uint64_t)sqlite3_column_int64(s, 2) + (blk - foff);
+			r = 0;
+			if (ret_csums && !(*ret_flags & PONYFS_EXT_UNWRITTEN)) {
+				if (!csums || (uint64_t)sqlite3_column_bytes(s, 3) != 4 * nb)
+					r = -EUCLEAN;
+				for (uint64_t i = 0; r == 0 && i < *ret_run; i++)
+					ret_csums[i] = util_get_le32(csums + 4 * (blk - foff + i));
+			}
+			sqlite3_reset(s);
+			return r;
+		}
+	}
+	sqlite3_reset(s);
+	if (r < 0)
+		return r;
+	s = ponyfs_stmt(fs, ST_EXT_RANGE);
+	sqlite3_bind_int64(s, 1, (int64_t)ino);
+	sqlite3_bind_int64(s, 2, (int64_t)blk);
+	sqlite3_bind_int64(s, 3, (int64_t)MIN(end, (uint64_t)INT64_MAX));
+	r = ponyfs_step_row(fs, s);
+	if (r > 0)
+		next = (uint64_t)sqlite3_column_int64(s, 0);
+	sqlite3_reset(s);
+	*ret_flags = -1;
+	*ret_run = next - blk;
+	return r < 0 ? r : 0;
+}
+
 int ponyfs_ext_insert(struct ponyfs *fs, uint64_t ino, uint64_t foff, uint64_t nb,
 		      uint64_t pblock, const uint8_t *csums, unsigned flags)
 {

@@ -27,50 +27,6 @@ static uint64_t trunc_cut(const struct ponyfs_inode *in)
 	return in->trunc_pending ? DIV_ROUND_UP(in->trunc_to, BS) : UINT64_MAX;
 }
 
-/*
- * What the database says about block blk of ino: *ret_flags (-1: a hole)
- * and how many blocks from blk, up to end, are the same (the rest of the
- * extent, or the hole up to the next extent).
- */
-static int ext_at(struct ponyfs *fs, uint64_t ino, uint64_t blk, uint64_t end, int *ret_flags,
-		  uint64_t *ret_run, uint64_t *ret_pblock)
-{
-	sqlite3_stmt *s = ponyfs_stmt(fs, ST_EXT_PREV);
-	uint64_t next = end;
-	int r;
-
-	sqlite3_bind_int64(s, 1, (int64_t)ino);
-	sqlite3_bind_int64(s, 2, (int64_t)blk);
-	r = ponyfs_step_row(fs, s);
-	if (r > 0) {
-		uint64_t foff = (uint64_t)sqlite3_column_int64(s, 0);
-		uint64_t nb = (uint64_t)sqlite3_column_int64(s, 1);
-
-		if (foff + nb > blk) {
-			*ret_flags = (int)sqlite3_column_int64(s, 4);
-			*ret_run = MIN(end, foff + nb) - blk;
-			if (ret_pblock)
-				*ret_pblock = (uint64_t)sqlite3_column_int64(s, 2) + (blk - foff);
-			sqlite3_reset(s);
-			return 0;
-		}
-	}
-	sqlite3_reset(s);
-	if (r < 0)
-		return r;
-	s = ponyfs_stmt(fs, ST_EXT_RANGE);
-	sqlite3_bind_int64(s, 1, (int64_t)ino);
-	sqlite3_bind_int64(s, 2, (int64_t)blk);
-	sqlite3_bind_int64(s, 3, (int64_t)MIN(end, (uint64_t)INT64_MAX));
-	r = ponyfs_step_row(fs, s);
-	if (r > 0)
-		next = (uint64_t)sqlite3_column_int64(s, 0);
-	sqlite3_reset(s);
-	*ret_flags = -1;
-	*ret_run = next - blk;
-	return r < 0 ? r : 0;
-}
-
 /* Cached pages of kind NEW in blocks [first, end): they hold a reservation already. */
 static uint64_t new_pages(const struct ponyfs_inode *in, uint64_t first, uint64_t end)
 {
@@ -97,7 +53,7 @@ static int count_holes(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t firs
 		uint64_t run;
 		int flags;
 
-		r = ext_at(fs, in->ino, blk, lim, &flags, &run, NULL);
+		r = ponyfs_ext_at(fs, in->ino, blk, lim, &flags, &run, NULL, NULL);
 		if (flags < 0)
 			n += run - new_pages(in, blk, blk + run);
 		blk += run;
@@ -200,7 +156,7 @@ static int overwrite_borrow(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t
 
 	if (index >= trunc_cut(in) || !fs->ow_reserve)
 		return -ENOSPC;
-	r = ext_at(fs, in->ino, index, index + 1, &flags, &run, NULL);
+	r = ponyfs_ext_at(fs, in->ino, index, index + 1, &flags, &run, NULL, NULL);
 	if (r < 0 || flags != 0)
 		return r < 0 ? r : -ENOSPC;     /* a hole or unwritten: not an overwrite */
 	if (fs->ow_dirty + fs->ow_written >= fs->ow_reserve) {
@@ -235,7 +191,7 @@ int ponyfs_page_kind_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t
 		in->unwritten = any != 0;
 	}
 	if ((in->unwritten || in->nfalloc) && index < trunc_cut(in)) {
-		r = ext_at(fs, in->ino, index, index + 1, &flags, &run, NULL);
+		r = ponyfs_ext_at(fs, in->ino, index, index + 1, &flags, &run, NULL, NULL);
 		if (r < 0)
 			return r;
 	}
@@ -261,7 +217,7 @@ static int falloc_fill(struct ponyfs *fs, uint64_t ino, uint64_t first, uint64_t
 		uint64_t run, p, k;
 		int flags;
 
-		r = ext_at(fs, ino, blk, end, &flags, &run, NULL);
+		r = ponyfs_ext_at(fs, ino, blk, end, &flags, &run, NULL, NULL);
 		if (r >= 0 && flags < 0) {
 			r = ponyfs_alloc_locked(fs, run, &p, &k);
 			if (r >= 0)
@@ -296,7 +252,7 @@ int ponyfs_falloc_apply_locked(struct ponyfs *fs, struct ponyfs_inode *in)
 
 		if (pg->kind == PONYFS_PAGE_INPLACE || !in_falloc(in, pg->index))
 			continue;
-		r = ext_at(fs, in->ino, pg->index, pg->index + 1, &flags, &run, NULL);
+		r = ponyfs_ext_at(fs, in->ino, pg->index, pg->index + 1, &flags, &run, NULL, NULL);
 		if (r < 0 || flags < 0 || !(flags & PONYFS_EXT_UNWRITTEN)) {
 			r = pg->kind == PONYFS_PAGE_PREPAID ? -EUCLEAN : r;
 			continue;

@@ -417,6 +417,15 @@ size_t ponyfs_page_pos(const struct ponyfs_inode *in, uint64_t index);
 /* Writes k cached pages to blocks [p, p+k); *buf is scratch, allocated on first need. */
 int ponyfs_pages_write(struct ponyfs *fs, const struct ponyfs_page *pg, uint64_t k, uint64_t p,
 		       uint8_t **buf);
+/*
+ * What the database says about block blk of ino: *ret_flags (-1: a hole)
+ * and how many blocks from blk, up to end, are the same (the rest of the
+ * extent, or the hole up to the next extent); where they are, and (for a
+ * written extent, ret_csums not NULL) their checksums. -EUCLEAN for an
+ * extent row whose checksums do not fit it.
+ */
+int ponyfs_ext_at(struct ponyfs *fs, uint64_t ino, uint64_t blk, uint64_t end, int *ret_flags,
+		  uint64_t *ret_run, uint64_t *ret_pblock, uint32_t *ret_csums);
 /* Extent rows: csums NULL for an unwritten extent. */
 int ponyfs_ext_insert(struct ponyfs *fs, uint64_t ino, uint64_t foff, uint64_t nb,
 		      uint64_t pblock, const uint8_t *csums, unsigned flags);

@@ -22,10 +22,15 @@
 
 #include "internal.h"
 
-static bool block_crc_ok(const uint8_t *blk, const uint8_t *csums, uint64_t i)
-{
-	return util_crc32c(0, blk, BS) == util_get_le32(csums + 4 * i);
-}
+/* A run of the plan: n blocks at pblock, for the read's blocks from fblk on. */
+struct read_run { uint64_t fblk, pblock, n; };
+
+/* What a chunk of a read needs from the disk, decided under the lock. */
+struct read_plan {
+	struct read_run run[PONYFS_IO_BLOCKS];
+	unsigned nrun;
+	uint32_t csum[PONYFS_IO_BLOCKS];       /* per block of the chunk, for disk blocks */
+};
 
 /*
  * A block of ino's file block fblk that failed its checksum: good data
@@ -57,119 +62,25 @@ static int repair_block(struct ponyfs *fs, uint64_t ino, uint64_t fblk, uint8_t 
 	return -EBADMSG;
 }
 
-/* Reads n blocks of one extent of ino, starting skip blocks into it, and checks them. */
-static int extent_read(struct ponyfs *fs, uint64_t ino, sqlite3_stmt *s, uint64_t skip, uint64_t n,
-		       uint8_t *buf)
+/* Adds the blocks [blk, blk+n) at pblock (their checksums in p->csum
+ * already) to the plan, less those cached pages hold when pages (copied
+ * into the buffer by the caller). */
+static void plan_extent(struct read_plan *p, const struct ponyfs_inode *in, bool pages,
+			uint64_t blk, uint64_t pblock, uint64_t n)
 {
-	uint64_t foff = (uint64_t)sqlite3_column_int64(s, 0);
-	uint64_t pblock = (uint64_t)sqlite3_column_int64(s, 2);
-	const uint8_t *csums = sqlite3_column_blob(s, 3);
-	uint64_t nb = (uint64_t)sqlite3_column_int64(s, 1);
-	int r;
-
-	if (!csums || (uint64_t)sqlite3_column_bytes(s, 3) != 4 * nb)
-		return -EUCLEAN;
-	r = bdev_pread(fs->data, buf, n * BS, (pblock + skip) * BS);
-	if (r < 0)
-		return r;
-	for (uint64_t i = 0; i < n; i++) {
-		if (!block_crc_ok(buf + i * BS, csums, skip + i)) {
-			r = repair_block(fs, ino, foff + skip + i, buf + i * BS, pblock + skip + i,
-					 util_get_le32(csums + 4 * (skip + i)));
-			if (r < 0)
-				return r;
-		}
-	}
-	return 0;
-}
-
-/* The file's blocks [first, first+n) as on disk (holes and cut-off blocks are zeros). */
-int ponyfs_disk_read_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t first, uint64_t n,
-			    uint8_t *buf)
-{
-	uint64_t end = first + n, blk = first;
-	uint64_t cut = in->trunc_pending ? DIV_ROUND_UP(in->trunc_to, BS) : UINT64_MAX;
-
-	if (cut < end)
-		memset(buf + (MAX(cut, first) - first) * BS, 0, (end - MAX(cut, first)) * BS);
-	end = MIN(end, cut);
-	while (blk < end) {
-		sqlite3_stmt *s = ponyfs_stmt(fs, ST_EXT_PREV);
-		uint64_t foff, nb, run;
-		int r;
-
-		sqlite3_bind_int64(s, 1, (int64_t)in->ino);
-		sqlite3_bind_int64(s, 2, (int64_t)blk);
-		r = ponyfs_step_row(fs, s);
-		if (r > 0) {
-			foff = (uint64_t)sqlite3_column_int64(s, 0);
-			nb = (uint64_t)sqlite3_column_int64(s, 1);
-			if (foff + nb > blk) {
-				run = MIN(end, foff + nb) - blk;
-				r = 0;
-				if (sqlite3_column_int64(s, 4) & PONYFS_EXT_UNWRITTEN)
-					memset(buf + (blk - first) * BS, 0, run * BS);
-				else
-					r = extent_read(fs, in->ino, s, blk - foff, run,
-							buf + (blk - first) * BS);
-				sqlite3_reset(s);
-				if (r < 0)
-					return r;
-				blk += run;
-				continue;
-			}
-		}
-		sqlite3_reset(s);
-		if (r < 0)
-			return r;
-		/* A hole: zeros up to the next extent. */
-		s = ponyfs_stmt(fs, ST_EXT_RANGE);
-		sqlite3_bind_int64(s, 1, (int64_t)in->ino);
-		sqlite3_bind_int64(s, 2, (int64_t)blk);
-		sqlite3_bind_int64(s, 3, (int64_t)end);
-		r = ponyfs_step_row(fs, s);
-		run = (r > 0 ? (uint64_t)sqlite3_column_int64(s, 0) : end) - blk;
-		sqlite3_reset(s);
-		if (r < 0)
-			return r;
-		memset(buf + (blk - first) * BS, 0, run * BS);
-		blk += run;
-	}
-	return 0;
-}
-
-/* A run of the plan: n blocks at pblock, for the read's blocks from fblk on. */
-struct read_run { uint64_t fblk, pblock, n; };
-
-/* What a chunk of a read needs from the disk, decided under the lock. */
-struct read_plan {
-	struct read_run run[PONYFS_IO_BLOCKS];
-	unsigned nrun;
-	uint32_t csum[PONYFS_IO_BLOCKS];       /* per block of the chunk, for disk blocks */
-};
-
-/* Adds the blocks [blk, blk+n) of an extent row s (its blocks from skip
- * on) to the plan, less those cached pages hold (copied into to now). */
-static void plan_extent(struct read_plan *p, const struct ponyfs_inode *in, sqlite3_stmt *s,
-			uint64_t first, uint64_t blk, uint64_t skip, uint64_t n)
-{
-	uint64_t pblock = (uint64_t)sqlite3_column_int64(s, 2) + skip;
-	const uint8_t *csums = (const uint8_t *)sqlite3_column_blob(s, 3) + 4 * skip;
-	size_t pg = ponyfs_page_pos(in, blk);
+	size_t pg = pages ? ponyfs_page_pos(in, blk) : in->npages;
 
 	for (uint64_t i = 0; i < n;) {
 		uint64_t cached = pg < in->npages ? in->pages[pg].index : UINT64_MAX;
 		uint64_t k;
 
-		if (cached == blk + i) {        /* the page wins; copied by the caller */
+		if (cached == blk + i) {        /* the page wins */
 			pg++;
 			i++;
 			continue;
 		}
 		k = MIN(n, cached - blk) - i;
 		p->run[p->nrun++] = (struct read_run){ blk + i, pblock + i, k };
-		for (uint64_t j = 0; j < k; j++)
-			p->csum[blk + i + j - first] = util_get_le32(csums + 4 * (i + j));
 		i += k;
 	}
 }
@@ -182,12 +93,13 @@ static void pages_copy(const struct ponyfs_inode *in, uint64_t first, uint64_t n
 }
 
 /*
- * Plans blocks [first, first+n) of in into to (n blocks): zeros for holes,
- * unwritten extents and blocks past a pending truncation, cached pages
- * copied, runs for the rest. -EUCLEAN for an extent row without checksums.
+ * Plans blocks [first, first+n) of in (n at most PONYFS_IO_BLOCKS) into to:
+ * zeros for holes, unwritten extents and blocks past a pending truncation,
+ * with pages the cached pages copied, runs for the rest. -EUCLEAN for an
+ * extent row without checksums.
  */
-static int plan_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t first, uint64_t n,
-		       uint8_t *to, struct read_plan *p)
+static int plan_locked(struct ponyfs *fs, struct ponyfs_inode *in, bool pages, uint64_t first,
+		       uint64_t n, uint8_t *to, struct read_plan *p)
 {
 	uint64_t end = first + n, blk = first;
 	uint64_t cut = in->trunc_pending ? DIV_ROUND_UP(in->trunc_to, BS) : UINT64_MAX;
@@ -197,62 +109,63 @@ static int plan_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t firs
 		memset(to + (MAX(cut, first) - first) * BS, 0, (end - MAX(cut, first)) * BS);
 	end = MIN(end, cut);
 	while (blk < end) {
-		sqlite3_stmt *s = ponyfs_stmt(fs, ST_EXT_PREV);
-		uint64_t run = 0;
-		int r;
+		uint64_t run, pblock;
+		int flags;
+		int r = ponyfs_ext_at(fs, in->ino, blk, end, &flags, &run, &pblock,
+				      p->csum + (blk - first));
 
-		sqlite3_bind_int64(s, 1, (int64_t)in->ino);
-		sqlite3_bind_int64(s, 2, (int64_t)blk);
-		r = ponyfs_step_row(fs, s);
-		if (r > 0) {
-			uint64_t foff = (uint64_t)sqlite3_column_int64(s, 0);
-			uint64_t nb = (uint64_t)sqlite3_column_int64(s, 1);
-
-			if (foff + nb > blk) {
-				run = MIN(end, foff + nb) - blk;
-				if (sqlite3_column_int64(s, 4) & PONYFS_EXT_UNWRITTEN)
-					memset(to + (blk - first) * BS, 0, run * BS);
-				else if ((uint64_t)sqlite3_column_bytes(s, 3) != 4 * nb)
-					r = -EUCLEAN;
-				else
-					plan_extent(p, in, s, first, blk, blk - foff, run);
-			}
-		}
-		sqlite3_reset(s);
 		if (r < 0)
 			return r;
-		if (!run) {                     /* a hole: zeros up to the next extent */
-			s = ponyfs_stmt(fs, ST_EXT_RANGE);
-			sqlite3_bind_int64(s, 1, (int64_t)in->ino);
-			sqlite3_bind_int64(s, 2, (int64_t)blk);
-			sqlite3_bind_int64(s, 3, (int64_t)end);
-			r = ponyfs_step_row(fs, s);
-			run = (r > 0 ? (uint64_t)sqlite3_column_int64(s, 0) : end) - blk;
-			sqlite3_reset(s);
-			if (r < 0)
-				return r;
+		if (flags < 0 || (flags & PONYFS_EXT_UNWRITTEN))
 			memset(to + (blk - first) * BS, 0, run * BS);
-		}
+		else
+			plan_extent(p, in, pages, blk, pblock, run);
 		blk += run;
 	}
-	pages_copy(in, first, n, to);
+	if (pages)
+		pages_copy(in, first, n, to);
 	return 0;
 }
 
-/* The plan's runs read and checked, no lock held: false on any failure. */
-static bool plan_run(struct ponyfs *fs, const struct read_plan *p, uint64_t first, uint8_t *to)
+/*
+ * Reads and checks the plan's runs into to. Unlocked, the first error or
+ * bad block ends it (-EBADMSG); locked, a bad block of in is repaired
+ * from the volume's redundancy first.
+ */
+static int plan_run(struct ponyfs *fs, struct ponyfs_inode *in, bool locked,
+		    const struct read_plan *p, uint64_t first, uint8_t *to)
 {
 	for (unsigned i = 0; i < p->nrun; i++) {
 		const struct read_run *r = &p->run[i];
 		uint8_t *at = to + (r->fblk - first) * BS;
+		int e = bdev_pread(fs->data, at, r->n * BS, r->pblock * BS);
 
-		if (bdev_pread(fs->data, at, r->n * BS, r->pblock * BS) < 0)
-			return false;
-		for (uint64_t j = 0; j < r->n; j++)
-			if (util_crc32c(0, at + j * BS, BS) != p->csum[r->fblk - first + j])
-				return false;
+		for (uint64_t j = 0; e >= 0 && j < r->n; j++) {
+			uint32_t want = p->csum[r->fblk - first + j];
+
+			if (util_crc32c(0, at + j * BS, BS) == want)
+				continue;
+			e = locked ? repair_block(fs, in->ino, r->fblk + j, at + j * BS,
+						  r->pblock + j, want) : -EBADMSG;
+		}
+		if (e < 0)
+			return e;
 	}
-	return true;
+	return 0;
+}
+
+int ponyfs_disk_read_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t first, uint64_t n,
+			    uint8_t *buf)
+{
+	_cleanup_(freep) struct read_plan *plan = malloc(sizeof(*plan));
+	int r;
+
+	if (!plan)
+		return -ENOMEM;
+	if (n > PONYFS_IO_BLOCKS)
+		return -EINVAL;
+	r = plan_locked(fs, in, false, first, n, buf, plan);
+	return r < 0 ? r : plan_run(fs, in, true, plan, first, buf);
 }
 
 ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_t size,
@@ -279,13 +192,13 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 			r = -ENOMEM;
 			break;
 		}
-		r = plan_locked(fs, in, first, n, to, plan);
+		r = plan_locked(fs, in, true, first, n, to, plan);
 		if (r < 0)
 			break;
 		if (plan->nrun) {
 			pthread_rwlock_rdlock(&fs->reuse_lock);
 			pthread_mutex_unlock(&fs->lock);
-			ok = plan_run(fs, plan, first, to);
+			ok = plan_run(fs, in, false, plan, first, to) == 0;
 			pthread_rwlock_unlock(&fs->reuse_lock);
 			pthread_mutex_lock(&fs->lock);
 			/* The locked path reads again: it repairs and reports. */
