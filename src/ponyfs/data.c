@@ -245,8 +245,12 @@ ssize_t ponyfs_write_locked(struct ponyfs *fs, struct ponyfs_inode *in, const vo
 	if (done)
 		ponyfs_inode_touch(fs, in);
 	/* Over the budget the writer pays, as balance_dirty_pages() makes it:
-	 * other files' cached data stays cached, so their fsyncs stay cheap. */
-	if (fs->dirty_bytes > fs->dirty_max) {
+	 * other files' cached data stays cached, so their fsyncs stay cheap.
+	 * So does a file with more than PONYFS_STREAM_MAX cached, unless it
+	 * is being rewritten after a truncation: committed half-written, it
+	 * would break rule 2 (all-old or all-new). */
+	if (fs->dirty_bytes > fs->dirty_max ||
+	    (in->npages * (uint64_t)BS > PONYFS_STREAM_MAX && !in->trunc_pending)) {
 		int w = ponyfs_writeback_locked(fs, in);
 
 		if (w < 0 && !done)

@@ -283,6 +283,34 @@ static void test_a_writer_over_the_dirty_budget_writes_back_its_own_file(void **
 	bdev_free(dev);
 }
 
+/* One file streamed past 256 MiB is written back by its writer: the
+ * daemon keeps at most that much of it, whatever the budget, and other
+ * files' cached data stays cached. */
+static void test_a_streaming_file_keeps_at_most_256_mib_cached(void **state)
+{
+	static uint8_t big[1 << 20];
+	uint64_t ino, fh, ino2, fh2;
+	struct bdev *dev;
+	struct vfs *fs;
+
+	assert_int_equal(bdev_mem_new(384u << 20, &dev), 0);
+	assert_int_equal(ponyfs_mkfs_image(dev, NULL), 0);
+	assert_int_equal(ponyfs_mount_image(dev, NULL, &fs), 0);
+	assert_int_equal(test_open(fs, "other", O_CREAT | O_WRONLY, &ino2, &fh2), 0);
+	assert_int_equal(VFS_CALL(fs, write, ino2, fh2, big, sizeof(big), 0), (ssize_t)sizeof(big));
+	assert_int_equal(test_open(fs, "stream", O_CREAT | O_WRONLY, &ino, &fh), 0);
+	for (uint64_t off = 0; off < (272u << 20); off += sizeof(big)) {
+		assert_int_equal(VFS_CALL(fs, write, ino, fh, big, sizeof(big), off),
+				 (ssize_t)sizeof(big));
+		assert_true(ponyfs_dirty_bytes(fs) <= (256u << 20) + 2 * sizeof(big));
+	}
+	assert_true(ponyfs_dirty_bytes(fs) >= sizeof(big));     /* "other" */
+	assert_int_equal(VFS_CALL(fs, release, ino, fh), 0);
+	assert_int_equal(VFS_CALL(fs, release, ino2, fh2), 0);
+	vfs_free(fs);
+	bdev_free(dev);
+}
+
 /* The timer commits names and small files, but leaves a file being
  * streamed (open for writing, more than 32 MiB cached) cached: otherwise
  * every commit, and every fsync after it, would wait for that data. */
@@ -455,6 +483,7 @@ int main(void)
 		cmocka_unit_test(test_fsync_writes_only_that_files_data),
 		cmocka_unit_test(test_a_writer_over_the_dirty_budget_writes_back_its_own_file),
 		cmocka_unit_test(test_the_timer_leaves_a_streaming_files_data_cached),
+		cmocka_unit_test(test_a_streaming_file_keeps_at_most_256_mib_cached),
 		cmocka_unit_test(test_the_caches_memory_goes_back_once_it_is_empty),
 		cmocka_unit_test(test_fbarrier_orders_data_before_later_metadata_without_waiting),
 		cmocka_unit_test(test_commits_come_from_the_timer_and_from_syncfs),
