@@ -567,6 +567,41 @@ static void test_raid6_partial_write_repairs_a_silently_bad_chunk_first(void **s
 }
 
 /*
+ * The soak's victim: one member goes silently bad in a stripe, then
+ * vanishes (no longer read at all), then partial writes land in that
+ * stripe, in each of its chunks, degraded. What was written, and what was
+ * not, must read back as written (from the others and P and Q).
+ */
+static void test_raid6_degraded_partial_writes_after_a_silent_error_on_the_lost_member(void **state)
+{
+	struct layout_stripe st = raid6_stripe3();
+	uint64_t width = 4 * 4096;
+	uint8_t fresh[3072];
+
+	for (size_t i = 0; i < sizeof(fresh); i++)
+		fresh[i] = (uint8_t)(i * 13 + 5);
+	for (unsigned victim = 0; victim < 6; victim++) {
+		for (unsigned b = 0; b < 4; b++) {
+			for (unsigned found_by_io = 0; found_by_io < 2; found_by_io++) {
+				uint64_t at = 3 * width + b * 4096 + 512;
+				struct rig rg;
+
+				rig_random(&rg, &raid6_case, 20 + victim);
+				corrupt(&rg, victim, 3 * 4096 + 700, 900);
+				bdev_fault_vanish(rg.faults[victim]);
+				if (!found_by_io)
+					assert_int_equal(volume_fail_member(rg.v, 0, victim), 0);
+				assert_int_equal(volume_write(rg.v, fresh, sizeof(fresh), at), 0);
+				memcpy(rg.model + at, fresh, sizeof(fresh));
+				assert_reads_model(&rg);
+				rig_free(&rg);
+			}
+		}
+	}
+	(void)st;
+}
+
+/*
  * The resync after a crash makes parity agree with the data, but on raid6 a
  * chunk gone bad at rest is located and rewritten, not baked into parity.
  */
@@ -758,6 +793,7 @@ int main(void)
 		cmocka_unit_test(test_raid6_scrub_locates_a_corrupt_data_member_and_repair_restores_it),
 		cmocka_unit_test(test_raid6_scrub_locates_a_corrupt_p_or_q_alone),
 		cmocka_unit_test(test_raid6_partial_write_repairs_a_silently_bad_chunk_first),
+		cmocka_unit_test(test_raid6_degraded_partial_writes_after_a_silent_error_on_the_lost_member),
 		cmocka_unit_test(test_raid6_resync_keeps_the_data_a_bad_chunk_held),
 		cmocka_unit_test(test_raid6_checked_read_returns_and_repairs_a_silently_bad_chunk),
 		cmocka_unit_test(test_raid6_scrub_repairs_nothing_when_two_members_are_bad),
