@@ -142,21 +142,21 @@ void ponyfs_free_committed_locked(struct ponyfs *fs)
 
 /* Free blocks that reservations may take: not those the overwrite reserve
  * keeps (what it lent out and was allocated is gone from free_blocks). */
-static bool reserve_fits(const struct ponyfs *fs, uint64_t n)
+bool ponyfs_reserve_fits(const struct ponyfs *fs, uint64_t n)
 {
 	return fs->reserved + n + (fs->ow_reserve - fs->ow_written) <= fs->free_blocks;
 }
 
 int ponyfs_reserve_locked(struct ponyfs *fs, uint64_t n)
 {
-	if (!reserve_fits(fs, n)) {
+	if (!ponyfs_reserve_fits(fs, n)) {
 		/* Blocks freed by the open transaction come back once it commits;
 		 * a commit that fails says why itself. */
 		int r = fs->pending_free_blocks ? ponyfs_commit_locked(fs) : 0;
 
 		if (r < 0)
 			return r;
-		if (!reserve_fits(fs, n))
+		if (!ponyfs_reserve_fits(fs, n))
 			return -ENOSPC;
 	}
 	fs->reserved += n;

@@ -161,7 +161,11 @@ size_t ponyfs_page_pos(const struct ponyfs_inode *in, uint64_t index)
 	return lo;
 }
 
-/* The cached page for index, made (and filled from disk when fill) if missing. */
+/*
+ * The cached page for index, made (and filled from disk when fill) if
+ * missing. The caller has reserved what writing it back costs the
+ * metadata (ponyfs_inode_reserve_locked), before anything changed.
+ */
 static int page_get(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t index, bool fill,
 		    uint8_t **ret)
 {
@@ -175,10 +179,6 @@ static int page_get(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t index, 
 		*ret = in->pages[pos].data;
 		return 0;
 	}
-	/* What writing the page back will cost the metadata, before it is acknowledged. */
-	r = ponyfs_inode_reserve_locked(fs, in, 1, UINT64_MAX, 0);
-	if (r < 0)
-		return r;
 	grown = util_array_grow(in->pages, &in->cap, in->npages, sizeof(*in->pages), 16);
 	if (grown)
 		in->pages = grown;
@@ -219,16 +219,60 @@ void ponyfs_inode_touch(struct ponyfs *fs, struct ponyfs_inode *in)
 	ponyfs_dirty_add(fs, in);
 }
 
+/* Pages of [first, last] not cached yet. */
+static uint64_t pages_missing(const struct ponyfs_inode *in, uint64_t first, uint64_t last)
+{
+	uint64_t n = last - first + 1;
+
+	if (!in->npages || in->pages[in->npages - 1].index < first)
+		return n;       /* an append */
+	for (size_t pos = ponyfs_page_pos(in, first); pos < in->npages && in->pages[pos].index <= last;
+	     pos++)
+		n--;
+	return n;
+}
+
+/*
+ * Room for a whole write call, taken before it copies a byte. Making room
+ * writes files back and commits; done now, that commits only what earlier
+ * calls wrote. In the middle of the call the file being copied into stays
+ * out of such writebacks (copying_in): a crash must never keep half a call
+ * (the soak saw a new 57,967-byte file come back 4 KiB long).
+ */
+static int write_prepare(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t off, size_t size)
+{
+	uint64_t n = pages_missing(in, off / BS, (off + size - 1) / BS);
+	int r;
+
+	if (!n)
+		return 0;
+	r = ponyfs_loans_prepare_locked(fs, in, n);
+	if (r >= 0)
+		r = ponyfs_inode_reserve_locked(fs, in, n, UINT64_MAX, 0);
+	return r;
+}
+
 ssize_t ponyfs_write_locked(struct ponyfs *fs, struct ponyfs_inode *in, const void *buf,
 			    size_t size, uint64_t off)
 {
 	size_t done = 0;
-	int r = 0;
+	int r;
 
 	if (fs->broken)
 		return fs->broken;
 	if (off + size < off || off + size > (1ull << 50))
 		return -EFBIG;
+	if (!size)
+		return 0;
+	/* No room for all of it: for as much as there is (a short write). */
+	while ((r = write_prepare(fs, in, off, size)) == -ENOSPC && size > BS - off % BS) {
+		uint64_t pages = (off + size - 1) / BS - off / BS + 1;
+
+		size = (size_t)((off / BS + pages / 2) * BS - off);
+	}
+	if (r < 0)
+		return r;
+	in->copying_in = true;
 	while (done < size) {
 		uint64_t pos = off + done;
 		size_t skip = (size_t)(pos % BS), len = MIN((size_t)BS - skip, size - done);
@@ -242,8 +286,11 @@ ssize_t ponyfs_write_locked(struct ponyfs *fs, struct ponyfs_inode *in, const vo
 		if (pos + len > in->size)
 			in->size = pos + len;
 	}
+	in->copying_in = false;
 	if (done)
 		ponyfs_inode_touch(fs, in);
+	if (done < size)        /* the room taken for what did not get in */
+		ponyfs_inode_settle_locked(fs, in);
 	/* Over the budget the writer pays, as balance_dirty_pages() makes it:
 	 * other files' cached data stays cached, so their fsyncs stay cheap.
 	 * So does a file with more than PONYFS_STREAM_MAX cached, unless it
@@ -283,6 +330,8 @@ int ponyfs_truncate_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t 
 	 * page first, while the file is still whole: on a full filesystem
 	 * getting it may write the file back. */
 	if (size < in->size && size % BS)
+		r = ponyfs_inode_reserve_locked(fs, in, 1, UINT64_MAX, 0);
+	if (r >= 0 && size < in->size && size % BS)
 		r = page_get(fs, in, size / BS, true, &page);
 	if (r >= 0 && size < in->size)
 		r = trunc_rows(fs, in, size, &rows);
@@ -632,10 +681,13 @@ int ponyfs_writeback_locked(struct ponyfs *fs, struct ponyfs_inode *in)
  * still being rewritten (committing it half-written is what rule 2
  * forbids), and one being streamed (open for writing, much cached, not
  * yet expired), whose data would make every commit, and so every other
- * file's fsync, wait for it to reach the disk.
+ * file's fsync, wait for it to reach the disk. Nor does a reservation
+ * made in the middle of a write call write that call's file back.
  */
 static bool inode_held(const struct ponyfs_inode *in, uint64_t now)
 {
+	if (in->copying_in)
+		return true;
 	if (in->trunc_pending && (in->writers || now - in->trunc_ns < PONYFS_HOLD_NS))
 		return true;
 	return in->writers && in->npages * (uint64_t)BS > PONYFS_FILE_DIRTY_MAX &&

@@ -141,6 +141,25 @@ int ponyfs_falloc_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t of
 	return r;
 }
 
+/* Writing back and committing frees the blocks the loans overwrote. */
+static int loans_return(struct ponyfs *fs, struct ponyfs_inode *in)
+{
+	int r;
+
+	in->opens++;            /* keeps in cached through the writeback */
+	r = ponyfs_writeback_all_locked(fs, true);
+	in->opens--;
+	return r < 0 ? r : ponyfs_commit_locked(fs);
+}
+
+int ponyfs_loans_prepare_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t n)
+{
+	if (!fs->ow_reserve || ponyfs_reserve_fits(fs, n) ||
+	    fs->ow_dirty + fs->ow_written + n <= fs->ow_reserve)
+		return 0;
+	return loans_return(fs, in);
+}
+
 /*
  * A full filesystem: an overwrite of a written block borrows its new block
  * from the overwrite reserve. When all of it is lent out, writing back and
@@ -160,11 +179,7 @@ static int overwrite_borrow(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t
 	if (r < 0 || flags != 0)
 		return r < 0 ? r : -ENOSPC;     /* a hole or unwritten: not an overwrite */
 	if (fs->ow_dirty + fs->ow_written >= fs->ow_reserve) {
-		in->opens++;            /* keeps in cached through the writeback */
-		r = ponyfs_writeback_all_locked(fs, true);
-		in->opens--;
-		if (r >= 0)
-			r = ponyfs_commit_locked(fs);
+		r = loans_return(fs, in);
 		if (r < 0)
 			return r;
 		if (fs->ow_dirty + fs->ow_written >= fs->ow_reserve)

@@ -178,6 +178,7 @@ struct ponyfs_inode {
 	size_t npages, cap;
 	bool size_dirty;                /* size or times differ from the database */
 	bool trunc_pending;             /* extents from trunc_to on must go at writeback */
+	bool copying_in;                /* a write call is copying into its pages */
 	uint64_t trunc_to;
 	uint64_t trunc_ns;              /* when it was last truncated */
 	uint64_t dirty_ns;              /* when it went on the dirty list */
@@ -392,6 +393,7 @@ int ponyfs_free_locked(struct ponyfs *fs, uint64_t pblock, uint64_t n);
 int ponyfs_free_apply_locked(struct ponyfs *fs);   /* in the transaction, before COMMIT */
 void ponyfs_free_committed_locked(struct ponyfs *fs);
 int ponyfs_reserve_locked(struct ponyfs *fs, uint64_t n);
+bool ponyfs_reserve_fits(const struct ponyfs *fs, uint64_t n);   /* n more blocks fit */
 
 /* Pages of the cache (pages.c): BS bytes each, uninitialised; free NULL: nothing. */
 uint8_t *ponyfs_page_alloc(struct ponyfs *fs);
@@ -463,6 +465,9 @@ void ponyfs_inode_touch(struct ponyfs *fs, struct ponyfs_inode *in);
 
 /* Preallocation, punch and block counts (falloc.c). */
 int ponyfs_falloc_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t off, uint64_t len);
+/* Before a write call of n new pages on a full data region: returns the
+ * overwrite reserve's loans (writeback and commit) if too few are left. */
+int ponyfs_loans_prepare_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t n);
 /* The kind a new page at index gets; reserves its block when NEW. */
 int ponyfs_page_kind_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t index,
 			    enum ponyfs_page_kind *ret);

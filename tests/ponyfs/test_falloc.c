@@ -197,7 +197,10 @@ static void test_overwrite_on_a_full_fs_borrows_and_succeeds(void **state)
 	write_all(fs, ino, fh, w, sizeof(w));
 	assert_int_equal(VFS_CALL(fs, release, ino, fh), 0);
 	ponyfs_get_stats(fs, &st);
-	assert_int_equal(st.overwrite_loans, sizeof(w) / 4096);
+	/* A loan per block; a block two calls share is lent twice when the
+	 * reserve comes back between them (before the second call). */
+	assert_true(st.overwrite_loans >= sizeof(w) / 4096);
+	assert_true(st.overwrite_loans <= sizeof(w) / 4096 * 9 / 8);
 	assert_int_equal(bavail_of(fs), 0);
 	/* A hole is no overwrite: still ENOSPC. */
 	assert_int_equal(test_open(fs, "f", O_RDWR, &ino, &fh), 0);
