@@ -7,6 +7,16 @@
  * exception is a read's I/O and checksums (read.c): planned under the
  * lock, run without it, the blocks it reads kept from reuse by
  * fs->reuse_lock.
+ *
+ * The ordering rules the code cites by number (docs/ponyfs-format.md):
+ *   1. data is written and flushed before the metadata that points at it
+ *      commits; a file's size and extents change only at its writeback;
+ *   2. rename-over, link and truncate-then-rewrite commit with the new data
+ *      (all-old or all-new, no fsync), and no write call is committed half
+ *      copied;
+ *   3. fsync writes back only its own file, then commits;
+ *   4. fbarrier puts the file's data in the open transaction, not waiting;
+ *   5. commits come from the timer, syncfs, fsync and unmount.
  */
 #ifndef PONYFS_INTERNAL_H
 #define PONYFS_INTERNAL_H
