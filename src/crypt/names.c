@@ -1,0 +1,201 @@
+/*
+ * names.c - file names under a policy, as fscrypt encrypts them: the name
+ * NUL-padded to the policy's multiple (and to one AES block), encrypted
+ * with the directory's key by AES-256-CBC with ciphertext stealing (the
+ * CS3 variant Linux's cts(cbc(aes)) is) and an all-zero IV. The same name
+ * in the same directory always gives the same ciphertext, so a lookup
+ * encrypts the name it is given and finds the entry by it, decrypting
+ * nothing. Without the key a directory lists no-key names: base64url of
+ * the ciphertext (long ones shortened by a SHA-256), which lookup accepts
+ * back, so unlink and rmdir work without the key.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <openssl/core_names.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
+
+#include "pony/crypt.h"
+#include "pony/util.h"
+
+#define NOKEY_HASH 8                    /* dirhash[2]: zeros on ponyfs */
+#define NOKEY_MAX (NOKEY_HASH + CRYPT_NOKEY_BYTES + 32)
+
+size_t crypt_name_encrypted_len(size_t len, unsigned pad)
+{
+	size_t n = MAX(len, (size_t)16);
+
+	n = (n + pad - 1) / pad * pad;
+	return MIN(n, (size_t)CRYPT_NAME_MAX);
+}
+
+/* CS3 CTS-CBC over len (16..255) bytes, zero IV, one shot. */
+static int cts(const uint8_t key[32], int enc, const uint8_t *in, size_t len, uint8_t *out)
+{
+	static const uint8_t iv[16];
+	EVP_CIPHER *cipher = EVP_CIPHER_fetch(NULL, "AES-256-CBC-CTS", NULL);
+	EVP_CIPHER_CTX *ctx = cipher ? EVP_CIPHER_CTX_new() : NULL;
+	OSSL_PARAM params[] = {
+		OSSL_PARAM_construct_utf8_string(OSSL_CIPHER_PARAM_CTS_MODE, (char *)"CS3", 0),
+		OSSL_PARAM_construct_end(),
+	};
+	int n = 0, m = 0, r = -EIO;
+
+	if (ctx && EVP_CipherInit_ex2(ctx, cipher, key, iv, enc, params) == 1 &&
+	    EVP_CipherUpdate(ctx, out, &n, in, (int)len) == 1 &&
+	    EVP_CipherFinal_ex(ctx, out + n, &m) == 1 && (size_t)(n + m) == len)
+		r = 0;
+	EVP_CIPHER_CTX_free(ctx);
+	EVP_CIPHER_free(cipher);
+	return r;
+}
+
+int crypt_name_encrypt(const uint8_t key[32], unsigned pad, const char *name, size_t len,
+		       uint8_t *out, size_t *ret_len)
+{
+	uint8_t padded[CRYPT_NAME_MAX];
+	size_t n;
+	int r;
+
+	if (!len || len > CRYPT_NAME_MAX || (pad != 4 && pad != 8 && pad != 16 && pad != 32))
+		return -EINVAL;
+	n = crypt_name_encrypted_len(len, pad);
+	memcpy(padded, name, len);
+	memset(padded + len, 0, n - len);
+	r = cts(key, 1, padded, n, out);
+	crypt_wipe(padded, sizeof(padded));
+	*ret_len = r < 0 ? 0 : n;
+	return r;
+}
+
+int crypt_name_decrypt(const uint8_t key[32], const uint8_t *in, size_t len, char *out,
+		       size_t *ret_len)
+{
+	int r;
+
+	*ret_len = 0;
+	if (len < 16 || len > CRYPT_NAME_MAX)
+		return -EINVAL;
+	r = cts(key, 0, in, len, (uint8_t *)out);
+	if (r < 0)
+		return r;
+	out[len] = '\0';
+	*ret_len = strnlen(out, len);
+	/* What no name encrypts to: an empty one, or one with a '/'. */
+	if (!*ret_len || memchr(out, '/', *ret_len))
+		return -EBADMSG;
+	return 0;
+}
+
+static const char b64url[] =
+	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/* RFC 4648 base64url without '=' padding, as fscrypt writes it. */
+static size_t base64url_encode(const uint8_t *in, size_t len, char *out)
+{
+	size_t o = 0;
+	uint32_t acc = 0;
+	unsigned bits = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		acc = acc << 8 | in[i];
+		bits += 8;
+		while (bits >= 6) {
+			bits -= 6;
+			out[o++] = b64url[(acc >> bits) & 63];
+		}
+	}
+	if (bits)
+		out[o++] = b64url[(acc << (6 - bits)) & 63];
+	out[o] = '\0';
+	return o;
+}
+
+/* Its inverse: the byte count, or -EINVAL (a foreign character, leftover bits set). */
+static ssize_t base64url_decode(const char *in, size_t len, uint8_t *out, size_t cap)
+{
+	size_t o = 0;
+	uint32_t acc = 0;
+	unsigned bits = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		const char *p = memchr(b64url, in[i], 64);
+
+		if (!p || !in[i])
+			return -EINVAL;
+		acc = acc << 6 | (uint32_t)(p - b64url);
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			if (o == cap)
+				return -EINVAL;
+			out[o++] = (uint8_t)(acc >> bits);
+		}
+	}
+	if (bits >= 6 || (acc & ((1u << bits) - 1)))
+		return -EINVAL;
+	return (ssize_t)o;
+}
+
+static int sha256(const uint8_t *in, size_t len, uint8_t out[32])
+{
+	return EVP_Digest(in, len, out, NULL, EVP_sha256(), NULL) == 1 ? 0 : -EIO;
+}
+
+int crypt_nokey_name(const uint8_t *ct, size_t len, char *out)
+{
+	uint8_t raw[NOKEY_MAX] = { 0 };
+	size_t n = NOKEY_HASH + len;
+
+	if (len < 16 || len > CRYPT_NAME_MAX)
+		return -EINVAL;
+	if (len <= CRYPT_NOKEY_BYTES) {
+		memcpy(raw + NOKEY_HASH, ct, len);
+	} else {
+		memcpy(raw + NOKEY_HASH, ct, CRYPT_NOKEY_BYTES);
+		if (sha256(ct + CRYPT_NOKEY_BYTES, len - CRYPT_NOKEY_BYTES,
+			   raw + NOKEY_HASH + CRYPT_NOKEY_BYTES) < 0)
+			return -EIO;
+		n = NOKEY_MAX;
+	}
+	base64url_encode(raw, n, out);
+	return 0;
+}
+
+int crypt_nokey_name_parse(const char *name, size_t len, uint8_t *ct, size_t *ret_len,
+			   bool *ret_digest, uint8_t digest[32])
+{
+	uint8_t raw[NOKEY_MAX];
+	ssize_t n = base64url_decode(name, len, raw, sizeof(raw));
+
+	*ret_len = 0;
+	*ret_digest = false;
+	if (n < NOKEY_HASH + 16 || (n > NOKEY_HASH + CRYPT_NOKEY_BYTES && n != NOKEY_MAX))
+		return -EINVAL;
+	if (n == NOKEY_MAX) {
+		memcpy(ct, raw + NOKEY_HASH, CRYPT_NOKEY_BYTES);
+		memcpy(digest, raw + NOKEY_HASH + CRYPT_NOKEY_BYTES, 32);
+		*ret_len = CRYPT_NOKEY_BYTES;
+		*ret_digest = true;
+	} else {
+		memcpy(ct, raw + NOKEY_HASH, (size_t)n - NOKEY_HASH);
+		*ret_len = (size_t)n - NOKEY_HASH;
+	}
+	return 0;
+}
+
+bool crypt_nokey_name_matches(const char *name, size_t len, const uint8_t *ct, size_t ct_len)
+{
+	uint8_t head[CRYPT_NOKEY_BYTES], digest[32], want[32];
+	size_t n;
+	bool long_form;
+
+	if (crypt_nokey_name_parse(name, len, head, &n, &long_form, digest) < 0)
+		return false;
+	if (!long_form)
+		return n == ct_len && !memcmp(head, ct, n);
+	return ct_len > CRYPT_NOKEY_BYTES && !memcmp(head, ct, CRYPT_NOKEY_BYTES) &&
+	       sha256(ct + CRYPT_NOKEY_BYTES, ct_len - CRYPT_NOKEY_BYTES, want) == 0 &&
+	       !memcmp(digest, want, 32);
+}
