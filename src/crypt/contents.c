@@ -20,9 +20,13 @@
 #include "pony/crypt.h"
 #include "pony/util.h"
 
+#define NONCE_POOL 256            /* GCM nonces drawn from OpenSSL's DRBG at once */
+
 struct crypt_contents {
 	enum crypt_mode mode;
 	EVP_CIPHER_CTX *enc, *dec;
+	unsigned nonces_left;
+	uint8_t nonces[NONCE_POOL][CRYPT_GCM_NONCE_SIZE];
 };
 
 static EVP_CIPHER_CTX *context_new(const EVP_CIPHER *cipher, const uint8_t *key, int enc)
@@ -66,6 +70,7 @@ void crypt_contents_free(struct crypt_contents *c)
 		return;
 	EVP_CIPHER_CTX_free(c->enc);    /* frees and cleanses the key schedule */
 	EVP_CIPHER_CTX_free(c->dec);
+	crypt_wipe(c, sizeof(*c));
 	free(c);
 }
 
@@ -115,8 +120,17 @@ int crypt_gcm_seal(struct crypt_contents *c, uint64_t lblk, const uint8_t *in, u
 	if (c->mode != CRYPT_MODE_AES_256_GCM)
 		return -EINVAL;
 	/* Random, never a counter: a counter would repeat after a crash
-	 * rolled the filesystem back, and a repeated nonce breaks GCM. */
-	if (RAND_bytes(nonce, CRYPT_GCM_NONCE_SIZE) != 1 || gcm_start(c->enc, lblk, nonce) < 0 ||
+	 * rolled the filesystem back, and a repeated nonce breaks GCM. Drawn
+	 * a pool at a time: one DRBG call per block cost as much as the
+	 * cipher (bench/crypt). */
+	if (!c->nonces_left) {
+		if (RAND_bytes(c->nonces[0], sizeof(c->nonces)) != 1)
+			return -EIO;
+		c->nonces_left = NONCE_POOL;
+	}
+	memcpy(nonce, c->nonces[--c->nonces_left], CRYPT_GCM_NONCE_SIZE);
+	crypt_wipe(c->nonces[c->nonces_left], CRYPT_GCM_NONCE_SIZE);   /* used once */
+	if (gcm_start(c->enc, lblk, nonce) < 0 ||
 	    EVP_EncryptUpdate(c->enc, out, &n, in, CRYPT_BLOCK_SIZE) != 1 ||
 	    EVP_EncryptFinal_ex(c->enc, out + n, &m) != 1 || n + m != CRYPT_BLOCK_SIZE ||
 	    EVP_CIPHER_CTX_ctrl(c->enc, EVP_CTRL_GCM_GET_TAG, CRYPT_GCM_TAG_SIZE, tag) != 1)
