@@ -34,6 +34,27 @@ enum crypt_mode {
 	CRYPT_MODE_AES_256_GCM = 128,
 };
 
+/*
+ * A policy (policy.c): on the wire and on disk, Linux's struct
+ * fscrypt_policy_v2, 24 bytes: version (2), contents mode (XTS or GCM),
+ * filenames mode (CTS), flags (name padding 4 << (flags & 3); nothing
+ * else), 4 zero bytes, the master key's identifier.
+ */
+#define CRYPT_POLICY_SIZE 24
+struct crypt_policy {
+	enum crypt_mode contents_mode, filenames_mode;
+	uint8_t flags;
+	uint8_t key_id[CRYPT_KEY_ID_SIZE];
+};
+/* -EINVAL for any byte pony cannot honour exactly (as Linux refuses it). */
+int crypt_policy_decode(const uint8_t *buf, size_t len, struct crypt_policy *ret);
+void crypt_policy_encode(const struct crypt_policy *p, uint8_t out[CRYPT_POLICY_SIZE]);
+unsigned crypt_policy_pad(const struct crypt_policy *p);         /* 4, 8, 16 or 32 */
+bool crypt_policy_equal(const struct crypt_policy *a, const struct crypt_policy *b);
+/* "aes-256-xts", "aes-256-gcm", "aes-256-cts" and back; -EINVAL, "unknown". */
+int crypt_mode_from_name(const char *name, enum crypt_mode *ret);
+const char *crypt_mode_name(enum crypt_mode mode);
+
 /* A master key as the filesystem keeps it while it is added: the HKDF
  * pseudorandom key (the raw key is not kept) and the identifier. */
 struct crypt_master {

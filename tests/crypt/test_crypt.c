@@ -215,6 +215,45 @@ static void test_nokey_names_name_exactly_their_ciphertext(void **state)
 	assert_int_equal(crypt_nokey_name(ct, 15, nk), -EINVAL);
 }
 
+static void test_policies_are_linuxs_bytes_and_refuse_what_pony_cannot_honour(void **state)
+{
+	struct crypt_policy p = { CRYPT_MODE_AES_256_XTS, CRYPT_MODE_AES_256_CTS, 2, { 0xab, 1 } }, q;
+	uint8_t b[CRYPT_POLICY_SIZE], bad[CRYPT_POLICY_SIZE];
+	enum crypt_mode mode;
+
+	crypt_policy_encode(&p, b);
+	/* struct fscrypt_policy_v2: version, modes, flags, reserved, identifier. */
+	assert_int_equal(b[0], 2);
+	assert_int_equal(b[1], 1);
+	assert_int_equal(b[2], 4);
+	assert_int_equal(b[3], 2);
+	assert_int_equal(b[8], 0xab);
+	assert_int_equal(crypt_policy_decode(b, sizeof(b), &q), 0);
+	assert_true(crypt_policy_equal(&p, &q));
+	assert_int_equal(crypt_policy_pad(&q), 16);
+	q.flags = 3;
+	assert_false(crypt_policy_equal(&p, &q));
+	assert_int_equal(crypt_policy_decode(b, sizeof(b) - 1, &q), -EINVAL);
+	/* Each byte pony cannot honour: v1, other modes, DIRECT_KEY and IV flags, reserved. */
+	const struct { unsigned at; uint8_t v; } refused[] = {
+		{ 0, 1 }, { 0, 3 }, { 1, 4 }, { 1, 9 }, { 2, 1 }, { 2, 6 }, { 3, 0x04 }, { 3, 0x08 },
+		{ 3, 0x10 }, { 4, 1 }, { 7, 1 },
+	};
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		memcpy(bad, b, sizeof(b));
+		bad[refused[i].at] = refused[i].v;
+		assert_int_equal(crypt_policy_decode(bad, sizeof(bad), &q), -EINVAL);
+	}
+	memcpy(bad, b, sizeof(b));
+	bad[1] = CRYPT_MODE_AES_256_GCM;
+	assert_int_equal(crypt_policy_decode(bad, sizeof(bad), &q), 0);
+	assert_int_equal(q.contents_mode, CRYPT_MODE_AES_256_GCM);
+	assert_int_equal(crypt_mode_from_name("aes-256-gcm", &mode), 0);
+	assert_int_equal(mode, CRYPT_MODE_AES_256_GCM);
+	assert_string_equal(crypt_mode_name(CRYPT_MODE_AES_256_XTS), "aes-256-xts");
+	assert_int_equal(crypt_mode_from_name("aes-128-cbc", &mode), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -224,6 +263,7 @@ int main(void)
 		cmocka_unit_test(test_gcm_refuses_a_changed_or_moved_block),
 		cmocka_unit_test(test_names_are_padded_deterministic_and_come_back),
 		cmocka_unit_test(test_nokey_names_name_exactly_their_ciphertext),
+		cmocka_unit_test(test_policies_are_linuxs_bytes_and_refuse_what_pony_cannot_honour),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,7 @@
  * src/crypt: the kernel names a 64-byte key, encrypts a file's blocks and
  * its directory's names on a loop-mounted ext4 image, and pony, given only
  * the key and the nonces the kernel reports, must compute the same
- * identifier, the same ciphertext blocks (read raw from the image) and
+ * identifier, the same policy bytes, the same ciphertext blocks (read raw from the image) and
  * the same names (as the kernel lists them without the key). Needs root,
  * mkfs.ext4 and a kernel with ext4 encryption; otherwise it says why and
  * exits 77 (skipped).
@@ -112,6 +112,20 @@ static void test_pony_derives_and_encrypts_as_ext4_does(void **state)
 	dfd = open(sub, O_RDONLY | O_DIRECTORY);
 	assert_true(dfd >= 0);
 	assert_int_equal(ioctl(dfd, FS_IOC_SET_ENCRYPTION_POLICY, &pol), 0);
+	/* The policy's bytes as the kernel keeps them are pony's encoding. */
+	{
+		struct fscrypt_get_policy_ex_arg ex = { .policy_size = sizeof(ex.policy) };
+		struct crypt_policy got, ours = { CRYPT_MODE_AES_256_XTS, CRYPT_MODE_AES_256_CTS, 2 };
+		uint8_t bytes[CRYPT_POLICY_SIZE];
+
+		assert_int_equal(ioctl(dfd, FS_IOC_GET_ENCRYPTION_POLICY_EX, &ex), 0);
+		assert_int_equal(ex.policy_size, CRYPT_POLICY_SIZE);
+		assert_int_equal(crypt_policy_decode((const uint8_t *)&ex.policy, ex.policy_size, &got), 0);
+		memcpy(ours.key_id, m.id, sizeof(m.id));
+		assert_true(crypt_policy_equal(&got, &ours));
+		crypt_policy_encode(&ours, bytes);
+		assert_memory_equal(bytes, &ex.policy, CRYPT_POLICY_SIZE);
+	}
 	assert_int_equal(ioctl(dfd, FS_IOC_GET_ENCRYPTION_NONCE, dir_nonce), 0);
 	name_of(short_name, 12, 's');
 	name_of(long_name, 200, 'l');
