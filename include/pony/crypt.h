@@ -64,6 +64,17 @@ struct crypt_master {
 
 /* From the raw key (CRYPT_MASTER_KEY_SIZE bytes, else -EINVAL). */
 int crypt_master_init(struct crypt_master *m, const uint8_t *key, size_t len);
+/*
+ * A master key from a passphrase: scrypt (RFC 7914) with a random salt the
+ * filesystem keeps. CRYPT_SCRYPT_DEFAULT costs 64 MiB and a fraction of a
+ * second, as gocryptfs's default does. -EINVAL: an empty passphrase, or N
+ * not a power of two.
+ */
+struct crypt_scrypt_cost { uint64_t n; uint32_t r, p; };
+#define CRYPT_SCRYPT_DEFAULT ((struct crypt_scrypt_cost){ 1u << 16, 8, 1 })
+#define CRYPT_SALT_SIZE 16
+int crypt_scrypt(const char *pass, size_t len, const uint8_t *salt, size_t salt_len,
+		 const struct crypt_scrypt_cost *cost, uint8_t *out, size_t out_len);
 /* Wipes it (OPENSSL_cleanse): no key stays in freed memory. */
 void crypt_master_wipe(struct crypt_master *m);
 /* The key size a mode's per-file key has: 64 (XTS), 32 (CTS, GCM); 0: unknown. */

@@ -5,7 +5,8 @@
  * and the context's data. The identifier is context 1 (no data), an
  * inode's key context 2 with its 16-byte nonce. Deriving as Linux does is
  * what lets one key open the same files on ext4 and on ponyfs, and lets
- * ext4 serve as the oracle in tests/crypt.
+ * ext4 serve as the oracle in tests/crypt. A passphrase becomes a master
+ * key through scrypt, with a salt the filesystem keeps.
  */
 #include <errno.h>
 #include <string.h>
@@ -108,4 +109,32 @@ int crypt_file_key(const struct crypt_master *m, const uint8_t nonce[CRYPT_NONCE
 	if (!key_len || key_len != crypt_mode_key_size(mode))
 		return -EINVAL;
 	return expand(m, HKDF_CONTEXT_PER_FILE_ENC_KEY, nonce, CRYPT_NONCE_SIZE, key, key_len);
+}
+
+int crypt_scrypt(const char *pass, size_t len, const uint8_t *salt, size_t salt_len,
+		 const struct crypt_scrypt_cost *cost, uint8_t *out, size_t out_len)
+{
+	EVP_KDF *kdf = EVP_KDF_fetch(NULL, "SCRYPT", NULL);
+	EVP_KDF_CTX *ctx = kdf ? EVP_KDF_CTX_new(kdf) : NULL;
+	uint64_t n = cost->n, maxmem = 256 * (uint64_t)cost->r * (cost->n + cost->p) + (1u << 20);
+	uint32_t r = cost->r, p = cost->p;
+	OSSL_PARAM params[] = {
+		OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_PASSWORD, (void *)pass, len),
+		OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, (void *)salt, salt_len),
+		OSSL_PARAM_construct_uint64(OSSL_KDF_PARAM_SCRYPT_N, &n),
+		OSSL_PARAM_construct_uint32(OSSL_KDF_PARAM_SCRYPT_R, &r),
+		OSSL_PARAM_construct_uint32(OSSL_KDF_PARAM_SCRYPT_P, &p),
+		OSSL_PARAM_construct_uint64(OSSL_KDF_PARAM_SCRYPT_MAXMEM, &maxmem),
+		OSSL_PARAM_construct_end(),
+	};
+	int ret = -EIO;
+
+	/* N a power of two over 1: what scrypt is defined for. */
+	if (!len || n < 2 || (n & (n - 1)) || !r || !p)
+		ret = -EINVAL;
+	else if (ctx && EVP_KDF_derive(ctx, out, out_len, params) == 1)
+		ret = 0;
+	EVP_KDF_CTX_free(ctx);
+	EVP_KDF_free(kdf);
+	return ret;
 }

@@ -254,6 +254,29 @@ static void test_policies_are_linuxs_bytes_and_refuse_what_pony_cannot_honour(vo
 	assert_int_equal(crypt_mode_from_name("aes-128-cbc", &mode), -EINVAL);
 }
 
+/* RFC 7914 section 12's third vector, then the default cost's properties. */
+static void test_passphrases_become_keys_through_scrypt(void **state)
+{
+	static const uint8_t rfc[64] = {
+		0xfd, 0xba, 0xbe, 0x1c, 0x9d, 0x34, 0x72, 0x00, 0x78, 0x56, 0xe7, 0x19, 0x0d, 0x01,
+		0xe9, 0xfe, 0x7c, 0x6a, 0xd7, 0xcb, 0xc8, 0x23, 0x78, 0x30, 0xe7, 0x73, 0x76, 0x63,
+		0x4b, 0x37, 0x31, 0x62, 0x2e, 0xaf, 0x30, 0xd9, 0x2e, 0x22, 0xa3, 0x88, 0x6f, 0xf1,
+		0x09, 0x27, 0x9d, 0x98, 0x30, 0xda, 0xc7, 0x27, 0xaf, 0xb9, 0x4a, 0x83, 0xee, 0x6d,
+		0x83, 0x60, 0xcb, 0xdf, 0xa2, 0xcc, 0x06, 0x40,
+	};
+	struct crypt_scrypt_cost cost = { 1024, 8, 16 }, dflt = CRYPT_SCRYPT_DEFAULT, odd = { 1000, 8, 1 };
+	uint8_t salt[CRYPT_SALT_SIZE] = { 1 }, k1[64], k2[64];
+
+	assert_int_equal(crypt_scrypt("password", 8, (const uint8_t *)"NaCl", 4, &cost, k1, 64), 0);
+	assert_memory_equal(k1, rfc, 64);
+	assert_int_equal(crypt_scrypt("a passphrase", 12, salt, sizeof(salt), &dflt, k1, 64), 0);
+	salt[0] = 2;
+	assert_int_equal(crypt_scrypt("a passphrase", 12, salt, sizeof(salt), &dflt, k2, 64), 0);
+	assert_memory_not_equal(k1, k2, 64);            /* the salt counts */
+	assert_int_equal(crypt_scrypt("", 0, salt, sizeof(salt), &dflt, k1, 64), -EINVAL);
+	assert_int_equal(crypt_scrypt("x", 1, salt, sizeof(salt), &odd, k1, 64), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -264,6 +287,7 @@ int main(void)
 		cmocka_unit_test(test_names_are_padded_deterministic_and_come_back),
 		cmocka_unit_test(test_nokey_names_name_exactly_their_ciphertext),
 		cmocka_unit_test(test_policies_are_linuxs_bytes_and_refuse_what_pony_cannot_honour),
+		cmocka_unit_test(test_passphrases_become_keys_through_scrypt),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
