@@ -93,6 +93,15 @@ struct vfs_setattr {
 typedef int (*vfs_filldir_t)(void *data, const char *name, uint64_t ino,
 			     unsigned type, uint64_t next);
 
+/*
+ * readdirplus's callback: as vfs_filldir_t, with the entry as lookup()
+ * gives it, a reference on e->ino that the callback owns (it forgets it
+ * when it does not take the entry). "." and ".." come with no reference
+ * and only e->ino and the type in e->attr.stx_mode.
+ */
+typedef int (*vfs_filldirplus_t)(void *data, const char *name, const struct vfs_entry *e,
+				 uint64_t next);
+
 /* One piece of a file's layout: where its bytes live (the pNFS question). */
 struct vfs_extent {
 	uint64_t file_offset;
@@ -196,6 +205,12 @@ struct vfs_ops {
 	 */
 	int (*readdir)(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
 		       uint64_t fh, uint64_t cookie, vfs_filldir_t fill, void *data);
+	/*
+	 * readdir with each entry's attributes, as lookup() would give them, in
+	 * one pass (FUSE's READDIRPLUS). NULL: the caller looks entries up.
+	 */
+	int (*readdirplus)(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
+			   uint64_t fh, uint64_t cookie, vfs_filldirplus_t fill, void *data);
 	int (*releasedir)(struct vfs *fs, uint64_t ino, uint64_t fh);
 	int (*fsyncdir)(struct vfs *fs, uint64_t ino, uint64_t fh, bool datasync);
 

@@ -24,46 +24,61 @@ struct dirbuf {
 	size_t size, used;
 };
 
-static int dirbuf_fill(void *data, const char *name, uint64_t ino, unsigned type,
-		       uint64_t next)
+/* Takes n bytes of entry, or says the buffer is full (1). */
+static int dirbuf_take(struct dirbuf *d, size_t n)
 {
-	struct dirbuf *d = data;
-	size_t n;
-
-	if (!d->plus) {
-		struct stat st = { .st_ino = ino, .st_mode = type << 12 };
-
-		n = fuse_add_direntry(d->req, d->buf + d->used, d->size - d->used, name, &st,
-				      (off_t)next);
-	} else {
-		struct fuse_entry_param p = { .attr.st_ino = ino, .attr.st_mode = type << 12 };
-		struct vfs_entry e = { 0 };
-		bool dots = !strcmp(name, ".") || !strcmp(name, "..");
-		const struct fuse_ctx *c = fuse_req_ctx(d->req);
-		struct vfs_ctx ctx = { .uid = c->uid, .gid = c->gid, .pid = c->pid };
-
-		/* "." and "..": ino 0 in the entry, so the kernel makes no dentry. */
-		if (!dots) {
-			int r = VFS_CALL(d->pf->fs, lookup, &ctx, d->dir, name, &e);
-
-			if (r == -ENOENT)
-				return 0;       /* gone since it was listed */
-			if (r < 0)
-				return r;
-			ponyfuse_statx_to_stat(&e.attr, &p.attr);
-			p.ino = e.ino;
-			p.generation = e.generation;
-			p.attr_timeout = p.entry_timeout = d->pf->opts.timeout;
-		}
-		n = fuse_add_direntry_plus(d->req, d->buf + d->used, d->size - d->used, name,
-					   &p, (off_t)next);
-		if (n > d->size - d->used && !dots)
-			VFS_FORGET(d->pf->fs, e.ino, 1);
-	}
 	if (n > d->size - d->used)
 		return 1;
 	d->used += n;
 	return 0;
+}
+
+/* A READDIRPLUS entry from a looked-up e; "." and ".." (ino 0 in the
+ * entry, so the kernel makes no dentry) carry no reference. */
+static int dirbuf_fill_plus(void *data, const char *name, const struct vfs_entry *e,
+			    uint64_t next)
+{
+	struct dirbuf *d = data;
+	struct fuse_entry_param p = { .attr.st_ino = e->ino, .attr.st_mode = e->attr.stx_mode };
+	bool dots = !strcmp(name, ".") || !strcmp(name, "..");
+	int full;
+
+	if (!dots) {
+		ponyfuse_statx_to_stat(&e->attr, &p.attr);
+		p.ino = e->ino;
+		p.generation = e->generation;
+		p.attr_timeout = p.entry_timeout = d->pf->opts.timeout;
+	}
+	full = dirbuf_take(d, fuse_add_direntry_plus(d->req, d->buf + d->used, d->size - d->used,
+						     name, &p, (off_t)next));
+	if (full && !dots)
+		VFS_FORGET(d->pf->fs, e->ino, 1);
+	return full;
+}
+
+/* A READDIR entry; for READDIRPLUS on a filesystem without readdirplus,
+ * the entry looked up first. */
+static int dirbuf_fill(void *data, const char *name, uint64_t ino, unsigned type,
+		       uint64_t next)
+{
+	struct dirbuf *d = data;
+	const struct fuse_ctx *c = fuse_req_ctx(d->req);
+	struct vfs_ctx ctx = { .uid = c->uid, .gid = c->gid, .pid = c->pid };
+	struct vfs_entry e = { .ino = ino, .attr.stx_mode = (uint16_t)(type << 12) };
+	struct stat st = { .st_ino = ino, .st_mode = type << 12 };
+	int r;
+
+	if (!d->plus)
+		return dirbuf_take(d, fuse_add_direntry(d->req, d->buf + d->used,
+							d->size - d->used, name, &st, (off_t)next));
+	if (strcmp(name, ".") && strcmp(name, "..")) {
+		r = VFS_CALL(d->pf->fs, lookup, &ctx, d->dir, name, &e);
+		if (r == -ENOENT)
+			return 0;       /* gone since it was listed */
+		if (r < 0)
+			return r;
+	}
+	return dirbuf_fill_plus(d, name, &e, next);
 }
 
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -79,8 +94,14 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	r = VFS_CALL(d.pf->fs, readdir, &ctx, ino, d.pf->opts.no_opendir ? VFS_NO_FH : fi->fh,
-		     (uint64_t)off, dirbuf_fill, &d);
+	if (plus && d.pf->fs->ops->readdirplus)
+		r = d.pf->fs->ops->readdirplus(d.pf->fs, &ctx, ino,
+					       d.pf->opts.no_opendir ? VFS_NO_FH : fi->fh,
+					       (uint64_t)off, dirbuf_fill_plus, &d);
+	else
+		r = VFS_CALL(d.pf->fs, readdir, &ctx, ino,
+			     d.pf->opts.no_opendir ? VFS_NO_FH : fi->fh, (uint64_t)off,
+			     dirbuf_fill, &d);
 	/* An error after some entries: hand those over, the error comes next time. */
 	if (r < 0 && d.used == 0)
 		fuse_reply_err(req, -r);

@@ -384,12 +384,21 @@ int ponyfs_punch_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t off
 	return r < 0 ? r : 0;
 }
 
+uint64_t ponyfs_blocks_with_cached(struct ponyfs *fs, uint64_t ino, uint64_t extent_blocks)
+{
+	struct ponyfs_inode *in = ponyfs_inode_find(fs, ino);
+
+	/* Pages bound for new blocks add them (copy-on-write), fallocated
+	 * holes theirs; unwritten blocks are extents already. */
+	if (in)
+		extent_blocks += in->nnew + in->falloc_res;
+	return extent_blocks * (BS / 512);
+}
+
 int ponyfs_blocks_locked(struct ponyfs *fs, uint64_t ino, uint64_t *ret)
 {
 	sqlite3_stmt *s = ponyfs_stmt(fs, ST_EXT_SUM);
-	struct ponyfs_inode *in = ponyfs_inode_find(fs, ino);
 	uint64_t n = 0;
-
 	int r;
 
 	fs->stats.extent_walks++;
@@ -400,10 +409,6 @@ int ponyfs_blocks_locked(struct ponyfs *fs, uint64_t ino, uint64_t *ret)
 	sqlite3_reset(s);
 	if (r < 0)
 		return r;
-	/* Pages bound for new blocks add them (copy-on-write), fallocated
-	 * holes theirs; unwritten blocks are extents already. */
-	if (in)
-		n += in->nnew + in->falloc_res;
-	*ret = n * (BS / 512);
+	*ret = ponyfs_blocks_with_cached(fs, ino, n);
 	return 0;
 }

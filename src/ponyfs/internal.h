@@ -262,6 +262,7 @@ enum ponyfs_stmt {
 	ST_INODE_GET, ST_INODE_SIZE, ST_INODE_TIMES, ST_DENTRY_GET,
 	ST_EXT_PREV, ST_EXT_RANGE, ST_EXT_DEL, ST_EXT_INS, ST_EXT_SUM,
 	ST_FREE_FIRST, ST_FREE_DEL, ST_FREE_INS, ST_FREE_PREV, ST_FREE_AT,
+	ST_LOOKUP, ST_READDIR, ST_READDIR_PLUS,
 	ST_COUNT
 };
 
@@ -492,6 +493,9 @@ int ponyfs_write_inplace_locked(struct ponyfs *fs, struct ponyfs_inode *in,
 				const struct ponyfs_page *pg, uint64_t k, uint8_t **buf);
 int ponyfs_punch_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t off, uint64_t len);
 int ponyfs_blocks_locked(struct ponyfs *fs, uint64_t ino, uint64_t *ret);
+/* st_blocks (512-byte units) of ino with `extent_blocks` in its extents,
+ * and what its cached pages and fallocated holes will take. */
+uint64_t ponyfs_blocks_with_cached(struct ponyfs *fs, uint64_t ino, uint64_t extent_blocks);
 
 /* Namespace helpers (namei.c). */
 int ponyfs_inode_delete_locked(struct ponyfs *fs, uint64_t ino);
@@ -506,9 +510,10 @@ int ponyfs_link_locked(struct ponyfs *fs, uint64_t ino, uint64_t newparent, cons
 int ponyfs_remove_locked(struct ponyfs *fs, uint64_t parent, const char *name, bool dir);
 int ponyfs_rename_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
 			 const char *name, uint64_t newparent, const char *newname, unsigned flags);
-struct ponyfs_dirent { char *name; uint64_t ino; unsigned type; uint64_t cookie; };
+/* An entry of a listing; attr only with plus (readdirplus). */
+struct ponyfs_dirent { char *name; uint64_t ino; unsigned type; uint64_t cookie; struct statx attr; };
 int ponyfs_readdir_locked(struct ponyfs *fs, uint64_t ino, uint64_t cookie,
-			  struct ponyfs_dirent *ret, size_t max);
+			  struct ponyfs_dirent *ret, size_t max, bool plus);
 int ponyfs_readlink_locked(struct ponyfs *fs, uint64_t ino, char *buf, size_t size);
 
 /* Attribute rules the VFS applies for kernel filesystems (attr.c). */

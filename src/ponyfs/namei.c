@@ -15,23 +15,44 @@
 
 #include "internal.h"
 
-static void attr_from_row(sqlite3_stmt *s, struct statx *x)
+/* The columns of ST_INODE_GET, from column `at` of s on, and what the
+ * inode's cached state says instead (a size or times not written back). */
+static void attr_from_row(struct ponyfs *fs, uint64_t ino, sqlite3_stmt *s, int at,
+			  struct statx *x)
 {
+	struct ponyfs_inode *in;
 	int64_t t[4];
 
-	x->stx_mode = (uint16_t)sqlite3_column_int64(s, 0);
-	x->stx_uid = (uint32_t)sqlite3_column_int64(s, 1);
-	x->stx_gid = (uint32_t)sqlite3_column_int64(s, 2);
-	x->stx_nlink = (uint32_t)sqlite3_column_int64(s, 3);
-	x->stx_size = (uint64_t)sqlite3_column_int64(s, 4);
+	memset(x, 0, sizeof(*x));
+	x->stx_mode = (uint16_t)sqlite3_column_int64(s, at);
+	x->stx_uid = (uint32_t)sqlite3_column_int64(s, at + 1);
+	x->stx_gid = (uint32_t)sqlite3_column_int64(s, at + 2);
+	x->stx_nlink = (uint32_t)sqlite3_column_int64(s, at + 3);
+	x->stx_size = (uint64_t)sqlite3_column_int64(s, at + 4);
 	for (int i = 0; i < 4; i++)
-		t[i] = sqlite3_column_int64(s, 5 + i);
+		t[i] = sqlite3_column_int64(s, at + 5 + i);
 	x->stx_atime = (struct statx_timestamp){ .tv_sec = t[0] / 1000000000, .tv_nsec = (uint32_t)(t[0] % 1000000000) };
 	x->stx_mtime = (struct statx_timestamp){ .tv_sec = t[1] / 1000000000, .tv_nsec = (uint32_t)(t[1] % 1000000000) };
 	x->stx_ctime = (struct statx_timestamp){ .tv_sec = t[2] / 1000000000, .tv_nsec = (uint32_t)(t[2] % 1000000000) };
 	x->stx_btime = (struct statx_timestamp){ .tv_sec = t[3] / 1000000000, .tv_nsec = (uint32_t)(t[3] % 1000000000) };
-	x->stx_rdev_major = major((dev_t)sqlite3_column_int64(s, 9));
-	x->stx_rdev_minor = minor((dev_t)sqlite3_column_int64(s, 9));
+	x->stx_rdev_major = major((dev_t)sqlite3_column_int64(s, at + 9));
+	x->stx_rdev_minor = minor((dev_t)sqlite3_column_int64(s, at + 9));
+	x->stx_ino = ino;
+	x->stx_blksize = BS;
+	x->stx_mask = (STATX_BASIC_STATS | STATX_BTIME) & ~STATX_BLOCKS;
+	in = ponyfs_inode_find(fs, ino);
+	if (in) {
+		x->stx_size = in->size;
+		if (in->atime_dirty)
+			x->stx_atime = (struct statx_timestamp){ .tv_sec = in->atime / 1000000000,
+				.tv_nsec = (uint32_t)(in->atime % 1000000000) };
+		if (in->size_dirty) {
+			x->stx_mtime = (struct statx_timestamp){ .tv_sec = in->mtime / 1000000000,
+				.tv_nsec = (uint32_t)(in->mtime % 1000000000) };
+			x->stx_ctime = (struct statx_timestamp){ .tv_sec = in->ctime / 1000000000,
+				.tv_nsec = (uint32_t)(in->ctime % 1000000000) };
+		}
+	}
 }
 
 /*
@@ -41,7 +62,6 @@ static void attr_from_row(sqlite3_stmt *s, struct statx *x)
 int ponyfs_fill_attr_locked(struct ponyfs *fs, uint64_t ino, unsigned mask, struct statx *ret)
 {
 	sqlite3_stmt *s = ponyfs_stmt(fs, ST_INODE_GET);
-	struct ponyfs_inode *in;
 	uint64_t blocks;
 	int r;
 
@@ -51,25 +71,8 @@ int ponyfs_fill_attr_locked(struct ponyfs *fs, uint64_t ino, unsigned mask, stru
 		sqlite3_reset(s);
 		return r < 0 ? r : -ENOENT;
 	}
-	memset(ret, 0, sizeof(*ret));
-	attr_from_row(s, ret);
+	attr_from_row(fs, ino, s, 0, ret);
 	sqlite3_reset(s);
-	ret->stx_ino = ino;
-	ret->stx_blksize = BS;
-	ret->stx_mask = (STATX_BASIC_STATS | STATX_BTIME) & ~STATX_BLOCKS;
-	in = ponyfs_inode_find(fs, ino);
-	if (in) {
-		ret->stx_size = in->size;
-		if (in->atime_dirty)
-			ret->stx_atime = (struct statx_timestamp){ .tv_sec = in->atime / 1000000000,
-				.tv_nsec = (uint32_t)(in->atime % 1000000000) };
-		if (in->size_dirty) {
-			ret->stx_mtime = (struct statx_timestamp){ .tv_sec = in->mtime / 1000000000,
-				.tv_nsec = (uint32_t)(in->mtime % 1000000000) };
-			ret->stx_ctime = (struct statx_timestamp){ .tv_sec = in->ctime / 1000000000,
-				.tv_nsec = (uint32_t)(in->ctime % 1000000000) };
-		}
-	}
 	if (mask & STATX_BLOCKS) {
 		r = ponyfs_blocks_locked(fs, ino, &blocks);
 		if (r < 0)
@@ -320,6 +323,7 @@ static int dir_parent(struct ponyfs *fs, uint64_t dir, uint64_t *ret)
 int ponyfs_lookup_locked(struct ponyfs *fs, uint64_t parent, const char *name,
 			 struct vfs_entry *ret)
 {
+	sqlite3_stmt *s;
 	uint64_t ino;
 	int r;
 
@@ -333,10 +337,28 @@ int ponyfs_lookup_locked(struct ponyfs *fs, uint64_t parent, const char *name,
 			r = dir_parent(fs, parent, &ino);
 		return r < 0 ? r : entry_fill(fs, ino, ret);
 	}
-	r = check_dir_name(fs, parent, name);
-	if (r >= 0)
-		r = dentry_ino(fs, parent, name, &ino);
-	return r < 0 ? r : entry_fill(fs, ino, ret);
+	r = vfs_check_name(name);
+	if (r < 0)
+		return r;
+	/* One statement when the name is there; when not, the parent says
+	 * whether that is ENOENT or ENOTDIR. */
+	s = ponyfs_stmt(fs, ST_LOOKUP);
+	sqlite3_bind_int64(s, 1, (int64_t)parent);
+	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
+	r = ponyfs_step_row(fs, s);
+	if (r > 0) {
+		ino = (uint64_t)sqlite3_column_int64(s, 0);
+		*ret = (struct vfs_entry){ .ino = ino };
+		attr_from_row(fs, ino, s, 2, &ret->attr);
+		ret->attr.stx_blocks = ponyfs_blocks_with_cached(fs, ino,
+							(uint64_t)sqlite3_column_int64(s, 1));
+		ret->attr.stx_mask |= STATX_BLOCKS;
+		fs->stats.extent_walks++;
+	}
+	sqlite3_reset(s);
+	if (r == 0)
+		r = check_dir_name(fs, parent, NULL);
+	return r < 0 ? r : r > 0 ? 0 : -ENOENT;
 }
 
 /* Rule 2: the file moves with its data, in one transaction; a new name
@@ -619,7 +641,7 @@ int ponyfs_rename_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
  * back into the filesystem (FUSE's readdirplus looks every entry up).
  */
 int ponyfs_readdir_locked(struct ponyfs *fs, uint64_t ino, uint64_t cookie,
-			  struct ponyfs_dirent *ret, size_t max)
+			  struct ponyfs_dirent *ret, size_t max, bool plus)
 {
 	sqlite3_stmt *s = NULL;
 	uint64_t up = ino;
@@ -644,11 +666,9 @@ int ponyfs_readdir_locked(struct ponyfs *fs, uint64_t ino, uint64_t cookie,
 	}
 	if (cookie < 2)
 		ret[n++] = (struct ponyfs_dirent){ strdup(".."), up, DT_DIR, 2 };
-	r = ponyfs_prepare(fs,
-		"SELECT d.name, d.ino, i.mode, d.cookie FROM dentries d JOIN inodes i ON i.ino = d.ino "
-		"WHERE d.parent = ?1 AND d.cookie > ?2 ORDER BY d.cookie LIMIT ?3", &s);
-	if (r < 0)
-		goto out;
+	/* readdirplus: each entry's row and block count in the same pass, in
+	 * place of a lookup per entry. */
+	s = ponyfs_stmt(fs, plus ? ST_READDIR_PLUS : ST_READDIR);
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
 	sqlite3_bind_int64(s, 2, (int64_t)cookie);
 	sqlite3_bind_int64(s, 3, (int64_t)(max - n));
@@ -661,12 +681,21 @@ int ponyfs_readdir_locked(struct ponyfs *fs, uint64_t ino, uint64_t cookie,
 			break;
 		}
 		name = strndup(sqlite3_column_blob(s, 0), (size_t)len);
-		ret[n++] = (struct ponyfs_dirent){ name, (uint64_t)sqlite3_column_int64(s, 1),
+		ret[n] = (struct ponyfs_dirent){ name, (uint64_t)sqlite3_column_int64(s, 1),
 			vfs_mode_to_dt((mode_t)sqlite3_column_int64(s, 2)),
 			(uint64_t)sqlite3_column_int64(s, 3) };
+		if (plus) {
+			struct statx *x = &ret[n].attr;
+
+			attr_from_row(fs, ret[n].ino, s, 5, x);
+			x->stx_blocks = ponyfs_blocks_with_cached(fs, ret[n].ino,
+							(uint64_t)sqlite3_column_int64(s, 4));
+			x->stx_mask |= STATX_BLOCKS;
+			fs->stats.extent_walks++;
+		}
+		n++;
 	}
 	sqlite3_reset(s);
-out:
 	for (size_t i = 0; i < n; i++) {
 		if (!ret[i].name && r >= 0)
 			r = -ENOMEM;

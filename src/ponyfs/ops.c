@@ -5,6 +5,7 @@
  * stays cached: rule 3), barrier writes back without committing (rule 4),
  * syncfs writes back everything and commits.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <fcntl.h>
@@ -466,8 +467,9 @@ static int pf_opendir(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, ui
 
 #define READDIR_BATCH 256
 
-static int pf_readdir(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, uint64_t fh,
-		      uint64_t cookie, vfs_filldir_t fill, void *data)
+/* Batches of entries read under the lock, handed to fill or fill_plus without it. */
+static int readdir_batches(struct vfs *v, uint64_t ino, uint64_t cookie, vfs_filldir_t fill,
+			   vfs_filldirplus_t fill_plus, void *data)
 {
 	struct ponyfs_dirent *d = malloc(READDIR_BATCH * sizeof(*d));
 	int n, r = 0;
@@ -476,10 +478,15 @@ static int pf_readdir(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, ui
 		return -ENOMEM;
 	do {
 		n = LOCKED(ponyfs_of(v), ponyfs_readdir_locked(ponyfs_of(v), ino, cookie, d,
-							       READDIR_BATCH));
+							       READDIR_BATCH, fill_plus != NULL));
 		for (int i = 0; i < n; i++) {
+			struct vfs_entry e = { .ino = d[i].ino, .attr = d[i].attr };
+
+			if (fill_plus && d[i].cookie <= 2)     /* "." and "..": no attributes */
+				e.attr = (struct statx){ .stx_ino = d[i].ino, .stx_mode = DTTOIF(d[i].type) };
 			if (!r)
-				r = fill(data, d[i].name, d[i].ino, d[i].type, d[i].cookie);
+				r = fill_plus ? fill_plus(data, d[i].name, &e, d[i].cookie) :
+						fill(data, d[i].name, d[i].ino, d[i].type, d[i].cookie);
 			cookie = d[i].cookie;
 			free(d[i].name);
 		}
@@ -488,6 +495,18 @@ static int pf_readdir(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, ui
 	if (n < 0)
 		return n;
 	return r < 0 ? r : 0;
+}
+
+static int pf_readdir(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, uint64_t fh,
+		      uint64_t cookie, vfs_filldir_t fill, void *data)
+{
+	return readdir_batches(v, ino, cookie, fill, NULL, data);
+}
+
+static int pf_readdirplus(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, uint64_t fh,
+			  uint64_t cookie, vfs_filldirplus_t fill, void *data)
+{
+	return readdir_batches(v, ino, cookie, NULL, fill, data);
 }
 
 static int pf_releasedir(struct vfs *v, uint64_t ino, uint64_t fh)
@@ -743,6 +762,7 @@ const struct vfs_ops ponyfs_ops = {
 	.fallocate = pf_fallocate,
 	.opendir = pf_opendir,
 	.readdir = pf_readdir,
+	.readdirplus = pf_readdirplus,
 	.releasedir = pf_releasedir,
 	.fsyncdir = pf_fsyncdir,
 	.getxattr = pf_getxattr,

@@ -34,6 +34,21 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_FREE_PREV] = "SELECT pblock, nblocks FROM free WHERE pblock < ?1 "
 			 "ORDER BY pblock DESC LIMIT 1",
 	[ST_FREE_AT] = "SELECT nblocks FROM free WHERE pblock = ?1",
+	/* A name's inode with its row and block count: a lookup in one step
+	 * (namei.c; the columns after the second are ST_INODE_GET's). */
+	[ST_LOOKUP] = "SELECT d.ino, (SELECT coalesce(sum(nblocks), 0) FROM extents e "
+		      "WHERE e.ino = d.ino), i.mode, i.uid, i.gid, i.nlink, i.size, i.atime, "
+		      "i.mtime, i.ctime, i.btime, i.rdev FROM dentries d JOIN inodes i ON "
+		      "i.ino = d.ino WHERE d.parent = ?1 AND d.name = ?2",
+	[ST_READDIR] = "SELECT d.name, d.ino, i.mode, d.cookie FROM dentries d JOIN inodes i ON "
+		       "i.ino = d.ino WHERE d.parent = ?1 AND d.cookie > ?2 ORDER BY d.cookie "
+		       "LIMIT ?3",
+	/* readdirplus: ST_READDIR's columns, the block count, ST_INODE_GET's. */
+	[ST_READDIR_PLUS] = "SELECT d.name, d.ino, i.mode, d.cookie, (SELECT coalesce(sum(nblocks), "
+			    "0) FROM extents e WHERE e.ino = d.ino), i.mode, i.uid, i.gid, i.nlink, "
+			    "i.size, i.atime, i.mtime, i.ctime, i.btime, i.rdev FROM dentries d "
+			    "JOIN inodes i ON i.ino = d.ino WHERE d.parent = ?1 AND d.cookie > ?2 "
+			    "ORDER BY d.cookie LIMIT ?3",
 };
 
 int64_t ponyfs_now(void)

@@ -11,6 +11,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <cmocka.h>
 
@@ -438,6 +439,74 @@ static void test_bad_images_are_refused(void **state)
 	bdev_free(dev);
 }
 
+struct plus_seen {
+	struct vfs *fs;
+	unsigned entries, dots;
+};
+
+/* Each readdirplus entry against lookup() of its name, field by field. */
+static int compare_with_lookup(void *data, const char *name, const struct vfs_entry *e,
+			       uint64_t next)
+{
+	struct plus_seen *p = data;
+	struct vfs_ctx c = test_ctx();
+	struct vfs_entry l;
+
+	if (!strcmp(name, ".") || !strcmp(name, "..")) {
+		assert_true(S_ISDIR(e->attr.stx_mode));
+		p->dots++;
+		return 0;
+	}
+	assert_int_equal(VFS_CALL(p->fs, lookup, &c, VFS_ROOT_INO, name, &l), 0);
+	assert_int_equal(e->ino, l.ino);
+	assert_int_equal(e->attr.stx_ino, l.attr.stx_ino);
+	assert_int_equal(e->attr.stx_mode, l.attr.stx_mode);
+	assert_int_equal(e->attr.stx_nlink, l.attr.stx_nlink);
+	assert_int_equal(e->attr.stx_uid, l.attr.stx_uid);
+	assert_int_equal(e->attr.stx_size, l.attr.stx_size);
+	assert_int_equal(e->attr.stx_blocks, l.attr.stx_blocks);
+	assert_true(e->attr.stx_mask & STATX_BLOCKS);
+	assert_int_equal(e->attr.stx_mtime.tv_sec, l.attr.stx_mtime.tv_sec);
+	assert_int_equal(e->attr.stx_mtime.tv_nsec, l.attr.stx_mtime.tv_nsec);
+	assert_int_equal(e->attr.stx_ctime.tv_nsec, l.attr.stx_ctime.tv_nsec);
+	assert_int_equal(e->attr.stx_atime.tv_nsec, l.attr.stx_atime.tv_nsec);
+	assert_int_equal(e->attr.stx_rdev_major, l.attr.stx_rdev_major);
+	VFS_FORGET(p->fs, l.ino, 1);
+	VFS_FORGET(p->fs, e->ino, 1);
+	p->entries++;
+	return 0;
+}
+
+/*
+ * readdirplus answers in one pass what a lookup per entry would: files
+ * written back and still cached (size, times and blocks not in the
+ * database yet), a directory, a symlink, a device. FUSE's READDIRPLUS
+ * takes these instead of looking every entry up.
+ */
+static void test_readdirplus_gives_what_lookup_gives(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_ctx c = test_ctx();
+	struct plus_seen p = { .fs = f->fs };
+	static uint8_t w[70000];
+	struct vfs_entry e;
+	uint64_t ino, fh;
+
+	assert_int_equal(test_put(f->fs, "written", w, sizeof(w)), 0);
+	assert_int_equal(VFS_CALL(f->fs, syncfs), 0);
+	assert_int_equal(test_open(f->fs, "cached", O_CREAT | O_WRONLY, &ino, &fh), 0);
+	assert_int_equal(VFS_CALL(f->fs, write, ino, fh, w, 12345, 0), 12345);
+	assert_int_equal(VFS_CALL(f->fs, mkdir, &c, VFS_ROOT_INO, "dir", 0750, &e), 0);
+	assert_int_equal(VFS_CALL(f->fs, symlink, &c, "written", VFS_ROOT_INO, "link", &e), 0);
+	assert_int_equal(VFS_CALL(f->fs, mknod, &c, VFS_ROOT_INO, "dev", S_IFCHR | 0600,
+				  makedev(1, 3), &e), 0);
+	assert_int_equal(VFS_CALL(f->fs, readdirplus, &c, VFS_ROOT_INO, VFS_NO_FH, 0,
+				  compare_with_lookup, &p), 0);
+	assert_int_equal(p.dots, 2);
+	assert_int_equal(p.entries, 5);
+	assert_int_equal(VFS_CALL(f->fs, release, ino, fh), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -445,6 +514,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_names_links_and_renames_follow_posix, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_readdir_cookies_are_stable_across_changes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_statx_computes_blocks_only_when_asked, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_readdirplus_gives_what_lookup_gives, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_setattr_sets_modes_owners_times_and_size, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_xattrs_round_trip_with_create_and_replace, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_statfs_tells_the_truth_about_space, setup, teardown),
