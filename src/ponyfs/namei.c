@@ -242,9 +242,25 @@ static void create_cost(const char *target, const struct ponyfs_acl_inherit *acl
 
 /* A new inode named name in parent; its id in *ret_ino. cost, when not NULL,
  * is reserved once the name is known to be free (else the caller did). */
+/* The attributes of an inode just inserted, from what went into its row. */
+static void attr_of_new(uint64_t ino, mode_t mode, uid_t uid, gid_t gid, uint64_t size,
+			int64_t now, dev_t rdev, struct statx *x)
+{
+	struct statx_timestamp t = { .tv_sec = now / 1000000000,
+				     .tv_nsec = (uint32_t)(now % 1000000000) };
+
+	*x = (struct statx){
+		.stx_mask = STATX_BASIC_STATS | STATX_BTIME, .stx_blksize = BS,
+		.stx_nlink = S_ISDIR(mode) ? 2 : 1, .stx_uid = uid, .stx_gid = gid,
+		.stx_mode = (uint16_t)mode, .stx_ino = ino, .stx_size = size,
+		.stx_atime = t, .stx_btime = t, .stx_ctime = t, .stx_mtime = t,
+		.stx_rdev_major = major(rdev), .stx_rdev_minor = minor(rdev),
+	};
+}
+
 static int inode_create(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
 			const char *name, mode_t mode, dev_t rdev, const char *target,
-			const struct ponyfs_cost *cost, uint64_t *ret_ino)
+			const struct ponyfs_cost *cost, uint64_t *ret_ino, struct statx *ret_attr)
 {
 	sqlite3_stmt *s = NULL;
 	int64_t now = ponyfs_now();
@@ -286,6 +302,9 @@ static int inode_create(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t p
 		r = touch_dir(fs, parent, S_ISDIR(mode) ? 1 : 0);
 	if (r >= 0)
 		*ret_ino = ino;
+	if (r >= 0 && ret_attr)
+		attr_of_new(ino, mode, ctx->uid, gid, target ? strlen(target) : 0, now, rdev,
+			    ret_attr);
 	return r;
 }
 
@@ -295,16 +314,18 @@ int ponyfs_create_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 {
 	struct ponyfs_acl_inherit acl;
 	struct ponyfs_cost cost;
-	uint64_t ino;
+	uint64_t ino = 0;
 	int r = ponyfs_acl_create_locked(fs, ctx, parent, &mode, &acl);
 
 	create_cost(target, &acl, &cost);
 	if (r >= 0)
-		r = inode_create(fs, ctx, parent, name, mode, rdev, target, &cost, &ino);
+		r = inode_create(fs, ctx, parent, name, mode, rdev, target, &cost, &ino, &ret->attr);
 	if (r >= 0)
 		r = ponyfs_acl_inherit_locked(fs, ino, &acl);
 	ponyfs_acl_inherit_done(&acl);
-	return r < 0 ? r : entry_fill(fs, ino, ret);
+	ret->ino = ino;
+	ret->generation = 0;
+	return r;
 }
 
 /* The directory above dir (the root is its own), for lookup(dir, ".."). */
@@ -629,7 +650,8 @@ int ponyfs_rename_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 	if (r >= 0 && (flags & RENAME_WHITEOUT)) {
 		uint64_t wh;
 
-		r = inode_create(fs, ctx, parent, name, S_IFCHR, makedev(0, 0), NULL, NULL, &wh);
+		r = inode_create(fs, ctx, parent, name, S_IFCHR, makedev(0, 0), NULL, NULL, &wh,
+				 NULL);
 	}
 	/* The replaced file, its name gone in the rename's transaction, goes after it. */
 	return r >= 0 && del ? ponyfs_inode_delete_locked(fs, dst) : r;

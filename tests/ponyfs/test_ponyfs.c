@@ -444,20 +444,13 @@ struct plus_seen {
 	unsigned entries, dots;
 };
 
-/* Each readdirplus entry against lookup() of its name, field by field. */
-static int compare_with_lookup(void *data, const char *name, const struct vfs_entry *e,
-			       uint64_t next)
+/* e as some call gave it against lookup() of its name, field by field. */
+static void same_as_lookup(struct vfs *fs, const char *name, const struct vfs_entry *e)
 {
-	struct plus_seen *p = data;
 	struct vfs_ctx c = test_ctx();
 	struct vfs_entry l;
 
-	if (!strcmp(name, ".") || !strcmp(name, "..")) {
-		assert_true(S_ISDIR(e->attr.stx_mode));
-		p->dots++;
-		return 0;
-	}
-	assert_int_equal(VFS_CALL(p->fs, lookup, &c, VFS_ROOT_INO, name, &l), 0);
+	assert_int_equal(VFS_CALL(fs, lookup, &c, VFS_ROOT_INO, name, &l), 0);
 	assert_int_equal(e->ino, l.ino);
 	assert_int_equal(e->attr.stx_ino, l.attr.stx_ino);
 	assert_int_equal(e->attr.stx_mode, l.attr.stx_mode);
@@ -471,7 +464,22 @@ static int compare_with_lookup(void *data, const char *name, const struct vfs_en
 	assert_int_equal(e->attr.stx_ctime.tv_nsec, l.attr.stx_ctime.tv_nsec);
 	assert_int_equal(e->attr.stx_atime.tv_nsec, l.attr.stx_atime.tv_nsec);
 	assert_int_equal(e->attr.stx_rdev_major, l.attr.stx_rdev_major);
-	VFS_FORGET(p->fs, l.ino, 1);
+	assert_int_equal(e->attr.stx_gid, l.attr.stx_gid);
+	assert_int_equal(e->attr.stx_btime.tv_nsec, l.attr.stx_btime.tv_nsec);
+	VFS_FORGET(fs, l.ino, 1);
+}
+
+static int compare_with_lookup(void *data, const char *name, const struct vfs_entry *e,
+			       uint64_t next)
+{
+	struct plus_seen *p = data;
+
+	if (!strcmp(name, ".") || !strcmp(name, "..")) {
+		assert_true(S_ISDIR(e->attr.stx_mode));
+		p->dots++;
+		return 0;
+	}
+	same_as_lookup(p->fs, name, e);
 	VFS_FORGET(p->fs, e->ino, 1);
 	p->entries++;
 	return 0;
@@ -483,7 +491,7 @@ static int compare_with_lookup(void *data, const char *name, const struct vfs_en
  * database yet), a directory, a symlink, a device. FUSE's READDIRPLUS
  * takes these instead of looking every entry up.
  */
-static void test_readdirplus_gives_what_lookup_gives(void **state)
+static void test_readdirplus_and_creates_give_what_lookup_gives(void **state)
 {
 	struct fixture *f = *state;
 	struct vfs_ctx c = test_ctx();
@@ -496,10 +504,14 @@ static void test_readdirplus_gives_what_lookup_gives(void **state)
 	assert_int_equal(VFS_CALL(f->fs, syncfs), 0);
 	assert_int_equal(test_open(f->fs, "cached", O_CREAT | O_WRONLY, &ino, &fh), 0);
 	assert_int_equal(VFS_CALL(f->fs, write, ino, fh, w, 12345, 0), 12345);
+	/* What the calls that make names answer is what lookup gives too. */
 	assert_int_equal(VFS_CALL(f->fs, mkdir, &c, VFS_ROOT_INO, "dir", 0750, &e), 0);
+	same_as_lookup(f->fs, "dir", &e);
 	assert_int_equal(VFS_CALL(f->fs, symlink, &c, "written", VFS_ROOT_INO, "link", &e), 0);
+	same_as_lookup(f->fs, "link", &e);
 	assert_int_equal(VFS_CALL(f->fs, mknod, &c, VFS_ROOT_INO, "dev", S_IFCHR | 0600,
 				  makedev(1, 3), &e), 0);
+	same_as_lookup(f->fs, "dev", &e);
 	assert_int_equal(VFS_CALL(f->fs, readdirplus, &c, VFS_ROOT_INO, VFS_NO_FH, 0,
 				  compare_with_lookup, &p), 0);
 	assert_int_equal(p.dots, 2);
@@ -514,7 +526,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_names_links_and_renames_follow_posix, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_readdir_cookies_are_stable_across_changes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_statx_computes_blocks_only_when_asked, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_readdirplus_gives_what_lookup_gives, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_readdirplus_and_creates_give_what_lookup_gives, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_setattr_sets_modes_owners_times_and_size, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_xattrs_round_trip_with_create_and_replace, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_statfs_tells_the_truth_about_space, setup, teardown),
