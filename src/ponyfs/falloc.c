@@ -395,20 +395,3 @@ uint64_t ponyfs_blocks_with_cached(struct ponyfs *fs, uint64_t ino, uint64_t ext
 	return extent_blocks * (BS / 512);
 }
 
-int ponyfs_blocks_locked(struct ponyfs *fs, uint64_t ino, uint64_t *ret)
-{
-	sqlite3_stmt *s = ponyfs_stmt(fs, ST_EXT_SUM);
-	uint64_t n = 0;
-	int r;
-
-	fs->stats.extent_walks++;
-	sqlite3_bind_int64(s, 1, (int64_t)ino);
-	r = ponyfs_step_row(fs, s);
-	if (r > 0)
-		n = (uint64_t)sqlite3_column_int64(s, 0);
-	sqlite3_reset(s);
-	if (r < 0)
-		return r;
-	*ret = ponyfs_blocks_with_cached(fs, ino, n);
-	return 0;
-}

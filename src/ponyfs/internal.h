@@ -260,9 +260,9 @@ struct ponyfs_space {
 
 enum ponyfs_stmt {
 	ST_INODE_GET, ST_INODE_SIZE, ST_INODE_TIMES, ST_DENTRY_GET,
-	ST_EXT_PREV, ST_EXT_RANGE, ST_EXT_DEL, ST_EXT_INS, ST_EXT_SUM,
+	ST_EXT_PREV, ST_EXT_RANGE, ST_EXT_DEL, ST_EXT_INS,
 	ST_FREE_FIRST, ST_FREE_DEL, ST_FREE_INS, ST_FREE_PREV, ST_FREE_AT,
-	ST_LOOKUP, ST_READDIR, ST_READDIR_PLUS,
+	ST_LOOKUP, ST_READDIR, ST_READDIR_PLUS, ST_INODE_GET_BLOCKS,
 	ST_COUNT
 };
 
@@ -492,7 +492,6 @@ int ponyfs_falloc_apply_locked(struct ponyfs *fs, struct ponyfs_inode *in);
 int ponyfs_write_inplace_locked(struct ponyfs *fs, struct ponyfs_inode *in,
 				const struct ponyfs_page *pg, uint64_t k, uint8_t **buf);
 int ponyfs_punch_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t off, uint64_t len);
-int ponyfs_blocks_locked(struct ponyfs *fs, uint64_t ino, uint64_t *ret);
 /* st_blocks (512-byte units) of ino with `extent_blocks` in its extents,
  * and what its cached pages and fallocated holes will take. */
 uint64_t ponyfs_blocks_with_cached(struct ponyfs *fs, uint64_t ino, uint64_t extent_blocks);

@@ -61,8 +61,8 @@ static void attr_from_row(struct ponyfs *fs, uint64_t ino, sqlite3_stmt *s, int 
  */
 int ponyfs_fill_attr_locked(struct ponyfs *fs, uint64_t ino, unsigned mask, struct statx *ret)
 {
-	sqlite3_stmt *s = ponyfs_stmt(fs, ST_INODE_GET);
-	uint64_t blocks;
+	bool blocks = mask & STATX_BLOCKS;
+	sqlite3_stmt *s = ponyfs_stmt(fs, blocks ? ST_INODE_GET_BLOCKS : ST_INODE_GET);
 	int r;
 
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
@@ -72,14 +72,13 @@ int ponyfs_fill_attr_locked(struct ponyfs *fs, uint64_t ino, unsigned mask, stru
 		return r < 0 ? r : -ENOENT;
 	}
 	attr_from_row(fs, ino, s, 0, ret);
-	sqlite3_reset(s);
-	if (mask & STATX_BLOCKS) {
-		r = ponyfs_blocks_locked(fs, ino, &blocks);
-		if (r < 0)
-			return r;
-		ret->stx_blocks = blocks;
+	if (blocks) {
+		ret->stx_blocks = ponyfs_blocks_with_cached(fs, ino,
+							    (uint64_t)sqlite3_column_int64(s, 10));
 		ret->stx_mask |= STATX_BLOCKS;
+		fs->stats.extent_walks++;
 	}
+	sqlite3_reset(s);
 	return 0;
 }
 

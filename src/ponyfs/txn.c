@@ -17,6 +17,10 @@
 static const char *const stmt_sql[ST_COUNT] = {
 	[ST_INODE_GET] = "SELECT mode, uid, gid, nlink, size, atime, mtime, ctime, btime, rdev "
 			 "FROM inodes WHERE ino = ?1",
+	/* ST_INODE_GET and the block count of its extents: a full stat in one step. */
+	[ST_INODE_GET_BLOCKS] = "SELECT mode, uid, gid, nlink, size, atime, mtime, ctime, btime, rdev, "
+				"(SELECT coalesce(sum(nblocks), 0) FROM extents WHERE ino = ?1) "
+				"FROM inodes WHERE ino = ?1",
 	[ST_INODE_SIZE] = "UPDATE inodes SET size = ?2 WHERE ino = ?1",
 	[ST_INODE_TIMES] = "UPDATE inodes SET mtime = ?2, ctime = ?3 WHERE ino = ?1",
 	[ST_DENTRY_GET] = "SELECT ino FROM dentries WHERE parent = ?1 AND name = ?2",
@@ -27,7 +31,6 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_EXT_DEL] = "DELETE FROM extents WHERE ino = ?1 AND foff = ?2",
 	[ST_EXT_INS] = "INSERT INTO extents (ino, foff, nblocks, pblock, csums, flags) "
 		       "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-	[ST_EXT_SUM] = "SELECT coalesce(sum(nblocks), 0) FROM extents WHERE ino = ?1",
 	[ST_FREE_FIRST] = "SELECT pblock, nblocks FROM free ORDER BY pblock LIMIT 1",
 	[ST_FREE_DEL] = "DELETE FROM free WHERE pblock = ?1",
 	[ST_FREE_INS] = "INSERT INTO free (pblock, nblocks) VALUES (?1, ?2)",
