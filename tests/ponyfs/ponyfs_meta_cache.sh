@@ -31,11 +31,17 @@ growth() {
 	pony_umount
 	echo $((after - before))
 }
-small=$(growth -o meta_cache=1M)
-default=$(growth)
-echo "# daemon growth over 100,000 stats: $small KiB with meta_cache=1M, $default KiB by default"
-[ "$small" -lt 4096 ] || fail "meta_cache=1M: the daemon grew by $small KiB"
-[ $((small * 2)) -lt "$default" ] || fail "meta_cache=1M grew $small KiB, the default $default KiB"
+if [ "${PONY_SANITIZE:-none}" = none ]; then
+	small=$(growth -o meta_cache=1M)
+	default=$(growth)
+	echo "# daemon growth over 100,000 stats: $small KiB with meta_cache=1M, $default KiB by default"
+	[ "$small" -lt 4096 ] || fail "meta_cache=1M: the daemon grew by $small KiB"
+	[ $((small * 2)) -lt "$default" ] || fail "meta_cache=1M grew $small KiB, the default $default KiB"
+else
+	# ASan keeps freed memory in quarantine (256 MiB): RSS says nothing here.
+	echo "# memory bounds not measured under -fsanitize=$PONY_SANITIZE (the plain build measures them)"
+	growth -o meta_cache=1M >/dev/null
+fi
 
 out=$("$PONY" mount -o meta_cache=1 "$T/img" "$T/m" 2>&1) && fail "meta_cache=1 was taken"
 grep -q "meta_cache" <<<"$out" || fail "no word on meta_cache: $out"
