@@ -89,7 +89,9 @@ static int entry_fill(struct ponyfs *fs, uint64_t ino, struct vfs_entry *ret)
 	return ponyfs_fill_attr_locked(fs, ino, STATX_BASIC_STATS | STATX_BTIME, &ret->attr);
 }
 
-static int dentry_ino(struct ponyfs *fs, uint64_t parent, const char *name, uint64_t *ret)
+/* The inode name names in parent, and its mode when ret_mode is given. */
+static int dentry_ino_mode(struct ponyfs *fs, uint64_t parent, const char *name, uint64_t *ret,
+			   mode_t *ret_mode)
 {
 	sqlite3_stmt *s = ponyfs_stmt(fs, ST_DENTRY_GET);
 	int r;
@@ -99,8 +101,15 @@ static int dentry_ino(struct ponyfs *fs, uint64_t parent, const char *name, uint
 	r = ponyfs_step_row(fs, s);
 	if (r > 0)
 		*ret = (uint64_t)sqlite3_column_int64(s, 0);
+	if (r > 0 && ret_mode)
+		*ret_mode = (mode_t)sqlite3_column_int64(s, 1);
 	sqlite3_reset(s);
 	return r > 0 ? 0 : r == 0 ? -ENOENT : r;
+}
+
+static int dentry_ino(struct ponyfs *fs, uint64_t parent, const char *name, uint64_t *ret)
+{
+	return dentry_ino_mode(fs, parent, name, ret, NULL);
 }
 
 /* 0 when parent has no entry name, -EEXIST when it has, -errno when unknown. */
@@ -506,12 +515,17 @@ int ponyfs_remove_locked(struct ponyfs *fs, uint64_t parent, const char *name, b
 	uint64_t ino;
 	bool del;
 	mode_t m;
-	int r = check_dir_name(fs, parent, name);
+	int r = vfs_check_name(name);
 
+	/* The name and its mode in one statement; only when it is missing does
+	 * the parent say whether that is ENOENT or ENOTDIR. */
 	if (r >= 0)
-		r = dentry_ino(fs, parent, name, &ino);
-	if (r >= 0)
-		r = inode_mode(fs, ino, &m);
+		r = dentry_ino_mode(fs, parent, name, &ino, &m);
+	if (r == -ENOENT) {
+		int p = check_dir_name(fs, parent, NULL);
+
+		r = p < 0 ? p : -ENOENT;
+	}
 	if (r >= 0 && dir != !!S_ISDIR(m))
 		r = dir ? -ENOTDIR : -EISDIR;
 	if (r >= 0 && dir)

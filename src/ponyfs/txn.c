@@ -23,7 +23,8 @@ static const char *const stmt_sql[ST_COUNT] = {
 				"FROM inodes WHERE ino = ?1",
 	[ST_INODE_SIZE] = "UPDATE inodes SET size = ?2 WHERE ino = ?1",
 	[ST_INODE_TIMES] = "UPDATE inodes SET mtime = ?2, ctime = ?3 WHERE ino = ?1",
-	[ST_DENTRY_GET] = "SELECT ino FROM dentries WHERE parent = ?1 AND name = ?2",
+	[ST_DENTRY_GET] = "SELECT d.ino, i.mode FROM dentries d JOIN inodes i ON i.ino = d.ino "
+			  "WHERE d.parent = ?1 AND d.name = ?2",
 	[ST_EXT_PREV] = "SELECT foff, nblocks, pblock, csums, flags FROM extents "
 			"WHERE ino = ?1 AND foff <= ?2 ORDER BY foff DESC LIMIT 1",
 	[ST_EXT_RANGE] = "SELECT foff, nblocks, pblock, csums, flags FROM extents "

@@ -64,6 +64,23 @@ static void test_names_links_and_renames_follow_posix(void **state)
 	assert_memory_equal(buf, "d/f", 3);
 	assert_int_equal(VFS_CALL(f->fs, rmdir, &c, VFS_ROOT_INO, "d"), -ENOTEMPTY);
 	assert_int_equal(VFS_CALL(f->fs, unlink, &c, VFS_ROOT_INO, "d"), -EISDIR);
+	/* The errors a lookup or removal of a missing name gives, told apart. */
+	{
+		char long_name[NAME_MAX + 2];
+
+		memset(long_name, 'n', sizeof(long_name) - 1);
+		long_name[sizeof(long_name) - 1] = '\0';
+		assert_int_equal(VFS_CALL(f->fs, unlink, &c, VFS_ROOT_INO, "nothing"), -ENOENT);
+		assert_int_equal(VFS_CALL(f->fs, rmdir, &c, VFS_ROOT_INO, "nothing"), -ENOENT);
+		assert_int_equal(VFS_CALL(f->fs, unlink, &c, e.ino, "x"), -ENOTDIR);
+		assert_int_equal(VFS_CALL(f->fs, rmdir, &c, e.ino, "x"), -ENOTDIR);
+		assert_int_equal(VFS_CALL(f->fs, lookup, &c, e.ino, "x", &l), -ENOTDIR);
+		assert_int_equal(VFS_CALL(f->fs, lookup, &c, VFS_ROOT_INO, "nothing", &l), -ENOENT);
+		assert_int_equal(VFS_CALL(f->fs, unlink, &c, VFS_ROOT_INO, long_name), -ENAMETOOLONG);
+		assert_int_equal(VFS_CALL(f->fs, lookup, &c, VFS_ROOT_INO, long_name, &l),
+				 -ENAMETOOLONG);
+		assert_int_equal(VFS_CALL(f->fs, rmdir, &c, VFS_ROOT_INO, "g"), -ENOTDIR);
+	}
 	assert_int_equal(VFS_CALL(f->fs, rename, &c, VFS_ROOT_INO, "g", d.ino, "f", RENAME_NOREPLACE), -EEXIST);
 	assert_int_equal(test_put(f->fs, "h", "two", 3), 0);
 	assert_int_equal(VFS_CALL(f->fs, rename, &c, VFS_ROOT_INO, "h", d.ino, "f", RENAME_EXCHANGE), 0);
