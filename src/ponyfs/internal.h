@@ -515,6 +515,13 @@ int ponyfs_readdir_locked(struct ponyfs *fs, uint64_t ino, uint64_t cookie,
 			  struct ponyfs_dirent *ret, size_t max, bool plus);
 int ponyfs_readlink_locked(struct ponyfs *fs, uint64_t ino, char *buf, size_t size);
 
+/* A time as the database keeps it (nanoseconds since the epoch), for statx. */
+static inline struct statx_timestamp ponyfs_timestamp(int64_t ns)
+{
+	return (struct statx_timestamp){ .tv_sec = ns / 1000000000,
+					 .tv_nsec = (uint32_t)(ns % 1000000000) };
+}
+
 /* Attribute rules the VFS applies for kernel filesystems (attr.c). */
 /* Sets ino's ctime to now, in the database and in its cached times. */
 int ponyfs_ctime_locked(struct ponyfs *fs, uint64_t ino, int64_t now);

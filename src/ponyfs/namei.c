@@ -31,10 +31,10 @@ static void attr_from_row(struct ponyfs *fs, uint64_t ino, sqlite3_stmt *s, int 
 	x->stx_size = (uint64_t)sqlite3_column_int64(s, at + 4);
 	for (int i = 0; i < 4; i++)
 		t[i] = sqlite3_column_int64(s, at + 5 + i);
-	x->stx_atime = (struct statx_timestamp){ .tv_sec = t[0] / 1000000000, .tv_nsec = (uint32_t)(t[0] % 1000000000) };
-	x->stx_mtime = (struct statx_timestamp){ .tv_sec = t[1] / 1000000000, .tv_nsec = (uint32_t)(t[1] % 1000000000) };
-	x->stx_ctime = (struct statx_timestamp){ .tv_sec = t[2] / 1000000000, .tv_nsec = (uint32_t)(t[2] % 1000000000) };
-	x->stx_btime = (struct statx_timestamp){ .tv_sec = t[3] / 1000000000, .tv_nsec = (uint32_t)(t[3] % 1000000000) };
+	x->stx_atime = ponyfs_timestamp(t[0]);
+	x->stx_mtime = ponyfs_timestamp(t[1]);
+	x->stx_ctime = ponyfs_timestamp(t[2]);
+	x->stx_btime = ponyfs_timestamp(t[3]);
 	x->stx_rdev_major = major((dev_t)sqlite3_column_int64(s, at + 9));
 	x->stx_rdev_minor = minor((dev_t)sqlite3_column_int64(s, at + 9));
 	x->stx_ino = ino;
@@ -44,13 +44,10 @@ static void attr_from_row(struct ponyfs *fs, uint64_t ino, sqlite3_stmt *s, int 
 	if (in) {
 		x->stx_size = in->size;
 		if (in->atime_dirty)
-			x->stx_atime = (struct statx_timestamp){ .tv_sec = in->atime / 1000000000,
-				.tv_nsec = (uint32_t)(in->atime % 1000000000) };
+			x->stx_atime = ponyfs_timestamp(in->atime);
 		if (in->size_dirty) {
-			x->stx_mtime = (struct statx_timestamp){ .tv_sec = in->mtime / 1000000000,
-				.tv_nsec = (uint32_t)(in->mtime % 1000000000) };
-			x->stx_ctime = (struct statx_timestamp){ .tv_sec = in->ctime / 1000000000,
-				.tv_nsec = (uint32_t)(in->ctime % 1000000000) };
+			x->stx_mtime = ponyfs_timestamp(in->mtime);
+			x->stx_ctime = ponyfs_timestamp(in->ctime);
 		}
 	}
 }
@@ -254,8 +251,7 @@ static void create_cost(const char *target, const struct ponyfs_acl_inherit *acl
 static void attr_of_new(uint64_t ino, mode_t mode, uid_t uid, gid_t gid, uint64_t size,
 			int64_t now, dev_t rdev, struct statx *x)
 {
-	struct statx_timestamp t = { .tv_sec = now / 1000000000,
-				     .tv_nsec = (uint32_t)(now % 1000000000) };
+	struct statx_timestamp t = ponyfs_timestamp(now);
 
 	*x = (struct statx){
 		.stx_mask = STATX_BASIC_STATS | STATX_BTIME, .stx_blksize = BS,

@@ -536,6 +536,70 @@ static void test_readdirplus_and_creates_give_what_lookup_gives(void **state)
 	assert_int_equal(VFS_CALL(f->fs, release, ino, fh), 0);
 }
 
+static void same_statx(const struct statx *a, const struct statx *b)
+{
+	assert_int_equal(a->stx_mode, b->stx_mode);
+	assert_int_equal(a->stx_uid, b->stx_uid);
+	assert_int_equal(a->stx_gid, b->stx_gid);
+	assert_int_equal(a->stx_nlink, b->stx_nlink);
+	assert_int_equal(a->stx_size, b->stx_size);
+	assert_int_equal(a->stx_blocks, b->stx_blocks);
+	assert_int_equal(a->stx_atime.tv_sec, b->stx_atime.tv_sec);
+	assert_int_equal(a->stx_atime.tv_nsec, b->stx_atime.tv_nsec);
+	assert_int_equal(a->stx_mtime.tv_sec, b->stx_mtime.tv_sec);
+	assert_int_equal(a->stx_mtime.tv_nsec, b->stx_mtime.tv_nsec);
+	assert_int_equal(a->stx_ctime.tv_sec, b->stx_ctime.tv_sec);
+	assert_int_equal(a->stx_ctime.tv_nsec, b->stx_ctime.tv_nsec);
+	assert_int_equal(a->stx_btime.tv_nsec, b->stx_btime.tv_nsec);
+}
+
+/*
+ * What setattr answers is what the kernel caches for a day (the entry and
+ * attribute timeouts): it must be what a statx right after says, for every
+ * kind of change, on a file written back and on one still cached.
+ */
+static void test_setattr_answers_what_statx_then_says(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_ctx c = test_ctx(), other = { .uid = 4321, .gid = 4321 };
+	static const struct vfs_setattr changes[] = {
+		{ .valid = VFS_SET_MODE, .mode = 06755 },
+		{ .valid = VFS_SET_UID | VFS_SET_GID, .uid = 1000, .gid = 1000 },
+		{ .valid = VFS_SET_ATIME | VFS_SET_MTIME, .atime = { 7, 8 }, .mtime = { 9, 10 } },
+		{ .valid = VFS_SET_ATIME_NOW | VFS_SET_MTIME_NOW },
+		{ .valid = VFS_SET_MTIME, .mtime = { 1234567890, 5 } },
+		{ .valid = VFS_SET_MODE, .mode = 02775 },
+		{ .valid = VFS_SET_SIZE, .size = 3 },
+		{ .valid = VFS_SET_SIZE | VFS_SET_MODE, .size = 9000, .mode = 0640 },
+		{ .valid = 0 },
+	};
+	static uint8_t w[20000];
+	struct statx got, now;
+	uint64_t ino, fh;
+
+	assert_int_equal(test_put(f->fs, "clean", w, sizeof(w)), 0);
+	assert_int_equal(VFS_CALL(f->fs, syncfs), 0);
+	assert_int_equal(test_open(f->fs, "cached", O_CREAT | O_WRONLY, &ino, &fh), 0);
+	for (int file = 0; file < 2; file++) {
+		struct vfs_entry e;
+
+		assert_int_equal(VFS_CALL(f->fs, lookup, &c, VFS_ROOT_INO, file ? "cached" : "clean",
+					  &e), 0);
+		for (size_t i = 0; i < sizeof(changes) / sizeof(changes[0]); i++) {
+			/* The cached file gets more cached data before each change. */
+			if (file)
+				assert_int_equal(VFS_CALL(f->fs, write, ino, fh, w, 5000,
+							  (off_t)(i * 5000)), 5000);
+			assert_int_equal(VFS_CALL(f->fs, setattr, i == 5 ? &other : &c, e.ino,
+						  VFS_NO_FH, &changes[i], &got), 0);
+			assert_int_equal(VFS_CALL(f->fs, statx, &c, e.ino, VFS_NO_FH, 0,
+						  STATX_BASIC_STATS | STATX_BTIME, &now), 0);
+			same_statx(&got, &now);
+		}
+	}
+	assert_int_equal(VFS_CALL(f->fs, release, ino, fh), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -545,6 +609,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_statx_computes_blocks_only_when_asked, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_readdirplus_and_creates_give_what_lookup_gives, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_setattr_sets_modes_owners_times_and_size, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_setattr_answers_what_statx_then_says, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_xattrs_round_trip_with_create_and_replace, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_statfs_tells_the_truth_about_space, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_punch_hole_frees_blocks_and_reads_zeros, setup, teardown),
