@@ -99,18 +99,14 @@ int ponyfs_ctime_locked(struct ponyfs *fs, uint64_t ino, int64_t now)
 	return ponyfs_sql(fs, "UPDATE inodes SET ctime = ?2 WHERE ino = ?1", 2, (int64_t)ino, now);
 }
 
-int ponyfs_new_owner_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
-			    mode_t *mode, gid_t *ret_gid)
+void ponyfs_new_owner(const struct vfs_ctx *ctx, mode_t pmode, gid_t pgid, mode_t *mode,
+		      gid_t *ret_gid)
 {
-	mode_t pmode, m = *mode;
-	gid_t pgid;
-	int r = mode_gid(fs, parent, &pmode, &pgid);
+	mode_t m = *mode;
 
-	if (r < 0)
-		return r;
 	*ret_gid = ctx->gid;
 	if (!(pmode & S_ISGID))
-		return 0;
+		return;
 	*ret_gid = pgid;
 	if (S_ISDIR(m))
 		m |= S_ISGID;
@@ -118,7 +114,6 @@ int ponyfs_new_owner_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64
 		 !caller_in_group_or_capable(ctx, pgid))
 		m &= ~(mode_t)S_ISGID;  /* the kernel's mode_strip_sgid() */
 	*mode = m;
-	return 0;
 }
 
 mode_t ponyfs_setid_kill_bits(const struct vfs_ctx *ctx, mode_t mode, gid_t gid, bool chown)

@@ -262,7 +262,7 @@ enum ponyfs_stmt {
 	ST_INODE_GET, ST_INODE_SIZE, ST_INODE_TIMES, ST_DENTRY_GET,
 	ST_EXT_PREV, ST_EXT_RANGE, ST_EXT_DEL, ST_EXT_INS,
 	ST_FREE_FIRST, ST_FREE_DEL, ST_FREE_INS, ST_FREE_PREV, ST_FREE_AT,
-	ST_LOOKUP, ST_READDIR, ST_READDIR_PLUS, ST_INODE_GET_BLOCKS,
+	ST_LOOKUP, ST_READDIR, ST_READDIR_PLUS, ST_INODE_GET_BLOCKS, ST_CREATE_CHECK,
 	ST_COUNT
 };
 
@@ -529,9 +529,10 @@ int ponyfs_ctime_locked(struct ponyfs *fs, uint64_t ino, int64_t now);
 void ponyfs_ctime_note(struct ponyfs *fs, uint64_t ino, int64_t now);
 /* The set-ID bits a change by ctx removes from a file of mode and group gid. */
 mode_t ponyfs_setid_kill_bits(const struct vfs_ctx *ctx, mode_t mode, gid_t gid, bool chown);
-/* The group and mode of a name ctx makes in parent (set-group-ID inheritance). */
-int ponyfs_new_owner_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
-			    mode_t *mode, gid_t *ret_gid);
+/* The group and mode of a name ctx makes in a directory of mode pmode and
+ * group pgid (set-group-ID inheritance). */
+void ponyfs_new_owner(const struct vfs_ctx *ctx, mode_t pmode, gid_t pgid, mode_t *mode,
+		      gid_t *ret_gid);
 /* A write, truncation or fallocate (chown false) or a chown by ctx: drops
  * ino's set-ID bits as the kernel's setattr_should_drop_suidgid() says;
  * reserve: its metadata cost is not the caller's (see space.c). */

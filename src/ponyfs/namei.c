@@ -269,13 +269,28 @@ static int inode_create(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t p
 	sqlite3_stmt *s = NULL;
 	int64_t now = ponyfs_now();
 	uint64_t ino;
-	gid_t gid;
-	int r = check_dir_name(fs, parent, name);
+	mode_t pmode = 0;
+	gid_t gid, pgid = 0;
+	int r = vfs_check_name(name);
 
+	/* The parent and the name in one statement. */
+	if (r >= 0) {
+		s = ponyfs_stmt(fs, ST_CREATE_CHECK);
+		sqlite3_bind_int64(s, 1, (int64_t)parent);
+		sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
+		r = ponyfs_step_row(fs, s);
+		if (r > 0) {
+			pmode = (mode_t)sqlite3_column_int64(s, 0);
+			pgid = (gid_t)sqlite3_column_int64(s, 1);
+			r = !S_ISDIR(pmode) ? -ENOTDIR : sqlite3_column_int64(s, 2) ? -EEXIST : 0;
+		} else if (r == 0) {
+			r = -ENOENT;
+		}
+		sqlite3_reset(s);
+		s = NULL;
+	}
 	if (r >= 0)
-		r = dentry_absent(fs, parent, name);
-	if (r >= 0)
-		r = ponyfs_new_owner_locked(fs, ctx, parent, &mode, &gid);
+		ponyfs_new_owner(ctx, pmode, pgid, &mode, &gid);
 	if (r >= 0 && cost)
 		r = ponyfs_meta_reserve_locked(fs, cost, NULL);
 	if (r >= 0)

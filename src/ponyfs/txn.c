@@ -21,6 +21,9 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_INODE_GET_BLOCKS] = "SELECT mode, uid, gid, nlink, size, atime, mtime, ctime, btime, rdev, "
 				"(SELECT coalesce(sum(nblocks), 0) FROM extents WHERE ino = ?1) "
 				"FROM inodes WHERE ino = ?1",
+	/* Before a create: the parent's mode and group, and whether the name is taken. */
+	[ST_CREATE_CHECK] = "SELECT mode, gid, EXISTS (SELECT 1 FROM dentries WHERE parent = ?1 "
+			    "AND name = ?2) FROM inodes WHERE ino = ?1",
 	[ST_INODE_SIZE] = "UPDATE inodes SET size = ?2 WHERE ino = ?1",
 	[ST_INODE_TIMES] = "UPDATE inodes SET mtime = ?2, ctime = ?3 WHERE ino = ?1",
 	[ST_DENTRY_GET] = "SELECT d.ino, i.mode FROM dentries d JOIN inodes i ON i.ino = d.ino "

@@ -80,6 +80,13 @@ static void test_names_links_and_renames_follow_posix(void **state)
 		assert_int_equal(VFS_CALL(f->fs, lookup, &c, VFS_ROOT_INO, long_name, &l),
 				 -ENAMETOOLONG);
 		assert_int_equal(VFS_CALL(f->fs, rmdir, &c, VFS_ROOT_INO, "g"), -ENOTDIR);
+		/* And a name that is taken, or a parent that is no directory. */
+		assert_int_equal(VFS_CALL(f->fs, mkdir, &c, VFS_ROOT_INO, "g", 0755, &l), -EEXIST);
+		assert_int_equal(VFS_CALL(f->fs, mkdir, &c, VFS_ROOT_INO, "d", 0755, &l), -EEXIST);
+		assert_int_equal(VFS_CALL(f->fs, mkdir, &c, e.ino, "x", 0755, &l), -ENOTDIR);
+		assert_int_equal(VFS_CALL(f->fs, symlink, &c, "t", e.ino, "x", &l), -ENOTDIR);
+		assert_int_equal(VFS_CALL(f->fs, mkdir, &c, VFS_ROOT_INO, long_name, 0755, &l),
+				 -ENAMETOOLONG);
 	}
 	assert_int_equal(VFS_CALL(f->fs, rename, &c, VFS_ROOT_INO, "g", d.ino, "f", RENAME_NOREPLACE), -EEXIST);
 	assert_int_equal(test_put(f->fs, "h", "two", 3), 0);
