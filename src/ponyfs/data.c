@@ -643,16 +643,12 @@ int ponyfs_writeback_locked(struct ponyfs *fs, struct ponyfs_inode *in)
 		r = write_pages(fs, in);
 	}
 	if (r >= 0 && in->size_dirty) {
-		s = ponyfs_stmt(fs, ST_INODE_SIZE);
+		s = ponyfs_stmt(fs, ST_INODE_SIZE_TIMES);
 		sqlite3_bind_int64(s, 1, (int64_t)in->ino);
 		sqlite3_bind_int64(s, 2, (int64_t)in->size);
+		sqlite3_bind_int64(s, 3, in->mtime);
+		sqlite3_bind_int64(s, 4, in->ctime);
 		r = ponyfs_step_done(fs, s);
-		s = ponyfs_stmt(fs, ST_INODE_TIMES);
-		sqlite3_bind_int64(s, 1, (int64_t)in->ino);
-		sqlite3_bind_int64(s, 2, in->mtime);
-		sqlite3_bind_int64(s, 3, in->ctime);
-		if (r >= 0)
-			r = ponyfs_step_done(fs, s);
 	}
 	if (r >= 0 && in->atime_dirty)
 		r = ponyfs_sql(fs, "UPDATE inodes SET atime = ?2 WHERE ino = ?1", 2, (int64_t)in->ino,
