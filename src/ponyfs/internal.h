@@ -189,6 +189,7 @@ struct ponyfs_inode {
 	bool size_dirty;                /* size or times differ from the database */
 	bool trunc_pending;             /* extents from trunc_to on must go at writeback */
 	bool copying_in;                /* a write call is copying into its pages */
+	bool orphan;                    /* its last name went while it was open */
 	uint64_t trunc_to;
 	uint64_t trunc_ns;              /* when it was last truncated */
 	uint64_t dirty_ns;              /* when it went on the dirty list */

@@ -521,14 +521,18 @@ int ponyfs_inode_delete_locked(struct ponyfs *fs, uint64_t ino)
 static int inode_unref(struct ponyfs *fs, uint64_t ino, bool dir, bool *ret_delete)
 {
 	struct ponyfs_inode *in = ponyfs_inode_find(fs, ino);
-	int64_t nlink;
-	int r = ponyfs_sql_int(fs, &nlink, "UPDATE inodes SET nlink = nlink - ?2 "
-			       "WHERE ino = ?1 RETURNING nlink", 2, (int64_t)ino,
-			       (int64_t)(dir ? 2 : 1));
+	int64_t nlink, now = ponyfs_now();
+	int r = ponyfs_sql_int(fs, &nlink, "UPDATE inodes SET nlink = nlink - ?2, ctime = ?3 "
+			       "WHERE ino = ?1 RETURNING nlink", 3, (int64_t)ino,
+			       (int64_t)(dir ? 2 : 1), now);
 
 	if (r >= 0)
-		r = ponyfs_ctime_locked(fs, ino, ponyfs_now());
+		ponyfs_ctime_note(fs, ino, now);
 	*ret_delete = r >= 0 && nlink <= 0 && !(in && in->opens);
+	/* Still open: its last release deletes it (and only such a release
+	 * needs to read the link count). */
+	if (r >= 0 && nlink <= 0 && in && in->opens)
+		in->orphan = true;
 	return r;
 }
 

@@ -411,8 +411,8 @@ static int release_locked(struct ponyfs *fs, struct ponyfs_handle *h)
 	if (!in->writers && in->trunc_pending)
 		r = ponyfs_writeback_locked(fs, in);
 	if (!in->opens) {
-		int q = ponyfs_sql_int(fs, &nlink, "SELECT nlink FROM inodes WHERE ino = ?1", 1,
-				       (int64_t)in->ino);
+		int q = !in->orphan ? 0 : ponyfs_sql_int(fs, &nlink, "SELECT nlink FROM inodes "
+							 "WHERE ino = ?1", 1, (int64_t)in->ino);
 
 		if (q >= 0 && nlink == 0 && ponyfs_txn_begin_locked(fs) >= 0)
 			return ponyfs_inode_delete_locked(fs, in->ino);

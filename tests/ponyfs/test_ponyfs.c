@@ -351,6 +351,18 @@ static void test_open_unlinked_file_lives_until_release(void **state)
 	assert_int_equal(VFS_CALL(f->fs, syncfs), 0);
 	assert_int_equal(VFS_CALL(f->fs, statfs, VFS_ROOT_INO, &s1), 0);
 	assert_int_equal(s1.f_bavail, s0.f_bavail);
+	/* Renamed over while open: the same, at its last release. */
+	assert_int_equal(test_open(f->fs, "old", O_CREAT | O_RDWR, &ino, &fh), 0);
+	assert_int_equal(VFS_CALL(f->fs, write, ino, fh, w, sizeof(w), 0), sizeof(w));
+	assert_int_equal(VFS_CALL(f->fs, fsync, ino, fh, false), 0);
+	assert_int_equal(test_put(f->fs, "new", "n", 1), 0);
+	assert_int_equal(VFS_CALL(f->fs, rename, &c, VFS_ROOT_INO, "new", VFS_ROOT_INO, "old", 0), 0);
+	assert_int_equal(VFS_CALL(f->fs, read, ino, fh, r, sizeof(r), 0), sizeof(r));
+	assert_int_equal(VFS_CALL(f->fs, release, ino, fh), 0);
+	assert_int_equal(VFS_CALL(f->fs, unlink, &c, VFS_ROOT_INO, "old"), 0);
+	assert_int_equal(VFS_CALL(f->fs, syncfs), 0);
+	assert_int_equal(VFS_CALL(f->fs, statfs, VFS_ROOT_INO, &s1), 0);
+	assert_int_equal(s1.f_bavail, s0.f_bavail);
 	/* Unlinked while open when the filesystem goes away: gone at the next mount. */
 	assert_int_equal(test_open(f->fs, "tmp2", O_CREAT | O_RDWR, &ino2, &fh2), 0);
 	assert_int_equal(VFS_CALL(f->fs, write, ino2, fh2, w, sizeof(w), 0), sizeof(w));
