@@ -149,7 +149,7 @@ static void writer_step(struct writer *w)
 		soak_version_fill(w->id, j, v, w->buf, len);
 		if (op < 60) {          /* write a new file, rename it over the old */
 			snprintf(tmp, sizeof(tmp), "%s.tmp", name);
-			r = soak_put(d->fs, dir, tmp, w->buf, len, false, false);
+			r = soak_put(d->fs, dir, tmp, w->buf, len, false, false, NULL);
 			if (r >= 0)
 				r = soak_rename(d->fs, dir, tmp, name);
 			else
@@ -158,7 +158,12 @@ static void writer_step(struct writer *w)
 				r = soak_fsync_dir(d->fs, dir);
 		} else {                /* truncate and rewrite in place */
 			pthread_rwlock_rdlock(&d->rewrite_lock);
-			r = soak_put(d->fs, dir, name, w->buf, len, true, sync);
+			/* A file replaced in place is held out of commits until
+			 * its last close (rule 2): short writes or not, all or
+			 * nothing. A new one has no such rule. */
+			r = soak_put(d->fs, dir, name, w->buf, len, true, sync,
+				     s->kind[v % SOAK_RING] == SOAK_KIND_NEW ?
+				     &s->kind[v % SOAK_RING] : NULL);
 			pthread_rwlock_unlock(&d->rewrite_lock);
 		}
 		if (!call_ok(d, r, op < 60 ? "rename-over" : "rewrite", name)) {

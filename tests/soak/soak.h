@@ -32,7 +32,9 @@
  * filesystem, since there was no old content to keep.
  */
 enum { SOAK_KIND_FILE = 1, SOAK_KIND_GONE = 2, SOAK_KIND_NEW = 3,
-       SOAK_KIND_TORN = 4 };    /* a rewrite whose call failed (ENOSPC): any prefix of it */
+       SOAK_KIND_TORN = 4 };    /* a rewrite whose call failed (ENOSPC), or a new file whose
+				 * writes came back short (metadata full) and went on: any
+				 * prefix of it, as a crash between two write(2)s leaves */
 
 /*
  * One file of the model. Versions start at 1; 0 is "never existed".
@@ -92,8 +94,11 @@ void soak_daemon_run(const struct soak_config *cfg, struct soak_shared *sh, uint
 
 /* Small helpers over the vfs ops table (vfsio.c), errors as -errno. */
 int soak_walk_dir(struct vfs *fs, const char *name, uint64_t *ret_ino);
+/* Writes buf as name's content in calls of up to 128 KiB, going on after a
+ * short write as an application does; at the first short write it stores
+ * SOAK_KIND_TORN in *kind_on_short (when given), before the next call. */
 int soak_put(struct vfs *fs, uint64_t dir, const char *name, const uint8_t *buf, size_t len,
-	     bool truncate_in_place, bool do_fsync);
+	     bool truncate_in_place, bool do_fsync, uint8_t *kind_on_short);
 int soak_get(struct vfs *fs, uint64_t dir, const char *name, uint8_t *buf, size_t size,
 	     size_t *ret_len);
 int soak_rename(struct vfs *fs, uint64_t dir, const char *from, const char *to);

@@ -33,7 +33,7 @@ int soak_walk_dir(struct vfs *fs, const char *name, uint64_t *ret_ino)
 }
 
 int soak_put(struct vfs *fs, uint64_t dir, const char *name, const uint8_t *buf, size_t len,
-	     bool truncate_in_place, bool do_fsync)
+	     bool truncate_in_place, bool do_fsync, uint8_t *kind_on_short)
 {
 	struct vfs_ctx c = ctx_self();
 	struct vfs_entry e;
@@ -58,10 +58,13 @@ int soak_put(struct vfs *fs, uint64_t dir, const char *name, const uint8_t *buf,
 			return r;
 	}
 	for (size_t done = 0; done < len && w >= 0; done += (size_t)w) {
-		w = VFS_CALL(fs, write, e.ino, fh, buf + done, MIN(len - done, (size_t)(128u << 10)),
-			     (off_t)done);
+		size_t n = MIN(len - done, (size_t)(128u << 10));
+
+		w = VFS_CALL(fs, write, e.ino, fh, buf + done, n, (off_t)done);
 		if (w == 0)
 			w = -EIO;
+		if (w > 0 && (size_t)w < n && kind_on_short)
+			__atomic_store_n(kind_on_short, SOAK_KIND_TORN, __ATOMIC_SEQ_CST);
 	}
 	r = w < 0 ? (int)w : 0;
 	if (r >= 0)
