@@ -394,4 +394,3 @@ uint64_t ponyfs_blocks_with_cached(struct ponyfs *fs, uint64_t ino, uint64_t ext
 		extent_blocks += in->nnew + in->falloc_res;
 	return extent_blocks * (BS / 512);
 }
-

@@ -52,6 +52,27 @@ static void attr_from_row(struct ponyfs *fs, uint64_t ino, sqlite3_stmt *s, int 
 	}
 }
 
+/* st_blocks from column `col` of s (its extents' block count), with what
+ * its cache adds; counted as an extent walk (statx light). */
+static void attr_blocks_from_row(struct ponyfs *fs, uint64_t ino, sqlite3_stmt *s, int col,
+				 struct statx *x)
+{
+	x->stx_blocks = ponyfs_blocks_with_cached(fs, ino, (uint64_t)sqlite3_column_int64(s, col));
+	x->stx_mask |= STATX_BLOCKS;
+	fs->stats.extent_walks++;
+}
+
+/* A statement of which whose ?1 is a directory and ?2 a name in it, bound. */
+static sqlite3_stmt *name_stmt(struct ponyfs *fs, enum ponyfs_stmt which, uint64_t parent,
+			       const char *name)
+{
+	sqlite3_stmt *s = ponyfs_stmt(fs, which);
+
+	sqlite3_bind_int64(s, 1, (int64_t)parent);
+	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
+	return s;
+}
+
 /*
  * The attributes of ino. Only STATX_BLOCKS costs more than the row (an
  * extent walk), so it is computed only when asked for: statx light.
@@ -69,12 +90,8 @@ int ponyfs_fill_attr_locked(struct ponyfs *fs, uint64_t ino, unsigned mask, stru
 		return r < 0 ? r : -ENOENT;
 	}
 	attr_from_row(fs, ino, s, 0, ret);
-	if (blocks) {
-		ret->stx_blocks = ponyfs_blocks_with_cached(fs, ino,
-							    (uint64_t)sqlite3_column_int64(s, 10));
-		ret->stx_mask |= STATX_BLOCKS;
-		fs->stats.extent_walks++;
-	}
+	if (blocks)
+		attr_blocks_from_row(fs, ino, s, 10, ret);
 	sqlite3_reset(s);
 	return 0;
 }
@@ -90,12 +107,9 @@ static int entry_fill(struct ponyfs *fs, uint64_t ino, struct vfs_entry *ret)
 static int dentry_ino_mode(struct ponyfs *fs, uint64_t parent, const char *name, uint64_t *ret,
 			   mode_t *ret_mode)
 {
-	sqlite3_stmt *s = ponyfs_stmt(fs, ST_DENTRY_GET);
-	int r;
+	sqlite3_stmt *s = name_stmt(fs, ST_DENTRY_GET, parent, name);
+	int r = ponyfs_step_row(fs, s);
 
-	sqlite3_bind_int64(s, 1, (int64_t)parent);
-	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
-	r = ponyfs_step_row(fs, s);
 	if (r > 0)
 		*ret = (uint64_t)sqlite3_column_int64(s, 0);
 	if (r > 0 && ret_mode)
@@ -269,8 +283,6 @@ static void create_cost(const char *target, const struct ponyfs_acl_inherit *acl
 		ponyfs_cost_value(ret, acl->dflt_size);
 }
 
-/* A new inode named name in parent; its id in *ret_ino. cost, when not NULL,
- * is reserved once the name is known to be free (else the caller did). */
 /* The attributes of an inode just inserted, from what went into its row. */
 static void attr_of_new(uint64_t ino, mode_t mode, uid_t uid, gid_t gid, uint64_t size,
 			int64_t now, dev_t rdev, struct statx *x)
@@ -286,6 +298,9 @@ static void attr_of_new(uint64_t ino, mode_t mode, uid_t uid, gid_t gid, uint64_
 	};
 }
 
+/* A new inode named name in parent; its id in *ret_ino, its attributes in
+ * *ret_attr when given. cost, when not NULL, is reserved once the name is
+ * known to be free (else the caller did). */
 static int inode_create(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
 			const char *name, mode_t mode, dev_t rdev, const char *target,
 			const struct ponyfs_cost *cost, uint64_t *ret_ino, struct statx *ret_attr)
@@ -299,9 +314,7 @@ static int inode_create(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t p
 
 	/* The parent and the name in one statement. */
 	if (r >= 0) {
-		s = ponyfs_stmt(fs, ST_CREATE_CHECK);
-		sqlite3_bind_int64(s, 1, (int64_t)parent);
-		sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
+		s = name_stmt(fs, ST_CREATE_CHECK, parent, name);
 		r = ponyfs_step_row(fs, s);
 		if (r > 0) {
 			pmode = (mode_t)sqlite3_column_int64(s, 0);
@@ -404,18 +417,13 @@ int ponyfs_lookup_locked(struct ponyfs *fs, uint64_t parent, const char *name,
 		return r;
 	/* One statement when the name is there; when not, the parent says
 	 * whether that is ENOENT or ENOTDIR. */
-	s = ponyfs_stmt(fs, ST_LOOKUP);
-	sqlite3_bind_int64(s, 1, (int64_t)parent);
-	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
+	s = name_stmt(fs, ST_LOOKUP, parent, name);
 	r = ponyfs_step_row(fs, s);
 	if (r > 0) {
 		ino = (uint64_t)sqlite3_column_int64(s, 0);
 		*ret = (struct vfs_entry){ .ino = ino };
 		attr_from_row(fs, ino, s, 2, &ret->attr);
-		ret->attr.stx_blocks = ponyfs_blocks_with_cached(fs, ino,
-							(uint64_t)sqlite3_column_int64(s, 1));
-		ret->attr.stx_mask |= STATX_BLOCKS;
-		fs->stats.extent_walks++;
+		attr_blocks_from_row(fs, ino, s, 1, &ret->attr);
 	}
 	sqlite3_reset(s);
 	if (r == 0)
@@ -758,10 +766,7 @@ int ponyfs_readdir_locked(struct ponyfs *fs, uint64_t ino, uint64_t cookie,
 			struct statx *x = &ret[n].attr;
 
 			attr_from_row(fs, ret[n].ino, s, 5, x);
-			x->stx_blocks = ponyfs_blocks_with_cached(fs, ret[n].ino,
-							(uint64_t)sqlite3_column_int64(s, 4));
-			x->stx_mask |= STATX_BLOCKS;
-			fs->stats.extent_walks++;
+			attr_blocks_from_row(fs, ret[n].ino, s, 4, x);
 		}
 		n++;
 	}
