@@ -7,6 +7,7 @@
 #define PONY_FUSE_H
 
 #include <linux/ioctl.h>
+#include <linux/fscrypt.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -135,5 +136,18 @@ enum {
 	PONYFUSE_GOINGDOWN_LOGFLUSH = 1,        /* XFS: flush the log only */
 	PONYFUSE_GOINGDOWN_NOLOGFLUSH = 2,      /* XFS: flush nothing */
 };
+
+/*
+ * Encryption (docs/crypt.md). Linux's own fscrypt ioctls (linux/fscrypt.h:
+ * FS_IOC_SET_ENCRYPTION_POLICY, _GET_ENCRYPTION_POLICY_EX,
+ * _ADD_ENCRYPTION_KEY, _REMOVE_ENCRYPTION_KEY(_ALL_USERS),
+ * _GET_ENCRYPTION_KEY_STATUS, _GET_ENCRYPTION_NONCE) are answered with
+ * Linux's numbers, structures and errors; these two are pony's own.
+ */
+/* The salt passphrase keys are derived with (scrypt), made on first ask. */
+#define PONYFUSE_IOC_CRYPT_SALT _IOR('P', 6, uint8_t[16])
+/* FS_IOC_REMOVE_ENCRYPTION_KEY's argument (struct fscrypt_remove_key_arg),
+ * plus force: files still open lose the key too (they fail with ENOKEY). */
+#define PONYFUSE_IOC_REMOVE_KEY_FORCE _IOWR('P', 7, struct fscrypt_remove_key_arg)
 
 #endif

@@ -31,7 +31,7 @@
 #include <sys/statvfs.h>
 #include <sys/types.h>
 
-#define VFS_OPS_VERSION 6
+#define VFS_OPS_VERSION 7
 #define VFS_ROOT_INO 1ull
 #define VFS_NO_FH UINT64_MAX    /* statx/setattr without an open file */
 
@@ -101,6 +101,25 @@ typedef int (*vfs_filldir_t)(void *data, const char *name, uint64_t ino,
  */
 typedef int (*vfs_filldirplus_t)(void *data, const char *name, const struct vfs_entry *e,
 				 uint64_t next);
+
+/* What a key removal tells a front end to drop from its kernel's caches. */
+struct vfs_inval {
+	void (*inode)(void *data, uint64_t ino);        /* its pages and attributes */
+	void (*entry)(void *data, uint64_t parent, const char *name);
+	void *data;
+};
+/* remove_key's flags in and out, and key_status's answer (fscrypt's numbers). */
+enum {
+	VFS_KEY_ALL_USERS = 1 << 0,     /* in: every user's claim (root) */
+	VFS_KEY_FORCE = 1 << 1,         /* in: open files lose the key too */
+};
+enum { VFS_KEY_FILES_BUSY = 1 << 0, VFS_KEY_OTHER_USERS = 1 << 1 };   /* out */
+enum { VFS_KEY_ABSENT = 1, VFS_KEY_PRESENT = 2, VFS_KEY_INCOMPLETELY_REMOVED = 3 };
+struct vfs_key_status {
+	unsigned status;                /* VFS_KEY_ABSENT... */
+	bool added_by_self;             /* ctx's user holds a claim */
+	unsigned user_count;            /* users holding a claim */
+};
 
 /* One piece of a file's layout: where its bytes live (the pNFS question). */
 struct vfs_extent {
@@ -295,6 +314,43 @@ struct vfs_ops {
 	 * NULL: forget() each; callers go through vfs_forget_many().
 	 */
 	void (*forget_multi)(struct vfs *fs, const struct vfs_forget *items, size_t n);
+
+	/* -- encryption: fscrypt's policy v2 model (docs/crypt.md) ------------ */
+	/*
+	 * Sets a policy (CRYPT_POLICY_SIZE bytes: struct fscrypt_policy_v2) on
+	 * the directory ino: -ENOTEMPTY when it has entries, -EEXIST when it
+	 * has another policy (the same one again is 0), -ENOTDIR, -EINVAL for
+	 * a policy pony cannot honour, -ENOKEY when its key was never added
+	 * by ctx's user (root may set any).
+	 */
+	int (*set_policy)(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
+			  const void *policy, size_t len);
+	/* ino's policy into buf (size >= CRYPT_POLICY_SIZE): its length;
+	 * -ENODATA when ino is not encrypted. */
+	int (*get_policy)(struct vfs *fs, uint64_t ino, void *buf, size_t size);
+	/* ino's 16-byte nonce (FS_IOC_GET_ENCRYPTION_NONCE); -ENODATA. */
+	int (*get_nonce)(struct vfs *fs, uint64_t ino, uint8_t nonce[16]);
+	/* Adds a master key (64 bytes, else -EINVAL) as ctx->uid's claim; its
+	 * identifier in id. Adding it again adds only the claim. */
+	int (*add_key)(struct vfs *fs, const struct vfs_ctx *ctx, const void *key, size_t len,
+		       uint8_t id[16]);
+	/*
+	 * Drops ctx->uid's claim on key id (every claim with
+	 * VFS_KEY_ALL_USERS); the key goes with the last. Before it goes,
+	 * inval (called with no lock held) is told every inode and entry
+	 * under the key, so a front end drops what its kernel caches, then
+	 * every plaintext the instance holds is written back and dropped.
+	 * Files still open keep it "incompletely removed" until closed
+	 * (*ret_flags VFS_KEY_FILES_BUSY), or with VFS_KEY_FORCE lose it too
+	 * (their calls fail with -ENOKEY). VFS_KEY_OTHER_USERS: only this
+	 * user's claim went. -ENOKEY: no such key or claim.
+	 */
+	int (*remove_key)(struct vfs *fs, const struct vfs_ctx *ctx, const uint8_t id[16],
+			  unsigned flags, const struct vfs_inval *inval, unsigned *ret_flags);
+	int (*key_status)(struct vfs *fs, const struct vfs_ctx *ctx, const uint8_t id[16],
+			  struct vfs_key_status *ret);
+	/* The salt of passphrase keys (16 bytes), made and kept on first ask. */
+	int (*crypt_salt)(struct vfs *fs, uint8_t salt[16]);
 };
 
 /* The instance header: every instance embeds it first. */
