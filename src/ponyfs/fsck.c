@@ -327,7 +327,7 @@ static int check_version(struct fsck *f)
 	if (rc == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
 		v = sqlite3_column_int64(s, 0);
 	sqlite3_finalize(s);
-	if (v == 1 || v == PONYFS_SCHEMA_VERSION)
+	if (v >= 1 && v <= PONYFS_SCHEMA_VERSION)
 		return 0;
 	fsck_problem(f, "database", 0, false, "database: schema version %lld, this pony knows 1 "
 		     "to %d", (long long)v, PONYFS_SCHEMA_VERSION);
