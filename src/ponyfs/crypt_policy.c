@@ -58,6 +58,8 @@ static int inode_crypt(struct ponyfs *fs, uint64_t ino, struct ponyfs_crypt *c, 
 		return r;
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
 	r = ponyfs_step_row(fs, s);
+	if (r == 0)
+		r = -ENOENT;
 	if (r > 0) {
 		r = ponyfs_crypt_decode(sqlite3_column_blob(s, 0),
 					(size_t)sqlite3_column_bytes(s, 0), c);
@@ -65,7 +67,7 @@ static int inode_crypt(struct ponyfs *fs, uint64_t ino, struct ponyfs_crypt *c, 
 			*ret_mode = (mode_t)sqlite3_column_int64(s, 1);
 	}
 	sqlite3_reset(s);
-	return r < 0 ? r : r == 0 ? -ENOENT : 0;
+	return r;
 }
 
 int ponyfs_inode_crypt_locked(struct ponyfs *fs, uint64_t ino, struct ponyfs_crypt *c)
