@@ -630,7 +630,7 @@ void ponyfs_keys_free(struct ponyfs *fs);
 /* An encrypted inode closed: an incompletely removed key may go now. */
 void ponyfs_keys_closed_locked(struct ponyfs *fs);
 int ponyfs_add_key(struct vfs *v, const struct vfs_ctx *ctx, const void *key, size_t len,
-		   uint8_t id[16]);
+		   uint8_t id[16], const struct vfs_inval *inval);
 int ponyfs_remove_key(struct vfs *v, const struct vfs_ctx *ctx, const uint8_t id[16],
 		      unsigned flags, const struct vfs_inval *inval, unsigned *ret_flags);
 int ponyfs_key_status(struct vfs *v, const struct vfs_ctx *ctx, const uint8_t id[16],

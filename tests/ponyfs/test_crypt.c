@@ -47,7 +47,7 @@ static void add_key(struct vfs *fs, uint8_t id[16])
 	uint8_t key[64];
 
 	test_key(key);
-	assert_int_equal(VFS_CALL(fs, add_key, &c, key, sizeof(key), id), 0);
+	assert_int_equal(VFS_CALL(fs, add_key, &c, key, sizeof(key), id, NULL), 0);
 }
 
 static void policy_bytes(const uint8_t id[16], enum crypt_mode contents, uint8_t out[24])
@@ -276,7 +276,7 @@ static void test_bad_input(void **state)
 	assert_int_equal(VFS_CALL(f->fs, set_policy, &c, full, pol, 24), -EINVAL);
 	/* A key of the wrong size; a policy naming a key never added. */
 	test_key(key);
-	assert_int_equal(VFS_CALL(f->fs, add_key, &c, key, 32, other), -EINVAL);
+	assert_int_equal(VFS_CALL(f->fs, add_key, &c, key, 32, other, NULL), -EINVAL);
 	memset(other, 0xab, sizeof(other));
 	policy_bytes(other, CRYPT_MODE_AES_256_XTS, pol);
 	d2 = mkdir_at(f->fs, VFS_ROOT_INO, "enc2");
