@@ -26,6 +26,7 @@
 #define CRYPT_GCM_NONCE_SIZE 12
 #define CRYPT_GCM_TAG_SIZE 16
 #define CRYPT_NAME_MAX 255
+#define CRYPT_SYMLINK_MAX 4095          /* a symlink's target, encrypted as names are */
 
 /* Modes, with Linux's numbers (FSCRYPT_MODE_*); GCM is pony's own. */
 enum crypt_mode {
@@ -114,11 +115,19 @@ int crypt_name_encrypt(const uint8_t key[32], unsigned pad, const char *name, si
 int crypt_name_decrypt(const uint8_t key[32], const uint8_t *in, size_t len, char *out,
 		       size_t *ret_len);
 
+/* A symlink's target: as a name, with the symlink's own CTS key, up to
+ * CRYPT_SYMLINK_MAX bytes (out that many; decrypted, one more for the NUL). */
+int crypt_symlink_encrypt(const uint8_t key[32], unsigned pad, const char *target, size_t len,
+			  uint8_t *out, size_t *ret_len);
+int crypt_symlink_decrypt(const uint8_t key[32], const uint8_t *in, size_t len, char *out,
+			  size_t *ret_len);
+
 /*
  * No-key names, as fscrypt shows them without the key: base64url (no
  * padding) of 8 bytes of directory hash (zeros on ponyfs), then the
  * ciphertext, or for a ciphertext over 149 bytes its first 149 and the
- * SHA-256 of the rest. out holds CRYPT_NAME_MAX + 1 bytes.
+ * SHA-256 of the rest. out holds CRYPT_NAME_MAX + 1 bytes. A symlink's
+ * target (up to CRYPT_SYMLINK_MAX) shows the same way without the key.
  */
 #define CRYPT_NOKEY_BYTES 149
 int crypt_nokey_name(const uint8_t *ct, size_t len, char *out);

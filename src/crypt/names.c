@@ -10,6 +10,7 @@
  * back, so unlink and rmdir work without the key.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 
 #include <openssl/core_names.h>
@@ -22,19 +23,35 @@
 #define NOKEY_HASH 8                    /* dirhash[2]: zeros on ponyfs */
 #define NOKEY_MAX (NOKEY_HASH + CRYPT_NOKEY_BYTES + 32)
 
-size_t crypt_name_encrypted_len(size_t len, unsigned pad)
+/* Padded to pad and at least one AES block, never past max. */
+static size_t padded_len(size_t len, unsigned pad, size_t max)
 {
 	size_t n = MAX(len, (size_t)16);
 
 	n = (n + pad - 1) / pad * pad;
-	return MIN(n, (size_t)CRYPT_NAME_MAX);
+	return MIN(n, max);
 }
 
-/* CS3 CTS-CBC over len (16..255) bytes, zero IV, one shot. */
+size_t crypt_name_encrypted_len(size_t len, unsigned pad)
+{
+	return padded_len(len, pad, CRYPT_NAME_MAX);
+}
+
+/* OpenSSL's CTS cipher, fetched once: a fetch takes a global lock and a
+ * provider lookup, several times the cost of encrypting a name. */
+static EVP_CIPHER *cts_cipher;
+static pthread_once_t cts_once = PTHREAD_ONCE_INIT;
+
+static void cts_fetch(void)
+{
+	cts_cipher = EVP_CIPHER_fetch(NULL, "AES-256-CBC-CTS", NULL);
+}
+
+/* CS3 CTS-CBC over len (16..CRYPT_SYMLINK_MAX) bytes, zero IV, one shot. */
 static int cts(const uint8_t key[32], int enc, const uint8_t *in, size_t len, uint8_t *out)
 {
 	static const uint8_t iv[16];
-	EVP_CIPHER *cipher = EVP_CIPHER_fetch(NULL, "AES-256-CBC-CTS", NULL);
+	EVP_CIPHER *cipher = (pthread_once(&cts_once, cts_fetch), cts_cipher);
 	EVP_CIPHER_CTX *ctx = cipher ? EVP_CIPHER_CTX_new() : NULL;
 	OSSL_PARAM params[] = {
 		OSSL_PARAM_construct_utf8_string(OSSL_CIPHER_PARAM_CTS_MODE, (char *)"CS3", 0),
@@ -47,45 +64,74 @@ static int cts(const uint8_t key[32], int enc, const uint8_t *in, size_t len, ui
 	    EVP_CipherFinal_ex(ctx, out + n, &m) == 1 && (size_t)(n + m) == len)
 		r = 0;
 	EVP_CIPHER_CTX_free(ctx);
-	EVP_CIPHER_free(cipher);
 	return r;
 }
 
-int crypt_name_encrypt(const uint8_t key[32], unsigned pad, const char *name, size_t len,
-		       uint8_t *out, size_t *ret_len)
+/* A name (max CRYPT_NAME_MAX) or a symlink's target (CRYPT_SYMLINK_MAX). */
+static int text_encrypt(const uint8_t key[32], unsigned pad, const char *text, size_t len,
+			size_t max, uint8_t *out, size_t *ret_len)
 {
-	uint8_t padded[CRYPT_NAME_MAX];
+	uint8_t padded[CRYPT_SYMLINK_MAX];
 	size_t n;
 	int r;
 
-	if (!len || len > CRYPT_NAME_MAX || (pad != 4 && pad != 8 && pad != 16 && pad != 32))
+	*ret_len = 0;
+	if (!len || len > max || (pad != 4 && pad != 8 && pad != 16 && pad != 32))
 		return -EINVAL;
-	n = crypt_name_encrypted_len(len, pad);
-	memcpy(padded, name, len);
+	n = padded_len(len, pad, max);
+	memcpy(padded, text, len);
 	memset(padded + len, 0, n - len);
 	r = cts(key, 1, padded, n, out);
-	crypt_wipe(padded, sizeof(padded));
+	crypt_wipe(padded, n);
 	*ret_len = r < 0 ? 0 : n;
 	return r;
 }
 
-int crypt_name_decrypt(const uint8_t key[32], const uint8_t *in, size_t len, char *out,
-		       size_t *ret_len)
+static int text_decrypt(const uint8_t key[32], const uint8_t *in, size_t len, size_t max,
+			char *out, size_t *ret_len)
 {
 	int r;
 
 	*ret_len = 0;
-	if (len < 16 || len > CRYPT_NAME_MAX)
+	if (len < 16 || len > max)
 		return -EINVAL;
 	r = cts(key, 0, in, len, (uint8_t *)out);
 	if (r < 0)
 		return r;
 	out[len] = '\0';
 	*ret_len = strnlen(out, len);
-	/* What no name encrypts to: an empty one, or one with a '/'. */
-	if (!*ret_len || memchr(out, '/', *ret_len))
-		return -EBADMSG;
-	return 0;
+	return *ret_len ? 0 : -EBADMSG;
+}
+
+int crypt_name_encrypt(const uint8_t key[32], unsigned pad, const char *name, size_t len,
+		       uint8_t *out, size_t *ret_len)
+{
+	return text_encrypt(key, pad, name, len, CRYPT_NAME_MAX, out, ret_len);
+}
+
+int crypt_name_decrypt(const uint8_t key[32], const uint8_t *in, size_t len, char *out,
+		       size_t *ret_len)
+{
+	int r = text_decrypt(key, in, len, CRYPT_NAME_MAX, out, ret_len);
+
+	/* What no name encrypts to: one with a '/'. */
+	if (r >= 0 && memchr(out, '/', *ret_len))
+		r = -EBADMSG;
+	if (r < 0)
+		*ret_len = 0;
+	return r;
+}
+
+int crypt_symlink_encrypt(const uint8_t key[32], unsigned pad, const char *target, size_t len,
+			  uint8_t *out, size_t *ret_len)
+{
+	return text_encrypt(key, pad, target, len, CRYPT_SYMLINK_MAX, out, ret_len);
+}
+
+int crypt_symlink_decrypt(const uint8_t key[32], const uint8_t *in, size_t len, char *out,
+			  size_t *ret_len)
+{
+	return text_decrypt(key, in, len, CRYPT_SYMLINK_MAX, out, ret_len);
 }
 
 static const char b64url[] =
@@ -148,7 +194,7 @@ int crypt_nokey_name(const uint8_t *ct, size_t len, char *out)
 	uint8_t raw[NOKEY_MAX] = { 0 };
 	size_t n = NOKEY_HASH + len;
 
-	if (len < 16 || len > CRYPT_NAME_MAX)
+	if (len < 16 || len > CRYPT_SYMLINK_MAX)
 		return -EINVAL;
 	if (len <= CRYPT_NOKEY_BYTES) {
 		memcpy(raw + NOKEY_HASH, ct, len);

@@ -57,7 +57,13 @@ int ponyfs_inode_get_locked(struct ponyfs *fs, uint64_t ino, struct ponyfs_inode
 	in->ino = ino;
 	in->size = (uint64_t)sqlite3_column_int64(s, 4);
 	in->unwritten = -1;
+	r = ponyfs_crypt_decode(sqlite3_column_blob(s, 10), (size_t)sqlite3_column_bytes(s, 10),
+				&in->crypt);
 	sqlite3_reset(s);
+	if (r < 0) {
+		free(in);
+		return r;
+	}
 	h = hash_of(ino);
 	in->hnext = fs->hash[h];
 	fs->hash[h] = in;
@@ -132,6 +138,7 @@ void ponyfs_inode_drop_locked(struct ponyfs *fs, struct ponyfs_inode *in)
 	ponyfs_space_release_locked(fs, in, false);
 	pages_free(fs, in, 0);
 	fs->reserved -= in->falloc_res;
+	ponyfs_crypt_close(in);
 	free(in->falloc);
 	free(in->pages);
 	free(in);
@@ -359,7 +366,7 @@ int ponyfs_truncate_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t 
 struct ext_row { uint64_t foff, nb, pblock; uint8_t *csums; unsigned flags; };
 
 int ponyfs_ext_at(struct ponyfs *fs, uint64_t ino, uint64_t blk, uint64_t end, int *ret_flags,
-		  uint64_t *ret_run, uint64_t *ret_pblock, uint32_t *ret_csums)
+		  uint64_t *ret_run, uint64_t *ret_pblock, uint32_t *ret_csums, uint8_t *ret_seals)
 {
 	sqlite3_stmt *s = ponyfs_stmt(fs, ST_EXT_PREV);
 	uint64_t next = end;
@@ -381,10 +388,17 @@ int ponyfs_ext_at(struct ponyfs *fs, uint64_t ino, uint64_t blk, uint64_t end, i
 				*ret_pblock = (uint64_t)sqlite3_column_int64(s, 2) + (blk - foff);
 			r = 0;
 			if (ret_csums && !(*ret_flags & PONYFS_EXT_UNWRITTEN)) {
-				if (!csums || (uint64_t)sqlite3_column_bytes(s, 3) != 4 * nb)
+				size_t stride = ponyfs_csum_stride((unsigned)*ret_flags);
+				const uint8_t *at = csums + stride * (blk - foff);
+
+				if (!csums || (uint64_t)sqlite3_column_bytes(s, 3) != stride * nb)
 					r = -EUCLEAN;
 				for (uint64_t i = 0; r == 0 && i < *ret_run; i++)
-					ret_csums[i] = util_get_le32(csums + 4 * (blk - foff + i));
+					ret_csums[i] = util_get_le32(at + stride * i);
+				/* A sealed block's GCM nonce and tag follow its CRC. */
+				for (uint64_t i = 0; r == 0 && ret_seals && stride > 4 && i < *ret_run; i++)
+					memcpy(ret_seals + (PONYFS_SEAL_BYTES - 4) * i, at + stride * i + 4,
+					       PONYFS_SEAL_BYTES - 4);
 			}
 			sqlite3_reset(s);
 			return r;
@@ -416,7 +430,7 @@ int ponyfs_ext_insert(struct ponyfs *fs, uint64_t ino, uint64_t foff, uint64_t n
 	sqlite3_bind_int64(s, 3, (int64_t)nb);
 	sqlite3_bind_int64(s, 4, (int64_t)pblock);
 	if (csums)
-		sqlite3_bind_blob(s, 5, csums, (int)(4 * nb), SQLITE_TRANSIENT);
+		sqlite3_bind_blob(s, 5, csums, (int)(ponyfs_csum_stride(flags) * nb), SQLITE_TRANSIENT);
 	else
 		sqlite3_bind_zeroblob(s, 5, 0);  /* unwritten: no checksums */
 	sqlite3_bind_int64(s, 6, flags);
@@ -435,7 +449,8 @@ static int ext_collect(struct ponyfs *fs, sqlite3_stmt *s, struct ext_row **rows
 			.pblock = (uint64_t)sqlite3_column_int64(s, 2),
 			.flags = (unsigned)sqlite3_column_int64(s, 4),
 		};
-		uint64_t ncsums = e.flags & PONYFS_EXT_UNWRITTEN ? 0 : 4 * e.nb;
+		uint64_t ncsums = e.flags & PONYFS_EXT_UNWRITTEN ? 0 :
+				  ponyfs_csum_stride(e.flags) * e.nb;
 		void *p;
 
 		if (e.foff + e.nb <= min_end || (uint64_t)sqlite3_column_bytes(s, 3) != ncsums)
@@ -475,7 +490,8 @@ static int ext_cut(struct ponyfs *fs, uint64_t ino, const struct ext_row *e,
 				      unwritten ? NULL : e->csums, e->flags);
 	if (r >= 0 && e->foff + e->nb > end)
 		r = ponyfs_ext_insert(fs, ino, end, e->foff + e->nb - end, e->pblock + (end - e->foff),
-				      unwritten ? NULL : e->csums + 4 * (end - e->foff), e->flags);
+				      unwritten ? NULL :
+				      e->csums + ponyfs_csum_stride(e->flags) * (end - e->foff), e->flags);
 	if (r >= 0)
 		r = ponyfs_free_locked(fs, e->pblock + (lo - e->foff), hi - lo);
 	return r;
@@ -541,6 +557,25 @@ int ponyfs_pages_write(struct ponyfs *fs, const struct ponyfs_page *pg, uint64_t
 	return bdev_pwrite(fs->data, *buf, k * BS, p * BS);
 }
 
+int ponyfs_pages_out(struct ponyfs *fs, struct ponyfs_inode *in, const struct ponyfs_page *pg,
+		     uint64_t k, uint64_t p, uint8_t **buf, uint8_t *csums)
+{
+	int r;
+
+	if (!in->crypt.on) {
+		for (uint64_t i = 0; i < k; i++) {
+			le32 c = cpu_to_le32(util_crc32c(0, pg[i].data, BS));
+
+			memcpy(csums + 4 * i, &c, 4);
+		}
+		return ponyfs_pages_write(fs, pg, k, p, buf);
+	}
+	if (!*buf && !(*buf = malloc((size_t)IO_BLOCKS * BS)))
+		return -ENOMEM;
+	r = ponyfs_crypt_pages(in, pg, k, *buf, csums);
+	return r < 0 ? r : bdev_pwrite(fs->data, *buf, k * BS, p * BS);
+}
+
 /* Writes pages [from, to) of in, consecutive indexes, to new blocks. */
 static int write_new(struct ponyfs *fs, struct ponyfs_inode *in, size_t from, size_t to,
 		     uint8_t **buf, uint8_t *csums)
@@ -555,14 +590,10 @@ static int write_new(struct ponyfs *fs, struct ponyfs_inode *in, size_t from, si
 		r = ponyfs_alloc_locked(fs, MIN((uint64_t)(to - from), (uint64_t)IO_BLOCKS), &p, &k);
 		if (r < 0)
 			break;
-		for (uint64_t i = 0; i < k; i++) {
-			le32 c = cpu_to_le32(util_crc32c(0, pg[i].data, BS));
-
-			memcpy(csums + 4 * i, &c, 4);
-		}
-		r = ponyfs_pages_write(fs, pg, k, p, buf);
+		r = ponyfs_pages_out(fs, in, pg, k, p, buf, csums);
 		if (r >= 0)
-			r = ponyfs_ext_insert(fs, in->ino, pg[0].index, k, p, csums, 0);
+			r = ponyfs_ext_insert(fs, in->ino, pg[0].index, k, p, csums,
+					      ponyfs_ext_written_flags(in));
 		/* The pages' reservations (or loans) became blocks. */
 		for (uint64_t i = 0; i < k; i++) {
 			if (pg[i].kind == PONYFS_PAGE_OVERWRITE) {
@@ -602,7 +633,7 @@ static int write_run(struct ponyfs *fs, struct ponyfs_inode *in, size_t from, si
 static int write_pages(struct ponyfs *fs, struct ponyfs_inode *in)
 {
 	_cleanup_(freep) uint8_t *buf = NULL;
-	uint8_t csums[4 * IO_BLOCKS];
+	uint8_t csums[PONYFS_SEAL_BYTES * IO_BLOCKS];
 	size_t from = 0, done = 0;
 	int r = 0;
 

@@ -53,7 +53,7 @@ static int count_holes(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t firs
 		uint64_t run;
 		int flags;
 
-		r = ponyfs_ext_at(fs, in->ino, blk, lim, &flags, &run, NULL, NULL);
+		r = ponyfs_ext_at(fs, in->ino, blk, lim, &flags, &run, NULL, NULL, NULL);
 		if (flags < 0)
 			n += run - new_pages(in, blk, blk + run);
 		blk += run;
@@ -175,7 +175,7 @@ static int overwrite_borrow(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t
 
 	if (index >= trunc_cut(in) || !fs->ow_reserve)
 		return -ENOSPC;
-	r = ponyfs_ext_at(fs, in->ino, index, index + 1, &flags, &run, NULL, NULL);
+	r = ponyfs_ext_at(fs, in->ino, index, index + 1, &flags, &run, NULL, NULL, NULL);
 	if (r < 0 || flags != 0)
 		return r < 0 ? r : -ENOSPC;     /* a hole or unwritten: not an overwrite */
 	if (fs->ow_dirty + fs->ow_written >= fs->ow_reserve) {
@@ -206,7 +206,7 @@ int ponyfs_page_kind_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t
 		in->unwritten = any != 0;
 	}
 	if ((in->unwritten || in->nfalloc) && index < trunc_cut(in)) {
-		r = ponyfs_ext_at(fs, in->ino, index, index + 1, &flags, &run, NULL, NULL);
+		r = ponyfs_ext_at(fs, in->ino, index, index + 1, &flags, &run, NULL, NULL, NULL);
 		if (r < 0)
 			return r;
 	}
@@ -232,7 +232,7 @@ static int falloc_fill(struct ponyfs *fs, uint64_t ino, uint64_t first, uint64_t
 		uint64_t run, p, k;
 		int flags;
 
-		r = ponyfs_ext_at(fs, ino, blk, end, &flags, &run, NULL, NULL);
+		r = ponyfs_ext_at(fs, ino, blk, end, &flags, &run, NULL, NULL, NULL);
 		if (r >= 0 && flags < 0) {
 			r = ponyfs_alloc_locked(fs, run, &p, &k);
 			if (r >= 0)
@@ -267,7 +267,7 @@ int ponyfs_falloc_apply_locked(struct ponyfs *fs, struct ponyfs_inode *in)
 
 		if (pg->kind == PONYFS_PAGE_INPLACE || !in_falloc(in, pg->index))
 			continue;
-		r = ponyfs_ext_at(fs, in->ino, pg->index, pg->index + 1, &flags, &run, NULL, NULL);
+		r = ponyfs_ext_at(fs, in->ino, pg->index, pg->index + 1, &flags, &run, NULL, NULL, NULL);
 		if (r < 0 || flags < 0 || !(flags & PONYFS_EXT_UNWRITTEN)) {
 			r = pg->kind == PONYFS_PAGE_PREPAID ? -EUCLEAN : r;
 			continue;
@@ -286,7 +286,7 @@ int ponyfs_falloc_apply_locked(struct ponyfs *fs, struct ponyfs_inode *in)
 
 /* Replaces the unwritten extent at foff with its parts: [idx, idx+n) written. */
 static int ext_convert(struct ponyfs *fs, uint64_t ino, uint64_t foff, uint64_t nb, uint64_t pblock,
-		       uint64_t idx, uint64_t n, const uint8_t *csums)
+		       uint64_t idx, uint64_t n, const uint8_t *csums, unsigned flags)
 {
 	sqlite3_stmt *s = ponyfs_stmt(fs, ST_EXT_DEL);
 	int r;
@@ -297,7 +297,7 @@ static int ext_convert(struct ponyfs *fs, uint64_t ino, uint64_t foff, uint64_t 
 	if (r >= 0 && idx > foff)
 		r = ponyfs_ext_insert(fs, ino, foff, idx - foff, pblock, NULL, PONYFS_EXT_UNWRITTEN);
 	if (r >= 0)
-		r = ponyfs_ext_insert(fs, ino, idx, n, pblock + (idx - foff), csums, 0);
+		r = ponyfs_ext_insert(fs, ino, idx, n, pblock + (idx - foff), csums, flags);
 	if (r >= 0 && idx + n < foff + nb)
 		r = ponyfs_ext_insert(fs, ino, idx + n, foff + nb - idx - n,
 				      pblock + (idx + n - foff), NULL, PONYFS_EXT_UNWRITTEN);
@@ -307,7 +307,7 @@ static int ext_convert(struct ponyfs *fs, uint64_t ino, uint64_t foff, uint64_t 
 int ponyfs_write_inplace_locked(struct ponyfs *fs, struct ponyfs_inode *in,
 				const struct ponyfs_page *pg, uint64_t k, uint8_t **buf)
 {
-	uint8_t csums[4 * INPLACE_MAX];
+	uint8_t csums[PONYFS_SEAL_BYTES * INPLACE_MAX];
 	int r = 0;
 
 	for (uint64_t i = 0; r >= 0 && i < k;) {
@@ -330,14 +330,10 @@ int ponyfs_write_inplace_locked(struct ponyfs *fs, struct ponyfs_inode *in,
 		if (!ok)
 			return -EUCLEAN;        /* an INPLACE page always has its unwritten block */
 		n = MIN(MIN(k - i, foff + nb - idx), (uint64_t)INPLACE_MAX);
-		for (uint64_t j = 0; j < n; j++) {
-			le32 c = cpu_to_le32(util_crc32c(0, pg[i + j].data, BS));
-
-			memcpy(csums + 4 * j, &c, 4);
-		}
-		r = ponyfs_pages_write(fs, pg + i, n, pblock + (idx - foff), buf);
+		r = ponyfs_pages_out(fs, in, pg + i, n, pblock + (idx - foff), buf, csums);
 		if (r >= 0)
-			r = ext_convert(fs, in->ino, foff, nb, pblock, idx, n, csums);
+			r = ext_convert(fs, in->ino, foff, nb, pblock, idx, n, csums,
+					ponyfs_ext_written_flags(in));
 		fs->data_unflushed = true;
 		fs->stats.data_blocks_written += n;
 		i += n;

@@ -327,7 +327,8 @@ static int check_version(struct fsck *f)
 	if (rc == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
 		v = sqlite3_column_int64(s, 0);
 	sqlite3_finalize(s);
-	if (v == 1 || v == PONYFS_SCHEMA_VERSION)
+	f->version = v;
+	if (v >= 1 && v <= PONYFS_SCHEMA_VERSION)
 		return 0;
 	fsck_problem(f, "database", 0, false, "database: schema version %lld, this pony knows 1 "
 		     "to %d", (long long)v, PONYFS_SCHEMA_VERSION);
@@ -366,6 +367,8 @@ static int check_database(struct fsck *f)
 		r = fsck_names(f);
 	if (r >= 0)
 		r = fsck_extents(f);
+	if (r >= 0 && f->version >= 4)
+		r = fsck_crypt(f);
 	if (r >= 0)
 		r = fsck_space(f);
 	if (r >= 0 && fsck_writable(f))

@@ -20,6 +20,7 @@ struct fsck {
 	/* A bit per data block: referenced by an extent (used), or in a free run. */
 	uint8_t *used, *free;
 	uint64_t released;              /* blocks of extents this run deleted (now leaked) */
+	int64_t version;                /* the database's schema (PRAGMA user_version) */
 };
 
 /* What fixing a problem takes: nothing can, any repair run, or -y alone. */
@@ -73,6 +74,7 @@ int fsck_each(struct fsck *f, const char *sql,
 int fsck_mirror(struct fsck *f);        /* fsck_mirror.c */
 int fsck_names(struct fsck *f);         /* fsck_names.c */
 int fsck_extents(struct fsck *f);       /* fsck_blocks.c */
+int fsck_crypt(struct fsck *f);         /* fsck_crypt.c */
 int fsck_space(struct fsck *f);         /* fsck_blocks.c */
 
 /*

@@ -134,7 +134,7 @@ static int check_csums(struct fsck *f, const struct ext *e)
 				     (unsigned long long)(fb * BS), strerror(-r));
 			continue;
 		}
-		want = util_get_le32(e->csums + 4 * i);
+		want = util_get_le32(e->csums + ponyfs_csum_stride((unsigned)e->flags) * i);
 		got = util_crc32c(0, buf, BS);
 		if (got == want)
 			continue;
@@ -155,11 +155,11 @@ static bool check_shape(struct fsck *f, const struct ext *e, uint64_t last_end, 
 {
 	bool unwritten = e->flags & PONYFS_EXT_UNWRITTEN;
 
-	if (e->flags & ~(int64_t)PONYFS_EXT_UNWRITTEN)
+	if (e->flags & ~(int64_t)(PONYFS_EXT_UNWRITTEN | PONYFS_EXT_SEALED))
 		fsck_problem(f, "extents", (uint64_t)e->ino, false, "block %llu (file offset %llu): "
 			     "extent has unknown flags %lld", (unsigned long long)e->foff,
 			     (unsigned long long)(e->foff * BS), (long long)e->flags);
-	if (e->n < 1 || e->csums_len != (unwritten ? 0 : 4 * e->n)) {
+	if (e->n < 1 || e->csums_len != (unwritten ? 0 : ponyfs_csum_stride((unsigned)e->flags) * e->n)) {
 		fsck_problem(f, "extents", (uint64_t)e->ino, false, "block %llu (file offset %llu): "
 			     "malformed extent (%llu blocks, %zu bytes of checksums)",
 			     (unsigned long long)e->foff, (unsigned long long)(e->foff * BS),

@@ -85,8 +85,14 @@ static int check_entries(struct fsck *f)
 			  "LEFT JOIN inodes c ON c.ino = d.ino "
 			  "WHERE c.ino IS NULL OR p.ino IS NULL OR NOT " IS_DIR("p.mode"), entry_fix);
 
+	/* An encrypted directory's names are ciphertext: any bytes (fsck_crypt.c). */
 	if (r >= 0)
-		r = fsck_each(f, "SELECT parent, ino, cookie, length(name), name FROM dentries "
+		r = fsck_each(f, f->version >= 4 ?
+			      "SELECT parent, ino, cookie, length(name), name FROM dentries d "
+			      "WHERE length(name) < 1 OR length(name) > 255 OR ((instr(name, X'2F') "
+			      "OR instr(name, X'00')) AND NOT EXISTS (SELECT 1 FROM inodes p WHERE "
+			      "p.ino = d.parent AND p.crypt IS NOT NULL))" :
+			      "SELECT parent, ino, cookie, length(name), name FROM dentries "
 			      "WHERE length(name) < 1 OR length(name) > 255 OR instr(name, X'2F') "
 			      "OR instr(name, X'00')", bad_name);
 	return r;

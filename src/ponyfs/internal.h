@@ -21,6 +21,7 @@
 #ifndef PONYFS_INTERNAL_H
 #define PONYFS_INTERNAL_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <sys/statvfs.h>
@@ -29,6 +30,7 @@
 #include <syslog.h>
 
 #include "pony/bdev.h"
+#include "pony/crypt.h"
 #include "pony/ponyfs.h"
 #include "pony/util.h"
 #include "pony/vfs.h"
@@ -38,11 +40,16 @@
 #define PONYFS_EXT_ROW_BYTES 48u /* an extent row in its cell, less its checksums (space.c) */
 #define PONYFS_MAGIC "PONYFS1"
 #define PONYFS_VERSION 1
-/* PRAGMA user_version: 2 added extents.flags, 3 meta_chunks (docs/ponyfs-format.md). */
-#define PONYFS_SCHEMA_VERSION 3
+/* PRAGMA user_version: 2 added extents.flags, 3 meta_chunks, 4 inodes.crypt
+ * (docs/ponyfs-format.md). */
+#define PONYFS_SCHEMA_VERSION 4
 /* extents.flags: the blocks are allocated but were never written; they read
  * as zeros, have no checksums, and the first write goes into them in place. */
 #define PONYFS_EXT_UNWRITTEN 1
+/* extents.flags: an aes-256-gcm file's blocks; each block's csums entry is
+ * PONYFS_SEAL_BYTES (its CRC32C, then the GCM nonce and tag) */
+#define PONYFS_EXT_SEALED 2
+#define PONYFS_SEAL_BYTES (4 + CRYPT_GCM_NONCE_SIZE + CRYPT_GCM_TAG_SIZE)
 #define PONYFS_SB_SIZE 4096u
 /* A file still open for writing with more than this cached is streaming:
  * the timer leaves its data cached (not in every 5-second commit) until
@@ -171,6 +178,14 @@ struct ponyfs_page {
 /* A fallocated range not yet in the database: [first, end) in file blocks. */
 struct ponyfs_falloc { uint64_t first, end; };
 
+/* An inode's encryption: inodes.crypt (docs/ponyfs-format.md), decoded. */
+#define PONYFS_CRYPT_BYTES (CRYPT_POLICY_SIZE + CRYPT_NONCE_SIZE)
+struct ponyfs_crypt {
+	bool on;                        /* encrypted; the rest is valid */
+	struct crypt_policy policy;
+	uint8_t nonce[CRYPT_NONCE_SIZE];
+};
+
 /*
  * A cached inode: present while open or while it holds state the database
  * does not have yet (dirty blocks, a size or times to write back, a pending
@@ -213,6 +228,12 @@ struct ponyfs_inode {
 	uint64_t res_wal, res_db;
 	uint64_t trunc_rows;            /* extent rows the pending truncation removes */
 	uint64_t page_runs;             /* runs of consecutive indexes in pages */
+	/* Encryption (crypt_data.c): its policy and nonce, and while it has
+	 * the key (from its first open on) its contents cipher, used under
+	 * the lock; its raw per-file key is kept for readers without it. */
+	struct ponyfs_crypt crypt;
+	struct crypt_contents *cipher;
+	uint8_t file_key[64];
 };
 
 /* An open file; every one is on fs->handles, so unmount can free them. */
@@ -266,6 +287,26 @@ enum ponyfs_stmt {
 	ST_LOOKUP, ST_READDIR, ST_READDIR_PLUS, ST_INODE_GET_BLOCKS, ST_CREATE_CHECK,
 	ST_COUNT
 };
+
+/* A master key added to the mount (crypt_keys.c), and who added it. */
+#define PONYFS_KEY_USERS 16
+struct ponyfs_key {
+	struct crypt_master master;
+	uid_t users[PONYFS_KEY_USERS];
+	unsigned nusers;
+	bool removing;                  /* incompletely removed: open files only */
+	struct ponyfs_key *next;
+};
+
+/* A directory's encryption and names key, cached (crypt_policy.c). */
+struct ponyfs_dircrypt {
+	uint64_t ino;                   /* 0: an empty slot */
+	struct ponyfs_crypt c;
+	uint64_t key_gen;               /* fs->key_gen when name_key was derived */
+	bool has_key;
+	uint8_t name_key[32];
+};
+#define PONYFS_DIRCRYPT_SLOTS 256
 
 struct ponyfs {
 	struct vfs vfs;                 /* first: the instance header */
@@ -322,6 +363,13 @@ struct ponyfs {
 	unsigned commit_ms;
 	ponyfs_report_t report;
 	void *report_arg;
+	/* Encryption: the keys added, bumped key_gen at every change of
+	 * them; crypt_any: some inode is encrypted (else no name needs a look
+	 * at its directory's policy). */
+	struct ponyfs_key *keys;
+	uint64_t key_gen;
+	bool crypt_any;
+	struct ponyfs_dircrypt *dircrypt;       /* PONYFS_DIRCRYPT_SLOTS */
 };
 
 static inline struct ponyfs *ponyfs_of(struct vfs *v) { return (struct ponyfs *)v; }
@@ -441,11 +489,24 @@ int ponyfs_pages_write(struct ponyfs *fs, const struct ponyfs_page *pg, uint64_t
  * What the database says about block blk of ino: *ret_flags (-1: a hole)
  * and how many blocks from blk, up to end, are the same (the rest of the
  * extent, or the hole up to the next extent); where they are, and (for a
- * written extent, ret_csums not NULL) their checksums. -EUCLEAN for an
- * extent row whose checksums do not fit it.
+ * written extent, ret_csums not NULL) their checksums, and for a sealed
+ * one (ret_seals not NULL) each block's GCM nonce and tag
+ * (PONYFS_SEAL_BYTES - 4 bytes). -EUCLEAN for an extent row whose
+ * checksums do not fit it.
  */
 int ponyfs_ext_at(struct ponyfs *fs, uint64_t ino, uint64_t blk, uint64_t end, int *ret_flags,
-		  uint64_t *ret_run, uint64_t *ret_pblock, uint32_t *ret_csums);
+		  uint64_t *ret_run, uint64_t *ret_pblock, uint32_t *ret_csums, uint8_t *ret_seals);
+/* Writes k cached pages of in to blocks [p, p+k), their checksums into
+ * csums (ponyfs_csum_stride() bytes each); an encrypted file's go out
+ * encrypted, checksummed as on disk (so fsck and scrub need no key). */
+int ponyfs_pages_out(struct ponyfs *fs, struct ponyfs_inode *in, const struct ponyfs_page *pg,
+		     uint64_t k, uint64_t p, uint8_t **buf, uint8_t *csums);
+/* The flags of extents in's pages are written to: PONYFS_EXT_SEALED for GCM. */
+static inline unsigned ponyfs_ext_written_flags(const struct ponyfs_inode *in)
+{
+	return in->crypt.on && in->crypt.policy.contents_mode == CRYPT_MODE_AES_256_GCM ?
+	       PONYFS_EXT_SEALED : 0;
+}
 /* Extent rows: csums NULL for an unwritten extent. */
 int ponyfs_ext_insert(struct ponyfs *fs, uint64_t ino, uint64_t foff, uint64_t nb,
 		      uint64_t pblock, const uint8_t *csums, unsigned flags);
@@ -557,6 +618,100 @@ int ponyfs_acl_create_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint6
 			     mode_t *mode, struct ponyfs_acl_inherit *ret);
 int ponyfs_acl_inherit_locked(struct ponyfs *fs, uint64_t ino, const struct ponyfs_acl_inherit *a);
 void ponyfs_acl_inherit_done(struct ponyfs_acl_inherit *a);
+
+/* Encryption: keys (crypt_keys.c). */
+/* The key id names, if added (removing ones only when open_ok). */
+struct ponyfs_key *ponyfs_key_find(struct ponyfs *fs, const uint8_t id[CRYPT_KEY_ID_SIZE],
+				   bool open_ok);
+/* c's per-file key for mode (its length: crypt_mode_key_size()); -ENOKEY. */
+int ponyfs_crypt_key_locked(struct ponyfs *fs, const struct ponyfs_crypt *c, enum crypt_mode mode,
+			    bool open_ok, uint8_t *key);
+void ponyfs_keys_free(struct ponyfs *fs);
+/* An encrypted inode closed: an incompletely removed key may go now. */
+void ponyfs_keys_closed_locked(struct ponyfs *fs);
+int ponyfs_add_key(struct vfs *v, const struct vfs_ctx *ctx, const void *key, size_t len,
+		   uint8_t id[16]);
+int ponyfs_remove_key(struct vfs *v, const struct vfs_ctx *ctx, const uint8_t id[16],
+		      unsigned flags, const struct vfs_inval *inval, unsigned *ret_flags);
+int ponyfs_key_status(struct vfs *v, const struct vfs_ctx *ctx, const uint8_t id[16],
+		      struct vfs_key_status *ret);
+int ponyfs_crypt_salt(struct vfs *v, uint8_t salt[16]);
+
+/* Encryption: policies (crypt_policy.c). */
+/* inodes.crypt's value (NULL: none) into c; -EUCLEAN when it is not one. */
+int ponyfs_crypt_decode(const void *blob, size_t len, struct ponyfs_crypt *c);
+void ponyfs_crypt_encode(const struct ponyfs_crypt *c, uint8_t out[PONYFS_CRYPT_BYTES]);
+/* ino's encryption (off: none), from its cached inode or its row. */
+int ponyfs_inode_crypt_locked(struct ponyfs *fs, uint64_t ino, struct ponyfs_crypt *c);
+/* The cached encryption of directory ino (read on a miss); NULL when no
+ * inode of the filesystem is encrypted. */
+int ponyfs_dircrypt_locked(struct ponyfs *fs, uint64_t ino, struct ponyfs_dircrypt **ret);
+/* Its names key; -ENOKEY without the key. */
+int ponyfs_dircrypt_key_locked(struct ponyfs *fs, struct ponyfs_dircrypt *d);
+void ponyfs_dircrypt_forget(struct ponyfs *fs, uint64_t ino);
+int ponyfs_crypt_init_locked(struct ponyfs *fs);        /* mount: crypt_any, the cache */
+void ponyfs_crypt_done(struct ponyfs *fs);
+int ponyfs_set_policy(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, const void *policy,
+		      size_t len);
+int ponyfs_get_policy(struct vfs *v, uint64_t ino, void *buf, size_t size);
+int ponyfs_get_nonce(struct vfs *v, uint64_t ino, uint8_t nonce[16]);
+
+/* Encryption: names (crypt_names.c). */
+/*
+ * A name as dentries.name holds it: the component itself, or in an
+ * encrypted directory its ciphertext. FIND accepts a no-key name without
+ * the key (and finds a long one's ciphertext); CREATE needs the key
+ * (-ENOKEY). The directory's encryption comes with it: a new inode
+ * inherits it.
+ */
+enum ponyfs_name_use { PONYFS_NAME_FIND, PONYFS_NAME_CREATE };
+struct ponyfs_name {
+	const uint8_t *bytes;
+	size_t len;
+	const char *plain;              /* as asked */
+	struct ponyfs_crypt dir;        /* the directory's */
+	uint8_t buf[CRYPT_NAME_MAX];
+};
+int ponyfs_name_locked(struct ponyfs *fs, uint64_t parent, const char *name,
+		       enum ponyfs_name_use use, struct ponyfs_name *ret);
+/* An entry's name as a listing shows it, malloc'd: the plaintext with the
+ * key, the no-key name without. */
+char *ponyfs_name_show_locked(struct ponyfs *fs, struct ponyfs_dircrypt *d, const uint8_t *bytes,
+			      size_t len);
+/* A new inode's encryption under a directory's (fresh nonce); off: none. */
+int ponyfs_crypt_inherit(const struct ponyfs_crypt *dir, struct ponyfs_crypt *ret);
+/* A symlink's target as stored (in buf, PATH_MAX bytes) and back. */
+int ponyfs_symlink_seal_locked(struct ponyfs *fs, const struct ponyfs_crypt *c, const char *target,
+			       uint8_t *buf, size_t *ret_len);
+int ponyfs_symlink_show_locked(struct ponyfs *fs, const struct ponyfs_crypt *c, const uint8_t *stored,
+			       size_t len, char *buf, size_t size);
+
+/* Encryption: contents (crypt_data.c). */
+/* The cipher of in for an open (regular files): -ENOKEY without the key. */
+int ponyfs_crypt_open_locked(struct ponyfs *fs, struct ponyfs_inode *in);
+void ponyfs_crypt_close(struct ponyfs_inode *in);   /* wipes */
+/* -ENOKEY when in is encrypted and its key was removed by force. */
+static inline int ponyfs_crypt_usable(const struct ponyfs_inode *in)
+{
+	return in->crypt.on && !in->cipher ? -ENOKEY : 0;
+}
+/* k pages of in (consecutive indexes from pg[0]) encrypted into out; for
+ * a GCM file each block's seal (PONYFS_SEAL_BYTES, CRC first) into seals,
+ * else its CRC32C (4 bytes) of the ciphertext. */
+int ponyfs_crypt_pages(struct ponyfs_inode *in, const struct ponyfs_page *pg, uint64_t k,
+		       uint8_t *out, uint8_t *csums);
+/* n blocks read for file blocks fblk.. in place back to plaintext (seals:
+ * GCM's nonce and tag per block, NULL for XTS); cipher NULL: in's own. */
+int ponyfs_crypt_blocks(struct ponyfs_inode *in, struct crypt_contents *cipher, uint64_t fblk,
+			uint64_t n, const uint8_t *seals, uint8_t *buf);
+/* A cipher for one unlocked read (its own OpenSSL context); NULL for a
+ * file not encrypted. -ENOKEY: the key was removed. */
+int ponyfs_crypt_reader_locked(struct ponyfs_inode *in, struct crypt_contents **ret);
+/* Bytes a block takes in extents.csums for flags. */
+static inline size_t ponyfs_csum_stride(unsigned flags)
+{
+	return flags & PONYFS_EXT_SEALED ? PONYFS_SEAL_BYTES : 4;
+}
 
 extern const struct vfs_ops ponyfs_ops;
 

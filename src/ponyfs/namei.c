@@ -62,14 +62,20 @@ static void attr_blocks_from_row(struct ponyfs *fs, uint64_t ino, sqlite3_stmt *
 	fs->stats.extent_walks++;
 }
 
+/* Binds name (as dentries.name holds it) to parameter i of s. */
+static void bind_name(sqlite3_stmt *s, int i, const struct ponyfs_name *name)
+{
+	sqlite3_bind_blob(s, i, name->bytes, (int)name->len, SQLITE_STATIC);
+}
+
 /* A statement of which whose ?1 is a directory and ?2 a name in it, bound. */
 static sqlite3_stmt *name_stmt(struct ponyfs *fs, enum ponyfs_stmt which, uint64_t parent,
-			       const char *name)
+			       const struct ponyfs_name *name)
 {
 	sqlite3_stmt *s = ponyfs_stmt(fs, which);
 
 	sqlite3_bind_int64(s, 1, (int64_t)parent);
-	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
+	bind_name(s, 2, name);
 	return s;
 }
 
@@ -104,8 +110,8 @@ static int entry_fill(struct ponyfs *fs, uint64_t ino, struct vfs_entry *ret)
 }
 
 /* The inode name names in parent, and its mode when ret_mode is given. */
-static int dentry_ino_mode(struct ponyfs *fs, uint64_t parent, const char *name, uint64_t *ret,
-			   mode_t *ret_mode)
+static int dentry_ino_mode(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name,
+			   uint64_t *ret, mode_t *ret_mode)
 {
 	sqlite3_stmt *s = name_stmt(fs, ST_DENTRY_GET, parent, name);
 	int r = ponyfs_step_row(fs, s);
@@ -118,13 +124,14 @@ static int dentry_ino_mode(struct ponyfs *fs, uint64_t parent, const char *name,
 	return r > 0 ? 0 : r == 0 ? -ENOENT : r;
 }
 
-static int dentry_ino(struct ponyfs *fs, uint64_t parent, const char *name, uint64_t *ret)
+static int dentry_ino(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name,
+		      uint64_t *ret)
 {
 	return dentry_ino_mode(fs, parent, name, ret, NULL);
 }
 
 /* 0 when parent has no entry name, -EEXIST when it has, -errno when unknown. */
-static int dentry_absent(struct ponyfs *fs, uint64_t parent, const char *name)
+static int dentry_absent(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name)
 {
 	uint64_t ino;
 	int r = dentry_ino(fs, parent, name, &ino);
@@ -172,8 +179,8 @@ static int touch_dir(struct ponyfs *fs, uint64_t dir, int nlink_delta)
  * touch to its link count (touch_dir's work, folded in: a create is one
  * statement shorter).
  */
-static int dentry_add(struct ponyfs *fs, uint64_t parent, const char *name, uint64_t ino,
-		      int touch)
+static int dentry_add(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name,
+		      uint64_t ino, int touch)
 {
 	int64_t cookie = 0, now = ponyfs_now();
 	sqlite3_stmt *s = NULL;
@@ -201,13 +208,13 @@ static int dentry_add(struct ponyfs *fs, uint64_t parent, const char *name, uint
 	if (r < 0)
 		return r;
 	sqlite3_bind_int64(s, 1, (int64_t)parent);
-	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
+	bind_name(s, 2, name);
 	sqlite3_bind_int64(s, 3, (int64_t)ino);
 	sqlite3_bind_int64(s, 4, cookie);
 	return ponyfs_step_done(fs, s);
 }
 
-static int dentry_del(struct ponyfs *fs, uint64_t parent, const char *name)
+static int dentry_del(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name)
 {
 	sqlite3_stmt *s = NULL;
 	int r = ponyfs_prepare(fs,
@@ -215,7 +222,7 @@ static int dentry_del(struct ponyfs *fs, uint64_t parent, const char *name)
 
 	if (r >= 0) {
 		sqlite3_bind_int64(s, 1, (int64_t)parent);
-		sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
+		bind_name(s, 2, name);
 		r = ponyfs_step_done(fs, s);
 	}
 	sqlite3_reset(s);
@@ -228,8 +235,8 @@ static int dentry_del(struct ponyfs *fs, uint64_t parent, const char *name)
  * the other: generic/736 renames every entry as it reads it, and with a new
  * cookie each one came back at the end, again and again.
  */
-static int dentry_move(struct ponyfs *fs, uint64_t parent, const char *name,
-		       uint64_t newparent, const char *newname, uint64_t ino)
+static int dentry_move(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name,
+		       uint64_t newparent, const struct ponyfs_name *newname, uint64_t ino)
 {
 	sqlite3_stmt *s = NULL;
 	int r;
@@ -242,13 +249,14 @@ static int dentry_move(struct ponyfs *fs, uint64_t parent, const char *name,
 	if (r < 0)
 		return r;
 	sqlite3_bind_int64(s, 1, (int64_t)parent);
-	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
-	sqlite3_bind_blob(s, 3, newname, (int)strlen(newname), SQLITE_STATIC);
+	bind_name(s, 2, name);
+	bind_name(s, 3, newname);
 	return ponyfs_step_done(fs, s);
 }
 
 /* Points an existing entry at another inode; it keeps its name and cookie. */
-static int dentry_set_ino(struct ponyfs *fs, uint64_t parent, const char *name, uint64_t ino)
+static int dentry_set_ino(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name,
+			  uint64_t ino)
 {
 	sqlite3_stmt *s = NULL;
 	int r = ponyfs_prepare(fs, "UPDATE dentries SET ino = ?3 WHERE parent = ?1 AND name = ?2", &s);
@@ -256,7 +264,7 @@ static int dentry_set_ino(struct ponyfs *fs, uint64_t parent, const char *name, 
 	if (r < 0)
 		return r;
 	sqlite3_bind_int64(s, 1, (int64_t)parent);
-	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
+	bind_name(s, 2, name);
 	sqlite3_bind_int64(s, 3, (int64_t)ino);
 	return ponyfs_step_done(fs, s);
 }
@@ -275,8 +283,8 @@ static void create_cost(const char *target, const struct ponyfs_acl_inherit *acl
 			struct ponyfs_cost *ret)
 {
 	*ret = (struct ponyfs_cost){ .rows = NAME_ROWS + INODE_ROWS };
-	if (target)
-		ponyfs_cost_value(ret, strlen(target));
+	if (target)     /* an encrypted one pads to 32 bytes more at most */
+		ponyfs_cost_value(ret, strlen(target) + 32);
 	if (acl && acl->access)
 		ponyfs_cost_value(ret, acl->size);
 	if (acl && acl->dflt)
@@ -302,7 +310,7 @@ static void attr_of_new(uint64_t ino, mode_t mode, uid_t uid, gid_t gid, uint64_
  * *ret_attr when given. cost, when not NULL, is reserved once the name is
  * known to be free (else the caller did). */
 static int inode_create(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
-			const char *name, mode_t mode, dev_t rdev, const char *target,
+			const struct ponyfs_name *name, mode_t mode, dev_t rdev, const char *target,
 			const struct ponyfs_cost *cost, uint64_t *ret_ino, struct statx *ret_attr)
 {
 	sqlite3_stmt *s = NULL;
@@ -310,8 +318,16 @@ static int inode_create(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t p
 	uint64_t ino;
 	mode_t pmode = 0;
 	gid_t gid, pgid = 0;
-	int r = vfs_check_name(name);
+	struct ponyfs_crypt crypt = { 0 };
+	uint8_t crypt_blob[PONYFS_CRYPT_BYTES], sealed[CRYPT_SYMLINK_MAX];
+	size_t sealed_len = 0;
+	int r = 0;
 
+	/* What fscrypt encrypts inherits the directory's policy, with a nonce of its own. */
+	if (S_ISREG(mode) || S_ISDIR(mode) || S_ISLNK(mode))
+		r = ponyfs_crypt_inherit(&name->dir, &crypt);
+	if (r >= 0 && crypt.on && target)
+		r = ponyfs_symlink_seal_locked(fs, &crypt, target, sealed, &sealed_len);
 	/* The parent and the name in one statement. */
 	if (r >= 0) {
 		s = name_stmt(fs, ST_CREATE_CHECK, parent, name);
@@ -334,8 +350,8 @@ static int inode_create(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t p
 		r = ponyfs_txn_begin_locked(fs);
 	if (r >= 0)
 		r = ponyfs_prepare(fs, "INSERT INTO inodes (mode, uid, gid, "
-			"nlink, size, atime, mtime, ctime, btime, rdev, target) VALUES "
-			"(?1, ?2, ?3, ?4, ?5, ?6, ?6, ?6, ?6, ?7, ?8)", &s);
+			"nlink, size, atime, mtime, ctime, btime, rdev, target, crypt) VALUES "
+			"(?1, ?2, ?3, ?4, ?5, ?6, ?6, ?6, ?6, ?7, ?8, ?9)", &s);
 	if (r < 0)
 		return r;
 	sqlite3_bind_int64(s, 1, mode);
@@ -345,8 +361,14 @@ static int inode_create(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t p
 	sqlite3_bind_int64(s, 5, target ? (int64_t)strlen(target) : 0);
 	sqlite3_bind_int64(s, 6, now);
 	sqlite3_bind_int64(s, 7, (int64_t)rdev);
-	if (target)
+	if (target && crypt.on)
+		sqlite3_bind_blob(s, 8, sealed, (int)sealed_len, SQLITE_STATIC);
+	else if (target)
 		sqlite3_bind_blob(s, 8, target, (int)strlen(target), SQLITE_STATIC);
+	if (crypt.on) {
+		ponyfs_crypt_encode(&crypt, crypt_blob);
+		sqlite3_bind_blob(s, 9, crypt_blob, sizeof(crypt_blob), SQLITE_STATIC);
+	}
 	r = ponyfs_step_done(fs, s);
 	sqlite3_reset(s);
 	ino = (uint64_t)sqlite3_last_insert_rowid(fs->db);
@@ -367,13 +389,17 @@ int ponyfs_create_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 			 struct vfs_entry *ret)
 {
 	struct ponyfs_acl_inherit acl;
+	struct ponyfs_name dn;
 	struct ponyfs_cost cost;
 	uint64_t ino = 0;
-	int r = ponyfs_acl_create_locked(fs, ctx, parent, &mode, &acl);
+	int r = ponyfs_name_locked(fs, parent, name, PONYFS_NAME_CREATE, &dn);
 
+	if (r < 0)
+		return r;
+	r = ponyfs_acl_create_locked(fs, ctx, parent, &mode, &acl);
 	create_cost(target, &acl, &cost);
 	if (r >= 0)
-		r = inode_create(fs, ctx, parent, name, mode, rdev, target, &cost, &ino, &ret->attr);
+		r = inode_create(fs, ctx, parent, &dn, mode, rdev, target, &cost, &ino, &ret->attr);
 	if (r >= 0)
 		r = ponyfs_acl_inherit_locked(fs, ino, &acl);
 	ponyfs_acl_inherit_done(&acl);
@@ -398,6 +424,7 @@ static int dir_parent(struct ponyfs *fs, uint64_t dir, uint64_t *ret)
 int ponyfs_lookup_locked(struct ponyfs *fs, uint64_t parent, const char *name,
 			 struct vfs_entry *ret)
 {
+	struct ponyfs_name dn;
 	sqlite3_stmt *s;
 	uint64_t ino;
 	int r;
@@ -412,12 +439,17 @@ int ponyfs_lookup_locked(struct ponyfs *fs, uint64_t parent, const char *name,
 			r = dir_parent(fs, parent, &ino);
 		return r < 0 ? r : entry_fill(fs, ino, ret);
 	}
-	r = vfs_check_name(name);
+	r = ponyfs_name_locked(fs, parent, name, PONYFS_NAME_FIND, &dn);
+	if (r == -ENOENT) {     /* a no-key name of nothing there */
+		int p = check_dir_name(fs, parent, NULL);
+
+		return p < 0 ? p : r;
+	}
 	if (r < 0)
 		return r;
 	/* One statement when the name is there; when not, the parent says
 	 * whether that is ENOENT or ENOTDIR. */
-	s = name_stmt(fs, ST_LOOKUP, parent, name);
+	s = name_stmt(fs, ST_LOOKUP, parent, &dn);
 	r = ponyfs_step_row(fs, s);
 	if (r > 0) {
 		ino = (uint64_t)sqlite3_column_int64(s, 0);
@@ -440,18 +472,41 @@ static int writeback_ino(struct ponyfs *fs, uint64_t ino)
 	return in ? ponyfs_writeback_locked(fs, in) : 0;
 }
 
+/*
+ * fscrypt's rule for a name made in dir for an existing inode (link,
+ * rename): in an encrypted directory only an inode of the same policy
+ * (or one with nothing to encrypt), else -EXDEV.
+ */
+static int crypt_permits(struct ponyfs *fs, const struct ponyfs_name *dir, uint64_t ino, mode_t mode)
+{
+	struct ponyfs_crypt c;
+	int r;
+
+	if (!dir->dir.on || !(S_ISREG(mode) || S_ISDIR(mode) || S_ISLNK(mode)))
+		return 0;
+	r = ponyfs_inode_crypt_locked(fs, ino, &c);
+	if (r < 0)
+		return r;
+	return c.on && crypt_policy_equal(&c.policy, &dir->dir.policy) ? 0 : -EXDEV;
+}
+
 int ponyfs_link_locked(struct ponyfs *fs, uint64_t ino, uint64_t newparent, const char *newname,
 		       struct vfs_entry *ret)
 {
+	struct ponyfs_name dn;
 	mode_t m;
 	int r = check_dir_name(fs, newparent, newname);
 
+	if (r >= 0)
+		r = ponyfs_name_locked(fs, newparent, newname, PONYFS_NAME_CREATE, &dn);
 	if (r >= 0)
 		r = inode_mode(fs, ino, &m);
 	if (r >= 0 && S_ISDIR(m))
 		r = -EPERM;
 	if (r >= 0)
-		r = dentry_absent(fs, newparent, newname);
+		r = crypt_permits(fs, &dn, ino, m);
+	if (r >= 0)
+		r = dentry_absent(fs, newparent, &dn);
 	if (r >= 0)
 		r = ponyfs_meta_reserve_locked(fs, &(struct ponyfs_cost){ .rows = NAME_ROWS + 2 },
 					       NULL);
@@ -460,7 +515,7 @@ int ponyfs_link_locked(struct ponyfs *fs, uint64_t ino, uint64_t newparent, cons
 	if (r >= 0)
 		r = writeback_ino(fs, ino);
 	if (r >= 0)
-		r = dentry_add(fs, newparent, newname, ino, 0);
+		r = dentry_add(fs, newparent, &dn, ino, 0);
 	if (r >= 0)
 		r = ponyfs_sql(fs, "UPDATE inodes SET nlink = nlink + 1 WHERE ino = ?1", 1, (int64_t)ino);
 	if (r >= 0)
@@ -555,15 +610,16 @@ static int dir_empty(struct ponyfs *fs, uint64_t dir)
 
 int ponyfs_remove_locked(struct ponyfs *fs, uint64_t parent, const char *name, bool dir)
 {
+	struct ponyfs_name dn;
 	uint64_t ino;
 	bool del;
 	mode_t m;
-	int r = vfs_check_name(name);
+	int r = ponyfs_name_locked(fs, parent, name, PONYFS_NAME_FIND, &dn);
 
 	/* The name and its mode in one statement; only when it is missing does
 	 * the parent say whether that is ENOENT or ENOTDIR. */
 	if (r >= 0)
-		r = dentry_ino_mode(fs, parent, name, &ino, &m);
+		r = dentry_ino_mode(fs, parent, &dn, &ino, &m);
 	if (r == -ENOENT) {
 		int p = check_dir_name(fs, parent, NULL);
 
@@ -579,7 +635,7 @@ int ponyfs_remove_locked(struct ponyfs *fs, uint64_t parent, const char *name, b
 	if (r >= 0)
 		r = ponyfs_txn_begin_locked(fs);
 	if (r >= 0)
-		r = dentry_del(fs, parent, name);
+		r = dentry_del(fs, parent, &dn);
 	if (r >= 0)
 		r = touch_dir(fs, parent, dir ? -1 : 0);
 	if (r >= 0)
@@ -606,14 +662,18 @@ static int check_not_below(struct ponyfs *fs, uint64_t src, uint64_t dir)
 	return 0;
 }
 
-static int rename_exchange(struct ponyfs *fs, uint64_t p1, const char *n1, uint64_t i1,
-			   uint64_t p2, const char *n2, uint64_t i2)
+static int rename_exchange(struct ponyfs *fs, uint64_t p1, const struct ponyfs_name *n1,
+			   uint64_t i1, uint64_t p2, const struct ponyfs_name *n2, uint64_t i2)
 {
 	mode_t m1, m2;
 	int r = inode_mode(fs, i1, &m1);
 
 	if (r >= 0)
 		r = inode_mode(fs, i2, &m2);
+	if (r >= 0)
+		r = crypt_permits(fs, n2, i1, m1);
+	if (r >= 0)
+		r = crypt_permits(fs, n1, i2, m2);
 	if (r >= 0 && p1 != p2 && S_ISDIR(m1))
 		r = check_not_below(fs, i1, p2);
 	if (r >= 0 && p1 != p2 && S_ISDIR(m2))
@@ -643,6 +703,7 @@ int ponyfs_rename_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 			 const char *name, uint64_t newparent, const char *newname, unsigned flags)
 {
 	struct ponyfs_cost cost = { .rows = RENAME_ROWS };
+	struct ponyfs_name dn, newdn;
 	uint64_t src, dst = 0;
 	mode_t ms, md = 0;
 	bool replace, del = false;
@@ -653,11 +714,16 @@ int ponyfs_rename_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 		return -EINVAL;
 	if (r >= 0)
 		r = check_dir_name(fs, newparent, newname);
+	/* fscrypt: a rename in or out of an encrypted directory needs its key. */
 	if (r >= 0)
-		r = dentry_ino(fs, parent, name, &src);
+		r = ponyfs_name_locked(fs, parent, name, PONYFS_NAME_CREATE, &dn);
+	if (r >= 0)
+		r = ponyfs_name_locked(fs, newparent, newname, PONYFS_NAME_CREATE, &newdn);
+	if (r >= 0)
+		r = dentry_ino(fs, parent, &dn, &src);
 	if (r < 0)
 		return r;
-	r = dentry_ino(fs, newparent, newname, &dst);
+	r = dentry_ino(fs, newparent, &newdn, &dst);
 	if (r < 0 && r != -ENOENT)
 		return r;
 	replace = r >= 0;
@@ -675,9 +741,11 @@ int ponyfs_rename_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 	if (r >= 0)
 		r = ponyfs_txn_begin_locked(fs);
 	if (r >= 0 && (flags & RENAME_EXCHANGE))
-		return rename_exchange(fs, parent, name, src, newparent, newname, dst);
+		return rename_exchange(fs, parent, &dn, src, newparent, &newdn, dst);
 	if (r >= 0)
 		r = inode_mode(fs, src, &ms);
+	if (r >= 0)
+		r = crypt_permits(fs, &newdn, src, ms);
 	if (r >= 0 && replace)
 		r = inode_mode(fs, dst, &md);
 	if (r >= 0 && replace && S_ISDIR(ms) && !S_ISDIR(md))
@@ -691,11 +759,11 @@ int ponyfs_rename_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 	if (r >= 0)
 		r = writeback_ino(fs, src);
 	if (r >= 0 && replace)
-		r = dentry_del(fs, newparent, newname);
+		r = dentry_del(fs, newparent, &newdn);
 	if (r >= 0 && replace)
 		r = inode_unref(fs, dst, S_ISDIR(md), &del);
 	if (r >= 0)
-		r = dentry_move(fs, parent, name, newparent, newname, src);
+		r = dentry_move(fs, parent, &dn, newparent, &newdn, src);
 	if (r >= 0 && parent != newparent)
 		r = touch_dir(fs, parent, S_ISDIR(ms) ? -1 : 0);
 	if (r >= 0)
@@ -706,7 +774,7 @@ int ponyfs_rename_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 	if (r >= 0 && (flags & RENAME_WHITEOUT)) {
 		uint64_t wh;
 
-		r = inode_create(fs, ctx, parent, name, S_IFCHR, makedev(0, 0), NULL, NULL, &wh,
+		r = inode_create(fs, ctx, parent, &dn, S_IFCHR, makedev(0, 0), NULL, NULL, &wh,
 				 NULL);
 	}
 	/* The replaced file, its name gone in the rename's transaction, goes after it. */
@@ -721,11 +789,14 @@ int ponyfs_rename_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 int ponyfs_readdir_locked(struct ponyfs *fs, uint64_t ino, uint64_t cookie,
 			  struct ponyfs_dirent *ret, size_t max, bool plus)
 {
+	struct ponyfs_dircrypt *d = NULL;
 	sqlite3_stmt *s = NULL;
 	uint64_t up = ino;
 	size_t n = 0;
 	int r = check_dir_name(fs, ino, NULL);
 
+	if (r >= 0)
+		r = ponyfs_dircrypt_locked(fs, ino, &d);
 	if (r >= 0)
 		r = dir_parent(fs, ino, &up);
 	if (r == -ENOENT)
@@ -758,7 +829,7 @@ int ponyfs_readdir_locked(struct ponyfs *fs, uint64_t ino, uint64_t cookie,
 			r = -EUCLEAN;
 			break;
 		}
-		name = strndup(sqlite3_column_blob(s, 0), (size_t)len);
+		name = ponyfs_name_show_locked(fs, d, sqlite3_column_blob(s, 0), (size_t)len);
 		ret[n] = (struct ponyfs_dirent){ name, (uint64_t)sqlite3_column_int64(s, 1),
 			vfs_mode_to_dt((mode_t)sqlite3_column_int64(s, 2)),
 			(uint64_t)sqlite3_column_int64(s, 3) };
@@ -786,18 +857,25 @@ int ponyfs_readdir_locked(struct ponyfs *fs, uint64_t ino, uint64_t cookie,
 int ponyfs_readlink_locked(struct ponyfs *fs, uint64_t ino, char *buf, size_t size)
 {
 	sqlite3_stmt *s = NULL;
+	struct ponyfs_crypt c;
 	int r = ponyfs_prepare(fs,
-		"SELECT target, mode FROM inodes WHERE ino = ?1", &s);
+		"SELECT target, mode, crypt FROM inodes WHERE ino = ?1", &s);
 
 	if (r < 0)
 		return r;
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
 	r = ponyfs_step_row(fs, s);
-	if (r <= 0)
-		r = r < 0 ? r : -ENOENT;
-	else if (!S_ISLNK((mode_t)sqlite3_column_int64(s, 1)))
+	if (r == 0)
+		r = -ENOENT;
+	if (r > 0 && !S_ISLNK((mode_t)sqlite3_column_int64(s, 1)))
 		r = -EINVAL;
-	else {
+	if (r > 0)
+		r = ponyfs_crypt_decode(sqlite3_column_blob(s, 2), (size_t)sqlite3_column_bytes(s, 2),
+					&c);
+	if (r == 0 && c.on) {   /* an encrypted target: shown with the key, or no-key */
+		r = ponyfs_symlink_show_locked(fs, &c, sqlite3_column_blob(s, 0),
+					       (size_t)sqlite3_column_bytes(s, 0), buf, size);
+	} else if (r == 0) {
 		r = MIN(sqlite3_column_bytes(s, 0), (int)MIN(size, (size_t)INT32_MAX));
 		if (r > 0)
 			memcpy(buf, sqlite3_column_blob(s, 0), (size_t)r);

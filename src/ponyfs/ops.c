@@ -119,6 +119,8 @@ static int setattr_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t
 	 * metadata it reserves itself. */
 	if (a->valid & VFS_SET_SIZE) {
 		r = ponyfs_inode_get_locked(fs, ino, &in);
+		if (r >= 0)     /* an encrypted file's truncation needs its key */
+			r = ponyfs_crypt_open_locked(fs, in);
 		if (r >= 0)
 			r = ponyfs_truncate_locked(fs, in, a->size);
 	}
@@ -275,10 +277,13 @@ static int open_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t in
 	r = ponyfs_inode_get_locked(fs, ino, &in);
 	if (r < 0)
 		return r;
-	h = calloc(1, sizeof(*h));
+	/* An encrypted file opens only with its key (ENOKEY), as fscrypt's. */
+	if (S_ISREG(x.stx_mode))
+		r = ponyfs_crypt_open_locked(fs, in);
+	h = r < 0 ? NULL : calloc(1, sizeof(*h));
 	if (!h) {
 		ponyfs_inode_put_locked(fs, in);
-		return -ENOMEM;
+		return r < 0 ? r : -ENOMEM;
 	}
 	h->inode = in;
 	h->flags = flags;
@@ -349,7 +354,9 @@ static ssize_t write_locked(struct ponyfs *fs, struct ponyfs_handle *h, const vo
 
 	if ((h->flags & O_ACCMODE) == O_RDONLY)
 		return -EBADF;
-	r = ponyfs_setid_kill_locked(fs, &h->opener, h->inode->ino, false, true);
+	r = ponyfs_crypt_usable(h->inode);
+	if (r >= 0)
+		r = ponyfs_setid_kill_locked(fs, &h->opener, h->inode->ino, false, true);
 	if (r < 0)
 		return r;
 	if (h->flags & O_APPEND)
@@ -393,7 +400,7 @@ static int pf_fsync(struct vfs *v, uint64_t ino, uint64_t fh, bool datasync)
 	return CHANGE(ponyfs_of(v), fsync_locked(ponyfs_of(v), handle_of(fh)->inode));
 }
 
-static int release_locked(struct ponyfs *fs, struct ponyfs_handle *h)
+static int release_inode_locked(struct ponyfs *fs, struct ponyfs_handle *h)
 {
 	struct ponyfs_inode *in = h->inode;
 	int64_t nlink = 1;
@@ -423,6 +430,17 @@ static int release_locked(struct ponyfs *fs, struct ponyfs_handle *h)
 	return r;
 }
 
+static int release_locked(struct ponyfs *fs, struct ponyfs_handle *h)
+{
+	bool last_crypt = h->inode->crypt.on && h->inode->opens == 1;
+	int r = release_inode_locked(fs, h);
+
+	/* The last close of an encrypted file may let a key being removed go. */
+	if (last_crypt && fs->keys)
+		ponyfs_keys_closed_locked(fs);
+	return r;
+}
+
 static int pf_release(struct vfs *v, uint64_t ino, uint64_t fh)
 {
 	return LOCKED(ponyfs_of(v), release_locked(ponyfs_of(v), handle_of(fh)));
@@ -441,7 +459,9 @@ static int fallocate_locked(struct ponyfs *fs, struct ponyfs_handle *h, int mode
 		return -EOPNOTSUPP;
 	if (end < off || end > (1ull << 50))
 		return -EFBIG;
-	r = ponyfs_txn_begin_locked(fs);
+	r = ponyfs_crypt_usable(in);
+	if (r >= 0)
+		r = ponyfs_txn_begin_locked(fs);
 	if (r >= 0)
 		r = ponyfs_setid_kill_locked(fs, &h->opener, in->ino, false, true);
 	if (r < 0)
@@ -789,4 +809,11 @@ const struct vfs_ops ponyfs_ops = {
 	.layout = pf_layout,
 	.shutdown = ponyfs_shutdown,
 	.counters = ponyfs_counters,
+	.set_policy = ponyfs_set_policy,
+	.get_policy = ponyfs_get_policy,
+	.get_nonce = ponyfs_get_nonce,
+	.add_key = ponyfs_add_key,
+	.remove_key = ponyfs_remove_key,
+	.key_status = ponyfs_key_status,
+	.crypt_salt = ponyfs_crypt_salt,
 };

@@ -15,6 +15,12 @@
  * flight holds for reading, before it hands them out (alloc.c). A block
  * that fails its checksum, or an I/O error, sends the whole read to the
  * locked path, which repairs and logs.
+ *
+ * An encrypted file's blocks are decrypted after their checksum passed
+ * (the checksum is the ciphertext's): XTS by block number, GCM opened with
+ * the nonce and tag its extent row keeps. A GCM block that does not verify
+ * is read again from the volume's redundancy, else the read fails with
+ * EIO and a log line: tampering is never returned as data.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -30,6 +36,7 @@ struct read_plan {
 	struct read_run run[PONYFS_IO_BLOCKS];
 	unsigned nrun;
 	uint32_t csum[PONYFS_IO_BLOCKS];       /* per block of the chunk, for disk blocks */
+	uint8_t seal[PONYFS_IO_BLOCKS][PONYFS_SEAL_BYTES - 4];  /* GCM nonce and tag */
 };
 
 /*
@@ -112,7 +119,7 @@ static int plan_locked(struct ponyfs *fs, struct ponyfs_inode *in, bool pages, u
 		uint64_t run, pblock;
 		int flags;
 		int r = ponyfs_ext_at(fs, in->ino, blk, end, &flags, &run, &pblock,
-				      p->csum + (blk - first));
+				      p->csum + (blk - first), p->seal[blk - first]);
 
 		if (r < 0)
 			return r;
@@ -128,12 +135,45 @@ static int plan_locked(struct ponyfs *fs, struct ponyfs_inode *in, bool pages, u
 }
 
 /*
- * Reads and checks the plan's runs into to. Unlocked, the first error or
- * bad block ends it (-EBADMSG); locked, a bad block of in is repaired
- * from the volume's redundancy first.
+ * An encrypted block back to plaintext (cipher NULL: the file is not
+ * encrypted). A GCM block that does not verify: locked, read again from
+ * the volume's redundancy, else -EIO with a log line; unlocked -EBADMSG
+ * (the locked path tries again).
  */
-static int plan_run(struct ponyfs *fs, struct ponyfs_inode *in, bool locked,
-		    const struct read_plan *p, uint64_t first, uint8_t *to)
+static int block_decrypt(struct ponyfs *fs, struct ponyfs_inode *in, struct crypt_contents *cipher,
+			 bool locked, const struct read_plan *p, uint64_t first, uint64_t fblk,
+			 uint64_t pblock, uint8_t *blk)
+{
+	const uint8_t *seal = p->seal[fblk - first];
+	int r;
+
+	if (!cipher)
+		return 0;
+	r = ponyfs_crypt_blocks(in, cipher, fblk, 1, seal, blk);
+	if (r != -EBADMSG || !locked)
+		return r;
+	fs->stats.csum_errors++;
+	if (bdev_repair(fs->data, blk, BS, pblock * BS, p->csum[fblk - first]) >= 0 &&
+	    ponyfs_crypt_blocks(in, cipher, fblk, 1, seal, blk) == 0) {
+		fs->stats.csum_repaired++;
+		return 0;
+	}
+	ponyfs_log(fs, LOG_ERR, "inode %llu offset %llu: data block %llu failed its "
+		   "authentication tag (aes-256-gcm): tampered with or corrupt; the read fails (EIO)",
+		   (unsigned long long)in->ino, (unsigned long long)(fblk * BS),
+		   (unsigned long long)pblock);
+	memset(blk, 0, BS);
+	return -EIO;
+}
+
+/*
+ * Reads and checks the plan's runs into to, and decrypts them with cipher
+ * (NULL: not encrypted). Unlocked, the first error or bad block ends it
+ * (-EBADMSG); locked, a bad block of in is repaired from the volume's
+ * redundancy first.
+ */
+static int plan_run(struct ponyfs *fs, struct ponyfs_inode *in, struct crypt_contents *cipher,
+		    bool locked, const struct read_plan *p, uint64_t first, uint8_t *to)
 {
 	for (unsigned i = 0; i < p->nrun; i++) {
 		const struct read_run *r = &p->run[i];
@@ -143,10 +183,12 @@ static int plan_run(struct ponyfs *fs, struct ponyfs_inode *in, bool locked,
 		for (uint64_t j = 0; e >= 0 && j < r->n; j++) {
 			uint32_t want = p->csum[r->fblk - first + j];
 
-			if (util_crc32c(0, at + j * BS, BS) == want)
-				continue;
-			e = locked ? repair_block(fs, in->ino, r->fblk + j, at + j * BS,
-						  r->pblock + j, want) : -EBADMSG;
+			if (util_crc32c(0, at + j * BS, BS) != want)
+				e = locked ? repair_block(fs, in->ino, r->fblk + j, at + j * BS,
+							  r->pblock + j, want) : -EBADMSG;
+			if (e >= 0)
+				e = block_decrypt(fs, in, cipher, locked, p, first, r->fblk + j,
+						  r->pblock + j, at + j * BS);
 		}
 		if (e < 0)
 			return e;
@@ -164,8 +206,10 @@ int ponyfs_disk_read_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t
 		return -ENOMEM;
 	if (n > PONYFS_IO_BLOCKS)
 		return -EINVAL;
+	if (in->crypt.on && !in->cipher)
+		return -ENOKEY;
 	r = plan_locked(fs, in, false, first, n, buf, plan);
-	return r < 0 ? r : plan_run(fs, in, true, plan, first, buf);
+	return r < 0 ? r : plan_run(fs, in, in->cipher, true, plan, first, buf);
 }
 
 ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_t size,
@@ -173,13 +217,17 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 {
 	_cleanup_(freep) struct read_plan *plan = malloc(sizeof(*plan));
 	_cleanup_(freep) uint8_t *tmp = NULL;
+	struct crypt_contents *cipher = NULL;
 	size_t done = 0;
 	ssize_t r = 0;
 
 	if (!plan)
 		return -ENOMEM;
 	pthread_mutex_lock(&fs->lock);
-	while (!fs->shut_down && done < size && off + done < in->size) {
+	/* An encrypted file's reader gets a cipher of its own: the I/O and
+	 * the decryption run unlocked, alongside other readers. */
+	r = ponyfs_crypt_reader_locked(in, &cipher);
+	while (r >= 0 && !fs->shut_down && done < size && off + done < in->size) {
 		uint64_t pos = off + done, first = pos / BS;
 		size_t want = (size_t)MIN((uint64_t)(size - done), in->size - pos);
 		uint64_t n = MIN((uint64_t)PONYFS_IO_BLOCKS, DIV_ROUND_UP(pos + want, BS) - first);
@@ -198,7 +246,7 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 		if (plan->nrun) {
 			pthread_rwlock_rdlock(&fs->reuse_lock);
 			pthread_mutex_unlock(&fs->lock);
-			ok = plan_run(fs, in, false, plan, first, to) == 0;
+			ok = plan_run(fs, in, cipher, false, plan, first, to) == 0;
 			pthread_rwlock_unlock(&fs->reuse_lock);
 			pthread_mutex_lock(&fs->lock);
 			/* The locked path reads again: it repairs and reports. */
@@ -218,5 +266,6 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 	if (r >= 0 || done)
 		ponyfs_atime_access_locked(fs, in);
 	pthread_mutex_unlock(&fs->lock);
+	crypt_contents_free(cipher);
 	return done ? (ssize_t)done : r;
 }

@@ -22,7 +22,9 @@ static const char schema_sql[] =
 	" nlink INTEGER NOT NULL, size INTEGER NOT NULL,"
 	" atime INTEGER NOT NULL, mtime INTEGER NOT NULL,"
 	" ctime INTEGER NOT NULL, btime INTEGER NOT NULL,"
-	" rdev INTEGER NOT NULL DEFAULT 0, next_cookie INTEGER NOT NULL DEFAULT 3, target BLOB);"
+	" rdev INTEGER NOT NULL DEFAULT 0, next_cookie INTEGER NOT NULL DEFAULT 3, target BLOB,"
+	" crypt BLOB);"
+	"CREATE INDEX inodes_crypt ON inodes (ino) WHERE crypt IS NOT NULL;"
 	"CREATE TABLE dentries (parent INTEGER NOT NULL, name BLOB NOT NULL,"
 	" ino INTEGER NOT NULL, cookie INTEGER NOT NULL,"
 	" PRIMARY KEY (parent, name)) WITHOUT ROWID;"
@@ -37,7 +39,7 @@ static const char schema_sql[] =
 	"CREATE TABLE free (pblock INTEGER PRIMARY KEY, nblocks INTEGER NOT NULL);"
 	"CREATE TABLE meta_chunks (seq INTEGER PRIMARY KEY, file INTEGER NOT NULL,"
 	" pblock INTEGER NOT NULL, nblocks INTEGER NOT NULL);"
-	"PRAGMA user_version = 3;";
+	"PRAGMA user_version = 4;";
 
 /* Version 1 to 2: extents.flags, 0 (written) for every existing row. */
 static const char upgrade_v1_sql[] =
@@ -47,6 +49,11 @@ static const char upgrade_v2_sql[] =
 	"CREATE TABLE IF NOT EXISTS meta_chunks (seq INTEGER PRIMARY KEY, file INTEGER NOT NULL,"
 	" pblock INTEGER NOT NULL, nblocks INTEGER NOT NULL);"
 	"PRAGMA user_version = 3;";
+/* Version 3 to 4: inodes.crypt, NULL (nothing was encrypted), and its index. */
+static const char upgrade_v3_sql[] =
+	"ALTER TABLE inodes ADD COLUMN crypt BLOB;"
+	"CREATE INDEX inodes_crypt ON inodes (ino) WHERE crypt IS NOT NULL;"
+	"PRAGMA user_version = 4;";
 
 /* A region of a one-image ponyfs: a slice named as its place in the image. */
 static int slice_new(struct bdev *parent, uint64_t off, uint64_t len, struct bdev **ret)
@@ -239,6 +246,7 @@ void ponyfs_destroy(struct vfs *v)
 	for (size_t i = 0; i < ARRAY_SIZE(fs->hash); i++)
 		while (fs->hash[i])
 			ponyfs_inode_drop_locked(fs, fs->hash[i]);
+	ponyfs_crypt_done(fs);
 	pthread_mutex_unlock(&fs->lock);
 	ponyfs_pages_done(fs);
 	ponyfs_finalize_all(fs);
@@ -269,9 +277,10 @@ static int mount_orphans(struct ponyfs *fs)
 
 /*
  * An older database gets what the schema added since (version 1:
- * extents.flags; version 2: meta_chunks): a read-write mount commits the
- * change (the image is version 3 from then on), a read-only one makes it
- * in a transaction it never commits, so the image stays as it was.
+ * extents.flags; version 2: meta_chunks; version 3: inodes.crypt): a
+ * read-write mount commits the change (the image is version 4 from then
+ * on), a read-only one makes it in a transaction it never commits, so the
+ * image stays as it was.
  */
 static int mount_upgrade(struct ponyfs *fs, int64_t version, bool read_only)
 {
@@ -279,8 +288,10 @@ static int mount_upgrade(struct ponyfs *fs, int64_t version, bool read_only)
 
 	if (r >= 0 && version == 1)
 		r = ponyfs_exec(fs, upgrade_v1_sql);
-	if (r >= 0)
+	if (r >= 0 && version <= 2)
 		r = ponyfs_exec(fs, upgrade_v2_sql);
+	if (r >= 0)
+		r = ponyfs_exec(fs, upgrade_v3_sql);
 	if (r >= 0 && !read_only)
 		r = ponyfs_exec(fs, "COMMIT");
 	return r;
@@ -291,12 +302,14 @@ static int mount_check(struct ponyfs *fs, bool read_only)
 	int64_t v = 0, free_blocks = 0, runs = 0;
 	int r = ponyfs_sql_int(fs, &v, "PRAGMA user_version", 0);
 
-	if (r >= 0 && (v == 1 || v == 2))
+	if (r >= 0 && v >= 1 && v < PONYFS_SCHEMA_VERSION)
 		r = mount_upgrade(fs, v, read_only);
 	else if (r >= 0 && v != PONYFS_SCHEMA_VERSION)
 		r = v > PONYFS_SCHEMA_VERSION ? -EPROTONOSUPPORT : -EUCLEAN;
 	if (r >= 0)
 		r = ponyfs_prepare_all(fs);
+	if (r >= 0)
+		r = ponyfs_crypt_init_locked(fs);
 	if (r >= 0)
 		r = ponyfs_sql_int(fs, &free_blocks, "SELECT coalesce(sum(nblocks), 0) FROM free", 0);
 	if (r >= 0)

@@ -15,8 +15,8 @@
 #include "internal.h"
 
 static const char *const stmt_sql[ST_COUNT] = {
-	[ST_INODE_GET] = "SELECT mode, uid, gid, nlink, size, atime, mtime, ctime, btime, rdev "
-			 "FROM inodes WHERE ino = ?1",
+	[ST_INODE_GET] = "SELECT mode, uid, gid, nlink, size, atime, mtime, ctime, btime, rdev, "
+			 "crypt FROM inodes WHERE ino = ?1",
 	/* ST_INODE_GET and the block count of its extents: a full stat in one step. */
 	[ST_INODE_GET_BLOCKS] = "SELECT mode, uid, gid, nlink, size, atime, mtime, ctime, btime, rdev, "
 				"(SELECT coalesce(sum(nblocks), 0) FROM extents WHERE ino = ?1) "

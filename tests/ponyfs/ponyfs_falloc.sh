@@ -80,6 +80,7 @@ cp "$T/m/data" "$T/data"
 pony_umount
 db_copy "$T/old.img" "$T/old.db"
 sqlite3 "$T/old.db" "ALTER TABLE extents DROP COLUMN flags; DROP TABLE meta_chunks;
+	DROP INDEX inodes_crypt; ALTER TABLE inodes DROP COLUMN crypt;
 	PRAGMA user_version = 1;" ||
 	fail "sqlite3 could not make a version 1 database"
 db_back "$T/old.db" "$T/old.img"
@@ -93,6 +94,6 @@ pony_mount "$T/old.img"
 cmp "$T/data" "$T/m/data" || fail "version 1 read-write: data differs"
 fallocate -l 1M "$T/m/pre" || fail "fallocate on the upgraded image"
 pony_umount
-[ "$(version "$T/old.img")" = 3 ] || fail "a read-write mount left version $(version "$T/old.img")"
+[ "$(version "$T/old.img")" = 4 ] || fail "a read-write mount left version $(version "$T/old.img")"
 "$PONY" fsck "$T/old.img" >"$T/fsck.out" || fail "fsck after the upgrade: $(cat "$T/fsck.out")"
 echo "ok: preallocation through FUSE, and the version 1 upgrade"

@@ -10,7 +10,9 @@
  * generated sequences of one to three operations plus storms of
  * rename-replace, rewrite and fsync, and fallocate before a write, a
  * rename-over and a truncating rewrite, and metadata growing into a chunk of
- * the data region (meta-grow). PONY_CRASH_FULL=1 runs the full
+ * the data region (meta-grow). Each runs once more with the whole tree
+ * encrypted (a policy on the empty root, the key added at every mount):
+ * encryption must not weaken one rule. PONY_CRASH_FULL=1 runs the full
  * enumeration (all subsets up to 12 writes in flight, else 1000 samples).
  */
 #include <errno.h>
@@ -22,6 +24,7 @@
 
 #include "../helpers.h"
 #include "crash.h"
+#include "pony/crypt.h"
 #include "pony/util.h"
 
 #define IMG_SIZE (8u << 20)
@@ -353,6 +356,8 @@ static bool seen_from(const struct workload *w, int p, int from, bool has, const
 
 static uint8_t state_buf[NP][1 << 16];
 
+static void crypt_mount(struct vfs *fs, bool first);
+
 static int check_state(struct bdev *state, uint64_t durable, void *arg)
 {
 	struct workload *w = arg;
@@ -371,6 +376,7 @@ static int check_state(struct bdev *state, uint64_t durable, void *arg)
 		snprintf(w->failure, sizeof(w->failure), "mount failed: %d", r);
 		return -1;
 	}
+	crypt_mount(fs, false);
 	for (int p = 0; p < NP; p++) {
 		len[p] = test_get(fs, paths[p], state_buf[p], sizeof(state_buf[p]));
 		has[p] = len[p] != -ENOENT;
@@ -406,6 +412,28 @@ static int check_state(struct bdev *state, uint64_t durable, void *arg)
 
 /* -- running a workload --------------------------------------------------- */
 
+static bool encrypted;          /* the workloads run under a policy on the root */
+
+/* A mount of the encrypted run gets its key (keys are per mount); the
+ * first also sets the policy on the still empty root. */
+static void crypt_mount(struct vfs *fs, bool first)
+{
+	struct vfs_ctx c = test_ctx();
+	struct crypt_policy p = { .contents_mode = CRYPT_MODE_AES_256_XTS,
+				  .filenames_mode = CRYPT_MODE_AES_256_CTS, .flags = 3 };
+	uint8_t key[64], pol[CRYPT_POLICY_SIZE];
+
+	if (!encrypted)
+		return;
+	for (int i = 0; i < 64; i++)
+		key[i] = (uint8_t)(i * 7);
+	if (VFS_CALL(fs, add_key, &c, key, sizeof(key), p.key_id) < 0)
+		abort();
+	crypt_policy_encode(&p, pol);
+	if (first && VFS_CALL(fs, set_policy, &c, VFS_ROOT_INO, pol, sizeof(pol)) < 0)
+		abort();
+}
+
 typedef void (*workload_fn)(struct workload *w, uint64_t seed);
 /* Runs on the filesystem after the common start, before the recording. */
 typedef void (*prep_fn)(struct vfs *fs);
@@ -425,6 +453,7 @@ static long run_workload(const char *name, workload_fn fn, prep_fn prep, uint64_
 	if (bdev_mem_new(IMG_SIZE, &disk) || ponyfs_mkfs_image(disk, NULL) ||
 	    ponyfs_mount_image(disk, NULL, &w->fs))
 		abort();
+	crypt_mount(w->fs, true);
 	/* Before recording: a, b and d/a with content, d, all durable. */
 	op_creat(w, P_A);
 	op_write(w, P_A, 0, 9000, 100, false);
@@ -448,6 +477,7 @@ static long run_workload(const char *name, workload_fn fn, prep_fn prep, uint64_
 	if (bdev_pread(disk, image, IMG_SIZE, 0) || bdev_mem_new(64u << 20, &log) ||
 	    bdev_record_new(disk, log, &rec) || ponyfs_mount_image(rec, NULL, &w->fs))
 		abort();
+	crypt_mount(w->fs, false);
 	w->log = log;
 	fn(w, seed);
 	op_persist(w, P_SYNCFS, 0);
@@ -456,8 +486,8 @@ static long run_workload(const char *name, workload_fn fn, prep_fn prep, uint64_
 		abort();
 	states = crash_enumerate(image, IMG_SIZE, &cl, lim, check_state, w);
 	if (states < 0)
-		fprintf(stderr, "crash: workload %s (seed %llu): %s\n", name, (unsigned long long)seed,
-			w->failure);
+		fprintf(stderr, "crash: workload %s%s (seed %llu): %s\n", name,
+			encrypted ? " (encrypted)" : "", (unsigned long long)seed, w->failure);
 	crash_log_free(&cl);
 	bdev_free(rec);
 	free(image);
@@ -666,20 +696,25 @@ int main(void)
 		{ "meta-grow", wl_meta_grow, prep_meta_grow },
 	};
 
-	for (size_t i = 0; i < ARRAY_SIZE(fixed); i++) {
-		n = run_workload(fixed[i].name, fixed[i].fn, fixed[i].prep, 0, &lim);
-		if (n < 0)
-			return 1;
-		total += n;
-		workloads++;
+	for (int pass = 0; pass < 2; pass++) {
+		encrypted = pass == 1;
+		for (size_t i = 0; i < ARRAY_SIZE(fixed); i++) {
+			n = run_workload(fixed[i].name, fixed[i].fn, fixed[i].prep, 0, &lim);
+			if (n < 0)
+				return 1;
+			total += n;
+			workloads++;
+		}
+		/* The encrypted pass: a quarter of the generated ones. */
+		for (long seed = 1; seed <= (encrypted ? generated / 4 : generated); seed++) {
+			n = run_workload("generated", wl_generated, NULL, (uint64_t)seed, &lim);
+			if (n < 0)
+				return 1;
+			total += n;
+			workloads++;
+		}
+		printf("crash: %s%ld workloads, %ld crash states checked so far, all consistent\n",
+		       encrypted ? "with encryption: " : "", workloads, total);
 	}
-	for (long seed = 1; seed <= generated; seed++) {
-		n = run_workload("generated", wl_generated, NULL, (uint64_t)seed, &lim);
-		if (n < 0)
-			return 1;
-		total += n;
-		workloads++;
-	}
-	printf("crash: %ld workloads, %ld crash states checked, all consistent\n", workloads, total);
 	return 0;
 }

@@ -1,0 +1,99 @@
+/*
+ * crypt_data.c - an encrypted file's contents between ponyfs's cache and
+ * the data region. The cache holds plaintext (the file is open, so its key
+ * was present); writeback encrypts a run of pages into a bounce buffer and
+ * checksums the ciphertext, so fsck, scrub and repair work on the blocks
+ * without the key. Reads decrypt after the checksum passed (read.c).
+ *
+ * The per-file key is derived once, at the first open with the key
+ * present, and kept in the cached inode with a cipher for the locked
+ * paths (writeback, a partial page's fill); a reader running unlocked gets
+ * a cipher of its own from the same key, since an OpenSSL context serves
+ * one thread at a time. Both go (wiped) when the inode leaves the cache or
+ * its key is removed by force.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "internal.h"
+
+static size_t file_key_size(const struct ponyfs_inode *in)
+{
+	return crypt_mode_key_size(in->crypt.policy.contents_mode);
+}
+
+int ponyfs_crypt_open_locked(struct ponyfs *fs, struct ponyfs_inode *in)
+{
+	enum crypt_mode mode = in->crypt.policy.contents_mode;
+	int r;
+
+	if (!in->crypt.on)
+		return 0;
+	/* A cipher kept from before gives no access once the key went. */
+	if (!ponyfs_key_find(fs, in->crypt.policy.key_id, false))
+		return -ENOKEY;
+	if (in->cipher)
+		return 0;
+	r = ponyfs_crypt_key_locked(fs, &in->crypt, mode, false, in->file_key);
+	if (r >= 0)
+		r = crypt_contents_new(mode, in->file_key, file_key_size(in), &in->cipher);
+	if (r < 0)
+		crypt_wipe(in->file_key, sizeof(in->file_key));
+	return r;
+}
+
+void ponyfs_crypt_close(struct ponyfs_inode *in)
+{
+	crypt_contents_free(in->cipher);
+	in->cipher = NULL;
+	crypt_wipe(in->file_key, sizeof(in->file_key));
+}
+
+int ponyfs_crypt_reader_locked(struct ponyfs_inode *in, struct crypt_contents **ret)
+{
+	*ret = NULL;
+	if (!in->crypt.on)
+		return 0;
+	if (!in->cipher)
+		return -ENOKEY;
+	return crypt_contents_new(in->crypt.policy.contents_mode, in->file_key, file_key_size(in),
+				  ret);
+}
+
+int ponyfs_crypt_pages(struct ponyfs_inode *in, const struct ponyfs_page *pg, uint64_t k,
+		       uint8_t *out, uint8_t *csums)
+{
+	bool gcm = in->crypt.policy.contents_mode == CRYPT_MODE_AES_256_GCM;
+	size_t stride = gcm ? PONYFS_SEAL_BYTES : 4;
+	int r = 0;
+
+	if (!in->cipher)
+		return -ENOKEY;
+	for (uint64_t i = 0; r >= 0 && i < k; i++) {
+		uint8_t *blk = out + i * BS, *c = csums + stride * i;
+		le32 crc;
+
+		r = gcm ? crypt_gcm_seal(in->cipher, pg[i].index, pg[i].data, blk, c + 4,
+					 c + 4 + CRYPT_GCM_NONCE_SIZE)
+			: crypt_xts_encrypt(in->cipher, pg[i].index, pg[i].data, blk);
+		crc = cpu_to_le32(util_crc32c(0, blk, BS));
+		memcpy(c, &crc, 4);
+	}
+	return r;
+}
+
+int ponyfs_crypt_blocks(struct ponyfs_inode *in, struct crypt_contents *cipher, uint64_t fblk,
+			uint64_t n, const uint8_t *seals, uint8_t *buf)
+{
+	bool gcm = in->crypt.policy.contents_mode == CRYPT_MODE_AES_256_GCM;
+	int r = 0;
+
+	for (uint64_t i = 0; r >= 0 && i < n; i++) {
+		const uint8_t *seal = seals + (PONYFS_SEAL_BYTES - 4) * i;
+		uint8_t *blk = buf + i * BS;
+
+		r = gcm ? crypt_gcm_open(cipher, fblk + i, blk, blk, seal, seal + CRYPT_GCM_NONCE_SIZE)
+			: crypt_xts_decrypt(cipher, fblk + i, blk, blk);
+	}
+	return r;
+}

@@ -1,0 +1,404 @@
+/*
+ * test_crypt.c - ponyfs encryption through its vfs ops table: a policy set
+ * on an empty directory and inherited, names, symlink targets and contents
+ * encrypted on the media (markers searched for in the whole image, WAL
+ * included), the same key identifier as Linux's fscrypt, what a mount
+ * without the key shows and refuses, key removal (busy files, forced), and
+ * every bad input the issue lists. The FUSE side (ioctls, the CLI, the
+ * kernel's caches) is tests/ponyfs/ponyfs_crypt_cli.sh.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <linux/fs.h>
+#include <sys/stat.h>
+
+#include "fixture.h"
+#include "pony/bdev.h"
+#include "pony/crypt.h"
+#include "pony/util.h"
+
+#define MARK_DATA "PONYMARKERCONTENTS"
+#define MARK_NAME "ponymarkername"
+#define MARK_LINK "ponymarkertarget/of/the/link"
+
+/* The test key: bytes 0..63; Linux's fscrypt names it this (a kernel's
+ * FS_IOC_ADD_ENCRYPTION_KEY gives the same, see tests/crypt). */
+static const char key_id_hex[] = "8699c2c53707405da5aba5ae4d8583c0";
+
+static void test_key(uint8_t key[64])
+{
+	for (int i = 0; i < 64; i++)
+		key[i] = (uint8_t)i;
+}
+
+static void hex(const uint8_t *b, size_t n, char *out)
+{
+	for (size_t i = 0; i < n; i++)
+		sprintf(out + 2 * i, "%02x", b[i]);
+}
+
+static void add_key(struct vfs *fs, uint8_t id[16])
+{
+	struct vfs_ctx c = test_ctx();
+	uint8_t key[64];
+
+	test_key(key);
+	assert_int_equal(VFS_CALL(fs, add_key, &c, key, sizeof(key), id), 0);
+}
+
+static void policy_bytes(const uint8_t id[16], enum crypt_mode contents, uint8_t out[24])
+{
+	struct crypt_policy p = { .contents_mode = contents,
+				  .filenames_mode = CRYPT_MODE_AES_256_CTS, .flags = 3 };
+
+	memcpy(p.key_id, id, 16);
+	crypt_policy_encode(&p, out);
+}
+
+static uint64_t mkdir_at(struct vfs *fs, uint64_t parent, const char *name)
+{
+	struct vfs_ctx c = test_ctx();
+	struct vfs_entry e;
+
+	assert_int_equal(VFS_CALL(fs, mkdir, &c, parent, name, 0755, &e), 0);
+	return e.ino;
+}
+
+/* An encrypted directory "enc" under the root, with the test key. */
+static uint64_t enc_dir(struct vfs *fs, enum crypt_mode contents, uint8_t id[16])
+{
+	struct vfs_ctx c = test_ctx();
+	uint8_t pol[24];
+	uint64_t d;
+
+	add_key(fs, id);
+	d = mkdir_at(fs, VFS_ROOT_INO, "enc");
+	policy_bytes(id, contents, pol);
+	assert_int_equal(VFS_CALL(fs, set_policy, &c, d, pol, sizeof(pol)), 0);
+	return d;
+}
+
+static bool image_has(struct bdev *dev, const char *marker)
+{
+	size_t len = strlen(marker), chunk = 1u << 20;
+	uint8_t *buf = malloc(chunk + len);
+	bool found = false;
+
+	assert_non_null(buf);
+	for (uint64_t off = 0; !found && off < IMG_SIZE; off += chunk) {
+		size_t n = (size_t)MIN((uint64_t)chunk + len, IMG_SIZE - off);
+
+		assert_int_equal(bdev_pread(dev, buf, n, off), 0);
+		found = memmem(buf, n, marker, len) != NULL;
+	}
+	free(buf);
+	return found;
+}
+
+static void test_key_id_and_policy_inherited(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_ctx c = test_ctx();
+	uint8_t id[16], pol[24], got[24], n1[16], n2[16];
+	struct vfs_entry e;
+	char idhex[33];
+	uint64_t d, sub;
+
+	d = enc_dir(f->fs, CRYPT_MODE_AES_256_XTS, id);
+	hex(id, 16, idhex);
+	assert_string_equal(idhex, key_id_hex);
+	policy_bytes(id, CRYPT_MODE_AES_256_XTS, pol);
+	assert_int_equal(VFS_CALL(f->fs, get_policy, d, got, sizeof(got)), 24);
+	assert_memory_equal(got, pol, 24);
+	sub = mkdir_at(f->fs, d, "sub");
+	assert_int_equal(VFS_CALL(f->fs, get_policy, sub, got, sizeof(got)), 24);
+	assert_memory_equal(got, pol, 24);
+	assert_int_equal(test_put(f->fs, "enc/sub/file", "x", 1), 0);
+	assert_int_equal(vfs_walk(f->fs, &c, "enc/sub/file", &e), 0);
+	assert_int_equal(VFS_CALL(f->fs, get_policy, e.ino, got, sizeof(got)), 24);
+	assert_memory_equal(got, pol, 24);
+	/* Each inode its own nonce. */
+	assert_int_equal(VFS_CALL(f->fs, get_nonce, sub, n1), 0);
+	assert_int_equal(VFS_CALL(f->fs, get_nonce, e.ino, n2), 0);
+	assert_memory_not_equal(n1, n2, 16);
+	assert_int_equal(VFS_CALL(f->fs, get_policy, VFS_ROOT_INO, got, sizeof(got)), -ENODATA);
+	/* A device node has nothing to encrypt. */
+	assert_int_equal(VFS_CALL(f->fs, mknod, &c, d, "fifo", S_IFIFO | 0644, 0, &e), 0);
+	assert_int_equal(VFS_CALL(f->fs, get_policy, e.ino, got, sizeof(got)), -ENODATA);
+}
+
+static void test_nothing_in_clear_on_the_media(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_ctx c = test_ctx();
+	static uint8_t data[3 * 4096 + 100], back[sizeof(data)];
+	struct vfs_entry e;
+	char target[64];
+	uint8_t id[16];
+	uint64_t d;
+
+	for (size_t i = 0; i + strlen(MARK_DATA) <= sizeof(data); i += strlen(MARK_DATA))
+		memcpy(data + i, MARK_DATA, strlen(MARK_DATA));
+	d = enc_dir(f->fs, CRYPT_MODE_AES_256_XTS, id);
+	assert_int_equal(test_put(f->fs, "enc/" MARK_NAME, data, sizeof(data)), 0);
+	assert_int_equal(VFS_CALL(f->fs, symlink, &c, MARK_LINK, d, "link", &e), 0);
+	assert_int_equal(VFS_CALL(f->fs, mkdir, &c, d, MARK_NAME "dir", 0755, &e), 0);
+	/* The control: the same marker outside the policy is found, so the
+	 * search would see one. */
+	assert_int_equal(test_put(f->fs, "plain", "PONYCONTROLMARKER", 17), 0);
+	assert_int_equal(VFS_CALL(f->fs, syncfs), 0);
+	assert_true(image_has(f->dev, "PONYCONTROLMARKER"));
+	assert_false(image_has(f->dev, MARK_DATA));
+	assert_false(image_has(f->dev, MARK_NAME));
+	assert_false(image_has(f->dev, "ponymarkertarget"));
+	/* With the key, all of it reads back. */
+	assert_int_equal(test_get(f->fs, "enc/" MARK_NAME, back, sizeof(back)), sizeof(data));
+	assert_memory_equal(back, data, sizeof(data));
+	assert_int_equal(vfs_walk(f->fs, &c, "enc/link", &e), 0);
+	assert_int_equal(VFS_CALL(f->fs, readlink, &c, e.ino, target, sizeof(target)),
+			 strlen(MARK_LINK));
+	assert_memory_equal(target, MARK_LINK, strlen(MARK_LINK));
+	/* And after a remount with the key added again. */
+	remount(f);
+	add_key(f->fs, id);
+	memset(back, 0, sizeof(back));
+	assert_int_equal(test_get(f->fs, "enc/" MARK_NAME, back, sizeof(back)), sizeof(data));
+	assert_memory_equal(back, data, sizeof(data));
+	assert_false(image_has(f->dev, MARK_DATA));
+}
+
+struct listing { char names[8][256]; unsigned n; };
+
+static int collect(void *data, const char *name, uint64_t ino, unsigned type, uint64_t next)
+{
+	struct listing *l = data;
+
+	if (strcmp(name, ".") && strcmp(name, "..") && l->n < 8)
+		snprintf(l->names[l->n++], 256, "%s", name);
+	return 0;
+}
+
+static void list_dir(struct vfs *fs, uint64_t dir, struct listing *l)
+{
+	struct vfs_ctx c = test_ctx();
+	uint64_t fh;
+
+	memset(l, 0, sizeof(*l));
+	assert_int_equal(VFS_CALL(fs, opendir, &c, dir, &fh), 0);
+	assert_int_equal(VFS_CALL(fs, readdir, &c, dir, fh, 0, collect, l), 0);
+	VFS_CALL(fs, releasedir, dir, fh);
+}
+
+static void test_without_the_key(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_ctx c = test_ctx();
+	char long_name[256], buf[256];
+	struct vfs_entry e, file = { 0 };
+	struct listing l;
+	uint64_t fh, d;
+	uint8_t id[16];
+	int target_len;
+
+	memset(long_name, 'L', 255);
+	long_name[255] = '\0';
+	d = enc_dir(f->fs, CRYPT_MODE_AES_256_XTS, id);
+	assert_int_equal(test_put(f->fs, "enc/secret", "12345", 5), 0);
+	assert_int_equal(VFS_CALL(f->fs, mkdir, &c, d, long_name, 0755, &e), 0);
+	assert_int_equal(VFS_CALL(f->fs, symlink, &c, "somewhere", d, "ln", &e), 0);
+	remount(f);     /* keys are per mount: this one has none */
+	assert_int_equal(vfs_walk(f->fs, &c, "enc", &e), 0);
+	d = e.ino;
+	assert_int_equal(VFS_CALL(f->fs, lookup, &c, d, "secret", &e), -ENOENT);
+	list_dir(f->fs, d, &l);
+	assert_int_equal(l.n, 3);
+	for (unsigned i = 0; i < l.n; i++) {
+		assert_null(strstr(l.names[i], "secret"));
+		assert_int_equal(VFS_CALL(f->fs, lookup, &c, d, l.names[i], &e), 0);
+		if (S_ISREG(e.attr.stx_mode))
+			file = e;
+		/* Sizes and modes stay visible, contents never. */
+		if (S_ISREG(e.attr.stx_mode))
+			assert_int_equal(e.attr.stx_size, 5);
+		if (S_ISLNK(e.attr.stx_mode)) {
+			target_len = VFS_CALL(f->fs, readlink, &c, e.ino, buf, sizeof(buf));
+			assert_true(target_len > 0);
+			assert_null(memmem(buf, (size_t)target_len, "somewhere", 9));
+		}
+	}
+	assert_int_equal(VFS_CALL(f->fs, open, &c, file.ino, O_RDONLY, &fh), -ENOKEY);
+	assert_int_equal(VFS_CALL(f->fs, setattr, &c, file.ino, VFS_NO_FH,
+				  &(struct vfs_setattr){ .valid = VFS_SET_SIZE }, &e.attr), -ENOKEY);
+	assert_int_equal(VFS_CALL(f->fs, create, &c, d, "new", 0644, O_WRONLY, &e, &fh), -ENOKEY);
+	assert_int_equal(VFS_CALL(f->fs, mkdir, &c, d, "newdir", 0755, &e), -ENOKEY);
+	assert_int_equal(VFS_CALL(f->fs, link, &c, file.ino, d, "hard", &e), -ENOKEY);
+	assert_int_equal(VFS_CALL(f->fs, rename, &c, d, l.names[0], VFS_ROOT_INO, "out", 0),
+			 -ENOKEY);
+	/* An admin can still delete: every no-key name, the long one's too. */
+	for (unsigned i = 0; i < l.n; i++) {
+		assert_int_equal(VFS_CALL(f->fs, lookup, &c, d, l.names[i], &e), 0);
+		assert_int_equal(S_ISDIR(e.attr.stx_mode) ?
+				 VFS_CALL(f->fs, rmdir, &c, d, l.names[i]) :
+				 VFS_CALL(f->fs, unlink, &c, d, l.names[i]), 0);
+	}
+	list_dir(f->fs, d, &l);
+	assert_int_equal(l.n, 0);
+	/* A name that is no no-key name is simply not there. */
+	assert_int_equal(VFS_CALL(f->fs, unlink, &c, d, "plain-name"), -ENOENT);
+}
+
+static void test_bad_input(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_ctx c = test_ctx();
+	uint8_t id[16], other[16], pol[24], gcm[24], key[64];
+	struct vfs_entry e, file;
+	uint64_t d, d2, full;
+
+	d = enc_dir(f->fs, CRYPT_MODE_AES_256_XTS, id);
+	policy_bytes(id, CRYPT_MODE_AES_256_XTS, pol);
+	policy_bytes(id, CRYPT_MODE_AES_256_GCM, gcm);
+	/* The same policy again is fine; another is EEXIST. */
+	assert_int_equal(VFS_CALL(f->fs, set_policy, &c, d, pol, 24), 0);
+	assert_int_equal(VFS_CALL(f->fs, set_policy, &c, d, gcm, 24), -EEXIST);
+	full = mkdir_at(f->fs, VFS_ROOT_INO, "full");
+	assert_int_equal(test_put(f->fs, "full/x", "x", 1), 0);
+	assert_int_equal(VFS_CALL(f->fs, set_policy, &c, full, pol, 24), -ENOTEMPTY);
+	assert_int_equal(vfs_walk(f->fs, &c, "full/x", &file), 0);
+	assert_int_equal(VFS_CALL(f->fs, set_policy, &c, file.ino, pol, 24), -ENOTDIR);
+	/* A version 1 policy, a wrong size, an unknown mode. */
+	assert_int_equal(VFS_CALL(f->fs, set_policy, &c, full, pol, 12), -EINVAL);
+	pol[1] = 9;
+	assert_int_equal(VFS_CALL(f->fs, set_policy, &c, full, pol, 24), -EINVAL);
+	/* A key of the wrong size; a policy naming a key never added. */
+	test_key(key);
+	assert_int_equal(VFS_CALL(f->fs, add_key, &c, key, 32, other), -EINVAL);
+	memset(other, 0xab, sizeof(other));
+	policy_bytes(other, CRYPT_MODE_AES_256_XTS, pol);
+	d2 = mkdir_at(f->fs, VFS_ROOT_INO, "enc2");
+	assert_int_equal(VFS_CALL(f->fs, set_policy, &c, d2, pol, 24), -ENOKEY);
+	/* Another policy (same key, GCM contents) for enc2. */
+	assert_int_equal(VFS_CALL(f->fs, set_policy, &c, d2, gcm, 24), 0);
+	assert_int_equal(test_put(f->fs, "enc/a", "a", 1), 0);
+	assert_int_equal(vfs_walk(f->fs, &c, "enc/a", &file), 0);
+	assert_int_equal(VFS_CALL(f->fs, rename, &c, d, "a", d2, "a", 0), -EXDEV);
+	assert_int_equal(VFS_CALL(f->fs, link, &c, file.ino, d2, "a", &e), -EXDEV);
+	/* Into an encrypted directory from outside: EXDEV; out of it: allowed. */
+	assert_int_equal(VFS_CALL(f->fs, rename, &c, full, "x", d, "x", 0), -EXDEV);
+	assert_int_equal(VFS_CALL(f->fs, rename, &c, d, "a", VFS_ROOT_INO, "a", 0), 0);
+	/* An unknown key: not present; removing it: ENOKEY. */
+	struct vfs_key_status st;
+	unsigned out;
+
+	assert_int_equal(VFS_CALL(f->fs, key_status, &c, other, &st), 0);
+	assert_int_equal(st.status, VFS_KEY_ABSENT);
+	assert_int_equal(VFS_CALL(f->fs, remove_key, &c, other, 0, NULL, &out), -ENOKEY);
+}
+
+struct inval_seen { unsigned inodes, entries; bool saw_name; };
+
+static void seen_inode(void *data, uint64_t ino)
+{
+	((struct inval_seen *)data)->inodes++;
+}
+
+static void seen_entry(void *data, uint64_t parent, const char *name)
+{
+	struct inval_seen *s = data;
+
+	s->entries++;
+	s->saw_name |= !strcmp(name, "file");
+}
+
+static void test_key_removal(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_ctx c = test_ctx();
+	struct inval_seen seen = { 0 };
+	struct vfs_inval inval = { seen_inode, seen_entry, &seen };
+	struct vfs_key_status st;
+	uint64_t ino, fh, fh2;
+	uint8_t id[16];
+	unsigned out;
+	char buf[8];
+
+	enc_dir(f->fs, CRYPT_MODE_AES_256_XTS, id);
+	assert_int_equal(test_put(f->fs, "enc/file", "abcdef", 6), 0);
+	assert_int_equal(VFS_CALL(f->fs, key_status, &c, id, &st), 0);
+	assert_int_equal(st.status, VFS_KEY_PRESENT);
+	assert_true(st.added_by_self);
+	assert_int_equal(st.user_count, 1);
+	/* A file kept open: the key is incompletely removed until it closes. */
+	assert_int_equal(test_open(f->fs, "enc/file", O_RDWR, &ino, &fh), 0);
+	assert_int_equal(VFS_CALL(f->fs, write, ino, fh, "XY", 2, 0), 2);   /* dirty */
+	assert_int_equal(VFS_CALL(f->fs, remove_key, &c, id, 0, &inval, &out), 0);
+	assert_int_equal(out, VFS_KEY_FILES_BUSY);
+	assert_true(seen.inodes >= 2);  /* the directory and the file */
+	assert_true(seen.saw_name);
+	assert_int_equal(VFS_CALL(f->fs, key_status, &c, id, &st), 0);
+	assert_int_equal(st.status, VFS_KEY_INCOMPLETELY_REMOVED);
+	assert_int_equal(test_open(f->fs, "enc/file", O_RDONLY, &ino, &fh2), -ENOENT);
+	assert_int_equal(VFS_CALL(f->fs, read, ino, fh, buf, sizeof(buf), 0), 6);
+	assert_memory_equal(buf, "XYcdef", 6);
+	assert_int_equal(VFS_CALL(f->fs, release, ino, fh), 0);
+	assert_int_equal(VFS_CALL(f->fs, key_status, &c, id, &st), 0);
+	assert_int_equal(st.status, VFS_KEY_ABSENT);
+	/* Added again: the file (written back under the key) reads as written. */
+	add_key(f->fs, id);
+	assert_int_equal(test_get(f->fs, "enc/file", buf, sizeof(buf)), 6);
+	assert_memory_equal(buf, "XYcdef", 6);
+	/* Forced: a descriptor kept open fails from then on. */
+	assert_int_equal(test_open(f->fs, "enc/file", O_RDWR, &ino, &fh), 0);
+	assert_int_equal(VFS_CALL(f->fs, remove_key, &c, id, VFS_KEY_FORCE, NULL, &out), 0);
+	assert_int_equal(out, 0);
+	assert_int_equal(VFS_CALL(f->fs, read, ino, fh, buf, sizeof(buf), 0), -ENOKEY);
+	assert_int_equal(VFS_CALL(f->fs, write, ino, fh, "zz", 2, 0), -ENOKEY);
+	assert_int_equal(VFS_CALL(f->fs, release, ino, fh), 0);
+	assert_int_equal(VFS_CALL(f->fs, key_status, &c, id, &st), 0);
+	assert_int_equal(st.status, VFS_KEY_ABSENT);
+	/* Another user's removal of root's key: not theirs (ENOKEY). */
+	add_key(f->fs, id);
+	c.uid = 1000;
+	assert_int_equal(VFS_CALL(f->fs, remove_key, &c, id, 0, NULL, &out), -ENOKEY);
+	assert_int_equal(VFS_CALL(f->fs, remove_key, &c, id, VFS_KEY_ALL_USERS, NULL, &out),
+			 -EACCES);
+}
+
+static void test_gcm_round_trip_and_overwrite(void **state)
+{
+	struct fixture *f = *state;
+	static uint8_t data[600000], back[sizeof(data)];
+	uint64_t ino, fh;
+	uint8_t id[16];
+
+	test_fill(data, sizeof(data), 7);
+	enc_dir(f->fs, CRYPT_MODE_AES_256_GCM, id);
+	assert_int_equal(test_put(f->fs, "enc/big", data, sizeof(data)), 0);
+	assert_int_equal(VFS_CALL(f->fs, syncfs), 0);
+	/* An overwrite in the middle (a partial block: read, decrypt, re-seal). */
+	assert_int_equal(test_open(f->fs, "enc/big", O_RDWR, &ino, &fh), 0);
+	assert_int_equal(VFS_CALL(f->fs, write, ino, fh, "hello", 5, 70001), 5);
+	assert_int_equal(VFS_CALL(f->fs, release, ino, fh), 0);
+	memcpy(data + 70001, "hello", 5);
+	remount(f);
+	add_key(f->fs, id);
+	assert_int_equal(test_get(f->fs, "enc/big", back, sizeof(back)), sizeof(data));
+	assert_memory_equal(back, data, sizeof(data));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_key_id_and_policy_inherited, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_nothing_in_clear_on_the_media, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_without_the_key, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_input, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_key_removal, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gcm_round_trip_and_overwrite, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
