@@ -35,6 +35,7 @@ extern const struct cli_command cli_sync_command;   /* cmd_ponyfs_ioctl.c */
 extern const struct cli_command cli_stat_command;   /* cmd_ponyfs_ioctl.c */
 extern const struct cli_command cli_shutdown_command; /* cmd_ponyfs_ioctl.c */
 extern const struct cli_command cli_vol_command;    /* cmd_vol.c */
+extern const struct cli_command cli_crypt_command;  /* cmd_crypt.c */
 
 /* Serving a vfs instance through FUSE, shared by the mount commands (cmd_fs.c). */
 struct vfs;

@@ -38,6 +38,7 @@ static const struct cli_command *const commands[] = {
 	&cli_stat_command,
 	&cli_shutdown_command,
 	&cli_vol_command,
+	&cli_crypt_command,
 };
 
 int main(int argc, char **argv)

@@ -126,6 +126,25 @@ int ponyfuse_pt_counters(struct ponyfuse *pf, char *buf, size_t size);
 int ponyfuse_kill_suidgid(fuse_req_t req, uint64_t ino, uint64_t fh, struct statx *ret);
 /* Whether req's caller has CAP_FSETID: its writes never drop suid/sgid. */
 bool ponyfuse_caller_keeps_suidgid(fuse_req_t req);
+/* Whether req's caller holds capability cap (CAP_SYS_ADMIN ...) in its
+ * effective set, as the kernel's capable() asks; false when it cannot be
+ * told (a caller outside our pid namespace). */
+bool ponyfuse_caller_capable(fuse_req_t req, unsigned cap);
+
+/*
+ * An ioctl's data FUSE does not carry (its restricted ioctls copy only
+ * _IOC_SIZE(cmd) bytes, in the directions the number says), read from or
+ * written to the caller's memory with process_vm_readv/writev (more.c).
+ * 0, -EFAULT for an address the caller cannot reach either, -EPERM when
+ * this daemon may not reach that process (not root, another user's
+ * process; a caller outside our pid namespace).
+ */
+int ponyfuse_caller_read(fuse_req_t req, void *addr, void *buf, size_t len);
+int ponyfuse_caller_write(fuse_req_t req, void *addr, void *buf, size_t len);
+/* crypt.c: Linux's fscrypt ioctls and pony's two (salt, forced removal);
+ * false when cmd is none of them (req not answered). */
+bool ponyfuse_crypt_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned cmd, void *arg,
+			  const void *in_buf, size_t in_bufsz, size_t out_bufsz);
 
 /* readpool.c: large READs of host files, or of instances whose read()
  * runs in parallel (vfs_ops.read_parallel), answered on helper threads. */

@@ -30,7 +30,7 @@ static bool caller_in_group(fuse_req_t req, gid_t gid)
 	return false;
 }
 
-bool ponyfuse_caller_keeps_suidgid(fuse_req_t req)
+bool ponyfuse_caller_capable(fuse_req_t req, unsigned cap)
 {
 	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3,
 					      .pid = fuse_req_ctx(req)->pid };
@@ -39,7 +39,12 @@ bool ponyfuse_caller_keeps_suidgid(fuse_req_t req)
 	/* pid 0: a caller outside our pid namespace; assume the worst. */
 	if (h.pid <= 0 || syscall(SYS_capget, &h, d) < 0)
 		return false;
-	return d[CAP_TO_INDEX(CAP_FSETID)].effective & CAP_TO_MASK(CAP_FSETID);
+	return d[CAP_TO_INDEX(cap)].effective & CAP_TO_MASK(cap);
+}
+
+bool ponyfuse_caller_keeps_suidgid(fuse_req_t req)
+{
+	return ponyfuse_caller_capable(req, CAP_FSETID);
 }
 
 int ponyfuse_kill_suidgid(fuse_req_t req, uint64_t ino, uint64_t fh, struct statx *ret)

@@ -3,7 +3,9 @@
  * filesystem as a whole, plus the ioctls that carry what FUSE drops (statx
  * masks and flags, syncfs, fbarrier, the instance's and the front end's
  * counters) and the shutdown ioctl fstests' godown sends
- * (XFS_IOC_GOINGDOWN). readdirplus
+ * (XFS_IOC_GOINGDOWN); the fscrypt ioctls are crypt.c's, and the caller's
+ * memory those ioctls reach beyond what FUSE carries is read and written
+ * here. readdirplus
  * looks every entry up, so one request fills the kernel's dentry and
  * attribute caches for a whole `ls -l`.
  */
@@ -286,6 +288,35 @@ static void ioctl_requests(fuse_req_t req, struct ponyfuse *pf, size_t out_bufsz
 	fuse_reply_ioctl(req, 0, &a, sizeof(a));
 }
 
+/* process_vm_readv or _writev of len bytes at the caller's addr. */
+static int caller_memory(fuse_req_t req, void *addr, void *buf, size_t len, bool write)
+{
+	struct iovec local = { .iov_base = buf, .iov_len = len };
+	struct iovec remote = { .iov_base = addr, .iov_len = len };
+	pid_t pid = fuse_req_ctx(req)->pid;
+	ssize_t n;
+
+	if (pid <= 0)
+		return -EPERM;
+	n = write ? process_vm_writev(pid, &local, 1, &remote, 1, 0)
+		  : process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	if (n == (ssize_t)len)
+		return 0;
+	/* A partial transfer ends at an address the caller cannot reach. */
+	return n >= 0 || errno == EFAULT ? -EFAULT : -EPERM;
+}
+
+int ponyfuse_caller_read(fuse_req_t req, void *addr, void *buf, size_t len)
+{
+	return caller_memory(req, addr, buf, len, false);
+}
+
+/* buf is not const only because struct iovec's base is not; it is only read. */
+int ponyfuse_caller_write(fuse_req_t req, void *addr, void *buf, size_t len)
+{
+	return caller_memory(req, addr, buf, len, true);
+}
+
 /*
  * XFS_IOC_GOINGDOWN's flags word stays in the caller: FUSE carries no data
  * in for an _IOR ioctl. The caller is root (checked), so the daemon, root
@@ -294,10 +325,8 @@ static void ioctl_requests(fuse_req_t req, struct ponyfuse *pf, size_t out_bufsz
 static unsigned goingdown_flags(fuse_req_t req, void *arg)
 {
 	uint32_t flags = PONYFUSE_GOINGDOWN_NOLOGFLUSH;
-	struct iovec local = { .iov_base = &flags, .iov_len = sizeof(flags) };
-	struct iovec remote = { .iov_base = arg, .iov_len = sizeof(flags) };
 
-	if (process_vm_readv(fuse_req_ctx(req)->pid, &local, 1, &remote, 1, 0) != sizeof(flags))
+	if (ponyfuse_caller_read(req, arg, &flags, sizeof(flags)) < 0)
 		return 0;
 	return flags == PONYFUSE_GOINGDOWN_NOLOGFLUSH ? 0 : VFS_SHUTDOWN_FLUSH;
 }
@@ -309,6 +338,8 @@ static void pf_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 	struct vfs *fs = ((struct ponyfuse *)fuse_req_userdata(req))->fs;
 	int r;
 
+	if (ponyfuse_crypt_ioctl(req, ino, cmd, arg, in_buf, in_bufsz, out_bufsz))
+		return;
 	switch (cmd) {
 	case PONYFUSE_IOC_STATX:
 		ioctl_statx(req, fs, ino, in_buf, in_bufsz, out_bufsz);
