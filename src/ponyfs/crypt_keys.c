@@ -136,41 +136,52 @@ static void inval_list_free(struct inval_list *l)
 	free(l->inos);
 }
 
+/* One name for the front end to drop; name NULL: out of memory. */
+static int inval_add_name(struct inval_list *l, uint64_t dir, char *name)
+{
+	void *p = name ? realloc(l->names, (l->nnames + 1) * sizeof(*l->names)) : NULL;
+
+	if (!p) {
+		free(name);
+		return -ENOMEM;
+	}
+	l->names = p;
+	l->names[l->nnames].parent = dir;
+	l->names[l->nnames++].name = name;
+	return 0;
+}
+
+/* dir's entries in both forms the kernel may cache: the no-key name and,
+ * with the key, the plaintext (a negative entry from before included). */
 static int inval_add_names(struct ponyfs *fs, uint64_t dir, struct inval_list *l)
 {
 	struct ponyfs_dircrypt *d;
 	sqlite3_stmt *s;
 	int r = ponyfs_dircrypt_locked(fs, dir, &d);
 
-	if (r >= 0 && d && d->c.on)
-		r = ponyfs_dircrypt_key_locked(fs, d);
 	if (r >= 0)
 		r = ponyfs_prepare(fs, "SELECT name FROM dentries WHERE parent = ?1", &s);
 	if (r < 0 || !d || !d->c.on)
 		return r < 0 ? r : 0;
 	sqlite3_bind_int64(s, 1, (int64_t)dir);
 	while ((r = ponyfs_step_row(fs, s)) > 0) {
-		char *name = ponyfs_name_show_locked(fs, d, sqlite3_column_blob(s, 0),
-						     (size_t)sqlite3_column_bytes(s, 0));
-		void *p = realloc(l->names, (l->nnames + 1) * sizeof(*l->names));
+		const uint8_t *ct = sqlite3_column_blob(s, 0);
+		size_t len = (size_t)sqlite3_column_bytes(s, 0);
+		char nokey[CRYPT_NAME_MAX + 1];
 
-		if (!name || !p) {
-			free(name);
-			if (p)
-				l->names = p;
-			r = -ENOMEM;
+		r = crypt_nokey_name(ct, len, nokey);
+		if (r >= 0)
+			r = inval_add_name(l, dir, strdup(nokey));
+		if (r >= 0 && ponyfs_dircrypt_key_locked(fs, d) >= 0)
+			r = inval_add_name(l, dir, ponyfs_name_show_locked(fs, d, ct, len));
+		if (r < 0)
 			break;
-		}
-		l->names = p;
-		l->names[l->nnames].parent = dir;
-		l->names[l->nnames++].name = name;
 	}
 	sqlite3_reset(s);
 	return r;
 }
 
-/* Every inode under key id, and the names in those that are directories
- * as a listing shows them now (plaintext with the key, no-key without). */
+/* Every inode under key id, and the names in those that are directories. */
 static int inval_collect(struct ponyfs *fs, const uint8_t id[CRYPT_KEY_ID_SIZE],
 			 struct inval_list *l)
 {
@@ -236,15 +247,16 @@ int ponyfs_add_key(struct vfs *v, const struct vfs_ctx *ctx, const void *key, si
 		k->removing = false;
 		r = 0;
 	} else {
-		/* What the kernel cached without the key (no-key names, listings)
-		 * goes: the same files now show their plaintext. */
+		k->next = fs->keys;
+		fs->keys = k;
+		/* What the kernel cached without the key (no-key names, negative
+		 * entries of plaintext names, listings) goes: the same files now
+		 * show their plaintext. */
 		if (inval && inval_collect(fs, id, &l) < 0) {
-			inval_list_free(&l);    /* the kernel's stale no-key names stay */
+			inval_list_free(&l);    /* the kernel's stale names stay */
 			l = (struct inval_list){ 0 };
 		}
 		r = 0;
-		k->next = fs->keys;
-		fs->keys = k;
 	}
 	if (r >= 0 && !key_claimed_by(k, ctx->uid)) {
 		if (k->nusers < PONYFS_KEY_USERS)

@@ -193,6 +193,22 @@ static void list_dir(struct vfs *fs, uint64_t dir, struct listing *l)
 	VFS_CALL(fs, releasedir, dir, fh);
 }
 
+struct inval_seen { unsigned inodes, entries; bool saw_name, saw_file; };
+
+static void seen_inode(void *data, uint64_t ino)
+{
+	((struct inval_seen *)data)->inodes++;
+}
+
+static void seen_entry(void *data, uint64_t parent, const char *name)
+{
+	struct inval_seen *s = data;
+
+	s->entries++;
+	s->saw_name |= !strcmp(name, "file");
+	s->saw_file |= !strcmp(name, "secret");
+}
+
 static void test_without_the_key(void **state)
 {
 	struct fixture *f = *state;
@@ -216,6 +232,23 @@ static void test_without_the_key(void **state)
 	assert_int_equal(VFS_CALL(f->fs, lookup, &c, d, "secret", &e), -ENOENT);
 	list_dir(f->fs, d, &l);
 	assert_int_equal(l.n, 3);
+	/* Adding the key tells the front end what its kernel cached without
+	 * it (the no-key names); removing it again, what it cached with. */
+	{
+		struct inval_seen seen = { 0 };
+		struct vfs_inval inval = { seen_inode, seen_entry, &seen };
+		uint8_t key[64], id2[16];
+		unsigned out;
+
+		test_key(key);
+		assert_int_equal(VFS_CALL(f->fs, add_key, &c, key, 64, id2, &inval), 0);
+		/* Each name in both forms: the no-key one the kernel may list, the
+		 * plaintext one it may hold a negative entry for. */
+		assert_true(seen.inodes >= 3);
+		assert_int_equal(seen.entries, 6);
+		assert_true(seen.saw_file);
+		assert_int_equal(VFS_CALL(f->fs, remove_key, &c, id2, 0, &inval, &out), 0);
+	}
 	for (unsigned i = 0; i < l.n; i++) {
 		assert_null(strstr(l.names[i], "secret"));
 		assert_int_equal(VFS_CALL(f->fs, lookup, &c, d, l.names[i], &e), 0);
@@ -297,21 +330,6 @@ static void test_bad_input(void **state)
 	assert_int_equal(VFS_CALL(f->fs, key_status, &c, other, &st), 0);
 	assert_int_equal(st.status, VFS_KEY_ABSENT);
 	assert_int_equal(VFS_CALL(f->fs, remove_key, &c, other, 0, NULL, &out), -ENOKEY);
-}
-
-struct inval_seen { unsigned inodes, entries; bool saw_name; };
-
-static void seen_inode(void *data, uint64_t ino)
-{
-	((struct inval_seen *)data)->inodes++;
-}
-
-static void seen_entry(void *data, uint64_t parent, const char *name)
-{
-	struct inval_seen *s = data;
-
-	s->entries++;
-	s->saw_name |= !strcmp(name, "file");
 }
 
 static void test_key_removal(void **state)
