@@ -15,8 +15,8 @@ packages=(
 	fuse3 fuse-overlayfs util-linux e2fsprogs xfsprogs btrfs-progs
 	dosfstools exfatprogs squashfs-tools mdadm xz-utils sqlite3 kmod fdisk
 	udev libudev1 attr acl libcap2-bin
-	# benchmarks
-	fio
+	# benchmarks (gocryptfs: the peer of bench/ponyfs's crypt rows)
+	fio gocryptfs
 )
 
 missing=()
