@@ -405,6 +405,9 @@ int ponyfs_sql_err(struct ponyfs *fs, int rc);
 int ponyfs_step_row(struct ponyfs *fs, sqlite3_stmt *s);
 /* Steps a statement that returns no row (or ignores them), then resets it; -errno. */
 int ponyfs_step_done(struct ponyfs *fs, sqlite3_stmt *s);
+/* The row a one-off query (sql, a literal) gives for ?1 = ino: 0 with *ret
+ * on it (reset it after use), -ENOENT when none, -errno. */
+int ponyfs_row_of(struct ponyfs *fs, const char *sql, uint64_t ino, sqlite3_stmt **ret);
 /* Runs a one-off statement with int64 arguments (bound in order). */
 int ponyfs_sql(struct ponyfs *fs, const char *sql, int n, ...);
 /* Runs a one-off query returning one int64 in *ret; -ENOENT when no row. */
