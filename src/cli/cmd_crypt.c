@@ -171,27 +171,21 @@ static int key_id_parse(const struct crypt_command *cc, const char *text,
 	return 0;
 }
 
-/* A descriptor of path for its ioctls; -1 with the message printed. */
-static int crypt_open(const struct crypt_command *cc, const char *path)
+/* One ioctl on path (any file of the mount): 0, or the errno of the open or the ioctl. */
+static int path_ioctl(const char *path, unsigned long cmd, void *arg)
 {
-	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	_cleanup_(closep) int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 
-	if (fd < 0)
-		crypt_fail(cc, path, errno);
-	return fd;
+	return fd < 0 || ioctl(fd, cmd, arg) < 0 ? errno : 0;
 }
 
-/* One ioctl on path; 0 or CLI_EXIT_FAILURE with the message printed. */
+/* The same, the failure told; 0 or CLI_EXIT_FAILURE. */
 static int crypt_ioctl(const struct crypt_command *cc, const char *path, unsigned long cmd,
 		       void *arg)
 {
-	_cleanup_(closep) int fd = crypt_open(cc, path);
+	int err = path_ioctl(path, cmd, arg);
 
-	if (fd < 0)
-		return CLI_EXIT_FAILURE;
-	if (ioctl(fd, cmd, arg) < 0)
-		return crypt_fail(cc, path, errno);
-	return 0;
+	return err ? crypt_fail(cc, path, err) : 0;
 }
 
 /* All of stdin, up to size bytes; -EFBIG when there is more. */
@@ -378,6 +372,24 @@ static void removal_print(const struct crypt_args *a, const char *id, uint32_t f
 	util_json_end(&j);
 }
 
+/*
+ * --all-users --force: every claim is gone and files are still open; the
+ * forced ioctl (the caller's claim only) then takes the key from them, as
+ * a second fscrypt removal of a key no one claims any more retries it.
+ */
+static int remove_key_force_after(const struct crypt_args *a, struct fscrypt_remove_key_arg *k)
+{
+	int err = path_ioctl(a->args[0], PONYFUSE_IOC_REMOVE_KEY_FORCE, k);
+	const char *name = strerrorname_np(err);
+
+	if (!err)
+		return 0;
+	removal_print(a, a->args[1], k->removal_status_flags);
+	return cli_error("crypt remove-key: %s: every claim is dropped, but the files still open "
+			 "keep the key: forcing it out failed: %s (%s)", a->args[0], strerror(err),
+			 name ? name : "?");
+}
+
 static int remove_key_run(int argc, char **argv)
 {
 	const struct crypt_command *cc = &remove_key_cmd;
@@ -387,15 +399,12 @@ static int remove_key_run(int argc, char **argv)
 
 	if (r >= 0 || (r = key_id_parse(cc, a.args[1], k.key_spec.u.identifier)))
 		return r;
-	/* Every claim, then (--force) the open files' hold too: the forced
-	 * ioctl removes the caller's claim only, so it comes second. */
-	if (a.all_users)
-		r = crypt_ioctl(cc, a.args[0], FS_IOC_REMOVE_ENCRYPTION_KEY_ALL_USERS, &k);
-	if (r == 0 && a.force &&
-	    (!a.all_users || (k.removal_status_flags & FSCRYPT_KEY_REMOVAL_STATUS_FLAG_FILES_BUSY)))
-		r = crypt_ioctl(cc, a.args[0], PONYFUSE_IOC_REMOVE_KEY_FORCE, &k);
-	if (r == 0 && !a.all_users && !a.force)
-		r = crypt_ioctl(cc, a.args[0], FS_IOC_REMOVE_ENCRYPTION_KEY, &k);
+	if (!a.all_users)
+		r = crypt_ioctl(cc, a.args[0], a.force ? PONYFUSE_IOC_REMOVE_KEY_FORCE
+						       : FS_IOC_REMOVE_ENCRYPTION_KEY, &k);
+	else if ((r = crypt_ioctl(cc, a.args[0], FS_IOC_REMOVE_ENCRYPTION_KEY_ALL_USERS, &k)) == 0 &&
+		 a.force && (k.removal_status_flags & FSCRYPT_KEY_REMOVAL_STATUS_FLAG_FILES_BUSY))
+		r = remove_key_force_after(&a, &k);
 	if (r == 0)
 		removal_print(&a, a.args[1], k.removal_status_flags);
 	return r;
@@ -551,14 +560,11 @@ static int get_policy_run(int argc, char **argv)
 	struct fscrypt_get_policy_ex_arg ex = { .policy_size = sizeof(ex.policy) };
 	struct crypt_args a;
 	struct util_json j;
-	int r = crypt_parse(cc, argc, argv, &a), fd;
+	int r = crypt_parse(cc, argc, argv, &a);
 
 	if (r >= 0)
 		return r;
-	if ((fd = crypt_open(cc, a.args[0])) < 0)
-		return CLI_EXIT_FAILURE;
-	r = ioctl(fd, FS_IOC_GET_ENCRYPTION_POLICY_EX, &ex) < 0 ? errno : 0;
-	close(fd);
+	r = path_ioctl(a.args[0], FS_IOC_GET_ENCRYPTION_POLICY_EX, &ex);
 	if (r == 0) {
 		policy_print(a.args[0], (const uint8_t *)&ex.policy, a.json);
 		return CLI_EXIT_OK;

@@ -130,6 +130,11 @@ common_steps() {
 		[ "$(as_nobody "$PONY" crypt remove-key . "$ID")" = removed ] ||
 			fail "$FS: nobody's removal of the last claim"
 		check "absent|0|" status . "$ID"
+		# root's --all-users drops both claims at once.
+		as_nobody "$PONY" crypt add-key . <"$T/key0" >/dev/null || fail "$FS: nobody's add-key"
+		check "$ID|0|" add-key . <"$T/key0"
+		check "removed|0|" remove-key --all-users . "$ID"
+		check "absent|0|" status . "$ID"
 		check "$ID|0|" add-key . <"$T/key0"
 	fi
 
