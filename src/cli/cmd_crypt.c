@@ -212,6 +212,8 @@ static ssize_t passphrase_read(char *buf, size_t size)
 	bool tty = tcgetattr(STDIN_FILENO, &old) == 0;
 	char *nl;
 
+	/* Unbuffered: no copy of the passphrase stays in stdio's buffer. */
+	setvbuf(stdin, NULL, _IONBF, 0);
 	if (tty) {
 		fputs("Passphrase: ", stderr);
 		quiet = old;
@@ -233,7 +235,6 @@ static ssize_t passphrase_read(char *buf, size_t size)
 
 static const struct errno_meaning add_key_meanings[] = {
 	{ EINVAL, "the filesystem refused the key (pony's keys are 64 bytes)" },
-	{ ENOTTY, "not a pony mount (passphrase keys need pony's salt)" },
 	{ 0 },
 };
 
@@ -279,7 +280,12 @@ static int key_read(const struct crypt_args *a, const char *mnt, uint8_t *key)
 		return cli_error("crypt add-key: the passphrase (stdin's first line) is %s",
 				 len == 0 ? "empty" : len == -EIO ? "unreadable" : "over 1024 bytes");
 	}
-	r = crypt_ioctl(cc, mnt, PONYFUSE_IOC_CRYPT_SALT, salt);
+	r = path_ioctl(mnt, PONYFUSE_IOC_CRYPT_SALT, salt);
+	if (r == ENOTTY)
+		r = cli_error("crypt add-key: %s: not a pony mount: passphrase keys need pony's "
+			      "salt (ENOTTY)", mnt);
+	else if (r)
+		r = crypt_fail(cc, mnt, r);
 	if (r == 0 && (r = crypt_scrypt(pass, (size_t)len, salt, sizeof(salt), &cost, key,
 					CRYPT_MASTER_KEY_SIZE)) < 0)
 		r = cli_error("crypt add-key: deriving the key: %s", strerror(-r));
@@ -329,7 +335,7 @@ static int add_key_run(int argc, char **argv)
 static const struct errno_meaning remove_key_meanings[] = {
 	{ ENOKEY, "key not present, or not added by this user" },
 	{ EACCES, "removing every user's claim needs root (CAP_SYS_ADMIN)" },
-	{ ENOTTY, "not a pony mount (--force is pony's own ioctl)" },
+	{ ENOTTY, "not a pony mount (no fscrypt ioctls here, or none for --force, pony's own)" },
 	{ 0 },
 };
 
@@ -350,10 +356,11 @@ static const struct crypt_command remove_key_cmd = {
 	.meanings = remove_key_meanings,
 };
 
-static void removal_print(const struct crypt_args *a, const char *id, uint32_t flags)
+static void removal_print(const struct crypt_args *a, const struct fscrypt_remove_key_arg *k)
 {
-	bool busy = flags & FSCRYPT_KEY_REMOVAL_STATUS_FLAG_FILES_BUSY;
-	bool others = flags & FSCRYPT_KEY_REMOVAL_STATUS_FLAG_OTHER_USERS;
+	bool busy = k->removal_status_flags & FSCRYPT_KEY_REMOVAL_STATUS_FLAG_FILES_BUSY;
+	bool others = k->removal_status_flags & FSCRYPT_KEY_REMOVAL_STATUS_FLAG_OTHER_USERS;
+	char id[2 * CRYPT_KEY_ID_SIZE + 1];
 	struct util_json j;
 
 	if (!a->json) {
@@ -361,6 +368,7 @@ static void removal_print(const struct crypt_args *a, const char *id, uint32_t f
 			       : busy ? "incompletely removed: files still open" : "removed");
 		return;
 	}
+	hex_of(k->key_spec.u.identifier, CRYPT_KEY_ID_SIZE, id);
 	util_json_init(&j, stdout);
 	util_json_object_begin(&j, NULL);
 	util_json_string(&j, "key_id", id);
@@ -384,7 +392,7 @@ static int remove_key_force_after(const struct crypt_args *a, struct fscrypt_rem
 
 	if (!err)
 		return 0;
-	removal_print(a, a->args[1], k->removal_status_flags);
+	removal_print(a, k);
 	return cli_error("crypt remove-key: %s: every claim is dropped, but the files still open "
 			 "keep the key: forcing it out failed: %s (%s)", a->args[0], strerror(err),
 			 name ? name : "?");
@@ -406,7 +414,7 @@ static int remove_key_run(int argc, char **argv)
 		 a.force && (k.removal_status_flags & FSCRYPT_KEY_REMOVAL_STATUS_FLAG_FILES_BUSY))
 		r = remove_key_force_after(&a, &k);
 	if (r == 0)
-		removal_print(&a, a.args[1], k.removal_status_flags);
+		removal_print(&a, &k);
 	return r;
 }
 
@@ -425,6 +433,7 @@ static int status_run(int argc, char **argv)
 {
 	const struct crypt_command *cc = &status_cmd;
 	struct fscrypt_get_key_status_arg k = { .key_spec.type = FSCRYPT_KEY_SPEC_TYPE_IDENTIFIER };
+	char id[2 * CRYPT_KEY_ID_SIZE + 1];
 	struct crypt_args a;
 	const char *word;
 	int r = crypt_parse(cc, argc, argv, &a);
@@ -433,6 +442,7 @@ static int status_run(int argc, char **argv)
 		return r;
 	if ((r = crypt_ioctl(cc, a.args[0], FS_IOC_GET_ENCRYPTION_KEY_STATUS, &k)))
 		return r;
+	hex_of(k.key_spec.u.identifier, CRYPT_KEY_ID_SIZE, id);
 	word = k.status == FSCRYPT_KEY_STATUS_PRESENT ? "present"
 	       : k.status == FSCRYPT_KEY_STATUS_ABSENT ? "absent"
 	       : k.status == FSCRYPT_KEY_STATUS_INCOMPLETELY_REMOVED ? "incompletely removed"
@@ -442,7 +452,7 @@ static int status_run(int argc, char **argv)
 
 		util_json_init(&j, stdout);
 		util_json_object_begin(&j, NULL);
-		util_json_string(&j, "key_id", a.args[1]);
+		util_json_string(&j, "key_id", id);
 		util_json_string(&j, "status", word);
 		util_json_bool(&j, "added_by_self",
 			       k.status_flags & FSCRYPT_KEY_STATUS_FLAG_ADDED_BY_SELF);
