@@ -331,9 +331,12 @@ struct vfs_ops {
 	/* ino's 16-byte nonce (FS_IOC_GET_ENCRYPTION_NONCE); -ENODATA. */
 	int (*get_nonce)(struct vfs *fs, uint64_t ino, uint8_t nonce[16]);
 	/* Adds a master key (64 bytes, else -EINVAL) as ctx->uid's claim; its
-	 * identifier in id. Adding it again adds only the claim. */
+	 * identifier in id. Adding it again adds only the claim. inval (no
+	 * lock held; NULL: none) is told the inodes and no-key names under
+	 * it, which the kernel may cache from before and which now show as
+	 * plaintext. */
 	int (*add_key)(struct vfs *fs, const struct vfs_ctx *ctx, const void *key, size_t len,
-		       uint8_t id[16]);
+		       uint8_t id[16], const struct vfs_inval *inval);
 	/*
 	 * Drops ctx->uid's claim on key id (every claim with
 	 * VFS_KEY_ALL_USERS); the key goes with the last. Before it goes,

@@ -148,6 +148,28 @@ static int key_arg_check(const struct fscrypt_key_specifier *spec, const void *r
 	return 0;
 }
 
+/* What a key's coming or going tells the kernel to forget (the hooks call
+ * these with no lock held): a file's pages and attributes, a name. */
+static void inval_inode(void *data, uint64_t ino)
+{
+	struct ponyfuse *pf = data;
+
+	/* Offset 0, length 0: every cached page, and the attributes. */
+	fuse_lowlevel_notify_inval_inode(pf->se, ino, 0, 0);
+}
+
+static void inval_entry(void *data, uint64_t parent, const char *name)
+{
+	struct ponyfuse *pf = data;
+
+	fuse_lowlevel_notify_inval_entry(pf->se, parent, name, strlen(name));
+}
+
+static struct vfs_inval kernel_caches(struct crypt_call *c)
+{
+	return (struct vfs_inval){ .inode = inval_inode, .entry = inval_entry, .data = c->pf };
+}
+
 /*
  * _IOWR of the 80-byte struct; the raw key follows it in the caller,
  * beyond what FUSE brings. Only IDENTIFIER keys (policy v2): a DESCRIPTOR
@@ -157,6 +179,7 @@ static int key_arg_check(const struct fscrypt_key_specifier *spec, const void *r
  */
 static void add_key(struct crypt_call *c)
 {
+	const struct vfs_inval inval = kernel_caches(c);
 	struct fscrypt_add_key_arg a;
 	uint8_t raw[FSCRYPT_MAX_KEY_SIZE];
 	int r;
@@ -174,33 +197,16 @@ static void add_key(struct crypt_call *c)
 	/* Any size but 64 is the instance's EINVAL, as for the 16 to 63
 	 * bytes ext4 would take: pony's master keys are 64 bytes. */
 	if (r == 0)
-		r = VFS_CALL(fs_of(c), add_key, &c->ctx, raw, a.raw_size, a.key_spec.u.identifier);
+		r = VFS_CALL(fs_of(c), add_key, &c->ctx, raw, a.raw_size, a.key_spec.u.identifier,
+			     &inval);
 	crypt_wipe(raw, sizeof(raw));
 	answer(c, r, &a, sizeof(a));
-}
-
-/* What a key's removal tells the kernel to forget (the hook calls these
- * with no lock held): a file's pages and attributes, a name. */
-static void inval_inode(void *data, uint64_t ino)
-{
-	struct ponyfuse *pf = data;
-
-	/* Offset 0, length 0: every cached page, and the attributes. */
-	fuse_lowlevel_notify_inval_inode(pf->se, ino, 0, 0);
-}
-
-static void inval_entry(void *data, uint64_t parent, const char *name)
-{
-	struct ponyfuse *pf = data;
-
-	fuse_lowlevel_notify_inval_entry(pf->se, parent, name, strlen(name));
 }
 
 /* The three removals: _IOWR of the 64-byte struct, the flags answered in it. */
 static void remove_key(struct crypt_call *c, unsigned flags)
 {
-	const struct vfs_inval inval = { .inode = inval_inode, .entry = inval_entry,
-					 .data = c->pf };
+	const struct vfs_inval inval = kernel_caches(c);
 	struct fscrypt_remove_key_arg a;
 	unsigned removed = 0;
 	int r = 0;

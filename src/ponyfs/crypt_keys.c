@@ -120,46 +120,6 @@ void ponyfs_keys_closed_locked(struct ponyfs *fs)
 	}
 }
 
-int ponyfs_add_key(struct vfs *v, const struct vfs_ctx *ctx, const void *key, size_t len,
-		   uint8_t id[16])
-{
-	struct ponyfs *fs = ponyfs_of(v);
-	struct ponyfs_key *k = calloc(1, sizeof(*k)), *have;
-	int r;
-
-	if (!k)
-		return -ENOMEM;
-	r = crypt_master_init(&k->master, key, len);
-	if (r < 0) {
-		free(k);
-		return r;
-	}
-	memcpy(id, k->master.id, CRYPT_KEY_ID_SIZE);
-	pthread_mutex_lock(&fs->lock);
-	have = ponyfs_key_find(fs, id, true);
-	if (have) {
-		/* Added again: one more claim, and present again if it was
-		 * being removed (fscrypt's rule). */
-		crypt_wipe(k, sizeof(*k));
-		free(k);
-		k = have;
-		k->removing = false;
-	} else {
-		k->next = fs->keys;
-		fs->keys = k;
-	}
-	r = 0;
-	if (!key_claimed_by(k, ctx->uid)) {
-		if (k->nusers < PONYFS_KEY_USERS)
-			k->users[k->nusers++] = ctx->uid;
-		else
-			r = -EDQUOT;    /* as fscrypt's per-user key quota */
-	}
-	fs->key_gen++;
-	pthread_mutex_unlock(&fs->lock);
-	return r;
-}
-
 /* What the front end must drop: inodes under k, and names in their directories. */
 struct inval_list {
 	uint64_t *inos;
@@ -176,40 +136,54 @@ static void inval_list_free(struct inval_list *l)
 	free(l->inos);
 }
 
+/* One name for the front end to drop; name NULL: out of memory. */
+static int inval_add_name(struct inval_list *l, uint64_t dir, char *name)
+{
+	void *p = name ? realloc(l->names, (l->nnames + 1) * sizeof(*l->names)) : NULL;
+
+	if (!p) {
+		free(name);
+		return -ENOMEM;
+	}
+	l->names = p;
+	l->names[l->nnames].parent = dir;
+	l->names[l->nnames++].name = name;
+	return 0;
+}
+
+/* dir's entries in both forms the kernel may cache: the no-key name and,
+ * with the key, the plaintext (a negative entry from before included). */
 static int inval_add_names(struct ponyfs *fs, uint64_t dir, struct inval_list *l)
 {
 	struct ponyfs_dircrypt *d;
 	sqlite3_stmt *s;
 	int r = ponyfs_dircrypt_locked(fs, dir, &d);
 
-	if (r >= 0 && d && d->c.on)
-		r = ponyfs_dircrypt_key_locked(fs, d);
 	if (r >= 0)
 		r = ponyfs_prepare(fs, "SELECT name FROM dentries WHERE parent = ?1", &s);
 	if (r < 0 || !d || !d->c.on)
 		return r < 0 ? r : 0;
 	sqlite3_bind_int64(s, 1, (int64_t)dir);
 	while ((r = ponyfs_step_row(fs, s)) > 0) {
-		char *name = ponyfs_name_show_locked(fs, d, sqlite3_column_blob(s, 0),
-						     (size_t)sqlite3_column_bytes(s, 0));
-		void *p = realloc(l->names, (l->nnames + 1) * sizeof(*l->names));
+		const uint8_t *ct = sqlite3_column_blob(s, 0);
+		size_t len = (size_t)sqlite3_column_bytes(s, 0);
+		char nokey[CRYPT_NAME_MAX + 1];
 
-		if (!name || !p) {
-			free(name);
-			if (p)
-				l->names = p;
-			r = -ENOMEM;
+		r = crypt_nokey_name(ct, len, nokey);
+		if (r >= 0)
+			r = inval_add_name(l, dir, strdup(nokey));
+		if (r >= 0 && ponyfs_dircrypt_key_locked(fs, d) >= 0)
+			r = inval_add_name(l, dir, ponyfs_name_show_locked(fs, d, ct, len));
+		if (r < 0)
 			break;
-		}
-		l->names = p;
-		l->names[l->nnames].parent = dir;
-		l->names[l->nnames++].name = name;
 	}
 	sqlite3_reset(s);
 	return r;
 }
 
-static int inval_collect(struct ponyfs *fs, const struct ponyfs_key *k, struct inval_list *l)
+/* Every inode under key id, and the names in those that are directories. */
+static int inval_collect(struct ponyfs *fs, const uint8_t id[CRYPT_KEY_ID_SIZE],
+			 struct inval_list *l)
 {
 	sqlite3_stmt *s;
 	int r = ponyfs_prepare(fs, "SELECT ino, mode FROM inodes WHERE crypt IS NOT NULL "
@@ -217,7 +191,7 @@ static int inval_collect(struct ponyfs *fs, const struct ponyfs_key *k, struct i
 
 	if (r < 0)
 		return r;
-	sqlite3_bind_blob(s, 1, k->master.id, CRYPT_KEY_ID_SIZE, SQLITE_STATIC);
+	sqlite3_bind_blob(s, 1, id, CRYPT_KEY_ID_SIZE, SQLITE_STATIC);
 	while ((r = ponyfs_step_row(fs, s)) > 0) {
 		void *p = realloc(l->inos, (l->ninos + 1) * sizeof(*l->inos));
 
@@ -246,6 +220,57 @@ static void inval_send(const struct vfs_inval *inval, const struct inval_list *l
 			inval->inode(inval->data, l->inos[i]);
 }
 
+int ponyfs_add_key(struct vfs *v, const struct vfs_ctx *ctx, const void *key, size_t len,
+		   uint8_t id[16], const struct vfs_inval *inval)
+{
+	struct ponyfs *fs = ponyfs_of(v);
+	struct ponyfs_key *k = calloc(1, sizeof(*k)), *have;
+	struct inval_list l = { 0 };
+	int r;
+
+	if (!k)
+		return -ENOMEM;
+	r = crypt_master_init(&k->master, key, len);
+	if (r < 0) {
+		free(k);
+		return r;
+	}
+	memcpy(id, k->master.id, CRYPT_KEY_ID_SIZE);
+	pthread_mutex_lock(&fs->lock);
+	have = ponyfs_key_find(fs, id, true);
+	if (have) {
+		/* Added again: one more claim, and present again if it was
+		 * being removed (fscrypt's rule). */
+		crypt_wipe(k, sizeof(*k));
+		free(k);
+		k = have;
+		k->removing = false;
+		r = 0;
+	} else {
+		k->next = fs->keys;
+		fs->keys = k;
+		/* What the kernel cached without the key (no-key names, negative
+		 * entries of plaintext names, listings) goes: the same files now
+		 * show their plaintext. */
+		if (inval && inval_collect(fs, id, &l) < 0) {
+			inval_list_free(&l);    /* the kernel's stale names stay */
+			l = (struct inval_list){ 0 };
+		}
+		r = 0;
+	}
+	if (r >= 0 && !key_claimed_by(k, ctx->uid)) {
+		if (k->nusers < PONYFS_KEY_USERS)
+			k->users[k->nusers++] = ctx->uid;
+		else
+			r = -EDQUOT;    /* as fscrypt's per-user key quota */
+	}
+	fs->key_gen++;
+	pthread_mutex_unlock(&fs->lock);
+	inval_send(inval, &l);
+	inval_list_free(&l);
+	return r;
+}
+
 int ponyfs_remove_key(struct vfs *v, const struct vfs_ctx *ctx, const uint8_t id[16],
 		      unsigned flags, const struct vfs_inval *inval, unsigned *ret_flags)
 {
@@ -272,7 +297,7 @@ int ponyfs_remove_key(struct vfs *v, const struct vfs_ctx *ctx, const uint8_t id
 		return 0;
 	}
 	if (r >= 0)
-		r = inval_collect(fs, k, &l);
+		r = inval_collect(fs, k->master.id, &l);
 	pthread_mutex_unlock(&fs->lock);
 	if (r < 0) {
 		inval_list_free(&l);

@@ -52,20 +52,13 @@ int ponyfs_crypt_inherit(const struct ponyfs_crypt *dir, struct ponyfs_crypt *re
 static int inode_crypt(struct ponyfs *fs, uint64_t ino, struct ponyfs_crypt *c, mode_t *ret_mode)
 {
 	sqlite3_stmt *s;
-	int r = ponyfs_prepare(fs, "SELECT crypt, mode FROM inodes WHERE ino = ?1", &s);
+	int r = ponyfs_row_of(fs, "SELECT crypt, mode FROM inodes WHERE ino = ?1", ino, &s);
 
 	if (r < 0)
 		return r;
-	sqlite3_bind_int64(s, 1, (int64_t)ino);
-	r = ponyfs_step_row(fs, s);
-	if (r == 0)
-		r = -ENOENT;
-	if (r > 0) {
-		r = ponyfs_crypt_decode(sqlite3_column_blob(s, 0),
-					(size_t)sqlite3_column_bytes(s, 0), c);
-		if (ret_mode)
-			*ret_mode = (mode_t)sqlite3_column_int64(s, 1);
-	}
+	r = ponyfs_crypt_decode(sqlite3_column_blob(s, 0), (size_t)sqlite3_column_bytes(s, 0), c);
+	if (ret_mode)
+		*ret_mode = (mode_t)sqlite3_column_int64(s, 1);
 	sqlite3_reset(s);
 	return r;
 }

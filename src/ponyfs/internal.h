@@ -405,6 +405,9 @@ int ponyfs_sql_err(struct ponyfs *fs, int rc);
 int ponyfs_step_row(struct ponyfs *fs, sqlite3_stmt *s);
 /* Steps a statement that returns no row (or ignores them), then resets it; -errno. */
 int ponyfs_step_done(struct ponyfs *fs, sqlite3_stmt *s);
+/* The row a one-off query (sql, a literal) gives for ?1 = ino: 0 with *ret
+ * on it (reset it after use), -ENOENT when none, -errno. */
+int ponyfs_row_of(struct ponyfs *fs, const char *sql, uint64_t ino, sqlite3_stmt **ret);
 /* Runs a one-off statement with int64 arguments (bound in order). */
 int ponyfs_sql(struct ponyfs *fs, const char *sql, int n, ...);
 /* Runs a one-off query returning one int64 in *ret; -ENOENT when no row. */
@@ -630,7 +633,7 @@ void ponyfs_keys_free(struct ponyfs *fs);
 /* An encrypted inode closed: an incompletely removed key may go now. */
 void ponyfs_keys_closed_locked(struct ponyfs *fs);
 int ponyfs_add_key(struct vfs *v, const struct vfs_ctx *ctx, const void *key, size_t len,
-		   uint8_t id[16]);
+		   uint8_t id[16], const struct vfs_inval *inval);
 int ponyfs_remove_key(struct vfs *v, const struct vfs_ctx *ctx, const uint8_t id[16],
 		      unsigned flags, const struct vfs_inval *inval, unsigned *ret_flags);
 int ponyfs_key_status(struct vfs *v, const struct vfs_ctx *ctx, const uint8_t id[16],

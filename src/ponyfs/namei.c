@@ -858,18 +858,13 @@ int ponyfs_readlink_locked(struct ponyfs *fs, uint64_t ino, char *buf, size_t si
 {
 	sqlite3_stmt *s = NULL;
 	struct ponyfs_crypt c;
-	int r = ponyfs_prepare(fs,
-		"SELECT target, mode, crypt FROM inodes WHERE ino = ?1", &s);
+	int r = ponyfs_row_of(fs, "SELECT target, mode, crypt FROM inodes WHERE ino = ?1", ino, &s);
 
 	if (r < 0)
 		return r;
-	sqlite3_bind_int64(s, 1, (int64_t)ino);
-	r = ponyfs_step_row(fs, s);
-	if (r == 0)
-		r = -ENOENT;
-	if (r > 0 && !S_ISLNK((mode_t)sqlite3_column_int64(s, 1)))
+	if (!S_ISLNK((mode_t)sqlite3_column_int64(s, 1)))
 		r = -EINVAL;
-	if (r > 0)
+	if (r == 0)
 		r = ponyfs_crypt_decode(sqlite3_column_blob(s, 2), (size_t)sqlite3_column_bytes(s, 2),
 					&c);
 	if (r == 0 && c.on) {   /* an encrypted target: shown with the key, or no-key */

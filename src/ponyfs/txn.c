@@ -170,6 +170,19 @@ int ponyfs_step_row(struct ponyfs *fs, sqlite3_stmt *s)
 	return ponyfs_sql_err(fs, rc);
 }
 
+int ponyfs_row_of(struct ponyfs *fs, const char *sql, uint64_t ino, sqlite3_stmt **ret)
+{
+	int r = ponyfs_prepare(fs, sql, ret);
+
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(*ret, 1, (int64_t)ino);
+	r = ponyfs_step_row(fs, *ret);
+	if (r <= 0)
+		sqlite3_reset(*ret);
+	return r < 0 ? r : r == 0 ? -ENOENT : 0;
+}
+
 int ponyfs_step_done(struct ponyfs *fs, sqlite3_stmt *s)
 {
 	int r;

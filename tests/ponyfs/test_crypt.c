@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "fixture.h"
+#include "../../src/ponyfs/internal.h"     /* the tamper test edits extent rows */
 #include "pony/bdev.h"
 #include "pony/crypt.h"
 #include "pony/util.h"
@@ -46,7 +47,7 @@ static void add_key(struct vfs *fs, uint8_t id[16])
 	uint8_t key[64];
 
 	test_key(key);
-	assert_int_equal(VFS_CALL(fs, add_key, &c, key, sizeof(key), id), 0);
+	assert_int_equal(VFS_CALL(fs, add_key, &c, key, sizeof(key), id, NULL), 0);
 }
 
 static void policy_bytes(const uint8_t id[16], enum crypt_mode contents, uint8_t out[24])
@@ -192,6 +193,22 @@ static void list_dir(struct vfs *fs, uint64_t dir, struct listing *l)
 	VFS_CALL(fs, releasedir, dir, fh);
 }
 
+struct inval_seen { unsigned inodes, entries; bool saw_name, saw_file; };
+
+static void seen_inode(void *data, uint64_t ino)
+{
+	((struct inval_seen *)data)->inodes++;
+}
+
+static void seen_entry(void *data, uint64_t parent, const char *name)
+{
+	struct inval_seen *s = data;
+
+	s->entries++;
+	s->saw_name |= !strcmp(name, "file");
+	s->saw_file |= !strcmp(name, "secret");
+}
+
 static void test_without_the_key(void **state)
 {
 	struct fixture *f = *state;
@@ -215,6 +232,23 @@ static void test_without_the_key(void **state)
 	assert_int_equal(VFS_CALL(f->fs, lookup, &c, d, "secret", &e), -ENOENT);
 	list_dir(f->fs, d, &l);
 	assert_int_equal(l.n, 3);
+	/* Adding the key tells the front end what its kernel cached without
+	 * it (the no-key names); removing it again, what it cached with. */
+	{
+		struct inval_seen seen = { 0 };
+		struct vfs_inval inval = { seen_inode, seen_entry, &seen };
+		uint8_t key[64], id2[16];
+		unsigned out;
+
+		test_key(key);
+		assert_int_equal(VFS_CALL(f->fs, add_key, &c, key, 64, id2, &inval), 0);
+		/* Each name in both forms: the no-key one the kernel may list, the
+		 * plaintext one it may hold a negative entry for. */
+		assert_true(seen.inodes >= 3);
+		assert_int_equal(seen.entries, 6);
+		assert_true(seen.saw_file);
+		assert_int_equal(VFS_CALL(f->fs, remove_key, &c, id2, 0, &inval, &out), 0);
+	}
 	for (unsigned i = 0; i < l.n; i++) {
 		assert_null(strstr(l.names[i], "secret"));
 		assert_int_equal(VFS_CALL(f->fs, lookup, &c, d, l.names[i], &e), 0);
@@ -275,7 +309,7 @@ static void test_bad_input(void **state)
 	assert_int_equal(VFS_CALL(f->fs, set_policy, &c, full, pol, 24), -EINVAL);
 	/* A key of the wrong size; a policy naming a key never added. */
 	test_key(key);
-	assert_int_equal(VFS_CALL(f->fs, add_key, &c, key, 32, other), -EINVAL);
+	assert_int_equal(VFS_CALL(f->fs, add_key, &c, key, 32, other, NULL), -EINVAL);
 	memset(other, 0xab, sizeof(other));
 	policy_bytes(other, CRYPT_MODE_AES_256_XTS, pol);
 	d2 = mkdir_at(f->fs, VFS_ROOT_INO, "enc2");
@@ -296,21 +330,6 @@ static void test_bad_input(void **state)
 	assert_int_equal(VFS_CALL(f->fs, key_status, &c, other, &st), 0);
 	assert_int_equal(st.status, VFS_KEY_ABSENT);
 	assert_int_equal(VFS_CALL(f->fs, remove_key, &c, other, 0, NULL, &out), -ENOKEY);
-}
-
-struct inval_seen { unsigned inodes, entries; bool saw_name; };
-
-static void seen_inode(void *data, uint64_t ino)
-{
-	((struct inval_seen *)data)->inodes++;
-}
-
-static void seen_entry(void *data, uint64_t parent, const char *name)
-{
-	struct inval_seen *s = data;
-
-	s->entries++;
-	s->saw_name |= !strcmp(name, "file");
 }
 
 static void test_key_removal(void **state)
@@ -389,6 +408,104 @@ static void test_gcm_round_trip_and_overwrite(void **state)
 	assert_memory_equal(back, data, sizeof(data));
 }
 
+/* The image's database, opened as a mount would (the filesystem unmounted). */
+static sqlite3 *image_db(struct bdev *dev, struct bdev **meta, struct bdev **data)
+{
+	struct ponyfs_chunks chunks;
+	struct ponyfs_sb sb;
+	sqlite3 *db = NULL;
+
+	assert_int_equal(ponyfs_image_regions(dev, meta, data), 0);
+	assert_int_equal(ponyfs_sb_read(*meta, &sb), 0);
+	assert_int_equal(ponyfs_meta_open(*meta, *data, &sb, &chunks, &db), 0);
+	return db;
+}
+
+/* The one extent of ino: its first data block and its csums. */
+static void extent_of(sqlite3 *db, uint64_t ino, uint64_t *pblock, uint8_t *csums, size_t len)
+{
+	sqlite3_stmt *s;
+
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT pblock, csums, flags FROM extents "
+					    "WHERE ino = ?1", -1, &s, NULL), SQLITE_OK);
+	sqlite3_bind_int64(s, 1, (int64_t)ino);
+	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+	*pblock = (uint64_t)sqlite3_column_int64(s, 0);
+	assert_int_equal(sqlite3_column_bytes(s, 1), len);
+	memcpy(csums, sqlite3_column_blob(s, 1), len);
+	assert_int_equal(sqlite3_column_int64(s, 2), PONYFS_EXT_SEALED);
+	sqlite3_finalize(s);
+}
+
+static void extent_set_csums(sqlite3 *db, uint64_t ino, const uint8_t *csums, size_t len)
+{
+	sqlite3_stmt *s;
+
+	assert_int_equal(sqlite3_prepare_v2(db, "UPDATE extents SET csums = ?2 WHERE ino = ?1", -1,
+					    &s, NULL), SQLITE_OK);
+	sqlite3_bind_int64(s, 1, (int64_t)ino);
+	sqlite3_bind_blob(s, 2, csums, (int)len, SQLITE_STATIC);
+	assert_int_equal(sqlite3_step(s), SQLITE_DONE);
+	sqlite3_finalize(s);
+}
+
+struct log_seen { bool tag_line; };
+
+static void log_line(void *data, const char *text)
+{
+	((struct log_seen *)data)->tag_line |= strstr(text, "authentication tag") &&
+					       strstr(text, "offset 4096");
+}
+
+/*
+ * GCM: a block whose seal was changed (its CRC still right), and a block
+ * copied whole (ciphertext, CRC, seal) over the next one's place, both
+ * fail with EIO and a log line; the untouched block still reads.
+ */
+static void test_gcm_tamper_is_eio(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_ctx c = test_ctx();
+	struct log_seen seen = { false };
+	struct ponyfs_options o = { .report = log_line, .report_arg = &seen };
+	static uint8_t data[3 * 4096], back[4096], blk[4096];
+	uint8_t csums[3 * PONYFS_SEAL_BYTES], id[16];
+	struct bdev *meta, *datadev;
+	struct vfs_entry e;
+	uint64_t pblock, fh;
+	sqlite3 *db;
+
+	test_fill(data, sizeof(data), 3);
+	enc_dir(f->fs, CRYPT_MODE_AES_256_GCM, id);
+	assert_int_equal(test_put(f->fs, "enc/f", data, sizeof(data)), 0);
+	assert_int_equal(vfs_walk(f->fs, &c, "enc/f", &e), 0);
+	vfs_free(f->fs);
+	f->fs = NULL;
+	db = image_db(f->dev, &meta, &datadev);
+	extent_of(db, e.ino, &pblock, csums, sizeof(csums));
+	/* Block 1's tag, one bit flipped. */
+	csums[PONYFS_SEAL_BYTES + 4 + CRYPT_GCM_NONCE_SIZE] ^= 1;
+	/* Block 2 becomes block 0 moved: its bytes, CRC and seal. */
+	assert_int_equal(bdev_pread(datadev, blk, 4096, pblock * 4096), 0);
+	assert_int_equal(bdev_pwrite(datadev, blk, 4096, (pblock + 2) * 4096), 0);
+	memcpy(csums + 2 * PONYFS_SEAL_BYTES, csums, PONYFS_SEAL_BYTES);
+	extent_set_csums(db, e.ino, csums, sizeof(csums));
+	ponyfs_sqlite_close(db);
+	bdev_free(meta);
+	bdev_free(datadev);
+	assert_int_equal(ponyfs_mount_image(f->dev, &o, &f->fs), 0);
+	add_key(f->fs, id);
+	assert_int_equal(test_open(f->fs, "enc/f", O_RDONLY, &e.ino, &fh), 0);
+	assert_int_equal(VFS_CALL(f->fs, read, e.ino, fh, back, 4096, 0), 4096);
+	assert_memory_equal(back, data, 4096);
+	assert_int_equal(VFS_CALL(f->fs, read, e.ino, fh, back, 4096, 4096), -EIO);
+	assert_int_equal(VFS_CALL(f->fs, read, e.ino, fh, back, 4096, 8192), -EIO);
+	assert_int_equal(VFS_CALL(f->fs, release, e.ino, fh), 0);
+	assert_true(seen.tag_line);
+	/* fsck, without the key, sees CRCs that match (teardown runs it): the
+	 * tag is what caught the change. */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -398,6 +515,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bad_input, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_key_removal, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gcm_round_trip_and_overwrite, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gcm_tamper_is_eio, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -427,7 +427,7 @@ static void crypt_mount(struct vfs *fs, bool first)
 		return;
 	for (int i = 0; i < 64; i++)
 		key[i] = (uint8_t)(i * 7);
-	if (VFS_CALL(fs, add_key, &c, key, sizeof(key), p.key_id) < 0)
+	if (VFS_CALL(fs, add_key, &c, key, sizeof(key), p.key_id, NULL) < 0)
 		abort();
 	crypt_policy_encode(&p, pol);
 	if (first && VFS_CALL(fs, set_policy, &c, VFS_ROOT_INO, pol, sizeof(pol)) < 0)
