@@ -142,6 +142,7 @@ common_steps() {
 	exec 3<d/f
 	check "incompletely removed: files still open|0|" remove-key . "$ID"
 	check "incompletely removed|0|" status . "$ID"
+	check "incompletely removed: files still open|0|" remove-key . "$ID"     # a retry
 	exec 3<&-
 	# ext4 keeps the closed inode cached, holding the key until a removal
 	# is tried again; ponyfs lets it go at the file's last release.
@@ -233,12 +234,27 @@ cat kept/* >/dev/null 2>&1 && fail "a file read after the remount without its ke
 check "$ID|0|" add-key . <"$T/key0"
 [ "$(cat kept/f)" = "kept data" ] || fail "kept/f after the remount"
 
-# --force: a descriptor kept open loses the key too.
+# --force: a descriptor kept open loses the key too; with --all-users
+# after the claims of two users (root's, nobody's) are dropped.
 exec 3<kept/f
 check "removed|0|" remove-key --force . "$ID"
 check "absent|0|" status . "$ID"
 cat <&3 >/dev/null 2>"$T/err" && fail "a descriptor kept open read after --force"
 grep -q "Required key not available" "$T/err" || fail "a read after --force: $(cat "$T/err")"
+exec 3<&-
+check "$ID|0|" add-key . <"$T/key0"
+command -v setpriv >/dev/null && { as_nobody "$PONY" crypt add-key . <"$T/key0" >/dev/null ||
+	fail "nobody's add-key"; }
+exec 3<kept/f
+check "incompletely removed: files still open|0|" remove-key --all-users . "$ID"
+check "removed|0|" remove-key --force --all-users . "$ID"
+check "absent|0|" status . "$ID"
+cat <&3 >/dev/null 2>"$T/err" && fail "a descriptor kept open read after --force --all-users"
+exec 3<&-
+check "$ID|0|" add-key . <"$T/key0"
+exec 3<kept/f
+check "removed|0|" remove-key --force --all-users . "$ID"         # in one go
+cat <&3 >/dev/null 2>"$T/err" && fail "a descriptor kept open read after --force --all-users"
 exec 3<&-
 cd / || fail "cd /"
 pony_umount
