@@ -65,13 +65,27 @@ status_until() {
 	done
 	fail "$FS: the status of $ID did not become '$1'"
 }
+# nonce PATH: FS_IOC_GET_ENCRYPTION_NONCE (_IOR('f', 27, __u8[16])) of
+# PATH in hex, or the errno's name.
+nonce() {
+	python3 - "$1" <<'EOF'
+import errno, fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+buf = bytearray(16)
+try:
+    fcntl.ioctl(fd, 0x8010661b, buf)
+    print(buf.hex())
+except OSError as e:
+    print(errno.errorcode[e.errno])
+EOF
+}
 # xfs_io_log ARGS...: xfs_io's fscrypt commands, their answers logged.
 xfs_io_log() { echo "xfs_io $* => $(xfs_io "$@" 2>&1 | tr '\n' ';')" >>"$LOG"; }
 
 # The steps both filesystems answer alike; run in the mount's root, so
 # the paths in every message are the same. FS and LOG name the filesystem.
 common_steps() {
-	local id1 pol
+	local id1 pol nd nf
 	cd "$1" || fail "cd $1"
 	check "$EXT4_ID_OF_KEY_0_TO_63|0|" add-key . <"$T/key0"
 	ID=$EXT4_ID_OF_KEY_0_TO_63
@@ -108,6 +122,10 @@ common_steps() {
 	check "{\"path\":\".\",\"encrypted\":false}|2|" get-policy --json .
 	echo secret >d/f && mkdir d/sub || fail "$FS: writing under the policy"
 	check "${pol}|0|" get-policy d/f                               # inherited
+	nd=$(nonce d) nf=$(nonce d/f)
+	[[ $nd =~ ^[0-9a-f]{32}$ && $nf =~ ^[0-9a-f]{32}$ && $nd != "$nf" ]] ||
+		fail "$FS: the nonces of d and d/f: '$nd' '$nf'"
+	[ "$(nonce .)" = ENODATA ] || fail "$FS: the nonce of a directory not encrypted: $(nonce .)"
 	check "${pol/padding 32; flags 0x03; key_id $ID/padding 16; flags 0x02; key_id $id1}|0|" \
 		get-policy d16
 
@@ -151,6 +169,7 @@ common_steps() {
 	cat d/* >/dev/null 2>"$T/err" && fail "$FS: a file read without its key"
 	grep -q "Required key not available" "$T/err" || fail "$FS: a fresh open: $(cat "$T/err")"
 	[ "$(ls d | wc -l)" = 2 ] || fail "$FS: the no-key listing"
+	[ "$(nonce d)" = "$nd" ] || fail "$FS: d's nonce without the key"
 	check "|1|ENOKEY" remove-key . "$ID"
 	grep -q "key not present" "$T/err" || fail "$FS: ENOKEY's message"
 	check "absent|0|" status . "$ID"
@@ -166,6 +185,7 @@ common_steps() {
 		xfs_io_log -c "get_encpolicy" x
 		xfs_io_log -c "get_encpolicy -1" x
 		xfs_io_log -c "get_encpolicy" .
+		xfs_io_log -c "get_encpolicy -1" .
 		xfs_io_log -c "enckey_status $id1" .
 		xfs_io_log -c "rm_enckey $id1" .
 		xfs_io_log -c "enckey_status $id1" .
