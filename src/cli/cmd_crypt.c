@@ -113,7 +113,7 @@ static int crypt_parse(const struct crypt_command *cc, int argc, char **argv,
 	*a = (struct crypt_args){ .contents = CRYPT_MODE_AES_256_XTS };
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		if (c == 'h') {
 			printf("%s", cc->usage);
 			return CLI_EXIT_OK;
@@ -139,6 +139,8 @@ static int crypt_parse(const struct crypt_command *cc, int argc, char **argv,
 				return cli_usage_error(cc->name, "--padding: '%s' is not 4, 8, 16 "
 						       "or 32", optarg);
 			break;
+		case ':':
+			return cli_usage_error(cc->name, "%s needs a value", argv[optind - 1]);
 		default:
 			return cli_usage_error(cc->name, "unknown option '%s'", argv[optind - 1]);
 		}

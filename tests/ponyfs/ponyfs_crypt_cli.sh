@@ -31,6 +31,7 @@ expect_usage_error "$PONY" crypt set-policy --contents aes-128-cbc "$T" "$NO_SUC
 expect_usage_error "$PONY" crypt set-policy --contents aes-256-cts "$T" "$NO_SUCH_ID"
 expect_usage_error "$PONY" crypt set-policy --padding 12 "$T" "$NO_SUCH_ID"
 expect_usage_error "$PONY" crypt status --force "$T" "$NO_SUCH_ID"        # not its option
+expect_usage_error "$PONY" crypt set-policy "$T" "$NO_SUCH_ID" --contents
 "$PONY" crypt set-policy --contents aes-128-cbc "$T" "$NO_SUCH_ID" 2>&1 |
 	grep -q "aes-256-xts or aes-256-gcm" || fail "an unknown mode's message"
 "$PONY" crypt status /dev/shm "$NO_SUCH_ID" 2>&1 | grep -q "not a pony mount (.*(ENOTTY)" ||
@@ -130,7 +131,7 @@ common_steps() {
 		get-policy d16
 
 	# Other users: their claim is their own; all users' is root's.
-	if command -v setpriv >/dev/null; then
+	if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 		chmod 755 .
 		as_nobody "$PONY" crypt status --json . "$ID" | grep -q '"added_by_self":false' ||
 			fail "$FS: nobody's status says it added the key"
@@ -160,7 +161,13 @@ common_steps() {
 	exec 3<d/f
 	check "incompletely removed: files still open|0|" remove-key . "$ID"
 	check "incompletely removed|0|" status . "$ID"
-	check "incompletely removed: files still open|0|" remove-key . "$ID"     # a retry
+	# A retry: Linux's for anyone; ponyfs's for root, a user's wants a
+	# claim (docs/crypt.md, where ponyfs answers otherwise).
+	if [ "$(id -u)" = 0 ]; then
+		check "incompletely removed: files still open|0|" remove-key . "$ID"
+	else
+		check "|1|ENOKEY" remove-key . "$ID"
+	fi
 	exec 3<&-
 	# ext4 keeps the closed inode cached, holding the key until a removal
 	# is tried again; ponyfs lets it go at the file's last release.
@@ -262,6 +269,7 @@ check "absent|0|" status . "$ID"
 cat <&3 >/dev/null 2>"$T/err" && fail "a descriptor kept open read after --force"
 grep -q "Required key not available" "$T/err" || fail "a read after --force: $(cat "$T/err")"
 exec 3<&-
+[ "$(id -u)" = 0 ] || { cd /; pony_umount; echo "--all-users skipped: needs root"; pass; }
 check "$ID|0|" add-key . <"$T/key0"
 command -v setpriv >/dev/null && { as_nobody "$PONY" crypt add-key . <"$T/key0" >/dev/null ||
 	fail "nobody's add-key"; }
