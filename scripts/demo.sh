@@ -172,3 +172,24 @@ for _ in $(seq 100); do mountpoint -q "$work/pfs-mnt" && break; sleep 0.05; done
 echo "   after the power cut config has $(wc -l < "$work/pfs-mnt/config") lines," \
      "first: '$(head -1 "$work/pfs-mnt/config")', last: '$(tail -1 "$work/pfs-mnt/config")'"
 fusermount3 -u "$work/pfs-mnt"; wait "$pfs_pid"
+
+# -- encryption: a directory under a key, in ponyfs's own I/O path ----------
+echo
+echo "== ponyfs encryption: fscrypt's key model (policy v2) inside the filesystem"
+"$PONY" mount --commit 200 "$work"/cut{0,1,2,3}.img "$work/pfs-mnt"
+head -c 64 /dev/urandom > "$work/demo.key"
+keyid=$("$PONY" crypt add-key "$work/pfs-mnt" < "$work/demo.key")
+echo "   key added, identifier $keyid (the one Linux's ext4 would give this key)"
+mkdir "$work/pfs-mnt/secret"
+"$PONY" crypt set-policy "$work/pfs-mnt/secret" "$keyid"
+echo "PONY-DEMO-SECRET: the launch code" > "$work/pfs-mnt/secret/launch-codes.txt"
+echo "   with the key: $(ls "$work/pfs-mnt/secret"): $(cat "$work/pfs-mnt/secret/launch-codes.txt")"
+"$PONY" crypt remove-key "$work/pfs-mnt" "$keyid" >/dev/null
+echo "   key removed: status $("$PONY" crypt status "$work/pfs-mnt" "$keyid"), the directory lists $(ls "$work/pfs-mnt/secret")"
+nokey=$(ls "$work/pfs-mnt/secret")
+echo "   cat of it: $(cat "$work/pfs-mnt/secret/$nokey" 2>&1 | sed 's/.*: //')"
+fusermount3 -u "$work/pfs-mnt"
+if grep -qa -e PONY-DEMO-SECRET -e launch-codes "$work"/cut{0,1,2,3}.img; then
+	echo "   the secret is on a member image in clear"; exit 1
+fi
+echo "   grep of the four member images for the secret or its name: nothing (contents, names, the WAL: ciphertext)"

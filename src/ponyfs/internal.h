@@ -22,6 +22,7 @@
 #define PONYFS_INTERNAL_H
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <sys/statvfs.h>
@@ -375,6 +376,17 @@ struct ponyfs {
 
 static inline struct ponyfs *ponyfs_of(struct vfs *v) { return (struct ponyfs *)v; }
 
+/* Runs expr with the filesystem locked; its value is the hook's. After a
+ * shutdown (shutdown.c) nothing runs: -EIO. */
+#define PONYFS_LOCKED(fs, expr) ({ \
+	pthread_mutex_lock(&(fs)->lock); \
+	__typeof__(expr) _r = (fs)->shut_down ? -EIO : (expr); \
+	pthread_mutex_unlock(&(fs)->lock); \
+	_r; })
+/* A change: once a commit failed (ponyfs_fail_locked()), it fails with
+ * that error before it reads anything. */
+#define PONYFS_CHANGE(fs, expr) PONYFS_LOCKED(fs, (fs)->broken ? (fs)->broken : (expr))
+
 /* Shutdown (shutdown.c): fs->meta and fs->data become gates over meta and data. */
 int ponyfs_gates_open(struct ponyfs *fs, struct bdev *meta, struct bdev *data);
 void ponyfs_gates_close(struct ponyfs *fs);
@@ -562,6 +574,30 @@ int ponyfs_punch_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t off
  * and what its cached pages and fallocated holes will take. */
 uint64_t ponyfs_blocks_with_cached(struct ponyfs *fs, uint64_t ino, uint64_t extent_blocks);
 
+/* Rows of dentries (dentry.c): name as dentries.name holds it (crypt_names.c). */
+struct ponyfs_name;
+void ponyfs_bind_name(sqlite3_stmt *s, int i, const struct ponyfs_name *name);
+/* A statement of which whose ?1 is a directory and ?2 a name in it, bound. */
+sqlite3_stmt *ponyfs_name_stmt(struct ponyfs *fs, enum ponyfs_stmt which, uint64_t parent,
+			       const struct ponyfs_name *name);
+/* The inode name names in parent (-ENOENT), and its mode when ret_mode is given. */
+int ponyfs_dentry_ino_mode(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name,
+			   uint64_t *ret, mode_t *ret_mode);
+int ponyfs_dentry_ino(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name,
+		      uint64_t *ret);
+/* 0 when parent has no entry name, -EEXIST when it has, -errno when unknown. */
+int ponyfs_dentry_absent(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name);
+/* dir's mtime and ctime to now, nlink_delta added to its link count. */
+int ponyfs_touch_dir(struct ponyfs *fs, uint64_t dir, int nlink_delta);
+#define PONYFS_NO_TOUCH INT_MIN /* ponyfs_dentry_add: the parent's times stay */
+int ponyfs_dentry_add(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name,
+		      uint64_t ino, int touch);
+int ponyfs_dentry_del(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name);
+int ponyfs_dentry_move(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name,
+		       uint64_t newparent, const struct ponyfs_name *newname, uint64_t ino);
+int ponyfs_dentry_set_ino(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name,
+			  uint64_t ino);
+
 /* Namespace helpers (namei.c). */
 int ponyfs_inode_delete_locked(struct ponyfs *fs, uint64_t ino);
 int ponyfs_fill_attr_locked(struct ponyfs *fs, uint64_t ino, unsigned mask, struct statx *ret);
@@ -716,6 +752,14 @@ static inline size_t ponyfs_csum_stride(unsigned flags)
 {
 	return flags & PONYFS_EXT_SEALED ? PONYFS_SEAL_BYTES : 4;
 }
+
+/* Extended attributes, the vfs hooks (xattr.c). */
+int ponyfs_getxattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, const char *name,
+		    void *buf, size_t size);
+int ponyfs_setxattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, const char *name,
+		    const void *value, size_t size, int flags);
+int ponyfs_listxattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, char *buf, size_t size);
+int ponyfs_removexattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, const char *name);
 
 /* Layouts (layout.c): where a file's bytes live, for the vfs layout_map hook. */
 int ponyfs_layout_map(struct vfs *v, uint64_t ino, struct vfs_layout *l);

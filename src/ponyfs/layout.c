@@ -221,13 +221,7 @@ static int layout_map_locked(struct ponyfs *fs, uint64_t ino, struct vfs_layout 
 
 int ponyfs_layout_map(struct vfs *v, uint64_t ino, struct vfs_layout *l)
 {
-	struct ponyfs *fs = ponyfs_of(v);
-	int r;
-
-	pthread_mutex_lock(&fs->lock);
-	r = fs->shut_down ? -EIO : layout_map_locked(fs, ino, l);
-	pthread_mutex_unlock(&fs->lock);
-	return r;
+	return PONYFS_LOCKED(ponyfs_of(v), layout_map_locked(ponyfs_of(v), ino, l));
 }
 
 int ponyfs_layout_topology(struct vfs *v, struct vfs_layout_topology *ret)

@@ -62,23 +62,6 @@ static void attr_blocks_from_row(struct ponyfs *fs, uint64_t ino, sqlite3_stmt *
 	fs->stats.extent_walks++;
 }
 
-/* Binds name (as dentries.name holds it) to parameter i of s. */
-static void bind_name(sqlite3_stmt *s, int i, const struct ponyfs_name *name)
-{
-	sqlite3_bind_blob(s, i, name->bytes, (int)name->len, SQLITE_STATIC);
-}
-
-/* A statement of which whose ?1 is a directory and ?2 a name in it, bound. */
-static sqlite3_stmt *name_stmt(struct ponyfs *fs, enum ponyfs_stmt which, uint64_t parent,
-			       const struct ponyfs_name *name)
-{
-	sqlite3_stmt *s = ponyfs_stmt(fs, which);
-
-	sqlite3_bind_int64(s, 1, (int64_t)parent);
-	bind_name(s, 2, name);
-	return s;
-}
-
 /*
  * The attributes of ino. Only STATX_BLOCKS costs more than the row (an
  * extent walk), so it is computed only when asked for: statx light.
@@ -109,36 +92,6 @@ static int entry_fill(struct ponyfs *fs, uint64_t ino, struct vfs_entry *ret)
 	return ponyfs_fill_attr_locked(fs, ino, STATX_BASIC_STATS | STATX_BTIME, &ret->attr);
 }
 
-/* The inode name names in parent, and its mode when ret_mode is given. */
-static int dentry_ino_mode(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name,
-			   uint64_t *ret, mode_t *ret_mode)
-{
-	sqlite3_stmt *s = name_stmt(fs, ST_DENTRY_GET, parent, name);
-	int r = ponyfs_step_row(fs, s);
-
-	if (r > 0)
-		*ret = (uint64_t)sqlite3_column_int64(s, 0);
-	if (r > 0 && ret_mode)
-		*ret_mode = (mode_t)sqlite3_column_int64(s, 1);
-	sqlite3_reset(s);
-	return r > 0 ? 0 : r == 0 ? -ENOENT : r;
-}
-
-static int dentry_ino(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name,
-		      uint64_t *ret)
-{
-	return dentry_ino_mode(fs, parent, name, ret, NULL);
-}
-
-/* 0 when parent has no entry name, -EEXIST when it has, -errno when unknown. */
-static int dentry_absent(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name)
-{
-	uint64_t ino;
-	int r = dentry_ino(fs, parent, name, &ino);
-
-	return r == -ENOENT ? 0 : r < 0 ? r : -EEXIST;
-}
-
 static int inode_mode(struct ponyfs *fs, uint64_t ino, mode_t *ret)
 {
 	int64_t m;
@@ -160,113 +113,6 @@ static int check_dir_name(struct ponyfs *fs, uint64_t parent, const char *name)
 	if (r >= 0 && !S_ISDIR(m))
 		r = -ENOTDIR;
 	return r;
-}
-
-static int touch_dir(struct ponyfs *fs, uint64_t dir, int nlink_delta)
-{
-	int64_t now = ponyfs_now();
-
-	ponyfs_times_changed(fs, dir, now);
-	return ponyfs_sql(fs, "UPDATE inodes SET mtime = ?2, ctime = ?2, nlink = nlink + ?3 "
-			  "WHERE ino = ?1", 3, (int64_t)dir, now, (int64_t)nlink_delta);
-}
-
-#define NO_TOUCH INT_MIN      /* dentry_add: the parent's times stay */
-
-/*
- * Adds name -> ino to parent under the parent's next cookie; unless touch
- * is NO_TOUCH, the same statement sets the parent's times to now and adds
- * touch to its link count (touch_dir's work, folded in: a create is one
- * statement shorter).
- */
-static int dentry_add(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name,
-		      uint64_t ino, int touch)
-{
-	int64_t cookie = 0, now = ponyfs_now();
-	sqlite3_stmt *s = NULL;
-	int r = ponyfs_prepare(fs, "UPDATE inodes SET next_cookie = next_cookie + 1, "
-			       "mtime = coalesce(?2, mtime), ctime = coalesce(?2, ctime), "
-			       "nlink = nlink + ?3 WHERE ino = ?1 RETURNING next_cookie - 1", &s);
-
-	if (r < 0)
-		return r;
-	sqlite3_bind_int64(s, 1, (int64_t)parent);
-	if (touch != NO_TOUCH)
-		sqlite3_bind_int64(s, 2, now);
-	sqlite3_bind_int64(s, 3, touch == NO_TOUCH ? 0 : touch);
-	r = ponyfs_step_row(fs, s);
-	if (r > 0)
-		cookie = sqlite3_column_int64(s, 0);
-	sqlite3_reset(s);
-	if (r == 0)
-		r = -ENOENT;
-	if (r >= 0 && touch != NO_TOUCH)
-		ponyfs_times_changed(fs, parent, now);
-	if (r >= 0)
-		r = ponyfs_prepare(fs, "INSERT INTO dentries (parent, name, ino, cookie) "
-				   "VALUES (?1, ?2, ?3, ?4)", &s);
-	if (r < 0)
-		return r;
-	sqlite3_bind_int64(s, 1, (int64_t)parent);
-	bind_name(s, 2, name);
-	sqlite3_bind_int64(s, 3, (int64_t)ino);
-	sqlite3_bind_int64(s, 4, cookie);
-	return ponyfs_step_done(fs, s);
-}
-
-static int dentry_del(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name)
-{
-	sqlite3_stmt *s = NULL;
-	int r = ponyfs_prepare(fs,
-		"DELETE FROM dentries WHERE parent = ?1 AND name = ?2", &s);
-
-	if (r >= 0) {
-		sqlite3_bind_int64(s, 1, (int64_t)parent);
-		bind_name(s, 2, name);
-		r = ponyfs_step_done(fs, s);
-	}
-	sqlite3_reset(s);
-	return r;
-}
-
-/*
- * Moves an entry to a new name. Within one directory it keeps its cookie,
- * so a reader between two readdir calls sees it once, under one name or
- * the other: generic/736 renames every entry as it reads it, and with a new
- * cookie each one came back at the end, again and again.
- */
-static int dentry_move(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name,
-		       uint64_t newparent, const struct ponyfs_name *newname, uint64_t ino)
-{
-	sqlite3_stmt *s = NULL;
-	int r;
-
-	if (parent != newparent) {
-		r = dentry_del(fs, parent, name);
-		return r < 0 ? r : dentry_add(fs, newparent, newname, ino, NO_TOUCH);
-	}
-	r = ponyfs_prepare(fs, "UPDATE dentries SET name = ?3 WHERE parent = ?1 AND name = ?2", &s);
-	if (r < 0)
-		return r;
-	sqlite3_bind_int64(s, 1, (int64_t)parent);
-	bind_name(s, 2, name);
-	bind_name(s, 3, newname);
-	return ponyfs_step_done(fs, s);
-}
-
-/* Points an existing entry at another inode; it keeps its name and cookie. */
-static int dentry_set_ino(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name,
-			  uint64_t ino)
-{
-	sqlite3_stmt *s = NULL;
-	int r = ponyfs_prepare(fs, "UPDATE dentries SET ino = ?3 WHERE parent = ?1 AND name = ?2", &s);
-
-	if (r < 0)
-		return r;
-	sqlite3_bind_int64(s, 1, (int64_t)parent);
-	bind_name(s, 2, name);
-	sqlite3_bind_int64(s, 3, (int64_t)ino);
-	return ponyfs_step_done(fs, s);
 }
 
 /*
@@ -330,7 +176,7 @@ static int inode_create(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t p
 		r = ponyfs_symlink_seal_locked(fs, &crypt, target, sealed, &sealed_len);
 	/* The parent and the name in one statement. */
 	if (r >= 0) {
-		s = name_stmt(fs, ST_CREATE_CHECK, parent, name);
+		s = ponyfs_name_stmt(fs, ST_CREATE_CHECK, parent, name);
 		r = ponyfs_step_row(fs, s);
 		if (r > 0) {
 			pmode = (mode_t)sqlite3_column_int64(s, 0);
@@ -375,7 +221,7 @@ static int inode_create(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t p
 	if (r >= 0 && fs->ninodes != UINT64_MAX)
 		fs->ninodes++;
 	if (r >= 0)
-		r = dentry_add(fs, parent, name, ino, S_ISDIR(mode) ? 1 : 0);
+		r = ponyfs_dentry_add(fs, parent, name, ino, S_ISDIR(mode) ? 1 : 0);
 	if (r >= 0)
 		*ret_ino = ino;
 	if (r >= 0 && ret_attr)
@@ -449,7 +295,7 @@ int ponyfs_lookup_locked(struct ponyfs *fs, uint64_t parent, const char *name,
 		return r;
 	/* One statement when the name is there; when not, the parent says
 	 * whether that is ENOENT or ENOTDIR. */
-	s = name_stmt(fs, ST_LOOKUP, parent, &dn);
+	s = ponyfs_name_stmt(fs, ST_LOOKUP, parent, &dn);
 	r = ponyfs_step_row(fs, s);
 	if (r > 0) {
 		ino = (uint64_t)sqlite3_column_int64(s, 0);
@@ -506,7 +352,7 @@ int ponyfs_link_locked(struct ponyfs *fs, uint64_t ino, uint64_t newparent, cons
 	if (r >= 0)
 		r = crypt_permits(fs, &dn, ino, m);
 	if (r >= 0)
-		r = dentry_absent(fs, newparent, &dn);
+		r = ponyfs_dentry_absent(fs, newparent, &dn);
 	if (r >= 0)
 		r = ponyfs_meta_reserve_locked(fs, &(struct ponyfs_cost){ .rows = NAME_ROWS + 2 },
 					       NULL);
@@ -515,7 +361,7 @@ int ponyfs_link_locked(struct ponyfs *fs, uint64_t ino, uint64_t newparent, cons
 	if (r >= 0)
 		r = writeback_ino(fs, ino);
 	if (r >= 0)
-		r = dentry_add(fs, newparent, &dn, ino, 0);
+		r = ponyfs_dentry_add(fs, newparent, &dn, ino, 0);
 	if (r >= 0)
 		r = ponyfs_sql(fs, "UPDATE inodes SET nlink = nlink + 1 WHERE ino = ?1", 1, (int64_t)ino);
 	if (r >= 0)
@@ -619,7 +465,7 @@ int ponyfs_remove_locked(struct ponyfs *fs, uint64_t parent, const char *name, b
 	/* The name and its mode in one statement; only when it is missing does
 	 * the parent say whether that is ENOENT or ENOTDIR. */
 	if (r >= 0)
-		r = dentry_ino_mode(fs, parent, &dn, &ino, &m);
+		r = ponyfs_dentry_ino_mode(fs, parent, &dn, &ino, &m);
 	if (r == -ENOENT) {
 		int p = check_dir_name(fs, parent, NULL);
 
@@ -635,9 +481,9 @@ int ponyfs_remove_locked(struct ponyfs *fs, uint64_t parent, const char *name, b
 	if (r >= 0)
 		r = ponyfs_txn_begin_locked(fs);
 	if (r >= 0)
-		r = dentry_del(fs, parent, &dn);
+		r = ponyfs_dentry_del(fs, parent, &dn);
 	if (r >= 0)
-		r = touch_dir(fs, parent, dir ? -1 : 0);
+		r = ponyfs_touch_dir(fs, parent, dir ? -1 : 0);
 	if (r >= 0)
 		r = inode_unref(fs, ino, dir, &del);
 	return r >= 0 && del ? ponyfs_inode_delete_locked(fs, ino) : r;
@@ -684,17 +530,17 @@ static int rename_exchange(struct ponyfs *fs, uint64_t p1, const struct ponyfs_n
 		r = writeback_ino(fs, i2);
 	/* Both names stay where they are in their directories' cookie order. */
 	if (r >= 0)
-		r = dentry_set_ino(fs, p1, n1, i2);
+		r = ponyfs_dentry_set_ino(fs, p1, n1, i2);
 	if (r >= 0)
-		r = dentry_set_ino(fs, p2, n2, i1);
+		r = ponyfs_dentry_set_ino(fs, p2, n2, i1);
 	if (r >= 0 && p1 != p2) {
 		int d = !!S_ISDIR(m2) - !!S_ISDIR(m1);
 
-		r = touch_dir(fs, p1, d);
+		r = ponyfs_touch_dir(fs, p1, d);
 		if (r >= 0)
-			r = touch_dir(fs, p2, -d);
+			r = ponyfs_touch_dir(fs, p2, -d);
 	} else if (r >= 0) {
-		r = touch_dir(fs, p1, 0);
+		r = ponyfs_touch_dir(fs, p1, 0);
 	}
 	return r;
 }
@@ -720,10 +566,10 @@ int ponyfs_rename_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 	if (r >= 0)
 		r = ponyfs_name_locked(fs, newparent, newname, PONYFS_NAME_CREATE, &newdn);
 	if (r >= 0)
-		r = dentry_ino(fs, parent, &dn, &src);
+		r = ponyfs_dentry_ino(fs, parent, &dn, &src);
 	if (r < 0)
 		return r;
-	r = dentry_ino(fs, newparent, &newdn, &dst);
+	r = ponyfs_dentry_ino(fs, newparent, &newdn, &dst);
 	if (r < 0 && r != -ENOENT)
 		return r;
 	replace = r >= 0;
@@ -759,15 +605,15 @@ int ponyfs_rename_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 	if (r >= 0)
 		r = writeback_ino(fs, src);
 	if (r >= 0 && replace)
-		r = dentry_del(fs, newparent, &newdn);
+		r = ponyfs_dentry_del(fs, newparent, &newdn);
 	if (r >= 0 && replace)
 		r = inode_unref(fs, dst, S_ISDIR(md), &del);
 	if (r >= 0)
-		r = dentry_move(fs, parent, &dn, newparent, &newdn, src);
+		r = ponyfs_dentry_move(fs, parent, &dn, newparent, &newdn, src);
 	if (r >= 0 && parent != newparent)
-		r = touch_dir(fs, parent, S_ISDIR(ms) ? -1 : 0);
+		r = ponyfs_touch_dir(fs, parent, S_ISDIR(ms) ? -1 : 0);
 	if (r >= 0)
-		r = touch_dir(fs, newparent, (parent != newparent && S_ISDIR(ms) ? 1 : 0) -
+		r = ponyfs_touch_dir(fs, newparent, (parent != newparent && S_ISDIR(ms) ? 1 : 0) -
 			      (replace && S_ISDIR(md) ? 1 : 0));
 	if (r >= 0)
 		r = ponyfs_ctime_locked(fs, src, ponyfs_now());

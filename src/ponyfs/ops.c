@@ -16,20 +16,6 @@
 
 #include "internal.h"
 
-#define XATTR_NAME_MAX_LEN 255
-#define XATTR_VALUE_MAX 65536
-
-/* Runs expr with the filesystem locked; its value is the hook's. After a
- * shutdown (shutdown.c) nothing runs: -EIO. */
-#define LOCKED(fs, expr) ({ \
-	pthread_mutex_lock(&(fs)->lock); \
-	__typeof__(expr) _r = (fs)->shut_down ? -EIO : (expr); \
-	pthread_mutex_unlock(&(fs)->lock); \
-	_r; })
-/* A change: once a commit failed (ponyfs_fail_locked()), it fails with
- * that error before it reads anything. */
-#define CHANGE(fs, expr) LOCKED(fs, (fs)->broken ? (fs)->broken : (expr))
-
 /* Commits when the transaction has made many names, so little waits in
  * memory for a commit; its failure is the call's (it was not acknowledged). */
 static int commit_if_big(struct ponyfs *fs)
@@ -42,13 +28,13 @@ static int commit_if_big(struct ponyfs *fs)
 static int pf_lookup(struct vfs *v, const struct vfs_ctx *ctx, uint64_t parent,
 		     const char *name, struct vfs_entry *ret)
 {
-	return LOCKED(ponyfs_of(v), ponyfs_lookup_locked(ponyfs_of(v), parent, name, ret));
+	return PONYFS_LOCKED(ponyfs_of(v), ponyfs_lookup_locked(ponyfs_of(v), parent, name, ret));
 }
 
 static int pf_statx(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, uint64_t fh,
 		    unsigned flags, unsigned mask, struct statx *ret)
 {
-	return LOCKED(ponyfs_of(v), ponyfs_fill_attr_locked(ponyfs_of(v), ino, mask, ret));
+	return PONYFS_LOCKED(ponyfs_of(v), ponyfs_fill_attr_locked(ponyfs_of(v), ino, mask, ret));
 }
 
 /*
@@ -179,12 +165,12 @@ static int setattr_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t
 static int pf_setattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, uint64_t fh,
 		      const struct vfs_setattr *attr, struct statx *ret)
 {
-	return CHANGE(ponyfs_of(v), setattr_locked(ponyfs_of(v), ctx, ino, attr, ret));
+	return PONYFS_CHANGE(ponyfs_of(v), setattr_locked(ponyfs_of(v), ctx, ino, attr, ret));
 }
 
 static int pf_readlink(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, char *buf, size_t size)
 {
-	return LOCKED(ponyfs_of(v), ponyfs_readlink_locked(ponyfs_of(v), ino, buf, size));
+	return PONYFS_LOCKED(ponyfs_of(v), ponyfs_readlink_locked(ponyfs_of(v), ino, buf, size));
 }
 
 static int create_entry(struct vfs *v, const struct vfs_ctx *ctx, uint64_t parent, const char *name,
@@ -235,7 +221,7 @@ static int pf_link(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, uint6
 		   const char *newname, struct vfs_entry *ret)
 {
 	struct vfs_entry e;
-	int r = CHANGE(ponyfs_of(v), ponyfs_link_locked(ponyfs_of(v), ino, newparent, newname,
+	int r = PONYFS_CHANGE(ponyfs_of(v), ponyfs_link_locked(ponyfs_of(v), ino, newparent, newname,
 						       ret ? ret : &e));
 
 	if (r == 0 && !ret)
@@ -245,18 +231,18 @@ static int pf_link(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, uint6
 
 static int pf_unlink(struct vfs *v, const struct vfs_ctx *ctx, uint64_t parent, const char *name)
 {
-	return CHANGE(ponyfs_of(v), ponyfs_remove_locked(ponyfs_of(v), parent, name, false));
+	return PONYFS_CHANGE(ponyfs_of(v), ponyfs_remove_locked(ponyfs_of(v), parent, name, false));
 }
 
 static int pf_rmdir(struct vfs *v, const struct vfs_ctx *ctx, uint64_t parent, const char *name)
 {
-	return CHANGE(ponyfs_of(v), ponyfs_remove_locked(ponyfs_of(v), parent, name, true));
+	return PONYFS_CHANGE(ponyfs_of(v), ponyfs_remove_locked(ponyfs_of(v), parent, name, true));
 }
 
 static int pf_rename(struct vfs *v, const struct vfs_ctx *ctx, uint64_t parent, const char *name,
 		     uint64_t newparent, const char *newname, unsigned flags)
 {
-	return CHANGE(ponyfs_of(v), ponyfs_rename_locked(ponyfs_of(v), ctx, parent, name, newparent,
+	return PONYFS_CHANGE(ponyfs_of(v), ponyfs_rename_locked(ponyfs_of(v), ctx, parent, name, newparent,
 							 newname, flags));
 }
 
@@ -310,7 +296,7 @@ static int open_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t in
 
 static int pf_open(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, int flags, uint64_t *ret_fh)
 {
-	return LOCKED(ponyfs_of(v), open_locked(ponyfs_of(v), ctx, ino, flags, ret_fh));
+	return PONYFS_LOCKED(ponyfs_of(v), open_locked(ponyfs_of(v), ctx, ino, flags, ret_fh));
 }
 
 static int create_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
@@ -331,7 +317,7 @@ static int create_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 static int pf_create(struct vfs *v, const struct vfs_ctx *ctx, uint64_t parent, const char *name,
 		     mode_t mode, int flags, struct vfs_entry *ret, uint64_t *ret_fh)
 {
-	return CHANGE(ponyfs_of(v), create_locked(ponyfs_of(v), ctx, parent, name, mode, flags, ret,
+	return PONYFS_CHANGE(ponyfs_of(v), create_locked(ponyfs_of(v), ctx, parent, name, mode, flags, ret,
 						  ret_fh));
 }
 
@@ -369,7 +355,7 @@ static ssize_t pf_write(struct vfs *v, uint64_t ino, uint64_t fh, const void *bu
 {
 	if (off < 0)
 		return -EINVAL;
-	return CHANGE(ponyfs_of(v), write_locked(ponyfs_of(v), handle_of(fh), buf, size, off));
+	return PONYFS_CHANGE(ponyfs_of(v), write_locked(ponyfs_of(v), handle_of(fh), buf, size, off));
 }
 
 /* close(2): a failure of a background commit since the file was opened
@@ -385,7 +371,7 @@ static int flush_locked(struct ponyfs *fs, struct ponyfs_handle *h)
 
 static int pf_flush(struct vfs *v, uint64_t ino, uint64_t fh)
 {
-	return LOCKED(ponyfs_of(v), flush_locked(ponyfs_of(v), handle_of(fh)));
+	return PONYFS_LOCKED(ponyfs_of(v), flush_locked(ponyfs_of(v), handle_of(fh)));
 }
 
 static int fsync_locked(struct ponyfs *fs, struct ponyfs_inode *in)
@@ -397,7 +383,7 @@ static int fsync_locked(struct ponyfs *fs, struct ponyfs_inode *in)
 
 static int pf_fsync(struct vfs *v, uint64_t ino, uint64_t fh, bool datasync)
 {
-	return CHANGE(ponyfs_of(v), fsync_locked(ponyfs_of(v), handle_of(fh)->inode));
+	return PONYFS_CHANGE(ponyfs_of(v), fsync_locked(ponyfs_of(v), handle_of(fh)->inode));
 }
 
 static int release_inode_locked(struct ponyfs *fs, struct ponyfs_handle *h)
@@ -443,7 +429,7 @@ static int release_locked(struct ponyfs *fs, struct ponyfs_handle *h)
 
 static int pf_release(struct vfs *v, uint64_t ino, uint64_t fh)
 {
-	return LOCKED(ponyfs_of(v), release_locked(ponyfs_of(v), handle_of(fh)));
+	return PONYFS_LOCKED(ponyfs_of(v), release_locked(ponyfs_of(v), handle_of(fh)));
 }
 
 static int fallocate_locked(struct ponyfs *fs, struct ponyfs_handle *h, int mode, uint64_t off,
@@ -480,14 +466,14 @@ static int pf_fallocate(struct vfs *v, uint64_t ino, uint64_t fh, int mode, off_
 {
 	if (off < 0 || len <= 0)
 		return -EINVAL;
-	return CHANGE(ponyfs_of(v), fallocate_locked(ponyfs_of(v), handle_of(fh), mode,
+	return PONYFS_CHANGE(ponyfs_of(v), fallocate_locked(ponyfs_of(v), handle_of(fh), mode,
 						     (uint64_t)off, (uint64_t)len));
 }
 
 static int pf_opendir(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, uint64_t *ret_fh)
 {
 	struct statx x;
-	int r = LOCKED(ponyfs_of(v), ponyfs_fill_attr_locked(ponyfs_of(v), ino, 0, &x));
+	int r = PONYFS_LOCKED(ponyfs_of(v), ponyfs_fill_attr_locked(ponyfs_of(v), ino, 0, &x));
 
 	if (r >= 0 && !S_ISDIR(x.stx_mode))
 		r = -ENOTDIR;
@@ -495,7 +481,7 @@ static int pf_opendir(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, ui
 	 * or renamed over while open stays an orphan until closed (fstat
 	 * works on it, as generic/035 checks). */
 	if (r >= 0)
-		r = LOCKED(ponyfs_of(v), open_locked(ponyfs_of(v), ctx, ino, O_RDONLY, ret_fh));
+		r = PONYFS_LOCKED(ponyfs_of(v), open_locked(ponyfs_of(v), ctx, ino, O_RDONLY, ret_fh));
 	return r;
 }
 
@@ -511,7 +497,7 @@ static int readdir_batches(struct vfs *v, uint64_t ino, uint64_t cookie, vfs_fil
 	if (!d)
 		return -ENOMEM;
 	do {
-		n = LOCKED(ponyfs_of(v), ponyfs_readdir_locked(ponyfs_of(v), ino, cookie, d,
+		n = PONYFS_LOCKED(ponyfs_of(v), ponyfs_readdir_locked(ponyfs_of(v), ino, cookie, d,
 							       READDIR_BATCH, fill_plus != NULL));
 		for (int i = 0; i < n; i++) {
 			struct vfs_entry e = { .ino = d[i].ino, .attr = d[i].attr };
@@ -545,165 +531,17 @@ static int pf_readdirplus(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino
 
 static int pf_releasedir(struct vfs *v, uint64_t ino, uint64_t fh)
 {
-	return LOCKED(ponyfs_of(v), release_locked(ponyfs_of(v), handle_of(fh)));
+	return PONYFS_LOCKED(ponyfs_of(v), release_locked(ponyfs_of(v), handle_of(fh)));
 }
 
 static int pf_fsyncdir(struct vfs *v, uint64_t ino, uint64_t fh, bool datasync)
 {
-	return CHANGE(ponyfs_of(v), ponyfs_commit_locked(ponyfs_of(v)));
-}
-
-static int xattr_check(struct ponyfs *fs, uint64_t ino, const char *name)
-{
-	struct statx x;
-	size_t n = strlen(name);
-
-	if (!n)
-		return -EINVAL;
-	if (n > XATTR_NAME_MAX_LEN)
-		return -ERANGE;
-	return ponyfs_fill_attr_locked(fs, ino, 0, &x);
-}
-
-int ponyfs_getxattr_locked(struct ponyfs *fs, uint64_t ino, const char *name, void *buf, size_t size)
-{
-	sqlite3_stmt *s = NULL;
-	int r = xattr_check(fs, ino, name);
-
-	if (r >= 0)
-		r = ponyfs_prepare(fs,
-			"SELECT value FROM xattrs WHERE ino = ?1 AND name = ?2", &s);
-	if (r < 0)
-		return r;
-	sqlite3_bind_int64(s, 1, (int64_t)ino);
-	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
-	r = ponyfs_step_row(fs, s);
-	if (r <= 0) {
-		r = r < 0 ? r : -ENODATA;
-	} else {
-		r = sqlite3_column_bytes(s, 0);
-		if (size && (size_t)r > size)
-			r = -ERANGE;
-		else if (size && r)
-			memcpy(buf, sqlite3_column_blob(s, 0), (size_t)r);
-	}
-	sqlite3_reset(s);
-	return r;
-}
-
-static int pf_getxattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, const char *name,
-		       void *buf, size_t size)
-{
-	return LOCKED(ponyfs_of(v), ponyfs_getxattr_locked(ponyfs_of(v), ino, name, buf, size));
-}
-
-static int setxattr_locked(struct ponyfs *fs, uint64_t ino, const char *name, const void *value,
-			   size_t size, int flags)
-{
-	struct ponyfs_cost c = { .rows = 1 };
-	sqlite3_stmt *s = NULL;
-	int exists = ponyfs_getxattr_locked(fs, ino, name, NULL, 0);
-	int r = exists == -ENODATA ? 0 : exists;
-
-	if (size > XATTR_VALUE_MAX)
-		return -E2BIG;
-	if (r >= 0 && (flags & XATTR_CREATE) && exists >= 0)
-		r = -EEXIST;
-	if (r >= 0 && (flags & XATTR_REPLACE) && exists == -ENODATA)
-		r = -ENODATA;
-	ponyfs_cost_value(&c, size + strlen(name));     /* and the ctime */
-	if (r >= 0)
-		r = ponyfs_meta_reserve_locked(fs, &c, NULL);
-	if (r >= 0)
-		r = ponyfs_txn_begin_locked(fs);
-	if (r >= 0)
-		r = ponyfs_prepare(fs,
-			"INSERT OR REPLACE INTO xattrs (ino, name, value) VALUES (?1, ?2, ?3)", &s);
-	if (r < 0)
-		return r;
-	sqlite3_bind_int64(s, 1, (int64_t)ino);
-	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
-	sqlite3_bind_blob(s, 3, size ? value : "", (int)size, SQLITE_STATIC);
-	r = ponyfs_step_done(fs, s);
-	sqlite3_reset(s);
-	return r < 0 ? r : ponyfs_ctime_locked(fs, ino, ponyfs_now());
-}
-
-static int pf_setxattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, const char *name,
-		       const void *value, size_t size, int flags)
-{
-	if (ponyfs_acl_name(name))
-		return CHANGE(ponyfs_of(v), ponyfs_acl_set_locked(ponyfs_of(v), ctx, ino, name, value,
-								  size, flags));
-	return CHANGE(ponyfs_of(v), setxattr_locked(ponyfs_of(v), ino, name, value, size, flags));
-}
-
-static int listxattr_locked(struct ponyfs *fs, uint64_t ino, char *buf, size_t size)
-{
-	sqlite3_stmt *s = NULL;
-	size_t total = 0;
-	struct statx x;
-	int r = ponyfs_fill_attr_locked(fs, ino, 0, &x);
-
-	if (r >= 0)
-		r = ponyfs_prepare(fs,
-			"SELECT name FROM xattrs WHERE ino = ?1 ORDER BY name", &s);
-	if (r < 0)
-		return r;
-	sqlite3_bind_int64(s, 1, (int64_t)ino);
-	while ((r = ponyfs_step_row(fs, s)) > 0) {
-		size_t n = (size_t)sqlite3_column_bytes(s, 0);
-
-		if (size && total + n + 1 > size) {
-			total = 0;
-			r = -ERANGE;
-			break;
-		}
-		if (size) {
-			memcpy(buf + total, sqlite3_column_blob(s, 0), n);
-			buf[total + n] = 0;
-		}
-		total += n + 1;
-	}
-	sqlite3_reset(s);
-	return r < 0 ? r : (int)total;
-}
-
-static int pf_listxattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, char *buf, size_t size)
-{
-	return LOCKED(ponyfs_of(v), listxattr_locked(ponyfs_of(v), ino, buf, size));
-}
-
-static int removexattr_locked(struct ponyfs *fs, uint64_t ino, const char *name)
-{
-	sqlite3_stmt *s = NULL;
-	int r = ponyfs_getxattr_locked(fs, ino, name, NULL, 0);
-
-	if (r >= 0)
-		r = ponyfs_meta_reserve_locked(fs, &(struct ponyfs_cost){ .rows = 2, .frees = true },
-					       NULL);
-	if (r >= 0)
-		r = ponyfs_txn_begin_locked(fs);
-	if (r >= 0)
-		r = ponyfs_prepare(fs,
-			"DELETE FROM xattrs WHERE ino = ?1 AND name = ?2", &s);
-	if (r < 0)
-		return r;
-	sqlite3_bind_int64(s, 1, (int64_t)ino);
-	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
-	r = ponyfs_step_done(fs, s);
-	sqlite3_reset(s);
-	return r < 0 ? r : ponyfs_ctime_locked(fs, ino, ponyfs_now());
-}
-
-static int pf_removexattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, const char *name)
-{
-	return CHANGE(ponyfs_of(v), removexattr_locked(ponyfs_of(v), ino, name));
+	return PONYFS_CHANGE(ponyfs_of(v), ponyfs_commit_locked(ponyfs_of(v)));
 }
 
 static int pf_statfs(struct vfs *v, uint64_t ino, struct statvfs *ret)
 {
-	return LOCKED(ponyfs_of(v), ponyfs_statfs_locked(ponyfs_of(v), ret));
+	return PONYFS_LOCKED(ponyfs_of(v), ponyfs_statfs_locked(ponyfs_of(v), ret));
 }
 
 static int syncfs_locked(struct ponyfs *fs)
@@ -715,7 +553,7 @@ static int syncfs_locked(struct ponyfs *fs)
 
 static int pf_syncfs(struct vfs *v)
 {
-	return CHANGE(ponyfs_of(v), syncfs_locked(ponyfs_of(v)));
+	return PONYFS_CHANGE(ponyfs_of(v), syncfs_locked(ponyfs_of(v)));
 }
 
 /* Rule 4: the data joins the open transaction; whatever commits later
@@ -765,7 +603,7 @@ static int layout_locked(struct ponyfs *fs, uint64_t ino, uint64_t off, uint64_t
 static int pf_layout(struct vfs *v, uint64_t ino, uint64_t off, uint64_t len,
 		     struct vfs_extent *ret, size_t n)
 {
-	return LOCKED(ponyfs_of(v), layout_locked(ponyfs_of(v), ino, off, len, ret, n));
+	return PONYFS_LOCKED(ponyfs_of(v), layout_locked(ponyfs_of(v), ino, off, len, ret, n));
 }
 
 void ponyfs_destroy(struct vfs *v);
@@ -799,10 +637,10 @@ const struct vfs_ops ponyfs_ops = {
 	.readdirplus = pf_readdirplus,
 	.releasedir = pf_releasedir,
 	.fsyncdir = pf_fsyncdir,
-	.getxattr = pf_getxattr,
-	.setxattr = pf_setxattr,
-	.listxattr = pf_listxattr,
-	.removexattr = pf_removexattr,
+	.getxattr = ponyfs_getxattr,
+	.setxattr = ponyfs_setxattr,
+	.listxattr = ponyfs_listxattr,
+	.removexattr = ponyfs_removexattr,
 	.statfs = pf_statfs,
 	.syncfs = pf_syncfs,
 	.barrier = pf_barrier,

@@ -1,0 +1,165 @@
+/*
+ * dentry.c - the rows of the dentries table: finding, adding, moving and
+ * removing one name (as dentries.name holds it: the component, or its
+ * ciphertext in an encrypted directory, see crypt_names.c), with what a
+ * name's change does to its directory's times and link count. namei.c
+ * builds the namespace calls from these.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* Binds name (as dentries.name holds it) to parameter i of s. */
+void ponyfs_bind_name(sqlite3_stmt *s, int i, const struct ponyfs_name *name)
+{
+	sqlite3_bind_blob(s, i, name->bytes, (int)name->len, SQLITE_STATIC);
+}
+
+/* A statement of which whose ?1 is a directory and ?2 a name in it, bound. */
+sqlite3_stmt *ponyfs_name_stmt(struct ponyfs *fs, enum ponyfs_stmt which, uint64_t parent,
+			       const struct ponyfs_name *name)
+{
+	sqlite3_stmt *s = ponyfs_stmt(fs, which);
+
+	sqlite3_bind_int64(s, 1, (int64_t)parent);
+	ponyfs_bind_name(s, 2, name);
+	return s;
+}
+
+/* The inode name names in parent, and its mode when ret_mode is given. */
+int ponyfs_dentry_ino_mode(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name,
+			   uint64_t *ret, mode_t *ret_mode)
+{
+	sqlite3_stmt *s = ponyfs_name_stmt(fs, ST_DENTRY_GET, parent, name);
+	int r = ponyfs_step_row(fs, s);
+
+	if (r > 0)
+		*ret = (uint64_t)sqlite3_column_int64(s, 0);
+	if (r > 0 && ret_mode)
+		*ret_mode = (mode_t)sqlite3_column_int64(s, 1);
+	sqlite3_reset(s);
+	return r > 0 ? 0 : r == 0 ? -ENOENT : r;
+}
+
+int ponyfs_dentry_ino(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name,
+		      uint64_t *ret)
+{
+	return ponyfs_dentry_ino_mode(fs, parent, name, ret, NULL);
+}
+
+/* 0 when parent has no entry name, -EEXIST when it has, -errno when unknown. */
+int ponyfs_dentry_absent(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name)
+{
+	uint64_t ino;
+	int r = ponyfs_dentry_ino(fs, parent, name, &ino);
+
+	return r == -ENOENT ? 0 : r < 0 ? r : -EEXIST;
+}
+
+int ponyfs_touch_dir(struct ponyfs *fs, uint64_t dir, int nlink_delta)
+{
+	int64_t now = ponyfs_now();
+
+	ponyfs_times_changed(fs, dir, now);
+	return ponyfs_sql(fs, "UPDATE inodes SET mtime = ?2, ctime = ?2, nlink = nlink + ?3 "
+			  "WHERE ino = ?1", 3, (int64_t)dir, now, (int64_t)nlink_delta);
+}
+
+
+/*
+ * Adds name -> ino to parent under the parent's next cookie; unless touch
+ * is PONYFS_NO_TOUCH, the same statement sets the parent's times to now and adds
+ * touch to its link count (ponyfs_touch_dir's work, folded in: a create is one
+ * statement shorter).
+ */
+int ponyfs_dentry_add(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name,
+		      uint64_t ino, int touch)
+{
+	int64_t cookie = 0, now = ponyfs_now();
+	sqlite3_stmt *s = NULL;
+	int r = ponyfs_prepare(fs, "UPDATE inodes SET next_cookie = next_cookie + 1, "
+			       "mtime = coalesce(?2, mtime), ctime = coalesce(?2, ctime), "
+			       "nlink = nlink + ?3 WHERE ino = ?1 RETURNING next_cookie - 1", &s);
+
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(s, 1, (int64_t)parent);
+	if (touch != PONYFS_NO_TOUCH)
+		sqlite3_bind_int64(s, 2, now);
+	sqlite3_bind_int64(s, 3, touch == PONYFS_NO_TOUCH ? 0 : touch);
+	r = ponyfs_step_row(fs, s);
+	if (r > 0)
+		cookie = sqlite3_column_int64(s, 0);
+	sqlite3_reset(s);
+	if (r == 0)
+		r = -ENOENT;
+	if (r >= 0 && touch != PONYFS_NO_TOUCH)
+		ponyfs_times_changed(fs, parent, now);
+	if (r >= 0)
+		r = ponyfs_prepare(fs, "INSERT INTO dentries (parent, name, ino, cookie) "
+				   "VALUES (?1, ?2, ?3, ?4)", &s);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(s, 1, (int64_t)parent);
+	ponyfs_bind_name(s, 2, name);
+	sqlite3_bind_int64(s, 3, (int64_t)ino);
+	sqlite3_bind_int64(s, 4, cookie);
+	return ponyfs_step_done(fs, s);
+}
+
+int ponyfs_dentry_del(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name)
+{
+	sqlite3_stmt *s = NULL;
+	int r = ponyfs_prepare(fs,
+		"DELETE FROM dentries WHERE parent = ?1 AND name = ?2", &s);
+
+	if (r >= 0) {
+		sqlite3_bind_int64(s, 1, (int64_t)parent);
+		ponyfs_bind_name(s, 2, name);
+		r = ponyfs_step_done(fs, s);
+	}
+	sqlite3_reset(s);
+	return r;
+}
+
+/*
+ * Moves an entry to a new name. Within one directory it keeps its cookie,
+ * so a reader between two readdir calls sees it once, under one name or
+ * the other: generic/736 renames every entry as it reads it, and with a new
+ * cookie each one came back at the end, again and again.
+ */
+int ponyfs_dentry_move(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name,
+		       uint64_t newparent, const struct ponyfs_name *newname, uint64_t ino)
+{
+	sqlite3_stmt *s = NULL;
+	int r;
+
+	if (parent != newparent) {
+		r = ponyfs_dentry_del(fs, parent, name);
+		return r < 0 ? r : ponyfs_dentry_add(fs, newparent, newname, ino, PONYFS_NO_TOUCH);
+	}
+	r = ponyfs_prepare(fs, "UPDATE dentries SET name = ?3 WHERE parent = ?1 AND name = ?2", &s);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(s, 1, (int64_t)parent);
+	ponyfs_bind_name(s, 2, name);
+	ponyfs_bind_name(s, 3, newname);
+	return ponyfs_step_done(fs, s);
+}
+
+/* Points an existing entry at another inode; it keeps its name and cookie. */
+int ponyfs_dentry_set_ino(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name,
+			  uint64_t ino)
+{
+	sqlite3_stmt *s = NULL;
+	int r = ponyfs_prepare(fs, "UPDATE dentries SET ino = ?3 WHERE parent = ?1 AND name = ?2", &s);
+
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(s, 1, (int64_t)parent);
+	ponyfs_bind_name(s, 2, name);
+	sqlite3_bind_int64(s, 3, (int64_t)ino);
+	return ponyfs_step_done(fs, s);
+}
