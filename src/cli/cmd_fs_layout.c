@@ -92,52 +92,65 @@ struct layout_out {
 	const struct members *mb;
 };
 
-static void print_header(const struct layout_out *o, const struct ponyfuse_layout_arg *a)
+static void json_members(const struct layout_out *o)
+{
+	char uuid[VOLUME_UUID_STRLEN];
+
+	util_json_array_begin(o->j, "members");
+	for (uint32_t i = 0; i < o->mb->n; i++) {
+		const struct ponyfuse_layout_member_arg *m = &o->mb->m[i];
+
+		member_uuid(m, uuid);
+		util_json_object_begin(o->j, NULL);
+		util_json_uint(o->j, "index", i);
+		util_json_string(o->j, "device", m->device);
+		util_json_string(o->j, "uuid", uuid);
+		util_json_string(o->j, "state", name_of(member_states, 3, m->state));
+		util_json_object_end(o->j);
+	}
+	util_json_array_end(o->j);
+}
+
+/* The file and its volume, then the extents array is opened. */
+static void json_header(const struct layout_out *o, const struct ponyfuse_layout_arg *a)
+{
+	const struct ponyfuse_layout_member_arg *g = o->mb->n ? &o->mb->m[0] : NULL;
+
+	util_json_object_begin(o->j, NULL);
+	util_json_string(o->j, "file", o->path);
+	util_json_uint(o->j, "size", a->size);
+	util_json_uint(o->j, "block_size", a->block_size);
+	util_json_bool(o->j, "encrypted", a->flags & PONYFUSE_LAYOUT_ENCRYPTED);
+	if (g) {
+		util_json_object_begin(o->j, "volume");
+		util_json_string(o->j, "level", g->level);
+		util_json_string(o->j, "layout", g->layout);
+		util_json_uint(o->j, "chunk", g->chunk);
+		util_json_uint(o->j, "full_stripe", g->full_stripe);
+		util_json_uint(o->j, "region_offset", g->region_offset);
+		json_members(o);
+		util_json_object_end(o->j);
+	}
+	util_json_array_begin(o->j, "extents");
+}
+
+static void text_header(const struct layout_out *o, const struct ponyfuse_layout_arg *a)
 {
 	const struct ponyfuse_layout_member_arg *g = o->mb->n ? &o->mb->m[0] : NULL;
 	char uuid[VOLUME_UUID_STRLEN];
 
-	if (o->j) {
-		util_json_object_begin(o->j, NULL);
-		util_json_string(o->j, "file", o->path);
-		util_json_uint(o->j, "size", a->size);
-		util_json_uint(o->j, "block_size", a->block_size);
-		util_json_bool(o->j, "encrypted", a->flags & PONYFUSE_LAYOUT_ENCRYPTED);
-		if (g) {
-			util_json_object_begin(o->j, "volume");
-			util_json_string(o->j, "level", g->level);
-			util_json_string(o->j, "layout", g->layout);
-			util_json_uint(o->j, "chunk", g->chunk);
-			util_json_uint(o->j, "full_stripe", g->full_stripe);
-			util_json_uint(o->j, "region_offset", g->region_offset);
-			util_json_array_begin(o->j, "members");
-			for (uint32_t i = 0; i < o->mb->n; i++) {
-				member_uuid(&o->mb->m[i], uuid);
-				util_json_object_begin(o->j, NULL);
-				util_json_uint(o->j, "index", i);
-				util_json_string(o->j, "device", o->mb->m[i].device);
-				util_json_string(o->j, "uuid", uuid);
-				util_json_string(o->j, "state", name_of(member_states, 3, o->mb->m[i].state));
-				util_json_object_end(o->j);
-			}
-			util_json_array_end(o->j);
-			util_json_object_end(o->j);
-		}
-		util_json_array_begin(o->j, "extents");
-		return;
-	}
 	printf("%s: %" PRIu64 " bytes, %u-byte blocks%s\n", o->path, a->size, a->block_size,
 	       a->flags & PONYFUSE_LAYOUT_ENCRYPTED ? ", encrypted (direct readers refuse it)" : "");
-	if (g) {
+	if (g)
 		printf("volume: %s%s%s, chunk %" PRIu64 ", full stripe %" PRIu64
 		       ", data region at %" PRIu64 ", %u members\n", g->level, g->layout[0] ? " " : "",
 		       g->layout, g->chunk, g->full_stripe, g->region_offset, o->mb->n);
-		for (uint32_t i = 0; i < o->mb->n; i++) {
-			member_uuid(&o->mb->m[i], uuid);
-			printf("  member %u: %s%s%s %s\n", i, o->mb->m[i].device[0] ? o->mb->m[i].device :
-			       "(missing)", uuid[0] ? " uuid " : "", uuid,
-			       name_of(member_states, 3, o->mb->m[i].state));
-		}
+	for (uint32_t i = 0; i < o->mb->n; i++) {
+		const struct ponyfuse_layout_member_arg *m = &o->mb->m[i];
+
+		member_uuid(m, uuid);
+		printf("  member %u: %s%s%s %s\n", i, m->device[0] ? m->device : "(missing)",
+		       uuid[0] ? " uuid " : "", uuid, name_of(member_states, 3, m->state));
 	}
 	printf("%12s %10s %-9s %s\n", "file offset", "length", "state", "where");
 }
@@ -236,8 +249,10 @@ static int layout_walk(int fd, struct layout_out *o, struct members *mb, uint64_
 			r = members_get(fd, o->path, mb);
 		if (r)
 			break;
-		if (first)
-			print_header(o, a);
+		if (first && o->j)
+			json_header(o, a);
+		else if (first)
+			text_header(o, a);
 		for (uint32_t i = 0; i < a->nextents; i++)
 			print_extent(o, a, &a->extents[i]);
 		if ((a->flags & PONYFUSE_LAYOUT_COMPLETE) || a->next <= off)

@@ -1,5 +1,5 @@
 /*
- * test_layout.c - ponyfs's layouts through the vfs ops table (layout_map,
+ * test_file_layout.c - ponyfs's layouts through the vfs ops table (layout_map,
  * layout_topology): a file's extents say their state (dirty in the cache,
  * written, unwritten, hole), their blocks' CRC32C as stored, whether the
  * file is encrypted, and on a pony RAID6 volume of memory members the
