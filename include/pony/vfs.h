@@ -333,6 +333,7 @@ struct vfs_ops {
 	/*
 	 * Where the bytes of [offset, offset+length) live: fills up to n extents
 	 * and returns how many it filled (fewer than n: the range is covered).
+	 * layout_map (version 8) is the richer answer: states, checksums, pieces.
 	 */
 	int (*layout)(struct vfs *fs, uint64_t ino, uint64_t offset, uint64_t length,
 		      struct vfs_extent *ret, size_t n);
