@@ -395,8 +395,9 @@ struct vfs_ops {
 	 * Sets a policy (CRYPT_POLICY_SIZE bytes: struct fscrypt_policy_v2) on
 	 * the directory ino: -ENOTEMPTY when it has entries, -EEXIST when it
 	 * has another policy (the same one again is 0), -ENOTDIR, -EINVAL for
-	 * a policy pony cannot honour, -ENOKEY when its key was never added
-	 * by ctx's user (root may set any).
+	 * a policy pony cannot honour, -ENOKEY when its key was not added
+	 * by ctx's user (root may set any, a key not added yet included, as
+	 * Linux lets CAP_FOWNER).
 	 */
 	int (*set_policy)(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
 			  const void *policy, size_t len);
@@ -421,7 +422,8 @@ struct vfs_ops {
 	 * Files still open keep it "incompletely removed" until closed
 	 * (*ret_flags VFS_KEY_FILES_BUSY), or with VFS_KEY_FORCE lose it too
 	 * (their calls fail with -ENOKEY). VFS_KEY_OTHER_USERS: only this
-	 * user's claim went. -ENOKEY: no such key or claim.
+	 * user's claim went. -ENOKEY: no such key or claim (an incompletely
+	 * removed key has none: any caller may retry its removal).
 	 */
 	int (*remove_key)(struct vfs *fs, const struct vfs_ctx *ctx, const uint8_t id[16],
 			  unsigned flags, const struct vfs_inval *inval, unsigned *ret_flags);

@@ -113,7 +113,7 @@ static int crypt_parse(const struct crypt_command *cc, int argc, char **argv,
 	*a = (struct crypt_args){ .contents = CRYPT_MODE_AES_256_XTS };
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		if (c == 'h') {
 			printf("%s", cc->usage);
 			return CLI_EXIT_OK;
@@ -139,6 +139,8 @@ static int crypt_parse(const struct crypt_command *cc, int argc, char **argv,
 				return cli_usage_error(cc->name, "--padding: '%s' is not 4, 8, 16 "
 						       "or 32", optarg);
 			break;
+		case ':':
+			return cli_usage_error(cc->name, "%s needs a value", argv[optind - 1]);
 		default:
 			return cli_usage_error(cc->name, "unknown option '%s'", argv[optind - 1]);
 		}
@@ -171,27 +173,21 @@ static int key_id_parse(const struct crypt_command *cc, const char *text,
 	return 0;
 }
 
-/* A descriptor of path for its ioctls; -1 with the message printed. */
-static int crypt_open(const struct crypt_command *cc, const char *path)
+/* One ioctl on path (any file of the mount): 0, or the errno of the open or the ioctl. */
+static int path_ioctl(const char *path, unsigned long cmd, void *arg)
 {
-	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	_cleanup_(closep) int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 
-	if (fd < 0)
-		crypt_fail(cc, path, errno);
-	return fd;
+	return fd < 0 || ioctl(fd, cmd, arg) < 0 ? errno : 0;
 }
 
-/* One ioctl on path; 0 or CLI_EXIT_FAILURE with the message printed. */
+/* The same, the failure told; 0 or CLI_EXIT_FAILURE. */
 static int crypt_ioctl(const struct crypt_command *cc, const char *path, unsigned long cmd,
 		       void *arg)
 {
-	_cleanup_(closep) int fd = crypt_open(cc, path);
+	int err = path_ioctl(path, cmd, arg);
 
-	if (fd < 0)
-		return CLI_EXIT_FAILURE;
-	if (ioctl(fd, cmd, arg) < 0)
-		return crypt_fail(cc, path, errno);
-	return 0;
+	return err ? crypt_fail(cc, path, err) : 0;
 }
 
 /* All of stdin, up to size bytes; -EFBIG when there is more. */
@@ -218,6 +214,8 @@ static ssize_t passphrase_read(char *buf, size_t size)
 	bool tty = tcgetattr(STDIN_FILENO, &old) == 0;
 	char *nl;
 
+	/* Unbuffered: no copy of the passphrase stays in stdio's buffer. */
+	setvbuf(stdin, NULL, _IONBF, 0);
 	if (tty) {
 		fputs("Passphrase: ", stderr);
 		quiet = old;
@@ -239,7 +237,6 @@ static ssize_t passphrase_read(char *buf, size_t size)
 
 static const struct errno_meaning add_key_meanings[] = {
 	{ EINVAL, "the filesystem refused the key (pony's keys are 64 bytes)" },
-	{ ENOTTY, "not a pony mount (passphrase keys need pony's salt)" },
 	{ 0 },
 };
 
@@ -285,7 +282,12 @@ static int key_read(const struct crypt_args *a, const char *mnt, uint8_t *key)
 		return cli_error("crypt add-key: the passphrase (stdin's first line) is %s",
 				 len == 0 ? "empty" : len == -EIO ? "unreadable" : "over 1024 bytes");
 	}
-	r = crypt_ioctl(cc, mnt, PONYFUSE_IOC_CRYPT_SALT, salt);
+	r = path_ioctl(mnt, PONYFUSE_IOC_CRYPT_SALT, salt);
+	if (r == ENOTTY)
+		r = cli_error("crypt add-key: %s: not a pony mount: passphrase keys need pony's "
+			      "salt (ENOTTY)", mnt);
+	else if (r)
+		r = crypt_fail(cc, mnt, r);
 	if (r == 0 && (r = crypt_scrypt(pass, (size_t)len, salt, sizeof(salt), &cost, key,
 					CRYPT_MASTER_KEY_SIZE)) < 0)
 		r = cli_error("crypt add-key: deriving the key: %s", strerror(-r));
@@ -335,7 +337,7 @@ static int add_key_run(int argc, char **argv)
 static const struct errno_meaning remove_key_meanings[] = {
 	{ ENOKEY, "key not present, or not added by this user" },
 	{ EACCES, "removing every user's claim needs root (CAP_SYS_ADMIN)" },
-	{ ENOTTY, "not a pony mount (--force is pony's own ioctl)" },
+	{ ENOTTY, "not a pony mount (no fscrypt ioctls here, or none for --force, pony's own)" },
 	{ 0 },
 };
 
@@ -356,10 +358,11 @@ static const struct crypt_command remove_key_cmd = {
 	.meanings = remove_key_meanings,
 };
 
-static void removal_print(const struct crypt_args *a, const char *id, uint32_t flags)
+static void removal_print(const struct crypt_args *a, const struct fscrypt_remove_key_arg *k)
 {
-	bool busy = flags & FSCRYPT_KEY_REMOVAL_STATUS_FLAG_FILES_BUSY;
-	bool others = flags & FSCRYPT_KEY_REMOVAL_STATUS_FLAG_OTHER_USERS;
+	bool busy = k->removal_status_flags & FSCRYPT_KEY_REMOVAL_STATUS_FLAG_FILES_BUSY;
+	bool others = k->removal_status_flags & FSCRYPT_KEY_REMOVAL_STATUS_FLAG_OTHER_USERS;
+	char id[2 * CRYPT_KEY_ID_SIZE + 1];
 	struct util_json j;
 
 	if (!a->json) {
@@ -367,6 +370,7 @@ static void removal_print(const struct crypt_args *a, const char *id, uint32_t f
 			       : busy ? "incompletely removed: files still open" : "removed");
 		return;
 	}
+	hex_of(k->key_spec.u.identifier, CRYPT_KEY_ID_SIZE, id);
 	util_json_init(&j, stdout);
 	util_json_object_begin(&j, NULL);
 	util_json_string(&j, "key_id", id);
@@ -378,6 +382,24 @@ static void removal_print(const struct crypt_args *a, const char *id, uint32_t f
 	util_json_end(&j);
 }
 
+/*
+ * --all-users --force: every claim is gone and files are still open; the
+ * forced ioctl (the caller's claim only) then takes the key from them, as
+ * a second fscrypt removal of a key no one claims any more retries it.
+ */
+static int remove_key_force_after(const struct crypt_args *a, struct fscrypt_remove_key_arg *k)
+{
+	int err = path_ioctl(a->args[0], PONYFUSE_IOC_REMOVE_KEY_FORCE, k);
+	const char *name = strerrorname_np(err);
+
+	if (!err)
+		return 0;
+	removal_print(a, k);
+	return cli_error("crypt remove-key: %s: every claim is dropped, but the files still open "
+			 "keep the key: forcing it out failed: %s (%s)", a->args[0], strerror(err),
+			 name ? name : "?");
+}
+
 static int remove_key_run(int argc, char **argv)
 {
 	const struct crypt_command *cc = &remove_key_cmd;
@@ -387,17 +409,14 @@ static int remove_key_run(int argc, char **argv)
 
 	if (r >= 0 || (r = key_id_parse(cc, a.args[1], k.key_spec.u.identifier)))
 		return r;
-	/* Every claim, then (--force) the open files' hold too: the forced
-	 * ioctl removes the caller's claim only, so it comes second. */
-	if (a.all_users)
-		r = crypt_ioctl(cc, a.args[0], FS_IOC_REMOVE_ENCRYPTION_KEY_ALL_USERS, &k);
-	if (r == 0 && a.force &&
-	    (!a.all_users || (k.removal_status_flags & FSCRYPT_KEY_REMOVAL_STATUS_FLAG_FILES_BUSY)))
-		r = crypt_ioctl(cc, a.args[0], PONYFUSE_IOC_REMOVE_KEY_FORCE, &k);
-	if (r == 0 && !a.all_users && !a.force)
-		r = crypt_ioctl(cc, a.args[0], FS_IOC_REMOVE_ENCRYPTION_KEY, &k);
+	if (!a.all_users)
+		r = crypt_ioctl(cc, a.args[0], a.force ? PONYFUSE_IOC_REMOVE_KEY_FORCE
+						       : FS_IOC_REMOVE_ENCRYPTION_KEY, &k);
+	else if ((r = crypt_ioctl(cc, a.args[0], FS_IOC_REMOVE_ENCRYPTION_KEY_ALL_USERS, &k)) == 0 &&
+		 a.force && (k.removal_status_flags & FSCRYPT_KEY_REMOVAL_STATUS_FLAG_FILES_BUSY))
+		r = remove_key_force_after(&a, &k);
 	if (r == 0)
-		removal_print(&a, a.args[1], k.removal_status_flags);
+		removal_print(&a, &k);
 	return r;
 }
 
@@ -416,6 +435,7 @@ static int status_run(int argc, char **argv)
 {
 	const struct crypt_command *cc = &status_cmd;
 	struct fscrypt_get_key_status_arg k = { .key_spec.type = FSCRYPT_KEY_SPEC_TYPE_IDENTIFIER };
+	char id[2 * CRYPT_KEY_ID_SIZE + 1];
 	struct crypt_args a;
 	const char *word;
 	int r = crypt_parse(cc, argc, argv, &a);
@@ -424,6 +444,7 @@ static int status_run(int argc, char **argv)
 		return r;
 	if ((r = crypt_ioctl(cc, a.args[0], FS_IOC_GET_ENCRYPTION_KEY_STATUS, &k)))
 		return r;
+	hex_of(k.key_spec.u.identifier, CRYPT_KEY_ID_SIZE, id);
 	word = k.status == FSCRYPT_KEY_STATUS_PRESENT ? "present"
 	       : k.status == FSCRYPT_KEY_STATUS_ABSENT ? "absent"
 	       : k.status == FSCRYPT_KEY_STATUS_INCOMPLETELY_REMOVED ? "incompletely removed"
@@ -433,7 +454,7 @@ static int status_run(int argc, char **argv)
 
 		util_json_init(&j, stdout);
 		util_json_object_begin(&j, NULL);
-		util_json_string(&j, "key_id", a.args[1]);
+		util_json_string(&j, "key_id", id);
 		util_json_string(&j, "status", word);
 		util_json_bool(&j, "added_by_self",
 			       k.status_flags & FSCRYPT_KEY_STATUS_FLAG_ADDED_BY_SELF);
@@ -551,14 +572,11 @@ static int get_policy_run(int argc, char **argv)
 	struct fscrypt_get_policy_ex_arg ex = { .policy_size = sizeof(ex.policy) };
 	struct crypt_args a;
 	struct util_json j;
-	int r = crypt_parse(cc, argc, argv, &a), fd;
+	int r = crypt_parse(cc, argc, argv, &a);
 
 	if (r >= 0)
 		return r;
-	if ((fd = crypt_open(cc, a.args[0])) < 0)
-		return CLI_EXIT_FAILURE;
-	r = ioctl(fd, FS_IOC_GET_ENCRYPTION_POLICY_EX, &ex) < 0 ? errno : 0;
-	close(fd);
+	r = path_ioctl(a.args[0], FS_IOC_GET_ENCRYPTION_POLICY_EX, &ex);
 	if (r == 0) {
 		policy_print(a.args[0], (const uint8_t *)&ex.policy, a.json);
 		return CLI_EXIT_OK;

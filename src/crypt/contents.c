@@ -64,6 +64,26 @@ int crypt_contents_new(enum crypt_mode mode, const uint8_t *key, size_t key_len,
 	return 0;
 }
 
+int crypt_contents_clone(const struct crypt_contents *c, struct crypt_contents **ret)
+{
+	struct crypt_contents *n = calloc(1, sizeof(*n));
+
+	*ret = NULL;
+	if (!n)
+		return -ENOMEM;
+	n->mode = c->mode;
+	n->enc = EVP_CIPHER_CTX_new();
+	n->dec = EVP_CIPHER_CTX_new();
+	/* A copy of the key schedules: no fetch, no key expansion. */
+	if (!n->enc || !n->dec || EVP_CIPHER_CTX_copy(n->enc, c->enc) != 1 ||
+	    EVP_CIPHER_CTX_copy(n->dec, c->dec) != 1) {
+		crypt_contents_free(n);
+		return -EIO;
+	}
+	*ret = n;
+	return 0;
+}
+
 void crypt_contents_free(struct crypt_contents *c)
 {
 	if (!c)

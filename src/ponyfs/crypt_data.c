@@ -6,25 +6,21 @@
  * without the key. Reads decrypt after the checksum passed (read.c).
  *
  * The per-file key is derived once, at the first open with the key
- * present, and kept in the cached inode with a cipher for the locked
- * paths (writeback, a partial page's fill); a reader running unlocked gets
- * a cipher of its own from the same key, since an OpenSSL context serves
- * one thread at a time. Both go (wiped) when the inode leaves the cache or
- * its key is removed by force.
+ * present, into the cached inode's cipher for the locked paths
+ * (writeback, a partial page's fill), and wiped; the key lives on only in
+ * OpenSSL's key schedules. A reader running unlocked gets a clone of that
+ * cipher, since an OpenSSL context serves one thread at a time. Both go
+ * (cleansed) when the inode leaves the cache or its key is removed.
  */
 #include <errno.h>
 #include <string.h>
 
 #include "internal.h"
 
-static size_t file_key_size(const struct ponyfs_inode *in)
-{
-	return crypt_mode_key_size(in->crypt.policy.contents_mode);
-}
-
 int ponyfs_crypt_open_locked(struct ponyfs *fs, struct ponyfs_inode *in)
 {
 	enum crypt_mode mode = in->crypt.policy.contents_mode;
+	uint8_t key[64];
 	int r;
 
 	if (!in->crypt.on)
@@ -34,11 +30,10 @@ int ponyfs_crypt_open_locked(struct ponyfs *fs, struct ponyfs_inode *in)
 		return -ENOKEY;
 	if (in->cipher)
 		return 0;
-	r = ponyfs_crypt_key_locked(fs, &in->crypt, mode, false, in->file_key);
+	r = ponyfs_crypt_key_locked(fs, &in->crypt, mode, false, key);
 	if (r >= 0)
-		r = crypt_contents_new(mode, in->file_key, file_key_size(in), &in->cipher);
-	if (r < 0)
-		crypt_wipe(in->file_key, sizeof(in->file_key));
+		r = crypt_contents_new(mode, key, crypt_mode_key_size(mode), &in->cipher);
+	crypt_wipe(key, sizeof(key));
 	return r;
 }
 
@@ -46,7 +41,6 @@ void ponyfs_crypt_close(struct ponyfs_inode *in)
 {
 	crypt_contents_free(in->cipher);
 	in->cipher = NULL;
-	crypt_wipe(in->file_key, sizeof(in->file_key));
 }
 
 int ponyfs_crypt_reader_locked(struct ponyfs_inode *in, struct crypt_contents **ret)
@@ -56,8 +50,7 @@ int ponyfs_crypt_reader_locked(struct ponyfs_inode *in, struct crypt_contents **
 		return 0;
 	if (!in->cipher)
 		return -ENOKEY;
-	return crypt_contents_new(in->crypt.policy.contents_mode, in->file_key, file_key_size(in),
-				  ret);
+	return crypt_contents_clone(in->cipher, ret);
 }
 
 int ponyfs_crypt_pages(struct ponyfs_inode *in, const struct ponyfs_page *pg, uint64_t k,

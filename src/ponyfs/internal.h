@@ -231,10 +231,9 @@ struct ponyfs_inode {
 	uint64_t page_runs;             /* runs of consecutive indexes in pages */
 	/* Encryption (crypt_data.c): its policy and nonce, and while it has
 	 * the key (from its first open on) its contents cipher, used under
-	 * the lock; its raw per-file key is kept for readers without it. */
+	 * the lock (unlocked readers clone it). */
 	struct ponyfs_crypt crypt;
 	struct crypt_contents *cipher;
-	uint8_t file_key[64];
 };
 
 /* An open file; every one is on fs->handles, so unmount can free them. */
@@ -744,8 +743,8 @@ int ponyfs_crypt_pages(struct ponyfs_inode *in, const struct ponyfs_page *pg, ui
  * GCM's nonce and tag per block, NULL for XTS); cipher NULL: in's own. */
 int ponyfs_crypt_blocks(struct ponyfs_inode *in, struct crypt_contents *cipher, uint64_t fblk,
 			uint64_t n, const uint8_t *seals, uint8_t *buf);
-/* A cipher for one unlocked read (its own OpenSSL context); NULL for a
- * file not encrypted. -ENOKEY: the key was removed. */
+/* A cipher for one unlocked read (a clone of in's); NULL for a file not
+ * encrypted. -ENOKEY: the key was removed. */
 int ponyfs_crypt_reader_locked(struct ponyfs_inode *in, struct crypt_contents **ret);
 /* Bytes a block takes in extents.csums for flags. */
 static inline size_t ponyfs_csum_stride(unsigned flags)

@@ -104,7 +104,12 @@ static void test_xts_blocks_decrypt_only_at_their_own_number(void **state)
 	assert_int_equal(crypt_xts_encrypt(c, 5, back, back), 0);
 	assert_memory_equal(back, a, sizeof(a));
 	assert_int_equal(crypt_gcm_seal(c, 5, plain, a, nonce, tag), -EINVAL);
+	/* A clone (another thread's context) has the same key. */
+	assert_int_equal(crypt_contents_clone(c, &bad), 0);
 	crypt_contents_free(c);
+	assert_int_equal(crypt_xts_decrypt(bad, 5, a, back), 0);
+	assert_memory_equal(back, plain, sizeof(plain));
+	crypt_contents_free(bad);
 	/* XTS refuses a key whose halves are equal. */
 	memset(same, 0x11, sizeof(same));
 	assert_int_equal(crypt_contents_new(CRYPT_MODE_AES_256_XTS, same, 64, &bad), -EIO);
@@ -139,6 +144,19 @@ static void test_gcm_refuses_a_changed_or_moved_block(void **state)
 	tag[0] ^= 1;
 	assert_int_equal(crypt_gcm_open(c, 9, sealed, back, nonce, tag), 0);
 	assert_int_equal(crypt_xts_encrypt(c, 9, plain, back), -EINVAL);
+	/* A clone opens what the original sealed, and seals with nonces of its own. */
+	{
+		struct crypt_contents *k;
+
+		assert_int_equal(crypt_contents_clone(c, &k), 0);
+		memset(back, 0, sizeof(back));
+		assert_int_equal(crypt_gcm_open(k, 9, sealed, back, nonce, tag), 0);
+		assert_memory_equal(back, plain, sizeof(plain));
+		assert_int_equal(crypt_gcm_seal(k, 9, plain, again, nonce2, tag2), 0);
+		assert_memory_not_equal(nonce, nonce2, sizeof(nonce));
+		assert_int_equal(crypt_gcm_open(c, 9, again, back, nonce2, tag2), 0);
+		crypt_contents_free(k);
+	}
 	crypt_contents_free(c);
 }
 
