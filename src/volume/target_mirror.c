@@ -16,7 +16,8 @@
 #define MIRROR_UNIT (1u << 20)
 #define COPIES_MAX 16
 
-static int copies_read(struct volume_seg *s, const struct volume_place *c, uint8_t *buf, size_t len)
+static int copies_read(struct volume_seg *s, const struct volume_place *c, uint8_t *buf,
+		       size_t len)
 {
 	bool retry[COPIES_MAX] = { false };
 
@@ -50,7 +51,8 @@ static int copies_write(struct volume_seg *s, const struct volume_place *c, cons
 	for (unsigned i = 0; i < c->ncopies; i++) {
 		tried[i] = volume_mstate(s, c->disk[i]) != VOLUME_MEMBER_FAILED;
 		if (tried[i])
-			idx[i] = volume_batch_add(&batch, c->disk[i], true, (void *)buf, len, c->dev_off[i]);
+			idx[i] = volume_batch_add(&batch, c->disk[i], true, (void *)buf, len,
+						  c->dev_off[i]);
 	}
 	volume_batch_run(&batch);
 	for (unsigned i = 0; i < c->ncopies; i++)
@@ -62,8 +64,8 @@ static int copies_write(struct volume_seg *s, const struct volume_place *c, cons
 }
 
 /* Copies that hold member m's data are rebuilt from the first good one. */
-static int copies_rebuild(struct volume_seg *s, const struct volume_place *c, unsigned m, size_t len,
-			  uint8_t *tmp)
+static int copies_rebuild(struct volume_seg *s, const struct volume_place *c, unsigned m,
+			  size_t len, uint8_t *tmp)
 {
 	for (unsigned i = 0; i < c->ncopies; i++) {
 		if (c->disk[i] != m)
@@ -104,8 +106,8 @@ struct vote {
  * who agrees with it: true when a strict majority of the readable copies
  * does (a copy that cannot be read has no vote).
  */
-static bool vote_for(struct volume_seg *s, const struct volume_place *c, size_t len, unsigned cand,
-		     struct vote *v, uint8_t *a, uint8_t *b)
+static bool vote_for(struct volume_seg *s, const struct volume_place *c, size_t len,
+		     unsigned cand, struct vote *v, uint8_t *a, uint8_t *b)
 {
 	unsigned nread = 1, nagree = 1;
 
@@ -131,8 +133,8 @@ static bool vote_for(struct volume_seg *s, const struct volume_place *c, size_t 
  * resync, which must make the copies agree whatever they hold, takes the
  * first readable one when none has.
  */
-static void copies_vote(struct volume_seg *s, const struct volume_place *c, size_t len, bool resync,
-			struct vote *v, uint8_t *a, uint8_t *b)
+static void copies_vote(struct volume_seg *s, const struct volume_place *c, size_t len,
+			bool resync, struct vote *v, uint8_t *a, uint8_t *b)
 {
 	v->winner = -1;
 	for (unsigned i = 0; i < c->ncopies; i++) {
