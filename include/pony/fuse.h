@@ -150,4 +150,87 @@ enum {
  * plus force: files still open lose the key too (they fail with ENOKEY). */
 #define PONYFUSE_IOC_REMOVE_KEY_FORCE _IOWR('P', 7, struct fscrypt_remove_key_arg)
 
+/*
+ * Layouts (docs/layout.md, field by field): where a file's bytes live.
+ * PONYFUSE_IOC_LAYOUT on a regular file answers the extents of
+ * [offset, offset + length), as many as the fixed arrays hold (FUSE's
+ * restricted ioctls carry only _IOC_SIZE bytes); the caller asks again
+ * from `next` until PONYFUSE_LAYOUT_COMPLETE. Native byte order (a local
+ * ioctl). version: the caller sets PONYFUSE_LAYOUT_VERSION, the daemon
+ * answers with its own; an unknown version is EPROTONOSUPPORT. The
+ * structures only ever grow into their reserved fields; a new shape gets
+ * a new ioctl number (_IOC_SIZE is part of it).
+ */
+#define PONYFUSE_LAYOUT_VERSION 1
+#define PONYFUSE_LAYOUT_EXTENTS 32
+#define PONYFUSE_LAYOUT_CSUMS 1024
+#define PONYFUSE_LAYOUT_PIECES 256
+enum {                                  /* ponyfuse_layout_extent.state */
+	PONYFUSE_LAYOUT_DATA = 0,       /* written: read it from the pieces, check the CRC32Cs */
+	PONYFUSE_LAYOUT_UNWRITTEN = 1,  /* allocated, never written: reads as zeros */
+	PONYFUSE_LAYOUT_HOLE = 2,       /* nothing allocated: reads as zeros */
+	PONYFUSE_LAYOUT_DIRTY = 3,      /* cached in the daemon, not on disk: read the mount */
+};
+enum {                                  /* ponyfuse_layout_arg.flags */
+	PONYFUSE_LAYOUT_ENCRYPTED = 1 << 0,     /* ciphertext on disk: direct readers refuse */
+	PONYFUSE_LAYOUT_ON_VOLUME = 1 << 1,     /* pieces name volume members */
+	PONYFUSE_LAYOUT_COMPLETE = 1 << 2,      /* the range is covered */
+};
+enum {                                  /* ponyfuse_layout_piece.role */
+	PONYFUSE_PIECE_DATA = 0, PONYFUSE_PIECE_COPY = 1, PONYFUSE_PIECE_P = 2, PONYFUSE_PIECE_Q = 3,
+};
+#define PONYFUSE_LAYOUT_NO_OFFSET UINT64_MAX
+struct ponyfuse_layout_extent {
+	uint64_t file_offset;
+	uint64_t length;                /* whole blocks */
+	uint64_t volume_offset;         /* in the data region; PONYFUSE_LAYOUT_NO_OFFSET: none */
+	uint32_t state;                 /* PONYFUSE_LAYOUT_DATA... */
+	uint32_t first_csum;            /* DATA: csums[first_csum...], one per block */
+	uint32_t first_piece;           /* pieces[first_piece...] */
+	uint32_t npieces;
+};
+struct ponyfuse_layout_piece {
+	uint64_t file_offset;           /* the file bytes it holds (P, Q: their data piece's) */
+	uint64_t length;
+	uint64_t member_offset;         /* byte offset on the member's device (dd skip=) */
+	uint32_t member;                /* index for PONYFUSE_IOC_LAYOUT_MEMBER */
+	uint32_t role;                  /* PONYFUSE_PIECE_* */
+};
+struct ponyfuse_layout_arg {
+	uint32_t version;               /* in and out */
+	uint32_t flags;                 /* out: PONYFUSE_LAYOUT_ENCRYPTED... */
+	uint64_t offset;                /* in: where this call starts */
+	uint64_t length;                /* in: bytes of the range from offset */
+	uint64_t size;                  /* out: the file's size */
+	uint64_t next;                  /* out: offset for the next call (unless COMPLETE) */
+	uint32_t block_size;            /* out: bytes a checksum covers */
+	uint32_t nextents, ncsums, npieces;     /* out */
+	uint32_t reserved[2];
+	struct ponyfuse_layout_extent extents[PONYFUSE_LAYOUT_EXTENTS];
+	uint32_t csums[PONYFUSE_LAYOUT_CSUMS];  /* CRC32C of each block as stored */
+	struct ponyfuse_layout_piece pieces[PONYFUSE_LAYOUT_PIECES];
+};
+_Static_assert(sizeof(struct ponyfuse_layout_arg) == 64 + 32 * 40 + 1024 * 4 + 256 * 32,
+	       "ponyfuse_layout_arg's size is its ABI");
+#define PONYFUSE_IOC_LAYOUT _IOWR('P', 32, struct ponyfuse_layout_arg)
+/* The volume under the data region and its member `index` (ENODEV: no volume). */
+struct ponyfuse_layout_member_arg {
+	uint32_t version;               /* in and out */
+	uint32_t index;                 /* in: the member */
+	uint32_t nmembers;              /* out: the rest describe the volume, then the member */
+	uint32_t state;                 /* 0 working, 1 failed, 2 rebuilding */
+	uint64_t chunk;                 /* bytes; 0: none */
+	uint64_t full_stripe;           /* bytes */
+	uint64_t region_offset;         /* the data region's first byte in the volume */
+	char level[16];                 /* "raid6", NUL-terminated */
+	char layout[24];                /* md layout ("left-symmetric"); "": none */
+	uint32_t has_uuid;              /* uuid is the member's superblock UUID */
+	uint32_t reserved;
+	uint8_t uuid[16];
+	char device[256];               /* as the mount opened it; "": missing */
+};
+_Static_assert(sizeof(struct ponyfuse_layout_member_arg) == 360,
+	       "ponyfuse_layout_member_arg's size is its ABI");
+#define PONYFUSE_IOC_LAYOUT_MEMBER _IOWR('P', 33, struct ponyfuse_layout_member_arg)
+
 #endif

@@ -53,6 +53,8 @@ enum ponyfs_atime {
 	PONYFS_ATIME_NEVER,             /* noatime */
 };
 
+struct volume;
+
 struct ponyfs_options {
 	unsigned commit_ms;             /* the commit timer; 0: commit only on fsync/sync */
 	enum ponyfs_atime atime;
@@ -67,6 +69,10 @@ struct ponyfs_options {
 	/* Bytes of metadata (SQLite's page cache) the daemon keeps in memory:
 	 * all it holds per inode and name, cached data aside. 0: 16 MiB. */
 	uint64_t meta_cache;
+	/* The pony volume whose regions meta and data are (ponyfs_volume_region()):
+	 * layouts name its members and their offsets. NULL: not on a volume.
+	 * It must outlive the mount. */
+	struct volume *volume;
 };
 
 /*
@@ -91,7 +97,6 @@ int ponyfs_mount_image(struct bdev *dev, const struct ponyfs_options *opts, stru
  * a bdev for ponyfs_mkfs()/ponyfs_mount(). v stays the caller's and must
  * outlive the bdev. -ENOENT when the volume has no region of that class.
  */
-struct volume;
 int ponyfs_volume_region(struct volume *v, int cls, struct bdev **ret);
 
 /* Counters of work done, for tests and benchmarks (statx light, fsync cost). */

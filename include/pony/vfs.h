@@ -31,7 +31,7 @@
 #include <sys/statvfs.h>
 #include <sys/types.h>
 
-#define VFS_OPS_VERSION 7
+#define VFS_OPS_VERSION 8
 #define VFS_ROOT_INO 1ull
 #define VFS_NO_FH UINT64_MAX    /* statx/setattr without an open file */
 
@@ -130,6 +130,80 @@ struct vfs_extent {
 	uint32_t flags;                 /* VFS_EXTENT_* */
 };
 enum { VFS_EXTENT_HOLE = 1 << 0, VFS_EXTENT_UNWRITTEN = 1 << 1 };
+
+/*
+ * layout_map's question and answer (docs/layout.md): the extents of a file
+ * range, each with its state, its blocks' checksums and, where the data
+ * region is a volume's, the member pieces that hold it (the volume
+ * engine's own map). The caller owns the three arrays and says their
+ * sizes; the instance fills what fits, whole extents, and says where the
+ * next call starts.
+ */
+enum vfs_layout_state {
+	VFS_LAYOUT_DATA = 0,            /* written: on the data region, checksummed */
+	VFS_LAYOUT_UNWRITTEN = 1,       /* allocated, never written: reads as zeros */
+	VFS_LAYOUT_HOLE = 2,            /* nothing allocated: reads as zeros */
+	VFS_LAYOUT_DIRTY = 3,           /* being written: cached in the daemon, not on disk yet */
+};
+/* vfs_layout.flags, out. */
+enum {
+	VFS_LAYOUT_ENCRYPTED = 1 << 0,  /* the blocks are ciphertext: direct readers refuse */
+	VFS_LAYOUT_ON_VOLUME = 1 << 1,  /* pieces name members (vfs_layout_topology) */
+	VFS_LAYOUT_COMPLETE = 1 << 2,   /* the range is covered: no next call */
+};
+/* What a piece holds: a volume's enum volume_piece_role, value for value. */
+enum { VFS_PIECE_DATA = 0, VFS_PIECE_COPY = 1, VFS_PIECE_P = 2, VFS_PIECE_Q = 3 };
+#define VFS_LAYOUT_NO_OFFSET UINT64_MAX
+
+struct vfs_layout_extent {
+	uint64_t file_offset, length;   /* whole blocks */
+	uint64_t volume_offset;         /* byte offset in the data region; NO_OFFSET: none */
+	uint32_t state;                 /* enum vfs_layout_state */
+	uint32_t first_csum;            /* DATA: csums[first_csum...], one per block */
+	uint32_t first_piece, npieces;  /* pieces[first_piece...] (ON_VOLUME: DATA, UNWRITTEN) */
+};
+
+struct vfs_layout_piece {
+	uint64_t file_offset, length;   /* the file bytes it holds (P, Q: their data piece's) */
+	uint64_t member_offset;         /* byte offset on the member's device */
+	uint32_t member;                /* index in vfs_layout_topology.members */
+	uint32_t role;                  /* VFS_PIECE_* */
+};
+
+struct vfs_layout {
+	/* in */
+	uint64_t offset, length;        /* the file range; a call starts at offset */
+	struct vfs_layout_extent *extents;
+	uint32_t max_extents;
+	uint32_t *csums;                /* CRC32C of each block as stored (ciphertext if encrypted) */
+	uint32_t max_csums;
+	struct vfs_layout_piece *pieces;
+	uint32_t max_pieces;
+	/* out */
+	uint32_t nextents, ncsums, npieces;
+	uint32_t flags;                 /* VFS_LAYOUT_ENCRYPTED, _ON_VOLUME, _COMPLETE */
+	uint32_t block_size;            /* bytes a checksum covers */
+	uint64_t size;                  /* the file's size */
+	uint64_t next;                  /* not COMPLETE: the offset to ask from next */
+};
+
+/* Where the data region lives: the volume's geometry and members. */
+#define VFS_LAYOUT_MAX_MEMBERS 64
+struct vfs_layout_member {
+	const char *device;             /* its device's name; NULL: missing. Valid while mounted */
+	uint8_t uuid[16];               /* member UUID (pony volume sets) */
+	bool has_uuid;
+	uint32_t state;                 /* 0 working, 1 failed, 2 rebuilding */
+};
+struct vfs_layout_topology {
+	const char *level;              /* "raid6", "mirror", ... (static) */
+	char layout[24];                /* md layout name ("left-symmetric"); "": none */
+	uint64_t chunk;                 /* bytes; 0: none */
+	uint64_t full_stripe;           /* bytes a writer fills at once */
+	uint64_t region_offset;         /* where the data region starts in the volume */
+	uint32_t nmembers;
+	struct vfs_layout_member members[VFS_LAYOUT_MAX_MEMBERS];
+};
 enum { VFS_SHUTDOWN_FLUSH = 1 << 0 };   /* shutdown's flags */
 
 struct vfs_ops {
@@ -259,6 +333,7 @@ struct vfs_ops {
 	/*
 	 * Where the bytes of [offset, offset+length) live: fills up to n extents
 	 * and returns how many it filled (fewer than n: the range is covered).
+	 * layout_map (version 8) is the richer answer: states, checksums, pieces.
 	 */
 	int (*layout)(struct vfs *fs, uint64_t ino, uint64_t offset, uint64_t length,
 		      struct vfs_extent *ret, size_t n);
@@ -320,8 +395,9 @@ struct vfs_ops {
 	 * Sets a policy (CRYPT_POLICY_SIZE bytes: struct fscrypt_policy_v2) on
 	 * the directory ino: -ENOTEMPTY when it has entries, -EEXIST when it
 	 * has another policy (the same one again is 0), -ENOTDIR, -EINVAL for
-	 * a policy pony cannot honour, -ENOKEY when its key was never added
-	 * by ctx's user (root may set any).
+	 * a policy pony cannot honour, -ENOKEY when its key was not added
+	 * by ctx's user (root may set any, a key not added yet included, as
+	 * Linux lets CAP_FOWNER).
 	 */
 	int (*set_policy)(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
 			  const void *policy, size_t len);
@@ -346,7 +422,8 @@ struct vfs_ops {
 	 * Files still open keep it "incompletely removed" until closed
 	 * (*ret_flags VFS_KEY_FILES_BUSY), or with VFS_KEY_FORCE lose it too
 	 * (their calls fail with -ENOKEY). VFS_KEY_OTHER_USERS: only this
-	 * user's claim went. -ENOKEY: no such key or claim.
+	 * user's claim went. -ENOKEY: no such key or claim (an incompletely
+	 * removed key has none: any caller may retry its removal).
 	 */
 	int (*remove_key)(struct vfs *fs, const struct vfs_ctx *ctx, const uint8_t id[16],
 			  unsigned flags, const struct vfs_inval *inval, unsigned *ret_flags);
@@ -354,6 +431,17 @@ struct vfs_ops {
 			  struct vfs_key_status *ret);
 	/* The salt of passphrase keys (16 bytes), made and kept on first ask. */
 	int (*crypt_salt)(struct vfs *fs, uint8_t salt[16]);
+
+	/* -- layouts: where every byte of a file lives (docs/layout.md) ------ */
+	/*
+	 * The extents of ino's [l->offset, l->offset + l->length) into l's
+	 * arrays, as many whole extents as fit; -EISDIR for a directory,
+	 * -EINVAL for another non-file, -ENOBUFS when not even one extent
+	 * fits.
+	 */
+	int (*layout_map)(struct vfs *fs, uint64_t ino, struct vfs_layout *l);
+	/* The volume under the data region; -ENODEV when it is no volume's. */
+	int (*layout_topology)(struct vfs *fs, struct vfs_layout_topology *ret);
 };
 
 /* The instance header: every instance embeds it first. */

@@ -73,6 +73,61 @@ int volume_flush(struct volume *v);
  */
 int volume_as_bdev(struct volume *v, struct bdev **ret);
 
+/*
+ * Where a volume's bytes live, by the same math the I/O path uses, so a
+ * client reading members directly never copies it (docs/layout.md).
+ * volume_map() walks [off, off+len) in volume order, one data piece per
+ * chunk (or per segment piece), each followed by what protects it:
+ *   DATA  the member holding those bytes (a mirror's or raid10's first copy);
+ *   COPY  every other copy (mirror, raid10);
+ *   P, Q  the parity of its stripe row, same member offset and length (raid4/5/6);
+ *   NONE  a zero or error segment: no member holds anything.
+ * P and Q repeat for each data piece of a row. Failed or missing members
+ * are mapped all the same (volume_member_state() says which are).
+ */
+enum volume_piece_role {
+	VOLUME_PIECE_DATA = 0,
+	VOLUME_PIECE_COPY = 1,
+	VOLUME_PIECE_P = 2,
+	VOLUME_PIECE_Q = 3,
+	VOLUME_PIECE_NONE = 4,
+};
+#define VOLUME_NO_MEMBER UINT32_MAX
+struct volume_piece {
+	uint64_t vol_off, len;          /* the volume bytes it holds (P, Q: their data piece's) */
+	enum volume_piece_role role;
+	unsigned seg;
+	unsigned member;                /* index in the segment; VOLUME_NO_MEMBER for NONE */
+	uint64_t dev_off;               /* on the member, past its data offset (as bad blocks) */
+	uint64_t dev_start;             /* the member's data offset: its device's byte
+					 * dev_start + dev_off is the piece's first */
+	uint64_t stripe;                /* raid4/5/6: the stripe row; else UINT64_MAX */
+	int q_slot;                     /* raid6 DATA: md's syndrome slot, Q = sum g^slot * D; else -1 */
+};
+/*
+ * Fills ret with the first n pieces of [off, off+len) and returns how many
+ * the whole range maps to (more than n: the rest were left out; n = 0
+ * counts). -EINVAL when the range is not inside the volume.
+ */
+int64_t volume_map(const struct volume *v, uint64_t off, uint64_t len, struct volume_piece *ret,
+		   size_t n);
+/* What a segment is: where, which target, its geometry. -EINVAL: no such segment. */
+struct volume_segment_info {
+	uint64_t start, len;
+	enum volume_target_type type;
+	unsigned layout;                /* md's number (as volume_target_spec) */
+	char layout_name[24];           /* "left-symmetric", "n2"; "" when the target has none */
+	uint64_t chunk;                 /* bytes; 0: none */
+	unsigned nmembers;
+	int cls;                        /* enum volume_region_class (regions; else DATA) */
+};
+int volume_segment_info(const struct volume *v, unsigned seg, struct volume_segment_info *ret);
+/*
+ * Member m's identity in a pony volume set (its superblock's member UUID):
+ * 0, or -ENOENT when the volume is not a set's (a table, an md array).
+ */
+int volume_member_uuid(const struct volume *v, unsigned seg, unsigned m, uint8_t ret[16]);
+
 /* Member state. */
 enum volume_member_state { VOLUME_MEMBER_OK, VOLUME_MEMBER_FAILED, VOLUME_MEMBER_REBUILDING };
 unsigned volume_member_count(const struct volume *v, unsigned seg);

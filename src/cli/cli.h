@@ -26,6 +26,7 @@ struct cli_command {
 /* Every top-level command, one per component; defined in its cmd_*.c. */
 extern const struct cli_command cli_dev_command;    /* cmd_dev.c */
 extern const struct cli_command cli_fs_command;     /* cmd_fs.c */
+extern const struct cli_command cli_fs_layout_command; /* cmd_fs_layout.c: pony fs layout */
 extern const struct cli_command cli_union_command;  /* cmd_union.c */
 extern const struct cli_command cli_mkfs_command;   /* cmd_ponyfs.c */
 extern const struct cli_command cli_mount_command;  /* cmd_ponyfs.c */

@@ -383,6 +383,7 @@ static int mount_run(int argc, char **argv)
 		stand_done(&s);
 		return CLI_EXIT_FAILURE;
 	}
+	po.volume = s.set ? volume_set_volume(s.set) : NULL;      /* layouts name its members */
 	r = s.image ? ponyfs_mount_image(s.image, &po, &fs) : ponyfs_mount(s.meta, s.data, &po, &fs);
 	if (r < 0) {
 		stand_done(&s);

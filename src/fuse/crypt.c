@@ -203,22 +203,6 @@ static void add_key(struct crypt_call *c)
 	answer(c, r, &a, sizeof(a));
 }
 
-/*
- * Whether this removal retries one that left the key incompletely
- * removed: no user holds a claim any more, and Linux lets a later removal
- * try again (forced, here) without one. The hook wants a claim, or all
- * users' (root's), and every claim is already gone: so for root it is
- * all users' removal that is asked.
- */
-static bool removal_retried(const struct crypt_call *c, const uint8_t id[CRYPT_KEY_ID_SIZE])
-{
-	struct vfs_key_status st;
-
-	return ponyfuse_caller_capable(c->req, CAP_SYS_ADMIN) &&
-	       VFS_CALL(fs_of(c), key_status, &c->ctx, id, &st) == 0 &&
-	       st.status == VFS_KEY_INCOMPLETELY_REMOVED;
-}
-
 /* The three removals: _IOWR of the 64-byte struct, the flags answered in it. */
 static void remove_key(struct crypt_call *c, unsigned flags)
 {
@@ -236,8 +220,6 @@ static void remove_key(struct crypt_call *c, unsigned flags)
 	/* No v1 key is ever added (add_key), so none is found. */
 	if (r == 0 && a.key_spec.type == FSCRYPT_KEY_SPEC_TYPE_DESCRIPTOR)
 		r = -ENOKEY;
-	if (r == 0 && removal_retried(c, a.key_spec.u.identifier))
-		flags |= VFS_KEY_ALL_USERS;
 	if (r == 0)
 		r = VFS_CALL(fs_of(c), remove_key, &c->ctx, a.key_spec.u.identifier, flags, &inval,
 			     &removed);

@@ -145,6 +145,10 @@ int ponyfuse_caller_write(fuse_req_t req, void *addr, void *buf, size_t len);
  * false when cmd is none of them (req not answered). */
 bool ponyfuse_crypt_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned cmd, void *arg,
 			  const void *in_buf, size_t in_bufsz, size_t out_bufsz);
+/* layout.c: the layout ioctls (docs/layout.md); false when cmd is neither
+ * (req not answered). */
+bool ponyfuse_layout_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned cmd, unsigned flags,
+			   const void *in_buf, size_t in_bufsz, size_t out_bufsz);
 
 /* readpool.c: large READs of host files, or of instances whose read()
  * runs in parallel (vfs_ops.read_parallel), answered on helper threads. */

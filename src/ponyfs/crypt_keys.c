@@ -285,10 +285,12 @@ int ponyfs_remove_key(struct vfs *v, const struct vfs_ctx *ctx, const uint8_t id
 		return -EACCES;
 	pthread_mutex_lock(&fs->lock);
 	k = ponyfs_key_find(fs, id, true);
-	if (!k || (!(flags & VFS_KEY_ALL_USERS) && !key_claimed_by(k, ctx->uid)))
+	/* An incompletely removed key has no claim left: anyone may try its
+	 * removal again (Linux's rule), as files may have closed since. */
+	if (!k || (!(flags & VFS_KEY_ALL_USERS) && !k->removing && !key_claimed_by(k, ctx->uid)))
 		r = -ENOKEY;
 	/* One user's claim of several: the key stays. */
-	if (r >= 0 && !(flags & VFS_KEY_ALL_USERS) && k->nusers > 1) {
+	if (r >= 0 && !(flags & VFS_KEY_ALL_USERS) && !k->removing && k->nusers > 1) {
 		for (unsigned i = 0; i < k->nusers; i++)
 			if (k->users[i] == ctx->uid)
 				k->users[i] = k->users[--k->nusers];

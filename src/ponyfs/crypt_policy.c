@@ -190,13 +190,14 @@ static int set_policy_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint6
 		r = -EROFS;
 	if (r >= 0)
 		r = dir_has_entries(fs, ino) ? -ENOTEMPTY : 0;
+	/* As Linux's fscrypt_verify_key_added(): the caller must have added
+	 * the key, unless privileged (CAP_FOWNER: root here), who may set a
+	 * policy for a key not added yet. */
 	k = r >= 0 ? ponyfs_key_find(fs, c.policy.key_id, false) : NULL;
-	if (r >= 0 && !k)
-		r = -ENOKEY;
 	if (r >= 0 && ctx->uid != 0) {
 		bool claim = false;
 
-		for (unsigned i = 0; i < k->nusers; i++)
+		for (unsigned i = 0; k && i < k->nusers; i++)
 			claim |= k->users[i] == ctx->uid;
 		r = claim ? 0 : -ENOKEY;
 	}

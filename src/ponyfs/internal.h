@@ -315,6 +315,7 @@ struct ponyfs {
 	 * by a commit before the blocks it freed can be allocated (read.c). */
 	pthread_rwlock_t reuse_lock;
 	struct bdev *meta, *data;
+	struct volume *volume;          /* the regions' volume (layouts); NULL: none */
 	struct bdev *owned[3];          /* slices and such, freed at unmount */
 	struct bdev *gates[2];          /* meta and data as the filesystem sees them (shutdown.c) */
 	bool shut_down;                 /* the power was cut: every call is -EIO */
@@ -758,6 +759,10 @@ int ponyfs_setxattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, cons
 		    const void *value, size_t size, int flags);
 int ponyfs_listxattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, char *buf, size_t size);
 int ponyfs_removexattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, const char *name);
+
+/* Layouts (layout.c): where a file's bytes live, for the vfs layout_map hook. */
+int ponyfs_layout_map(struct vfs *v, uint64_t ino, struct vfs_layout *l);
+int ponyfs_layout_topology(struct vfs *v, struct vfs_layout_topology *ret);
 
 extern const struct vfs_ops ponyfs_ops;
 

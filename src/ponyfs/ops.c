@@ -654,4 +654,6 @@ const struct vfs_ops ponyfs_ops = {
 	.remove_key = ponyfs_remove_key,
 	.key_status = ponyfs_key_status,
 	.crypt_salt = ponyfs_crypt_salt,
+	.layout_map = ponyfs_layout_map,
+	.layout_topology = ponyfs_layout_topology,
 };

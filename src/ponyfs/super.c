@@ -343,6 +343,7 @@ int ponyfs_mount(struct bdev *meta, struct bdev *data, const struct ponyfs_optio
 	fs->vfs.ops = &ponyfs_ops;
 	fs->report = opts ? opts->report : NULL;
 	fs->report_arg = opts ? opts->report_arg : NULL;
+	fs->volume = opts ? opts->volume : NULL;
 	fs->dirty_max = opts && opts->dirty_max ? opts->dirty_max : default_dirty_max();
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_rwlock_init(&fs->reuse_lock, NULL);

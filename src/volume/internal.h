@@ -184,5 +184,29 @@ static inline void volume_mismatch_narrow(struct volume_mismatch *mm, uint64_t d
 	mm->len = ((uint64_t)last / VOLUME_SECTOR + 1) * VOLUME_SECTOR - a;
 }
 const struct volume_seg *volume_seg_get(const struct volume *v, unsigned i);
+/* A set's member UUIDs (uuids[m], alive as long as v) for volume_member_uuid(). */
+void volume_member_uuids_set(struct volume *v, const uint8_t (*uuids)[16]);
+
+/*
+ * Where the first piece of segment bytes [off, off+len) lives (map.c): the
+ * one home of every target's placement, which the I/O paths, rebuild,
+ * scrub and volume_map() all take. A piece ends at its chunk's end, or at
+ * len; a mirror's is all of len.
+ */
+struct volume_place {
+	uint64_t len;                   /* bytes of the piece */
+	unsigned ncopies;               /* places that hold it: 1, or each copy (mirror, raid10) */
+	unsigned disk[LAYOUT_MAX_DISKS];        /* member index in the segment */
+	uint64_t dev_off[LAYOUT_MAX_DISKS];     /* bytes on the member, past its data offset */
+	/* raid4/5/6: the row of chunks, the offset inside them, the data
+	 * block of the row the piece is, and the row's data, P and Q disks
+	 * (P and Q of the piece sit at dev_off[0] on st.pd and st.qd). */
+	uint64_t stripe, in;
+	unsigned block;
+	struct layout_stripe st;
+};
+/* 0, or -EINVAL for a target without members (zero, error). */
+int volume_seg_place(const struct volume_seg *s, uint64_t off, uint64_t len,
+		     struct volume_place *ret);
 
 #endif

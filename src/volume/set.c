@@ -255,6 +255,7 @@ int set_build(struct volume_set *s)
 		volume_detach_members(v);
 		return r;
 	}
+	volume_member_uuids_set(v, (const uint8_t (*)[16])s->sb.member_uuids);
 	s->v = TAKE_PTR(v);
 	set_hooks(s);
 	return 0;
@@ -330,6 +331,7 @@ int volume_set_create(struct bdev **devs, unsigned ndevs, const struct volume_se
 		return -ENOMEM;
 	}
 	s->v = v;
+	volume_member_uuids_set(v, (const uint8_t (*)[16])s->sb.member_uuids);
 	s->n = ndevs;
 	memcpy(s->dev, devs, ndevs * sizeof(devs[0]));
 	s->sb = (struct volume_sb){

@@ -16,33 +16,28 @@
 #define MIRROR_UNIT (1u << 20)
 #define COPIES_MAX 16
 
-struct copies {
-	unsigned n;
-	unsigned disk[COPIES_MAX];
-	uint64_t off[COPIES_MAX];
-};
-
-static int copies_read(struct volume_seg *s, const struct copies *c, uint8_t *buf, size_t len)
+static int copies_read(struct volume_seg *s, const struct volume_place *c, uint8_t *buf,
+		       size_t len)
 {
 	bool retry[COPIES_MAX] = { false };
 
-	for (unsigned i = 0; i < c->n; i++) {
+	for (unsigned i = 0; i < c->ncopies; i++) {
 		bool was_ok = volume_mstate(s, c->disk[i]) == VOLUME_MEMBER_OK;
 
-		if (volume_mread(s, c->disk[i], buf, len, c->off[i]) < 0) {
+		if (volume_mread(s, c->disk[i], buf, len, c->dev_off[i]) < 0) {
 			retry[i] = was_ok;
 			continue;
 		}
 		/* A copy that failed to read is rewritten from this one (md's fix-read-error). */
 		for (unsigned j = 0; j < i; j++)
 			if (retry[j])
-				volume_mwrite(s, c->disk[j], buf, len, c->off[j]);
+				volume_mwrite(s, c->disk[j], buf, len, c->dev_off[j]);
 		return 0;
 	}
 	return -EIO;
 }
 
-static int copies_write(struct volume_seg *s, const struct copies *c, const uint8_t *buf,
+static int copies_write(struct volume_seg *s, const struct volume_place *c, const uint8_t *buf,
 			size_t len)
 {
 	struct volume_batch batch;
@@ -53,13 +48,14 @@ static int copies_write(struct volume_seg *s, const struct copies *c, const uint
 	 * copy in the same order, and the bad lists change one writer at a time. */
 	pthread_mutex_lock(&s->lock);
 	volume_batch_init(&batch, s);
-	for (unsigned i = 0; i < c->n; i++) {
+	for (unsigned i = 0; i < c->ncopies; i++) {
 		tried[i] = volume_mstate(s, c->disk[i]) != VOLUME_MEMBER_FAILED;
 		if (tried[i])
-			idx[i] = volume_batch_add(&batch, c->disk[i], true, (void *)buf, len, c->off[i]);
+			idx[i] = volume_batch_add(&batch, c->disk[i], true, (void *)buf, len,
+						  c->dev_off[i]);
 	}
 	volume_batch_run(&batch);
-	for (unsigned i = 0; i < c->n; i++)
+	for (unsigned i = 0; i < c->ncopies; i++)
 		written += tried[i] && volume_batch_result(&batch, idx[i]) == 0 &&
 			   volume_mstate(s, c->disk[i]) != VOLUME_MEMBER_FAILED;
 	volume_batch_done(&batch);
@@ -68,15 +64,15 @@ static int copies_write(struct volume_seg *s, const struct copies *c, const uint
 }
 
 /* Copies that hold member m's data are rebuilt from the first good one. */
-static int copies_rebuild(struct volume_seg *s, const struct copies *c, unsigned m, size_t len,
-			  uint8_t *tmp)
+static int copies_rebuild(struct volume_seg *s, const struct volume_place *c, unsigned m,
+			  size_t len, uint8_t *tmp)
 {
-	for (unsigned i = 0; i < c->n; i++) {
+	for (unsigned i = 0; i < c->ncopies; i++) {
 		if (c->disk[i] != m)
 			continue;
-		for (unsigned j = 0; j < c->n; j++)
-			if (j != i && volume_mread(s, c->disk[j], tmp, len, c->off[j]) == 0)
-				return volume_mwrite(s, m, tmp, len, c->off[i]);
+		for (unsigned j = 0; j < c->ncopies; j++)
+			if (j != i && volume_mread(s, c->disk[j], tmp, len, c->dev_off[j]) == 0)
+				return volume_mwrite(s, m, tmp, len, c->dev_off[i]);
 		return -EIO;
 	}
 	return 0;
@@ -110,20 +106,20 @@ struct vote {
  * who agrees with it: true when a strict majority of the readable copies
  * does (a copy that cannot be read has no vote).
  */
-static bool vote_for(struct volume_seg *s, const struct copies *c, size_t len, unsigned cand,
-		     struct vote *v, uint8_t *a, uint8_t *b)
+static bool vote_for(struct volume_seg *s, const struct volume_place *c, size_t len,
+		     unsigned cand, struct vote *v, uint8_t *a, uint8_t *b)
 {
 	unsigned nread = 1, nagree = 1;
 
-	if (volume_mread(s, c->disk[cand], a, len, c->off[cand]) < 0) {
+	if (volume_mread(s, c->disk[cand], a, len, c->dev_off[cand]) < 0) {
 		v->readable[cand] = false;
 		return false;
 	}
-	for (unsigned i = 0; i < c->n; i++) {
+	for (unsigned i = 0; i < c->ncopies; i++) {
 		if (i == cand)
 			continue;
 		v->readable[i] = v->readable[i] &&
-				 volume_mread(s, c->disk[i], b, len, c->off[i]) == 0;
+				 volume_mread(s, c->disk[i], b, len, c->dev_off[i]) == 0;
 		v->agree[i] = v->readable[i] && !memcmp(a, b, len);
 		nread += v->readable[i];
 		nagree += v->agree[i];
@@ -137,21 +133,21 @@ static bool vote_for(struct volume_seg *s, const struct copies *c, size_t len, u
  * resync, which must make the copies agree whatever they hold, takes the
  * first readable one when none has.
  */
-static void copies_vote(struct volume_seg *s, const struct copies *c, size_t len, bool resync,
-			struct vote *v, uint8_t *a, uint8_t *b)
+static void copies_vote(struct volume_seg *s, const struct volume_place *c, size_t len,
+			bool resync, struct vote *v, uint8_t *a, uint8_t *b)
 {
 	v->winner = -1;
-	for (unsigned i = 0; i < c->n; i++) {
+	for (unsigned i = 0; i < c->ncopies; i++) {
 		v->readable[i] = volume_mstate(s, c->disk[i]) == VOLUME_MEMBER_OK;
 		v->agree[i] = false;
 	}
 	/* A copy that agreed with the last loser holds the same bytes: no new vote. */
-	for (unsigned i = 0; i < c->n && v->winner < 0; i++)
+	for (unsigned i = 0; i < c->ncopies && v->winner < 0; i++)
 		if (v->readable[i] && !v->agree[i] && vote_for(s, c, len, i, v, a, b))
 			v->winner = (int)i;
-	for (unsigned i = 0; resync && v->winner < 0 && i < c->n; i++)
-		if (v->readable[i] && volume_mread(s, c->disk[i], a, len, c->off[i]) == 0) {
-			for (unsigned j = 0; j < c->n; j++)
+	for (unsigned i = 0; resync && v->winner < 0 && i < c->ncopies; i++)
+		if (v->readable[i] && volume_mread(s, c->disk[i], a, len, c->dev_off[i]) == 0) {
+			for (unsigned j = 0; j < c->ncopies; j++)
 				v->agree[j] = j == i;
 			v->winner = (int)i;
 		}
@@ -161,22 +157,22 @@ static void copies_vote(struct volume_seg *s, const struct copies *c, size_t len
  * No majority: one finding for the piece, where the first readable copy
  * and the first that differs from it disagree. -EIO when none reads.
  */
-static int copies_unlocatable(struct volume_seg *s, const struct copies *c, size_t len,
+static int copies_unlocatable(struct volume_seg *s, const struct volume_place *c, size_t len,
 			      struct volume_mismatch *mm, struct volume_scrub *sc, uint8_t *a,
 			      uint8_t *b)
 {
 	size_t first, last;
 	int ref = -1;
 
-	for (unsigned i = 0; i < c->n; i++) {
+	for (unsigned i = 0; i < c->ncopies; i++) {
 		if (volume_mstate(s, c->disk[i]) != VOLUME_MEMBER_OK ||
-		    volume_mread(s, c->disk[i], ref < 0 ? a : b, len, c->off[i]) < 0)
+		    volume_mread(s, c->disk[i], ref < 0 ? a : b, len, c->dev_off[i]) < 0)
 			continue;
 		if (ref < 0) {
 			ref = (int)i;
 		} else if (diff_range(a, b, len, &first, &last)) {
-			volume_mismatch_narrow(mm, c->off[ref], first, last);
-			mm->seg_off += mm->dev_off - c->off[ref];
+			volume_mismatch_narrow(mm, c->dev_off[ref], first, last);
+			mm->seg_off += mm->dev_off - c->dev_off[ref];
 			mm->seg_len = mm->len;
 			volume_scrub_found(s, sc, mm);
 			break;
@@ -191,7 +187,7 @@ static int copies_unlocatable(struct volume_seg *s, const struct copies *c, size
  * repair, rewritten from the majority; with no majority (two copies, or
  * an even split) the piece is unlocatable and left alone.
  */
-static int copies_scrub(struct volume_seg *s, const struct copies *c, size_t len,
+static int copies_scrub(struct volume_seg *s, const struct volume_place *c, size_t len,
 			uint64_t seg_off, struct volume_scrub *sc, uint8_t *a, uint8_t *b)
 {
 	struct volume_mismatch mm = { .seg = s->index, .stripe = UINT64_MAX, .seg_off = seg_off,
@@ -203,20 +199,20 @@ static int copies_scrub(struct volume_seg *s, const struct copies *c, size_t len
 	copies_vote(s, c, len, sc->mode == VOLUME_SCRUB_RESYNC, &v, a, b);
 	if (v.winner < 0)
 		return copies_unlocatable(s, c, len, &mm, sc, a, b);
-	for (unsigned i = 0; i < c->n && ret >= 0; i++) {
+	for (unsigned i = 0; i < c->ncopies && ret >= 0; i++) {
 		if (v.agree[i] || volume_mstate(s, c->disk[i]) != VOLUME_MEMBER_OK)
 			continue;
 		/* Outvoted (its bytes narrow the range) or unreadable (all of it). */
-		if (v.readable[i] && volume_mread(s, c->disk[i], b, len, c->off[i]) == 0 &&
+		if (v.readable[i] && volume_mread(s, c->disk[i], b, len, c->dev_off[i]) == 0 &&
 		    !diff_range(a, b, len, &first, &last))
 			continue;
 		mm.located = true;
 		mm.member = c->disk[i];
-		volume_mismatch_narrow(&mm, c->off[i], first, last);
-		mm.seg_off = seg_off + (mm.dev_off - c->off[i]);
+		volume_mismatch_narrow(&mm, c->dev_off[i], first, last);
+		mm.seg_off = seg_off + (mm.dev_off - c->dev_off[i]);
 		mm.seg_len = mm.len;
 		if (sc->mode != VOLUME_SCRUB_CHECK) {
-			ret = volume_mwrite(s, c->disk[i], a + (mm.dev_off - c->off[i]), mm.len,
+			ret = volume_mwrite(s, c->disk[i], a + (mm.dev_off - c->dev_off[i]), mm.len,
 					    mm.dev_off);
 			mm.repaired = ret == 0 && volume_mstate(s, c->disk[i]) == VOLUME_MEMBER_OK;
 		}
@@ -236,30 +232,23 @@ static int mirror_check(struct volume_seg *s)
 	return s->len <= s->geom.dev_size ? 0 : -ENOSPC;
 }
 
-static void mirror_copies(const struct volume_seg *s, uint64_t off, struct copies *c)
-{
-	c->n = s->nmembers;
-	for (unsigned i = 0; i < c->n; i++) {
-		c->disk[i] = i;
-		c->off[i] = off;
-	}
-}
-
 /* len bytes at c's places: len or -errno. */
-static ssize_t copies_io(struct volume_seg *s, const struct copies *c, bool write, uint8_t *buf,
-			 size_t len)
+static ssize_t copies_io(struct volume_seg *s, const struct volume_place *c, bool write,
+			 uint8_t *buf, size_t len)
 {
 	int r = write ? copies_write(s, c, buf, len) : copies_read(s, c, buf, len);
 
 	return r < 0 ? r : (ssize_t)len;
 }
 
-static ssize_t mirror_io(struct volume_seg *s, bool write, uint8_t *buf, size_t len, uint64_t off)
+/* The copies volume_seg_place() names: all of a mirror's range, a chunk of raid10. */
+static ssize_t copies_target_io(struct volume_seg *s, bool write, uint8_t *buf, size_t len,
+				uint64_t off)
 {
-	struct copies c;
+	struct volume_place c;
 
-	mirror_copies(s, off, &c);
-	return copies_io(s, &c, write, buf, len);
+	volume_seg_place(s, off, len, &c);
+	return copies_io(s, &c, write, buf, (size_t)c.len);
 }
 
 static uint64_t mirror_unit(const struct volume_seg *s)
@@ -281,24 +270,6 @@ static int raid10_check(struct volume_seg *s)
 	return s->len <= layout_array_size(&s->geom) ? 0 : -ENOSPC;
 }
 
-static void raid10_copies(const struct volume_seg *s, uint64_t chunk, uint64_t in,
-			  struct copies *c)
-{
-	c->n = layout_raid10_copies(&s->geom, chunk, c->disk, c->off);
-	for (unsigned i = 0; i < c->n; i++)
-		c->off[i] += in;
-}
-
-/* One chunk (or what is left of it) at each of its copies. */
-static ssize_t raid10_io(struct volume_seg *s, bool write, uint8_t *buf, size_t len, uint64_t off)
-{
-	uint64_t chunk = s->geom.chunk;
-	struct copies c;
-
-	raid10_copies(s, off / chunk, off % chunk, &c);
-	return copies_io(s, &c, write, buf, (size_t)MIN((uint64_t)len, chunk - off % chunk));
-}
-
 /* Both targets: rebuild and scrub walk the copies of a range. */
 
 struct copies_walk {
@@ -313,7 +284,7 @@ struct copies_walk {
  * chunks for raid10. Both buffers of w get the largest piece.
  */
 static int copies_each(struct volume_seg *s, uint64_t off, uint64_t len, struct copies_walk *w,
-		       int (*fn)(struct volume_seg *s, const struct copies *c, size_t len,
+		       int (*fn)(struct volume_seg *s, const struct volume_place *c, size_t len,
 				 struct copies_walk *w))
 {
 	bool mirror = s->type == VOLUME_MIRROR;
@@ -324,12 +295,9 @@ static int copies_each(struct volume_seg *s, uint64_t off, uint64_t len, struct 
 	w->b = malloc(piece);
 	r = w->a && w->b ? 0 : -ENOMEM;
 	for (uint64_t p = mirror ? off : off - off % piece; r >= 0 && p < off + len; p += piece) {
-		struct copies c;
+		struct volume_place c;
 
-		if (mirror)
-			mirror_copies(s, p, &c);
-		else
-			raid10_copies(s, p / piece, 0, &c);
+		volume_seg_place(s, p, piece, &c);
 		w->pos = p;
 		r = fn(s, &c, piece, w);
 	}
@@ -338,13 +306,13 @@ static int copies_each(struct volume_seg *s, uint64_t off, uint64_t len, struct 
 	return r;
 }
 
-static int copies_rebuild_fn(struct volume_seg *s, const struct copies *c, size_t len,
+static int copies_rebuild_fn(struct volume_seg *s, const struct volume_place *c, size_t len,
 			     struct copies_walk *w)
 {
 	return copies_rebuild(s, c, w->m, len, w->a);
 }
 
-static int copies_scrub_fn(struct volume_seg *s, const struct copies *c, size_t len,
+static int copies_scrub_fn(struct volume_seg *s, const struct volume_place *c, size_t len,
 			   struct copies_walk *w)
 {
 	return copies_scrub(s, c, len, w->pos, w->sc, w->a, w->b);
@@ -373,7 +341,7 @@ static uint64_t raid10_unit(const struct volume_seg *s)
 const struct volume_target_ops volume_raid10_ops = {
 	.name = "raid10",
 	.check = raid10_check,
-	.io = raid10_io,
+	.io = copies_target_io,
 	.rebuild = copies_target_rebuild,
 	.scrub = copies_target_scrub,
 	.unit = raid10_unit,
@@ -382,7 +350,7 @@ const struct volume_target_ops volume_raid10_ops = {
 const struct volume_target_ops volume_mirror_ops = {
 	.name = "mirror",
 	.check = mirror_check,
-	.io = mirror_io,
+	.io = copies_target_io,
 	.rebuild = copies_target_rebuild,
 	.scrub = copies_target_scrub,
 	.unit = mirror_unit,

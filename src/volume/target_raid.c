@@ -172,23 +172,21 @@ static int raid_check(struct volume_seg *s)
 	return s->len <= layout_array_size(&s->geom) ? 0 : -ENOSPC;
 }
 
-/* Reads block b's [in, in+len) of stripe into buf, reconstructing if need be. */
-static int raid_read_piece(struct volume_seg *s, uint64_t stripe, unsigned b, uint64_t in,
-			   uint8_t *buf, size_t len)
+/* Reads the piece pl names into buf, reconstructing if need be. */
+static int raid_read_piece(struct volume_seg *s, const struct volume_place *pl, uint8_t *buf)
 {
-	struct layout_stripe st;
+	size_t len = (size_t)pl->len;
 	struct row r;
 	int ret;
 
-	layout_raid456_stripe(&s->geom, stripe, &st);
-	if (volume_mread(s, st.disk[b], buf, len, stripe * s->geom.chunk + in) == 0)
+	if (volume_mread(s, pl->disk[0], buf, len, pl->dev_off[0]) == 0)
 		return 0;
 	pthread_mutex_lock(&s->lock);
-	ret = row_init(s, &r, stripe, in, len);
+	ret = row_init(s, &r, pl->stripe, pl->in, len);
 	if (ret >= 0)
 		ret = row_solve(s, &r, true);
 	if (ret >= 0)
-		memcpy(buf, r.blk[b], len);
+		memcpy(buf, r.blk[pl->block], len);
 	pthread_mutex_unlock(&s->lock);
 	return ret;
 }
@@ -408,16 +406,19 @@ static int raid6_load_verified(struct volume_seg *s, struct row *r, uint64_t str
 }
 
 /*
- * Block b's [in, in+len) of stripe. raid6 reads the whole row, checks it
- * and reconstruct-writes; raid4/5 (which cannot tell a bad block from its
+ * The piece pl names. raid6 reads the whole row, checks it and
+ * reconstruct-writes; raid4/5 (which cannot tell a bad block from its
  * parity) read-modify-write when that reads less, else reconstruct-write,
  * which never reads a failed member.
  */
-static int raid_write_piece(struct volume_seg *s, uint64_t stripe, unsigned b, uint64_t in,
-			    const uint8_t *buf, size_t len)
+static int raid_write_piece(struct volume_seg *s, const struct volume_place *pl,
+			    const uint8_t *buf)
 {
 	bool mask[LAYOUT_MAX_DISKS] = { false };
 	bool raid6 = s->geom.level == 6;
+	uint64_t stripe = pl->stripe, in = pl->in;
+	unsigned b = pl->block;
+	size_t len = (size_t)pl->len;
 	struct row r;
 	int ret;
 
@@ -457,39 +458,22 @@ static uint64_t raid_unit_width(const struct volume_seg *s)
 	return s->geom.chunk * layout_ndata(&s->geom);
 }
 
-/* Where segment byte off falls: stripe, data block b, offset in the chunk; the piece's length. */
-struct raid_piece {
-	uint64_t stripe, within, in;
-	unsigned b;
-	size_t n;
-};
-
-static struct raid_piece raid_piece_at(const struct volume_seg *s, size_t len, uint64_t off)
-{
-	uint64_t chunk = s->geom.chunk, width = chunk * layout_ndata(&s->geom);
-	struct raid_piece p = { .stripe = off / width, .within = off % width };
-
-	p.in = p.within % chunk;
-	p.b = (unsigned)(p.within / chunk);
-	p.n = (size_t)MIN((uint64_t)len, chunk - p.in);
-	return p;
-}
-
 /* A whole stripe when the range covers one, else a piece of one chunk. */
 static ssize_t raid_io(struct volume_seg *s, bool write, uint8_t *buf, size_t len, uint64_t off)
 {
 	uint64_t width = raid_unit_width(s);
-	struct raid_piece p = raid_piece_at(s, len, off);
+	struct volume_place p;
 	int r;
 
-	if (p.within == 0 && len >= width && (write || raid_stripe_degraded(s, p.stripe))) {
-		p.n = (size_t)width;
+	volume_seg_place(s, off, len, &p);
+	if (p.block == 0 && p.in == 0 && len >= width &&
+	    (write || raid_stripe_degraded(s, p.stripe))) {
+		p.len = width;
 		r = write ? raid_write_full(s, p.stripe, buf) : raid_read_full_degraded(s, p.stripe, buf);
 	} else {
-		r = write ? raid_write_piece(s, p.stripe, p.b, p.in, buf, p.n)
-			  : raid_read_piece(s, p.stripe, p.b, p.in, buf, p.n);
+		r = write ? raid_write_piece(s, &p, buf) : raid_read_piece(s, &p, buf);
 	}
-	return r < 0 ? r : (ssize_t)p.n;
+	return r < 0 ? r : (ssize_t)p.len;
 }
 
 static uint64_t raid_unit(const struct volume_seg *s)
@@ -628,16 +612,17 @@ static int raid_scrub(struct volume_seg *s, uint64_t off, uint64_t len, struct v
  */
 static ssize_t raid_read_checked(struct volume_seg *s, uint8_t *buf, size_t len, uint64_t off)
 {
-	struct raid_piece p = raid_piece_at(s, len, off);
 	struct volume_scrub sc = { .mode = VOLUME_SCRUB_REPAIR };
+	struct volume_place p;
 	bool lost = false;
 	struct row r;
 	int ret;
 
 	if (s->geom.level != 6)
 		return raid_io(s, false, buf, len, off);
+	volume_seg_place(s, off, len, &p);
 	pthread_mutex_lock(&s->lock);
-	ret = row_init(s, &r, p.stripe, p.in, p.n);
+	ret = row_init(s, &r, p.stripe, p.in, (size_t)p.len);
 	if (ret >= 0) {
 		row_load(s, &r, row_all);
 		for (unsigned j = 0; j < r.nb; j++)
@@ -646,9 +631,9 @@ static ssize_t raid_read_checked(struct volume_seg *s, uint8_t *buf, size_t len,
 		ret = lost ? row_solve(s, &r, true) : (raid_scrub_row(s, &r, p.stripe, &sc), 0);
 	}
 	if (ret >= 0)
-		memcpy(buf, r.blk[p.b], p.n);
+		memcpy(buf, r.blk[p.block], (size_t)p.len);
 	pthread_mutex_unlock(&s->lock);
-	return ret < 0 ? ret : (ssize_t)p.n;
+	return ret < 0 ? ret : (ssize_t)p.len;
 }
 
 const struct volume_target_ops volume_raid_ops = {

@@ -43,15 +43,20 @@ static ssize_t plain_io(struct volume_seg *s, unsigned m, bool write, uint8_t *b
 	return r < 0 ? r : (ssize_t)len;
 }
 
-static ssize_t linear_io(struct volume_seg *s, bool write, uint8_t *buf, size_t len, uint64_t off)
+/* linear and striped: the piece volume_seg_place() names (a chunk, or what is left of it). */
+static ssize_t plain_target_io(struct volume_seg *s, bool write, uint8_t *buf, size_t len,
+			       uint64_t off)
 {
-	return plain_io(s, 0, write, buf, len, off);
+	struct volume_place pl;
+
+	volume_seg_place(s, off, len, &pl);
+	return plain_io(s, pl.disk[0], write, buf, (size_t)pl.len, pl.dev_off[0]);
 }
 
 const struct volume_target_ops volume_linear_ops = {
 	.name = "linear",
 	.check = linear_check,
-	.io = linear_io,
+	.io = plain_target_io,
 };
 
 static int striped_check(struct volume_seg *s)
@@ -63,20 +68,10 @@ static int striped_check(struct volume_seg *s)
 	return s->len <= s->geom.dev_size * s->nmembers ? 0 : -ENOSPC;
 }
 
-/* One chunk (or what is left of it). */
-static ssize_t striped_io(struct volume_seg *s, bool write, uint8_t *buf, size_t len, uint64_t off)
-{
-	const struct layout_geom *g = &s->geom;
-	uint64_t c = off / g->chunk, in = off % g->chunk;
-
-	return plain_io(s, (unsigned)(c % g->ndisks), write, buf,
-			(size_t)MIN((uint64_t)len, g->chunk - in), c / g->ndisks * g->chunk + in);
-}
-
 const struct volume_target_ops volume_striped_ops = {
 	.name = "striped",
 	.check = striped_check,
-	.io = striped_io,
+	.io = plain_target_io,
 };
 
 static int none_check(struct volume_seg *s)

@@ -24,6 +24,9 @@ struct volume {
 	void *written_arg;
 	unsigned nsegs;
 	struct volume_seg **segs;
+	/* A set's member UUIDs by member index (its superblock's, which
+	 * outlives the volume); NULL: not a set's. */
+	const uint8_t (*member_uuids)[16];
 };
 
 int volume_new(struct volume **ret)
@@ -785,6 +788,22 @@ int volume_target_from_name(const char *name, enum volume_target_type *ret)
 const struct volume_seg *volume_seg_get(const struct volume *v, unsigned i)
 {
 	return i < v->nsegs ? v->segs[i] : NULL;
+}
+
+void volume_member_uuids_set(struct volume *v, const uint8_t (*uuids)[16])
+{
+	v->member_uuids = uuids;
+}
+
+int volume_member_uuid(const struct volume *v, unsigned seg, unsigned m, uint8_t ret[16])
+{
+	if (seg >= v->nsegs || m >= v->segs[seg]->nmembers)
+		return -EINVAL;
+	if (!v->member_uuids)
+		return -ENOENT;
+	/* A set's segments all span its members in index order (set_build). */
+	memcpy(ret, v->member_uuids[m], 16);
+	return 0;
 }
 
 void set_seg_cls(struct volume *v, unsigned i, enum volume_region_class cls)

@@ -17,7 +17,7 @@ set -u
 M=$T/m
 require_fuse
 require_cmd fusermount3
-truncate -s 256M "$T/a.img" "$T/b.img"
+truncate -s 64M "$T/a.img" "$T/b.img"
 "$PONY" mkfs --data mirror "$T/a.img" "$T/b.img" >/dev/null || fail "mkfs"
 IMGS="$T/a.img $T/b.img"
 head -c 64 /dev/urandom >"$T/key"

@@ -313,7 +313,16 @@ static void test_bad_input(void **state)
 	memset(other, 0xab, sizeof(other));
 	policy_bytes(other, CRYPT_MODE_AES_256_XTS, pol);
 	d2 = mkdir_at(f->fs, VFS_ROOT_INO, "enc2");
-	assert_int_equal(VFS_CALL(f->fs, set_policy, &c, d2, pol, 24), -ENOKEY);
+	/* A user who did not add it: ENOKEY (root may, as Linux's CAP_FOWNER). */
+	{
+		struct vfs_ctx user = c;
+
+		assert_int_equal(VFS_CALL(f->fs, setattr, &c, d2, VFS_NO_FH, &(struct vfs_setattr){
+					  .valid = VFS_SET_UID, .uid = 1000 }, &e.attr), 0);
+		user.uid = 1000;
+		assert_int_equal(VFS_CALL(f->fs, set_policy, &user, d2, pol, 24), -ENOKEY);
+		assert_int_equal(VFS_CALL(f->fs, set_policy, &user, d2, gcm, 24), -ENOKEY);
+	}
 	/* Another policy (same key, GCM contents) for enc2. */
 	assert_int_equal(VFS_CALL(f->fs, set_policy, &c, d2, gcm, 24), 0);
 	assert_int_equal(test_put(f->fs, "enc/a", "a", 1), 0);

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# ponyfs_layout.sh - `pony fs layout` on a real mount over image members,
+# the worked example of docs/layout.md: a ponyfs on a RAID6 volume of six
+# image files, a file written and synced, its layout asked with --json,
+# and its bytes read by hand with dd from the member images the layout
+# names: the first 4 KiB, then every data piece. Also: each data piece has
+# a P and a Q on two other members, cached data shows as dirty, --range
+# narrows the answer, and the errors say what is wrong (a directory, a
+# file not on a pony mount, a bad --range).
+set -u
+. "$PONY_SRCDIR/tests/lib.sh"
+require_fuse
+
+. "$PONY_SRCDIR/tests/ponyfs/mount_lib.sh" ponyfs-layout
+
+imgs=()
+for i in 0 1 2 3 4 5; do
+	truncate -s 64M "$T/m$i.img"
+	imgs+=("$T/m$i.img")
+done
+"$PONY" mkfs --data raid6 "${imgs[@]}" >/dev/null || fail "mkfs --data raid6"
+# A long commit interval: cached data stays dirty until asked to sync.
+pony_mount --commit 3600000 "${imgs[@]}"
+
+head -c $((300 * 1024 + 123)) /dev/urandom >"$T/orig"
+cp "$T/orig" "$T/m/file" || fail "write"
+"$PONY" sync "$T/m" || fail "pony sync"
+
+"$PONY" fs layout --json "$T/m/file" >"$T/layout.json" || fail "pony fs layout --json"
+
+# The worked example: the first 4 KiB, by hand, from the member the layout names.
+read -r dev off < <(python3 - "$T/layout.json" <<'PY'
+import json, sys
+l = json.load(open(sys.argv[1]))
+e = l["extents"][0]
+assert e["state"] == "data" and e["file_offset"] == 0, e
+p = next(p for p in e["pieces"] if p["role"] == "data" and p["file_offset"] == 0)
+print(p["device"], p["member_offset"])
+PY
+) || fail "no first data piece in: $(cat "$T/layout.json")"
+case "$dev" in "$T"/m?.img) ;; *) fail "the first piece names '$dev', not a member image" ;; esac
+dd if="$dev" bs=4096 skip=$((off / 4096)) count=1 status=none >"$T/first4k" || fail "dd"
+cmp "$T/first4k" <(head -c 4096 "$T/orig") || fail "the first 4 KiB on $dev at $off are not the file's"
+
+# Every data piece holds the file's bytes there, P and Q sit on other
+# members, the volume and the checksums are as written.
+python3 - "$T/layout.json" "$T/orig" <<'PY' || fail "layout check: $(cat "$T/layout.json")"
+import json, sys, zlib
+l = json.load(open(sys.argv[1]))
+data = open(sys.argv[2], "rb").read()
+assert l["size"] == len(data), l["size"]
+assert not l["encrypted"]
+v = l["volume"]
+assert v["level"] == "raid6" and v["layout"] == "left-symmetric", v
+assert len(v["members"]) == 6 and all(m["uuid"] and m["state"] == "working" for m in v["members"])
+assert len({m["uuid"] for m in v["members"]}) == 6
+covered = 0
+for e in l["extents"]:
+    assert e["state"] == "data", e
+    assert len(e["crc32c"]) == e["length"] // l["block_size"]
+    pieces = e["pieces"]
+    for i, p in enumerate(pieces):
+        if p["role"] != "data":
+            continue
+        with open(p["device"], "rb") as f:
+            f.seek(p["member_offset"])
+            got = f.read(p["length"])
+        want = data[p["file_offset"]:p["file_offset"] + p["length"]]
+        assert got[:len(want)] == want, ("piece", p)
+        covered += len(want)
+        par = pieces[i + 1:i + 3]
+        assert [q["role"] for q in par] == ["P", "Q"], par
+        assert len({p["member"], par[0]["member"], par[1]["member"]}) == 3, (p, par)
+        assert all(q["member_offset"] == p["member_offset"] for q in par), (p, par)
+assert covered == len(data), (covered, len(data))
+PY
+
+# People's lines name the same member and offset.
+"$PONY" fs layout "$T/m/file" >"$T/layout.txt" || fail "pony fs layout"
+grep -q "raid6 left-symmetric" "$T/layout.txt" || fail "no volume line: $(cat "$T/layout.txt")"
+grep -q "data member [0-9] $dev uuid [0-9a-f-]* at $off: file 0+" "$T/layout.txt" ||
+	fail "no first piece line: $(cat "$T/layout.txt")"
+
+# --range: only the extents it touches.
+"$PONY" fs layout --json --range 0:4096 "$T/m/file" >"$T/range.json" || fail "--range"
+python3 - "$T/range.json" <<'PY' || fail "--range answer: $(cat "$T/range.json")"
+import json, sys
+l = json.load(open(sys.argv[1]))
+assert len(l["extents"]) == 1 and l["extents"][0]["file_offset"] == 0
+PY
+
+# Written but not synced: the daemon holds it; no place on the volume yet.
+exec 3>"$T/m/fresh"
+printf 'not yet on disk' >&3
+"$PONY" fs layout --json "$T/m/fresh" >"$T/fresh.json" || fail "layout of a dirty file"
+exec 3>&-
+python3 - "$T/fresh.json" <<'PY' || fail "dirty answer: $(cat "$T/fresh.json")"
+import json, sys
+l = json.load(open(sys.argv[1]))
+e = l["extents"]
+assert len(e) == 1 and e[0]["state"] == "dirty" and "volume_offset" not in e[0] and not e[0]["pieces"], e
+PY
+
+# Errors people can act on.
+mkdir "$T/m/dir"
+out=$("$PONY" fs layout "$T/m/dir" 2>&1) && fail "a directory has a layout"
+echo "$out" | grep -q "is a directory" || fail "directory: $out"
+out=$("$PONY" fs layout "$T/orig" 2>&1) && fail "a file off the mount has a layout"
+echo "$out" | grep -q "not on a pony mount" || fail "off the mount: $out"
+expect_usage_error "$PONY" fs layout --range 12 "$T/m/file"
+"$PONY" fs layout --help | grep -q "Usage: pony fs layout" || fail "--help"
+
+pony_umount
+"$PONY" fsck "${imgs[@]}" >"$T/fsck.out" || fail "fsck: $(cat "$T/fsck.out")"
+pass
