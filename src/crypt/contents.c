@@ -17,7 +17,7 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
-#include "pony/crypt.h"
+#include "internal.h"
 #include "pony/util.h"
 
 #define NONCE_POOL 256            /* GCM nonces drawn from OpenSSL's DRBG at once */
@@ -43,8 +43,7 @@ static EVP_CIPHER_CTX *context_new(const EVP_CIPHER *cipher, const uint8_t *key,
 int crypt_contents_new(enum crypt_mode mode, const uint8_t *key, size_t key_len,
 		       struct crypt_contents **ret)
 {
-	const EVP_CIPHER *cipher = mode == CRYPT_MODE_AES_256_XTS ? EVP_aes_256_xts() :
-				   mode == CRYPT_MODE_AES_256_GCM ? EVP_aes_256_gcm() : NULL;
+	const EVP_CIPHER *cipher = mode == CRYPT_MODE_AES_256_CTS ? NULL : crypt_evp_cipher(mode);
 	struct crypt_contents *c;
 
 	*ret = NULL;

@@ -10,14 +10,13 @@
  * back, so unlink and rmdir work without the key.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <string.h>
 
 #include <openssl/core_names.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
 
-#include "pony/crypt.h"
+#include "internal.h"
 #include "pony/util.h"
 
 #define NOKEY_HASH 8                    /* dirhash[2]: zeros on ponyfs */
@@ -37,21 +36,11 @@ size_t crypt_name_encrypted_len(size_t len, unsigned pad)
 	return padded_len(len, pad, CRYPT_NAME_MAX);
 }
 
-/* OpenSSL's CTS cipher, fetched once: a fetch takes a global lock and a
- * provider lookup, several times the cost of encrypting a name. */
-static EVP_CIPHER *cts_cipher;
-static pthread_once_t cts_once = PTHREAD_ONCE_INIT;
-
-static void cts_fetch(void)
-{
-	cts_cipher = EVP_CIPHER_fetch(NULL, "AES-256-CBC-CTS", NULL);
-}
-
 /* CS3 CTS-CBC over len (16..CRYPT_SYMLINK_MAX) bytes, zero IV, one shot. */
 static int cts(const uint8_t key[32], int enc, const uint8_t *in, size_t len, uint8_t *out)
 {
 	static const uint8_t iv[16];
-	EVP_CIPHER *cipher = (pthread_once(&cts_once, cts_fetch), cts_cipher);
+	const EVP_CIPHER *cipher = crypt_evp_cipher(CRYPT_MODE_AES_256_CTS);
 	EVP_CIPHER_CTX *ctx = cipher ? EVP_CIPHER_CTX_new() : NULL;
 	OSSL_PARAM params[] = {
 		OSSL_PARAM_construct_utf8_string(OSSL_CIPHER_PARAM_CTS_MODE, (char *)"CS3", 0),

@@ -1,0 +1,15 @@
+/*
+ * internal.h - what the files of src/crypt share: OpenSSL's cipher of
+ * each mode, fetched once (cipher.c).
+ */
+#ifndef CRYPT_INTERNAL_H
+#define CRYPT_INTERNAL_H
+
+#include <openssl/evp.h>
+
+#include "pony/crypt.h"
+
+/* NULL for a mode pony has no cipher for (or OpenSSL lacks). */
+const EVP_CIPHER *crypt_evp_cipher(enum crypt_mode mode);
+
+#endif
