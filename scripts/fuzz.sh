@@ -43,8 +43,9 @@ echo "fuzz: running fuzz_devdb_probe for ${secs}s"
 	tail -n 25
 
 echo "fuzz: building $out/fuzz_crypt_names"
-$CC $CFLAGS -o "$out/fuzz_crypt_names" tests/crypt/fuzz/fuzz_names.c src/crypt/names.c src/crypt/key.c -lcrypto
+$CC $CFLAGS -o "$out/fuzz_crypt_names" tests/crypt/fuzz/fuzz_names.c src/crypt/names.c \
+	src/crypt/key.c src/crypt/cipher.c src/crypt/policy.c -lcrypto -lpthread
 mkdir -p "$out/corpus-crypt-names"
 echo "fuzz: running fuzz_crypt_names for ${secs}s"
-"$out/fuzz_crypt_names" -max_total_time="$secs" -max_len=300 -artifact_prefix="$out/" \
+"$out/fuzz_crypt_names" -max_total_time="$secs" -max_len=4200 -artifact_prefix="$out/" \
 	-print_final_stats=1 "$out/corpus-crypt-names" tests/crypt/fuzz/seeds 2>&1 | tail -n 12
