@@ -186,7 +186,7 @@ static int inval_collect(struct ponyfs *fs, const uint8_t id[CRYPT_KEY_ID_SIZE],
 			 struct inval_list *l)
 {
 	sqlite3_stmt *s;
-	int r = ponyfs_prepare(fs, "SELECT ino, mode FROM inodes WHERE crypt IS NOT NULL "
+	int r = ponyfs_prepare(fs, "SELECT ino FROM inodes WHERE crypt IS NOT NULL "
 			       "AND substr(crypt, 9, 16) = ?1", &s);
 
 	if (r < 0)

@@ -66,7 +66,6 @@ int ponyfs_name_locked(struct ponyfs *fs, uint64_t parent, const char *name,
 	struct ponyfs_dircrypt *d;
 	int r = vfs_check_name(name);
 
-	ret->plain = name;
 	ret->dir.on = false;
 	name_plain(name, ret);
 	if (r < 0 || !fs->crypt_any)

@@ -707,7 +707,6 @@ enum ponyfs_name_use { PONYFS_NAME_FIND, PONYFS_NAME_CREATE };
 struct ponyfs_name {
 	const uint8_t *bytes;
 	size_t len;
-	const char *plain;              /* as asked */
 	struct ponyfs_crypt dir;        /* the directory's */
 	uint8_t buf[CRYPT_NAME_MAX];
 };
