@@ -205,7 +205,8 @@ struct ponyfuse_layout_arg {
 	uint64_t next;                  /* out: offset for the next call (unless COMPLETE) */
 	uint32_t block_size;            /* out: bytes a checksum covers */
 	uint32_t nextents, ncsums, npieces;     /* out */
-	uint32_t reserved[2];
+	uint32_t lease;                 /* in: 0 none, PONYFUSE_LEASE_NEW, or a lease to add to; out: the lease */
+	uint32_t lease_ms;              /* out: milliseconds the lease holds from now (0: no lease) */
 	struct ponyfuse_layout_extent extents[PONYFUSE_LAYOUT_EXTENTS];
 	uint32_t csums[PONYFUSE_LAYOUT_CSUMS];  /* CRC32C of each block as stored */
 	struct ponyfuse_layout_piece pieces[PONYFUSE_LAYOUT_PIECES];
@@ -213,6 +214,35 @@ struct ponyfuse_layout_arg {
 _Static_assert(sizeof(struct ponyfuse_layout_arg) == 64 + 32 * 40 + 1024 * 4 + 256 * 32,
 	       "ponyfuse_layout_arg's size is its ABI");
 #define PONYFUSE_IOC_LAYOUT _IOWR('P', 32, struct ponyfuse_layout_arg)
+
+/*
+ * Layout leases (docs/layout.md "Leases"). A layout got with `lease` set
+ * is a lease: until it is returned or expires, ponyfs neither frees nor
+ * reuses a block it names (an overwrite, truncate or punch through the
+ * mount writes elsewhere and recalls the lease). A holder reads, then asks
+ * STATUS: HELD means every byte it read was the file's at the layout's
+ * moment; EXPIRED (or an unknown lease) means it must get a new layout and
+ * read again. RETURN ends the lease.
+ */
+#define PONYFUSE_LEASE_NEW UINT32_MAX
+enum {                                  /* ponyfuse_layout_lease_arg.op */
+	PONYFUSE_LEASE_STATUS = 0, PONYFUSE_LEASE_RETURN = 1,
+};
+enum {                                  /* ponyfuse_layout_lease_arg.state */
+	PONYFUSE_LEASE_HELD = 0,        /* the layout's blocks are as they were */
+	PONYFUSE_LEASE_RECALLED = 1,    /* still held, but the file changed: return it soon */
+	PONYFUSE_LEASE_EXPIRED = 2,     /* gone (expired, returned or never given) */
+};
+struct ponyfuse_layout_lease_arg {
+	uint32_t version;               /* in and out: PONYFUSE_LAYOUT_VERSION */
+	uint32_t lease;                 /* in */
+	uint32_t op;                    /* in: PONYFUSE_LEASE_STATUS or _RETURN */
+	uint32_t state;                 /* out: PONYFUSE_LEASE_HELD... (before a RETURN) */
+	uint64_t lease_ms;              /* out: milliseconds left (0: none) */
+};
+_Static_assert(sizeof(struct ponyfuse_layout_lease_arg) == 24,
+	       "ponyfuse_layout_lease_arg's size is its ABI");
+#define PONYFUSE_IOC_LAYOUT_LEASE _IOWR('P', 34, struct ponyfuse_layout_lease_arg)
 /* The volume under the data region and its member `index` (ENODEV: no volume). */
 struct ponyfuse_layout_member_arg {
 	uint32_t version;               /* in and out */
