@@ -69,6 +69,9 @@ struct ponyfs_options {
 	/* Bytes of metadata (SQLite's page cache) the daemon keeps in memory:
 	 * all it holds per inode and name, cached data aside. 0: 16 MiB. */
 	uint64_t meta_cache;
+	/* How long a layout lease holds (docs/layout.md "Leases"), in
+	 * milliseconds; 0: 30 s. */
+	uint64_t layout_lease_ms;
 	/* The pony volume whose regions meta and data are (ponyfs_volume_region()):
 	 * layouts name its members and their offsets. NULL: not on a volume.
 	 * It must outlive the mount. */

@@ -31,7 +31,7 @@
 #include <sys/statvfs.h>
 #include <sys/types.h>
 
-#define VFS_OPS_VERSION 8
+#define VFS_OPS_VERSION 9
 #define VFS_ROOT_INO 1ull
 #define VFS_NO_FH UINT64_MAX    /* statx/setattr without an open file */
 
@@ -179,6 +179,10 @@ struct vfs_layout {
 	uint32_t max_csums;
 	struct vfs_layout_piece *pieces;
 	uint32_t max_pieces;
+	/* in: 0 no lease, VFS_LEASE_NEW, or a lease this call's extents join;
+	 * out: the lease (0: none) and its milliseconds left */
+	uint32_t lease;
+	uint64_t lease_ms;
 	/* out */
 	uint32_t nextents, ncsums, npieces;
 	uint32_t flags;                 /* VFS_LAYOUT_ENCRYPTED, _ON_VOLUME, _COMPLETE */
@@ -186,6 +190,11 @@ struct vfs_layout {
 	uint64_t size;                  /* the file's size */
 	uint64_t next;                  /* not COMPLETE: the offset to ask from next */
 };
+
+/* Layout leases (docs/layout.md "Leases"): layout_lease's ops and states. */
+#define VFS_LEASE_NEW UINT32_MAX
+enum { VFS_LEASE_STATUS = 0, VFS_LEASE_RETURN = 1 };
+enum { VFS_LEASE_HELD = 0, VFS_LEASE_RECALLED = 1, VFS_LEASE_EXPIRED = 2 };
 
 /* Where the data region lives: the volume's geometry and members. */
 #define VFS_LAYOUT_MAX_MEMBERS 64
@@ -442,6 +451,13 @@ struct vfs_ops {
 	int (*layout_map)(struct vfs *fs, uint64_t ino, struct vfs_layout *l);
 	/* The volume under the data region; -ENODEV when it is no volume's. */
 	int (*layout_topology)(struct vfs *fs, struct vfs_layout_topology *ret);
+	/*
+	 * A layout lease's state (version 9): VFS_LEASE_STATUS answers it,
+	 * VFS_LEASE_RETURN answers it and ends the lease. An unknown lease
+	 * (never given, returned, expired) is VFS_LEASE_EXPIRED, not an error.
+	 */
+	int (*layout_lease)(struct vfs *fs, uint32_t lease, unsigned op, uint32_t *ret_state,
+			    uint64_t *ret_ms);
 };
 
 /* The instance header: every instance embeds it first. */

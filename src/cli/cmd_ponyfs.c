@@ -310,10 +310,12 @@ static int mount_run(int argc, char **argv)
 		{ "options", required_argument, NULL, 'o' },
 		{ "log", required_argument, NULL, 'G' },
 		{ "degraded", no_argument, NULL, 'D' },
+		{ "layout-lease", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	const char *log_file = NULL;
+	unsigned lease_s;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "fdc:o:h", longopts, NULL)) != -1) {
@@ -326,6 +328,11 @@ static int mount_run(int argc, char **argv)
 				return CLI_EXIT_USAGE;
 			break;
 		case 'D': stand |= STAND_DEGRADED; break;
+		case 'L':
+			if (cli_parse_unsigned("pony mount", "--layout-lease", optarg, 1, 86400, &lease_s))
+				return CLI_EXIT_USAGE;
+			po.layout_lease_ms = lease_s * 1000ull;
+			break;
 		case 'o':
 			r = cli_ponyfs_mount_opts(optarg, &po, &fo, &mo);
 			if (r)
@@ -333,7 +340,7 @@ static int mount_run(int argc, char **argv)
 			break;
 		case 'h':
 			printf("Usage: pony mount [-f] [-d] [--commit MS] [--degraded] [--log FILE]\n"
-			       "                  [-o OPTS]\n"
+			       "                  [--layout-lease SECONDS] [-o OPTS]\n"
 			       "                  IMG...|UUID=U|LABEL=L MNT\n"
 			       "       pony IMG MNT -o OPTS   (as mount.fuse3 runs it for\n"
 			       "                              `mount -t fuse.pony IMG MNT`)\n"
@@ -345,6 +352,8 @@ static int mount_run(int argc, char **argv)
 			       "--degraded mounts a volume with members missing, stale or\n"
 			       "truncated (named on stderr; they go stale until `pony vol add`\n"
 			       "rebuilds them); without it such a mount is refused.\n"
+			       "--layout-lease: how long a layout lease holds (default 30 s;\n"
+			       "docs/layout.md): blocks a lease names are not reused before.\n"
 			       "-o takes mount(8) options; then the mount's type is plain fuse\n"
 			       "and its source IMG. Pony's own: commit=MS, format (mkfs IMG\n"
 			       "first when its first MiB is all zeros), format=foreign (also\n"

@@ -3,7 +3,8 @@
  * file answers where its bytes live (the vfs layout_map hook, extents,
  * checksums and member pieces) a page at a time, and
  * PONYFUSE_IOC_LAYOUT_MEMBER names the volume's members that pieces point
- * at (layout_topology). FUSE's restricted ioctls carry only a fixed-size
+ * at (layout_topology); PONYFUSE_IOC_LAYOUT_LEASE answers or returns a
+ * layout lease (layout_lease). FUSE's restricted ioctls carry only a fixed-size
  * struct each way, so both are fixed arrays the caller pages through.
  */
 #include <errno.h>
@@ -18,7 +19,11 @@ _Static_assert((int)PONYFUSE_LAYOUT_DIRTY == (int)VFS_LAYOUT_DIRTY &&
 	       (int)PONYFUSE_PIECE_Q == (int)VFS_PIECE_Q &&
 	       (int)PONYFUSE_LAYOUT_ENCRYPTED == (int)VFS_LAYOUT_ENCRYPTED &&
 	       (int)PONYFUSE_LAYOUT_ON_VOLUME == (int)VFS_LAYOUT_ON_VOLUME &&
-	       (int)PONYFUSE_LAYOUT_COMPLETE == (int)VFS_LAYOUT_COMPLETE,
+	       (int)PONYFUSE_LAYOUT_COMPLETE == (int)VFS_LAYOUT_COMPLETE &&
+	       PONYFUSE_LEASE_NEW == VFS_LEASE_NEW &&
+	       (int)PONYFUSE_LEASE_RETURN == (int)VFS_LEASE_RETURN &&
+	       (int)PONYFUSE_LEASE_EXPIRED == (int)VFS_LEASE_EXPIRED &&
+	       (int)PONYFUSE_LEASE_RECALLED == (int)VFS_LEASE_RECALLED,
 	       "the ioctl's values are the vfs's");
 
 /* The vfs answer in l (its arrays sized as a's) copied into the ioctl's struct. */
@@ -31,6 +36,8 @@ static void layout_to_arg(const struct vfs_layout *l, struct ponyfuse_layout_arg
 	a->nextents = l->nextents;
 	a->ncsums = l->ncsums;
 	a->npieces = l->npieces;
+	a->lease = l->lease;
+	a->lease_ms = (uint32_t)MIN(l->lease_ms, (uint64_t)UINT32_MAX);
 	for (uint32_t i = 0; i < l->nextents; i++)
 		a->extents[i] = (struct ponyfuse_layout_extent){
 			.file_offset = l->extents[i].file_offset, .length = l->extents[i].length,
@@ -56,6 +63,7 @@ static int layout_page(struct vfs *fs, uint64_t ino, struct ponyfuse_layout_arg 
 		.extents = ext, .max_extents = PONYFUSE_LAYOUT_EXTENTS,
 		.csums = a->csums, .max_csums = PONYFUSE_LAYOUT_CSUMS,
 		.pieces = pieces, .max_pieces = PONYFUSE_LAYOUT_PIECES,
+		.lease = a->lease,
 	};
 	int r = pieces ? VFS_CALL(fs, layout_map, ino, &l) : -ENOMEM;
 
@@ -141,6 +149,28 @@ static void ioctl_layout_member(fuse_req_t req, struct vfs *fs, const void *in_b
 	fuse_reply_ioctl(req, 0, &a, sizeof(a));
 }
 
+/* A lease's status, or its return (PONYFUSE_IOC_LAYOUT_LEASE). */
+static void ioctl_layout_lease(fuse_req_t req, struct vfs *fs, const void *in_buf,
+			       size_t in_bufsz, size_t out_bufsz)
+{
+	struct ponyfuse_layout_lease_arg a;
+	int r;
+
+	if (in_bufsz < sizeof(a) || out_bufsz < sizeof(a)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	memcpy(&a, in_buf, sizeof(a));
+	r = a.version == PONYFUSE_LAYOUT_VERSION ?
+	    VFS_CALL(fs, layout_lease, a.lease, a.op, &a.state, &a.lease_ms) : -EPROTONOSUPPORT;
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	a.version = PONYFUSE_LAYOUT_VERSION;
+	fuse_reply_ioctl(req, 0, &a, sizeof(a));
+}
+
 bool ponyfuse_layout_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned cmd, unsigned flags,
 			   const void *in_buf, size_t in_bufsz, size_t out_bufsz)
 {
@@ -152,6 +182,9 @@ bool ponyfuse_layout_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned cmd, unsigne
 		return true;
 	case PONYFUSE_IOC_LAYOUT_MEMBER:
 		ioctl_layout_member(req, fs, in_buf, in_bufsz, out_bufsz);
+		return true;
+	case PONYFUSE_IOC_LAYOUT_LEASE:
+		ioctl_layout_lease(req, fs, in_buf, in_bufsz, out_bufsz);
 		return true;
 	default:
 		return false;

@@ -37,29 +37,67 @@ static int free_row_ins(struct ponyfs *fs, uint64_t p, uint64_t n)
 	return r;
 }
 
+/* The first free run at or after block from: 1 with *p, *n, 0 for none, or -errno. */
+static int free_run_from(struct ponyfs *fs, uint64_t from, uint64_t *p, uint64_t *n)
+{
+	sqlite3_stmt *s = ponyfs_stmt(fs, ST_FREE_FROM);
+	int r;
+
+	sqlite3_bind_int64(s, 1, (int64_t)from);
+	r = ponyfs_step_row(fs, s);
+	if (r > 0) {
+		*p = (uint64_t)sqlite3_column_int64(s, 0);
+		*n = (uint64_t)sqlite3_column_int64(s, 1);
+	}
+	sqlite3_reset(s);
+	return r;
+}
+
+/* Takes [a, a + k) out of the free run (p, n), keeping what is left either side. */
+static int free_run_take(struct ponyfs *fs, uint64_t p, uint64_t n, uint64_t a, uint64_t k)
+{
+	int r = free_row_del(fs, p);
+
+	if (r >= 0 && a > p)
+		r = free_row_ins(fs, p, a - p);
+	if (r >= 0 && a + k < p + n)
+		r = free_row_ins(fs, a + k, p + n - (a + k));
+	if (r >= 0)
+		fs->free_blocks -= k;
+	return r;
+}
+
+/*
+ * Up to want blocks from the lowest free run, past blocks a layout lease
+ * holds (lease.c). When only held blocks are left, the leases are revoked
+ * rather than the allocation failing.
+ */
 int ponyfs_alloc_locked(struct ponyfs *fs, uint64_t want, uint64_t *ret_start, uint64_t *ret_n)
 {
-	sqlite3_stmt *s = ponyfs_stmt(fs, ST_FREE_FIRST);
-	uint64_t p, n, k;
-	int r = ponyfs_step_row(fs, s);
+	uint64_t from = 0, p = 0, n = 0, a, end;
+	int r;
 
-	if (r <= 0) {
-		sqlite3_reset(s);
-		return r < 0 ? r : -ENOSPC;
+	for (;;) {
+		r = free_run_from(fs, from, &p, &n);
+		if (r < 0)
+			return r;
+		if (!r && fs->leases.nheld) {
+			ponyfs_lease_expire_locked(fs, true);
+			from = 0;
+			continue;
+		}
+		if (!r)
+			return -ENOSPC;
+		a = p;
+		end = p + n;
+		ponyfs_lease_unheld(fs, &a, &end);
+		if (a < end)
+			break;
+		from = p + n;
 	}
-	p = (uint64_t)sqlite3_column_int64(s, 0);
-	n = (uint64_t)sqlite3_column_int64(s, 1);
-	sqlite3_reset(s);
-	k = MIN(want, n);
-	r = free_row_del(fs, p);
-	if (r >= 0 && n > k)
-		r = free_row_ins(fs, p + k, n - k);
-	if (r < 0)
-		return r;
-	fs->free_blocks -= k;
-	*ret_start = p;
-	*ret_n = k;
-	return 0;
+	*ret_start = a;
+	*ret_n = MIN(want, end - a);
+	return free_run_take(fs, p, n, a, *ret_n);
 }
 
 int ponyfs_free_locked(struct ponyfs *fs, uint64_t pblock, uint64_t n)
@@ -70,6 +108,7 @@ int ponyfs_free_locked(struct ponyfs *fs, uint64_t pblock, uint64_t n)
 	if (!grown)
 		return -ENOMEM;
 	fs->pending = grown;
+	ponyfs_lease_freed_locked(fs, pblock, n);
 	fs->pending[fs->npending].pblock = pblock;
 	fs->pending[fs->npending++].n = n;
 	fs->pending_free_blocks += n;
@@ -144,7 +183,8 @@ void ponyfs_free_committed_locked(struct ponyfs *fs)
  * keeps (what it lent out and was allocated is gone from free_blocks). */
 bool ponyfs_reserve_fits(const struct ponyfs *fs, uint64_t n)
 {
-	return fs->reserved + n + (fs->ow_reserve - fs->ow_written) <= fs->free_blocks;
+	return fs->reserved + n + (fs->ow_reserve - fs->ow_written) + fs->leases.held_blocks <=
+	       fs->free_blocks;
 }
 
 int ponyfs_reserve_locked(struct ponyfs *fs, uint64_t n)
@@ -156,6 +196,9 @@ int ponyfs_reserve_locked(struct ponyfs *fs, uint64_t n)
 
 		if (r < 0)
 			return r;
+		/* Blocks only layout leases hold: revoked, not a write refused. */
+		if (!ponyfs_reserve_fits(fs, n) && fs->leases.nheld)
+			ponyfs_lease_expire_locked(fs, true);
 		if (!ponyfs_reserve_fits(fs, n))
 			return -ENOSPC;
 	}

@@ -291,7 +291,7 @@ static int chunk_take(struct ponyfs *fs, int which, uint64_t p, uint64_t run, ui
  * there is no run worth a chunk, the table is full, or the image has no
  * chunk table (made before chunks).
  */
-int ponyfs_chunk_grow_locked(struct ponyfs *fs, int which)
+static int chunk_grow(struct ponyfs *fs, int which)
 {
 	uint64_t keep = fs->reserved + (fs->ow_reserve - fs->ow_written);
 	uint64_t avail = fs->free_blocks > keep ? fs->free_blocks - keep : 0;
@@ -331,4 +331,13 @@ int ponyfs_chunk_grow_locked(struct ponyfs *fs, int which)
 		   (unsigned long long)c->pblock, (unsigned long long)(c->pblock + n - 1),
 		   (unsigned long long)(n * BS >> 10), fs->chunks.n, PONYFS_CHUNKS_MAX);
 	return 0;
+}
+
+int ponyfs_chunk_grow_locked(struct ponyfs *fs, int which)
+{
+	/* A chunk is taken from the free table directly, not through the
+	 * allocator that steps over leased blocks: the leases are revoked. */
+	if (fs->leases.nheld)
+		ponyfs_lease_expire_locked(fs, true);
+	return chunk_grow(fs, which);
 }

@@ -283,7 +283,7 @@ struct ponyfs_space {
 enum ponyfs_stmt {
 	ST_INODE_GET, ST_INODE_SIZE_TIMES, ST_DENTRY_GET,
 	ST_EXT_PREV, ST_EXT_RANGE, ST_EXT_DEL, ST_EXT_INS,
-	ST_FREE_FIRST, ST_FREE_DEL, ST_FREE_INS, ST_FREE_PREV, ST_FREE_AT,
+	ST_FREE_FROM, ST_FREE_DEL, ST_FREE_INS, ST_FREE_PREV, ST_FREE_AT,
 	ST_LOOKUP, ST_READDIR, ST_READDIR_PLUS, ST_INODE_GET_BLOCKS, ST_CREATE_CHECK,
 	ST_COUNT
 };
@@ -307,6 +307,33 @@ struct ponyfs_dircrypt {
 	uint8_t name_key[32];
 };
 #define PONYFS_DIRCRYPT_SLOTS 256
+
+/* A run of data blocks. */
+struct ponyfs_run {
+	uint64_t pblock, n;
+};
+
+/* A layout lease (lease.c): the data blocks its layouts named. */
+struct ponyfs_lease {
+	uint32_t id;
+	bool recalled;                  /* blocks it names were freed since */
+	uint64_t deadline_ns;           /* CLOCK_MONOTONIC */
+	struct ponyfs_run *runs;
+	size_t nruns, cap_runs;
+};
+
+/* Every lease of a mount, and the freed blocks they still name. */
+struct ponyfs_leases {
+	struct ponyfs_lease *l;
+	size_t n, cap;
+	uint32_t next_id;
+	uint64_t ms;                    /* a lease's length */
+	/* Freed blocks a live lease names: sorted, never touching; free in
+	 * the table but not to be allocated until no lease names them. */
+	struct ponyfs_run *held;
+	size_t nheld, cap_held;
+	uint64_t held_blocks;
+};
 
 struct ponyfs {
 	struct vfs vfs;                 /* first: the instance header */
@@ -344,8 +371,9 @@ struct ponyfs {
 	 * OVERWRITE pages, ow_written were allocated for them since the last
 	 * commit, which frees as many old blocks and so returns them all. */
 	uint64_t ow_reserve, ow_dirty, ow_written;
-	struct { uint64_t pblock, n; } *pending;
+	struct ponyfs_run *pending;
 	size_t npending, cap_pending;
+	struct ponyfs_leases leases;    /* layout leases (lease.c) */
 	struct ponyfs_inode *hash[256];
 	struct ponyfs_inode *dirty;
 	struct ponyfs_handle *handles;
@@ -761,6 +789,16 @@ int ponyfs_removexattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, c
 
 /* Layouts (layout.c): where a file's bytes live, for the vfs layout_map hook. */
 int ponyfs_layout_map(struct vfs *v, uint64_t ino, struct vfs_layout *l);
+int ponyfs_layout_lease(struct vfs *v, uint32_t lease, unsigned op, uint32_t *ret_state,
+			uint64_t *ret_ms);
+
+/* Layout leases (lease.c). */
+int ponyfs_lease_grant_locked(struct ponyfs *fs, struct vfs_layout *l);
+void ponyfs_lease_freed_locked(struct ponyfs *fs, uint64_t pblock, uint64_t n);
+void ponyfs_lease_unheld(const struct ponyfs *fs, uint64_t *start, uint64_t *end);
+/* Ends expired leases, or every lease (revoke: holders see EXPIRED and read again). */
+void ponyfs_lease_expire_locked(struct ponyfs *fs, bool all);
+void ponyfs_lease_fini(struct ponyfs *fs);
 int ponyfs_layout_topology(struct vfs *v, struct vfs_layout_topology *ret);
 
 extern const struct vfs_ops ponyfs_ops;

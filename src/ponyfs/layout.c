@@ -5,7 +5,8 @@
  * checksums as stored, whether the file is encrypted, and on a pony volume
  * the member pieces of each extent, as the volume engine maps them
  * (volume_map(): clients never copy its math). The answer is a snapshot
- * under the filesystem lock; leases and recall are not here yet.
+ * under the filesystem lock; asked with a lease, the blocks it names stay
+ * as they are until the lease ends (lease.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -216,7 +217,7 @@ static int layout_map_locked(struct ponyfs *fs, uint64_t ino, struct vfs_layout 
 	l->next = blk * BS;
 	if (blk >= end)
 		l->flags |= VFS_LAYOUT_COMPLETE;
-	return 0;
+	return l->lease ? ponyfs_lease_grant_locked(fs, l) : 0;
 }
 
 int ponyfs_layout_map(struct vfs *v, uint64_t ino, struct vfs_layout *l)

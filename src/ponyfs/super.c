@@ -255,6 +255,7 @@ void ponyfs_destroy(struct vfs *v)
 	for (size_t i = 0; i < ARRAY_SIZE(fs->owned); i++)
 		bdev_free(fs->owned[i]);
 	free(fs->pending);
+	ponyfs_lease_fini(fs);
 	pthread_cond_destroy(&fs->timer_cond);
 	pthread_mutex_destroy(&fs->lock);
 	pthread_rwlock_destroy(&fs->reuse_lock);
@@ -381,6 +382,7 @@ int ponyfs_mount(struct bdev *meta, struct bdev *data, const struct ponyfs_optio
 	 * timer, whose thread would stay behind in the parent when a FUSE
 	 * daemon forks (no timer commits, and unmount hung joining it). */
 	fs->commit_ms = opts ? opts->commit_ms : 0;
+	fs->leases.ms = opts ? opts->layout_lease_ms : 0;
 	if (r < 0) {
 		fs->read_only = true;   /* nothing to write back from a failed mount */
 		ponyfs_destroy(&fs->vfs);

@@ -34,7 +34,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_EXT_DEL] = "DELETE FROM extents WHERE ino = ?1 AND foff = ?2",
 	[ST_EXT_INS] = "INSERT INTO extents (ino, foff, nblocks, pblock, csums, flags) "
 		       "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-	[ST_FREE_FIRST] = "SELECT pblock, nblocks FROM free ORDER BY pblock LIMIT 1",
+	[ST_FREE_FROM] = "SELECT pblock, nblocks FROM free WHERE pblock >= ?1 ORDER BY pblock LIMIT 1",
 	[ST_FREE_DEL] = "DELETE FROM free WHERE pblock = ?1",
 	[ST_FREE_INS] = "INSERT INTO free (pblock, nblocks) VALUES (?1, ?2)",
 	[ST_FREE_PREV] = "SELECT pblock, nblocks FROM free WHERE pblock < ?1 "
