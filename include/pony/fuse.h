@@ -55,6 +55,11 @@ struct ponyfuse_options {
 					 * instance then gets requests from one
 					 * thread per CPU at once, whatever
 					 * max_threads says */
+	/* Called once the mount serves (after daemonizing, which keeps only
+	 * the calling thread, so services with threads start here); a
+	 * failure stops the mount with it. NULL: nothing. */
+	int (*serving)(void *arg);
+	void *serving_arg;
 };
 
 struct ponyfuse;

@@ -458,6 +458,13 @@ struct vfs_ops {
 	 */
 	int (*layout_lease)(struct vfs *fs, uint32_t lease, unsigned op, uint32_t *ret_state,
 			    uint64_t *ret_ms);
+	/*
+	 * Who hears of recalls (version 9): fn(arg, lease) once when a lease
+	 * turns RECALLED. It runs under the instance's lock: it must not
+	 * block or call the instance (queue the news). fn NULL: nobody.
+	 */
+	void (*layout_recall_watch)(struct vfs *fs, void (*fn)(void *arg, uint32_t lease),
+				    void *arg);
 };
 
 /* The instance header: every instance embeds it first. */

@@ -6,12 +6,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "pony/fuse.h"
+#include "pony/layoutd.h"
 #include "pony/ponyfs.h"
 #include "pony/util.h"
 #include "pony/volume.h"
@@ -282,6 +284,12 @@ static int stand_open(char **paths, int n, unsigned flags, struct stand *s)
 	return 0;
 }
 
+/* ponyfuse_options.serving: the layout socket's thread, once the mount serves. */
+static int serve_layouts(void *layoutd)
+{
+	return layoutd_start(layoutd);
+}
+
 static int mount_run(int argc, char **argv)
 {
 	/* One worker thread: one lock serialises ponyfs anyway, and more workers
@@ -311,10 +319,13 @@ static int mount_run(int argc, char **argv)
 		{ "log", required_argument, NULL, 'G' },
 		{ "degraded", no_argument, NULL, 'D' },
 		{ "layout-lease", required_argument, NULL, 'L' },
+		{ "layout-socket", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *log_file = NULL;
+	const char *log_file = NULL, *layout_socket = NULL;
+	struct layoutd *layoutd = NULL;
+	char mnt[PATH_MAX];
 	unsigned lease_s;
 
 	optind = 1;
@@ -333,6 +344,7 @@ static int mount_run(int argc, char **argv)
 				return CLI_EXIT_USAGE;
 			po.layout_lease_ms = lease_s * 1000ull;
 			break;
+		case 'S': layout_socket = optarg; break;
 		case 'o':
 			r = cli_ponyfs_mount_opts(optarg, &po, &fo, &mo);
 			if (r)
@@ -340,7 +352,8 @@ static int mount_run(int argc, char **argv)
 			break;
 		case 'h':
 			printf("Usage: pony mount [-f] [-d] [--commit MS] [--degraded] [--log FILE]\n"
-			       "                  [--layout-lease SECONDS] [-o OPTS]\n"
+			       "                  [--layout-lease SECONDS] [--layout-socket PATH]\n"
+			       "                  [-o OPTS]\n"
 			       "                  IMG...|UUID=U|LABEL=L MNT\n"
 			       "       pony IMG MNT -o OPTS   (as mount.fuse3 runs it for\n"
 			       "                              `mount -t fuse.pony IMG MNT`)\n"
@@ -354,6 +367,8 @@ static int mount_run(int argc, char **argv)
 			       "rebuilds them); without it such a mount is refused.\n"
 			       "--layout-lease: how long a layout lease holds (default 30 s;\n"
 			       "docs/layout.md): blocks a lease names are not reused before.\n"
+			       "--layout-socket: also serve layouts and leases, with recalls\n"
+			       "pushed, on a Unix socket at PATH (docs/layout.md).\n"
 			       "-o takes mount(8) options; then the mount's type is plain fuse\n"
 			       "and its source IMG. Pony's own: commit=MS, format (mkfs IMG\n"
 			       "first when its first MiB is all zeros), format=foreign (also\n"
@@ -398,8 +413,21 @@ static int mount_run(int argc, char **argv)
 		stand_done(&s);
 		return cli_error("%s: cannot mount: %s", argv[optind], why(r));
 	}
+	if (layout_socket) {
+		/* Bound now, so a bad path is this command's error; served once mounted. */
+		r = realpath(argv[argc - 1], mnt) ? layoutd_open(fs, layout_socket, mnt, &layoutd)
+						   : -errno;
+		if (r < 0) {
+			vfs_free(TAKE_PTR(fs));
+			stand_done(&s);
+			return cli_error("%s: cannot serve layouts: %s", layout_socket, why(r));
+		}
+		fo.serving = serve_layouts;
+		fo.serving_arg = layoutd;
+	}
 	umask(0);
 	r = cli_fuse_serve(fs, argv[argc - 1], argv[optind], &fo);
+	layoutd_stop(layoutd);
 	vfs_free(TAKE_PTR(fs));
 	stand_done(&s);
 	return r;

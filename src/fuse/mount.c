@@ -215,6 +215,13 @@ int ponyfuse_run(struct ponyfuse *pf)
 		fuse_remove_signal_handlers(pf->se);
 		return -ENOMEM;
 	}
+	r = pf->opts.serving ? pf->opts.serving(pf->opts.serving_arg) : 0;
+	if (r < 0) {
+		ponyfuse_readpool_stop(pf);
+		fuse_loop_cfg_destroy(cfg);
+		fuse_remove_signal_handlers(pf->se);
+		return r;
+	}
 	fuse_loop_cfg_set_clone_fd(cfg, 0);
 	if (pf->opts.max_threads)
 		fuse_loop_cfg_set_max_threads(cfg, pf->opts.max_threads);

@@ -333,6 +333,8 @@ struct ponyfs_leases {
 	struct ponyfs_run *held;
 	size_t nheld, cap_held;
 	uint64_t held_blocks;
+	void (*recall_fn)(void *arg, uint32_t lease);   /* layout_recall_watch's */
+	void *recall_arg;
 };
 
 struct ponyfs {
@@ -791,6 +793,7 @@ int ponyfs_removexattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, c
 int ponyfs_layout_map(struct vfs *v, uint64_t ino, struct vfs_layout *l);
 int ponyfs_layout_lease(struct vfs *v, uint32_t lease, unsigned op, uint32_t *ret_state,
 			uint64_t *ret_ms);
+void ponyfs_layout_recall_watch(struct vfs *v, void (*fn)(void *arg, uint32_t lease), void *arg);
 
 /* Layout leases (lease.c). */
 int ponyfs_lease_grant_locked(struct ponyfs *fs, struct vfs_layout *l);

@@ -16,19 +16,10 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "internal.h"
 
 #define LEASE_DEFAULT_MS 30000u
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* -- sorted runs --------------------------------------------------------------- */
 
@@ -142,7 +133,7 @@ static void lease_drop(struct ponyfs_leases *ls, size_t i)
 void ponyfs_lease_expire_locked(struct ponyfs *fs, bool all)
 {
 	struct ponyfs_leases *ls = &fs->leases;
-	uint64_t now = now_ns();
+	uint64_t now = util_now_ns();
 	size_t before = ls->n;
 
 	for (size_t i = 0; i < ls->n;)
@@ -206,7 +197,7 @@ int ponyfs_lease_grant_locked(struct ponyfs *fs, struct vfs_layout *l)
 	}
 	if (!ls->ms)
 		ls->ms = LEASE_DEFAULT_MS;
-	e->deadline_ns = now_ns() + ls->ms * 1000000u;
+	e->deadline_ns = util_now_ns() + ls->ms * 1000000u;
 	l->lease = e->id;
 	l->lease_ms = ls->ms;
 	return 0;
@@ -223,10 +214,14 @@ void ponyfs_lease_freed_locked(struct ponyfs *fs, uint64_t pblock, uint64_t n)
 	for (size_t i = 0; i < ls->n; i++) {
 		uint64_t added = hold_named(ls, &ls->l[i], pblock, n);
 
-		if (added == UINT64_MAX)
+		if (added == UINT64_MAX) {
 			ls->l[i].deadline_ns = 0;
-		else if (runs_overlap(ls->l[i].runs, ls->l[i].nruns, pblock, n))
+		} else if (!ls->l[i].recalled &&
+			   runs_overlap(ls->l[i].runs, ls->l[i].nruns, pblock, n)) {
 			ls->l[i].recalled = true;
+			if (ls->recall_fn)
+				ls->recall_fn(ls->recall_arg, ls->l[i].id);
+		}
 	}
 	/* A lease that could not hold its blocks ends now, before any is reused. */
 	ponyfs_lease_expire_locked(fs, false);
@@ -265,7 +260,7 @@ static int lease_op_locked(struct ponyfs *fs, uint32_t id, unsigned op, uint32_t
 	ponyfs_lease_expire_locked(fs, false);
 	e = lease_find(ls, id);
 	*ret_state = !e ? VFS_LEASE_EXPIRED : e->recalled ? VFS_LEASE_RECALLED : VFS_LEASE_HELD;
-	now = now_ns();
+	now = util_now_ns();
 	*ret_ms = e && e->deadline_ns > now ? (e->deadline_ns - now) / 1000000u : 0;
 	if (e && op == VFS_LEASE_RETURN) {
 		lease_drop(ls, (size_t)(e - ls->l));
@@ -283,10 +278,22 @@ int ponyfs_layout_lease(struct vfs *v, uint32_t lease, unsigned op, uint32_t *re
 	return PONYFS_LOCKED(fs, lease_op_locked(fs, lease, op, ret_state, ret_ms));
 }
 
+void ponyfs_layout_recall_watch(struct vfs *v, void (*fn)(void *arg, uint32_t lease), void *arg)
+{
+	struct ponyfs *fs = ponyfs_of(v);
+
+	pthread_mutex_lock(&fs->lock);
+	fs->leases.recall_fn = fn;
+	fs->leases.recall_arg = arg;
+	pthread_mutex_unlock(&fs->lock);
+}
+
 void ponyfs_lease_fini(struct ponyfs *fs)
 {
 	ponyfs_lease_expire_locked(fs, true);
 	free(fs->leases.l);
 	free(fs->leases.held);
-	memset(&fs->leases, 0, sizeof(fs->leases));
+	fs->leases.l = NULL;
+	fs->leases.held = NULL;
+	fs->leases.n = fs->leases.cap = fs->leases.nheld = fs->leases.cap_held = 0;
 }

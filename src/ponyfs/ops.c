@@ -657,4 +657,5 @@ const struct vfs_ops ponyfs_ops = {
 	.layout_map = ponyfs_layout_map,
 	.layout_topology = ponyfs_layout_topology,
 	.layout_lease = ponyfs_layout_lease,
+	.layout_recall_watch = ponyfs_layout_recall_watch,
 };

@@ -166,17 +166,40 @@ static void test_without_lease_freed_blocks_are_reused(void **state)
 	assert_false(blocks_hold_old(f, e, n));
 }
 
+/* layout_recall_watch's callback: the recalls heard, the last lease. */
+struct recalls {
+	unsigned n;
+	uint32_t last;
+};
+
+static void heard_recall(void *arg, uint32_t lease)
+{
+	struct recalls *r = arg;
+
+	r->n++;
+	r->last = lease;
+}
+
 static void test_lease_keeps_overwritten_blocks_and_is_recalled(void **state)
 {
 	struct fixture *f = *state;
 	struct vfs_layout_extent e[64];
+	struct recalls heard = { 0 };
 	uint32_t n, lease;
 	uint64_t ino;
 
+	f->fs->ops->layout_recall_watch(f->fs, heard_recall, &heard);
 	lease = leased_file(f, true, e, &n, &ino);
 	assert_int_equal(lease_state(f->fs, lease, VFS_LEASE_STATUS), VFS_LEASE_HELD);
+	assert_int_equal(heard.n, 0);
 	overwrite_f(f);
 	assert_int_equal(lease_state(f->fs, lease, VFS_LEASE_STATUS), VFS_LEASE_RECALLED);
+	/* Heard once, however often the file changes after. */
+	assert_int_equal(heard.n, 1);
+	assert_int_equal(heard.last, lease);
+	overwrite_f(f);
+	assert_int_equal(heard.n, 1);
+	f->fs->ops->layout_recall_watch(f->fs, NULL, NULL);
 	assert_int_equal(churn(f, 8, 100), 0);
 	assert_true(blocks_hold_old(f, e, n));
 	/* Returned: the blocks go back to use. */
