@@ -49,3 +49,10 @@ mkdir -p "$out/corpus-crypt-names"
 echo "fuzz: running fuzz_crypt_names for ${secs}s"
 "$out/fuzz_crypt_names" -max_total_time="$secs" -max_len=4200 -artifact_prefix="$out/" \
 	-print_final_stats=1 "$out/corpus-crypt-names" tests/crypt/fuzz/seeds 2>&1 | tail -n 12
+
+echo "fuzz: building $out/fuzz_layoutd_wire"
+$CC $CFLAGS -o "$out/fuzz_layoutd_wire" tests/layoutd/fuzz/fuzz_wire.c src/layoutd/wire.c
+mkdir -p "$out/corpus-layoutd"
+echo "fuzz: running fuzz_layoutd_wire for ${secs}s"
+"$out/fuzz_layoutd_wire" -max_total_time="$secs" -max_len=16384 -artifact_prefix="$out/" \
+	-print_final_stats=1 "$out/corpus-layoutd" 2>&1 | tail -n 12
