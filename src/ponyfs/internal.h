@@ -316,7 +316,8 @@ struct ponyfs_run {
 /* A layout lease (lease.c): the data blocks its layouts named. */
 struct ponyfs_lease {
 	uint32_t id;
-	bool recalled;                  /* blocks it names were freed since */
+	bool recalled;                  /* blocks it names were freed, or members changed */
+	uint64_t members_sig;           /* ponyfs_layout_members_sig() when given */
 	uint64_t deadline_ns;           /* CLOCK_MONOTONIC */
 	struct ponyfs_run *runs;
 	size_t nruns, cap_runs;
@@ -794,6 +795,8 @@ int ponyfs_layout_map(struct vfs *v, uint64_t ino, struct vfs_layout *l);
 int ponyfs_layout_lease(struct vfs *v, uint32_t lease, unsigned op, uint32_t *ret_state,
 			uint64_t *ret_ms);
 void ponyfs_layout_recall_watch(struct vfs *v, void (*fn)(void *arg, uint32_t lease), void *arg);
+
+uint64_t ponyfs_layout_members_sig(const struct ponyfs *fs);
 
 /* Layout leases (lease.c). */
 int ponyfs_lease_grant_locked(struct ponyfs *fs, struct vfs_layout *l);

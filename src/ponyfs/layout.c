@@ -84,6 +84,25 @@ static int data_segment(const struct ponyfs *fs, unsigned *ret_seg,
 	return -ENODEV;
 }
 
+/*
+ * The states of the data region's members as one number (two bits each,
+ * mixed): a lease given under other states is recalled, since a member
+ * that failed or is being rebuilt answers differently from the layout.
+ * 0: not on a volume.
+ */
+uint64_t ponyfs_layout_members_sig(const struct ponyfs *fs)
+{
+	struct volume_segment_info seg;
+	uint64_t sig = 0;
+	unsigned segno;
+
+	if (data_segment(fs, &segno, &seg) < 0)
+		return 0;
+	for (unsigned m = 0; m < seg.nmembers; m++)
+		sig = sig * 0x100000001b3ull ^ ((uint64_t)volume_member_state(fs->volume, segno, m) + 1);
+	return sig;
+}
+
 /* The member pieces of nblocks data blocks from pblock: their count, *ret malloc'd. */
 static int64_t map_pieces(struct ponyfs *fs, uint64_t region, uint64_t pblock, uint64_t nblocks,
 			  struct volume_piece **ret)

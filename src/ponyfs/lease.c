@@ -145,6 +145,26 @@ void ponyfs_lease_expire_locked(struct ponyfs *fs, bool all)
 		held_recount(ls);
 }
 
+/* Marks e recalled, telling whoever listens once. */
+static void lease_recall(struct ponyfs_leases *ls, struct ponyfs_lease *e)
+{
+	if (e->recalled)
+		return;
+	e->recalled = true;
+	if (ls->recall_fn)
+		ls->recall_fn(ls->recall_arg, e->id);
+}
+
+/* Recalls every lease given while the volume's members stood otherwise. */
+static void recall_on_member_change(struct ponyfs *fs)
+{
+	uint64_t sig = ponyfs_layout_members_sig(fs);
+
+	for (size_t i = 0; i < fs->leases.n; i++)
+		if (fs->leases.l[i].members_sig != sig)
+			lease_recall(&fs->leases, &fs->leases.l[i]);
+}
+
 /* The extents l names on the data region join lease e. */
 static int lease_add_extents(struct ponyfs_lease *e, const struct vfs_layout *l)
 {
@@ -182,10 +202,12 @@ int ponyfs_lease_grant_locked(struct ponyfs *fs, struct vfs_layout *l)
 			return -ENOMEM;
 		ls->l = grown;
 		e = &ls->l[ls->n++];
-		*e = (struct ponyfs_lease){ .id = ++ls->next_id };
+		*e = (struct ponyfs_lease){ .id = ++ls->next_id,
+					    .members_sig = ponyfs_layout_members_sig(fs) };
 		if (e->id == VFS_LEASE_NEW || !e->id)   /* wrapped: 0 and NEW are not ids */
 			e->id = ls->next_id = 1;
 	} else {
+		recall_on_member_change(fs);
 		e = lease_find(ls, l->lease);
 		if (!e)
 			return -ESTALE;
@@ -214,14 +236,10 @@ void ponyfs_lease_freed_locked(struct ponyfs *fs, uint64_t pblock, uint64_t n)
 	for (size_t i = 0; i < ls->n; i++) {
 		uint64_t added = hold_named(ls, &ls->l[i], pblock, n);
 
-		if (added == UINT64_MAX) {
+		if (added == UINT64_MAX)
 			ls->l[i].deadline_ns = 0;
-		} else if (!ls->l[i].recalled &&
-			   runs_overlap(ls->l[i].runs, ls->l[i].nruns, pblock, n)) {
-			ls->l[i].recalled = true;
-			if (ls->recall_fn)
-				ls->recall_fn(ls->recall_arg, ls->l[i].id);
-		}
+		else if (runs_overlap(ls->l[i].runs, ls->l[i].nruns, pblock, n))
+			lease_recall(ls, &ls->l[i]);
 	}
 	/* A lease that could not hold its blocks ends now, before any is reused. */
 	ponyfs_lease_expire_locked(fs, false);
@@ -258,6 +276,7 @@ static int lease_op_locked(struct ponyfs *fs, uint32_t id, unsigned op, uint32_t
 	if (op != VFS_LEASE_STATUS && op != VFS_LEASE_RETURN)
 		return -EINVAL;
 	ponyfs_lease_expire_locked(fs, false);
+	recall_on_member_change(fs);
 	e = lease_find(ls, id);
 	*ret_state = !e ? VFS_LEASE_EXPIRED : e->recalled ? VFS_LEASE_RECALLED : VFS_LEASE_HELD;
 	now = util_now_ns();

@@ -266,6 +266,33 @@ static void test_encrypted_file_says_so(void **state)
 }
 
 /* A one-image ponyfs: extents and checksums, but no volume to name. */
+/* A member failing (or being rebuilt) recalls the leases given before: the pieces changed meaning. */
+static void test_member_failure_recalls_leases(void **state)
+{
+	struct vol_fixture *f = *state;
+	static uint8_t w[4 * BLK];
+	struct answer a;
+	uint64_t ino, fh, ms;
+	uint32_t st = 99;
+
+	test_fill(w, sizeof(w), 5);
+	assert_int_equal(test_open(f->fs, "f", O_CREAT | O_RDWR, &ino, &fh), 0);
+	assert_int_equal(VFS_CALL(f->fs, write, ino, fh, w, sizeof(w), 0), sizeof(w));
+	assert_int_equal(VFS_CALL(f->fs, fsync, ino, fh, false), 0);
+	memset(&a, 0, sizeof(a));
+	a.l = (struct vfs_layout){ .length = UINT64_MAX, .extents = a.e, .max_extents = 64,
+				   .csums = a.csums, .max_csums = 1024, .pieces = a.p,
+				   .max_pieces = 1024, .lease = VFS_LEASE_NEW };
+	assert_int_equal(VFS_CALL(f->fs, layout_map, ino, &a.l), 0);
+	assert_int_not_equal(a.l.lease, 0);
+	assert_int_equal(VFS_CALL(f->fs, layout_lease, a.l.lease, VFS_LEASE_STATUS, &st, &ms), 0);
+	assert_int_equal(st, VFS_LEASE_HELD);
+	assert_int_equal(volume_fail_member(volume_set_volume(f->set), 1, 2), 0);
+	assert_int_equal(VFS_CALL(f->fs, layout_lease, a.l.lease, VFS_LEASE_STATUS, &st, &ms), 0);
+	assert_int_equal(st, VFS_LEASE_RECALLED);
+	assert_int_equal(VFS_CALL(f->fs, release, ino, fh), 0);
+}
+
 static void test_image_layout_has_no_pieces(void **state)
 {
 	struct bdev *dev;
@@ -309,6 +336,8 @@ int main(void)
 						vol_setup, vol_teardown),
 		cmocka_unit_test_setup_teardown(test_directory_has_no_layout, vol_setup, vol_teardown),
 		cmocka_unit_test_setup_teardown(test_encrypted_file_says_so, vol_setup, vol_teardown),
+		cmocka_unit_test_setup_teardown(test_member_failure_recalls_leases, vol_setup,
+						vol_teardown),
 		cmocka_unit_test(test_image_layout_has_no_pieces),
 	};
 
