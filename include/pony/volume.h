@@ -152,6 +152,12 @@ typedef int (*volume_progress_fn)(uint64_t done, uint64_t total, void *arg);
  */
 int volume_rebuild(struct volume *v, unsigned seg, uint64_t from_off, uint64_t rate,
 		   volume_progress_fn progress, void *arg);
+/* The same over only these ranges of seg (bytes of the segment), then the members are working. */
+struct volume_range {
+	uint64_t off, len;
+};
+int volume_rebuild_ranges(struct volume *v, unsigned seg, const struct volume_range *ranges,
+			  size_t n, uint64_t rate);
 
 /*
  * One inconsistency scrub found: copies or parity that disagree. When the
@@ -367,6 +373,18 @@ void volume_set_watch(struct volume_set *s, volume_progress_fn fn, void *arg);
 /* Waits until the spare worker is idle: the last take-over's result (0: none or done). */
 int volume_set_wait(struct volume_set *s);
 int volume_set_replace(struct volume_set *s, unsigned m, struct bdev *dev);
+/*
+ * Re-adds dev, member m as it left (its superblock names this volume, index
+ * and member UUID), rebuilding only what the write-intent bitmap marks as
+ * written since; the volume stays usable. -ESTALE: it left before the
+ * bitmap was last zeroed (a full rebuild is needed: volume_set_replace);
+ * -EXDEV: m was replaced since; -EINVAL: not this volume's member m;
+ * -EBUSY: m works. *ret_resynced: the bytes rebuilt.
+ */
+int volume_set_readd(struct volume_set *s, unsigned m, struct bdev *dev, uint64_t rate,
+		     uint64_t *ret_resynced);
+/* The device assembly refused as member m for being stale (NULL: none); the set's. */
+struct bdev *volume_set_refused_device(const struct volume_set *s, unsigned m);
 /* Rebuilds rebuilding members from the checkpoint on, saving it as it goes. */
 int volume_set_rebuild(struct volume_set *s, uint64_t rate, volume_progress_fn progress,
 		       void *arg);

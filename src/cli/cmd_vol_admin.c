@@ -1,5 +1,5 @@
 /*
- * cmd_vol_admin.c - `pony vol fail | add | replace | rebuild | scrub |
+ * cmd_vol_admin.c - `pony vol fail | add | replace | re-add | rebuild | scrub |
  * badblocks`: failure handling from the command line. Every state change
  * is saved in the members' superblocks before the command returns. A
  * device added to a healthy volume becomes an idle hot spare; a member
@@ -267,6 +267,67 @@ static int vol_replace_run(int argc, char **argv)
 	return vol_swap(argc, argv, true);
 }
 
+/* One member back: its missed writes resynced from the bitmap, or why it cannot be. */
+static int readd_one(struct vol_handle *h, unsigned m, struct bdev *dev, const struct admin_opts *o)
+{
+	const char *name = dev->name;
+	uint64_t resynced = 0;
+	int r = volume_set_readd(h->set, m, dev, o->rate, &resynced);
+
+	if (r == -ESTALE)
+		return cli_error("member %u (%s) left before the write-intent bitmap was last "
+				 "cleared: what it missed is not known; rebuild it whole with "
+				 "'pony vol replace -m %u -d %s'", m, name, m, name);
+	if (r == -EXDEV)
+		return cli_error("member %u was replaced since %s left; add %s as a new device",
+				 m, name, name);
+	if (r < 0)
+		return cli_error("re-add of member %u (%s): %s", m, name, strerror(-r));
+	if (o->json)
+		vol_json_report(h, "re-add", (int)m, name);
+	else
+		printf("member %u (%s) re-added: %llu bytes resynced\n", m, name,
+		       (unsigned long long)resynced);
+	return 0;
+}
+
+static int vol_readd_run(int argc, char **argv)
+{
+	ADMIN_PARSE("Usage: pony vol re-add [-m INDEX] [-r RATE] [--json] DEV...\n"
+		    "Takes back members that left and returned (a server back, a disk\n"
+		    "put back), as mdadm --re-add: DEV... lists every member, the\n"
+		    "returning ones too, and only what the volume's write-intent\n"
+		    "bitmap marks as written while they were away is rebuilt onto\n"
+		    "them. -m takes back only member INDEX. A member gone since before\n"
+		    "the bitmap was last cleared needs a full rebuild: pony vol replace.\n")
+	unsigned done = 0, n;
+	int failed = 0;
+
+	r = vol_open("pony vol re-add", argv + optind, argc - optind,
+		     VOL_OPEN_QUIET | VOL_OPEN_DEGRADED, &h);
+	if (r)
+		return r;
+	n = volume_member_count(h.v, 0);
+	if (o.have_member && o.member >= n) {
+		vol_close(&h);
+		return cli_error("no member %u", o.member);
+	}
+	for (unsigned m = 0; m < n; m++) {
+		struct bdev *dev = volume_set_refused_device(h.set, m);
+
+		if (!dev || (o.have_member && m != o.member))
+			continue;
+		failed |= readd_one(&h, m, dev, &o);
+		done++;
+	}
+	if (!done) {
+		vol_close(&h);
+		return cli_error(o.have_member ? "member %u is not among DEV... as a member that "
+				 "left" : "no member among DEV... left and came back", o.member);
+	}
+	return vol_close(&h) || failed ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
+}
+
 static int vol_rebuild_run(int argc, char **argv)
 {
 	ADMIN_PARSE("Usage: pony vol rebuild [-r RATE] [--json] DEV...\n"
@@ -430,6 +491,8 @@ const struct cli_command cli_vol_add = {
 	"add", "put a new device in for a failed member and rebuild", vol_add_run };
 const struct cli_command cli_vol_replace = {
 	"replace", "swap a member for a new device and rebuild", vol_replace_run };
+const struct cli_command cli_vol_readd = {
+	"re-add", "take back members that left, resyncing what they missed", vol_readd_run };
 const struct cli_command cli_vol_rebuild = {
 	"rebuild", "resume rebuilding members (from the checkpoint)", vol_rebuild_run };
 const struct cli_command cli_vol_scrub = {

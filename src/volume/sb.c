@@ -26,13 +26,14 @@ enum {
 	SB_NBAD = 0x074, SB_REBUILD_OFF = 0x078, SB_MEMBER_STATE = 0x080,
 	SB_MEMBER_UUIDS = 0x0c0, SB_SEGS = 0x4c0, SB_SEG_SIZE = 48, SB_NAME = 0x640,
 	SB_BAD = 0x680, SB_END_COPY = 0xe80, SB_SCRUB_SEG = 0xe88, SB_SCRUB_OFF = 0xe90,
-	SB_NSPARES = 0xe98, SB_SPARE_UUIDS = 0xea0, SB_TAIL = 0xf20,
+	SB_NSPARES = 0xe98, SB_SPARE_UUIDS = 0xea0, SB_BITMAP_EVENTS = 0xf20, SB_TAIL = 0xf28,
 };
 
 _Static_assert(SB_SEGS == SB_MEMBER_UUIDS + VOLUME_SB_MAX_MEMBERS * 16, "uuids end at segs");
 _Static_assert(SB_NAME == SB_SEGS + VOLUME_SB_MAX_SEGS * SB_SEG_SIZE, "segs end at name");
 _Static_assert(SB_END_COPY == SB_BAD + VOLUME_SB_MAX_BAD * 16, "bad list ends at end_copy");
-_Static_assert(SB_TAIL == SB_SPARE_UUIDS + VOLUME_SB_MAX_SPARES * 16, "spare uuids end at tail");
+_Static_assert(SB_BITMAP_EVENTS == SB_SPARE_UUIDS + VOLUME_SB_MAX_SPARES * 16,
+	       "spare uuids end at bitmap_events");
 
 void volume_sb_encode(const struct volume_sb *sb, uint8_t *b)
 {
@@ -78,6 +79,7 @@ void volume_sb_encode(const struct volume_sb *sb, uint8_t *b)
 	put64(b + SB_SCRUB_OFF, sb->scrub_off);
 	put32(b + SB_NSPARES, sb->nspares);
 	memcpy(b + SB_SPARE_UUIDS, sb->spare_uuids, sizeof(sb->spare_uuids));
+	put64(b + SB_BITMAP_EVENTS, sb->bitmap_events);
 	put32(b + SB_CRC, util_crc32c(0, b, VOLUME_SB_SIZE));
 }
 
@@ -114,6 +116,7 @@ int volume_sb_decode(const uint8_t *b, struct volume_sb *sb)
 	memcpy(sb->member_uuids, b + SB_MEMBER_UUIDS, sizeof(sb->member_uuids));
 	sb->nspares = util_get_le32(b + SB_NSPARES);
 	memcpy(sb->spare_uuids, b + SB_SPARE_UUIDS, sizeof(sb->spare_uuids));
+	sb->bitmap_events = util_get_le64(b + SB_BITMAP_EVENTS);
 	if (sb->nmembers == 0 || sb->nmembers > VOLUME_SB_MAX_MEMBERS ||
 	    sb->nspares > VOLUME_SB_MAX_SPARES ||
 	    sb->member_index >= sb->nmembers + sb->nspares || sb->nsegs == 0 ||

@@ -52,6 +52,10 @@ struct volume_sb {
 	struct volume_sb_bad bad[VOLUME_SB_MAX_BAD];
 	uint32_t nspares;               /* idle hot spares; index nmembers + i is spare i */
 	uint8_t spare_uuids[VOLUME_SB_MAX_SPARES][16];
+	/* events of the commit after the bitmap was last zeroed: a member whose
+	 * own events are at least this missed only writes the bitmap marks
+	 * (re-add). 0: unknown (made before the field), re-add refused. */
+	uint64_t bitmap_events;
 };
 
 void volume_sb_encode(const struct volume_sb *sb, uint8_t *buf);

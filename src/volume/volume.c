@@ -543,14 +543,15 @@ struct seg_pass {
 	struct volume_scrub sc;
 };
 
-/* Walks segment s unit by unit from from_off: rate-limited, with progress. */
-static int seg_pass_run(struct volume_seg *s, uint64_t from_off, uint64_t rate,
+/* Walks [from_off, to_off) of segment s unit by unit: rate-limited, with progress. */
+static int seg_pass_run(struct volume_seg *s, uint64_t from_off, uint64_t to_off, uint64_t rate,
 			volume_progress_fn progress, void *arg, struct seg_pass *p)
 {
 	uint64_t unit = s->ops->unit(s), t0 = util_now_ns(), start = from_off / unit * unit;
+	uint64_t end = MIN(to_off, s->len);
 	int r = 0;
 
-	for (uint64_t off = start; off < s->len && r >= 0; off += unit) {
+	for (uint64_t off = start; off < end && r >= 0; off += unit) {
 		uint64_t n = MIN(unit, s->len - off);
 
 		pthread_mutex_lock(&s->lock);
@@ -577,6 +578,14 @@ static int scrub_step(struct volume_seg *s, uint64_t off, uint64_t n, struct seg
 	return s->ops->scrub(s, off, n, &p->sc);
 }
 
+/* Marks seg's rebuilding members working: their rebuild is done. */
+static void rebuilt_members_ok(struct volume_seg *s)
+{
+	for (unsigned m = 0; m < s->nmembers; m++)
+		if (volume_mstate(s, m) == VOLUME_MEMBER_REBUILDING)
+			__atomic_store_n(&s->m[m].state, VOLUME_MEMBER_OK, __ATOMIC_RELEASE);
+}
+
 int volume_rebuild(struct volume *v, unsigned seg, uint64_t from_off, uint64_t rate,
 		   volume_progress_fn progress, void *arg)
 {
@@ -589,12 +598,31 @@ int volume_rebuild(struct volume *v, unsigned seg, uint64_t from_off, uint64_t r
 	s = v->segs[seg];
 	if (!s->ops->rebuild || !s->ops->unit)
 		return -EOPNOTSUPP;
-	r = seg_pass_run(s, from_off, rate, progress, arg, &p);
+	r = seg_pass_run(s, from_off, UINT64_MAX, rate, progress, arg, &p);
 	if (r < 0)
 		return r;
-	for (unsigned m = 0; m < s->nmembers; m++)
-		if (volume_mstate(s, m) == VOLUME_MEMBER_REBUILDING)
-			__atomic_store_n(&s->m[m].state, VOLUME_MEMBER_OK, __ATOMIC_RELEASE);
+	rebuilt_members_ok(s);
+	return 0;
+}
+
+int volume_rebuild_ranges(struct volume *v, unsigned seg, const struct volume_range *ranges,
+			  size_t n, uint64_t rate)
+{
+	struct seg_pass p = { .step = rebuild_step };
+	struct volume_seg *s;
+	int r = 0;
+
+	if (seg >= v->nsegs)
+		return -EINVAL;
+	s = v->segs[seg];
+	if (!s->ops->rebuild || !s->ops->unit)
+		return -EOPNOTSUPP;
+	for (size_t i = 0; i < n && r >= 0; i++)
+		r = seg_pass_run(s, ranges[i].off, ranges[i].off + ranges[i].len, rate, NULL, NULL,
+				 &p);
+	if (r < 0)
+		return r;
+	rebuilt_members_ok(s);
 	return 0;
 }
 
@@ -621,7 +649,7 @@ int volume_scrub_from(struct volume *v, unsigned seg, uint64_t from_off, bool re
 	s = v->segs[seg];
 	if (!s->ops->scrub || !s->ops->unit)
 		return -EOPNOTSUPP;
-	r = seg_pass_run(s, from_off, rate, progress, arg, &p);
+	r = seg_pass_run(s, from_off, UINT64_MAX, rate, progress, arg, &p);
 	if (ret_count)
 		*ret_count = p.sc.count;
 	return r;
@@ -634,7 +662,7 @@ int volume_resync(struct volume *v, unsigned i)
 
 	if (!s->ops->scrub || !s->ops->unit)
 		return 0;       /* nothing to make agree */
-	return seg_pass_run(s, 0, 0, NULL, NULL, &p);
+	return seg_pass_run(s, 0, UINT64_MAX, 0, NULL, NULL, &p);
 }
 
 /* "stripe 12" or "offset 4096" (copies) in a log line. */
