@@ -27,9 +27,12 @@
 enum layoutd_type {
 	LAYOUTD_GET = 1,                /* client: a layout page of the passed file */
 	LAYOUTD_LEASE = 2,              /* client: a lease's status, or its return */
+	LAYOUTD_GET_PATH = 3,           /* client: a layout page of a path (TCP: no descriptors) */
+	LAYOUTD_TOPOLOGY = 4,           /* client: the volume's members */
 	LAYOUTD_LAYOUT = 0x81,          /* daemon: GET's answer */
 	LAYOUTD_LEASE_STATE = 0x82,     /* daemon: LEASE's answer */
 	LAYOUTD_RECALL = 0x83,          /* daemon, unasked (tag 0): a lease was recalled */
+	LAYOUTD_TOPOLOGY_IS = 0x84,     /* daemon: TOPOLOGY's answer */
 	LAYOUTD_ERROR = 0xff,           /* daemon: the request failed */
 };
 
@@ -45,6 +48,30 @@ struct layoutd_get {
 	le64 offset, length;            /* the file range (as PONYFUSE_IOC_LAYOUT) */
 	le32 lease;                     /* 0, VFS_LEASE_NEW or a lease to join */
 	le32 reserved;
+} __attribute__((packed));
+
+/* GET_PATH: this, then path_len bytes of a path from the mount's root (no NUL). */
+struct layoutd_get_path {
+	struct layoutd_get get;
+	le32 path_len;                  /* 1 .. LAYOUTD_PATH_MAX */
+	le32 reserved;
+} __attribute__((packed));
+#define LAYOUTD_PATH_MAX 4096
+
+/* TOPOLOGY_IS: this head, then nmembers members. */
+struct layoutd_topology_head {
+	char level[16];                 /* "raid6", NUL-padded */
+	char layout[24];                /* md layout name; "": none */
+	le64 chunk, full_stripe, region_offset;
+	le32 nmembers;
+	le32 reserved;
+} __attribute__((packed));
+
+struct layoutd_member {
+	le32 state;                     /* 0 working, 1 failed, 2 rebuilding */
+	le32 has_uuid;
+	uint8_t uuid[16];
+	char device[256];               /* as the mount opened it (a path or an NBD URI); "": missing */
 } __attribute__((packed));
 
 struct layoutd_lease {
@@ -92,9 +119,15 @@ struct layoutd_piece {
 #define LAYOUTD_MAX_EXTENTS 32
 #define LAYOUTD_MAX_CSUMS 1024
 #define LAYOUTD_MAX_PIECES 256
-#define LAYOUTD_MAX_PAYLOAD (sizeof(struct layoutd_layout_head) + \
-			     LAYOUTD_MAX_EXTENTS * sizeof(struct layoutd_extent) + \
-			     LAYOUTD_MAX_CSUMS * 4 + LAYOUTD_MAX_PIECES * sizeof(struct layoutd_piece))
+#define LAYOUTD_MAX_LAYOUT (sizeof(struct layoutd_layout_head) + \
+			    LAYOUTD_MAX_EXTENTS * sizeof(struct layoutd_extent) + \
+			    LAYOUTD_MAX_CSUMS * 4 + LAYOUTD_MAX_PIECES * sizeof(struct layoutd_piece))
+#define LAYOUTD_MAX_TOPOLOGY (sizeof(struct layoutd_topology_head) + \
+			      VFS_LAYOUT_MAX_MEMBERS * sizeof(struct layoutd_member))
+#define LAYOUTD_MAX_PAYLOAD (LAYOUTD_MAX_LAYOUT > LAYOUTD_MAX_TOPOLOGY ? LAYOUTD_MAX_LAYOUT : \
+			     LAYOUTD_MAX_TOPOLOGY)
+/* The largest request: a GET_PATH. */
+#define LAYOUTD_MAX_REQUEST (sizeof(struct layoutd_get_path) + LAYOUTD_PATH_MAX)
 
 /* A header for a payload of length bytes. */
 struct layoutd_hdr layoutd_hdr_make(enum layoutd_type type, uint32_t length, uint32_t tag);
@@ -110,6 +143,19 @@ size_t layoutd_layout_encode(const struct vfs_layout *l, uint8_t *buf);
  */
 int layoutd_layout_decode(const uint8_t *buf, size_t len, struct vfs_layout *l);
 
+/* A topology into a TOPOLOGY_IS payload (LAYOUTD_MAX_TOPOLOGY bytes): its length. */
+size_t layoutd_topology_encode(const struct vfs_layout_topology *t, uint8_t *buf);
+
+/* Pre-shared keys (psk.c): "IDENTITY:HEXKEY" lines, as psktool writes them. */
+struct layoutd_psk {
+	char **id;
+	uint8_t **key;
+	size_t *len, n;
+};
+/* -EINVAL (line *ret_line malformed), -ENOKEY (no key in it), -errno (cannot read). */
+int layoutd_psk_load(const char *path, struct layoutd_psk *k, unsigned *ret_line);
+void layoutd_psk_free(struct layoutd_psk *k);
+
 struct layoutd;
 
 /*
@@ -120,9 +166,33 @@ struct layoutd;
  */
 int layoutd_open(struct vfs *fs, const char *path, const char *mountpoint,
 		 struct layoutd **ret);
-/* Serves from a thread of its own, once the mount serves (after any fork). */
+/*
+ * Also listens on TCP at addr ("HOST:PORT", "[V6]:PORT" or ":PORT"), every
+ * connection in TLS with a pre-shared key from psk_file (lines
+ * "IDENTITY:HEXKEY", as psktool and nbdkit's tls-psk write them), or, with
+ * psk_file NULL, in the clear (the caller's --insecure). Requests there
+ * name files by path (GET_PATH). Call between layoutd_open and _start.
+ */
+int layoutd_listen_tcp(struct layoutd *d, const char *addr, const char *psk_file);
+/* Serves from threads of its own, once the mount serves (after any fork). */
 int layoutd_start(struct layoutd *d);
 /* Stops serving, returns every lease its clients hold, removes the socket. */
 void layoutd_stop(struct layoutd *d);
+
+/*
+ * The client end (client.c). A connection to a mount's Unix socket, or
+ * to its TCP listener ("HOST:PORT") in TLS with the first key of psk_file
+ * (NULL: in the clear; -EACCES: the daemon refused the key).
+ */
+struct layoutd_client;
+int layoutd_client_unix(const char *path, struct layoutd_client **ret);
+int layoutd_client_tcp(const char *addr, const char *psk_file, struct layoutd_client **ret);
+/* One request; file_fd (-1: none) goes along on the Unix socket only. */
+int layoutd_client_send(struct layoutd_client *c, enum layoutd_type type, uint32_t tag,
+			const void *payload, size_t len, int file_fd);
+/* The next message (-ETIMEDOUT after timeout_ms; -1: wait); its payload into payload[cap]. */
+int layoutd_client_recv(struct layoutd_client *c, int timeout_ms, struct layoutd_hdr *h,
+			uint8_t *payload, size_t cap, size_t *ret_len);
+void layoutd_client_close(struct layoutd_client *c);
 
 #endif

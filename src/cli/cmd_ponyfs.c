@@ -320,10 +320,14 @@ static int mount_run(int argc, char **argv)
 		{ "degraded", no_argument, NULL, 'D' },
 		{ "layout-lease", required_argument, NULL, 'L' },
 		{ "layout-socket", required_argument, NULL, 'S' },
+		{ "layout-listen", required_argument, NULL, 'T' },
+		{ "layout-psk", required_argument, NULL, 'K' },
+		{ "insecure", no_argument, NULL, 'I' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *log_file = NULL, *layout_socket = NULL;
+	const char *log_file = NULL, *layout_socket = NULL, *layout_listen = NULL, *layout_psk = NULL;
+	bool insecure = false;
 	struct layoutd *layoutd = NULL;
 	char mnt[PATH_MAX];
 	unsigned lease_s;
@@ -345,6 +349,9 @@ static int mount_run(int argc, char **argv)
 			po.layout_lease_ms = lease_s * 1000ull;
 			break;
 		case 'S': layout_socket = optarg; break;
+		case 'T': layout_listen = optarg; break;
+		case 'K': layout_psk = optarg; break;
+		case 'I': insecure = true; break;
 		case 'o':
 			r = cli_ponyfs_mount_opts(optarg, &po, &fo, &mo);
 			if (r)
@@ -353,6 +360,7 @@ static int mount_run(int argc, char **argv)
 		case 'h':
 			printf("Usage: pony mount [-f] [-d] [--commit MS] [--degraded] [--log FILE]\n"
 			       "                  [--layout-lease SECONDS] [--layout-socket PATH]\n"
+			       "                  [--layout-listen ADDR --layout-psk FILE|--insecure]\n"
 			       "                  [-o OPTS]\n"
 			       "                  IMG...|UUID=U|LABEL=L MNT\n"
 			       "       pony IMG MNT -o OPTS   (as mount.fuse3 runs it for\n"
@@ -369,6 +377,9 @@ static int mount_run(int argc, char **argv)
 			       "docs/layout.md): blocks a lease names are not reused before.\n"
 			       "--layout-socket: also serve layouts and leases, with recalls\n"
 			       "pushed, on a Unix socket at PATH (docs/layout.md).\n"
+			       "--layout-listen: the same on TCP at HOST:PORT for other hosts,\n"
+			       "in TLS with a key of --layout-psk FILE (IDENTITY:HEXKEY lines, as\n"
+			       "psktool writes); --insecure serves it in the clear instead.\n"
 			       "-o takes mount(8) options; then the mount's type is plain fuse\n"
 			       "and its source IMG. Pony's own: commit=MS, format (mkfs IMG\n"
 			       "first when its first MiB is all zeros), format=foreign (also\n"
@@ -382,6 +393,11 @@ static int mount_run(int argc, char **argv)
 	n = argc - optind - 1;
 	if (n < 1 || n > MAX_IMAGES)
 		return cli_usage_error("pony mount", "IMG... and MNT are needed");
+	if (layout_listen && !layout_psk && !insecure)
+		return cli_usage_error("pony mount", "--layout-listen needs --layout-psk FILE "
+				       "(or --insecure to serve layouts in the clear)");
+	if (layout_psk && !layout_listen)
+		return cli_usage_error("pony mount", "--layout-psk is for --layout-listen");
 	if (mo.remount)
 		return cli_ponyfs_remount(argv[argc - 1], &mo);
 	if (n == 1 && !cli_ponyfs_is_spec(argv[optind])) {
@@ -413,14 +429,24 @@ static int mount_run(int argc, char **argv)
 		stand_done(&s);
 		return cli_error("%s: cannot mount: %s", argv[optind], why(r));
 	}
-	if (layout_socket) {
-		/* Bound now, so a bad path is this command's error; served once mounted. */
+	if (layout_socket || layout_listen) {
+		/* Bound now, so a bad address is this command's error; served once mounted. */
+		const char *what = layout_socket ? layout_socket : layout_listen;
+
 		r = realpath(argv[argc - 1], mnt) ? layoutd_open(fs, layout_socket, mnt, &layoutd)
 						   : -errno;
+		if (r >= 0 && layout_listen) {
+			what = layout_listen;
+			r = layoutd_listen_tcp(layoutd, layout_listen, insecure ? NULL : layout_psk);
+			if (r < 0 && layout_psk && (r == -EINVAL || r == -ENOKEY || r == -ENOENT))
+				what = layout_psk;
+		}
 		if (r < 0) {
+			layoutd_stop(layoutd);
 			vfs_free(TAKE_PTR(fs));
 			stand_done(&s);
-			return cli_error("%s: cannot serve layouts: %s", layout_socket, why(r));
+			return cli_error("%s: cannot serve layouts: %s", what,
+					 r == -ENOKEY ? "no IDENTITY:HEXKEY line in it" : why(r));
 		}
 		fo.serving = serve_layouts;
 		fo.serving_arg = layoutd;

@@ -1,17 +1,18 @@
 /*
- * server.c - the layout control socket's daemon side (docs/layout.md
- * "Control socket"): one thread polls a Unix SOCK_SEQPACKET socket, its
- * clients, and a pipe on which the filesystem's recall callback drops the
- * leases it recalls. A GET arrives with the file's descriptor; its inode
- * (from the kernel's cached attributes: no round trip to this very
- * daemon) names the file, and its device must be the mount's. Each
- * connection remembers the leases it was given, to tell it of their recall
- * and to return them when it closes.
+ * server.c - the layout service's daemon side (docs/layout.md "Control
+ * socket"): its connections and their requests, whatever carries them,
+ * and the Unix socket. One thread polls the Unix socket, its clients, and
+ * a pipe on which the filesystem's recall callback drops the leases it
+ * recalls; TCP clients have a thread each (tcp.c). A GET on the Unix
+ * socket arrives with the file's descriptor; its inode (from the kernel's
+ * cached attributes: no round trip to this very daemon) names the file,
+ * and its device must be the mount's. A TCP client names the file by path
+ * (GET_PATH). Each connection remembers the leases it was given, to tell
+ * it of their recall and to return them when it closes.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -21,34 +22,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "pony/layoutd.h"
+#include "internal.h"
 
-#define MAX_CONNS 64
-#define REQUEST_MAX 64                  /* the largest request's payload */
-
-struct conn {
-	int fd;
-	uint32_t *leases;
-	size_t nleases, cap_leases;
-};
-
-struct layoutd {
-	struct vfs *fs;
-	char *path, *mountpoint;
-	int listen_fd;
-	int recalls[2];                 /* a pipe of le32 lease ids */
-	int stop_fd;                    /* an eventfd */
-	pthread_t thread;
-	bool running;                   /* thread started */
-	struct conn conns[MAX_CONNS];
-	size_t nconns;
-	dev_t dev;                      /* the mount's, found on the first GET */
-	bool have_dev;
-	uint8_t msg[sizeof(struct layoutd_hdr) + LAYOUTD_MAX_PAYLOAD];
-	struct vfs_layout_extent extents[LAYOUTD_MAX_EXTENTS];
-	uint32_t csums[LAYOUTD_MAX_CSUMS];
-	struct vfs_layout_piece pieces[LAYOUTD_MAX_PIECES];
-};
+#define MAX_UNIX_CONNS 64
 
 /* Runs under the filesystem's lock: queue the news, never block. */
 static void on_recall(void *arg, uint32_t lease)
@@ -61,63 +37,120 @@ static void on_recall(void *arg, uint32_t lease)
 		return;
 }
 
-/* Sends a message; false when the client cannot take it (it is dropped). */
-static bool send_msg(int fd, enum layoutd_type type, uint32_t tag, const void *payload,
-		     size_t len, uint8_t *scratch)
-{
-	struct layoutd_hdr h = layoutd_hdr_make(type, (uint32_t)len, tag);
+/* -- connections -------------------------------------------------------------- */
 
-	memcpy(scratch, &h, sizeof(h));
-	if (payload != scratch + sizeof(h))
-		memmove(scratch + sizeof(h), payload, len);
-	return send(fd, scratch, sizeof(h) + len, MSG_DONTWAIT | MSG_NOSIGNAL) ==
-	       (ssize_t)(sizeof(h) + len);
+struct layoutd_conn *layoutd_conn_new(struct layoutd *d, int fd, bool stream)
+{
+	struct layoutd_conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->d = d;
+	c->fd = fd;
+	c->stream = stream;
+	pthread_mutex_init(&c->wlock, NULL);
+	pthread_mutex_lock(&d->lock);
+	c->next = d->conns;
+	d->conns = c;
+	pthread_mutex_unlock(&d->lock);
+	return c;
 }
 
-static bool send_error(struct layoutd *d, int fd, uint32_t tag, int err)
+void layoutd_conn_unlink(struct layoutd_conn *c)
 {
-	struct layoutd_error e = { .err = cpu_to_le32((uint32_t)err) };
+	struct layoutd *d = c->d;
 
-	return send_msg(fd, LAYOUTD_ERROR, tag, &e, sizeof(e), d->msg);
+	pthread_mutex_lock(&d->lock);
+	for (struct layoutd_conn **p = &d->conns; *p; p = &(*p)->next)
+		if (*p == c) {
+			*p = c->next;
+			break;
+		}
+	pthread_mutex_unlock(&d->lock);
 }
 
-static void conn_forget_lease(struct conn *c, uint32_t lease)
+void layoutd_conn_free(struct layoutd_conn *c)
 {
-	for (size_t i = 0; i < c->nleases; i++)
-		if (c->leases[i] == lease)
-			c->leases[i--] = c->leases[--c->nleases];
-}
-
-static int conn_note_lease(struct conn *c, uint32_t lease)
-{
-	void *grown;
-
-	for (size_t i = 0; i < c->nleases; i++)
-		if (c->leases[i] == lease)
-			return 0;
-	grown = util_array_grow(c->leases, &c->cap_leases, c->nleases, sizeof(*c->leases), 4);
-	if (!grown)
-		return -ENOMEM;
-	c->leases = grown;
-	c->leases[c->nleases++] = lease;
-	return 0;
-}
-
-/* Closes connection i and returns the leases it held. */
-static void conn_close(struct layoutd *d, size_t i)
-{
-	struct conn *c = &d->conns[i];
-
 	for (size_t k = 0; k < c->nleases; k++) {
 		uint32_t state;
 		uint64_t ms;
 
-		VFS_CALL(d->fs, layout_lease, c->leases[k], VFS_LEASE_RETURN, &state, &ms);
+		VFS_CALL(c->d->fs, layout_lease, c->leases[k], VFS_LEASE_RETURN, &state, &ms);
 	}
 	free(c->leases);
 	close(c->fd);
-	d->conns[i] = d->conns[--d->nconns];
+	pthread_mutex_destroy(&c->wlock);
+	free(c);
 }
+
+/* Sends a message, c->wlock held; false when the client cannot take it. */
+static bool conn_send_locked(struct layoutd_conn *c, enum layoutd_type type, uint32_t tag,
+			     const void *payload, size_t len)
+{
+	struct layoutd_hdr h = layoutd_hdr_make(type, (uint32_t)len, tag);
+
+	memcpy(c->out, &h, sizeof(h));
+	if (payload != c->out + sizeof(h))
+		memmove(c->out + sizeof(h), payload, len);
+	if (c->stream)
+		return layoutd_tcp_write(c, c->out, sizeof(h) + len);
+	/* A Unix client that does not read its socket is dropped, not waited for. */
+	return send(c->fd, c->out, sizeof(h) + len, MSG_DONTWAIT | MSG_NOSIGNAL) ==
+	       (ssize_t)(sizeof(h) + len);
+}
+
+static bool conn_send(struct layoutd_conn *c, enum layoutd_type type, uint32_t tag,
+		      const void *payload, size_t len)
+{
+	bool ok;
+
+	pthread_mutex_lock(&c->wlock);
+	ok = conn_send_locked(c, type, tag, payload, len);
+	pthread_mutex_unlock(&c->wlock);
+	return ok;
+}
+
+static bool send_error(struct layoutd_conn *c, uint32_t tag, int err)
+{
+	struct layoutd_error e = { .err = cpu_to_le32((uint32_t)err) };
+
+	return conn_send(c, LAYOUTD_ERROR, tag, &e, sizeof(e));
+}
+
+static int conn_note_lease(struct layoutd_conn *c, uint32_t lease)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&c->d->lock);
+	for (size_t i = 0; i < c->nleases; i++)
+		if (c->leases[i] == lease)
+			goto out;
+	{
+		void *grown = util_array_grow(c->leases, &c->cap_leases, c->nleases,
+					      sizeof(*c->leases), 4);
+
+		if (!grown) {
+			r = -ENOMEM;
+			goto out;
+		}
+		c->leases = grown;
+		c->leases[c->nleases++] = lease;
+	}
+out:
+	pthread_mutex_unlock(&c->d->lock);
+	return r;
+}
+
+static void conn_forget_lease(struct layoutd_conn *c, uint32_t lease)
+{
+	pthread_mutex_lock(&c->d->lock);
+	for (size_t i = 0; i < c->nleases; i++)
+		if (c->leases[i] == lease)
+			c->leases[i--] = c->leases[--c->nleases];
+	pthread_mutex_unlock(&c->d->lock);
+}
+
+/* -- requests ----------------------------------------------------------------- */
 
 /* The inode of fd, which must be a file of the mount. */
 static int file_ino(struct layoutd *d, int fd, uint64_t *ret)
@@ -141,51 +174,152 @@ static int file_ino(struct layoutd *d, int fd, uint64_t *ret)
 	return 0;
 }
 
-static bool serve_get(struct layoutd *d, struct conn *c, uint32_t tag,
-		      const struct layoutd_get *g, int file_fd)
+/* The inode of a path from the mount's root (a TCP client's file), looked up as root. */
+static int path_ino(struct layoutd *d, const uint8_t *path, size_t len, uint64_t *ret)
 {
-	uint8_t *payload = d->msg + sizeof(struct layoutd_hdr);
+	struct vfs_ctx ctx = { .uid = 0, .gid = 0, .umask = 022 };
+	struct vfs_entry e;
+	char *p = malloc(len + 1);
+	int r;
+
+	if (!p)
+		return -ENOMEM;
+	memcpy(p, path, len);
+	p[len] = '\0';
+	r = memchr(path, '\0', len) ? -EINVAL : vfs_walk(d->fs, &ctx, p, &e);
+	free(p);
+	if (r < 0)
+		return r;
+	*ret = e.ino;
+	/* vfs_walk's reference: the layout needs the inode only for this call. */
+	if (e.ino != VFS_ROOT_INO)
+		VFS_FORGET(d->fs, e.ino, 1);
+	return 0;
+}
+
+static bool serve_layout(struct layoutd_conn *c, uint32_t tag, const struct layoutd_get *g,
+			 int r, uint64_t ino)
+{
+	uint8_t *payload = c->out + sizeof(struct layoutd_hdr);
 	struct vfs_layout l = {
 		.offset = le64_to_cpu(g->offset), .length = le64_to_cpu(g->length),
 		.lease = le32_to_cpu(g->lease),
-		.extents = d->extents, .max_extents = LAYOUTD_MAX_EXTENTS,
-		.csums = d->csums, .max_csums = LAYOUTD_MAX_CSUMS,
-		.pieces = d->pieces, .max_pieces = LAYOUTD_MAX_PIECES,
+		.extents = c->extents, .max_extents = LAYOUTD_MAX_EXTENTS,
+		.csums = c->csums, .max_csums = LAYOUTD_MAX_CSUMS,
+		.pieces = c->pieces, .max_pieces = LAYOUTD_MAX_PIECES,
 	};
-	uint64_t ino = 0;
-	int r = file_ino(d, file_fd, &ino);
+	size_t len;
+	bool ok;
 
 	if (r >= 0)
-		r = VFS_CALL(d->fs, layout_map, ino, &l);
+		r = VFS_CALL(c->d->fs, layout_map, ino, &l);
 	if (r >= 0 && l.lease && conn_note_lease(c, l.lease) < 0) {
 		uint32_t state;
 		uint64_t ms;
 
-		VFS_CALL(d->fs, layout_lease, l.lease, VFS_LEASE_RETURN, &state, &ms);
+		VFS_CALL(c->d->fs, layout_lease, l.lease, VFS_LEASE_RETURN, &state, &ms);
 		r = -ENOMEM;
 	}
 	if (r < 0)
-		return send_error(d, c->fd, tag, -r);
-	return send_msg(c->fd, LAYOUTD_LAYOUT, tag, payload, layoutd_layout_encode(&l, payload),
-			d->msg);
+		return send_error(c, tag, -r);
+	/* The page is encoded straight into the send buffer. */
+	pthread_mutex_lock(&c->wlock);
+	len = layoutd_layout_encode(&l, payload);
+	ok = conn_send_locked(c, LAYOUTD_LAYOUT, tag, payload, len);
+	pthread_mutex_unlock(&c->wlock);
+	return ok;
 }
 
-static bool serve_lease(struct layoutd *d, struct conn *c, uint32_t tag,
-			const struct layoutd_lease *q)
+static bool serve_lease(struct layoutd_conn *c, uint32_t tag, const struct layoutd_lease *q)
 {
 	struct layoutd_lease_state a = { 0 };
 	uint32_t lease = le32_to_cpu(q->lease), op = le32_to_cpu(q->op), state = 0;
 	uint64_t ms = 0;
-	int r = VFS_CALL(d->fs, layout_lease, lease, op, &state, &ms);
+	int r = VFS_CALL(c->d->fs, layout_lease, lease, op, &state, &ms);
 
 	if (r < 0)
-		return send_error(d, c->fd, tag, -r);
+		return send_error(c, tag, -r);
 	if (op == VFS_LEASE_RETURN)
 		conn_forget_lease(c, lease);
 	a.state = cpu_to_le32(state);
 	a.lease_ms = cpu_to_le64(ms);
-	return send_msg(c->fd, LAYOUTD_LEASE_STATE, tag, &a, sizeof(a), d->msg);
+	return conn_send(c, LAYOUTD_LEASE_STATE, tag, &a, sizeof(a));
 }
+
+static bool serve_topology(struct layoutd_conn *c, uint32_t tag)
+{
+	struct vfs_layout_topology *t = malloc(sizeof(*t));
+	uint8_t *payload = c->out + sizeof(struct layoutd_hdr);
+	int r = t ? VFS_CALL(c->d->fs, layout_topology, t) : -ENOMEM;
+	size_t len = 0;
+	bool ok;
+
+	if (r < 0) {
+		free(t);
+		return send_error(c, tag, -r);
+	}
+	pthread_mutex_lock(&c->wlock);
+	len = layoutd_topology_encode(t, payload);
+	ok = conn_send_locked(c, LAYOUTD_TOPOLOGY_IS, tag, payload, len);
+	pthread_mutex_unlock(&c->wlock);
+	free(t);
+	return ok;
+}
+
+bool layoutd_conn_handle(struct layoutd_conn *c, const struct layoutd_hdr *h,
+			 const uint8_t *payload, size_t len, int file_fd)
+{
+	uint32_t tag = le32_to_cpu(h->tag);
+	uint64_t ino = 0;
+	bool ok = false;
+	int r;
+
+	if (layoutd_hdr_check(h, len) < 0) {
+		send_error(c, tag, EPROTO);
+		return false;
+	}
+	switch (le16_to_cpu(h->type)) {
+	case LAYOUTD_GET:
+		if (len == sizeof(struct layoutd_get)) {
+			struct layoutd_get g;
+
+			memcpy(&g, payload, sizeof(g));
+			r = file_ino(c->d, file_fd, &ino);
+			ok = serve_layout(c, tag, &g, r, ino);
+		}
+		break;
+	case LAYOUTD_GET_PATH:
+		if (len > sizeof(struct layoutd_get_path)) {
+			struct layoutd_get_path g;
+
+			memcpy(&g, payload, sizeof(g));
+			if (le32_to_cpu(g.path_len) != len - sizeof(g) ||
+			    len - sizeof(g) > LAYOUTD_PATH_MAX)
+				break;
+			r = path_ino(c->d, payload + sizeof(g), len - sizeof(g), &ino);
+			ok = serve_layout(c, tag, &g.get, r, ino);
+		}
+		break;
+	case LAYOUTD_LEASE:
+		if (len == sizeof(struct layoutd_lease)) {
+			struct layoutd_lease q;
+
+			memcpy(&q, payload, sizeof(q));
+			ok = serve_lease(c, tag, &q);
+		}
+		break;
+	case LAYOUTD_TOPOLOGY:
+		ok = len == 0 && serve_topology(c, tag);
+		break;
+	default:
+		break;
+	}
+	if (!ok)
+		send_error(c, tag, EPROTO);
+	return ok;
+}
+
+/* -- the Unix socket ---------------------------------------------------------- */
 
 /* The descriptor a message carried (-1: none); any more are closed. */
 static int take_fd(struct msghdr *mh)
@@ -211,11 +345,10 @@ static int take_fd(struct msghdr *mh)
 	return fd;
 }
 
-/* One request from connection i; false: close it (gone or broke the protocol). */
-static bool serve_one(struct layoutd *d, size_t i)
+/* One packet from a Unix client; false: close it. */
+static bool unix_serve_one(struct layoutd_conn *c)
 {
-	struct conn *c = &d->conns[i];
-	uint8_t req[sizeof(struct layoutd_hdr) + REQUEST_MAX];
+	static _Thread_local uint8_t req[sizeof(struct layoutd_hdr) + LAYOUTD_MAX_REQUEST];
 	union {
 		char buf[CMSG_SPACE(4 * sizeof(int))];
 		struct cmsghdr align;
@@ -227,41 +360,13 @@ static bool serve_one(struct layoutd *d, size_t i)
 	int file_fd = n >= 0 ? take_fd(&mh) : -1;
 	struct layoutd_hdr h;
 	bool ok = false;
-	size_t len;
 
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return true;
-	if (n < (ssize_t)sizeof(h) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
-		goto out;
-	memcpy(&h, req, sizeof(h));
-	len = (size_t)n - sizeof(h);
-	if (layoutd_hdr_check(&h, len) < 0) {
-		send_error(d, c->fd, le32_to_cpu(h.tag), EPROTO);
-		goto out;
+	if (n >= (ssize_t)sizeof(h) && !(mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+		memcpy(&h, req, sizeof(h));
+		ok = layoutd_conn_handle(c, &h, req + sizeof(h), (size_t)n - sizeof(h), file_fd);
 	}
-	switch (le16_to_cpu(h.type)) {
-	case LAYOUTD_GET:
-		if (len == sizeof(struct layoutd_get)) {
-			struct layoutd_get g;
-
-			memcpy(&g, req + sizeof(h), sizeof(g));
-			ok = serve_get(d, c, le32_to_cpu(h.tag), &g, file_fd);
-		}
-		break;
-	case LAYOUTD_LEASE:
-		if (len == sizeof(struct layoutd_lease)) {
-			struct layoutd_lease q;
-
-			memcpy(&q, req + sizeof(h), sizeof(q));
-			ok = serve_lease(d, c, le32_to_cpu(h.tag), &q);
-		}
-		break;
-	default:
-		break;
-	}
-	if (!ok)
-		send_error(d, c->fd, le32_to_cpu(h.tag), EPROTO);
-out:
 	if (file_fd >= 0)
 		close(file_fd);
 	return ok;
@@ -277,54 +382,63 @@ static void push_recalls(struct layoutd *d)
 		for (ssize_t k = 0; k < n / (ssize_t)sizeof(ids[0]); k++) {
 			uint32_t lease = le32_to_cpu(ids[k]);
 			struct layoutd_recall rc = { .lease = ids[k] };
+			struct layoutd_conn *to = NULL;
 
-			for (size_t i = 0; i < d->nconns; i++)
-				for (size_t j = 0; j < d->conns[i].nleases; j++)
-					if (d->conns[i].leases[j] == lease &&
-					    !send_msg(d->conns[i].fd, LAYOUTD_RECALL, 0, &rc,
-						      sizeof(rc), d->msg))
-						shutdown(d->conns[i].fd, SHUT_RDWR);
+			pthread_mutex_lock(&d->lock);
+			for (struct layoutd_conn *c = d->conns; c && !to; c = c->next)
+				for (size_t j = 0; j < c->nleases && !to; j++)
+					if (c->leases[j] == lease)
+						to = c;
+			/* Sent under d->lock: the connection cannot be freed meanwhile. */
+			if (to && !conn_send(to, LAYOUTD_RECALL, 0, &rc, sizeof(rc)))
+				shutdown(to->fd, SHUT_RDWR);
+			pthread_mutex_unlock(&d->lock);
 		}
 }
 
-static void accept_one(struct layoutd *d)
+static void unix_accept(struct layoutd *d, size_t nunix)
 {
-	int fd = accept4(d->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	int fd = accept4(d->unix_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
 	if (fd < 0)
 		return;
-	if (d->nconns == MAX_CONNS) {
+	if (nunix >= MAX_UNIX_CONNS || !layoutd_conn_new(d, fd, false))
 		close(fd);
-		return;
-	}
-	d->conns[d->nconns++] = (struct conn){ .fd = fd };
 }
 
 static void *serve_main(void *arg)
 {
 	struct layoutd *d = arg;
-	struct pollfd p[3 + MAX_CONNS];
+	struct pollfd p[3 + MAX_UNIX_CONNS];
+	struct layoutd_conn *who[MAX_UNIX_CONNS];
 
 	for (;;) {
-		size_t n = d->nconns;
+		size_t n = 0;
 
 		p[0] = (struct pollfd){ .fd = d->stop_fd, .events = POLLIN };
 		p[1] = (struct pollfd){ .fd = d->recalls[0], .events = POLLIN };
-		p[2] = (struct pollfd){ .fd = d->listen_fd, .events = POLLIN };
-		for (size_t i = 0; i < n; i++)
-			p[3 + i] = (struct pollfd){ .fd = d->conns[i].fd, .events = POLLIN };
+		p[2] = (struct pollfd){ .fd = d->unix_fd, .events = POLLIN };
+		pthread_mutex_lock(&d->lock);
+		for (struct layoutd_conn *c = d->conns; c && n < MAX_UNIX_CONNS; c = c->next)
+			if (!c->stream) {
+				who[n] = c;
+				p[3 + n++] = (struct pollfd){ .fd = c->fd, .events = POLLIN };
+			}
+		pthread_mutex_unlock(&d->lock);
 		if (poll(p, 3 + n, -1) < 0 && errno != EINTR)
 			break;
 		if (p[0].revents)
 			break;
 		if (p[1].revents)
 			push_recalls(d);
-		/* From the last, so closing one (the last moves into its slot) skips none. */
-		for (size_t i = n; i-- > 0;)
-			if (p[3 + i].revents && !serve_one(d, i))
-				conn_close(d, i);
+		/* Unix clients are this thread's alone: it frees them. */
+		for (size_t i = 0; i < n; i++)
+			if (p[3 + i].revents && !unix_serve_one(who[i])) {
+				layoutd_conn_unlink(who[i]);
+				layoutd_conn_free(who[i]);
+			}
 		if (p[2].revents)
-			accept_one(d);
+			unix_accept(d, n);
 	}
 	return NULL;
 }
@@ -354,19 +468,28 @@ static int bind_path(int fd, const char *path)
 	return 0;
 }
 
+/* -- the daemon ------------------------------------------------------------------ */
+
 static void layoutd_free(struct layoutd *d)
 {
-	while (d->nconns)
-		conn_close(d, d->nconns - 1);
-	if (d->listen_fd >= 0) {
-		close(d->listen_fd);
+	while (d->conns) {
+		struct layoutd_conn *c = d->conns;
+
+		d->conns = c->next;
+		layoutd_conn_free(c);
+	}
+	if (d->unix_fd >= 0) {
+		close(d->unix_fd);
 		unlink(d->path);
 	}
+	layoutd_tcp_free(d);
 	for (int i = 0; i < 2; i++)
 		if (d->recalls[i] >= 0)
 			close(d->recalls[i]);
 	if (d->stop_fd >= 0)
 		close(d->stop_fd);
+	pthread_mutex_destroy(&d->lock);
+	pthread_cond_destroy(&d->tcp_gone);
 	free(d->path);
 	free(d->mountpoint);
 	free(d);
@@ -381,35 +504,33 @@ int layoutd_open(struct vfs *fs, const char *path, const char *mountpoint,
 	if (!d)
 		return -ENOMEM;
 	d->fs = fs;
-	d->recalls[0] = d->recalls[1] = d->stop_fd = -1;
-	if (!fs->ops->layout_recall_watch) {
-		d->listen_fd = -1;
-		r = -EOPNOTSUPP;
-		goto fail;
-	}
-	d->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	d->path = strdup(path);
+	d->recalls[0] = d->recalls[1] = d->stop_fd = d->tcp_fd = d->unix_fd = -1;
+	pthread_mutex_init(&d->lock, NULL);
+	pthread_cond_init(&d->tcp_gone, NULL);
 	d->mountpoint = strdup(mountpoint);
-	if (d->listen_fd < 0 || !d->path || !d->mountpoint) {
-		r = d->listen_fd < 0 ? -errno : -ENOMEM;
-		goto fail;
+	r = d->mountpoint ? 0 : -ENOMEM;
+	if (r >= 0 && !fs->ops->layout_recall_watch)
+		r = -EOPNOTSUPP;
+	if (r >= 0 && path) {
+		d->unix_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		d->path = strdup(path);
+		r = d->unix_fd < 0 ? -errno : !d->path ? -ENOMEM : bind_path(d->unix_fd, path);
+		if (r < 0 && d->unix_fd >= 0) {
+			close(d->unix_fd);
+			d->unix_fd = -1;        /* not ours to unlink */
+		}
 	}
-	r = bind_path(d->listen_fd, path);
+	if (r >= 0) {
+		d->stop_fd = eventfd(0, EFD_CLOEXEC);
+		if (d->stop_fd < 0 || pipe2(d->recalls, O_CLOEXEC | O_NONBLOCK) < 0)
+			r = -errno;
+	}
 	if (r < 0) {
-		close(d->listen_fd);
-		d->listen_fd = -1;      /* not ours to unlink */
-		goto fail;
-	}
-	d->stop_fd = eventfd(0, EFD_CLOEXEC);
-	if (d->stop_fd < 0 || pipe2(d->recalls, O_CLOEXEC | O_NONBLOCK) < 0) {
-		r = -errno;
-		goto fail;
+		layoutd_free(d);
+		return r;
 	}
 	*ret = d;
 	return 0;
-fail:
-	layoutd_free(d);
-	return r;
 }
 
 int layoutd_start(struct layoutd *d)
@@ -423,7 +544,7 @@ int layoutd_start(struct layoutd *d)
 		return r;
 	}
 	d->running = true;
-	return 0;
+	return layoutd_tcp_start(d);
 }
 
 void layoutd_stop(struct layoutd *d)
@@ -432,6 +553,7 @@ void layoutd_stop(struct layoutd *d)
 
 	if (!d)
 		return;
+	layoutd_tcp_stop(d);
 	if (d->running) {
 		/* An eventfd's write fails only on overflow, which one write cannot reach. */
 		if (write(d->stop_fd, &one, sizeof(one)) != sizeof(one))

@@ -7,6 +7,7 @@
  * client follows an index.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "pony/layoutd.h"
@@ -132,4 +133,30 @@ int layoutd_layout_decode(const uint8_t *buf, size_t len, struct vfs_layout *l)
 		if (!extent_fits(&l->extents[i], l))
 			return -EPROTO;
 	return 0;
+}
+
+size_t layoutd_topology_encode(const struct vfs_layout_topology *t, uint8_t *buf)
+{
+	struct layoutd_topology_head head = {
+		.chunk = cpu_to_le64(t->chunk), .full_stripe = cpu_to_le64(t->full_stripe),
+		.region_offset = cpu_to_le64(t->region_offset),
+		.nmembers = cpu_to_le32(MIN(t->nmembers, (uint32_t)VFS_LAYOUT_MAX_MEMBERS)),
+	};
+	size_t at = sizeof(head);
+
+	/* The rest of each field stays zero (NUL padding, no stale bytes on the wire). */
+	snprintf(head.level, sizeof(head.level), "%s", t->level ? t->level : "");
+	snprintf(head.layout, sizeof(head.layout), "%s", t->layout);
+	memcpy(buf, &head, sizeof(head));
+	for (uint32_t i = 0; i < le32_to_cpu(head.nmembers); i++, at += sizeof(struct layoutd_member)) {
+		const struct vfs_layout_member *m = &t->members[i];
+		struct layoutd_member w = {
+			.state = cpu_to_le32(m->state), .has_uuid = cpu_to_le32(m->has_uuid),
+		};
+
+		memcpy(w.uuid, m->uuid, sizeof(w.uuid));
+		snprintf(w.device, sizeof(w.device), "%s", m->device ? m->device : "");
+		memcpy(buf + at, &w, sizeof(w));
+	}
+	return at;
 }

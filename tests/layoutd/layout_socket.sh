@@ -25,7 +25,7 @@ head -c 200000 /dev/urandom >"$T/m/file" || fail "write"
 "$PONY" sync "$T/m" || fail "pony sync"
 
 # Hold a lease; overwrite the file through the mount: the recall comes unasked.
-"$CLIENT" hold "$S" "$T/m/file" "$T/ready" 20 >"$T/hold.out" 2>&1 &
+"$CLIENT" hold "unix:$S" "$T/m/file" "$T/ready" 20 >"$T/hold.out" 2>&1 &
 holder=$!
 for _ in $(seq 100); do [ -e "$T/ready" ] && break; sleep 0.1; done
 [ -e "$T/ready" ] || fail "the holder got no layout: $(cat "$T/hold.out")"
@@ -41,27 +41,37 @@ grep -qx "state expired" "$T/hold.out" || fail "status after return: $(cat "$T/h
 
 # A holder that dies: its connection's close returns the lease.
 rm -f "$T/ready"
-"$CLIENT" keep "$S" "$T/m/file" "$T/ready" >"$T/keep.out" 2>&1 &
+"$CLIENT" keep "unix:$S" "$T/m/file" "$T/ready" >"$T/keep.out" 2>&1 &
 keeper=$!
 for _ in $(seq 100); do [ -e "$T/ready" ] && break; sleep 0.1; done
 kept=$(awk '/^lease/ {print $2}' "$T/keep.out")
 [ -n "$kept" ] || fail "keeper got no lease: $(cat "$T/keep.out")"
-[ "$("$CLIENT" status "$S" "$kept")" = "state held" ] || fail "the kept lease is not held"
+[ "$("$CLIENT" status "unix:$S" "$kept")" = "state held" ] || fail "the kept lease is not held"
 kill -9 $keeper
 wait $keeper 2>/dev/null
 for _ in $(seq 50); do
-	[ "$("$CLIENT" status "$S" "$kept")" = "state expired" ] && break
+	[ "$("$CLIENT" status "unix:$S" "$kept")" = "state expired" ] && break
 	sleep 0.1
 done
-[ "$("$CLIENT" status "$S" "$kept")" = "state expired" ] ||
+[ "$("$CLIENT" status "unix:$S" "$kept")" = "state expired" ] ||
 	fail "lease $kept outlived its connection"
 
 # Bad requests.
-[ "$("$CLIENT" nofd "$S")" = "error 9" ] || fail "a GET without a descriptor is not EBADF"
-[ "$("$CLIENT" foreign "$S" /etc/hostname)" = "error 18" ] ||
+[ "$("$CLIENT" nofd "unix:$S")" = "error 9" ] || fail "a GET without a descriptor is not EBADF"
+[ "$("$CLIENT" foreign "unix:$S" /etc/hostname)" = "error 18" ] ||
 	fail "a GET of another filesystem's file is not EXDEV"
-[ "$("$CLIENT" garbage "$S" | tr '\n' ' ')" = "error 71 closed " ] ||
-	fail "a wrong magic is not EPROTO and a hang-up"
+garbage=$(python3 - "$S" <<'PY'
+import socket, struct, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])
+s.send(struct.pack("<IHHII", 0x12345678, 1, 2, 8, 5) + bytes(8))
+h = s.recv(64)
+magic, ver, typ, length, tag = struct.unpack("<IHHII", h[:16])
+err = struct.unpack("<I", h[16:20])[0]
+print(hex(typ), err, "closed" if s.recv(64) == b"" else "open")
+PY
+)
+[ "$garbage" = "0xff 71 closed" ] || fail "a wrong magic is not EPROTO and a hang-up: $garbage"
 
 # A second daemon (another filesystem) on the same socket: refused before mounting.
 mkdir "$T/m2"
@@ -70,7 +80,7 @@ truncate -s 256M "$T/img2"
 expect_failure "$PONY" mount --layout-socket "$S" "$T/img2" "$T/m2"
 mountpoint -q "$T/m2" && fail "the second mount went ahead"
 # The first still serves.
-[ "$("$CLIENT" status "$S" 99999)" = "state expired" ] || fail "the first daemon stopped serving"
+[ "$("$CLIENT" status "unix:$S" 99999)" = "state expired" ] || fail "the first daemon stopped serving"
 
 pony_umount
 [ -e "$S" ] && fail "the socket outlived the mount"

@@ -1,101 +1,81 @@
 /*
- * layout_socket_client.c - a client of the layout control socket for
- * layout_socket.sh, one request shape per command, speaking the wire
- * format through include/pony/layoutd.h's own encoders:
- *   hold SOCKET FILE READY SECONDS  a leased layout of FILE; touches READY;
- *                                   waits for the recall; STATUS; RETURN
- *   keep SOCKET FILE READY          a leased layout, then waits to be killed
- *   status SOCKET LEASE             the lease's state
- *   nofd SOCKET                     a GET without a descriptor
- *   foreign SOCKET FILE             a GET of a file of another filesystem
- *   garbage SOCKET                  a header with a wrong magic
+ * layout_socket_client.c - a client of the layout service for the
+ * layoutd tests, one request shape per command, through the client end
+ * (src/layoutd/client.c). TARGET is unix:PATH, or tcp:HOST:PORT with
+ * PONY_LAYOUT_PSK naming a PSK file (unset: in the clear). FILE is a path
+ * on the mount for unix: (passed as a descriptor), from the mount's root
+ * for tcp: (GET_PATH).
+ *   hold TARGET FILE READY SECONDS  a leased layout; touches READY; waits for
+ *                                   the recall; STATUS; RETURN; STATUS
+ *   keep TARGET FILE READY          a leased layout, then waits to be killed
+ *   status TARGET LEASE             the lease's state
+ *   layout TARGET FILE              a layout without a lease: "extents N size S"
+ *   topology TARGET                 "level L members N" and each member's device
+ *   nofd TARGET                     a GET without a descriptor
+ *   foreign TARGET FILE             a GET of a file of another filesystem
  * It prints one line per answer ("lease 3 extents 2", "recalled 3",
  * "state held", "error 9") for the script to compare.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "pony/layoutd.h"
 
-static uint8_t msg[sizeof(struct layoutd_hdr) + LAYOUTD_MAX_PAYLOAD];
+static uint8_t msg[LAYOUTD_MAX_PAYLOAD];
+static bool over_tcp;
 
-static int dial(const char *path)
+static struct layoutd_client *dial(const char *target)
 {
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	struct layoutd_client *c = NULL;
+	int r;
 
-	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-		fprintf(stderr, "connect %s: %s\n", path, strerror(errno));
-		exit(2);
+	over_tcp = !strncmp(target, "tcp:", 4);
+	if (over_tcp)
+		r = layoutd_client_tcp(target + 4, getenv("PONY_LAYOUT_PSK"), &c);
+	else if (!strncmp(target, "unix:", 5))
+		r = layoutd_client_unix(target + 5, &c);
+	else
+		r = -EINVAL;
+	if (r < 0) {
+		printf("connect %s\n", strerror(-r));
+		exit(3);
 	}
-	return fd;
+	return c;
 }
 
-/* Sends a request, with file_fd attached unless it is -1. */
-static void request(int sock, enum layoutd_type type, uint32_t tag, const void *payload,
+static void request(struct layoutd_client *c, enum layoutd_type type, const void *payload,
 		    size_t len, int file_fd)
 {
-	struct layoutd_hdr h = layoutd_hdr_make(type, (uint32_t)len, tag);
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} ctl;
-	struct iovec iov = { msg, sizeof(h) + len };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	int r = layoutd_client_send(c, type, 7, payload, len, file_fd);
 
-	memcpy(msg, &h, sizeof(h));
-	memcpy(msg + sizeof(h), payload, len);
-	if (file_fd >= 0) {
-		struct cmsghdr *cm;
-
-		mh.msg_control = ctl.buf;
-		mh.msg_controllen = sizeof(ctl.buf);
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &file_fd, sizeof(int));
-	}
-	if (sendmsg(sock, &mh, MSG_NOSIGNAL) < 0) {
-		perror("sendmsg");
+	if (r < 0) {
+		printf("send %s\n", strerror(-r));
 		exit(2);
 	}
 }
 
-/* The next message, its type; -1 on a closed socket or timeout (ms). */
-static int answer(int sock, int timeout_ms, size_t *ret_len)
+/* The next message, its type; -1 on a closed connection or timeout (ms). */
+static int answer(struct layoutd_client *c, int timeout_ms, size_t *ret_len)
 {
-	struct pollfd p = { .fd = sock, .events = POLLIN };
 	struct layoutd_hdr h;
-	ssize_t n;
+	int r = layoutd_client_recv(c, timeout_ms, &h, msg, sizeof(msg), ret_len);
 
-	if (poll(&p, 1, timeout_ms) != 1)
-		return -1;
-	n = recv(sock, msg, sizeof(msg), 0);
-	if (n < (ssize_t)sizeof(h))
-		return -1;
-	memcpy(&h, msg, sizeof(h));
-	*ret_len = (size_t)n - sizeof(h);
-	if (layoutd_hdr_check(&h, *ret_len) < 0) {
+	if (r == -EPROTO) {
 		printf("bad header\n");
 		exit(1);
 	}
-	return le16_to_cpu(h.type);
+	return r < 0 ? -1 : le16_to_cpu(h.type);
 }
 
 static uint32_t payload32(size_t off)
 {
 	le32 v;
 
-	memcpy(&v, msg + sizeof(struct layoutd_hdr) + off, sizeof(v));
+	memcpy(&v, msg + off, sizeof(v));
 	return le32_to_cpu(v);
 }
 
@@ -108,35 +88,49 @@ static bool print_error(int type)
 	return true;
 }
 
-static uint32_t get_leased(int sock, const char *file)
+/* A layout of all of file, with a new lease when leased: prints it, returns the lease. */
+static uint32_t get_layout(struct layoutd_client *c, const char *file, bool leased)
 {
 	static struct vfs_layout_extent ext[LAYOUTD_MAX_EXTENTS];
 	static uint32_t csums[LAYOUTD_MAX_CSUMS];
 	static struct vfs_layout_piece pieces[LAYOUTD_MAX_PIECES];
+	static uint8_t req[LAYOUTD_MAX_REQUEST];
 	struct vfs_layout l = { .extents = ext, .max_extents = LAYOUTD_MAX_EXTENTS,
 				.csums = csums, .max_csums = LAYOUTD_MAX_CSUMS,
 				.pieces = pieces, .max_pieces = LAYOUTD_MAX_PIECES };
 	struct layoutd_get g = { .length = cpu_to_le64(UINT64_MAX),
-				 .lease = cpu_to_le32(VFS_LEASE_NEW) };
-	int fd = open(file, O_RDONLY | O_CLOEXEC), type;
+				 .lease = cpu_to_le32(leased ? VFS_LEASE_NEW : 0) };
 	size_t len;
+	int type;
 
-	if (fd < 0) {
-		perror(file);
-		exit(2);
+	if (over_tcp) {
+		struct layoutd_get_path gp = { .get = g, .path_len = cpu_to_le32(strlen(file)) };
+
+		memcpy(req, &gp, sizeof(gp));
+		memcpy(req + sizeof(gp), file, strlen(file));
+		request(c, LAYOUTD_GET_PATH, req, sizeof(gp) + strlen(file), -1);
+	} else {
+		int fd = open(file, O_RDONLY | O_CLOEXEC);
+
+		if (fd < 0) {
+			perror(file);
+			exit(2);
+		}
+		request(c, LAYOUTD_GET, &g, sizeof(g), fd);
+		close(fd);
 	}
-	request(sock, LAYOUTD_GET, 7, &g, sizeof(g), fd);
-	close(fd);
-	type = answer(sock, 10000, &len);
+	type = answer(c, 10000, &len);
 	if (print_error(type))
 		exit(1);
-	if (type != LAYOUTD_LAYOUT ||
-	    layoutd_layout_decode(msg + sizeof(struct layoutd_hdr), len, &l) < 0) {
+	if (type != LAYOUTD_LAYOUT || layoutd_layout_decode(msg, len, &l) < 0) {
 		printf("no layout (type %d)\n", type);
 		exit(1);
 	}
-	printf("lease %u extents %u size %llu\n", l.lease, l.nextents,
-	       (unsigned long long)l.size);
+	if (leased)
+		printf("lease %u extents %u size %llu\n", l.lease, l.nextents,
+		       (unsigned long long)l.size);
+	else
+		printf("extents %u size %llu\n", l.nextents, (unsigned long long)l.size);
 	fflush(stdout);
 	return l.lease;
 }
@@ -147,15 +141,15 @@ static const char *state_name(uint32_t s)
 	       s == VFS_LEASE_EXPIRED ? "expired" : "?";
 }
 
-static void lease_op(int sock, uint32_t lease, uint32_t op)
+static void lease_op(struct layoutd_client *c, uint32_t lease, uint32_t op)
 {
 	struct layoutd_lease q = { .lease = cpu_to_le32(lease), .op = cpu_to_le32(op) };
 	size_t len;
 	int type;
 
-	request(sock, LAYOUTD_LEASE, 9, &q, sizeof(q), -1);
+	request(c, LAYOUTD_LEASE, &q, sizeof(q), -1);
 	/* A recall pushed meanwhile may come first. */
-	while ((type = answer(sock, 10000, &len)) == LAYOUTD_RECALL)
+	while ((type = answer(c, 10000, &len)) == LAYOUTD_RECALL)
 		;
 	if (print_error(type))
 		return;
@@ -171,64 +165,90 @@ static void touch(const char *path)
 		close(fd);
 }
 
+static int topology(struct layoutd_client *c)
+{
+	struct layoutd_topology_head head;
+	size_t len;
+	int type;
+
+	request(c, LAYOUTD_TOPOLOGY, NULL, 0, -1);
+	type = answer(c, 10000, &len);
+	if (print_error(type))
+		return 0;
+	if (type != LAYOUTD_TOPOLOGY_IS || len < sizeof(head))
+		return 1;
+	memcpy(&head, msg, sizeof(head));
+	if (len != sizeof(head) + le32_to_cpu(head.nmembers) * sizeof(struct layoutd_member))
+		return 1;
+	printf("level %.16s members %u\n", head.level, le32_to_cpu(head.nmembers));
+	for (uint32_t i = 0; i < le32_to_cpu(head.nmembers); i++) {
+		struct layoutd_member m;
+
+		memcpy(&m, msg + sizeof(head) + i * sizeof(m), sizeof(m));
+		printf("member %u %.256s\n", i, m.device);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd = argc > 2 ? argv[1] : "";
-	int sock = argc > 2 ? dial(argv[2]) : -1;
+	struct layoutd_client *c = argc > 2 ? dial(argv[2]) : NULL;
 	size_t len;
 	int type;
 
 	if (!strcmp(cmd, "hold") && argc == 6) {
-		uint32_t lease = get_leased(sock, argv[3]);
+		uint32_t lease = get_layout(c, argv[3], true);
 
 		touch(argv[4]);
-		type = answer(sock, atoi(argv[5]) * 1000, &len);
+		type = answer(c, atoi(argv[5]) * 1000, &len);
 		if (type != LAYOUTD_RECALL) {
 			printf("no recall (%d)\n", type);
 			return 1;
 		}
 		printf("recalled %u\n", payload32(0));
-		lease_op(sock, lease, VFS_LEASE_STATUS);
-		lease_op(sock, lease, VFS_LEASE_RETURN);
-		lease_op(sock, lease, VFS_LEASE_STATUS);
+		lease_op(c, lease, VFS_LEASE_STATUS);
+		lease_op(c, lease, VFS_LEASE_RETURN);
+		lease_op(c, lease, VFS_LEASE_STATUS);
+		layoutd_client_close(c);
 		return 0;
 	}
 	if (!strcmp(cmd, "keep") && argc == 5) {
-		get_leased(sock, argv[3]);
+		get_layout(c, argv[3], true);
 		touch(argv[4]);
 		for (;;)
 			pause();
 	}
 	if (!strcmp(cmd, "status") && argc == 4) {
-		lease_op(sock, (uint32_t)strtoul(argv[3], NULL, 10), VFS_LEASE_STATUS);
+		lease_op(c, (uint32_t)strtoul(argv[3], NULL, 10), VFS_LEASE_STATUS);
+		layoutd_client_close(c);
 		return 0;
+	}
+	if (!strcmp(cmd, "layout") && argc == 4) {
+		get_layout(c, argv[3], false);
+		layoutd_client_close(c);
+		return 0;
+	}
+	if (!strcmp(cmd, "topology") && argc == 3) {
+		int r = topology(c);
+
+		layoutd_client_close(c);
+		return r;
 	}
 	if (!strcmp(cmd, "nofd") && argc == 3) {
 		struct layoutd_get g = { .length = cpu_to_le64(4096) };
 
-		request(sock, LAYOUTD_GET, 1, &g, sizeof(g), -1);
-		return print_error(answer(sock, 10000, &len)) ? 0 : 1;
+		request(c, LAYOUTD_GET, &g, sizeof(g), -1);
+		return print_error(answer(c, 10000, &len)) ? 0 : 1;
 	}
 	if (!strcmp(cmd, "foreign") && argc == 4) {
 		struct layoutd_get g = { .length = cpu_to_le64(4096) };
 		int fd = open(argv[3], O_RDONLY | O_CLOEXEC);
 
-		request(sock, LAYOUTD_GET, 1, &g, sizeof(g), fd);
-		return print_error(answer(sock, 10000, &len)) ? 0 : 1;
+		request(c, LAYOUTD_GET, &g, sizeof(g), fd);
+		return print_error(answer(c, 10000, &len)) ? 0 : 1;
 	}
-	if (!strcmp(cmd, "garbage") && argc == 3) {
-		struct layoutd_hdr h = layoutd_hdr_make(LAYOUTD_LEASE, 0, 1);
-
-		h.magic = cpu_to_le32(0x12345678);
-		if (send(sock, &h, sizeof(h), MSG_NOSIGNAL) < 0)
-			return 2;
-		if (!print_error(answer(sock, 10000, &len)))
-			return 1;
-		/* and the daemon hangs up */
-		printf("%s\n", answer(sock, 10000, &len) < 0 ? "closed" : "still open");
-		return 0;
-	}
-	fprintf(stderr, "usage: layout_socket_client hold|keep|status|nofd|foreign|garbage "
-			"SOCKET ...\n");
+	fprintf(stderr, "usage: layout_socket_client hold|keep|status|layout|topology|nofd|"
+			"foreign TARGET ...\n");
 	return 2;
 }
