@@ -14,7 +14,7 @@ packages=(
 	# runtime peers and test oracles
 	fuse3 fuse-overlayfs util-linux e2fsprogs xfsprogs btrfs-progs
 	dosfstools exfatprogs squashfs-tools mdadm xz-utils sqlite3 kmod fdisk
-	udev libudev1 attr acl libcap2-bin
+	udev libudev1 attr acl libcap2-bin iproute2
 	# benchmarks (gocryptfs: the peer of bench/ponyfs's crypt rows)
 	fio gocryptfs
 )
