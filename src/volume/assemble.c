@@ -159,15 +159,20 @@ static void set_load_state(struct volume_set *s, struct volume_sb *sbs, struct b
 	}
 }
 
-/* After an unclean close: every region the bitmap marks gets its parity rebuilt. */
-static int set_resync(struct volume_set *s)
+/*
+ * The bitmap in memory: the union of every working member's copy. Bits
+ * outlive a clean close while a member is away (set.c), and a write
+ * rewrites whole bitmap pages from memory, so they must be in memory
+ * before the first write, or that write would clear them on disk.
+ */
+static int set_bitmap_load(struct volume_set *s)
 {
 	uint8_t *page = util_aligned_alloc(VOLUME_SB_BITMAP_BYTES);
-	uint64_t region = 1ull << s->sb.bitmap_shift;
-	int r = page ? 0 : -ENOMEM;
 
+	if (!page)
+		return -ENOMEM;
 	memset(s->bitmap, 0, VOLUME_SB_BITMAP_BYTES);
-	for (unsigned m = 0; r >= 0 && m < s->n; m++) {
+	for (unsigned m = 0; m < s->n; m++) {
 		if (!s->dev[m] || set_member_state(s, m) == VOLUME_MEMBER_FAILED)
 			continue;
 		if (bdev_pread(s->dev[m], page, VOLUME_SB_BITMAP_BYTES, s->sb.bitmap_offset) < 0)
@@ -176,6 +181,15 @@ static int set_resync(struct volume_set *s)
 			s->bitmap[i] |= page[i];
 	}
 	free(page);
+	return 0;
+}
+
+/* After an unclean close: every region the bitmap marks gets its parity rebuilt. */
+static int set_resync(struct volume_set *s)
+{
+	uint64_t region = 1ull << s->sb.bitmap_shift;
+	int r = 0;
+
 	for (uint64_t b = 0; r >= 0 && b < (uint64_t)VOLUME_SB_BITMAP_BYTES * 8; b++) {
 		uint64_t off = b * region;
 
@@ -279,7 +293,9 @@ static int set_start(struct volume_set *s, struct volume_sb *sbs, struct bdev **
 	set_load_state(s, sbs, devs, ndevs);
 	s->rdonly = flags & VOLUME_SET_RDONLY;
 	s->was_clean = s->sb.flags & VOLUME_SB_CLEAN;
-	if (!s->rdonly && !s->was_clean)
+	if (!s->rdonly)
+		r = set_bitmap_load(s);
+	if (r >= 0 && !s->rdonly && !s->was_clean)
 		r = set_resync(s);
 	if (r >= 0 && !s->rdonly) {
 		s->sb.flags &= ~VOLUME_SB_CLEAN;

@@ -17,22 +17,12 @@
 
 #include "set.h"
 
-/* The union of the bitmap in memory and on every working member. */
-static void bitmap_gather(struct volume_set *s, uint8_t *out)
+/* The bitmap as it stands: loaded from the members at open, marked since. */
+static void bitmap_copy(struct volume_set *s, uint8_t *out)
 {
-	uint8_t *page = util_aligned_alloc(VOLUME_SB_BITMAP_BYTES);
-
 	pthread_mutex_lock(&s->bm_lock);
 	memcpy(out, s->bitmap, VOLUME_SB_BITMAP_BYTES);
-	for (unsigned m = 0; page && m < s->n; m++) {
-		if (!s->dev[m] || set_member_state(s, m) != VOLUME_MEMBER_OK ||
-		    bdev_pread(s->dev[m], page, VOLUME_SB_BITMAP_BYTES, s->sb.bitmap_offset) < 0)
-			continue;
-		for (unsigned i = 0; i < VOLUME_SB_BITMAP_BYTES; i++)
-			out[i] |= page[i];
-	}
 	pthread_mutex_unlock(&s->bm_lock);
-	free(page);
 }
 
 /* Whether dev is member m as it left: this volume, its member UUID, a recent enough superblock. */
@@ -124,7 +114,7 @@ static int readd_locked(struct volume_set *s, unsigned m, struct bdev *dev, uint
 		free(bm);
 		return r < 0 ? r : -EROFS;
 	}
-	bitmap_gather(s, bm);
+	bitmap_copy(s, bm);
 	readd_place(s, m, dev);
 	/* Saved as a rebuild from the start: a crash in the resync ends in a
 	 * full rebuild (`pony vol rebuild`), never a member called working. */

@@ -23,12 +23,15 @@ head -c $MiB /dev/urandom >b
 "$PONY" vol write -O 0 -f a "${all[@]}" || fail "write a"
 "$PONY" vol write -O $((150 * MiB)) -f a "${all[@]}" || fail "write a at 150M"
 
-# Member 5 away; the volume written degraded at 150 MiB (bit 2 of 64 MiB bits).
+# Member 5 away; the volume written degraded at 150 MiB (bit 2 of 64 MiB
+# bits), then, in another open, at 10 MiB (bit 0): each open must keep the
+# bits the last one left, though both sit in the bitmap's first page.
 "$PONY" vol write --degraded -O $((150 * MiB)) -f b "${five[@]}" 2>/dev/null || fail "degraded write"
+"$PONY" vol write --degraded -O $((10 * MiB)) -f b "${five[@]}" 2>/dev/null || fail "degraded write 2"
 cp --sparse=always d5.img old5.img          # member 5 as it left, for later
 "$PONY" vol re-add "${all[@]}" >out 2>err || fail "re-add: $(cat err)"
-grep -qx "member 5 (d5.img) re-added: $((64 * MiB)) bytes resynced" out ||
-	fail "re-add resynced other than the one 64 MiB bit written: $(cat out)"
+grep -qx "member 5 (d5.img) re-added: $((128 * MiB)) bytes resynced" out ||
+	fail "re-add resynced other than the two 64 MiB bits written: $(cat out)"
 "$PONY" vol status "${all[@]}" >out 2>err || fail "status after re-add: $(cat out err)"
 grep -q "^state: clean$" out || fail "not clean after re-add: $(cat out)"
 "$PONY" vol scrub "${all[@]}" >out 2>&1 || fail "scrub after re-add: $(cat out)"
@@ -38,6 +41,9 @@ grep -q "^state: clean$" out || fail "not clean after re-add: $(cat out)"
 cmp -s back b || fail "the re-added member lacks the write it missed"
 "$PONY" vol read -O 0 -L $MiB -f back d2.img d3.img d4.img d5.img 2>/dev/null || fail "read at 0"
 cmp -s back a || fail "the re-added member lost what it had"
+"$PONY" vol read -O $((10 * MiB)) -L $MiB -f back d2.img d3.img d4.img d5.img 2>/dev/null ||
+	fail "read at 10M"
+cmp -s back b || fail "the re-added member lacks the second write it missed"
 # Nothing to take back now.
 "$PONY" vol re-add "${all[@]}" >out 2>err && fail "re-add with nobody away succeeded"
 grep -q "no member among DEV... left and came back" err || fail "nothing to re-add: $(cat err)"
