@@ -239,14 +239,20 @@ int main(int argc, char **argv)
 		struct layoutd_get g = { .length = cpu_to_le64(4096) };
 
 		request(c, LAYOUTD_GET, &g, sizeof(g), -1);
-		return print_error(answer(c, 10000, &len)) ? 0 : 1;
+		type = print_error(answer(c, 10000, &len)) ? 0 : 1;
+		layoutd_client_close(c);
+		return type;
 	}
 	if (!strcmp(cmd, "foreign") && argc == 4) {
 		struct layoutd_get g = { .length = cpu_to_le64(4096) };
 		int fd = open(argv[3], O_RDONLY | O_CLOEXEC);
 
 		request(c, LAYOUTD_GET, &g, sizeof(g), fd);
-		return print_error(answer(c, 10000, &len)) ? 0 : 1;
+		if (fd >= 0)
+			close(fd);
+		type = print_error(answer(c, 10000, &len)) ? 0 : 1;
+		layoutd_client_close(c);
+		return type;
 	}
 	fprintf(stderr, "usage: layout_socket_client hold|keep|status|layout|topology|nofd|"
 			"foreign TARGET ...\n");
