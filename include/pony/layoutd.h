@@ -143,6 +143,9 @@ size_t layoutd_layout_encode(const struct vfs_layout *l, uint8_t *buf);
  */
 int layoutd_layout_decode(const uint8_t *buf, size_t len, struct vfs_layout *l);
 
+/* "HOST:PORT", "[V6]:PORT" or ":PORT" (host ""): host into host[cap], *ret_port into addr. */
+int layoutd_addr_split(const char *addr, char *host, size_t cap, const char **ret_port);
+
 /* A topology into a TOPOLOGY_IS payload (LAYOUTD_MAX_TOPOLOGY bytes): its length. */
 size_t layoutd_topology_encode(const struct vfs_layout_topology *t, uint8_t *buf);
 

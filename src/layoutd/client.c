@@ -80,24 +80,15 @@ static unsigned int psk_client_cb(SSL *ssl, const char *hint, char *identity,
 /* "HOST:PORT" or "[V6]:PORT", connected. */
 static int dial(const char *addr)
 {
-	const char *port = strrchr(addr, ':');
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *res, *ai;
+	const char *port;
 	char host[256];
-	size_t hl;
-	int fd = -1, r = -EHOSTUNREACH;
+	int fd = -1, r = layoutd_addr_split(addr, host, sizeof(host), &port);
 
-	if (!port || !port[1] || port == addr)
+	if (r < 0 || !host[0])
 		return -EINVAL;
-	hl = (size_t)(port - addr);
-	if (hl >= 2 && addr[0] == '[' && addr[hl - 1] == ']') {
-		addr++;
-		hl -= 2;
-	}
-	if (hl >= sizeof(host))
-		return -EINVAL;
-	memcpy(host, addr, hl);
-	host[hl] = '\0';
-	if (getaddrinfo(host, port + 1, &hints, &res) != 0)
+	r = -EHOSTUNREACH;
+	if (getaddrinfo(host, port, &hints, &res) != 0)
 		return -EHOSTUNREACH;
 	for (ai = res; ai && fd < 0; ai = ai->ai_next) {
 		fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -37,25 +37,15 @@ static unsigned int psk_server_cb(SSL *ssl, const char *identity, unsigned char 
 /* "HOST:PORT", "[V6]:PORT" or ":PORT" into a listening socket. */
 static int listen_on(const char *addr, int *ret)
 {
-	char host[256];
-	const char *port = strrchr(addr, ':');
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
 				  .ai_flags = AI_PASSIVE }, *res;
-	size_t hl;
-	int fd, one = 1, r;
+	const char *port;
+	char host[256];
+	int fd, one = 1, r = layoutd_addr_split(addr, host, sizeof(host), &port);
 
-	if (!port || !port[1])
-		return -EINVAL;
-	hl = (size_t)(port - addr);
-	if (hl >= 2 && addr[0] == '[' && addr[hl - 1] == ']') {
-		addr++;
-		hl -= 2;
-	}
-	if (hl >= sizeof(host))
-		return -EINVAL;
-	memcpy(host, addr, hl);
-	host[hl] = '\0';
-	if (getaddrinfo(hl ? host : NULL, port + 1, &hints, &res) != 0)
+	if (r < 0)
+		return r;
+	if (getaddrinfo(host[0] ? host : NULL, port, &hints, &res) != 0)
 		return -EADDRNOTAVAIL;
 	fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	r = fd < 0 ? -errno : 0;

@@ -160,3 +160,23 @@ size_t layoutd_topology_encode(const struct vfs_layout_topology *t, uint8_t *buf
 	}
 	return at;
 }
+
+int layoutd_addr_split(const char *addr, char *host, size_t cap, const char **ret_port)
+{
+	const char *port = strrchr(addr, ':');
+	size_t hl;
+
+	if (!port || !port[1])
+		return -EINVAL;
+	hl = (size_t)(port - addr);
+	if (hl >= 2 && addr[0] == '[' && addr[hl - 1] == ']') {
+		addr++;
+		hl -= 2;
+	}
+	if (hl >= cap)
+		return -EINVAL;
+	memcpy(host, addr, hl);
+	host[hl] = '\0';
+	*ret_port = port + 1;
+	return 0;
+}

@@ -52,27 +52,10 @@ static int readd_check(struct volume_set *s, unsigned m, struct bdev *dev)
 /* Puts dev in as member m, rebuilding: taken out of the refused devices if it was one. */
 static void readd_place(struct volume_set *s, unsigned m, struct bdev *dev)
 {
-	struct bdev *old = s->dev[m];
-
 	for (unsigned i = 0; i < s->nextra; i++)
 		if (s->extra[i] == dev)
 			s->extra[i--] = s->extra[--s->nextra];
-	for (unsigned i = 0; i < volume_segment_count(s->v); i++) {
-		struct volume_seg *g = set_seg(s, i);
-
-		pthread_mutex_lock(&g->lock);
-		g->m[m].dev = dev;
-		g->m[m].nbad = 0;
-		__atomic_store_n(&g->m[m].state, VOLUME_MEMBER_REBUILDING, __ATOMIC_RELEASE);
-		pthread_mutex_unlock(&g->lock);
-	}
-	pthread_mutex_lock(&s->bm_lock);      /* bitmap writes walk s->dev */
-	s->dev[m] = dev;
-	pthread_mutex_unlock(&s->bm_lock);
-	if (old && old != dev)
-		bdev_free(old);
-	s->refused[m] = NULL;
-	s->stale[m] = s->truncated[m] = false;
+	set_member_put(s, m, dev);
 }
 
 /* The bitmap's marked ranges within segment g, merged: their count, *ret malloc'd. */

@@ -404,21 +404,10 @@ int volume_set_fail(struct volume_set *s, unsigned m)
 	return r;
 }
 
-int set_replace_locked(struct volume_set *s, unsigned m, struct bdev *dev)
+void set_member_put(struct volume_set *s, unsigned m, struct bdev *dev)
 {
-	struct bdev *old;
-	int r;
+	struct bdev *old = s->dev[m];
 
-	if (m >= s->n || !dev)
-		return -EINVAL;
-	if (dev->size < set_member_need(s))
-		return -ENOSPC;
-	if (set_member_state(s, m) == VOLUME_MEMBER_OK)
-		return -EBUSY;                  /* fail it first */
-	for (unsigned i = 0; i < volume_segment_count(s->v); i++)
-		if (!set_seg(s, i)->ops->rebuild)
-			return -EOPNOTSUPP;
-	old = s->dev[m];
 	for (unsigned i = 0; i < volume_segment_count(s->v); i++) {
 		struct volume_seg *g = set_seg(s, i);
 
@@ -431,9 +420,26 @@ int set_replace_locked(struct volume_set *s, unsigned m, struct bdev *dev)
 	pthread_mutex_lock(&s->bm_lock);      /* bitmap writes walk s->dev */
 	s->dev[m] = dev;
 	pthread_mutex_unlock(&s->bm_lock);
-	bdev_free(old);
+	if (old != dev)
+		bdev_free(old);
 	s->refused[m] = NULL;
 	s->stale[m] = s->truncated[m] = false;
+}
+
+int set_replace_locked(struct volume_set *s, unsigned m, struct bdev *dev)
+{
+	int r;
+
+	if (m >= s->n || !dev)
+		return -EINVAL;
+	if (dev->size < set_member_need(s))
+		return -ENOSPC;
+	if (set_member_state(s, m) == VOLUME_MEMBER_OK)
+		return -EBUSY;                  /* fail it first */
+	for (unsigned i = 0; i < volume_segment_count(s->v); i++)
+		if (!set_seg(s, i)->ops->rebuild)
+			return -EOPNOTSUPP;
+	set_member_put(s, m, dev);
 	r = getrandom(s->sb.member_uuids[m], 16, 0) == 16 ? 0 : -EIO;
 	s->sb.rebuild_seg = 0;
 	s->sb.rebuild_off = 0;

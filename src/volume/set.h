@@ -76,6 +76,8 @@ int set_zero_bitmap(struct volume_set *s);
 /* Saves member states, bad blocks and checkpoints (events + 1) on every working member. */
 int set_commit_locked(struct volume_set *s);
 int set_replace_locked(struct volume_set *s, unsigned m, struct bdev *dev);
+/* dev in as member m, rebuilding, in every segment; the device it had is freed. */
+void set_member_put(struct volume_set *s, unsigned m, struct bdev *dev);
 int set_rebuild_locked(struct volume_set *s, uint64_t rate, volume_progress_fn progress,
 		       void *arg);
 
