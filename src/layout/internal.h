@@ -7,6 +7,7 @@
 #ifndef PONY_LAYOUT_INTERNAL_H
 #define PONY_LAYOUT_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -47,6 +48,9 @@ struct pony_layout {
 	unsigned nmembers;
 	uint64_t region_offset;         /* the data region's first byte in the volume */
 	struct acall_ring *ring;        /* made on the first read */
+	/* The ring's reap word (acall_reap_wait keeps it as long as the ring
+	 * lives, and may move it) and the count of reads completed. */
+	_Atomic uint32_t reap_word, reads_done;
 	struct volume_set *set;         /* assembled on the first rebuild */
 	struct pony_layout_stats stats;
 };

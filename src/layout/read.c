@@ -12,6 +12,7 @@
  * name), are read through the mount, on the same ring.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -39,6 +40,8 @@ struct read_io {
 	bool mount;
 	int fd;
 	uint64_t fd_off;
+	int64_t result;                 /* set by its completion */
+	struct acall_op *op;            /* until submitted */
 };
 
 /* One call of pony_layout_read(), blocks counted from a (block-aligned). */
@@ -50,10 +53,11 @@ struct read_ctx {
 	uint8_t *edge;                  /* two blocks: a partial first, a partial last */
 	uint8_t *state;                 /* BLK_* of each block */
 	uint32_t *ext;                  /* each block's extent (an index into l->ext) */
+	/* One read per run of blocks at most: never reallocated while reads
+	 * are in flight, as their completions write into it. */
 	struct read_io *io;
-	size_t nio, io_cap;
-	unsigned inflight;
-	int err;                        /* the first error of a mount read */
+	uint32_t nio, submitted;
+	uint32_t base;                  /* l->reads_done when the call began */
 };
 
 /* Block i lies wholly in the caller's range (else it is read into edge). */
@@ -89,10 +93,11 @@ static int ring_get(struct pony_layout *l)
 }
 
 /* A mount read that came back short: the rest by pread, zeros past the end. */
-static int mount_finish(struct read_ctx *c, const struct read_io *io, int64_t got)
+static int mount_finish(struct read_ctx *c, const struct read_io *io)
 {
 	size_t want = (size_t)io->nblocks * c->l->block_size;
 	uint8_t *dst = block_dst(c, io->blk);
+	int64_t got = io->result;
 	ssize_t n = 1;
 
 	if (got < 0)
@@ -108,38 +113,68 @@ static int mount_finish(struct read_ctx *c, const struct read_io *io, int64_t go
 	return 0;
 }
 
-static void io_complete(struct read_ctx *c, struct acall_op *op)
+/* Completion (on whichever thread reaps it): the result, then the word moves. */
+static void io_done(struct acall_ring *ring, struct acall_op *op, void *arg)
 {
-	const struct read_io *io = &c->io[(uintptr_t)acall_op_data(op)];
-	int64_t r = acall_op_result(op);
-	int e;
+	struct read_ctx *c = arg;
+	struct pony_layout *l = c->l;   /* c may be gone once reads_done moved */
 
-	if (io->mount) {
-		e = mount_finish(c, io, r);
-		if (e < 0 && !c->err)
-			c->err = e;
-	} else if (r != (int64_t)io->nblocks * c->l->block_size) {
-		memset(c->state + io->blk, BLK_BAD, io->nblocks);
-	}
-	c->inflight--;
+	c->io[(uintptr_t)acall_op_data(op)].result = acall_op_result(op);
+	atomic_fetch_add_explicit(&l->reads_done, 1, memory_order_release);
+	atomic_fetch_add_explicit(&l->reap_word, 1, memory_order_release);
+	acall_reap_wake(ring);
 }
 
-/* Completes at least min reads in flight. */
-static int reap(struct read_ctx *c, unsigned min)
+static uint32_t reads_done(const struct read_ctx *c)
 {
-	struct acall_op *ops[64];
-	int n;
+	return atomic_load_explicit(&c->l->reads_done, memory_order_acquire) - c->base;
+}
 
-	while (min) {
-		n = acall_wait_batch(c->l->ring, ops, 64, MIN(min, 64u));
-		if (n < 0)
-			return n;
-		for (int i = 0; i < n; i++)
-			io_complete(c, ops[i]);
-		acall_op_done_batch(c->l->ring, ops, (unsigned)n);
-		min -= MIN(min, (unsigned)n);
+/* Submits the reads prepared; on failure gives them back (they never ran). */
+static int reads_submit(struct read_ctx *c)
+{
+	int r = c->submitted < c->nio ? acall_submit(c->l->ring) : 0;
+
+	if (r < 0) {
+		for (uint32_t i = c->submitted; i < c->nio; i++)
+			acall_op_done(c->l->ring, c->io[i].op);
+		c->nio = c->submitted;
+		return r;
 	}
+	c->submitted = c->nio;
 	return 0;
+}
+
+/* Waits until at most `left` submitted reads are in flight. */
+static int reads_wait(struct read_ctx *c, uint32_t left)
+{
+	for (;;) {
+		/* The word before the count: a completion after the check moves it. */
+		uint32_t word = atomic_load_explicit(&c->l->reap_word, memory_order_acquire);
+		int r;
+
+		if (reads_done(c) + left >= c->submitted)
+			return 0;
+		r = acall_reap_wait(c->l->ring, &c->l->reap_word, word, NULL);
+		if (r < 0 && r != -EINTR)
+			return r;
+	}
+}
+
+/* What the reads did: member blocks that failed are bad; mount reads finished. */
+static int reads_check(struct read_ctx *c)
+{
+	int r = 0;
+
+	for (uint32_t i = 0; i < c->nio; i++) {
+		const struct read_io *io = &c->io[i];
+
+		if (io->mount && !r)
+			r = mount_finish(c, io);
+		else if (!io->mount && io->result != (int64_t)io->nblocks * c->l->block_size)
+			memset(c->state + io->blk, BLK_BAD, io->nblocks);
+	}
+	return r;
 }
 
 /* Reads blocks [i, j) from fd at fd_off on, in runs of contiguous memory. */
@@ -149,28 +184,24 @@ static int issue(struct read_ctx *c, uint64_t i, uint64_t j, int fd, uint64_t fd
 
 	for (uint64_t k; i < j; i = k) {
 		struct acall_op *op;
-		struct read_io *io = util_array_grow(c->io, &c->io_cap, c->nio, sizeof(*c->io), 64);
 		int r;
 
 		k = dst_run_end(c, i, j);
-		if (!io)
-			return -ENOMEM;
-		c->io = io;
-		if (c->inflight >= READ_INFLIGHT && (r = reap(c, 1)) < 0)
-			return r;
+		if (c->nio - reads_done(c) >= READ_INFLIGHT) {
+			r = reads_submit(c);
+			if (!r)
+				r = reads_wait(c, READ_INFLIGHT / 2);
+			if (r < 0)
+				return r;
+		}
 		op = acall_get_op(c->l->ring);
 		if (!op)
 			return -ENOMEM;
 		c->io[c->nio] = (struct read_io){ .blk = i, .nblocks = (uint32_t)(k - i), .mount = mount,
-						  .fd = fd, .fd_off = fd_off };
+						  .fd = fd, .fd_off = fd_off, .op = op };
 		acall_prep_read(op, fd, block_dst(c, i), (k - i) * bs, fd_off);
 		acall_op_set_data(op, (void *)(uintptr_t)c->nio++);
-		r = acall_submit(c->l->ring);
-		if (r < 0) {
-			acall_op_done(c->l->ring, op);
-			return r;
-		}
-		c->inflight++;
+		acall_op_set_callback(op, io_done, c);
 		fd_off += (k - i) * bs;
 	}
 	return 0;
@@ -324,15 +355,16 @@ static void copy_edges(const struct read_ctx *c)
 
 static int read_once(struct read_ctx *c)
 {
-	int r, e;
+	int r, e, w;
 
-	c->nio = 0;
-	c->err = 0;
+	c->nio = c->submitted = 0;
+	c->base = atomic_load(&c->l->reads_done);
 	memset(c->state, BLK_UNCOVERED, c->nblocks);
 	memset(c->ext, 0, c->nblocks * sizeof(*c->ext));
 	r = plan(c);
-	e = reap(c, c->inflight);       /* whatever plan() left in flight, even on error */
-	r = r < 0 ? r : e < 0 ? e : c->err;
+	e = reads_submit(c);            /* what plan() prepared, even on error */
+	w = reads_wait(c, 0);           /* and everything in flight */
+	r = r < 0 ? r : e < 0 ? e : w < 0 ? w : reads_check(c);
 	if (r >= 0)
 		r = verify(c);
 	if (r >= 0)
@@ -352,7 +384,8 @@ static int ctx_init(struct read_ctx *c, struct pony_layout *l, void *buf, uint64
 	c->edge = util_aligned_alloc(2 * bs);
 	c->state = malloc(c->nblocks);
 	c->ext = malloc(c->nblocks * sizeof(*c->ext));
-	return c->edge && c->state && c->ext ? 0 : -ENOMEM;
+	c->io = malloc(c->nblocks * sizeof(*c->io));
+	return c->edge && c->state && c->ext && c->io ? 0 : -ENOMEM;
 }
 
 static void ctx_done(struct read_ctx *c)
