@@ -79,13 +79,7 @@ make_files() {
 }
 
 # --- RAID6 of six images ---------------------------------------------------
-imgs=()
-for i in 0 1 2 3 4 5; do
-	truncate -s 64M "$T/m$i.img"
-	imgs+=("$T/m$i.img")
-done
-"$PONY" mkfs --data raid6 "${imgs[@]}" >/dev/null || fail "mkfs --data raid6"
-pony_mount --commit 3600000 "${imgs[@]}"
+raid6_mount
 make_files "$T/m"
 
 same "$T/m/big" "$T/big"
