@@ -54,9 +54,12 @@ static int layout_append(struct pony_layout *l, const struct ponyfuse_layout_arg
 		e.first_piece += (uint32_t)l->npieces;
 		l->ext[l->next++] = e;
 	}
-	memcpy(l->csums + l->ncsums, a->csums, a->ncsums * sizeof(*a->csums));
+	/* An empty file's page fills nothing: the arrays may still be NULL. */
+	if (a->ncsums)
+		memcpy(l->csums + l->ncsums, a->csums, a->ncsums * sizeof(*a->csums));
 	l->ncsums += a->ncsums;
-	memcpy(l->pieces + l->npieces, a->pieces, a->npieces * sizeof(*a->pieces));
+	if (a->npieces)
+		memcpy(l->pieces + l->npieces, a->pieces, a->npieces * sizeof(*a->pieces));
 	l->npieces += a->npieces;
 	return 0;
 }

@@ -90,6 +90,9 @@ same "$T/m/holes" "$T/holes.ref"
 same "$T/m/falloc" "$T/falloc"
 [ "$(stat_of "zeros")" -ge 2000000 ] || fail "falloc: unwritten not zeros: $(cat "$T/stats")"
 same "$T/m/multi" "$T/multi"
+: >"$T/empty"
+touch "$T/m/empty"
+same "$T/m/empty" "$T/empty"
 
 # Cached in the daemon (dirty): read through the mount, the same bytes.
 head -c 70000 /dev/urandom >"$T/dirty"
