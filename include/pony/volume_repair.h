@@ -60,5 +60,12 @@ int volume_rewrite_member(struct volume *v, unsigned m, uint64_t off, uint64_t l
  * The volume's bdev face offers it as bdev_repair().
  */
 int volume_repair_to_checksum(struct volume *v, void *buf, size_t len, uint64_t off, uint32_t crc);
+/*
+ * The search of volume_repair_to_checksum() alone, for a reader that must
+ * not write (libpony-layout's direct reader): buf holds the data whose
+ * CRC32C is crc, read with the returned member left out. Nothing is
+ * rewritten. -EOPNOTSUPP without redundancy, -EBADMSG when nothing matches.
+ */
+int volume_read_to_checksum(struct volume *v, void *buf, size_t len, uint64_t off, uint32_t crc);
 
 #endif

@@ -27,6 +27,9 @@ struct cli_command {
 extern const struct cli_command cli_dev_command;    /* cmd_dev.c */
 extern const struct cli_command cli_fs_command;     /* cmd_fs.c */
 extern const struct cli_command cli_fs_layout_command; /* cmd_fs_layout.c: pony fs layout */
+extern const struct cli_command cli_fs_cat_command;    /* cmd_fs_direct.c: pony fs cat */
+/* A layout call's errno (positive) as a sentence about path; CLI_EXIT_FAILURE. */
+int cli_layout_error(const char *path, int err);
 extern const struct cli_command cli_union_command;  /* cmd_union.c */
 extern const struct cli_command cli_mkfs_command;   /* cmd_ponyfs.c */
 extern const struct cli_command cli_mount_command;  /* cmd_ponyfs.c */

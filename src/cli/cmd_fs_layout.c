@@ -43,8 +43,7 @@ struct members {
 	struct ponyfuse_layout_member_arg *m;
 };
 
-/* A failed ioctl's errno as a sentence about path. */
-static int layout_error(const char *path, int err)
+int cli_layout_error(const char *path, int err)
 {
 	switch (err) {
 	case ENOTTY: return cli_error("%s: not on a pony mount", path);
@@ -52,6 +51,8 @@ static int layout_error(const char *path, int err)
 	case EOPNOTSUPP: return cli_error("%s: this mount's filesystem has no layouts", path);
 	case EPROTONOSUPPORT: return cli_error("%s: the mount's daemon speaks another layout "
 					       "version", path);
+	case EACCES: return cli_error("%s is encrypted: keys never leave the mount; read it "
+				      "through the mount", path);
 	default: return cli_error("%s: %s", path, strerror(err));
 	}
 }
@@ -61,7 +62,7 @@ static int members_get(int fd, const char *path, struct members *ret)
 	struct ponyfuse_layout_member_arg first = { .version = PONYFUSE_LAYOUT_VERSION };
 
 	if (ioctl(fd, PONYFUSE_IOC_LAYOUT_MEMBER, &first) < 0)
-		return layout_error(path, errno);
+		return cli_layout_error(path, errno);
 	ret->n = first.nmembers;
 	ret->m = calloc(first.nmembers, sizeof(*ret->m));
 	if (!ret->m)
@@ -71,7 +72,7 @@ static int members_get(int fd, const char *path, struct members *ret)
 		ret->m[i] = (struct ponyfuse_layout_member_arg){ .version = PONYFUSE_LAYOUT_VERSION,
 								  .index = i };
 		if (ioctl(fd, PONYFUSE_IOC_LAYOUT_MEMBER, &ret->m[i]) < 0)
-			return layout_error(path, errno);
+			return cli_layout_error(path, errno);
 	}
 	return 0;
 }
@@ -242,7 +243,7 @@ static int layout_walk(int fd, struct layout_out *o, struct members *mb, uint64_
 		*a = (struct ponyfuse_layout_arg){ .version = PONYFUSE_LAYOUT_VERSION, .offset = off,
 						   .length = end - off };
 		if (ioctl(fd, PONYFUSE_IOC_LAYOUT, a) < 0) {
-			r = layout_error(o->path, errno);
+			r = cli_layout_error(o->path, errno);
 			break;
 		}
 		if (first && (a->flags & PONYFUSE_LAYOUT_ON_VOLUME))

@@ -92,7 +92,7 @@ int volume_rewrite_member(struct volume *v, unsigned m, uint64_t off, uint64_t l
 	return r;
 }
 
-int volume_repair_to_checksum(struct volume *v, void *buf, size_t len, uint64_t off, uint32_t crc)
+int volume_read_to_checksum(struct volume *v, void *buf, size_t len, uint64_t off, uint32_t crc)
 {
 	unsigned n = volume_members_at(v, off);
 	int r;
@@ -101,10 +101,16 @@ int volume_repair_to_checksum(struct volume *v, void *buf, size_t len, uint64_t 
 		r = volume_read_without(v, m, buf, len, off);
 		if (r == -EOPNOTSUPP)
 			return r;
-		if (r < 0 || util_crc32c(0, buf, len) != crc)
-			continue;
-		r = volume_rewrite_member(v, m, off, len);
-		return r < 0 ? r : (int)m;
+		if (r >= 0 && util_crc32c(0, buf, len) == crc)
+			return (int)m;
 	}
 	return n ? -EBADMSG : -EOPNOTSUPP;
+}
+
+int volume_repair_to_checksum(struct volume *v, void *buf, size_t len, uint64_t off, uint32_t crc)
+{
+	int m = volume_read_to_checksum(v, buf, len, off, crc);
+	int r = m < 0 ? m : volume_rewrite_member(v, (unsigned)m, off, len);
+
+	return r < 0 ? r : m;
 }

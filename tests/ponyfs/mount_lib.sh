@@ -32,3 +32,16 @@ ext4_oracle_and_mount() {
 	pony_mount "$T/img"
 	chmod 755 "$T/m"
 }
+
+# raid6_mount: six 64 MiB images $T/m0.img ... $T/m5.img (in imgs), a
+# ponyfs with its data on RAID6 over them, mounted at $T/m with a long
+# commit interval: cached data stays dirty until asked to sync.
+raid6_mount() {
+	imgs=()
+	for i in 0 1 2 3 4 5; do
+		truncate -s 64M "$T/m$i.img"
+		imgs+=("$T/m$i.img")
+	done
+	"$PONY" mkfs --data raid6 "${imgs[@]}" >/dev/null || fail "mkfs --data raid6"
+	pony_mount --commit 3600000 "${imgs[@]}"
+}

@@ -13,14 +13,7 @@ require_fuse
 
 . "$PONY_SRCDIR/tests/ponyfs/mount_lib.sh" ponyfs-layout
 
-imgs=()
-for i in 0 1 2 3 4 5; do
-	truncate -s 64M "$T/m$i.img"
-	imgs+=("$T/m$i.img")
-done
-"$PONY" mkfs --data raid6 "${imgs[@]}" >/dev/null || fail "mkfs --data raid6"
-# A long commit interval: cached data stays dirty until asked to sync.
-pony_mount --commit 3600000 "${imgs[@]}"
+raid6_mount
 
 head -c $((300 * 1024 + 123)) /dev/urandom >"$T/orig"
 cp "$T/orig" "$T/m/file" || fail "write"

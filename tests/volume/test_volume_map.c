@@ -14,7 +14,9 @@
 #include <cmocka.h>
 
 #include "pony/bdev.h"
+#include "pony/util.h"
 #include "pony/volume.h"
+#include "pony/volume_repair.h"
 #include "layout.h"
 #include "parity.h"
 
@@ -314,6 +316,44 @@ static void test_set_members_have_their_superblock_uuids(void **state)
 	assert_int_equal(volume_set_close(s), 0);
 }
 
+/*
+ * A block corrupted on its member, as a direct reader of the map finds it:
+ * volume_read_to_checksum() gives the good bytes and the member to blame
+ * without writing it (the reader may not), volume_repair_to_checksum()
+ * then rewrites that member.
+ */
+static void test_read_to_checksum_finds_a_bad_member_and_leaves_it(void **state)
+{
+	const struct map_case c = { "raid6", VOLUME_RAID6, 6, "left-symmetric", 6, CHUNK };
+	uint8_t good[4096], bad[4096], buf[4096], onmember[4096];
+	struct volume_piece p;
+	uint32_t crc;
+	struct rig rg;
+
+	rig_make(&rg, &c);
+	assert_int_equal(volume_map(rg.v, 3 * CHUNK + 4096, 4096, &p, 1), 3);
+	memcpy(good, rg.data + 3 * CHUNK + 4096, sizeof(good));
+	crc = util_crc32c(0, good, sizeof(good));
+	memset(bad, 0xa5, sizeof(bad));
+	assert_int_equal(bdev_pwrite(rg.mem[p.member], bad, sizeof(bad), p.dev_start + p.dev_off), 0);
+
+	assert_int_equal(volume_read_to_checksum(rg.v, buf, sizeof(buf), 3 * CHUNK + 4096, crc),
+			 (int)p.member);
+	assert_memory_equal(buf, good, sizeof(good));
+	assert_int_equal(bdev_pread(rg.mem[p.member], onmember, sizeof(onmember),
+				    p.dev_start + p.dev_off), 0);
+	assert_memory_equal(onmember, bad, sizeof(bad));       /* nothing was written */
+	assert_int_equal(volume_read_to_checksum(rg.v, buf, sizeof(buf), 3 * CHUNK + 4096, ~crc),
+			 -EBADMSG);
+
+	assert_int_equal(volume_repair_to_checksum(rg.v, buf, sizeof(buf), 3 * CHUNK + 4096, crc),
+			 (int)p.member);
+	assert_int_equal(bdev_pread(rg.mem[p.member], onmember, sizeof(onmember),
+				    p.dev_start + p.dev_off), 0);
+	assert_memory_equal(onmember, good, sizeof(good));     /* the repair rewrote it */
+	rig_free(&rg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -322,6 +362,7 @@ int main(void)
 		cmocka_unit_test(test_map_counts_beyond_the_array_and_refuses_outside),
 		cmocka_unit_test(test_zero_segment_maps_to_no_member_and_walks_segments),
 		cmocka_unit_test(test_set_members_have_their_superblock_uuids),
+		cmocka_unit_test(test_read_to_checksum_finds_a_bad_member_and_leaves_it),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,70 @@
+/*
+ * include/pony/layout.h - libpony-layout.so, the direct client of ponyfs
+ * layouts (docs/layout.md "The direct reader"): get a file's layout from
+ * its mount, read its bytes straight from the volume's members in
+ * parallel, checking every block's CRC32C and rebuilding what is missing
+ * or bad from the volume's redundancy, and give the layout back.
+ *
+ *	struct pony_layout *l;
+ *	int r = pony_layout_get(fd, 0, UINT64_MAX, &l);      (fd: the file, on the mount)
+ *	ssize_t n = pony_layout_read(l, buf, 0, len);         (as pread(2))
+ *	pony_layout_return(l);                                (frees l)
+ *
+ * Errors are negative errno values. A layout is used by one thread at a
+ * time. The library never prints and never writes to a member.
+ */
+#ifndef PONY_LAYOUT_H
+#define PONY_LAYOUT_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+struct pony_layout;                     /* opaque: fields live in src/layout/ */
+
+/*
+ * The layout of [off, off+len) of the file open at fd (a regular file of a
+ * pony mount, any open mode; len UINT64_MAX: to the end), as a lease when
+ * the daemon grants one (a snapshot when it does not). fd stays the
+ * caller's; the layout keeps a duplicate. On 0, *ret is the caller's:
+ * pony_layout_return() it. -EACCES: the file is encrypted (keys never
+ * leave the mount: read it through the mount); -ENOTTY: not on a pony
+ * mount; -EISDIR, -EINVAL: not a regular file; -EOPNOTSUPP: the mount's
+ * filesystem has no layouts; -EPROTONOSUPPORT: another layout version.
+ */
+int pony_layout_get(int fd, uint64_t off, uint64_t len, struct pony_layout **ret);
+/* The same for a path (opened O_RDONLY); errors of open(2) as -errno. */
+int pony_layout_get_path(const char *path, uint64_t off, uint64_t len, struct pony_layout **ret);
+
+/* The file's size when the layout was got. */
+uint64_t pony_layout_size(const struct pony_layout *l);
+
+/*
+ * Reads up to len bytes at file offset off, as pread(2): the count (short
+ * only at the end of the file), or -errno. The bytes are those of the file
+ * at the layout's moment: data blocks from the members (each checked
+ * against its CRC32C and, when a member is missing, a read fails or a
+ * block is bad, rebuilt from copies or parity by the volume library),
+ * zeros for holes and unwritten ranges, and through the mount what the
+ * daemon still holds in its cache. When the lease expired meanwhile (or,
+ * without a lease, a block matches no copy, as a block reused since the
+ * snapshot would), the layout is got again and the range read again, a
+ * few times at most. -EINVAL: the range is outside the layout's; -EIO: a
+ * block is lost beyond the volume's redundancy; -ESTALE: the file kept
+ * changing under every retry.
+ */
+ssize_t pony_layout_read(struct pony_layout *l, void *buf, uint64_t off, size_t len);
+
+/* What the reads of l did so far, in bytes (blocks for `rebuilt`). */
+struct pony_layout_stats {
+	uint64_t member_bytes;          /* read from members and checked */
+	uint64_t mount_bytes;           /* read through the mount (dirty, no volume) */
+	uint64_t zero_bytes;            /* holes and unwritten ranges */
+	uint64_t rebuilt;               /* blocks rebuilt from redundancy */
+	uint64_t regets;                /* layouts got again (lease expired, block reused) */
+};
+void pony_layout_stats(const struct pony_layout *l, struct pony_layout_stats *ret);
+
+/* Returns the lease (if any) to the daemon and frees l. NULL: does nothing. */
+int pony_layout_return(struct pony_layout *l);
+
+#endif

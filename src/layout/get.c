@@ -1,0 +1,247 @@
+/*
+ * get.c - getting and giving back a layout (docs/layout.md): the pages of
+ * PONYFUSE_IOC_LAYOUT joined into one list, the members named by
+ * PONYFUSE_IOC_LAYOUT_MEMBER opened read-only by the client itself, and
+ * the lease: asked for on the first page (PONYFUSE_LEASE_NEW), joined on
+ * the next, checked after a read, returned at the end. A daemon without
+ * leases answers no lease (0, or the request echoed back with lease_ms 0)
+ * and ENOTTY to PONYFUSE_IOC_LAYOUT_LEASE: the layout is then a snapshot.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "pony/acall.h"
+#include "pony/util.h"
+#include "internal.h"
+
+/* Grows *arr (of *cap elements of size sz) to hold need; 0 or -ENOMEM. */
+static int grow(void **arr, size_t *cap, size_t need, size_t sz)
+{
+	while (*cap < need) {
+		void *p = util_array_grow(*arr, cap, *cap, sz, 64);
+
+		if (!p)
+			return -ENOMEM;
+		*arr = p;
+	}
+	return 0;
+}
+
+/* Appends page a to l, rebasing its extents' indexes onto the joined arrays. */
+static int layout_append(struct pony_layout *l, const struct ponyfuse_layout_arg *a)
+{
+	int r = grow((void **)&l->ext, &l->ext_cap, l->next + a->nextents, sizeof(*l->ext));
+
+	if (!r)
+		r = grow((void **)&l->csums, &l->csums_cap, l->ncsums + a->ncsums, sizeof(*l->csums));
+	if (!r)
+		r = grow((void **)&l->pieces, &l->pieces_cap, l->npieces + a->npieces,
+			 sizeof(*l->pieces));
+	if (r)
+		return r;
+	for (uint32_t i = 0; i < a->nextents; i++) {
+		struct ponyfuse_layout_extent e = a->extents[i];
+
+		if ((uint64_t)e.first_csum + (e.state == PONYFUSE_LAYOUT_DATA ?
+					      e.length / a->block_size : 0) > a->ncsums ||
+		    (uint64_t)e.first_piece + e.npieces > a->npieces)
+			return -EPROTO;         /* indexes past what the page filled */
+		e.first_csum += (uint32_t)l->ncsums;
+		e.first_piece += (uint32_t)l->npieces;
+		l->ext[l->next++] = e;
+	}
+	/* An empty file's page fills nothing: the arrays may still be NULL. */
+	if (a->ncsums)
+		memcpy(l->csums + l->ncsums, a->csums, a->ncsums * sizeof(*a->csums));
+	l->ncsums += a->ncsums;
+	if (a->npieces)
+		memcpy(l->pieces + l->npieces, a->pieces, a->npieces * sizeof(*a->pieces));
+	l->npieces += a->npieces;
+	return 0;
+}
+
+/* A lease the daemon really granted: an id other than the request, with time on it. */
+static uint32_t lease_granted(const struct ponyfuse_layout_arg *a)
+{
+	return a->lease != PONYFUSE_LEASE_NEW && a->lease_ms ? a->lease : 0;
+}
+
+static int lease_call(const struct pony_layout *l, uint32_t op, uint32_t *ret_state)
+{
+	struct ponyfuse_layout_lease_arg a = {
+		.version = PONYFUSE_LAYOUT_VERSION, .lease = l->lease, .op = op,
+	};
+
+	if (ioctl(l->fd, PONYFUSE_IOC_LAYOUT_LEASE, &a) < 0)
+		return errno == ENOTTY || errno == EINVAL ? 1 : -errno;        /* 1: no leases */
+	*ret_state = a.state;
+	return 0;
+}
+
+int layout_lease_status(struct pony_layout *l)
+{
+	uint32_t state = PONYFUSE_LEASE_HELD;
+	int r = l->lease ? lease_call(l, PONYFUSE_LEASE_STATUS, &state) : 1;
+
+	if (r < 0)
+		return r;
+	return r ? PONYFUSE_LEASE_HELD : (int)state;
+}
+
+/* Gives the lease back (a daemon without leases has none to take). */
+static int lease_return(struct pony_layout *l)
+{
+	uint32_t state;
+	int r = l->lease ? lease_call(l, PONYFUSE_LEASE_RETURN, &state) : 0;
+
+	l->lease = 0;
+	return r < 0 ? r : 0;
+}
+
+static int layout_fetch_once(struct pony_layout *l)
+{
+	_cleanup_(freep) struct ponyfuse_layout_arg *a = malloc(sizeof(*a));
+	uint64_t off = l->off;
+	int r;
+
+	if (!a)
+		return -ENOMEM;
+	if (l->lease)
+		lease_return(l);
+	l->next = l->ncsums = l->npieces = 0;
+	for (bool first = true;; first = false) {
+		*a = (struct ponyfuse_layout_arg){
+			.version = PONYFUSE_LAYOUT_VERSION, .offset = off, .length = l->end - off,
+			.lease = first ? PONYFUSE_LEASE_NEW : l->lease,
+		};
+		if (ioctl(l->fd, PONYFUSE_IOC_LAYOUT, a) < 0)
+			return -errno;
+		if (first) {
+			l->lease = lease_granted(a);
+			l->flags = a->flags;
+			l->size = a->size;
+			l->block_size = a->block_size;
+			if (a->flags & PONYFUSE_LAYOUT_ENCRYPTED)
+				return -EACCES;         /* keys never leave the mount */
+			if (!a->block_size)
+				return -EPROTO;
+		}
+		r = layout_append(l, a);
+		if (r)
+			return r;
+		if ((a->flags & PONYFUSE_LAYOUT_COMPLETE) || a->next <= off)
+			return 0;
+		off = a->next;
+	}
+}
+
+/*
+ * The layout of l's range, page by page under one lease. A lease that ends
+ * between two pages (it expired, or space pressure revoked it) makes the
+ * next page ESTALE: the whole layout is got again, a few times at most.
+ */
+int layout_fetch(struct pony_layout *l)
+{
+	int r;
+
+	for (int tries = 0;; tries++) {
+		r = layout_fetch_once(l);
+		if (r != -ESTALE || tries == 3)
+			return r;
+		l->lease = 0;           /* gone already: nothing to return */
+	}
+}
+
+/* The members of the data region, each opened read-only (or -1: missing). */
+static int members_open(struct pony_layout *l)
+{
+	struct ponyfuse_layout_member_arg first = { .version = PONYFUSE_LAYOUT_VERSION };
+
+	if (ioctl(l->fd, PONYFUSE_IOC_LAYOUT_MEMBER, &first) < 0)
+		return -errno;
+	if (!first.nmembers)
+		return -EPROTO;
+	l->members = calloc(first.nmembers, sizeof(*l->members));
+	if (!l->members)
+		return -ENOMEM;
+	l->nmembers = first.nmembers;
+	l->region_offset = first.region_offset;
+	for (unsigned i = 0; i < l->nmembers; i++) {
+		struct layout_member *m = &l->members[i];
+
+		m->fd = -1;
+		m->arg = (struct ponyfuse_layout_member_arg){ .version = PONYFUSE_LAYOUT_VERSION,
+							       .index = i };
+		if (ioctl(l->fd, PONYFUSE_IOC_LAYOUT_MEMBER, &m->arg) < 0)
+			return -errno;
+		m->arg.device[sizeof(m->arg.device) - 1] = 0;
+		/* A member the daemon failed is not read: its blocks are rebuilt. */
+		if (m->arg.device[0] && m->arg.state == 0)
+			m->fd = open(m->arg.device, O_RDONLY | O_CLOEXEC);
+	}
+	return 0;
+}
+
+int pony_layout_get(int fd, uint64_t off, uint64_t len, struct pony_layout **ret)
+{
+	struct pony_layout *l = calloc(1, sizeof(*l));
+	int r;
+
+	if (!l)
+		return -ENOMEM;
+	l->off = off;
+	l->end = len > UINT64_MAX - off ? UINT64_MAX : off + len;
+	l->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	r = l->fd < 0 ? -errno : layout_fetch(l);
+	if (!r && (l->flags & PONYFUSE_LAYOUT_ON_VOLUME))
+		r = members_open(l);
+	if (r) {
+		pony_layout_return(l);
+		return r;
+	}
+	*ret = l;
+	return 0;
+}
+
+int pony_layout_get_path(const char *path, uint64_t off, uint64_t len, struct pony_layout **ret)
+{
+	_cleanup_(closep) int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	return fd < 0 ? -errno : pony_layout_get(fd, off, len, ret);
+}
+
+uint64_t pony_layout_size(const struct pony_layout *l)
+{
+	return l->size;
+}
+
+void pony_layout_stats(const struct pony_layout *l, struct pony_layout_stats *ret)
+{
+	*ret = l->stats;
+}
+
+int pony_layout_return(struct pony_layout *l)
+{
+	int r;
+
+	if (!l)
+		return 0;
+	r = l->fd >= 0 ? lease_return(l) : 0;
+	layout_rebuild_done(l);
+	acall_ring_free(l->ring);
+	for (unsigned i = 0; i < l->nmembers; i++)
+		if (l->members[i].fd >= 0)
+			close(l->members[i].fd);
+	if (l->fd >= 0)
+		close(l->fd);
+	free(l->members);
+	free(l->ext);
+	free(l->csums);
+	free(l->pieces);
+	free(l);
+	return r;
+}

@@ -1,0 +1,73 @@
+/*
+ * internal.h - what the files of libpony-layout share: the layout as got
+ * from the mount (extents, checksums and pieces of every page, joined),
+ * the members the client opened itself, and the volume it assembles
+ * read-only, only when a block has to be rebuilt.
+ */
+#ifndef PONY_LAYOUT_INTERNAL_H
+#define PONY_LAYOUT_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pony/fuse.h"
+#include "pony/layout.h"
+
+struct acall_ring;
+struct volume_set;
+
+/* A member of the data region as the mount names it, opened by the client. */
+struct layout_member {
+	int fd;                         /* O_RDONLY; -1: missing, failed or unopenable */
+	struct ponyfuse_layout_member_arg arg;
+};
+
+/*
+ * Invariants between reads: ext[] is in file order and covers [off, end)
+ * of the file in whole blocks up to the size; each DATA extent's checksums
+ * are csums[first_csum ...] and its pieces pieces[first_piece ...], both
+ * indexes into the joined arrays (not the pages'); lease is 0 when none
+ * is held.
+ */
+struct pony_layout {
+	int fd;                         /* the file on the mount (a dup: ours) */
+	uint64_t off, end;              /* the range asked, end cut to UINT64_MAX */
+	uint64_t size;
+	uint32_t flags;                 /* PONYFUSE_LAYOUT_* of the first page */
+	uint32_t block_size;
+	uint32_t lease;
+	struct ponyfuse_layout_extent *ext;
+	size_t next, ext_cap;
+	uint32_t *csums;
+	size_t ncsums, csums_cap;
+	struct ponyfuse_layout_piece *pieces;
+	size_t npieces, pieces_cap;
+	struct layout_member *members;  /* ON_VOLUME only */
+	unsigned nmembers;
+	uint64_t region_offset;         /* the data region's first byte in the volume */
+	struct acall_ring *ring;        /* made on the first read */
+	/* The ring's reap word (acall_reap_wait keeps it as long as the ring
+	 * lives, and may move it) and the count of reads completed. */
+	_Atomic uint32_t reap_word, reads_done;
+	struct volume_set *set;         /* assembled on the first rebuild */
+	struct pony_layout_stats stats;
+};
+
+/* get.c: (re)fetches the extents, checksums and pieces of [l->off, l->end). */
+int layout_fetch(struct pony_layout *l);
+/* get.c: the lease's state now: HELD/RECALLED (or no lease: HELD), EXPIRED. */
+int layout_lease_status(struct pony_layout *l);
+
+/*
+ * rebuild.c: nblocks blocks at volume_off (in the data region) whose member
+ * read failed or whose CRC32C did not match csums[], rebuilt into dst from
+ * the volume's redundancy. 0, -EBADMSG when no copy or reconstruction
+ * matches a checksum (lost, or reused since the layout), -errno.
+ */
+int layout_rebuild(struct pony_layout *l, void *dst, uint64_t volume_off, uint64_t nblocks,
+		   const uint32_t *csums);
+void layout_rebuild_done(struct pony_layout *l);
+
+#endif
