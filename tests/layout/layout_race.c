@@ -1,0 +1,195 @@
+/*
+ * layout_race.c - direct readers against a file that keeps changing: one
+ * thread overwrites FILE in place (copy-on-write frees the old blocks),
+ * truncates and regrows it, a second churns other files so freed blocks
+ * are reused at once, and the main thread reads FILE through
+ * libpony-layout over and over. Every 4 KiB block of FILE holds its own
+ * index, the generation that wrote it and a fill derived from both, so a
+ * block read from a place reused for other data (another file, another
+ * block, a later truncation) cannot pass: each block read must be FILE's
+ * block at that index, of a generation written by then. Usage:
+ * layout_race MNT SECONDS; exits 0 after SECONDS with every read right
+ * (and at least 20 reads), 1 at the first wrong block.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pony/layout.h"
+
+#define BLK 4096u
+#define NBLK 256u                       /* FILE: 1 MiB */
+
+static const char *mnt;
+static atomic_uint_fast64_t gen_done = 1;       /* every block of this generation is fsynced */
+static atomic_uint_fast64_t gen_started = 1;    /* the writer may be writing this one */
+static atomic_bool stop;
+
+static void block_fill(uint8_t *b, uint64_t gen, uint64_t idx)
+{
+	uint64_t x = gen * 0x9e3779b97f4a7c15ull ^ idx * 0xc2b2ae3d27d4eb4full;
+
+	memcpy(b, &gen, 8);
+	memcpy(b + 8, &idx, 8);
+	for (unsigned i = 16; i < BLK; i += 8) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		memcpy(b + i, &x, 8);
+	}
+}
+
+/*
+ * Whether b is FILE's block idx of a generation in [1, max_gen], or zeros:
+ * while the file regrows after a cut, the kernel may hold its new pages
+ * (FUSE's writeback cache) and the daemon, whose view a layout is, still
+ * has a hole there. No block of another file or index is ever all zeros.
+ */
+static bool block_ok(const uint8_t *b, uint64_t idx, uint64_t max_gen, uint64_t *ret_gen)
+{
+	static _Thread_local uint8_t want[BLK];
+	uint64_t gen, got_idx;
+
+	if (b[0] == 0 && !memcmp(b, b + 1, BLK - 1)) {
+		*ret_gen = 0;
+		return true;
+	}
+	memcpy(&gen, b, 8);
+	memcpy(&got_idx, b + 8, 8);
+	*ret_gen = gen;
+	if (got_idx != idx || gen < 1 || gen > max_gen)
+		return false;
+	block_fill(want, gen, idx);
+	return !memcmp(want, b, BLK);
+}
+
+static int write_gen(int fd, uint64_t gen, unsigned nblk)
+{
+	static uint8_t buf[NBLK * BLK] __attribute__((aligned(4096)));
+
+	for (unsigned i = 0; i < nblk; i++)
+		block_fill(buf + (size_t)i * BLK, gen, i);
+	return pwrite(fd, buf, (size_t)nblk * BLK, 0) == (ssize_t)(nblk * BLK) ? fsync(fd) : -1;
+}
+
+static void *writer(void *arg)
+{
+	char path[4096];
+	int fd;
+
+	/*
+	 * O_DIRECT: each write goes to the daemon as it is made. A write into
+	 * the kernel's page cache could be read half done through the mount
+	 * (Linux does not make a read and a write of one page atomic), a torn
+	 * block that is no fault of the layout's.
+	 */
+	snprintf(path, sizeof(path), "%s/file", mnt);
+	fd = open(path, O_WRONLY | O_DIRECT);
+	for (uint64_t gen = 2; fd >= 0 && !atomic_load(&stop); gen++) {
+		atomic_store(&gen_started, gen);
+		/* Every fourth generation cuts the file short first: the blocks past the cut are freed. */
+		if (gen % 4 == 0 && (ftruncate(fd, (off_t)(rand() % NBLK) * BLK) < 0 || fsync(fd) < 0))
+			break;
+		if (write_gen(fd, gen, NBLK) < 0)
+			break;
+		atomic_store(&gen_done, gen);
+	}
+	if (fd >= 0)
+		close(fd);
+	return arg;
+}
+
+static void *churner(void *arg)
+{
+	static uint8_t junk[64 * BLK];
+	char path[4096];
+
+	memset(junk, 0xc5, sizeof(junk));
+	for (unsigned i = 0; !atomic_load(&stop); i++) {
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/churn%u", mnt, i % 8);
+		fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+		if (fd < 0)
+			break;
+		if (write(fd, junk, sizeof(junk)) != (ssize_t)sizeof(junk) || fsync(fd) < 0) {
+			close(fd);
+			break;
+		}
+		close(fd);
+		if (i % 3 == 0)
+			unlink(path);
+	}
+	return arg;
+}
+
+int main(int argc, char **argv)
+{
+	static uint8_t buf[NBLK * BLK];
+	pthread_t w, c;
+	char path[4096];
+	unsigned reads = 0, bad = 0;
+	time_t until;
+	int fd;
+
+	if (argc != 3) {
+		fprintf(stderr, "usage: layout_race MNT SECONDS\n");
+		return 2;
+	}
+	mnt = argv[1];
+	until = time(NULL) + atoi(argv[2]);
+	snprintf(path, sizeof(path), "%s/file", mnt);
+	fd = open(path, O_CREAT | O_RDWR, 0644);
+	if (fd < 0 || write_gen(fd, 1, NBLK) < 0) {
+		perror(path);
+		return 2;
+	}
+	pthread_create(&w, NULL, writer, NULL);
+	pthread_create(&c, NULL, churner, NULL);
+	while (time(NULL) < until && !bad) {
+		struct pony_layout *l;
+		uint64_t max_gen;
+		ssize_t n;
+		int r = pony_layout_get(fd, 0, UINT64_MAX, &l);
+
+		if (r < 0) {
+			fprintf(stderr, "pony_layout_get: %s\n", strerror(-r));
+			bad = 1;
+			break;
+		}
+		n = pony_layout_read(l, buf, 0, sizeof(buf));
+		/* Read after the layout: a generation started by now is fair. */
+		max_gen = atomic_load(&gen_started);
+		if (n < 0) {
+			fprintf(stderr, "pony_layout_read: %s\n", strerror((int)-n));
+			bad = 1;
+		}
+		for (ssize_t i = 0; i < n / (ssize_t)BLK && !bad; i++) {
+			uint64_t gen;
+
+			if (!block_ok(buf + i * BLK, (uint64_t)i, max_gen, &gen)) {
+				fprintf(stderr, "read %u: block %zd is not the file's (it says generation "
+					"%llu; generations up to %llu were written)\n", reads, i,
+					(unsigned long long)gen, (unsigned long long)max_gen);
+				bad = 1;
+			}
+		}
+		pony_layout_return(l);
+		reads++;
+	}
+	atomic_store(&stop, true);
+	pthread_join(w, NULL);
+	pthread_join(c, NULL);
+	close(fd);
+	printf("%u direct reads, %llu generations written%s\n", reads,
+	       (unsigned long long)atomic_load(&gen_done), bad ? ", a wrong block read" : "");
+	return bad || reads < 20 ? 1 : 0;
+}
