@@ -241,7 +241,7 @@ static int dir_snapshot(struct union_fs *u, struct union_dir *d)
 	/* Recreating a one-lower directory in the upper would cost a mkdir,
 	 * xattrs and a rename per directory a `find` enters, for a listing
 	 * that is the lower's either way. */
-	if (r == 0 && n->nlower > 1 && n->parent)
+	if (r == 0 && n->nlower > 1 && n->parent && !u->readonly)
 		r = union_copy_up_locked(u, n);
 	if (r == 0) {
 		union_dirlist_done(&d->list);

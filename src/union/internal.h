@@ -91,6 +91,14 @@ struct union_fs {
 	bool no_prefetch;               /* UNION_NO_PREFETCH, or no thread */
 	atomic_uint_fast64_t prefetched; /* directories read ahead (counters) */
 	struct union_file *files;       /* open files (open.c), released at destroy */
+	bool readonly;                  /* no upper: the top lower stands in for
+					 * it (read-only hostfs), every change is
+					 * -EROFS, no work or index directory */
+	unsigned flags;                 /* UNION_NO_FSYNC, UNION_STATIC_NLINK,
+					 * UNION_SQUASH_* (union.h) */
+	struct union_idmap uidmap[UNION_MAX_IDMAPS], gidmap[UNION_MAX_IDMAPS];
+	unsigned nuidmap, ngidmap;      /* 0: ids are shown as they are */
+	uint32_t squash_uid, squash_gid;
 };
 
 static inline struct union_fs *union_of(struct vfs *fs)
@@ -133,6 +141,18 @@ int union_check_lower_locked(struct union_fs *u, struct union_lower *l, const st
 int union_node_statx_locked(struct union_fs *u, struct union_node *n, unsigned flags,
 			    unsigned mask, struct statx *ret);
 void union_fix_attr(struct union_fs *u, struct union_node *n, struct statx *x);
+
+/* idmap.c: owners as shown (on-disk ids through the maps, or squashed), and
+ * a caller's ids as written. */
+void union_idmap_show(const struct union_fs *u, struct statx *x);
+/* ctx with its uid and gid mapped back to on-disk ids: ctx itself when
+ * the union maps nothing, else buf filled. */
+const struct vfs_ctx *union_idmap_ctx(const struct union_fs *u, const struct vfs_ctx *ctx,
+				      struct vfs_ctx *buf);
+/* A setattr's uid and gid mapped back the same way, into buf (or a itself). */
+const struct vfs_setattr *union_idmap_setattr(const struct union_fs *u,
+					      const struct vfs_setattr *a,
+					      struct vfs_setattr *buf);
 
 /* lookup.c */
 int union_lookup_locked(struct union_fs *u, struct union_node *dir, const char *name,

@@ -343,7 +343,9 @@ static uint64_t upper_file_key(struct union_fs *u, struct union_node *dir, const
 {
 	struct union_origin o = { 0 };
 
-	if (!origin_own_get(u, ino, &o) && !origin_from_fb(u, dir, name, ino, &o))
+	/* Without an upper, the top lower's origins name layers of some other
+	 * union: its inodes are its own. */
+	if (u->readonly || (!origin_own_get(u, ino, &o) && !origin_from_fb(u, dir, name, ino, &o)))
 		o.layer = 0;
 	*ret_links = 0;
 	if (o.layer >= 1 && o.layer <= u->nlowers) {
@@ -437,6 +439,8 @@ static int index_find_locked(struct union_fs *u, uint64_t key, uint64_t *ret_upp
 	char idx[32];
 	int r;
 
+	if (!u->index)
+		return 0;       /* a read-only union has no work directory */
 	union_index_name(key, idx);
 	r = VFS_CALL(u->upper, lookup, &u->root_ctx, u->index, idx, &e);
 	if (r < 0)
