@@ -26,6 +26,11 @@ enum {
 	UNION_STATIC_NLINK = 1 << 3,    /* every directory says st_nlink 1 */
 	UNION_SQUASH_UID = 1 << 4,      /* every owner shown as squash_uid */
 	UNION_SQUASH_GID = 1 << 5,      /* every group shown as squash_gid */
+	UNION_WH_FILES = 1 << 6,        /* lowers may also say whiteout and opaque
+					 * as files, ".wh.NAME" and ".wh..wh..opq"
+					 * (aufs's, as fuse-overlayfs reads them and
+					 * podman extracts layers for it); those
+					 * names are never shown */
 };
 
 /*

@@ -309,6 +309,9 @@ int cli_union_mount_opts(const char *cmd, const char *list, struct union_mount *
 	const char *s = list;
 	int r = 0;
 
+	/* fuse-overlayfs's layers: podman extracts whiteouts for it as
+	 * aufs's ".wh." files. */
+	m->cfg.flags |= UNION_WH_FILES;
 	while (*s && r == 0) {
 		const char *end;
 		_cleanup_(freep) char *o = NULL;

@@ -13,6 +13,7 @@
 #define PONY_UNION_INTERNAL_H
 
 #include <pthread.h>
+#include <string.h>
 #include <stdatomic.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -180,6 +181,18 @@ int union_upper_entry_locked(struct union_fs *u, struct union_node *dir, const c
 			     struct vfs_entry *ret);
 int union_getxattr_layer(struct union_fs *u, unsigned layer, uint64_t ino,
 			 const char *suffix, char *buf, size_t size);
+/* Whether a layer's directory is opaque: its xattr, or (UNION_WH_FILES, a
+ * read-only layer) a ".wh..wh..opq" in it. */
+bool union_layer_dir_opaque(struct union_fs *u, unsigned layer, uint64_t ino);
+/* UNION_WH_FILES: whether name in a read-only layer's directory is whited
+ * out by a ".wh.name" beside it (1, 0, or -errno). */
+int union_wh_file_locked(struct union_fs *u, unsigned layer, uint64_t dir, const char *name);
+#define UNION_WH_PREFIX ".wh."
+#define UNION_WH_OPAQUE ".wh..wh..opq"
+static inline bool union_is_wh_name(const struct union_fs *u, const char *name)
+{
+	return (u->flags & UNION_WH_FILES) && !strncmp(name, UNION_WH_PREFIX, 4);
+}
 bool union_is_own_xattr(struct union_fs *u, const char *name);
 
 /* overlayfs's origin: struct ovl_fb, a 21-byte header then the handle. */

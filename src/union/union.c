@@ -169,8 +169,7 @@ static int build_root(struct union_fs *u)
 		u->root->lower[n++] = (struct union_lower){
 			.layer = i, .ino = VFS_ROOT_INO, .st_ino = x.stx_ino,
 			.dev = union_statx_dev(&x), .ctime = x.stx_ctime };
-		char v[2];
-		if (union_getxattr_layer(u, i, VFS_ROOT_INO, "opaque", v, 2) == 1 && v[0] == 'y')
+		if (union_layer_dir_opaque(u, i, VFS_ROOT_INO))
 			break;
 	}
 	u->root->nlower = n;

@@ -176,6 +176,64 @@ static void test_lowers_only_union_refuses_every_change(void **state)
 	assert_string_equal(before, after);
 }
 
+/*
+ * aufs's whiteout files, as podman extracts layers for a mount_program:
+ * ".wh.f" hides f below, ".wh..wh..opq" makes d opaque, neither is shown;
+ * in the top lower of a lowers-only union and in a lower under an upper.
+ */
+static void check_wh_files(struct vfs *fs, const struct vfs_ctx *ctx)
+{
+	struct vfs_entry e, d;
+	struct names l;
+
+	list_dir(fs, ctx, VFS_ROOT_INO, &l);
+	assert_null(strstr(l.list, ".wh."));
+	assert_null(strstr(l.list, "f "));
+	assert_non_null(strstr(l.list, "flink "));
+	assert_int_equal(vfs_walk(fs, ctx, "f", &e), -ENOENT);
+	assert_int_equal(vfs_walk(fs, ctx, ".wh.f", &e), -ENOENT);
+	assert_int_equal(vfs_walk(fs, ctx, "d/x", &e), -ENOENT);
+	assert_int_equal(vfs_walk(fs, ctx, "d", &d), 0);
+	list_dir(fs, ctx, d.ino, &l);
+	assert_string_equal(l.list, "mine ");
+	VFS_FORGET(fs, d.ino, 1);
+	assert_int_equal(vfs_walk(fs, ctx, "e/n7", &e), -ENOENT);
+	assert_int_equal(vfs_walk(fs, ctx, "e/n8", &e), 0);
+	VFS_FORGET(fs, e.ino, 1);
+}
+
+static void test_wh_files_whiteout_and_make_opaque(void **state)
+{
+	struct fixture *f = *state;
+	const char *lowers[] = { f->upper, f->lower };
+	char mid[128], up2[128], wk2[128];
+	struct union_config cfg = { .lowers = lowers, .nlowers = 2, .flags = UNION_WH_FILES };
+	_cleanup_(vfs_freep) struct vfs *fs = NULL;
+	struct vfs_entry e;
+
+	sh("cd %s && touch .wh.f && mkdir d e && touch d/.wh..wh..opq d/mine e/.wh.n7",
+	   f->upper);
+	assert_int_equal(union_new(&cfg, &fs), 0);
+	check_wh_files(fs, &f->ctx);
+	vfs_free(TAKE_PTR(fs));
+	/* Without the flag they are plain files. */
+	cfg.flags = 0;
+	assert_int_equal(union_new(&cfg, &fs), 0);
+	assert_int_equal(vfs_walk(fs, &f->ctx, "f", &e), 0);
+	VFS_FORGET(fs, e.ino, 1);
+	vfs_free(TAKE_PTR(fs));
+	/* The same layer as a lower below a writable upper. */
+	snprintf(mid, sizeof(mid), "%s", f->upper);
+	snprintf(up2, sizeof(up2), "%s/up2", f->top);
+	snprintf(wk2, sizeof(wk2), "%s/wk2", f->top);
+	sh("mkdir %s %s", up2, wk2);
+	lowers[0] = mid;
+	cfg = (struct union_config){ .lowers = lowers, .nlowers = 2, .upper = up2, .work = wk2,
+				     .flags = UNION_WH_FILES | (geteuid() ? UNION_USERXATTR : 0) };
+	assert_int_equal(union_new(&cfg, &fs), 0);
+	check_wh_files(fs, &f->ctx);
+}
+
 static int build_mapped(struct fixture *f, unsigned flags, struct vfs **ret)
 {
 	static const struct union_idmap map[] = {
@@ -322,6 +380,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_lowers_only_union_merges_top_first),
 		T(test_one_lower_alone_is_a_union_too),
+		T(test_wh_files_whiteout_and_make_opaque),
 		T(test_lowers_only_union_refuses_every_change),
 		T(test_idmap_shows_disk_ids_and_maps_callers_back),
 		T(test_squash_shows_one_owner),
