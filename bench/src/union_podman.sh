@@ -44,15 +44,7 @@ RUN for f in /usr/share/pkg4/*/f1 /usr/share/pkg5/*/f2; do echo more >> $f; done
 RUN mv /build/pkg0 /build/pkg0.done && cp -r /build/pkg1 /build/pkg1.copy
 RUN find /build | wc -l > /build/count
 EOF
-cat > "$P/containers.conf" <<'EOF'
-[containers]
-default_ulimits = []
-netns = "none"
-[engine]
-runtime = "runc"
-cgroup_manager = "cgroupfs"
-events_logger = "file"
-EOF
+cp tests/union/podman-containers.conf "$P/containers.conf"
 for impl in pony fuse_overlayfs; do
 	printf '[storage]\ndriver = "overlay"\ngraphroot = "%s"\nrunroot = "%s"\n' \
 		"$P/$impl/graph" "$P/$impl/run" > "$P/$impl.conf"

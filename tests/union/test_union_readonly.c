@@ -41,15 +41,8 @@ static int build_readonly(struct fixture *f, struct vfs **ret)
 
 static void top_sum(struct fixture *f, char *out)
 {
-	char cmd[320];
-	FILE *p;
-
-	snprintf(cmd, sizeof(cmd), "cd %s && (find . -printf '%%p %%y %%m %%s %%U %%G %%T@ "
-		 "%%C@\\n' | sort; getfattr -R -d -m - . 2>/dev/null) | md5sum", f->upper);
-	p = popen(cmd, "r");
-	assert_non_null(p);
-	assert_non_null(fgets(out, 64, p));
-	pclose(p);
+	sh_output(out, 64, "cd %s && (find . -printf '%%p %%y %%m %%s %%U %%G %%T@ %%C@\\n' | "
+		  "sort; getfattr -R -d -m - . 2>/dev/null) | md5sum", f->upper);
 }
 
 struct names {

@@ -70,15 +70,7 @@ setup() {
 	[storage.options.overlay]
 	mount_program = "$OVL"
 	EOF
-	cat > "$d/containers.conf" <<-EOF
-	[containers]
-	default_ulimits = []
-	netns = "none"
-	[engine]
-	runtime = "runc"
-	cgroup_manager = "cgroupfs"
-	events_logger = "file"
-	EOF
+	cp "$(dirname "$0")/podman-containers.conf" "$d/containers.conf"
 	chmod 700 "$d/xdg"
 	[ "$who" = root ] || chown -R "$TEST_USER:" "$d"
 	echo "HOME=$d/home XDG_RUNTIME_DIR=$d/xdg CONTAINERS_CONF=$d/containers.conf" \
