@@ -293,7 +293,6 @@ static int parse_one(const char *cmd, struct union_mount *m, const char *o)
 		return 0;
 	} else if (!strcmp(o, "userxattr")) {
 		m->cfg.flags |= UNION_USERXATTR;
-		m->xattr_auto = false;
 		return 0;
 	} else if (!strcmp(o, "debug")) {
 		m->opts.debug = m->opts.foreground = true;
@@ -310,8 +309,9 @@ int cli_union_mount_opts(const char *cmd, const char *list, struct union_mount *
 	int r = 0;
 
 	/* fuse-overlayfs's layers: podman extracts whiteouts for it as
-	 * aufs's ".wh." files. */
+	 * aufs's ".wh." files; and it picks trusted. or user. xattrs itself. */
 	m->cfg.flags |= UNION_WH_FILES;
+	m->xattr_auto = true;
 	while (*s && r == 0) {
 		const char *end;
 		_cleanup_(freep) char *o = NULL;
@@ -411,7 +411,6 @@ int cli_union_overlayfs_main(int argc, char **argv)
 	int r = 0;
 
 	cli_union_mount_init(&m);
-	m.xattr_auto = true;
 	for (int i = 1; i < argc && r == 0; i++) {
 		const char *a = argv[i];
 

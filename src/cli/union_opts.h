@@ -21,7 +21,8 @@ struct union_mount {
 	unsigned nowned;
 	char fuse_opts[1024];           /* kernel mount options, comma-separated */
 	bool squash_root;               /* squash_to_root: 0 unless _to_uid/gid */
-	bool xattr_auto;                /* pick trusted. or user. by privilege */
+	bool xattr_auto;                /* user. xattrs without the privilege
+					 * for trusted. (set by any -o list) */
 	const char *log_file;
 };
 
