@@ -375,11 +375,13 @@ int cli_union_mount_finish(const char *cmd, struct union_mount *m)
 	 * writes fail there, before a request is made. */
 	if (!c->upper && add_kernel_opt(cmd, m, "ro"))
 		return CLI_EXIT_USAGE;
+	/* Each directory named by the option that gave it (any -o list set
+	 * xattr_auto: lowerdir=; else --lower). */
 	for (unsigned i = 0; i < c->nlowers; i++)
-		if (cli_check_dir("lower directory", c->lowers[i]))
+		if (cli_check_dir(m->xattr_auto ? "lowerdir" : "--lower", c->lowers[i]))
 			return CLI_EXIT_FAILURE;
-	if ((c->upper && cli_check_dir("upper directory", c->upper)) ||
-	    (c->work && cli_check_dir("work directory", c->work)))
+	if ((c->upper && cli_check_dir(m->xattr_auto ? "upperdir" : "--upper", c->upper)) ||
+	    (c->work && cli_check_dir(m->xattr_auto ? "workdir" : "--work", c->work)))
 		return CLI_EXIT_FAILURE;
 	return 0;
 }
