@@ -14,7 +14,8 @@
 enum {
 	CLI_EXIT_OK = 0,
 	CLI_EXIT_FAILURE = 1,   /* the operation failed */
-	CLI_EXIT_USAGE = 2,     /* bad arguments; also "nothing found", as blkid */
+	CLI_EXIT_NOT_FOUND = 1, /* nothing matched (findfs; the dev commands) */
+	CLI_EXIT_USAGE = 2,     /* bad arguments */
 };
 
 struct cli_command {

@@ -1,6 +1,6 @@
 /*
  * cmd_dev_db.c - the `pony dev` commands that use the database: scan, find
- * (findfs-style: prints the path, exit 2 when nothing is found), list,
+ * (findfs-style: prints the path, exit 1 when nothing is found), list,
  * show, register and forget. Every one takes --db PATH (else $PONY_DEVDB,
  * else /var/lib/pony/devdb.sqlite) and --help; list, show, find and scan
  * take --json.
@@ -186,7 +186,8 @@ static void find_usage(FILE *f)
 		   "TYPE, PARTUUID, PARTLABEL, any tag), from the index, as findfs(8) does.\n"
 		   "A hit is checked with one stat and re-probed alone if it changed. --all prints\n"
 		   "every match (devices sharing a UUID are all listed). A device registered but not\n"
-		   "connected prints its URI. Exit 2 when nothing is found.\n");
+		   "connected prints its URI. Exit: 0 found, 1 nothing found (or an error), 2 bad\n"
+		   "usage, as findfs(8).\n");
 }
 
 static int find_run(int argc, char **argv)
@@ -212,7 +213,7 @@ static int find_run(int argc, char **argv)
 		return CLI_EXIT_FAILURE;
 	r = devdb_find(db, names, values, (size_t)argc, &devs, &n);
 	if (r == -ENOENT)
-		return CLI_EXIT_USAGE;  /* findfs: nothing found is exit 2, silently */
+		return CLI_EXIT_NOT_FOUND;      /* findfs: nothing found is exit 1, silently */
 	if (r < 0)
 		return cli_error("lookup failed: %s", strerror(-r));
 	if (o.json) {
@@ -305,7 +306,8 @@ static void show_usage(FILE *f)
 {
 	fprintf(f, "Usage: pony dev show [--db PATH] [--json] PATH|NAME=VALUE\n"
 		   "Shows one device: every tag and every path (preferred first: present paths,\n"
-		   "then the shortest, then in alphabetical order).\n");
+		   "then the shortest, then in alphabetical order). Exit 1 when it is not in\n"
+		   "the database, 2 on bad usage.\n");
 }
 
 static int show_run(int argc, char **argv)
@@ -313,7 +315,7 @@ static int show_run(int argc, char **argv)
 	_cleanup_(devdb_closep) struct devdb *db = NULL;
 	_cleanup_(devdb_dev_freep) struct devdb_dev *d = NULL;
 	struct dev_opts o = { 0 };
-	const char *name, *value;
+	const char *name, *value = NULL;
 	int r;
 
 	DEV_GETOPT("pony dev show", show_usage, &o);
@@ -326,8 +328,10 @@ static int show_run(int argc, char **argv)
 	else
 		r = devdb_get(db, argv[0], &d);
 	if (r == -ENOENT) {
-		cli_error("%s: not in the device database", argv[0]);
-		return CLI_EXIT_USAGE;
+		/* split_term() cut NAME=VALUE at the '=': say it whole. */
+		cli_error("%s%s%s: not in the device database", argv[0], value ? "=" : "",
+			  value ? value : "");
+		return CLI_EXIT_NOT_FOUND;
 	}
 	if (r < 0)
 		return cli_error("%s", strerror(-r));

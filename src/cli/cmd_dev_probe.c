@@ -1,8 +1,9 @@
 /*
  * cmd_dev_probe.c - `pony dev probe`: what the probers find on each file or
  * device, without the database, in blkid -p's output forms (udev, export,
- * JSON, device path, or blkid's default NAME="value" line). Exit codes follow
- * blkid: 2 when nothing was found, 8 when a result was ambivalent.
+ * JSON, device path, or blkid's default NAME="value" line). Exit codes are
+ * the dev commands' (findfs's): 1 when nothing was found, 2 bad usage; and
+ * blkid's 8 when a result was ambivalent.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -159,7 +160,8 @@ static void probe_usage(FILE *f)
 		   "       pony dev probe --formats   (list the formats the probers know)\n"
 		   "Reads each device's superblocks and partition table, as `blkid -p` does,\n"
 		   "without the database. Each partition of an image FILE is shown as FILE:pN.\n"
-		   "Exit: 0 found, 2 nothing found, 8 ambivalent (two signatures), 1 error.\n");
+		   "Exit: 0 found, 1 nothing found or an error, 2 bad usage, 8 ambivalent\n"
+		   "(two signatures, as blkid).\n");
 }
 
 int dev_probe_run(int argc, char **argv)
@@ -254,5 +256,5 @@ int dev_probe_run(int argc, char **argv)
 		return CLI_EXIT_FAILURE;
 	if (ambivalent)
 		return EXIT_AMBIVALENT;
-	return any ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+	return any ? CLI_EXIT_OK : CLI_EXIT_NOT_FOUND;
 }

@@ -1,8 +1,9 @@
 /*
  * cmd_union.c - `pony union mount|umount`: a union of read-only lowers and a
  * writable upper, served through FUSE, with overlayfs's mount vocabulary
- * (--lower A:B:C, --upper, --work) so the same directories can be handed to
- * the kernel's overlayfs.
+ * (--lower A:B:C, --upper, --work, or fuse-overlayfs's -o lowerdir=...,
+ * cmd_union_opts.c) so the same directories can be handed to the kernel's
+ * overlayfs or to podman. Without an upper the union is read-only.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -16,16 +17,25 @@
 #include "pony/fuse.h"
 #include "pony/union.h"
 #include "pony/util.h"
+#include "union_opts.h"
 
 static void mount_usage(FILE *out)
 {
 	fprintf(out,
-		"Usage: pony union mount --lower A[:B...] --upper U --work W [OPTIONS] MNT\n"
+		"Usage: pony union mount --lower A[:B...] [--upper U --work W] [OPTIONS] MNT\n"
+		"       pony union mount -o lowerdir=A[:B...][,upperdir=U,workdir=W][,...] MNT\n"
 		"Mounts the union of the read-only lowers (top first) and the writable\n"
-		"upper at MNT, in kernel overlayfs's on-disk format.\n\n"
+		"upper at MNT, in kernel overlayfs's on-disk format; without an upper,\n"
+		"a read-only union of the lowers.\n\n"
 		"  -l, --lower A:B:C   lower directories, top first\n"
 		"  -u, --upper DIR     the writable upper directory\n"
 		"  -w, --work DIR      work directory, on the upper's filesystem\n"
+		"  -o, --options LIST  fuse-overlayfs's -o options (lowerdir=, upperdir=,\n"
+		"                      workdir=, uidmapping=, gidmapping=, squash_to_root,\n"
+		"                      squash_to_uid=, squash_to_gid=, static_nlink,\n"
+		"                      volatile, fsync=0, threaded=, timeout=, noacl, the\n"
+		"                      kernel's mount flags...; docs/union.md), as\n"
+		"                      pony-overlayfs takes them\n"
 		"  -f, --foreground    stay in the foreground (default: daemonize)\n"
 		"      --log FILE      also log the daemon's events to FILE, a line each\n"
 		"                      (they always go to syslog)\n"
@@ -84,7 +94,7 @@ static bool upper_is_local(const char *upper)
  * Without it a security.selinux label is inert data, and the union refuses
  * it (EOPNOTSUPP) so that `ls -l` stops asking for one per file.
  */
-static bool host_has_selinux(void)
+bool cli_union_host_has_selinux(void)
 {
 	_cleanup_(fclosep) FILE *f = fopen("/proc/filesystems", "re");
 	char line[128];
@@ -97,17 +107,34 @@ static bool host_has_selinux(void)
 	return false;
 }
 
-/* Splits "A:B:C" in place into lowers[]; returns the count or -EINVAL. */
-static int split_lowers(char *spec, const char **lowers)
+int cli_union_mount_serve(const char *cmd, struct union_mount *m, const char *mountpoint)
 {
-	int n = 0;
+	struct union_config *c = &m->cfg;
+	int r = cli_union_mount_finish(cmd, m);
 
-	for (char *s = strtok(spec, ":"); s; s = strtok(NULL, ":")) {
-		if (n == UNION_MAX_LOWERS)
-			return -E2BIG;
-		lowers[n++] = s;
-	}
-	return n ? n : -EINVAL;
+	if (r || cli_check_dir("mount point", mountpoint) ||
+	    cli_log_open(cmd, m->log_file, m->opts.foreground))
+		return r ? r : CLI_EXIT_FAILURE;
+	m->opts.mount_opts = m->fuse_opts;
+	m->opts.noflush = c->upper && upper_is_local(c->upper);
+	m->opts.no_selinux_xattr = !cli_union_host_has_selinux();
+	/* The union lists a directory by inode, no handle needed (union.h). */
+	m->opts.no_opendir = true;
+	m->opts.killpriv = true;
+	/* Files are created with exactly the mode the caller's umask left. */
+	umask(0);
+	cli_raise_nofile();
+	_cleanup_(vfs_freep) struct vfs *fs = NULL;
+	r = union_new(c, &fs);
+	if (r == -ELOOP)
+		return cli_error("layers overlap: the upper or work directory is inside a "
+				 "lower, or a lower inside the upper");
+	if (r == -EXDEV)
+		return cli_error("work directory %s is not on the filesystem of the upper "
+				 "directory %s", c->work, c->upper);
+	if (r < 0)
+		return cli_error("cannot build the union: %s", strerror(-r));
+	return cli_fuse_serve(fs, mountpoint, c->upper ? c->upper : c->lowers[0], &m->opts);
 }
 
 static int union_mount_run(int argc, char **argv)
@@ -116,6 +143,7 @@ static int union_mount_run(int argc, char **argv)
 		{ "lower", required_argument, NULL, 'l' },
 		{ "upper", required_argument, NULL, 'u' },
 		{ "work", required_argument, NULL, 'w' },
+		{ "options", required_argument, NULL, 'o' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "debug", no_argument, NULL, 'd' },
 		{ "userxattr", no_argument, NULL, 'X' },
@@ -130,72 +158,43 @@ static int union_mount_run(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *lowers[UNION_MAX_LOWERS];
-	struct union_config cfg = { .lowers = lowers };
-	struct ponyfuse_options opts = { .subtype = "pony-union", .timeout = 86400,
-					 .max_threads = 1 };
-	char *lowerspec = NULL;
-	const char *log_file = NULL;
-	int c, r;
+	static const char cmd[] = "pony union mount";
+	_cleanup_(cli_union_mount_done) struct union_mount m;
+	struct union_config *c = &m.cfg;
+	int n, r = 0;
 
+	cli_union_mount_init(&m);
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "l:u:w:fdh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'l': lowerspec = optarg; break;
-		case 'G': log_file = optarg; break;
-		case 'u': cfg.upper = optarg; break;
-		case 'w': cfg.work = optarg; break;
-		case 'f': opts.foreground = true; break;
-		case 'd': opts.debug = opts.foreground = true; break;
-		case 'X': cfg.flags |= UNION_USERXATTR; break;
-		case 'B': opts.writeback = true; break;
-		case 'W': opts.writeback = false; break;
-		case 'P': opts.no_passthrough = true; break;
-		case 'R': cfg.flags |= UNION_NO_PREFETCH; break;
-		case 'U': opts.io_uring = true; break;
+	while (r == 0 && (n = getopt_long(argc, argv, "l:u:w:o:fdh", longopts, NULL)) != -1) {
+		switch (n) {
+		case 'l': r = cli_union_mount_lowers(cmd, "--lower", optarg, &m); break;
+		case 'o': r = cli_union_mount_opts(cmd, optarg, &m); break;
+		case 'G': m.log_file = optarg; break;
+		case 'u': c->upper = optarg; break;
+		case 'w': c->work = optarg; break;
+		case 'f': m.opts.foreground = true; break;
+		case 'd': m.opts.debug = m.opts.foreground = true; break;
+		case 'X': c->flags |= UNION_USERXATTR; break;
+		case 'B': m.opts.writeback = true; break;
+		case 'W': m.opts.writeback = false; break;
+		case 'P': m.opts.no_passthrough = true; break;
+		case 'R': c->flags |= UNION_NO_PREFETCH; break;
+		case 'U': m.opts.io_uring = true; break;
 		case 'N':
-			if (cli_parse_unsigned("pony union mount", "--threads", optarg, 1, 64,
-					       &opts.max_threads))
-				return CLI_EXIT_USAGE;
+			r = cli_parse_unsigned(cmd, "--threads", optarg, 1, 64, &m.opts.max_threads);
 			break;
 		case 'T':
-			if (cli_parse_seconds("pony union mount", "--timeout", optarg, 0, 86400, &opts.timeout))
-				return CLI_EXIT_USAGE;
+			r = cli_parse_seconds(cmd, "--timeout", optarg, 0, 86400, &m.opts.timeout);
 			break;
 		case 'h': mount_usage(stdout); return CLI_EXIT_OK;
-		default: return cli_usage_error("pony union mount", "bad option");
+		default: return cli_usage_error(cmd, "bad option");
 		}
 	}
-	if (!lowerspec || !cfg.upper || !cfg.work)
-		return cli_usage_error("pony union mount", "--lower, --upper and --work are needed");
+	if (r)
+		return CLI_EXIT_USAGE;
 	if (optind != argc - 1)
-		return cli_usage_error("pony union mount", "one mount point is needed");
-	r = split_lowers(lowerspec, lowers);
-	if (r < 0)
-		return cli_usage_error("pony union mount", "bad --lower list");
-	for (int i = 0; i < r; i++)
-		if (cli_check_dir("--lower", lowers[i]))
-			return CLI_EXIT_FAILURE;
-	if (cli_check_dir("--upper", cfg.upper) || cli_check_dir("--work", cfg.work) ||
-	    cli_log_open("pony union mount", log_file, opts.foreground))
-		return CLI_EXIT_FAILURE;
-	cfg.nlowers = (unsigned)r;
-	opts.noflush = upper_is_local(cfg.upper);
-	opts.no_selinux_xattr = !host_has_selinux();
-	/* The union lists a directory by inode, no handle needed (union.h). */
-	opts.no_opendir = true;
-	opts.killpriv = true;
-	/* Files are created with exactly the mode the caller's umask left. */
-	umask(0);
-	cli_raise_nofile();
-	_cleanup_(vfs_freep) struct vfs *fs = NULL;
-	r = union_new(&cfg, &fs);
-	if (r == -ELOOP)
-		return cli_error("layers overlap: the upper or work directory is inside a "
-				 "lower, or a lower inside the upper");
-	if (r < 0)
-		return cli_error("cannot build the union: %s", strerror(-r));
-	return cli_fuse_serve(fs, argv[optind], cfg.upper, &opts);
+		return cli_usage_error(cmd, "one mount point is needed");
+	return cli_union_mount_serve(cmd, &m, argv[optind]);
 }
 
 static int union_umount_run(int argc, char **argv)

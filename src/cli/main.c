@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "ponyfs.h"
+#include "union_opts.h"
 
 static int version_run(int argc, char **argv)
 {
@@ -43,6 +44,13 @@ static const struct cli_command *const commands[] = {
 
 int main(int argc, char **argv)
 {
+	const char *self = argv[0] ? strrchr(argv[0], '/') : NULL;
+
+	/* Installed as a link named pony-overlayfs: fuse-overlayfs's command
+	 * line, for podman's mount_program (cmd_union_opts.c). */
+	self = self ? self + 1 : argv[0];
+	if (self && !strcmp(self, "pony-overlayfs"))
+		return cli_union_overlayfs_main(argc, argv);
 	if (argc >= 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")))
 		return version_run(1, argv);
 	/* mount.fuse3 runs `pony IMG MNT -o OPTS` for `mount -t fuse.pony IMG MNT`. */

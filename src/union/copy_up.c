@@ -336,6 +336,10 @@ static int copy_up_locked(struct union_fs *u, struct union_node *n, bool unlock)
 	union_copy_wait_locked(u, n);
 	if (u->stale)
 		return -ESTALE;
+	/* Every change copies up first (the node or its parent): a union
+	 * without an upper refuses them all here. */
+	if (u->readonly)
+		return -EROFS;
 	if (n->upper)
 		return 0;
 	/* Unlinked while open, or a name dropped for lack of memory. */

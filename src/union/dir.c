@@ -147,6 +147,15 @@ int union_dir_merge_locked(struct union_fs *u, struct union_node *dir,
 
 			struct union_dirent key = { .name = e->name }, *up;
 
+			/* aufs's markers: ".wh.X" hides X below (in a read-only
+			 * layer), ".wh..wh..opq" made the stack stop (lookup). */
+			if (union_is_wh_name(u, e->name)) {
+				if ((i > 0 || u->readonly) && strcmp(e->name, UNION_WH_OPAQUE))
+					r = dirlist_add(&hidden, e->name + strlen(UNION_WH_PREFIX),
+							0, 0);
+				continue;
+			}
+
 			/* An upper name over a lower one is (usually) its copy-up:
 			 * the lower's inode number is what lookup says too. */
 			up = seen ? bsearch(&key, out.e, seen, sizeof(key), by_name) : NULL;
@@ -241,7 +250,7 @@ static int dir_snapshot(struct union_fs *u, struct union_dir *d)
 	/* Recreating a one-lower directory in the upper would cost a mkdir,
 	 * xattrs and a rename per directory a `find` enters, for a listing
 	 * that is the lower's either way. */
-	if (r == 0 && n->nlower > 1 && n->parent)
+	if (r == 0 && n->nlower > 1 && n->parent && !u->readonly)
 		r = union_copy_up_locked(u, n);
 	if (r == 0) {
 		union_dirlist_done(&d->list);

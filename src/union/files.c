@@ -96,7 +96,9 @@ static int union_setattr(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino
 			 uint64_t fh, const struct vfs_setattr *a, struct statx *ret)
 {
 	struct union_fs *u = union_of(fs);
+	struct vfs_setattr mapped;
 
+	a = union_idmap_setattr(u, a, &mapped);
 	return LOCKED(u, setattr_locked(u, ino, fh, a, ret));
 }
 
@@ -231,6 +233,8 @@ static int union_statfs(struct vfs *fs, uint64_t ino, struct statvfs *ret)
 
 static int union_syncfs(struct vfs *fs)
 {
+	if (union_of(fs)->flags & UNION_NO_FSYNC)
+		return 0;
 	return VFS_CALL(union_of(fs)->upper, syncfs);
 }
 

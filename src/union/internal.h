@@ -13,6 +13,7 @@
 #define PONY_UNION_INTERNAL_H
 
 #include <pthread.h>
+#include <string.h>
 #include <stdatomic.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -91,6 +92,14 @@ struct union_fs {
 	bool no_prefetch;               /* UNION_NO_PREFETCH, or no thread */
 	atomic_uint_fast64_t prefetched; /* directories read ahead (counters) */
 	struct union_file *files;       /* open files (open.c), released at destroy */
+	bool readonly;                  /* no upper: the top lower stands in for
+					 * it (read-only hostfs), every change is
+					 * -EROFS, no work or index directory */
+	unsigned flags;                 /* UNION_NO_FSYNC, UNION_STATIC_NLINK,
+					 * UNION_SQUASH_* (union.h) */
+	struct union_idmap uidmap[UNION_MAX_IDMAPS], gidmap[UNION_MAX_IDMAPS];
+	unsigned nuidmap, ngidmap;      /* 0: ids are shown as they are */
+	uint32_t squash_uid, squash_gid;
 };
 
 static inline struct union_fs *union_of(struct vfs *fs)
@@ -134,6 +143,18 @@ int union_node_statx_locked(struct union_fs *u, struct union_node *n, unsigned f
 			    unsigned mask, struct statx *ret);
 void union_fix_attr(struct union_fs *u, struct union_node *n, struct statx *x);
 
+/* idmap.c: owners as shown (on-disk ids through the maps, or squashed), and
+ * a caller's ids as written. */
+void union_idmap_show(const struct union_fs *u, struct statx *x);
+/* ctx with its uid and gid mapped back to on-disk ids: ctx itself when
+ * the union maps nothing, else buf filled. */
+const struct vfs_ctx *union_idmap_ctx(const struct union_fs *u, const struct vfs_ctx *ctx,
+				      struct vfs_ctx *buf);
+/* A setattr's uid and gid mapped back the same way, into buf (or a itself). */
+const struct vfs_setattr *union_idmap_setattr(const struct union_fs *u,
+					      const struct vfs_setattr *a,
+					      struct vfs_setattr *buf);
+
 /* lookup.c */
 int union_lookup_locked(struct union_fs *u, struct union_node *dir, const char *name,
 			struct union_node **ret);
@@ -160,6 +181,18 @@ int union_upper_entry_locked(struct union_fs *u, struct union_node *dir, const c
 			     struct vfs_entry *ret);
 int union_getxattr_layer(struct union_fs *u, unsigned layer, uint64_t ino,
 			 const char *suffix, char *buf, size_t size);
+/* Whether a layer's directory is opaque: its xattr, or (UNION_WH_FILES, a
+ * read-only layer) a ".wh..wh..opq" in it. */
+bool union_layer_dir_opaque(struct union_fs *u, unsigned layer, uint64_t ino);
+/* UNION_WH_FILES: whether name in a read-only layer's directory is whited
+ * out by a ".wh.name" beside it (1, 0, or -errno). */
+int union_wh_file_locked(struct union_fs *u, unsigned layer, uint64_t dir, const char *name);
+#define UNION_WH_PREFIX ".wh."
+#define UNION_WH_OPAQUE ".wh..wh..opq"
+static inline bool union_is_wh_name(const struct union_fs *u, const char *name)
+{
+	return (u->flags & UNION_WH_FILES) && !strncmp(name, UNION_WH_PREFIX, 4);
+}
 bool union_is_own_xattr(struct union_fs *u, const char *name);
 
 /* overlayfs's origin: struct ovl_fb, a 21-byte header then the handle. */

@@ -27,11 +27,43 @@ int union_getxattr_layer(struct union_fs *u, unsigned layer, uint64_t ino,
 	return VFS_CALL(layer_fs(u, layer), getxattr, &u->root_ctx, ino, name, buf, size);
 }
 
-static bool layer_is_opaque(struct union_fs *u, unsigned layer, uint64_t ino)
+/* Whether a layer is read-only: a lower, or the top lower standing in the
+ * upper's place in a union without one. Only those are read for aufs's
+ * whiteout files: the union never writes them. */
+static bool layer_has_wh_files(const struct union_fs *u, unsigned layer)
 {
+	return (u->flags & UNION_WH_FILES) && (layer > 0 || u->readonly);
+}
+
+int union_wh_file_locked(struct union_fs *u, unsigned layer, uint64_t dir, const char *name)
+{
+	char wh[NAME_MAX + 8];
+	struct vfs_entry e;
+	int r;
+
+	if (!layer_has_wh_files(u, layer))
+		return 0;
+	if (snprintf(wh, sizeof(wh), UNION_WH_PREFIX "%s", name) > NAME_MAX)
+		return 0;       /* no such name can exist */
+	r = VFS_CALL(layer_fs(u, layer), lookup, &u->root_ctx, dir, wh, &e);
+	if (r < 0)
+		return r == -ENOENT ? 0 : r;
+	VFS_FORGET(layer_fs(u, layer), e.ino, 1);
+	return 1;
+}
+
+bool union_layer_dir_opaque(struct union_fs *u, unsigned layer, uint64_t ino)
+{
+	struct vfs_entry e;
 	char v[2];
 
-	return union_getxattr_layer(u, layer, ino, "opaque", v, sizeof(v)) == 1 && v[0] == 'y';
+	if (union_getxattr_layer(u, layer, ino, "opaque", v, sizeof(v)) == 1 && v[0] == 'y')
+		return true;
+	if (!layer_has_wh_files(u, layer) ||
+	    VFS_CALL(layer_fs(u, layer), lookup, &u->root_ctx, ino, UNION_WH_OPAQUE, &e) < 0)
+		return false;
+	VFS_FORGET(layer_fs(u, layer), e.ino, 1);
+	return true;
 }
 
 /* A stack of lower directories being built for a directory node. */
@@ -138,7 +170,7 @@ static int walk_component(struct union_fs *u, unsigned layer, struct lower_walk 
 	r = redirect_get(u, layer, e->ino, redirect, sizeof(redirect));
 	/* Opaque: a stop below, and a redirect ignored (the rest of the path
 	 * is still walked in this layer). Unread where neither can matter. */
-	if (r >= 0 && (r > 0 || more) && layer_is_opaque(u, layer, e->ino)) {
+	if (r >= 0 && (r > 0 || more) && union_layer_dir_opaque(u, layer, e->ino)) {
 		w->stop = true;
 		return 1;
 	}
@@ -174,6 +206,14 @@ static int walk_layer(struct union_fs *u, const struct union_lower *base, struct
 			r = -EIO;
 		memcpy(comp, w->name + off, MIN(len, NAME_MAX));
 		comp[MIN(len, NAME_MAX)] = '\0';
+		/* aufs's whiteout file: the name is gone here and below. */
+		if (r == 0) {
+			r = union_wh_file_locked(u, base->layer, cur.ino, comp);
+			if (r > 0) {
+				w->stop = true;
+				r = -ENOENT;
+			}
+		}
 		/* Done ahead by prefetch.c's thread, during a tree walk. */
 		if (r == 0 && !union_prefetch_take_locked(u, &cur, comp, &e))
 			r = VFS_CALL(fs, lookup, &u->root_ctx, cur.ino, comp, &e);
@@ -254,7 +294,7 @@ static int upper_dir_stack(struct union_fs *u, struct union_node *dir, const cha
 	int r = redirect_get(u, 0, upper, redirect, sizeof(redirect));
 
 	/* Below a parent without lowers, no redirect: nothing to look for. */
-	if ((r == 0 && dir->opaque) || layer_is_opaque(u, 0, upper))
+	if ((r == 0 && dir->opaque) || union_layer_dir_opaque(u, 0, upper))
 		return 0;
 	if (r < 0)
 		return r;
@@ -343,7 +383,9 @@ static uint64_t upper_file_key(struct union_fs *u, struct union_node *dir, const
 {
 	struct union_origin o = { 0 };
 
-	if (!origin_own_get(u, ino, &o) && !origin_from_fb(u, dir, name, ino, &o))
+	/* Without an upper, the top lower's origins name layers of some other
+	 * union: its inodes are its own. */
+	if (u->readonly || (!origin_own_get(u, ino, &o) && !origin_from_fb(u, dir, name, ino, &o)))
 		o.layer = 0;
 	*ret_links = 0;
 	if (o.layer >= 1 && o.layer <= u->nlowers) {
@@ -437,6 +479,8 @@ static int index_find_locked(struct union_fs *u, uint64_t key, uint64_t *ret_upp
 	char idx[32];
 	int r;
 
+	if (!u->index)
+		return 0;       /* a read-only union has no work directory */
 	union_index_name(key, idx);
 	r = VFS_CALL(u->upper, lookup, &u->root_ctx, u->index, idx, &e);
 	if (r < 0)
@@ -463,7 +507,12 @@ static int lookup_locked(struct union_fs *u, struct union_node *dir, const char 
 		return -ESTALE;
 	if (!S_ISDIR(dir->type))
 		return -ENOTDIR;
+	/* aufs's whiteout and opaque files are markers, never names. */
+	if (union_is_wh_name(u, name))
+		return -ENOENT;
 	r = union_upper_entry_locked(u, dir, name, &ue);
+	if (r == 0 && dir->upper && !dir->upper_empty)
+		r = union_wh_file_locked(u, 0, dir->upper, name) ? -ENOENT : 0;
 	if (r < 0)
 		return r;
 	if (r > 0) {

@@ -213,7 +213,9 @@ static int union_make(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t parent
 	       const struct make_args *a, struct vfs_entry *ret)
 {
 	struct union_fs *u = union_of(fs);
+	struct vfs_ctx mapped;
 
+	ctx = union_idmap_ctx(u, ctx, &mapped);
 	return LOCKED(u, make_locked(u, ctx, union_node_get(u, parent), name, a, ret));
 }
 

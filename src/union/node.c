@@ -192,8 +192,10 @@ void union_fix_attr(struct union_fs *u, struct union_node *n, struct statx *x)
 	x->stx_dev_minor = minor(u->upper_dev);
 	/* A merged directory's link count is unknowable without reading every
 	 * layer; overlayfs says 1 ("unknown", find and fts accept it). */
-	if (S_ISDIR(x->stx_mode) && n->nlower && !n->opaque)
+	if (S_ISDIR(x->stx_mode) &&
+	    ((n->nlower && !n->opaque) || (u->flags & UNION_STATIC_NLINK)))
 		x->stx_nlink = 1;
+	union_idmap_show(u, x);
 }
 
 int union_node_statx_locked(struct union_fs *u, struct union_node *n, unsigned flags,

@@ -155,9 +155,11 @@ int union_create(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
 {
 	struct union_fs *u = union_of(fs);
 	struct union_node *n;
+	struct vfs_ctx mapped;
 	uint64_t fh;
 	int r;
 
+	ctx = union_idmap_ctx(u, ctx, &mapped);
 	pthread_mutex_lock(&u->lock);
 	r = union_create_locked(u, ctx, union_node_get(u, parent), name, mode, flags, ret, &fh);
 	if (r == 0) {
@@ -214,6 +216,8 @@ int union_flush(struct vfs *fs, uint64_t ino, uint64_t fh)
 
 int union_fsync(struct vfs *fs, uint64_t ino, uint64_t fh, bool datasync)
 {
+	if (union_of(fs)->flags & UNION_NO_FSYNC)
+		return 0;       /* volatile: a crash may lose what was written */
 	return HANDLE_CALL(fs, fh, fsync, datasync);
 }
 

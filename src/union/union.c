@@ -3,6 +3,10 @@
  * (present, directories, not nested in one another, work beside the upper on
  * one filesystem) before anything is written, the work directory is emptied
  * of what an interrupted copy-up left, and the root node merges every lower.
+ * A union of lowers alone (no upper, as container runtimes mount image
+ * layers) is read-only: its top lower stands in the upper's place, opened
+ * read-only, so whiteouts, opaque directories and redirects in it apply to
+ * the lowers below exactly as an upper's would, and nothing is written.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -49,6 +53,8 @@ static int check_layers(const struct union_config *cfg, char (*paths)[PATH_MAX],
 		if (r < 0)
 			return r;
 	}
+	if (!cfg->upper)
+		return 0;
 	r = canonical_dir(cfg->upper, upper);
 	if (r == 0)
 		r = canonical_dir(cfg->work, work);
@@ -109,6 +115,37 @@ static int clean_work(struct union_fs *u)
 	return r;
 }
 
+/* The layers as hostfs instances; without an upper, the top lower is it. */
+static int open_layers(struct union_fs *u, const struct union_config *cfg,
+		       char (*paths)[PATH_MAX], const char *upper, const char *work)
+{
+	unsigned first = u->readonly ? 1 : 0;
+	int r;
+
+	u->nlowers = cfg->nlowers - first;
+	r = hostfs_new(u->readonly ? paths[0] : upper, u->readonly ? HOSTFS_READONLY : 0,
+		       &u->upper);
+	for (unsigned i = 1; i <= u->nlowers && r == 0; i++)
+		r = hostfs_new(paths[i - 1 + first], HOSTFS_READONLY, &u->lowers[i]);
+	if (r < 0 || u->readonly)
+		return r;
+	r = attach_work_dir(u, work, "work", &u->work);
+	if (r == 0)
+		r = attach_work_dir(u, work, "index", &u->index);
+	return r == 0 ? clean_work(u) : r;
+}
+
+static int copy_idmap(struct union_idmap *dst, unsigned *ret_n, const struct union_idmap *src,
+		      unsigned n)
+{
+	if (n > UNION_MAX_IDMAPS || (n && !src))
+		return -EINVAL;
+	for (unsigned i = 0; i < n; i++)
+		dst[i] = src[i];
+	*ret_n = n;
+	return 0;
+}
+
 static int build_root(struct union_fs *u)
 {
 	struct statx x;
@@ -132,8 +169,7 @@ static int build_root(struct union_fs *u)
 		u->root->lower[n++] = (struct union_lower){
 			.layer = i, .ino = VFS_ROOT_INO, .st_ino = x.stx_ino,
 			.dev = union_statx_dev(&x), .ctime = x.stx_ctime };
-		char v[2];
-		if (union_getxattr_layer(u, i, VFS_ROOT_INO, "opaque", v, 2) == 1 && v[0] == 'y')
+		if (union_layer_dir_opaque(u, i, VFS_ROOT_INO))
 			break;
 	}
 	u->root->nlower = n;
@@ -162,17 +198,16 @@ int union_new(const struct union_config *cfg, struct vfs **ret)
 	pthread_cond_init(&u->copied, NULL);
 	snprintf(u->prefix, sizeof(u->prefix), "%s",
 		 cfg->flags & UNION_USERXATTR ? "user.overlay." : "trusted.overlay.");
-	u->nlowers = cfg->nlowers;
 	u->no_prefetch = cfg->flags & UNION_NO_PREFETCH;
-	r = hostfs_new(upper, 0, &u->upper);
-	for (unsigned i = 0; i < cfg->nlowers && r == 0; i++)
-		r = hostfs_new(paths[i], HOSTFS_READONLY, &u->lowers[i + 1]);
+	u->readonly = !cfg->upper;
+	u->flags = cfg->flags;
+	u->squash_uid = cfg->squash_uid;
+	u->squash_gid = cfg->squash_gid;
+	r = copy_idmap(u->uidmap, &u->nuidmap, cfg->uidmap, cfg->nuidmap);
 	if (r == 0)
-		r = attach_work_dir(u, work, "work", &u->work);
+		r = copy_idmap(u->gidmap, &u->ngidmap, cfg->gidmap, cfg->ngidmap);
 	if (r == 0)
-		r = attach_work_dir(u, work, "index", &u->index);
-	if (r == 0)
-		r = clean_work(u);
+		r = open_layers(u, cfg, paths, upper, work);
 	if (r == 0)
 		r = build_root(u);
 	if (r < 0) {

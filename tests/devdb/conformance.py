@@ -68,7 +68,8 @@ def done(img, name):
 
 def probe(img, *args):
     p = subprocess.run([PONY, "dev", "probe", *args, img], capture_output=True, text=True)
-    if p.returncode not in (0, 2, 8):
+    # 1 and silent: nothing found (findfs's code); 1 with a message: an error.
+    if p.returncode not in (0, 1, 8) or (p.returncode == 1 and p.stderr):
         raise RuntimeError(f"pony dev probe {img} exited {p.returncode}: {p.stderr}")
     return p.stdout
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # dev_cli.sh - the device database through the pony binary, on image files
-# made by the real mkfs tools: scan, findfs-style find (exit 2 on a miss),
+# made by the real mkfs tools: scan, findfs-style find (exit 1 on a miss, 2 on bad usage),
 # a rescan reads nothing when nothing changed, a relabel is seen by the
 # lookup's stat check, vanished images are not returned, copied images are
 # reported as duplicate UUIDs, hard links are one device with two paths,
@@ -41,9 +41,19 @@ python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["probed"]==5 an
 
 [ "$("$PONY" dev find LABEL=lab2)" = "$img/e2.img" ] || fail "find LABEL=lab2"
 [ "$("$PONY" dev find TYPE=swap LABEL=swp)" = "$img/s.img" ] || fail "find TYPE=swap LABEL=swp"
-"$PONY" dev find TYPE=swap LABEL=lab1 >/dev/null; [ $? -eq 2 ] || fail "AND of two tags matched"
+"$PONY" dev find TYPE=swap LABEL=lab1 >/dev/null; [ $? -eq 1 ] || fail "AND of two tags matched"
+# Exit codes as findfs: 0 found, 1 not found, 2 bad usage.
 out=$("$PONY" dev find LABEL=nothing); rc=$?
-[ $rc -eq 2 ] && [ -z "$out" ] || fail "a miss: exit $rc, '$out'"
+[ $rc -eq 1 ] && [ -z "$out" ] || fail "a miss: exit $rc, '$out'"
+"$PONY" dev find --json LABEL=nothing >/dev/null; rc=$?
+[ $rc -eq 1 ] || fail "a --json miss: exit $rc"
+err=$("$PONY" dev show LABEL=nothing 2>&1 >/dev/null); rc=$?
+[ $rc -eq 1 ] && [[ $err == *LABEL=nothing* ]] || fail "show of a miss: exit $rc, '$err'"
+err=$("$PONY" dev show "$img/never-there.img" 2>&1 >/dev/null); rc=$?
+[ $rc -eq 1 ] && [[ $err == *never-there.img* ]] || fail "show of an unknown path: exit $rc, '$err'"
+expect_usage_error "$PONY" dev find --no-such-option LABEL=x
+expect_usage_error "$PONY" dev show
+expect_usage_error "$PONY" dev probe
 
 # Nothing changed: nothing is read again.
 out=$("$PONY" dev scan --json "$img")
@@ -52,12 +62,12 @@ python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["probed"]==0 an
 
 # Relabel with the formatting tool: the hit's stat check sees the change.
 mkfs.ext4 -q -F -L relabelled "$img/e3.img" || fail "mkfs.ext4 relabel"
-"$PONY" dev find LABEL=lab3 >/dev/null; [ $? -eq 2 ] || fail "stale label lab3 still found"
+"$PONY" dev find LABEL=lab3 >/dev/null; [ $? -eq 1 ] || fail "stale label lab3 still found"
 [ "$("$PONY" dev find LABEL=relabelled)" = "$img/e3.img" ] || fail "new label not found after the stat check"
 
 # A vanished image is marked absent and not returned.
 rm "$img/e2.img"
-"$PONY" dev find LABEL=lab2 >/dev/null; [ $? -eq 2 ] || fail "vanished image still found"
+"$PONY" dev find LABEL=lab2 >/dev/null; [ $? -eq 1 ] || fail "vanished image still found"
 "$PONY" dev list | grep "$img/e2.img" | grep -q absent || fail "vanished image not listed absent"
 
 # A copy shares the UUID: two devices, reported, both kept.
@@ -86,7 +96,7 @@ import json,sys
 d=[x for x in json.load(sys.stdin)["devices"] if x["kind"]=="remote"]
 assert len(d)==1 and not d[0]["present"] and d[0]["connect"].startswith("nbd://"), d' || fail "remote in list --json"
 "$PONY" dev forget nbd://127.0.0.1:10809/vol0 || fail "forget remote"
-"$PONY" dev find LABEL=netvol >/dev/null; [ $? -eq 2 ] || fail "forgotten device still found"
+"$PONY" dev find LABEL=netvol >/dev/null; [ $? -eq 1 ] || fail "forgotten device still found"
 expect_failure "$PONY" dev forget "$img/never-there.img"
 
 # watch: inotify sees a new image and a relabel without any scan or lookup of the old label.
@@ -135,7 +145,7 @@ dd if=/dev/zero of="$vdir/m2.img" bs=4096 count=1 conv=notrunc status=none
 "$PONY" dev probe -o device "$img/e1.img" | grep -qx "$img/e1.img" || fail "probe -o device"
 "$PONY" dev probe --json "$img/e1.img" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["devices"][0]["TYPE"]=="ext4"' ||
 	fail "probe --json"
-"$PONY" dev probe "$img/blank.img" >/dev/null; [ $? -eq 2 ] || fail "probe of a blank image did not exit 2"
+"$PONY" dev probe "$img/blank.img" >/dev/null; [ $? -eq 1 ] || fail "probe of a blank image did not exit 1"
 
 # A database of schema version 1 (before paths.probe_sum) is upgraded in
 # place, its devices kept, and scans work on it.

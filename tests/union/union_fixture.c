@@ -34,17 +34,25 @@ void sh(const char *fmt, ...)
 	assert_int_equal(system(cmd), 0);
 }
 
-void lower_sum(struct fixture *f, char *out)
+void sh_output(char *out, size_t size, const char *fmt, ...)
 {
-	char cmd[256];
+	char cmd[1024];
+	va_list ap;
 	FILE *p;
 
-	snprintf(cmd, sizeof(cmd), "cd %s && (find . -printf '%%p %%y %%m %%s %%T@ %%C@\\n' | "
-		 "sort; find . -type f -exec cat {} +) | md5sum", f->lower);
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
 	p = popen(cmd, "r");
 	assert_non_null(p);
-	assert_non_null(fgets(out, 64, p));
+	assert_non_null(fgets(out, (int)size, p));
 	pclose(p);
+}
+
+void lower_sum(struct fixture *f, char *out)
+{
+	sh_output(out, 64, "cd %s && (find . -printf '%%p %%y %%m %%s %%T@ %%C@\\n' | "
+		  "sort; find . -type f -exec cat {} +) | md5sum", f->lower);
 }
 
 int build(struct fixture *f)

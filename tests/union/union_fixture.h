@@ -19,6 +19,9 @@ struct fixture {
 
 /* Runs a shell command built like printf; the test fails if it does. */
 void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The first line a shell command built like printf prints, into out. */
+void sh_output(char *out, size_t size, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 /* A checksum of every name, mode, size, time and byte of the lower. */
 void lower_sum(struct fixture *f, char *out);
 /* Builds f->fs over f's layers. */
