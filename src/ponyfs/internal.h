@@ -43,7 +43,7 @@
 #define PONYFS_VERSION 1
 /* PRAGMA user_version: 2 added extents.flags, 3 meta_chunks, 4 inodes.crypt
  * (docs/ponyfs-format.md). */
-#define PONYFS_SCHEMA_VERSION 4
+#define PONYFS_SCHEMA_VERSION 5
 /* extents.flags: the blocks are allocated but were never written; they read
  * as zeros, have no checksums, and the first write goes into them in place. */
 #define PONYFS_EXT_UNWRITTEN 1
