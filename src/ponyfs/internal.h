@@ -28,6 +28,7 @@
 #include <sys/statvfs.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <syslog.h>
 
 #include "pony/bdev.h"
@@ -762,6 +763,20 @@ int ponyfs_removexattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, c
 /* Layouts (layout.c): where a file's bytes live, for the vfs layout_map hook. */
 int ponyfs_layout_map(struct vfs *v, uint64_t ino, struct vfs_layout *l);
 int ponyfs_layout_topology(struct vfs *v, struct vfs_layout_topology *ret);
+struct volume_segment_info;
+/* The first segment of fs->volume of class cls (enum volume_region_class). -ENODEV: none. */
+int ponyfs_region_segment(const struct ponyfs *fs, int cls, unsigned *ret_seg,
+			  struct volume_segment_info *ret_info);
+
+/* What lives at an address (resolve.c, docs/scrub.md). */
+int ponyfs_resolve(struct vfs *v, struct vfs_resolve *r);
+int ponyfs_resolve_locked(struct ponyfs *fs, struct vfs_resolve *r);
+/* Byte in of data block b: a file's, metadata or free. */
+int ponyfs_resolve_block_locked(struct ponyfs *fs, uint64_t b, uint64_t in, struct vfs_resolve *r);
+/* The paths of ?1 up to the root, at most ?2 (one BLOB column); fsck uses it too. */
+extern const char ponyfs_paths_sql[];
+/* A name's bytes, control characters and backslashes as \xNN. */
+void ponyfs_name_put(FILE *out, const uint8_t *name, size_t len);
 
 extern const struct vfs_ops ponyfs_ops;
 

@@ -656,4 +656,5 @@ const struct vfs_ops ponyfs_ops = {
 	.crypt_salt = ponyfs_crypt_salt,
 	.layout_map = ponyfs_layout_map,
 	.layout_topology = ponyfs_layout_topology,
+	.resolve = ponyfs_resolve,
 };
