@@ -120,6 +120,8 @@ int64_t volume_map(const struct volume *v, uint64_t off, uint64_t len, struct vo
  * for raid10.
  */
 int volume_unmap(const struct volume *v, unsigned m, uint64_t dev_byte, struct volume_piece *ret);
+/* Where member m's data of segment seg starts on its device (dev_start); 0 out of range. */
+uint64_t volume_member_start(const struct volume *v, unsigned seg, unsigned m);
 /* What a segment is: where, which target, its geometry. -EINVAL: no such segment. */
 struct volume_segment_info {
 	uint64_t start, len;

@@ -657,4 +657,6 @@ const struct vfs_ops ponyfs_ops = {
 	.layout_map = ponyfs_layout_map,
 	.layout_topology = ponyfs_layout_topology,
 	.resolve = ponyfs_resolve,
+	.badblock = ponyfs_badblock,
+	.scrub = ponyfs_scrub,
 };

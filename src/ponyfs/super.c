@@ -236,6 +236,7 @@ void ponyfs_destroy(struct vfs *v)
 	struct ponyfs *fs = ponyfs_of(v);
 
 	ponyfs_timer_stop(fs);
+	ponyfs_scrub_stop(fs);          /* its position saved, committed below */
 	pthread_mutex_lock(&fs->lock);
 	if (!fs->read_only && ponyfs_writeback_all_locked(fs, false) >= 0)
 		ponyfs_commit_locked(fs);
@@ -261,6 +262,7 @@ void ponyfs_destroy(struct vfs *v)
 	for (size_t i = 0; i < ARRAY_SIZE(fs->owned); i++)
 		bdev_free(fs->owned[i]);
 	free(fs->pending);
+	free(fs->bad);
 	pthread_cond_destroy(&fs->timer_cond);
 	pthread_mutex_destroy(&fs->lock);
 	pthread_rwlock_destroy(&fs->reuse_lock);

@@ -264,3 +264,10 @@ int volume_unmap(const struct volume *v, unsigned m, uint64_t dev_byte, struct v
 	}
 	return -ENOENT;
 }
+
+uint64_t volume_member_start(const struct volume *v, unsigned seg, unsigned m)
+{
+	const struct volume_seg *s = volume_seg_get(v, seg);
+
+	return s && m < s->nmembers ? s->m[m].offset : 0;
+}
