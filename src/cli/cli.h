@@ -27,6 +27,9 @@ struct cli_command {
 extern const struct cli_command cli_dev_command;    /* cmd_dev.c */
 extern const struct cli_command cli_fs_command;     /* cmd_fs.c */
 extern const struct cli_command cli_fs_layout_command; /* cmd_fs_layout.c: pony fs layout */
+/* cmd_fs_scrub.c: pony fs resolve, badblocks, scrub */
+extern const struct cli_command cli_fs_resolve_command, cli_fs_badblocks_command,
+	cli_fs_scrub_command;
 extern const struct cli_command cli_union_command;  /* cmd_union.c */
 extern const struct cli_command cli_mkfs_command;   /* cmd_ponyfs.c */
 extern const struct cli_command cli_mount_command;  /* cmd_ponyfs.c */
