@@ -295,7 +295,7 @@ _Static_assert(sizeof(struct ponyfuse_resolve_arg) == 3160, "ponyfuse_resolve_ar
 struct ponyfuse_badblock_arg {
 	uint32_t version;               /* in and out */
 	uint32_t index;                 /* in */
-	uint32_t source;                /* out: 0 member bad-block log, 1 read, 2 scrub */
+	uint32_t source;                /* out: 0 member log, 1 read, 2 scrub, 3 scrub checksum */
 	uint32_t repaired;              /* out: rewritten from redundancy */
 	uint64_t length;                /* out: bytes */
 	struct ponyfuse_resolve_arg where;      /* out: its first byte */

@@ -244,7 +244,8 @@ struct vfs_resolve {
 enum vfs_bad_source {
 	VFS_BAD_MEMBER_LOG = 0,         /* a member's bad-block log (reads reconstructed) */
 	VFS_BAD_READ = 1,               /* a checksum mismatch seen while serving a read */
-	VFS_BAD_SCRUB = 2,              /* found by scrub (checksum, parity or copies) */
+	VFS_BAD_SCRUB = 2,              /* scrub: copies or parity disagree, or unreadable */
+	VFS_BAD_SCRUB_CSUM = 3,         /* scrub: a file block failed its checksum */
 };
 struct vfs_badblock {
 	uint32_t source;                /* enum vfs_bad_source */

@@ -24,7 +24,9 @@
 static const char *const what_names[] = { "free", "file", "metadata", "parity", "none" };
 static const char *const meta_names[] = { "superblock", "chunk table", "database", "WAL", "unused" };
 static const char *const role_names[] = { "data", "copy", "P", "Q" };
-static const char *const source_names[] = { "member bad-block log", "read", "scrub" };
+static const char *const source_names[] = {
+	"member bad-block log", "read", "scrub", "scrub checksum",
+};
 
 static const char *name_of(const char *const *names, size_t n, uint32_t v)
 {
@@ -276,13 +278,13 @@ static int fs_badblocks_run(int argc, char **argv)
 		}
 		if (json) {
 			util_json_object_begin(&j, NULL);
-			util_json_string(&j, "source", name_of(source_names, 3, a->source));
+			util_json_string(&j, "source", name_of(source_names, 4, a->source));
 			util_json_bool(&j, "repaired", a->repaired);
 			util_json_uint(&j, "length", a->length);
 			resolve_print(fd, &a->where, &j);
 			util_json_object_end(&j);
 		} else {
-			printf("%s, %s, %" PRIu64 " bytes: ", name_of(source_names, 3, a->source),
+			printf("%s, %s, %" PRIu64 " bytes: ", name_of(source_names, 4, a->source),
 			       a->repaired ? "repaired" : "not repaired", a->length);
 			resolve_print(fd, &a->where, NULL);
 		}

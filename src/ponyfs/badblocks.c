@@ -131,7 +131,7 @@ static void bad_member(struct ponyfs *fs, uint64_t vol_off, int m, struct ponyfs
 void ponyfs_bad_block_locked(struct ponyfs *fs, uint32_t source, uint64_t ino, uint64_t fblk,
 			     uint64_t pblock, int m)
 {
-	static const char *const what[] = { "bad-block log", "read", "scrub" };
+	static const char *const what[] = { "bad-block log", "read", "scrub", "scrub" };
 	struct ponyfs_bad b = { .source = source, .vol_off = ponyfs_volume_byte(fs, pblock),
 				.len = BS, .repaired = m >= 0 };
 	struct vfs_resolve *r = calloc(1, sizeof(*r));

@@ -191,7 +191,7 @@ static int step_volume(struct ponyfs *fs, const struct scrub_range *rg, uint64_t
 }
 
 /* A written block of a file the step holds. */
-struct scrub_block { uint64_t pblock, ino, fblk; uint32_t crc; };
+struct scrub_block { uint64_t pblock, ino, fblk; uint32_t crc; bool unreadable; };
 
 /* The written blocks of [b0, b1) with their checksums, in block order; their count. */
 static int64_t step_blocks_locked(struct ponyfs *fs, uint64_t b0, uint64_t b1,
@@ -223,7 +223,7 @@ static int64_t step_blocks_locked(struct ponyfs *fs, uint64_t b0, uint64_t b1,
 			if (p + i < b0 || p + i >= b1 || (i + 1) * stride > cl || (size_t)n >= max)
 				continue;
 			out[n++] = (struct scrub_block){ p + i, ino, foff + i,
-							 util_get_le32(cs + i * stride) };
+							 util_get_le32(cs + i * stride), false };
 		}
 	}
 	sqlite3_reset(s);
@@ -247,7 +247,7 @@ static void block_bad_locked(struct ponyfs *fs, const struct scrub_block *b, uin
 	} else {
 		fs->scrub->lost++;
 	}
-	ponyfs_bad_block_locked(fs, VFS_BAD_SCRUB, b->ino, b->fblk, b->pblock, m);
+	ponyfs_bad_block_locked(fs, VFS_BAD_SCRUB_CSUM, b->ino, b->fblk, b->pblock, m);
 }
 
 /* Every written block of [off, off+len) of the data region against its checksum. */
@@ -268,13 +268,19 @@ static int step_files(struct ponyfs *fs, const struct scrub_range *rg, uint64_t 
 	pthread_rwlock_rdlock(&fs->reuse_lock);
 	pthread_mutex_unlock(&fs->lock);
 	r = bdev_pread(fs->data, buf, nb * BS, b0 * BS);
+	/* An error somewhere in the step: each block on its own, so only
+	 * the ones that cannot be read are taken for bad. */
+	for (int64_t i = 0; r < 0 && i < n; i++)
+		if (bdev_pread(fs->data, buf + (blocks[i].pblock - b0) * BS, BS,
+			       blocks[i].pblock * BS) < 0)
+			blocks[i].unreadable = true;
 	pthread_rwlock_unlock(&fs->reuse_lock);
 	pthread_mutex_lock(&fs->lock);
 	for (int64_t i = 0; i < n; i++) {
 		uint8_t *at = buf + (blocks[i].pblock - b0) * BS;
 
 		fs->scrub->checked++;
-		if (r < 0 || util_crc32c(0, at, BS) != blocks[i].crc)
+		if (blocks[i].unreadable || util_crc32c(0, at, BS) != blocks[i].crc)
 			block_bad_locked(fs, &blocks[i], at);
 	}
 	pthread_mutex_unlock(&fs->lock);

@@ -123,7 +123,7 @@ import json, sys
 bad = json.load(open(sys.argv[1]))
 dev, off = sys.argv[2].split()
 files = [b for b in bad if b["what"] == "file"]
-assert all(b["source"] == "scrub" for b in bad), bad
+assert all(b["source"].startswith("scrub") for b in bad), bad
 assert all(b["device"] and "member_sector" in b for b in bad if b["what"] != "parity"), bad
 # The row beyond redundancy: no member to blame, listed as the row.
 assert any(b["what"] == "parity" and not b["repaired"] and b["row_length"] for b in bad), bad
@@ -135,7 +135,7 @@ assert any(b["repaired"] and b["paths"] == ["/a"] and b["file_offset"] // 4096 =
 assert any(b["what"] == "metadata" and b["repaired"] for b in bad), bad
 assert any(b["what"] == "free" and b["repaired"] for b in bad), bad
 PY
-"$PONY" fs badblocks "$T/m" | grep -q "scrub, not repaired, .*: file offset 81920 of inode [0-9]*: /b /dir/b-link\|/dir/b-link /b" ||
+"$PONY" fs badblocks "$T/m" | grep -q "scrub checksum, not repaired, .*: file offset 81920 of inode [0-9]*: /b /dir/b-link\|/dir/b-link /b" ||
 	fail "badblocks text: $("$PONY" fs badblocks "$T/m")"
 
 # resolve by MEMBER:SECTOR, the member by device and by index.
