@@ -167,18 +167,15 @@ static int scrub_step_end(uint64_t done, uint64_t total, void *arg)
 	return done >= ((const struct findings *)arg)->end;
 }
 
-/* Mirrors and parity of [off, off+len) of the range's segment. */
-static int step_volume(struct ponyfs *fs, const struct scrub_range *rg, uint64_t off, uint64_t len)
+/* Mirrors and parity of [off, off+len) of the range's segment; its findings in f. */
+static int step_volume(struct ponyfs *fs, const struct scrub_range *rg, uint64_t off, uint64_t len,
+		       struct findings *f)
 {
-	struct findings *f;
 	int r;
 
+	f->n = 0;
 	if (rg->seg < 0)
 		return 0;
-	f = malloc(sizeof(*f));
-	if (!f)
-		return -ENOMEM;
-	f->n = 0;
 	f->end = off - rg->start + len;
 	r = volume_scrub_from(fs->volume, (unsigned)rg->seg, off - rg->start, true, 0, scrub_found,
 			      f, scrub_step_end, f, NULL);
@@ -186,12 +183,28 @@ static int step_volume(struct ponyfs *fs, const struct scrub_range *rg, uint64_t
 	for (unsigned i = 0; i < f->n; i++)
 		finding_add_locked(fs, &f->m[i]);
 	pthread_mutex_unlock(&fs->lock);
-	free(f);
 	return r == -ECANCELED || r == -EOPNOTSUPP ? 0 : r;
 }
 
+/*
+ * Whether copies of data block b disagree and the volume could not tell
+ * which is wrong (two copies): then the block's checksum decides, even
+ * when the copy read first is the good one.
+ */
+static bool copies_suspect(const struct ponyfs *fs, const struct scrub_range *rg,
+			   const struct findings *f, uint64_t b)
+{
+	uint64_t at = b * BS;
+
+	for (unsigned i = 0; i < f->n; i++)
+		if (!f->m[i].located && f->m[i].stripe == UINT64_MAX &&
+		    at < f->m[i].seg_off + f->m[i].seg_len && f->m[i].seg_off < at + BS)
+			return true;
+	return false;
+}
+
 /* A written block of a file the step holds. */
-struct scrub_block { uint64_t pblock, ino, fblk; uint32_t crc; bool unreadable; };
+struct scrub_block { uint64_t pblock, ino, fblk; uint32_t crc; bool unreadable, suspect; };
 
 /* The written blocks of [b0, b1) with their checksums, in block order; their count. */
 static int64_t step_blocks_locked(struct ponyfs *fs, uint64_t b0, uint64_t b1,
@@ -223,15 +236,31 @@ static int64_t step_blocks_locked(struct ponyfs *fs, uint64_t b0, uint64_t b1,
 			if (p + i < b0 || p + i >= b1 || (i + 1) * stride > cl || (size_t)n >= max)
 				continue;
 			out[n++] = (struct scrub_block){ p + i, ino, foff + i,
-							 util_get_le32(cs + i * stride), false };
+							 util_get_le32(cs + i * stride), false, false };
 		}
 	}
 	sqlite3_reset(s);
 	return r < 0 ? r : n;
 }
 
-/* One bad block: repaired from redundancy or lost, unless its extent changed meanwhile. */
-static void block_bad_locked(struct ponyfs *fs, const struct scrub_block *b, uint8_t *buf)
+/* The member a plain read of data block pblock reads first (its first copy). */
+static int first_member(const struct ponyfs *fs, uint64_t pblock)
+{
+	struct volume_piece p;
+
+	if (!fs->volume || volume_map(fs->volume, ponyfs_volume_byte(fs, pblock), 1, &p, 1) < 1)
+		return -1;
+	return p.role == VOLUME_PIECE_NONE ? -1 : (int)p.member;
+}
+
+/*
+ * One bad block: repaired from redundancy or lost, unless its extent
+ * changed meanwhile. A suspect (copies disagree, the copy read first
+ * passed) was bad only if bdev_repair() blames another member than the
+ * first copy: it rewrites the first member whose absence reads right.
+ */
+static void block_bad_locked(struct ponyfs *fs, const struct scrub_block *b, uint8_t *buf,
+			     bool read_ok)
 {
 	struct scrub_block now;
 	int m;
@@ -239,8 +268,10 @@ static void block_bad_locked(struct ponyfs *fs, const struct scrub_block *b, uin
 	if (step_blocks_locked(fs, b->pblock, b->pblock + 1, &now, 1) != 1 || now.ino != b->ino ||
 	    now.fblk != b->fblk || now.crc != b->crc)
 		return;         /* rewritten or freed since it was read */
-	fs->stats.csum_errors++;
 	m = bdev_repair(fs->data, buf, BS, b->pblock * BS, b->crc);
+	if (read_ok && (m < 0 || m == first_member(fs, b->pblock)))
+		return;         /* both copies of this block were right */
+	fs->stats.csum_errors++;
 	if (m >= 0) {
 		fs->stats.csum_repaired++;
 		fs->scrub->repaired++;
@@ -252,7 +283,7 @@ static void block_bad_locked(struct ponyfs *fs, const struct scrub_block *b, uin
 
 /* Every written block of [off, off+len) of the data region against its checksum. */
 static int step_files(struct ponyfs *fs, const struct scrub_range *rg, uint64_t off, uint64_t len,
-		      uint8_t *buf, struct scrub_block *blocks)
+		      const struct findings *f, uint8_t *buf, struct scrub_block *blocks)
 {
 	uint64_t b0 = (off - rg->start) / BS, nb = len / BS;
 	int64_t n;
@@ -278,10 +309,11 @@ static int step_files(struct ponyfs *fs, const struct scrub_range *rg, uint64_t 
 	pthread_mutex_lock(&fs->lock);
 	for (int64_t i = 0; i < n; i++) {
 		uint8_t *at = buf + (blocks[i].pblock - b0) * BS;
+		bool ok = !blocks[i].unreadable && util_crc32c(0, at, BS) == blocks[i].crc;
 
 		fs->scrub->checked++;
-		if (blocks[i].unreadable || util_crc32c(0, at, BS) != blocks[i].crc)
-			block_bad_locked(fs, &blocks[i], at);
+		if (!ok || copies_suspect(fs, rg, f, blocks[i].pblock))
+			block_bad_locked(fs, &blocks[i], at, ok);
 	}
 	pthread_mutex_unlock(&fs->lock);
 	return 0;
@@ -312,7 +344,7 @@ static void scrub_pace(struct ponyfs *fs, const struct ponyfs_scrub *sc, uint64_
 }
 
 static int scrub_walk(struct ponyfs *fs, struct ponyfs_scrub *sc, uint8_t *buf,
-		      struct scrub_block *blocks)
+		      struct scrub_block *blocks, struct findings *f)
 {
 	struct scrub_range rg[2];
 	unsigned nr = scrub_ranges(fs, rg);
@@ -326,9 +358,9 @@ static int scrub_walk(struct ponyfs *fs, struct ponyfs_scrub *sc, uint8_t *buf,
 
 			if (__atomic_load_n(&sc->stop, __ATOMIC_RELAXED))
 				return -ECANCELED;
-			r = step_volume(fs, &rg[i], off, len);
+			r = step_volume(fs, &rg[i], off, len, f);
 			if (r >= 0 && rg[i].data)
-				r = step_files(fs, &rg[i], off, len, buf, blocks);
+				r = step_files(fs, &rg[i], off, len, f, buf, blocks);
 			at += len;
 			done += len;
 			pthread_mutex_lock(&fs->lock);
@@ -353,10 +385,12 @@ static void *scrub_main(void *arg)
 	struct ponyfs_scrub *sc = fs->scrub;
 	uint8_t *buf = util_aligned_alloc(STEP);
 	struct scrub_block *blocks = malloc(STEP / BS * sizeof(*blocks));
-	int r = buf && blocks ? scrub_walk(fs, sc, buf, blocks) : -ENOMEM;
+	struct findings *f = malloc(sizeof(*f));
+	int r = buf && blocks && f ? scrub_walk(fs, sc, buf, blocks, f) : -ENOMEM;
 
 	free(buf);
 	free(blocks);
+	free(f);
 	pthread_mutex_lock(&fs->lock);
 	sc->t_end_ns = util_now_ns();
 	if (r == -ECANCELED) {

@@ -3,7 +3,8 @@
 # over a RAID6 of six image files (metadata mirrored on all six), faults
 # flipped straight into the member images while mounted: under a file,
 # under the metadata mirror and under free space, each within redundancy,
-# and one row beyond it (its data, P and Q) under a file with a hard link.
+# and one row beyond it (its data, P and Q) under a file with a hard link;
+# then a two-way mirror, where only the checksums can tell the copies apart.
 # `pony fs scrub start --wait` repairs every fault within redundancy (the
 # member bytes come back as they were), loses exactly the one block beyond
 # it and names exactly its file (both paths), never a clean one; `pony fs
@@ -205,5 +206,38 @@ echo "$out" | grep -q "outside the volume" || fail "past the volume: $out"
 out=$("$PONY" fs scrub status "$T" 2>&1) && fail "scrub of a plain directory"
 echo "$out" | grep -q "not a pony mount" || fail "plain directory: $out"
 "$PONY" fs scrub --help | grep -q "Usage: pony fs scrub" || fail "--help"
+pony_umount
+
+# A two-way mirror: the volume cannot tell which copy is wrong, the
+# checksum can: one copy flipped is repaired, both flipped is lost.
+rm -f "$T"/m?.img "$T/flips"
+truncate -s 64M "$T/m0.img"
+truncate -s 64M "$T/m1.img"
+"$PONY" mkfs --data mirror "$T/m0.img" "$T/m1.img" >/dev/null || fail "mkfs --data mirror"
+pony_mount --commit 200 "$T/m0.img" "$T/m1.img"
+cp "$T/a" "$T/m/a" && cp "$T/c" "$T/m/c" && "$PONY" sync "$T/m" || fail "write on the mirror"
+for f in a c; do "$PONY" fs layout --json "$T/m/$f" >"$T/$f.json" || fail "layout of $f"; done
+read -r dev off < <(pieces a 9 | tail -1)       # the second copy
+flip "$dev" "$off"
+while read -r dev off; do flip "$dev" "$off"; done < <(pieces c 30)   # both copies
+"$PONY" fs scrub start --wait "$T/m" >"$T/scrub.out" || fail "mirror scrub"
+grep -q "^done.*, 1 repaired, 1 lost$" "$T/scrub.out" || fail "mirror counts: $(cat "$T/scrub.out"); log: $(cat "$T/pony.log")"
+read -r dev off good < <(head -1 "$T/flips")
+cmp <(dd if="$dev" bs=1 skip="$off" count=8 status=none) "$good" || fail "mirror copy not repaired"
+grep -q "offset 36864: .*repaired member 1 .*(scrub); file /a$" "$T/pony.log" ||
+	fail "mirror repair of a: $(cat "$T/pony.log")"
+grep -q "offset 122880: .*lost: file /c$" "$T/pony.log" || fail "mirror loss of c: $(cat "$T/pony.log")"
+# Each copy bad in a different block of the same unit: repairing one from
+# the other copy must not carry the other copy's bad block over.
+read -r dev off < <(pieces a 2 | head -1)       # the first copy
+flip "$dev" "$off"
+read -r dev off < <(pieces a 50 | tail -1)      # the second copy
+flip "$dev" "$off"
+pony_umount
+pony_mount --commit 200 "$T/m0.img" "$T/m1.img"
+cmp "$T/a" "$T/m/a" || fail "a bad block on each copy: a read back wrong: $(cat "$T/pony.log")"
+pony_umount
+pony_mount --commit 200 "$T/m0.img" "$T/m1.img"
+cmp "$T/a" "$T/m/a" || fail "a bad block on each copy: the repair spread one: $(cat "$T/pony.log")"
 pony_umount
 pass
