@@ -377,6 +377,7 @@ struct ponyfs {
 	size_t nbad, cap_bad;
 	struct ponyfs_scrub *scrub;
 	unsigned reads_in_flight;       /* atomic: scrub yields while reads are under way */
+	uint64_t read_end_ns;           /* atomic: when the last read ended (util_now_ns) */
 };
 
 static inline struct ponyfs *ponyfs_of(struct vfs *v) { return (struct ponyfs *)v; }

@@ -260,6 +260,7 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 	if (r >= 0 || done)
 		ponyfs_atime_access_locked(fs, in);
 	pthread_mutex_unlock(&fs->lock);
+	__atomic_store_n(&fs->read_end_ns, util_now_ns(), __ATOMIC_RELAXED);
 	__atomic_sub_fetch(&fs->reads_in_flight, 1, __ATOMIC_RELAXED);
 	crypt_contents_free(cipher);
 	return done ? (ssize_t)done : r;

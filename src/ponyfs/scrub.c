@@ -328,12 +328,19 @@ static void sleep_ns(uint64_t ns)
 	nanosleep(&ts, NULL);
 }
 
-/* Waits while foreground reads are under way (a bounded back-off), then for the rate. */
+/* Whether the foreground reads: one under way, or one ended in the last 2 ms
+ * (a reader waiting on each read before the next leaves only short gaps). */
+static bool foreground_busy(struct ponyfs *fs)
+{
+	return __atomic_load_n(&fs->reads_in_flight, __ATOMIC_RELAXED) ||
+	       util_now_ns() - __atomic_load_n(&fs->read_end_ns, __ATOMIC_RELAXED) < 2000000;
+}
+
+/* Waits while the foreground reads (a bounded back-off), then for the rate. */
 static void scrub_pace(struct ponyfs *fs, const struct ponyfs_scrub *sc, uint64_t t0,
 		       uint64_t done)
 {
-	for (unsigned ms = 0; ms < YIELD_MAX_MS &&
-	     __atomic_load_n(&fs->reads_in_flight, __ATOMIC_RELAXED); ms++)
+	for (unsigned ms = 0; ms < YIELD_MAX_MS && foreground_busy(fs); ms++)
 		sleep_ns(1000000);
 	if (sc->rate) {
 		uint64_t due = t0 + done * 1000000000ull / sc->rate, now = util_now_ns();
