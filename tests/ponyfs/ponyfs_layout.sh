@@ -13,12 +13,7 @@ require_fuse
 
 . "$PONY_SRCDIR/tests/ponyfs/mount_lib.sh" ponyfs-layout
 
-imgs=()
-for i in 0 1 2 3 4 5; do
-	truncate -s 64M "$T/m$i.img"
-	imgs+=("$T/m$i.img")
-done
-"$PONY" mkfs --data raid6 "${imgs[@]}" >/dev/null || fail "mkfs --data raid6"
+volume_images raid6 6 64M
 # A long commit interval: cached data stays dirty until asked to sync.
 pony_mount --commit 3600000 "${imgs[@]}"
 

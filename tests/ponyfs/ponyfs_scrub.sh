@@ -18,12 +18,7 @@ require_cmd fusermount3 python3
 
 . "$PONY_SRCDIR/tests/ponyfs/mount_lib.sh" ponyfs-scrub
 
-imgs=()
-for i in 0 1 2 3 4 5; do
-	truncate -s 64M "$T/m$i.img"
-	imgs+=("$T/m$i.img")
-done
-"$PONY" mkfs --data raid6 "${imgs[@]}" >/dev/null || fail "mkfs --data raid6"
+volume_images raid6 6 64M
 pony_mount --commit 200 "${imgs[@]}"
 
 # Files of 64 blocks each, every block a unique marker then random bytes.
@@ -210,11 +205,9 @@ pony_umount
 
 # A two-way mirror: the volume cannot tell which copy is wrong, the
 # checksum can: one copy flipped is repaired, both flipped is lost.
-rm -f "$T"/m?.img "$T/flips"
-truncate -s 64M "$T/m0.img"
-truncate -s 64M "$T/m1.img"
-"$PONY" mkfs --data mirror "$T/m0.img" "$T/m1.img" >/dev/null || fail "mkfs --data mirror"
-pony_mount --commit 200 "$T/m0.img" "$T/m1.img"
+rm -f "$T/flips"
+volume_images mirror 2 64M
+pony_mount --commit 200 "${imgs[@]}"
 cp "$T/a" "$T/m/a" && cp "$T/c" "$T/m/c" && "$PONY" sync "$T/m" || fail "write on the mirror"
 for f in a c; do "$PONY" fs layout --json "$T/m/$f" >"$T/$f.json" || fail "layout of $f"; done
 read -r dev off < <(pieces a 9 | tail -1)       # the second copy
@@ -234,10 +227,10 @@ flip "$dev" "$off"
 read -r dev off < <(pieces a 50 | tail -1)      # the second copy
 flip "$dev" "$off"
 pony_umount
-pony_mount --commit 200 "$T/m0.img" "$T/m1.img"
+pony_mount --commit 200 "${imgs[@]}"
 cmp "$T/a" "$T/m/a" || fail "a bad block on each copy: a read back wrong: $(cat "$T/pony.log")"
 pony_umount
-pony_mount --commit 200 "$T/m0.img" "$T/m1.img"
+pony_mount --commit 200 "${imgs[@]}"
 cmp "$T/a" "$T/m/a" || fail "a bad block on each copy: the repair spread one: $(cat "$T/pony.log")"
 pony_umount
 pass

@@ -36,26 +36,16 @@ struct vol_fixture {
 static int vol_setup(void **state)
 {
 	struct vol_fixture *f = calloc(1, sizeof(*f));
-	struct volume_region_spec specs[2] = {
-		{ .cls = VOLUME_CLASS_METADATA, .type = VOLUME_MIRROR, .chunk = 64 << 10, .size = 8 << 20 },
-		{ .cls = VOLUME_CLASS_DATA, .type = VOLUME_RAID6, .chunk = 64 << 10 },
-	};
-	struct volume_set_params p = { .name = "layout", .regions = specs, .nregions = 2,
-				       .assume_clean = true };
-	struct ponyfs_options o = { 0 };
+	struct test_volume_fs v;
 
 	assert_non_null(f);
-	assert_int_equal(volume_layout_from_name(6, "left-symmetric", &specs[1].layout), 0);
 	for (unsigned i = 0; i < NDEV; i++)
 		assert_int_equal(bdev_mem_new(DEV_SIZE, &f->mem[i]), 0);
-	assert_int_equal(volume_set_create(f->mem, NDEV, &p, &f->set), 0);
-	assert_int_equal(ponyfs_volume_region(volume_set_volume(f->set), VOLUME_CLASS_METADATA,
-					      &f->meta), 0);
-	assert_int_equal(ponyfs_volume_region(volume_set_volume(f->set), VOLUME_CLASS_DATA,
-					      &f->data), 0);
-	assert_int_equal(ponyfs_mkfs(f->meta, f->data, NULL), 0);
-	o.volume = volume_set_volume(f->set);
-	assert_int_equal(ponyfs_mount(f->meta, f->data, &o, &f->fs), 0);
+	assert_int_equal(test_volume_fs_new(f->mem, NDEV, &v), 0);
+	f->set = v.set;
+	f->meta = v.meta;
+	f->data = v.data;
+	f->fs = v.fs;
 	*state = f;
 	return 0;
 }

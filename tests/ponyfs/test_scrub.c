@@ -50,31 +50,21 @@ static void log_sink(void *arg, int prio, const char *text)
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
-	struct volume_region_spec specs[2] = {
-		{ .cls = VOLUME_CLASS_METADATA, .type = VOLUME_MIRROR, .chunk = 64 << 10, .size = 8 << 20 },
-		{ .cls = VOLUME_CLASS_DATA, .type = VOLUME_RAID6, .chunk = 64 << 10 },
-	};
-	struct volume_set_params p = { .name = "scrub", .regions = specs, .nregions = 2,
-				       .assume_clean = true };
-	struct ponyfs_options o = { 0 };
 	static uint8_t buf[FILE_BLOCKS * BLK];
+	struct test_volume_fs v;
 
 	assert_non_null(f);
-	assert_int_equal(volume_layout_from_name(6, "left-symmetric", &specs[1].layout), 0);
 	for (unsigned i = 0; i < NDEV; i++) {
 		struct bdev *mem;
 
 		assert_int_equal(bdev_mem_new(DEV_SIZE, &mem), 0);
 		assert_int_equal(bdev_fault_new(mem, &f->fault[i]), 0);
 	}
-	assert_int_equal(volume_set_create(f->fault, NDEV, &p, &f->set), 0);
-	assert_int_equal(ponyfs_volume_region(volume_set_volume(f->set), VOLUME_CLASS_METADATA,
-					      &f->meta), 0);
-	assert_int_equal(ponyfs_volume_region(volume_set_volume(f->set), VOLUME_CLASS_DATA,
-					      &f->data), 0);
-	assert_int_equal(ponyfs_mkfs(f->meta, f->data, NULL), 0);
-	o.volume = volume_set_volume(f->set);
-	assert_int_equal(ponyfs_mount(f->meta, f->data, &o, &f->fs), 0);
+	assert_int_equal(test_volume_fs_new(f->fault, NDEV, &v), 0);
+	f->set = v.set;
+	f->meta = v.meta;
+	f->data = v.data;
+	f->fs = v.fs;
 	test_fill(buf, sizeof(buf), 1);
 	assert_int_equal(test_put(f->fs, "hit", buf, sizeof(buf)), 0);
 	test_fill(buf, sizeof(buf), 2);
