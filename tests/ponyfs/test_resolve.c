@@ -168,29 +168,43 @@ static void test_gaps_are_free_and_the_region_start_is_metadata(void **state)
 	assert_int_equal(VFS_CALL(rg->v, resolve, &r), -ERANGE);
 }
 
-/* One lookup among 1,000,000 extents: an index descent, under 10 ms. */
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * One lookup among 1,000,000 extents: an index descent, under 10 ms (a
+ * scan takes 157 ms). Each of 50 lookups in the plain build; under a
+ * sanitizer, which slows every instruction, their median.
+ */
 static void test_one_lookup_in_a_million_extents_takes_under_10ms(void **state)
 {
+	const char *san = getenv("PONY_SANITIZE");
+	bool sanitized = san && *san && strcmp(san, "none");
 	struct rig *rg = *state;
+	uint64_t t[50];
 	int64_t n = 0;
-	uint64_t worst = 0;
 
 	pthread_mutex_lock(&ponyfs_of(rg->v)->lock);
 	assert_int_equal(ponyfs_sql_int(ponyfs_of(rg->v), &n, "SELECT count(*) FROM extents", 0), 0);
 	pthread_mutex_unlock(&ponyfs_of(rg->v)->lock);
 	assert_int_equal(n, (int64_t)NFILES * PER_FILE);
 	for (unsigned i = 0; i < 50; i++) {
-		uint64_t blk = 2 * ((uint64_t)(i * 7919u) % (NFILES * PER_FILE)), t0 = util_now_ns(), t;
+		uint64_t blk = 2 * ((uint64_t)(i * 7919u) % (NFILES * PER_FILE)), t0 = util_now_ns();
 		struct vfs_resolve r = { .volume_offset = data_byte(rg, blk, 0) };
 
 		assert_int_equal(VFS_CALL(rg->v, resolve, &r), 0);
-		t = util_now_ns() - t0;
-		worst = MAX(worst, t);
+		t[i] = util_now_ns() - t0;
 		assert_int_equal(r.what, VFS_RESOLVE_FILE);
 		assert_int_equal(r.ino, FIRST_INO + blk / 2 / PER_FILE);
 	}
-	print_message("worst lookup: %llu us\n", (unsigned long long)(worst / 1000));
-	assert_true(worst < 10 * 1000 * 1000);
+	qsort(t, 50, sizeof(t[0]), cmp_u64);
+	print_message("lookup: median %llu us, worst %llu us\n", (unsigned long long)(t[25] / 1000),
+		      (unsigned long long)(t[49] / 1000));
+	assert_true((sanitized ? t[25] : t[49]) < 10 * 1000 * 1000);
 }
 
 int main(void)
