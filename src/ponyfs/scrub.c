@@ -470,17 +470,19 @@ static int scrub_start_locked(struct ponyfs *fs, struct ponyfs_scrub *sc, uint64
 static void scrub_join(struct ponyfs *fs)
 {
 	struct ponyfs_scrub *sc = fs->scrub;
+	pthread_t thread;
 	bool started;
 
 	pthread_mutex_lock(&fs->lock);
 	started = sc && sc->started;
-	if (started) {
+	if (started) {          /* a start meanwhile makes a thread of its own */
 		__atomic_store_n(&sc->stop, true, __ATOMIC_RELAXED);
 		sc->started = false;
+		thread = sc->thread;
 	}
 	pthread_mutex_unlock(&fs->lock);
 	if (started)
-		pthread_join(sc->thread, NULL);
+		pthread_join(thread, NULL);
 }
 
 static void status_locked(struct ponyfs *fs, struct ponyfs_scrub *sc, struct vfs_scrub *s)
