@@ -31,9 +31,7 @@
 
 struct fixture {
 	struct bdev *fault[NDEV];       /* over memory members, owned by the set */
-	struct volume_set *set;
-	struct bdev *meta, *data;
-	struct vfs *fs;
+	struct test_volume_fs v;
 	char log[16384];                /* the lines logged */
 	size_t loglen;
 };
@@ -51,8 +49,6 @@ static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
 	static uint8_t buf[FILE_BLOCKS * BLK];
-	struct test_volume_fs v;
-
 	assert_non_null(f);
 	for (unsigned i = 0; i < NDEV; i++) {
 		struct bdev *mem;
@@ -60,16 +56,12 @@ static int setup(void **state)
 		assert_int_equal(bdev_mem_new(DEV_SIZE, &mem), 0);
 		assert_int_equal(bdev_fault_new(mem, &f->fault[i]), 0);
 	}
-	assert_int_equal(test_volume_fs_new(f->fault, NDEV, &v), 0);
-	f->set = v.set;
-	f->meta = v.meta;
-	f->data = v.data;
-	f->fs = v.fs;
+	assert_int_equal(test_volume_fs_new(f->fault, NDEV, &f->v), 0);
 	test_fill(buf, sizeof(buf), 1);
-	assert_int_equal(test_put(f->fs, "hit", buf, sizeof(buf)), 0);
+	assert_int_equal(test_put(f->v.fs, "hit", buf, sizeof(buf)), 0);
 	test_fill(buf, sizeof(buf), 2);
-	assert_int_equal(test_put(f->fs, "clean", buf, sizeof(buf)), 0);
-	assert_int_equal(VFS_CALL(f->fs, syncfs), 0);
+	assert_int_equal(test_put(f->v.fs, "clean", buf, sizeof(buf)), 0);
+	assert_int_equal(VFS_CALL(f->v.fs, syncfs), 0);
 	util_log_set_sink(log_sink, f);
 	*state = f;
 	return 0;
@@ -80,10 +72,10 @@ static int teardown(void **state)
 	struct fixture *f = *state;
 
 	util_log_set_sink(NULL, NULL);
-	vfs_free(f->fs);
-	bdev_free(f->meta);
-	bdev_free(f->data);
-	assert_int_equal(volume_set_close(f->set), 0);
+	vfs_free(f->v.fs);
+	bdev_free(f->v.meta);
+	bdev_free(f->v.data);
+	assert_int_equal(volume_set_close(f->v.set), 0);
 	free(f);
 	return 0;
 }
@@ -99,9 +91,9 @@ static void pieces_of(struct fixture *f, const char *path, uint64_t blk, unsigne
 				.csums = csums, .max_csums = FILE_BLOCKS, .pieces = p, .max_pieces = 256 };
 	uint64_t ino, fh;
 
-	assert_int_equal(test_open(f->fs, path, O_RDONLY, &ino, &fh), 0);
-	assert_int_equal(VFS_CALL(f->fs, layout_map, ino, &l), 0);
-	VFS_CALL(f->fs, release, ino, fh);
+	assert_int_equal(test_open(f->v.fs, path, O_RDONLY, &ino, &fh), 0);
+	assert_int_equal(VFS_CALL(f->v.fs, layout_map, ino, &l), 0);
+	VFS_CALL(f->v.fs, release, ino, fh);
 	for (uint32_t i = 0; i < l.npieces; i++)
 		if (p[i].role == VFS_PIECE_DATA && p[i].file_offset <= blk * BLK &&
 		    blk * BLK < p[i].file_offset + p[i].length) {
@@ -121,11 +113,11 @@ static struct vfs_scrub scrub_pass(struct fixture *f)
 {
 	struct vfs_scrub s = { .op = VFS_SCRUB_START };
 
-	assert_int_equal(VFS_CALL(f->fs, scrub, &s), 0);
+	assert_int_equal(VFS_CALL(f->v.fs, scrub, &s), 0);
 	for (int i = 0; i < 3000 && s.state == VFS_SCRUB_RUNNING; i++) {
 		nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
 		s = (struct vfs_scrub){ .op = VFS_SCRUB_STATUS };
-		assert_int_equal(VFS_CALL(f->fs, scrub, &s), 0);
+		assert_int_equal(VFS_CALL(f->v.fs, scrub, &s), 0);
 	}
 	assert_int_equal(s.state, VFS_SCRUB_DONE);
 	return s;
@@ -137,7 +129,7 @@ static bool listed(struct fixture *f, uint32_t source, uint32_t what, const char
 {
 	struct vfs_badblock b;
 
-	for (uint32_t i = 0; VFS_CALL(f->fs, badblock, i, &b) == 0; i++)
+	for (uint32_t i = 0; VFS_CALL(f->v.fs, badblock, i, &b) == 0; i++)
 		if (b.source == source && b.where.what == what && !!b.repaired == repaired &&
 		    (what != VFS_RESOLVE_FILE ||
 		     (!strcmp(b.where.paths, path) && b.where.file_offset == file_offset)))
@@ -156,8 +148,8 @@ static void test_unreadable_sectors_within_raid6_are_written_back(void **state)
 	pieces_of(f, "hit", 5, m, off);
 	assert_int_equal(bdev_fault_add_bad(f->fault[m[0]], off[0], 512, BDEV_FAULT_READ), 0);
 	/* A free block near the end of the data region, on its data member. */
-	r.volume_offset = volume_size(volume_set_volume(f->set)) - 64 * BLK;
-	assert_int_equal(VFS_CALL(f->fs, resolve, &r), 0);
+	r.volume_offset = volume_size(volume_set_volume(f->v.set)) - 64 * BLK;
+	assert_int_equal(VFS_CALL(f->v.fs, resolve, &r), 0);
 	assert_int_equal(r.what, VFS_RESOLVE_FREE);
 	assert_int_equal(bdev_fault_add_bad(f->fault[r.member], r.member_offset, 512,
 					    BDEV_FAULT_READ), 0);
@@ -193,8 +185,8 @@ static void test_a_row_unreadable_on_three_members_names_its_file_lost(void **st
 	assert_non_null(strstr(f->log, "lost: file /hit"));
 	assert_null(strstr(f->log, "/clean"));
 	/* The clean file reads back whole; the hit one fails. */
-	assert_int_equal(test_get(f->fs, "clean", buf, sizeof(buf)), (ssize_t)sizeof(buf));
-	assert_true(test_get(f->fs, "hit", buf, sizeof(buf)) < 0);
+	assert_int_equal(test_get(f->v.fs, "clean", buf, sizeof(buf)), (ssize_t)sizeof(buf));
+	assert_true(test_get(f->v.fs, "hit", buf, sizeof(buf)) < 0);
 	for (unsigned k = 0; k < 3; k++)
 		bdev_fault_clear(f->fault[m[k]]);
 }
