@@ -268,4 +268,56 @@ _Static_assert(sizeof(struct ponyfuse_layout_member_arg) == 360,
 	       "ponyfuse_layout_member_arg's size is its ABI");
 #define PONYFUSE_IOC_LAYOUT_MEMBER _IOWR('P', 33, struct ponyfuse_layout_member_arg)
 
+/*
+ * Bad blocks and scrub (docs/scrub.md, field by field), on the mount's
+ * root (any file of the mount answers the same). RESOLVE: what lives at a
+ * volume byte, or at a member's device byte (PONYFUSE_RESOLVE_BY_MEMBER).
+ * BADBLOCK: known bad or repaired region number `index`, ENOENT past the
+ * last. SCRUB: start, stop or ask about the passive scrub. Each struct is
+ * its vfs counterpart (include/pony/vfs.h) field for field, after version.
+ */
+#define PONYFUSE_SCRUB_VERSION 1
+enum { PONYFUSE_RESOLVE_BY_MEMBER = 1 };
+struct ponyfuse_resolve_arg {
+	uint32_t version;               /* in and out: PONYFUSE_SCRUB_VERSION */
+	uint32_t flags;                 /* in */
+	uint32_t member;                /* in (BY_MEMBER); out: UINT32_MAX none */
+	uint32_t what;                  /* out: 0 free, 1 file, 2 metadata, 3 parity, 4 none */
+	uint64_t member_offset;         /* in (BY_MEMBER), out: byte on the member's device */
+	uint64_t volume_offset;         /* in (else), out */
+	uint32_t role;                  /* out: 0 data, 1 copy, 2 P, 3 Q */
+	uint32_t meta;                  /* out: 0 superblock, 1 chunk table, 2 database, 3 WAL, 4 unused */
+	uint32_t npaths;                /* out: file: names of the inode */
+	uint32_t reserved;
+	uint64_t page;                  /* out: metadata: SQLite page or WAL frame, from 1 */
+	uint64_t row_length;            /* out: parity: data bytes of the row */
+	uint64_t ino, file_offset;      /* out: file */
+	uint64_t block;                 /* out: free, file: data-region block */
+	char paths[3072];               /* out: file: paths that fit, each NUL-terminated */
+};
+_Static_assert(sizeof(struct ponyfuse_resolve_arg) == 3160, "ponyfuse_resolve_arg's size is its ABI");
+#define PONYFUSE_IOC_RESOLVE _IOWR('P', 40, struct ponyfuse_resolve_arg)
+struct ponyfuse_badblock_arg {
+	uint32_t version;               /* in and out */
+	uint32_t index;                 /* in */
+	uint32_t source;                /* out: 0 member log, 1 read, 2 scrub, 3 scrub checksum */
+	uint32_t repaired;              /* out: rewritten from redundancy */
+	uint64_t length;                /* out: bytes */
+	struct ponyfuse_resolve_arg where;      /* out: its first byte */
+};
+_Static_assert(sizeof(struct ponyfuse_badblock_arg) == 3184, "ponyfuse_badblock_arg's size is its ABI");
+#define PONYFUSE_IOC_BADBLOCK _IOWR('P', 41, struct ponyfuse_badblock_arg)
+struct ponyfuse_scrub_arg {
+	uint32_t version;               /* in and out */
+	uint32_t op;                    /* in: 0 status, 1 start, 2 stop */
+	uint32_t state;                 /* out: 0 idle, 1 running, 2 stopped, 3 done, 4 failed */
+	int32_t error;                  /* out: failed: -errno */
+	uint64_t rate;                  /* in (start): bytes per second, 0 no limit; out */
+	uint64_t position, total;       /* out: bytes of the pass done, and all */
+	uint64_t checked, repaired, lost;       /* out: blocks */
+	uint64_t elapsed_ms;            /* out */
+};
+_Static_assert(sizeof(struct ponyfuse_scrub_arg) == 72, "ponyfuse_scrub_arg's size is its ABI");
+#define PONYFUSE_IOC_SCRUB _IOWR('P', 42, struct ponyfuse_scrub_arg)
+
 #endif

@@ -215,6 +215,70 @@ struct vfs_layout_topology {
 };
 enum { VFS_SHUTDOWN_FLUSH = 1 << 0 };   /* shutdown's flags */
 
+/*
+ * Bad blocks and scrub (version 9, docs/scrub.md). resolve says what lives
+ * at one address: a volume byte, or a member's device byte (BY_MEMBER).
+ */
+enum vfs_resolve_what {
+	VFS_RESOLVE_FREE = 0,           /* a data block no file uses */
+	VFS_RESOLVE_FILE = 1,           /* a block of a file: ino, file_offset, paths */
+	VFS_RESOLVE_METADATA = 2,       /* the metadata region or a metadata chunk: meta, page */
+	VFS_RESOLVE_PARITY = 3,         /* P or Q of the stripe row [volume_offset, +row_length) */
+	VFS_RESOLVE_NONE = 4,           /* in no region of the filesystem (volume superblocks) */
+};
+enum vfs_resolve_meta {
+	VFS_META_SUPERBLOCK = 0, VFS_META_CHUNK_TABLE = 1, VFS_META_DATABASE = 2,
+	VFS_META_WAL = 3, VFS_META_UNUSED = 4,
+};
+enum { VFS_RESOLVE_BY_MEMBER = 1 };     /* vfs_resolve.flags, in */
+#define VFS_NO_MEMBER UINT32_MAX
+#define VFS_RESOLVE_PATHS 3072
+struct vfs_resolve {
+	uint32_t flags;                 /* in */
+	uint32_t member;                /* in with BY_MEMBER; out: the member holding the data */
+	uint64_t member_offset;         /* in with BY_MEMBER; out: its device byte */
+	uint64_t volume_offset;         /* in without BY_MEMBER; out */
+	uint32_t what;                  /* enum vfs_resolve_what */
+	uint32_t role;                  /* VFS_PIECE_* of the member byte */
+	uint32_t meta;                  /* METADATA: enum vfs_resolve_meta */
+	uint32_t npaths;                /* FILE: names of the inode (all hard links) */
+	uint64_t page;                  /* METADATA: SQLite page (DATABASE) or WAL frame, from 1 */
+	uint64_t row_length;            /* PARITY: the row's data bytes */
+	uint64_t ino, file_offset;      /* FILE */
+	uint64_t block;                 /* FREE, FILE: the data-region block */
+	char paths[VFS_RESOLVE_PATHS];  /* FILE: the paths that fit, each NUL-terminated */
+};
+
+/* One known bad or repaired region (badblock hook). */
+enum vfs_bad_source {
+	VFS_BAD_MEMBER_LOG = 0,         /* a member's bad-block log (reads reconstructed) */
+	VFS_BAD_READ = 1,               /* a checksum mismatch seen while serving a read */
+	VFS_BAD_SCRUB = 2,              /* scrub: copies or parity disagree, or unreadable */
+	VFS_BAD_SCRUB_CSUM = 3,         /* scrub: a file block failed its checksum */
+};
+struct vfs_badblock {
+	uint32_t source;                /* enum vfs_bad_source */
+	uint32_t repaired;              /* rewritten from redundancy */
+	uint64_t length;                /* bytes */
+	struct vfs_resolve where;       /* its first byte: member, offsets, what lives there */
+};
+
+/* scrub's question (op) and answer. */
+enum vfs_scrub_op { VFS_SCRUB_STATUS = 0, VFS_SCRUB_START = 1, VFS_SCRUB_STOP = 2 };
+enum vfs_scrub_state {
+	VFS_SCRUB_IDLE = 0, VFS_SCRUB_RUNNING = 1, VFS_SCRUB_STOPPED = 2, VFS_SCRUB_DONE = 3,
+	VFS_SCRUB_FAILED = 4,
+};
+struct vfs_scrub {
+	uint32_t op;                    /* in */
+	uint32_t state;                 /* out: enum vfs_scrub_state */
+	uint64_t rate;                  /* in (START): bytes per second, 0: no limit; out */
+	uint64_t position, total;       /* out: volume bytes scrubbed of the pass, and all */
+	uint64_t checked, repaired, lost;       /* out: blocks */
+	uint64_t elapsed_ms;            /* out: of this run */
+	int32_t error;                  /* out: FAILED: -errno */
+};
+
 struct vfs_ops {
 	unsigned version;               /* VFS_OPS_VERSION the table was built for */
 	const char *name;               /* "hostfs", "union", ... */
@@ -465,6 +529,15 @@ struct vfs_ops {
 	 */
 	void (*layout_recall_watch)(struct vfs *fs, void (*fn)(void *arg, uint32_t lease),
 				    void *arg);
+
+	/* -- bad blocks and scrub (version 9, docs/scrub.md) ------------------ */
+	/* What lives at r's address (in: flags, volume_offset or member and
+	 * member_offset). -ERANGE: outside the volume; -EOPNOTSUPP. */
+	int (*resolve)(struct vfs *fs, struct vfs_resolve *r);
+	/* Known bad region number index (from 0); -ENOENT past the last. */
+	int (*badblock)(struct vfs *fs, uint32_t index, struct vfs_badblock *ret);
+	/* Starts, stops or asks about the passive scrub. */
+	int (*scrub)(struct vfs *fs, struct vfs_scrub *s);
 };
 
 /* The instance header: every instance embeds it first. */

@@ -111,6 +111,17 @@ struct volume_piece {
  */
 int64_t volume_map(const struct volume *v, uint64_t off, uint64_t len, struct volume_piece *ret,
 		   size_t n);
+/*
+ * The reverse of volume_map(): what member m's device byte dev_byte holds
+ * (bad blocks and scrub findings back to volume bytes). DATA and COPY:
+ * ret->vol_off is the volume byte there (len 1); P and Q: the stripe row
+ * they protect (vol_off its first byte, len its data width). -ENOENT when
+ * no segment uses that byte (superblocks, the member's tail), -EOPNOTSUPP
+ * for raid10.
+ */
+int volume_unmap(const struct volume *v, unsigned m, uint64_t dev_byte, struct volume_piece *ret);
+/* Where member m's data of segment seg starts on its device (dev_start); 0 out of range. */
+uint64_t volume_member_start(const struct volume *v, unsigned seg, unsigned m);
 /* What a segment is: where, which target, its geometry. -EINVAL: no such segment. */
 struct volume_segment_info {
 	uint64_t start, len;

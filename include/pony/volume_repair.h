@@ -54,8 +54,9 @@ int volume_rewrite_member(struct volume *v, unsigned m, uint64_t off, uint64_t l
 /*
  * Data at [off, off+len) (sector-aligned, inside one segment) that failed
  * its own checksum: each member is left out of a read in turn until the
- * data's CRC32C is crc; that member is then rewritten from the others and
- * buf holds the good data. Returns the member repaired; -EOPNOTSUPP
+ * data's CRC32C is crc; that member's bytes of the range are then
+ * rewritten with buf, which holds the good data (only those: the rest of
+ * its unit may be good where the others are not). Returns the member repaired; -EOPNOTSUPP
  * without redundancy, -EBADMSG when no copy or reconstruction matches.
  * The volume's bdev face offers it as bdev_repair().
  */

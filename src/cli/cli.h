@@ -31,6 +31,9 @@ extern const struct cli_command cli_fs_layout_command; /* cmd_fs_layout.c: pony 
 extern const struct cli_command cli_fs_cat_command;    /* cmd_fs_direct.c: pony fs cat */
 /* A layout call's errno (positive) as a sentence about path; CLI_EXIT_FAILURE. */
 int cli_layout_error(const char *path, int err);
+/* cmd_fs_scrub.c: pony fs resolve, badblocks, scrub */
+extern const struct cli_command cli_fs_resolve_command, cli_fs_badblocks_command,
+	cli_fs_scrub_command;
 extern const struct cli_command cli_union_command;  /* cmd_union.c */
 extern const struct cli_command cli_mkfs_command;   /* cmd_ponyfs.c */
 extern const struct cli_command cli_mount_command;  /* cmd_ponyfs.c */

@@ -305,6 +305,7 @@ static const struct cli_command fs_commands_list[] = {
 static const struct cli_command *const fs_commands[] = {
 	&fs_commands_list[0], &fs_commands_list[1], &fs_commands_list[2], &fs_commands_list[3],
 	&fs_commands_list[4], &cli_fs_layout_command, &cli_fs_cat_command,
+	&cli_fs_resolve_command, &cli_fs_badblocks_command, &cli_fs_scrub_command,
 };
 
 static int fs_run(int argc, char **argv)
@@ -314,6 +315,6 @@ static int fs_run(int argc, char **argv)
 
 const struct cli_command cli_fs_command = {
 	.name = "fs",
-	.summary = "pony FUSE mounts: hostfs, statx masks, syncfs, layouts, direct reads",
+	.summary = "pony FUSE mounts: hostfs, statx masks, syncfs, layouts, direct reads, bad blocks, scrub",
 	.run = fs_run,
 };

@@ -149,6 +149,9 @@ bool ponyfuse_crypt_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned cmd, void *ar
  * (req not answered). */
 bool ponyfuse_layout_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned cmd, unsigned flags,
 			   const void *in_buf, size_t in_bufsz, size_t out_bufsz);
+/* scrub.c: resolve, bad blocks and scrub (docs/scrub.md); false for another cmd. */
+bool ponyfuse_scrub_ioctl(fuse_req_t req, unsigned cmd, const void *in_buf, size_t in_bufsz,
+			  size_t out_bufsz);
 
 /* readpool.c: large READs of host files, or of instances whose read()
  * runs in parallel (vfs_ops.read_parallel), answered on helper threads. */

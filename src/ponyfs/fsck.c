@@ -163,25 +163,6 @@ int fsck_each(struct fsck *f, const char *sql,
 
 /* -- paths ----------------------------------------------------------------- */
 
-/* A name's bytes, control characters and backslashes as \xNN. */
-static void put_name(FILE *out, const uint8_t *name, size_t len)
-{
-	for (size_t i = 0; i < len; i++) {
-		if (name[i] < 0x20 || name[i] == 0x7f || name[i] == '\\')
-			fprintf(out, "\\x%02x", name[i]);
-		else
-			fputc(name[i], out);
-	}
-}
-
-/* Every way up from ino to the root (at most 2048 levels: loops end there). */
-static const char paths_sql[] =
-	"WITH RECURSIVE up(cur, path, depth) AS ("
-	" SELECT parent, X'2F' || name, 0 FROM dentries WHERE ino = ?1"
-	" UNION ALL SELECT d.parent, X'2F' || d.name || up.path, up.depth + 1"
-	" FROM dentries d JOIN up ON d.ino = up.cur WHERE up.cur != 1 AND up.depth < 2048)"
-	" SELECT CAST(path AS BLOB) FROM up WHERE cur = 1 LIMIT 5";
-
 /* What ino is when no path of it reaches the root. */
 static const char *pathless(struct fsck *f, uint64_t ino)
 {
@@ -212,8 +193,9 @@ char *fsck_path(struct fsck *f, uint64_t ino)
 	out = open_memstream(&buf, &size);
 	if (!out)
 		return NULL;
-	if (f->db && sqlite3_prepare_v2(f->db, paths_sql, -1, &s, NULL) == SQLITE_OK) {
+	if (f->db && sqlite3_prepare_v2(f->db, ponyfs_paths_sql, -1, &s, NULL) == SQLITE_OK) {
 		sqlite3_bind_int64(s, 1, (int64_t)ino);
+		sqlite3_bind_int64(s, 2, 5);
 		while (sqlite3_step(s) == SQLITE_ROW && n < 5) {
 			if (n++ == 4) {
 				fputs(", ...", out);
@@ -221,7 +203,7 @@ char *fsck_path(struct fsck *f, uint64_t ino)
 			}
 			if (n > 1)
 				fputs(", ", out);
-			put_name(out, sqlite3_column_blob(s, 0), (size_t)sqlite3_column_bytes(s, 0));
+			ponyfs_name_put(out, sqlite3_column_blob(s, 0), (size_t)sqlite3_column_bytes(s, 0));
 		}
 		sqlite3_finalize(s);
 	}
@@ -248,7 +230,7 @@ char *fsck_entry_path(struct fsck *f, uint64_t parent, const void *name, size_t 
 	if (!out)
 		return NULL;
 	fprintf(out, "%s/", strcmp(dir, "/") ? dir : "");
-	put_name(out, name, len);
+	ponyfs_name_put(out, name, len);
 	fclose(out);
 	return buf;
 }

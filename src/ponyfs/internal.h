@@ -28,6 +28,7 @@
 #include <sys/statvfs.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <syslog.h>
 
 #include "pony/bdev.h"
@@ -43,7 +44,7 @@
 #define PONYFS_VERSION 1
 /* PRAGMA user_version: 2 added extents.flags, 3 meta_chunks, 4 inodes.crypt
  * (docs/ponyfs-format.md). */
-#define PONYFS_SCHEMA_VERSION 4
+#define PONYFS_SCHEMA_VERSION 5
 /* extents.flags: the blocks are allocated but were never written; they read
  * as zeros, have no checksums, and the first write goes into them in place. */
 #define PONYFS_EXT_UNWRITTEN 1
@@ -402,6 +403,12 @@ struct ponyfs {
 	uint64_t key_gen;
 	bool crypt_any;
 	struct ponyfs_dircrypt *dircrypt;       /* PONYFS_DIRCRYPT_SLOTS */
+	/* Errors seen (badblocks.c), under lock; the scrub pass (scrub.c). */
+	struct ponyfs_bad *bad;
+	size_t nbad, cap_bad;
+	struct ponyfs_scrub *scrub;
+	unsigned reads_in_flight;       /* atomic: scrub yields while reads are under way */
+	uint64_t read_end_ns;           /* atomic: when the last read ended (util_now_ns) */
 };
 
 static inline struct ponyfs *ponyfs_of(struct vfs *v) { return (struct ponyfs *)v; }
@@ -806,6 +813,48 @@ void ponyfs_lease_unheld(const struct ponyfs *fs, uint64_t *start, uint64_t *end
 void ponyfs_lease_expire_locked(struct ponyfs *fs, bool all);
 void ponyfs_lease_fini(struct ponyfs *fs);
 int ponyfs_layout_topology(struct vfs *v, struct vfs_layout_topology *ret);
+struct volume_segment_info;
+/* The first segment of fs->volume of class cls (enum volume_region_class). -ENODEV: none. */
+int ponyfs_region_segment(const struct ponyfs *fs, int cls, unsigned *ret_seg,
+			  struct volume_segment_info *ret_info);
+
+/* An error the daemon saw (badblocks.c): a region and what became of it. */
+struct ponyfs_bad {
+	uint32_t source;                /* enum vfs_bad_source */
+	bool repaired;
+	unsigned member;                /* VFS_NO_MEMBER: not known */
+	uint64_t member_offset;         /* device byte on it */
+	uint64_t vol_off, len;
+	bool row;                       /* a stripe row (or copies) that disagree, no member
+					 * to blame: [vol_off, +len) is the row */
+	uint64_t count;                 /* times seen */
+};
+/* Records b once per (source, vol_off): true when new (the caller logs it). */
+bool ponyfs_bad_add_locked(struct ponyfs *fs, const struct ponyfs_bad *b);
+/* Data block pblock (ino's file block fblk) failed its checksum; m: the
+ * member repaired, or -errno (lost). Recorded, and logged once with the paths. */
+void ponyfs_bad_block_locked(struct ponyfs *fs, uint32_t source, uint64_t ino, uint64_t fblk,
+			     uint64_t pblock, int m);
+int ponyfs_badblock(struct vfs *v, uint32_t index, struct vfs_badblock *ret);
+/* What b's first byte holds, for a log line: "file /a, /b offset N", "metadata (...)". */
+void ponyfs_bad_describe_locked(struct ponyfs *fs, const struct ponyfs_bad *b, char *buf,
+				size_t size);
+/* The volume byte of data block block (one image: its byte past the metadata region). */
+uint64_t ponyfs_volume_byte(const struct ponyfs *fs, uint64_t block);
+
+/* The passive scrub (scrub.c): a thread of the mount, stopped at unmount. */
+int ponyfs_scrub(struct vfs *v, struct vfs_scrub *s);
+void ponyfs_scrub_stop(struct ponyfs *fs);
+
+/* What lives at an address (resolve.c, docs/scrub.md). */
+int ponyfs_resolve(struct vfs *v, struct vfs_resolve *r);
+int ponyfs_resolve_locked(struct ponyfs *fs, struct vfs_resolve *r);
+/* Byte in of data block b: a file's, metadata or free. */
+int ponyfs_resolve_block_locked(struct ponyfs *fs, uint64_t b, uint64_t in, struct vfs_resolve *r);
+/* The paths of ?1 up to the root, at most ?2 (one BLOB column); fsck uses it too. */
+extern const char ponyfs_paths_sql[];
+/* A name's bytes, control characters and backslashes as \xNN. */
+void ponyfs_name_put(FILE *out, const uint8_t *name, size_t len);
 
 extern const struct vfs_ops ponyfs_ops;
 

@@ -71,13 +71,11 @@ static int layout_run_at(struct ponyfs *fs, uint64_t ino, const struct ponyfs_in
 	return 0;
 }
 
-/* The data region's segment of fs->volume, and where it starts. -ENODEV: none. */
-static int data_segment(const struct ponyfs *fs, unsigned *ret_seg,
-			struct volume_segment_info *ret_info)
+int ponyfs_region_segment(const struct ponyfs *fs, int cls, unsigned *ret_seg,
+			  struct volume_segment_info *ret_info)
 {
 	for (unsigned i = 0; fs->volume && i < volume_segment_count(fs->volume); i++)
-		if (volume_segment_info(fs->volume, i, ret_info) == 0 &&
-		    ret_info->cls == VOLUME_CLASS_DATA) {
+		if (volume_segment_info(fs->volume, i, ret_info) == 0 && ret_info->cls == cls) {
 			*ret_seg = i;
 			return 0;
 		}
@@ -96,7 +94,7 @@ uint64_t ponyfs_layout_members_sig(const struct ponyfs *fs)
 	uint64_t sig = 0;
 	unsigned segno;
 
-	if (data_segment(fs, &segno, &seg) < 0)
+	if (ponyfs_region_segment(fs, VOLUME_CLASS_DATA, &segno, &seg) < 0)
 		return 0;
 	for (unsigned m = 0; m < seg.nmembers; m++)
 		sig = sig * 0x100000001b3ull ^ ((uint64_t)volume_member_state(fs->volume, segno, m) + 1);
@@ -208,7 +206,7 @@ static int layout_map_locked(struct ponyfs *fs, uint64_t ino, struct vfs_layout 
 	r = ponyfs_inode_crypt_locked(fs, ino, &crypt);
 	if (r < 0)
 		return (int)r;
-	on_volume = data_segment(fs, &segno, &seg) == 0;
+	on_volume = ponyfs_region_segment(fs, VOLUME_CLASS_DATA, &segno, &seg) == 0;
 	l->nextents = l->ncsums = l->npieces = 0;
 	l->block_size = BS;
 	l->size = stx.stx_size;
@@ -249,7 +247,7 @@ int ponyfs_layout_topology(struct vfs *v, struct vfs_layout_topology *ret)
 	struct ponyfs *fs = ponyfs_of(v);
 	struct volume_segment_info seg;
 	unsigned segno;
-	int r = data_segment(fs, &segno, &seg);
+	int r = ponyfs_region_segment(fs, VOLUME_CLASS_DATA, &segno, &seg);
 
 	if (r < 0)
 		return r;

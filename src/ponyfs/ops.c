@@ -658,4 +658,7 @@ const struct vfs_ops ponyfs_ops = {
 	.layout_topology = ponyfs_layout_topology,
 	.layout_lease = ponyfs_layout_lease,
 	.layout_recall_watch = ponyfs_layout_recall_watch,
+	.resolve = ponyfs_resolve,
+	.badblock = ponyfs_badblock,
+	.scrub = ponyfs_scrub,
 };

@@ -54,19 +54,11 @@ static int repair_block(struct ponyfs *fs, uint64_t ino, uint64_t fblk, uint8_t 
 
 	fs->stats.csum_errors++;
 	m = bdev_repair(fs->data, blk, BS, pblock * BS, crc);
-	if (m >= 0) {
+	if (m >= 0)
 		fs->stats.csum_repaired++;
-		ponyfs_log(fs, LOG_WARNING, "inode %llu offset %llu: data block %llu failed its "
-			   "checksum: repaired member %d from the volume's redundancy",
-			   (unsigned long long)ino, (unsigned long long)(fblk * BS),
-			   (unsigned long long)pblock, m);
-		return 0;
-	}
-	ponyfs_log(fs, LOG_ERR, "inode %llu offset %llu: data block %llu failed its checksum: %s; "
-		   "the read fails (EBADMSG)", (unsigned long long)ino,
-		   (unsigned long long)(fblk * BS), (unsigned long long)pblock,
-		   m == -EOPNOTSUPP ? "no redundancy to repair it from" : "no copy matches");
-	return -EBADMSG;
+	/* Recorded for `pony fs badblocks`, logged once with the file's paths. */
+	ponyfs_bad_block_locked(fs, VFS_BAD_READ, ino, fblk, pblock, m);
+	return m >= 0 ? 0 : -EBADMSG;
 }
 
 /* Adds the blocks [blk, blk+n) at pblock (their checksums in p->csum
@@ -223,6 +215,8 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 
 	if (!plan)
 		return -ENOMEM;
+	/* Scrub backs off while this is not zero (scrub.c). */
+	__atomic_add_fetch(&fs->reads_in_flight, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&fs->lock);
 	/* An encrypted file's reader gets a cipher of its own: the I/O and
 	 * the decryption run unlocked, alongside other readers. */
@@ -266,6 +260,8 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 	if (r >= 0 || done)
 		ponyfs_atime_access_locked(fs, in);
 	pthread_mutex_unlock(&fs->lock);
+	__atomic_store_n(&fs->read_end_ns, util_now_ns(), __ATOMIC_RELAXED);
+	__atomic_sub_fetch(&fs->reads_in_flight, 1, __ATOMIC_RELAXED);
 	crypt_contents_free(cipher);
 	return done ? (ssize_t)done : r;
 }

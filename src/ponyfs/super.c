@@ -39,7 +39,8 @@ static const char schema_sql[] =
 	"CREATE TABLE free (pblock INTEGER PRIMARY KEY, nblocks INTEGER NOT NULL);"
 	"CREATE TABLE meta_chunks (seq INTEGER PRIMARY KEY, file INTEGER NOT NULL,"
 	" pblock INTEGER NOT NULL, nblocks INTEGER NOT NULL);"
-	"PRAGMA user_version = 4;";
+	"CREATE INDEX extents_pblock ON extents (pblock);"
+	"PRAGMA user_version = 5;";
 
 /* Version 1 to 2: extents.flags, 0 (written) for every existing row. */
 static const char upgrade_v1_sql[] =
@@ -54,6 +55,11 @@ static const char upgrade_v3_sql[] =
 	"ALTER TABLE inodes ADD COLUMN crypt BLOB;"
 	"CREATE INDEX inodes_crypt ON inodes (ino) WHERE crypt IS NOT NULL;"
 	"PRAGMA user_version = 4;";
+/* Version 4 to 5: index extents_pblock, so a volume block resolves to its
+ * file (resolve.c) without a scan. */
+static const char upgrade_v4_sql[] =
+	"CREATE INDEX IF NOT EXISTS extents_pblock ON extents (pblock);"
+	"PRAGMA user_version = 5;";
 
 /* A region of a one-image ponyfs: a slice named as its place in the image. */
 static int slice_new(struct bdev *parent, uint64_t off, uint64_t len, struct bdev **ret)
@@ -230,6 +236,7 @@ void ponyfs_destroy(struct vfs *v)
 	struct ponyfs *fs = ponyfs_of(v);
 
 	ponyfs_timer_stop(fs);
+	ponyfs_scrub_stop(fs);          /* its position saved, committed below */
 	pthread_mutex_lock(&fs->lock);
 	if (!fs->read_only && ponyfs_writeback_all_locked(fs, false) >= 0)
 		ponyfs_commit_locked(fs);
@@ -256,6 +263,7 @@ void ponyfs_destroy(struct vfs *v)
 		bdev_free(fs->owned[i]);
 	free(fs->pending);
 	ponyfs_lease_fini(fs);
+	free(fs->bad);
 	pthread_cond_destroy(&fs->timer_cond);
 	pthread_mutex_destroy(&fs->lock);
 	pthread_rwlock_destroy(&fs->reuse_lock);
@@ -278,9 +286,9 @@ static int mount_orphans(struct ponyfs *fs)
 
 /*
  * An older database gets what the schema added since (version 1:
- * extents.flags; version 2: meta_chunks; version 3: inodes.crypt): a
- * read-write mount commits the change (the image is version 4 from then
- * on), a read-only one makes it in a transaction it never commits, so the
+ * extents.flags; version 2: meta_chunks; version 3: inodes.crypt; version
+ * 4: index extents_pblock): a read-write mount commits the change (the
+ * image is version 5 from then on), a read-only one makes it in a transaction it never commits, so the
  * image stays as it was.
  */
 static int mount_upgrade(struct ponyfs *fs, int64_t version, bool read_only)
@@ -291,8 +299,10 @@ static int mount_upgrade(struct ponyfs *fs, int64_t version, bool read_only)
 		r = ponyfs_exec(fs, upgrade_v1_sql);
 	if (r >= 0 && version <= 2)
 		r = ponyfs_exec(fs, upgrade_v2_sql);
-	if (r >= 0)
+	if (r >= 0 && version <= 3)
 		r = ponyfs_exec(fs, upgrade_v3_sql);
+	if (r >= 0)
+		r = ponyfs_exec(fs, upgrade_v4_sql);
 	if (r >= 0 && !read_only)
 		r = ponyfs_exec(fs, "COMMIT");
 	return r;

@@ -191,3 +191,83 @@ int volume_segment_info(const struct volume *v, unsigned seg, struct volume_segm
 			 layout_name(s->geom.level, s->geom.layout));
 	return 0;
 }
+
+/*
+ * The reverse of volume_seg_place() for member m's byte dev_off of s (past
+ * its data offset): the segment byte it holds, as *ret (DATA, COPY) or the
+ * stripe row it protects (P, Q: ret->vol_off is the row's first byte, len
+ * its data width). -ENOENT past the member's part of s; -EOPNOTSUPP for
+ * raid10, whose far copies have no closed inverse here.
+ */
+static int unplace(const struct volume_seg *s, unsigned m, uint64_t dev_off,
+		   struct volume_piece *ret)
+{
+	const struct layout_geom *g = &s->geom;
+	uint64_t seg_off = dev_off, len = 1;
+	struct layout_stripe st;
+
+	ret->role = VOLUME_PIECE_DATA;
+	switch (s->type) {
+	case VOLUME_LINEAR:
+		break;
+	case VOLUME_MIRROR:
+		ret->role = m ? VOLUME_PIECE_COPY : VOLUME_PIECE_DATA;
+		break;
+	case VOLUME_STRIPED:
+		seg_off = (dev_off / g->chunk * g->ndisks + m) * g->chunk + dev_off % g->chunk;
+		break;
+	case VOLUME_RAID4:
+	case VOLUME_RAID5:
+	case VOLUME_RAID6:
+		ret->stripe = dev_off / g->chunk;
+		layout_raid456_stripe(g, ret->stripe, &st);
+		seg_off = ret->stripe * g->chunk * st.ndata;
+		if ((int)m == st.pd || (int)m == st.qd) {
+			ret->role = (int)m == st.pd ? VOLUME_PIECE_P : VOLUME_PIECE_Q;
+			len = g->chunk * st.ndata;
+			break;
+		}
+		for (unsigned b = 0; b < st.ndata; b++)
+			if (st.disk[b] == m) {
+				seg_off += b * g->chunk + dev_off % g->chunk;
+				ret->q_slot = st.qd >= 0 ? st.qexp[b] : -1;
+			}
+		break;
+	default:
+		return -EOPNOTSUPP;
+	}
+	if (seg_off >= s->len)
+		return -ENOENT;
+	ret->vol_off = s->start + seg_off;
+	ret->len = MIN(len, s->len - seg_off);
+	return 0;
+}
+
+int volume_unmap(const struct volume *v, unsigned m, uint64_t dev_byte, struct volume_piece *ret)
+{
+	for (unsigned i = 0; i < volume_segment_count(v); i++) {
+		const struct volume_seg *s = volume_seg_get(v, i);
+		struct volume_piece p = { .seg = i, .member = m, .stripe = UINT64_MAX, .q_slot = -1 };
+		int r;
+
+		if (m >= s->nmembers || dev_byte < s->m[m].offset)
+			continue;
+		p.dev_start = s->m[m].offset;
+		p.dev_off = dev_byte - p.dev_start;
+		r = unplace(s, m, p.dev_off, &p);
+		if (r == -ENOENT)
+			continue;
+		if (r < 0)
+			return r;
+		*ret = p;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+uint64_t volume_member_start(const struct volume *v, unsigned seg, unsigned m)
+{
+	const struct volume_seg *s = volume_seg_get(v, seg);
+
+	return s && m < s->nmembers ? s->m[m].offset : 0;
+}

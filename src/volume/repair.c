@@ -2,9 +2,10 @@
  * repair.c - a read that leaves one member out, a read of one mirror
  * member's own copy, a rebuild of one member over a small range, and the
  * repair of data that failed its checksum from them
- * (include/pony/volume_repair.h). The first and the last reuse the
+ * (include/pony/volume_repair.h). The first and the rebuild reuse the
  * targets' own degraded-read and rebuild paths: the member is marked
  * failed for the length of the read, exactly what a degraded read sees.
+ * A repair writes back only the bytes its checksum vouches for.
  */
 #include <errno.h>
 
@@ -92,6 +93,29 @@ int volume_rewrite_member(struct volume *v, unsigned m, uint64_t off, uint64_t l
 	return r;
 }
 
+/*
+ * Member m's bytes of [off, off+len) made buf, the bytes that passed the
+ * checksum. Only those: rebuilding m's whole unit from the others would
+ * carry over whatever else is bad in the others' copies of the unit (a
+ * mirror whose two copies each have a different bad block lost the one
+ * it did not repair). A range m does not hold alone (parity): rebuilt.
+ */
+static int rewrite_range(struct volume *v, unsigned m, const void *buf, size_t len, uint64_t off)
+{
+	struct volume_seg *s = seg_at(v, off);
+	struct volume_place pl;
+	int r = -ENOENT;
+
+	if (!s || volume_seg_place(s, off - s->start, len, &pl) < 0 || pl.len < len)
+		return volume_rewrite_member(v, m, off, len);
+	pthread_mutex_lock(&s->lock);
+	for (unsigned i = 0; i < pl.ncopies; i++)
+		if (pl.disk[i] == m)
+			r = volume_mwrite(s, m, buf, len, pl.dev_off[i]);
+	pthread_mutex_unlock(&s->lock);
+	return r == -ENOENT ? volume_rewrite_member(v, m, off, len) : r;
+}
+
 int volume_read_to_checksum(struct volume *v, void *buf, size_t len, uint64_t off, uint32_t crc)
 {
 	unsigned n = volume_members_at(v, off);
@@ -110,7 +134,7 @@ int volume_read_to_checksum(struct volume *v, void *buf, size_t len, uint64_t of
 int volume_repair_to_checksum(struct volume *v, void *buf, size_t len, uint64_t off, uint32_t crc)
 {
 	int m = volume_read_to_checksum(v, buf, len, off, crc);
-	int r = m < 0 ? m : volume_rewrite_member(v, (unsigned)m, off, len);
+	int r = m < 0 ? m : rewrite_range(v, (unsigned)m, buf, len, off);
 
 	return r < 0 ? r : m;
 }

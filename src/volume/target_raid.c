@@ -582,6 +582,85 @@ static int raid_scrub_row(struct volume_seg *s, struct row *r, uint64_t stripe,
 	return ret;
 }
 
+/* Whether [off, off+len) of member m lies in its bad-block log (reconstructed by design). */
+static bool in_bad_log(const struct volume_seg *s, unsigned m, uint64_t off, uint64_t len)
+{
+	const struct volume_member *mb = &s->m[m];
+
+	for (unsigned i = 0; i < mb->nbad; i++)
+		if (off < mb->bad[i].off + mb->bad[i].len && mb->bad[i].off < off + len)
+			return true;
+	return false;
+}
+
+/*
+ * The part of block b that its member cannot read, 4 KiB at a time, less
+ * what its bad-block log already holds: false when nothing is left.
+ */
+static bool unreadable_range(struct volume_seg *s, struct row *r, unsigned b, uint64_t *ret_off,
+			     uint64_t *ret_len)
+{
+	uint64_t first = r->len, end = 0;
+	unsigned d = row_disk(r, b);
+
+	for (uint64_t at = 0; at < r->len; at += 4096) {
+		size_t n = (size_t)MIN((uint64_t)4096, r->len - at);
+
+		if (!in_bad_log(s, d, r->devoff + at, n) &&
+		    volume_mread(s, d, r->extra, n, r->devoff + at) < 0) {
+			first = MIN(first, at);
+			end = at + n;
+		}
+	}
+	*ret_off = first;
+	*ret_len = end - first;
+	return first < end;
+}
+
+/*
+ * A row that working members could not all read (bad sectors): as md's
+ * check does, each unreadable block is blamed on its member and, unless
+ * only checking, rebuilt from the rest and written back, which lets a
+ * disk remap the sector. Rows with failed members are rebuild's business.
+ */
+static int raid_scrub_unreadable(struct volume_seg *s, struct row *r, uint64_t stripe,
+				 struct volume_scrub *sc)
+{
+	bool bad[LAYOUT_MAX_DISKS];
+	uint64_t width = raid_unit(s);
+	unsigned nbad = 0;
+	int ret = 0;
+
+	uint64_t at[LAYOUT_MAX_DISKS], len[LAYOUT_MAX_DISKS];
+
+	for (unsigned b = 0; b < r->nb; b++) {
+		/* Found before the rewrite, which may cure it. */
+		bad[b] = r->rewrite[b] && unreadable_range(s, r, b, &at[b], &len[b]);
+		nbad += bad[b];
+		if (sc->mode == VOLUME_SCRUB_CHECK)
+			r->rewrite[b] = false;
+	}
+	if (!nbad)
+		return 0;       /* a failed member alone: rebuild's business */
+	if (sc->mode != VOLUME_SCRUB_CHECK)
+		ret = row_solve(s, r, false);
+	for (unsigned b = 0; b < r->nb; b++) {
+		struct volume_mismatch mm = {
+			.seg = s->index, .stripe = stripe, .located = true, .member = row_disk(r, b),
+			.dev_off = r->devoff + at[b], .len = len[b],
+			.seg_off = stripe * width + (b < r->k ? b * s->geom.chunk + at[b] : 0),
+			.seg_len = b < r->k ? len[b] : width,
+		};
+
+		if (!bad[b])
+			continue;
+		mm.repaired = ret == 0 && sc->mode != VOLUME_SCRUB_CHECK &&
+			      volume_mstate(s, mm.member) == VOLUME_MEMBER_OK;
+		volume_scrub_found(s, sc, &mm);
+	}
+	return ret == -EIO ? 0 : ret;   /* beyond redundancy: reported, the pass goes on */
+}
+
 static int raid_scrub(struct volume_seg *s, uint64_t off, uint64_t len, struct volume_scrub *sc)
 {
 	uint64_t width = raid_unit(s);
@@ -597,9 +676,12 @@ static int raid_scrub(struct volume_seg *s, uint64_t off, uint64_t len, struct v
 		row_load(s, &r, row_all);
 		for (unsigned b = 0; b < r.nb; b++)
 			degraded |= r.lost[b];
-		/* A degraded row has nothing to compare against. */
+		/* A degraded row has nothing to compare against, but its
+		 * unreadable blocks can be written back. */
 		if (!degraded)
 			ret = raid_scrub_row(s, &r, st, sc);
+		else
+			ret = raid_scrub_unreadable(s, &r, st, sc);
 	}
 	return ret;
 }

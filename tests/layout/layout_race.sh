@@ -14,12 +14,7 @@ RACE=${1:?usage: layout_race.sh LAYOUT_RACE}
 
 . "$PONY_SRCDIR/tests/ponyfs/mount_lib.sh" layout-race
 
-imgs=()
-for i in 0 1 2 3 4 5; do
-	truncate -s 64M "$T/m$i.img"
-	imgs+=("$T/m$i.img")
-done
-"$PONY" mkfs --data raid6 "${imgs[@]}" >/dev/null || fail "mkfs --data raid6"
+volume_images raid6 6 64M
 pony_mount --commit 50 --layout-lease 1 "${imgs[@]}"
 "$RACE" "$T/m" 15 >"$T/race.out" 2>&1 || fail "layout_race: $(cat "$T/race.out")"
 cat "$T/race.out"

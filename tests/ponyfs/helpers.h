@@ -14,6 +14,39 @@
 
 #include "pony/ponyfs.h"
 #include "pony/vfs.h"
+#include "pony/volume.h"
+
+/* ponyfs on a pony volume, as pony mkfs makes it: metadata mirrored on
+ * every member (8 MiB), data RAID6 left-symmetric in 64 KiB chunks. */
+struct test_volume_fs {
+	struct volume_set *set;
+	struct bdev *meta, *data;       /* the regions: free after the instance */
+	struct vfs *fs;
+};
+
+/* Over ndev devs (handed over on success); 0 or -errno. */
+static inline int test_volume_fs_new(struct bdev **devs, unsigned ndev, struct test_volume_fs *ret)
+{
+	struct volume_region_spec specs[2] = {
+		{ .cls = VOLUME_CLASS_METADATA, .type = VOLUME_MIRROR, .chunk = 64 << 10, .size = 8 << 20 },
+		{ .cls = VOLUME_CLASS_DATA, .type = VOLUME_RAID6, .chunk = 64 << 10 },
+	};
+	struct volume_set_params p = { .name = "test", .regions = specs, .nregions = 2,
+				       .assume_clean = true };
+	struct ponyfs_options o = { 0 };
+	int r = volume_layout_from_name(6, "left-symmetric", &specs[1].layout);
+
+	if (r >= 0)
+		r = volume_set_create(devs, ndev, &p, &ret->set);
+	if (r >= 0)
+		r = ponyfs_volume_region(volume_set_volume(ret->set), VOLUME_CLASS_METADATA, &ret->meta);
+	if (r >= 0)
+		r = ponyfs_volume_region(volume_set_volume(ret->set), VOLUME_CLASS_DATA, &ret->data);
+	if (r >= 0)
+		r = ponyfs_mkfs(ret->meta, ret->data, NULL);
+	o.volume = r >= 0 ? volume_set_volume(ret->set) : NULL;
+	return r < 0 ? r : ponyfs_mount(ret->meta, ret->data, &o, &ret->fs);
+}
 
 static inline struct vfs_ctx test_ctx(void)
 {

@@ -19,6 +19,20 @@ mkdir -p "$T/m"
 pony_mount() { fuse_daemon_start "$T/m" "$T/pony.log" "pony mount $*" "$PONY" mount --foreground "$@" "$T/m"; }
 pony_umount() { fuse_daemon_stop "$T/m" "$T/pony.log"; }
 
+# volume_images LEVEL N SIZE: N fresh image files $T/m0.img ... of SIZE
+# (truncate's), made one ponyfs with a LEVEL data region (pony mkfs --data);
+# their paths in the array imgs.
+volume_images() {
+	local i
+	rm -f "$T"/m?.img
+	imgs=()
+	for ((i = 0; i < $2; i++)); do
+		truncate -s "$3" "$T/m$i.img"
+		imgs+=("$T/m$i.img")
+	done
+	"$PONY" mkfs --data "$1" "${imgs[@]}" >/dev/null || fail "mkfs --data $1 of $2 images"
+}
+
 # ext4_oracle_and_mount: $T/ref, a directory of the root filesystem (with
 # ACLs) where a test repeats its steps as the oracle, and a fresh 256 MiB
 # ponyfs mounted at $T/m; both reachable by other users (mode 755).
@@ -37,11 +51,6 @@ ext4_oracle_and_mount() {
 # ponyfs with its data on RAID6 over them, mounted at $T/m with a long
 # commit interval: cached data stays dirty until asked to sync.
 raid6_mount() {
-	imgs=()
-	for i in 0 1 2 3 4 5; do
-		truncate -s 64M "$T/m$i.img"
-		imgs+=("$T/m$i.img")
-	done
-	"$PONY" mkfs --data raid6 "${imgs[@]}" >/dev/null || fail "mkfs --data raid6"
+	volume_images raid6 6 64M
 	pony_mount --commit 3600000 "${imgs[@]}"
 }

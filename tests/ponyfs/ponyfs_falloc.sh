@@ -81,7 +81,7 @@ pony_umount
 db_copy "$T/old.img" "$T/old.db"
 sqlite3 "$T/old.db" "ALTER TABLE extents DROP COLUMN flags; DROP TABLE meta_chunks;
 	DROP INDEX inodes_crypt; ALTER TABLE inodes DROP COLUMN crypt;
-	PRAGMA user_version = 1;" ||
+	DROP INDEX extents_pblock; PRAGMA user_version = 1;" ||
 	fail "sqlite3 could not make a version 1 database"
 db_back "$T/old.db" "$T/old.img"
 [ "$(version "$T/old.img")" = 1 ] || fail "not a version 1 image"
@@ -94,6 +94,25 @@ pony_mount "$T/old.img"
 cmp "$T/data" "$T/m/data" || fail "version 1 read-write: data differs"
 fallocate -l 1M "$T/m/pre" || fail "fallocate on the upgraded image"
 pony_umount
-[ "$(version "$T/old.img")" = 4 ] || fail "a read-write mount left version $(version "$T/old.img")"
+[ "$(version "$T/old.img")" = 5 ] || fail "a read-write mount left version $(version "$T/old.img")"
 "$PONY" fsck "$T/old.img" >"$T/fsck.out" || fail "fsck after the upgrade: $(cat "$T/fsck.out")"
+
+# A version 4 image (before the extents_pblock index): read-only leaves
+# it as it is, read-write adds the index and makes it version 5.
+db_copy "$T/old.img" "$T/v4.db"
+sqlite3 "$T/v4.db" "DROP INDEX extents_pblock; PRAGMA user_version = 4;" ||
+	fail "sqlite3 could not make a version 4 database"
+db_back "$T/v4.db" "$T/old.img"
+pony_mount -o ro "$T/old.img"
+cmp "$T/data" "$T/m/data" || fail "version 4 read-only: data differs"
+pony_umount
+[ "$(version "$T/old.img")" = 4 ] || fail "a read-only mount changed version 4"
+pony_mount "$T/old.img"
+cmp "$T/data" "$T/m/data" || fail "version 4 read-write: data differs"
+pony_umount
+[ "$(version "$T/old.img")" = 5 ] || fail "version 4 read-write left version $(version "$T/old.img")"
+db_copy "$T/old.img" "$T/v5.db"
+[ "$(sqlite3 "$T/v5.db" "SELECT count(*) FROM sqlite_master WHERE name = 'extents_pblock'")" = 1 ] ||
+	fail "the version 4 to 5 upgrade made no extents_pblock index"
+"$PONY" fsck "$T/old.img" >"$T/fsck.out" || fail "fsck after the v4 upgrade: $(cat "$T/fsck.out")"
 echo "ok: preallocation through FUSE, and the version 1 upgrade"

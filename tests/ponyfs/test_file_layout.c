@@ -28,34 +28,16 @@
 /* ponyfs on a pony volume: metadata mirrored, data RAID6, as pony mkfs makes it. */
 struct vol_fixture {
 	struct bdev *mem[NDEV];         /* the members, owned by the set */
-	struct volume_set *set;
-	struct bdev *meta, *data;
-	struct vfs *fs;
+	struct test_volume_fs v;
 };
 
 static int vol_setup(void **state)
 {
 	struct vol_fixture *f = calloc(1, sizeof(*f));
-	struct volume_region_spec specs[2] = {
-		{ .cls = VOLUME_CLASS_METADATA, .type = VOLUME_MIRROR, .chunk = 64 << 10, .size = 8 << 20 },
-		{ .cls = VOLUME_CLASS_DATA, .type = VOLUME_RAID6, .chunk = 64 << 10 },
-	};
-	struct volume_set_params p = { .name = "layout", .regions = specs, .nregions = 2,
-				       .assume_clean = true };
-	struct ponyfs_options o = { 0 };
-
 	assert_non_null(f);
-	assert_int_equal(volume_layout_from_name(6, "left-symmetric", &specs[1].layout), 0);
 	for (unsigned i = 0; i < NDEV; i++)
 		assert_int_equal(bdev_mem_new(DEV_SIZE, &f->mem[i]), 0);
-	assert_int_equal(volume_set_create(f->mem, NDEV, &p, &f->set), 0);
-	assert_int_equal(ponyfs_volume_region(volume_set_volume(f->set), VOLUME_CLASS_METADATA,
-					      &f->meta), 0);
-	assert_int_equal(ponyfs_volume_region(volume_set_volume(f->set), VOLUME_CLASS_DATA,
-					      &f->data), 0);
-	assert_int_equal(ponyfs_mkfs(f->meta, f->data, NULL), 0);
-	o.volume = volume_set_volume(f->set);
-	assert_int_equal(ponyfs_mount(f->meta, f->data, &o, &f->fs), 0);
+	assert_int_equal(test_volume_fs_new(f->mem, NDEV, &f->v), 0);
 	*state = f;
 	return 0;
 }
@@ -64,11 +46,11 @@ static int vol_teardown(void **state)
 {
 	struct vol_fixture *f = *state;
 
-	vfs_free(f->fs);
-	assert_int_equal(ponyfs_fsck(f->meta, f->data, PONYFS_FSCK_DATA, NULL, NULL), 0);
-	bdev_free(f->meta);
-	bdev_free(f->data);
-	assert_int_equal(volume_set_close(f->set), 0);
+	vfs_free(f->v.fs);
+	assert_int_equal(ponyfs_fsck(f->v.meta, f->v.data, PONYFS_FSCK_DATA, NULL, NULL), 0);
+	bdev_free(f->v.meta);
+	bdev_free(f->v.data);
+	assert_int_equal(volume_set_close(f->v.set), 0);
 	free(f);
 	return 0;
 }
@@ -101,17 +83,17 @@ static void test_written_extent_pieces_hold_the_file_bytes(void **state)
 	unsigned parity = 0;
 
 	test_fill(w, sizeof(w), 21);
-	assert_int_equal(test_open(f->fs, "f", O_CREAT | O_RDWR, &ino, &fh), 0);
-	assert_int_equal(VFS_CALL(f->fs, write, ino, fh, w, sizeof(w), 0), sizeof(w));
+	assert_int_equal(test_open(f->v.fs, "f", O_CREAT | O_RDWR, &ino, &fh), 0);
+	assert_int_equal(VFS_CALL(f->v.fs, write, ino, fh, w, sizeof(w), 0), sizeof(w));
 	/* Not yet written back: cached in the daemon, nowhere on the volume. */
-	assert_int_equal(layout_of(f->fs, ino, 0, UINT64_MAX, 64, &a), 0);
+	assert_int_equal(layout_of(f->v.fs, ino, 0, UINT64_MAX, 64, &a), 0);
 	assert_int_equal(a.l.nextents, 1);
 	assert_int_equal(a.e[0].state, VFS_LAYOUT_DIRTY);
 	assert_int_equal(a.e[0].length, sizeof(w));
 	assert_true(a.e[0].volume_offset == VFS_LAYOUT_NO_OFFSET);
 	assert_int_equal(a.l.npieces, 0);
-	assert_int_equal(VFS_CALL(f->fs, fsync, ino, fh, false), 0);
-	assert_int_equal(layout_of(f->fs, ino, 0, UINT64_MAX, 64, &a), 0);
+	assert_int_equal(VFS_CALL(f->v.fs, fsync, ino, fh, false), 0);
+	assert_int_equal(layout_of(f->v.fs, ino, 0, UINT64_MAX, 64, &a), 0);
 	assert_true(a.l.flags & VFS_LAYOUT_ON_VOLUME);
 	assert_true(a.l.flags & VFS_LAYOUT_COMPLETE);
 	assert_false(a.l.flags & VFS_LAYOUT_ENCRYPTED);
@@ -123,7 +105,7 @@ static void test_written_extent_pieces_hold_the_file_bytes(void **state)
 	assert_int_equal(a.l.ncsums, 5);
 	for (unsigned b = 0; b < 5; b++)
 		assert_int_equal(a.csums[a.e[0].first_csum + b], util_crc32c(0, w + b * BLK, BLK));
-	assert_int_equal(VFS_CALL(f->fs, layout_topology, &t), 0);
+	assert_int_equal(VFS_CALL(f->v.fs, layout_topology, &t), 0);
 	assert_string_equal(t.level, "raid6");
 	assert_string_equal(t.layout, "left-symmetric");
 	assert_int_equal(t.nmembers, NDEV);
@@ -146,7 +128,7 @@ static void test_written_extent_pieces_hold_the_file_bytes(void **state)
 	}
 	assert_int_equal(covered, sizeof(w));
 	assert_true(parity >= 2);
-	assert_int_equal(VFS_CALL(f->fs, release, ino, fh), 0);
+	assert_int_equal(VFS_CALL(f->v.fs, release, ino, fh), 0);
 }
 
 static void test_holes_and_unwritten_blocks_have_their_states(void **state)
@@ -157,12 +139,12 @@ static void test_holes_and_unwritten_blocks_have_their_states(void **state)
 	uint64_t ino, fh;
 
 	test_fill(w, sizeof(w), 3);
-	assert_int_equal(test_open(f->fs, "sparse", O_CREAT | O_RDWR, &ino, &fh), 0);
-	assert_int_equal(VFS_CALL(f->fs, write, ino, fh, w, BLK, 0), BLK);
-	assert_int_equal(VFS_CALL(f->fs, fallocate, ino, fh, 0, 4 * BLK, 2 * BLK), 0);
-	assert_int_equal(VFS_CALL(f->fs, write, ino, fh, w, BLK, 8 * BLK), BLK);
-	assert_int_equal(VFS_CALL(f->fs, fsync, ino, fh, false), 0);
-	assert_int_equal(layout_of(f->fs, ino, 0, UINT64_MAX, 64, &a), 0);
+	assert_int_equal(test_open(f->v.fs, "sparse", O_CREAT | O_RDWR, &ino, &fh), 0);
+	assert_int_equal(VFS_CALL(f->v.fs, write, ino, fh, w, BLK, 0), BLK);
+	assert_int_equal(VFS_CALL(f->v.fs, fallocate, ino, fh, 0, 4 * BLK, 2 * BLK), 0);
+	assert_int_equal(VFS_CALL(f->v.fs, write, ino, fh, w, BLK, 8 * BLK), BLK);
+	assert_int_equal(VFS_CALL(f->v.fs, fsync, ino, fh, false), 0);
+	assert_int_equal(layout_of(f->v.fs, ino, 0, UINT64_MAX, 64, &a), 0);
 	assert_int_equal(a.l.nextents, 5);
 	assert_int_equal(a.e[0].state, VFS_LAYOUT_DATA);
 	assert_int_equal(a.e[1].state, VFS_LAYOUT_HOLE);
@@ -179,12 +161,12 @@ static void test_holes_and_unwritten_blocks_have_their_states(void **state)
 	assert_int_equal(a.e[4].file_offset, 8 * BLK);
 	assert_int_equal(a.l.ncsums, 2);
 	/* A range in the middle: only what it touches. */
-	assert_int_equal(layout_of(f->fs, ino, 5 * BLK, BLK, 64, &a), 0);
+	assert_int_equal(layout_of(f->v.fs, ino, 5 * BLK, BLK, 64, &a), 0);
 	assert_int_equal(a.l.nextents, 1);
 	assert_int_equal(a.e[0].state, VFS_LAYOUT_UNWRITTEN);
 	assert_int_equal(a.e[0].file_offset, 5 * BLK);
 	assert_int_equal(a.e[0].length, BLK);
-	assert_int_equal(VFS_CALL(f->fs, release, ino, fh), 0);
+	assert_int_equal(VFS_CALL(f->v.fs, release, ino, fh), 0);
 }
 
 static void test_small_arrays_page_through_the_extents(void **state)
@@ -198,12 +180,12 @@ static void test_small_arrays_page_through_the_extents(void **state)
 					 VFS_LAYOUT_HOLE, VFS_LAYOUT_DATA };
 
 	test_fill(w, sizeof(w), 9);
-	assert_int_equal(test_open(f->fs, "paged", O_CREAT | O_RDWR, &ino, &fh), 0);
+	assert_int_equal(test_open(f->v.fs, "paged", O_CREAT | O_RDWR, &ino, &fh), 0);
 	for (unsigned b = 0; b < 5; b += 2)
-		assert_int_equal(VFS_CALL(f->fs, write, ino, fh, w, BLK, b * BLK), BLK);
-	assert_int_equal(VFS_CALL(f->fs, fsync, ino, fh, false), 0);
+		assert_int_equal(VFS_CALL(f->v.fs, write, ino, fh, w, BLK, b * BLK), BLK);
+	assert_int_equal(VFS_CALL(f->v.fs, fsync, ino, fh, false), 0);
 	do {
-		assert_int_equal(layout_of(f->fs, ino, off, UINT64_MAX - off, 1, &a), 0);
+		assert_int_equal(layout_of(f->v.fs, ino, off, UINT64_MAX - off, 1, &a), 0);
 		assert_int_equal(a.l.nextents, 1);
 		assert_int_equal(a.e[0].file_offset, off);
 		assert_int_equal(a.e[0].state, want[calls]);
@@ -215,8 +197,8 @@ static void test_small_arrays_page_through_the_extents(void **state)
 	memset(&a, 0, sizeof(a));
 	a.l = (struct vfs_layout){ .length = BLK, .extents = a.e, .max_extents = 4, .csums = a.csums,
 				   .max_csums = 4, .pieces = a.p, .max_pieces = 2 };
-	assert_int_equal(VFS_CALL(f->fs, layout_map, ino, &a.l), -ENOBUFS);
-	assert_int_equal(VFS_CALL(f->fs, release, ino, fh), 0);
+	assert_int_equal(VFS_CALL(f->v.fs, layout_map, ino, &a.l), -ENOBUFS);
+	assert_int_equal(VFS_CALL(f->v.fs, release, ino, fh), 0);
 }
 
 static void test_directory_has_no_layout(void **state)
@@ -226,9 +208,9 @@ static void test_directory_has_no_layout(void **state)
 	struct vfs_entry e;
 	struct answer a;
 
-	assert_int_equal(VFS_CALL(f->fs, mkdir, &c, VFS_ROOT_INO, "d", 0755, &e), 0);
-	assert_int_equal(layout_of(f->fs, e.ino, 0, 1, 4, &a), -EISDIR);
-	assert_int_equal(layout_of(f->fs, VFS_ROOT_INO, 0, 1, 4, &a), -EISDIR);
+	assert_int_equal(VFS_CALL(f->v.fs, mkdir, &c, VFS_ROOT_INO, "d", 0755, &e), 0);
+	assert_int_equal(layout_of(f->v.fs, e.ino, 0, 1, 4, &a), -EISDIR);
+	assert_int_equal(layout_of(f->v.fs, VFS_ROOT_INO, 0, 1, 4, &a), -EISDIR);
 }
 
 static void test_encrypted_file_says_so(void **state)
@@ -245,16 +227,16 @@ static void test_encrypted_file_says_so(void **state)
 
 	for (int i = 0; i < 64; i++)
 		key[i] = (uint8_t)(i * 3);
-	assert_int_equal(VFS_CALL(f->fs, add_key, &c, key, sizeof(key), id, NULL), 0);
+	assert_int_equal(VFS_CALL(f->v.fs, add_key, &c, key, sizeof(key), id, NULL), 0);
 	memcpy(pol.key_id, id, 16);
 	crypt_policy_encode(&pol, polb);
-	assert_int_equal(VFS_CALL(f->fs, mkdir, &c, VFS_ROOT_INO, "enc", 0755, &d), 0);
-	assert_int_equal(VFS_CALL(f->fs, set_policy, &c, d.ino, polb, sizeof(polb)), 0);
+	assert_int_equal(VFS_CALL(f->v.fs, mkdir, &c, VFS_ROOT_INO, "enc", 0755, &d), 0);
+	assert_int_equal(VFS_CALL(f->v.fs, set_policy, &c, d.ino, polb, sizeof(polb)), 0);
 	test_fill(w, sizeof(w), 77);
-	assert_int_equal(test_open(f->fs, "enc/secret", O_CREAT | O_RDWR, &ino, &fh), 0);
-	assert_int_equal(VFS_CALL(f->fs, write, ino, fh, w, sizeof(w), 0), sizeof(w));
-	assert_int_equal(VFS_CALL(f->fs, fsync, ino, fh, false), 0);
-	assert_int_equal(layout_of(f->fs, ino, 0, UINT64_MAX, 64, &a), 0);
+	assert_int_equal(test_open(f->v.fs, "enc/secret", O_CREAT | O_RDWR, &ino, &fh), 0);
+	assert_int_equal(VFS_CALL(f->v.fs, write, ino, fh, w, sizeof(w), 0), sizeof(w));
+	assert_int_equal(VFS_CALL(f->v.fs, fsync, ino, fh, false), 0);
+	assert_int_equal(layout_of(f->v.fs, ino, 0, UINT64_MAX, 64, &a), 0);
 	assert_true(a.l.flags & VFS_LAYOUT_ENCRYPTED);
 	assert_int_equal(a.e[0].state, VFS_LAYOUT_DATA);
 	/* The member holds ciphertext, and the checksum is of what it holds. */
@@ -262,7 +244,7 @@ static void test_encrypted_file_says_so(void **state)
 	assert_int_equal(bdev_pread(f->mem[a.p[0].member], got, BLK, a.p[0].member_offset), 0);
 	assert_memory_not_equal(got, w, BLK);
 	assert_int_equal(a.csums[0], util_crc32c(0, got, BLK));
-	assert_int_equal(VFS_CALL(f->fs, release, ino, fh), 0);
+	assert_int_equal(VFS_CALL(f->v.fs, release, ino, fh), 0);
 }
 
 /* A one-image ponyfs: extents and checksums, but no volume to name. */
@@ -276,21 +258,21 @@ static void test_member_failure_recalls_leases(void **state)
 	uint32_t st = 99;
 
 	test_fill(w, sizeof(w), 5);
-	assert_int_equal(test_open(f->fs, "f", O_CREAT | O_RDWR, &ino, &fh), 0);
-	assert_int_equal(VFS_CALL(f->fs, write, ino, fh, w, sizeof(w), 0), sizeof(w));
-	assert_int_equal(VFS_CALL(f->fs, fsync, ino, fh, false), 0);
+	assert_int_equal(test_open(f->v.fs, "f", O_CREAT | O_RDWR, &ino, &fh), 0);
+	assert_int_equal(VFS_CALL(f->v.fs, write, ino, fh, w, sizeof(w), 0), sizeof(w));
+	assert_int_equal(VFS_CALL(f->v.fs, fsync, ino, fh, false), 0);
 	memset(&a, 0, sizeof(a));
 	a.l = (struct vfs_layout){ .length = UINT64_MAX, .extents = a.e, .max_extents = 64,
 				   .csums = a.csums, .max_csums = 1024, .pieces = a.p,
 				   .max_pieces = 1024, .lease = VFS_LEASE_NEW };
-	assert_int_equal(VFS_CALL(f->fs, layout_map, ino, &a.l), 0);
+	assert_int_equal(VFS_CALL(f->v.fs, layout_map, ino, &a.l), 0);
 	assert_int_not_equal(a.l.lease, 0);
-	assert_int_equal(VFS_CALL(f->fs, layout_lease, a.l.lease, VFS_LEASE_STATUS, &st, &ms), 0);
+	assert_int_equal(VFS_CALL(f->v.fs, layout_lease, a.l.lease, VFS_LEASE_STATUS, &st, &ms), 0);
 	assert_int_equal(st, VFS_LEASE_HELD);
-	assert_int_equal(volume_fail_member(volume_set_volume(f->set), 1, 2), 0);
-	assert_int_equal(VFS_CALL(f->fs, layout_lease, a.l.lease, VFS_LEASE_STATUS, &st, &ms), 0);
+	assert_int_equal(volume_fail_member(volume_set_volume(f->v.set), 1, 2), 0);
+	assert_int_equal(VFS_CALL(f->v.fs, layout_lease, a.l.lease, VFS_LEASE_STATUS, &st, &ms), 0);
 	assert_int_equal(st, VFS_LEASE_RECALLED);
-	assert_int_equal(VFS_CALL(f->fs, release, ino, fh), 0);
+	assert_int_equal(VFS_CALL(f->v.fs, release, ino, fh), 0);
 }
 
 static void test_image_layout_has_no_pieces(void **state)

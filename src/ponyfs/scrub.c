@@ -1,0 +1,534 @@
+/*
+ * scrub.c - the passive scrub (docs/scrub.md): a thread of the mount that
+ * walks the volume in volume order, the metadata region and then the data
+ * region, a step (1 MiB, whole stripes) at a time. Each step is checked
+ * twice: by the volume (volume_scrub_from() over that range: mirrors and
+ * parity agree, a member the level can blame rewritten), then, in the data
+ * region, every written block of every file against its CRC32C, a bad one
+ * repaired from redundancy (bdev_repair(), as a read does) or recorded as
+ * lost with the paths of its file. Rate-limited, and it backs off while
+ * reads are in flight. Its position and counts live in the meta row
+ * 'scrub', committed with the filesystem's transactions, so a pass goes
+ * on where it was after an unmount or a crash.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+#include "pony/volume.h"
+
+#define STEP (1ull << 20)               /* bytes checked at once */
+#define SAVE_EVERY (64ull << 20)        /* bytes between two saves of the position */
+#define YIELD_MAX_MS 50                 /* longest back-off per step for foreground reads */
+
+/* The pass; its fields are protected by fs->lock, stop is atomic. */
+struct ponyfs_scrub {
+	pthread_t thread;
+	bool started;                   /* thread to join */
+	bool stop;
+	uint32_t state;                 /* enum vfs_scrub_state */
+	int error;
+	uint64_t rate, pos, total, checked, repaired, lost;
+	uint64_t t0_ns, t_end_ns;
+};
+
+/* A range of the volume the pass walks, in volume order. */
+struct scrub_range {
+	uint64_t start, len;
+	bool data;                      /* the data region: files' checksums too */
+	int seg;                        /* the volume's segment; -1 without a volume */
+};
+
+/* The metadata and data regions, in volume order: their number. */
+static unsigned scrub_ranges(const struct ponyfs *fs, struct scrub_range r[2])
+{
+	struct volume_segment_info mi, di;
+	unsigned ms, ds;
+
+	if (!fs->volume) {
+		r[0] = (struct scrub_range){ 0, fs->sb.meta_bytes, false, -1 };
+		r[1] = (struct scrub_range){ fs->sb.meta_bytes, fs->sb.data_blocks * BS, true, -1 };
+		return 2;
+	}
+	if (ponyfs_region_segment(fs, VOLUME_CLASS_METADATA, &ms, &mi) < 0 ||
+	    ponyfs_region_segment(fs, VOLUME_CLASS_DATA, &ds, &di) < 0)
+		return 0;
+	r[0] = (struct scrub_range){ mi.start, mi.len, false, (int)ms };
+	r[1] = (struct scrub_range){ di.start, MIN(di.len, fs->sb.data_blocks * BS), true, (int)ds };
+	if (r[0].start > r[1].start) {
+		struct scrub_range t = r[0];
+
+		r[0] = r[1];
+		r[1] = t;
+	}
+	return 2;
+}
+
+/* -- the position, kept in the meta row 'scrub' -------------------------------- */
+
+static int position_load_locked(struct ponyfs *fs, struct ponyfs_scrub *sc)
+{
+	sqlite3_stmt *s;
+	int r = ponyfs_prepare(fs, "SELECT value FROM meta WHERE key = 'scrub'", &s);
+	const char *text;
+
+	if (r < 0)
+		return r;
+	r = ponyfs_step_row(fs, s);
+	text = r > 0 ? (const char *)sqlite3_column_text(s, 0) : NULL;
+	if (!text || sscanf(text, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64, &sc->pos,
+			    &sc->checked, &sc->repaired, &sc->lost) != 4)
+		sc->pos = sc->checked = sc->repaired = sc->lost = 0;
+	sqlite3_reset(s);
+	return r < 0 ? r : 0;
+}
+
+/* In the open transaction: the next commit makes it durable. */
+static int position_save_locked(struct ponyfs *fs, const struct ponyfs_scrub *sc)
+{
+	char text[128];
+	sqlite3_stmt *s;
+	int r;
+
+	if (fs->read_only || fs->broken)
+		return 0;
+	snprintf(text, sizeof(text), "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64, sc->pos,
+		 sc->checked, sc->repaired, sc->lost);
+	r = ponyfs_meta_reserve_locked(fs, &(struct ponyfs_cost){ .rows = 1 }, NULL);
+	if (r >= 0)
+		r = ponyfs_txn_begin_locked(fs);
+	if (r >= 0)
+		r = ponyfs_prepare(fs, "INSERT OR REPLACE INTO meta (key, value) VALUES ('scrub', ?1)",
+				   &s);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(s, 1, text, -1, SQLITE_TRANSIENT);
+	return ponyfs_step_done(fs, s);
+}
+
+/* -- one step ------------------------------------------------------------------ */
+
+/* The volume's findings of one step, kept until its lock is given back. */
+#define FINDINGS_MAX 64
+struct findings {
+	unsigned n;
+	struct volume_mismatch m[FINDINGS_MAX];
+	uint64_t end;                   /* the step's end in the segment */
+};
+
+/* Called with the segment locked: fs->lock must not be taken here (a
+ * locked read holds it while it waits for the segment). */
+static void scrub_found(const struct volume_mismatch *mm, void *arg)
+{
+	struct findings *f = arg;
+
+	if (f->n < FINDINGS_MAX)
+		f->m[f->n++] = *mm;
+}
+
+/* A volume finding: counted, recorded and logged once with what it hits. */
+static void finding_add_locked(struct ponyfs *fs, const struct volume_mismatch *mm)
+{
+	struct ponyfs_bad b = { .source = VFS_BAD_SCRUB, .repaired = mm->repaired,
+				.member = mm->located ? mm->member : VFS_NO_MEMBER,
+				.len = mm->located ? mm->len : mm->seg_len, .row = !mm->located };
+	struct volume_segment_info seg;
+	char text[640];
+
+	if (volume_segment_info(fs->volume, mm->seg, &seg) < 0)
+		return;
+	b.vol_off = seg.start + mm->seg_off;
+	b.member_offset = volume_member_start(fs->volume, mm->seg, mm->member) + mm->dev_off;
+	if (mm->repaired)
+		fs->scrub->repaired += DIV_ROUND_UP(mm->len, BS);
+	if (!ponyfs_bad_add_locked(fs, &b))
+		return;
+	if (mm->located) {
+		ponyfs_bad_describe_locked(fs, &b, text, sizeof(text));
+		ponyfs_log(fs, mm->repaired ? LOG_WARNING : LOG_ERR, "scrub: member %u (%s) bytes "
+			   "%" PRIu64 "+%" PRIu64 " disagreed with the volume's redundancy: %s; holds %s",
+			   mm->member, volume_member_device(fs->volume, mm->seg, mm->member) ?: "missing",
+			   b.member_offset, mm->len, mm->repaired ? "rewritten" : "not rewritten", text);
+	} else {
+		ponyfs_log(fs, LOG_WARNING, "scrub: volume bytes %" PRIu64 "+%" PRIu64 ": copies or "
+			   "parity disagree and the level cannot tell which member is wrong (file "
+			   "blocks there are checked against their checksums next)", b.vol_off,
+			   mm->seg_len);
+	}
+}
+
+/* Stops the volume's pass once it has done the step (its progress calls). */
+static int scrub_step_end(uint64_t done, uint64_t total, void *arg)
+{
+	return done >= ((const struct findings *)arg)->end;
+}
+
+/* Mirrors and parity of [off, off+len) of the range's segment; its findings in f. */
+static int step_volume(struct ponyfs *fs, const struct scrub_range *rg, uint64_t off, uint64_t len,
+		       struct findings *f)
+{
+	int r;
+
+	f->n = 0;
+	if (rg->seg < 0)
+		return 0;
+	f->end = off - rg->start + len;
+	r = volume_scrub_from(fs->volume, (unsigned)rg->seg, off - rg->start, true, 0, scrub_found,
+			      f, scrub_step_end, f, NULL);
+	pthread_mutex_lock(&fs->lock);
+	for (unsigned i = 0; i < f->n; i++)
+		finding_add_locked(fs, &f->m[i]);
+	pthread_mutex_unlock(&fs->lock);
+	return r == -ECANCELED || r == -EOPNOTSUPP ? 0 : r;
+}
+
+/*
+ * Whether copies of data block b disagree and the volume could not tell
+ * which is wrong (two copies): then the block's checksum decides, even
+ * when the copy read first is the good one.
+ */
+static bool copies_suspect(const struct ponyfs *fs, const struct scrub_range *rg,
+			   const struct findings *f, uint64_t b)
+{
+	uint64_t at = b * BS;
+
+	for (unsigned i = 0; i < f->n; i++)
+		if (!f->m[i].located && f->m[i].stripe == UINT64_MAX &&
+		    at < f->m[i].seg_off + f->m[i].seg_len && f->m[i].seg_off < at + BS)
+			return true;
+	return false;
+}
+
+/* A written block of a file the step holds. */
+struct scrub_block { uint64_t pblock, ino, fblk; uint32_t crc; bool unreadable, suspect; };
+
+/* The written blocks of [b0, b1) with their checksums, in block order; their count. */
+static int64_t step_blocks_locked(struct ponyfs *fs, uint64_t b0, uint64_t b1,
+				  struct scrub_block *out, size_t max)
+{
+	sqlite3_stmt *s;
+	int64_t n = 0;
+	int r = ponyfs_prepare(fs, "SELECT ino, foff, nblocks, pblock, csums, flags FROM extents "
+			       "WHERE pblock < ?2 AND pblock >= (SELECT coalesce(max(pblock), 0) "
+			       "FROM extents WHERE pblock <= ?1) ORDER BY pblock", &s);
+
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(s, 1, (int64_t)b0);
+	sqlite3_bind_int64(s, 2, (int64_t)b1);
+	while ((r = ponyfs_step_row(fs, s)) > 0) {
+		uint64_t ino = (uint64_t)sqlite3_column_int64(s, 0);
+		uint64_t foff = (uint64_t)sqlite3_column_int64(s, 1);
+		uint64_t nb = (uint64_t)sqlite3_column_int64(s, 2);
+		uint64_t p = (uint64_t)sqlite3_column_int64(s, 3);
+		const uint8_t *cs = sqlite3_column_blob(s, 4);
+		size_t cl = (size_t)sqlite3_column_bytes(s, 4);
+		int64_t flags = sqlite3_column_int64(s, 5);
+		size_t stride = ponyfs_csum_stride((int)flags);
+
+		if (flags & PONYFS_EXT_UNWRITTEN)
+			continue;
+		for (uint64_t i = 0; i < nb; i++) {
+			if (p + i < b0 || p + i >= b1 || (i + 1) * stride > cl || (size_t)n >= max)
+				continue;
+			out[n++] = (struct scrub_block){ p + i, ino, foff + i,
+							 util_get_le32(cs + i * stride), false, false };
+		}
+	}
+	sqlite3_reset(s);
+	return r < 0 ? r : n;
+}
+
+/* The member a plain read of data block pblock reads first (its first copy). */
+static int first_member(const struct ponyfs *fs, uint64_t pblock)
+{
+	struct volume_piece p;
+
+	if (!fs->volume || volume_map(fs->volume, ponyfs_volume_byte(fs, pblock), 1, &p, 1) < 1)
+		return -1;
+	return p.role == VOLUME_PIECE_NONE ? -1 : (int)p.member;
+}
+
+/*
+ * One bad block: repaired from redundancy or lost, unless its extent
+ * changed meanwhile. A suspect (copies disagree, the copy read first
+ * passed) was bad only if bdev_repair() blames another member than the
+ * first copy: it rewrites the first member whose absence reads right.
+ */
+static void block_bad_locked(struct ponyfs *fs, const struct scrub_block *b, uint8_t *buf,
+			     bool read_ok)
+{
+	struct scrub_block now;
+	int m;
+
+	if (step_blocks_locked(fs, b->pblock, b->pblock + 1, &now, 1) != 1 || now.ino != b->ino ||
+	    now.fblk != b->fblk || now.crc != b->crc)
+		return;         /* rewritten or freed since it was read */
+	m = bdev_repair(fs->data, buf, BS, b->pblock * BS, b->crc);
+	if (read_ok && (m < 0 || m == first_member(fs, b->pblock)))
+		return;         /* both copies of this block were right */
+	fs->stats.csum_errors++;
+	if (m >= 0) {
+		fs->stats.csum_repaired++;
+		fs->scrub->repaired++;
+	} else {
+		fs->scrub->lost++;
+	}
+	ponyfs_bad_block_locked(fs, VFS_BAD_SCRUB_CSUM, b->ino, b->fblk, b->pblock, m);
+}
+
+/* Every written block of [off, off+len) of the data region against its checksum. */
+static int step_files(struct ponyfs *fs, const struct scrub_range *rg, uint64_t off, uint64_t len,
+		      const struct findings *f, uint8_t *buf, struct scrub_block *blocks)
+{
+	uint64_t b0 = (off - rg->start) / BS, nb = len / BS;
+	int64_t n;
+	int r = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	n = step_blocks_locked(fs, b0, b0 + nb, blocks, STEP / BS);
+	if (n <= 0) {
+		pthread_mutex_unlock(&fs->lock);
+		return (int)MIN(n, 0);
+	}
+	/* Blocks freed from here on are not reused until the read is done (read.c). */
+	pthread_rwlock_rdlock(&fs->reuse_lock);
+	pthread_mutex_unlock(&fs->lock);
+	r = bdev_pread(fs->data, buf, nb * BS, b0 * BS);
+	/* An error somewhere in the step: each block on its own, so only
+	 * the ones that cannot be read are taken for bad. */
+	for (int64_t i = 0; r < 0 && i < n; i++)
+		if (bdev_pread(fs->data, buf + (blocks[i].pblock - b0) * BS, BS,
+			       blocks[i].pblock * BS) < 0)
+			blocks[i].unreadable = true;
+	pthread_rwlock_unlock(&fs->reuse_lock);
+	pthread_mutex_lock(&fs->lock);
+	for (int64_t i = 0; i < n; i++) {
+		uint8_t *at = buf + (blocks[i].pblock - b0) * BS;
+		bool ok = !blocks[i].unreadable && util_crc32c(0, at, BS) == blocks[i].crc;
+
+		fs->scrub->checked++;
+		if (!ok || copies_suspect(fs, rg, f, blocks[i].pblock))
+			block_bad_locked(fs, &blocks[i], at, ok);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return 0;
+}
+
+/* -- the thread ---------------------------------------------------------------- */
+
+static void sleep_ns(uint64_t ns)
+{
+	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000), .tv_nsec = (long)(ns % 1000000000) };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Whether the foreground reads: one under way, or one ended in the last 2 ms
+ * (a reader waiting on each read before the next leaves only short gaps). */
+static bool foreground_busy(struct ponyfs *fs)
+{
+	return __atomic_load_n(&fs->reads_in_flight, __ATOMIC_RELAXED) ||
+	       util_now_ns() - __atomic_load_n(&fs->read_end_ns, __ATOMIC_RELAXED) < 2000000;
+}
+
+/* Waits while the foreground reads (a bounded back-off), then for the rate. */
+static void scrub_pace(struct ponyfs *fs, const struct ponyfs_scrub *sc, uint64_t t0,
+		       uint64_t done)
+{
+	for (unsigned ms = 0; ms < YIELD_MAX_MS && foreground_busy(fs); ms++)
+		sleep_ns(1000000);
+	if (sc->rate) {
+		uint64_t due = t0 + done * 1000000000ull / sc->rate, now = util_now_ns();
+
+		if (due > now)
+			sleep_ns(due - now);
+	}
+}
+
+static int scrub_walk(struct ponyfs *fs, struct ponyfs_scrub *sc, uint8_t *buf,
+		      struct scrub_block *blocks, struct findings *f)
+{
+	struct scrub_range rg[2];
+	unsigned nr = scrub_ranges(fs, rg);
+	uint64_t t0 = util_now_ns(), done = 0, saved = 0, base = 0;
+	int r = 0;
+
+	for (unsigned i = 0; i < nr && r >= 0; i++) {
+		/* sc->pos counts bytes of the pass: the ranges one after the other. */
+		for (uint64_t at = MAX(sc->pos, base) - base; at < rg[i].len && r >= 0;) {
+			uint64_t len = MIN(STEP, rg[i].len - at), off = rg[i].start + at;
+
+			if (__atomic_load_n(&sc->stop, __ATOMIC_RELAXED))
+				return -ECANCELED;
+			r = step_volume(fs, &rg[i], off, len, f);
+			if (r >= 0 && rg[i].data)
+				r = step_files(fs, &rg[i], off, len, f, buf, blocks);
+			at += len;
+			done += len;
+			pthread_mutex_lock(&fs->lock);
+			sc->pos = base + at;
+			if (!rg[i].data)
+				sc->checked += len / BS;
+			if (done - saved >= SAVE_EVERY) {
+				position_save_locked(fs, sc);
+				saved = done;
+			}
+			pthread_mutex_unlock(&fs->lock);
+			scrub_pace(fs, sc, t0, done);
+		}
+		base += rg[i].len;
+	}
+	return r;
+}
+
+static void *scrub_main(void *arg)
+{
+	struct ponyfs *fs = arg;
+	struct ponyfs_scrub *sc = fs->scrub;
+	uint8_t *buf = util_aligned_alloc(STEP);
+	struct scrub_block *blocks = malloc(STEP / BS * sizeof(*blocks));
+	struct findings *f = malloc(sizeof(*f));
+	int r = buf && blocks && f ? scrub_walk(fs, sc, buf, blocks, f) : -ENOMEM;
+
+	free(buf);
+	free(blocks);
+	free(f);
+	pthread_mutex_lock(&fs->lock);
+	sc->t_end_ns = util_now_ns();
+	if (r == -ECANCELED) {
+		sc->state = VFS_SCRUB_STOPPED;
+	} else if (r < 0) {
+		sc->state = VFS_SCRUB_FAILED;
+		sc->error = r;
+		ponyfs_log(fs, LOG_ERR, "scrub failed at volume byte %" PRIu64 ": %s", sc->pos,
+			   strerror(-r));
+	} else {
+		sc->state = VFS_SCRUB_DONE;
+		sc->pos = sc->total;
+		ponyfs_log(fs, LOG_NOTICE, "scrub done: %" PRIu64 " blocks checked, %" PRIu64
+			   " repaired, %" PRIu64 " lost", sc->checked, sc->repaired, sc->lost);
+	}
+	position_save_locked(fs, sc);
+	pthread_mutex_unlock(&fs->lock);
+	return NULL;
+}
+
+/* The pass's size: both regions. */
+static uint64_t scrub_total(const struct ponyfs *fs)
+{
+	struct scrub_range rg[2];
+	unsigned n = scrub_ranges(fs, rg);
+	uint64_t t = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		t += rg[i].len;
+	return t;
+}
+
+static int scrub_start_locked(struct ponyfs *fs, struct ponyfs_scrub *sc, uint64_t rate)
+{
+	int r;
+
+	if (sc->state == VFS_SCRUB_RUNNING)
+		return -EBUSY;
+	if (fs->read_only)
+		return -EROFS;
+	if (sc->started) {              /* a finished thread: reaped before a new one */
+		pthread_mutex_unlock(&fs->lock);
+		pthread_join(sc->thread, NULL);
+		pthread_mutex_lock(&fs->lock);
+		sc->started = false;
+	}
+	sc->total = scrub_total(fs);
+	r = position_load_locked(fs, sc);
+	if (r < 0)
+		return r;
+	if (sc->pos >= sc->total)       /* the last pass was done: a new one */
+		sc->pos = sc->checked = sc->repaired = sc->lost = 0;
+	sc->rate = rate;
+	sc->stop = false;
+	sc->error = 0;
+	sc->state = VFS_SCRUB_RUNNING;
+	sc->t0_ns = util_now_ns();
+	r = -pthread_create(&sc->thread, NULL, scrub_main, fs);
+	if (r < 0) {
+		sc->state = VFS_SCRUB_FAILED;
+		return r;
+	}
+	sc->started = true;
+	ponyfs_log(fs, LOG_NOTICE, "scrub started at volume byte %" PRIu64 " of %" PRIu64
+		   " (rate %" PRIu64 " bytes/s, 0: no limit)", sc->pos, sc->total, rate);
+	return 0;
+}
+
+/* Stops the thread (fs->lock not held) and waits for it. */
+static void scrub_join(struct ponyfs *fs)
+{
+	struct ponyfs_scrub *sc = fs->scrub;
+	pthread_t thread;
+	bool started;
+
+	pthread_mutex_lock(&fs->lock);
+	started = sc && sc->started;
+	if (started) {          /* a start meanwhile makes a thread of its own */
+		__atomic_store_n(&sc->stop, true, __ATOMIC_RELAXED);
+		sc->started = false;
+		thread = sc->thread;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (started)
+		pthread_join(thread, NULL);
+}
+
+static void status_locked(struct ponyfs *fs, struct ponyfs_scrub *sc, struct vfs_scrub *s)
+{
+	if (sc->state == VFS_SCRUB_IDLE && !fs->read_only) {
+		sc->total = scrub_total(fs);
+		if (position_load_locked(fs, sc) >= 0 && sc->pos)
+			sc->state = sc->pos >= sc->total ? VFS_SCRUB_DONE : VFS_SCRUB_STOPPED;
+	}
+	s->state = sc->state;
+	s->rate = sc->rate;
+	s->position = sc->pos;
+	s->total = sc->total;
+	s->checked = sc->checked;
+	s->repaired = sc->repaired;
+	s->lost = sc->lost;
+	s->error = sc->error;
+	s->elapsed_ms = sc->t0_ns ? ((sc->state == VFS_SCRUB_RUNNING ? util_now_ns() : sc->t_end_ns) -
+				     sc->t0_ns) / 1000000 : 0;
+}
+
+int ponyfs_scrub(struct vfs *v, struct vfs_scrub *s)
+{
+	struct ponyfs *fs = ponyfs_of(v);
+	int r = 0;
+
+	if (s->op == VFS_SCRUB_STOP)
+		scrub_join(fs);
+	pthread_mutex_lock(&fs->lock);
+	if (!fs->scrub && !(fs->scrub = calloc(1, sizeof(*fs->scrub))))
+		r = -ENOMEM;
+	else if (fs->shut_down)
+		r = -EIO;
+	else if (s->op == VFS_SCRUB_START)
+		r = scrub_start_locked(fs, fs->scrub, s->rate);
+	else if (s->op != VFS_SCRUB_STATUS && s->op != VFS_SCRUB_STOP)
+		r = -EINVAL;
+	if (r >= 0)
+		status_locked(fs, fs->scrub, s);
+	pthread_mutex_unlock(&fs->lock);
+	return r;
+}
+
+void ponyfs_scrub_stop(struct ponyfs *fs)
+{
+	scrub_join(fs);
+	free(fs->scrub);
+	fs->scrub = NULL;
+}

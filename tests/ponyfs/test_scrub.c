@@ -1,0 +1,202 @@
+/*
+ * test_scrub.c - the passive scrub against unreadable sectors (the fault
+ * bdev under each member of a pony RAID6 volume of six, metadata mirrored
+ * on all six): an unreadable sector under a file and one under free space
+ * are rebuilt from parity and written back, each recorded once with what
+ * lives there (the file's path and offset, "free"); a row unreadable on
+ * three members (data, P and Q) is beyond RAID6: its file is named lost,
+ * and a clean file never is. Also checked: the scrub's log lines name the
+ * file, and the error list pages through the bad-block hook.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <cmocka.h>
+
+#include "pony/bdev.h"
+#include "pony/ponyfs.h"
+#include "pony/util.h"
+#include "pony/volume.h"
+#include "helpers.h"
+
+#define NDEV 6
+#define DEV_SIZE (24u << 20)
+#define BLK 4096u
+#define FILE_BLOCKS 64u
+
+struct fixture {
+	struct bdev *fault[NDEV];       /* over memory members, owned by the set */
+	struct test_volume_fs v;
+	char log[16384];                /* the lines logged */
+	size_t loglen;
+};
+
+static void log_sink(void *arg, int prio, const char *text)
+{
+	struct fixture *f = arg;
+	int n = snprintf(f->log + f->loglen, sizeof(f->log) - f->loglen, "%s\n", text);
+
+	if (n > 0 && f->loglen + (size_t)n < sizeof(f->log))
+		f->loglen += (size_t)n;
+}
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	static uint8_t buf[FILE_BLOCKS * BLK];
+	assert_non_null(f);
+	for (unsigned i = 0; i < NDEV; i++) {
+		struct bdev *mem;
+
+		assert_int_equal(bdev_mem_new(DEV_SIZE, &mem), 0);
+		assert_int_equal(bdev_fault_new(mem, &f->fault[i]), 0);
+	}
+	assert_int_equal(test_volume_fs_new(f->fault, NDEV, &f->v), 0);
+	test_fill(buf, sizeof(buf), 1);
+	assert_int_equal(test_put(f->v.fs, "hit", buf, sizeof(buf)), 0);
+	test_fill(buf, sizeof(buf), 2);
+	assert_int_equal(test_put(f->v.fs, "clean", buf, sizeof(buf)), 0);
+	assert_int_equal(VFS_CALL(f->v.fs, syncfs), 0);
+	util_log_set_sink(log_sink, f);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	util_log_set_sink(NULL, NULL);
+	vfs_free(f->v.fs);
+	bdev_free(f->v.meta);
+	bdev_free(f->v.data);
+	assert_int_equal(volume_set_close(f->v.set), 0);
+	free(f);
+	return 0;
+}
+
+/* The data piece of path's block blk, then P and Q: member and device byte each. */
+static void pieces_of(struct fixture *f, const char *path, uint64_t blk, unsigned member[3],
+		      uint64_t off[3])
+{
+	struct vfs_layout_extent e[8];
+	uint32_t csums[FILE_BLOCKS];
+	struct vfs_layout_piece p[256];
+	struct vfs_layout l = { .offset = blk * BLK, .length = BLK, .extents = e, .max_extents = 8,
+				.csums = csums, .max_csums = FILE_BLOCKS, .pieces = p, .max_pieces = 256 };
+	uint64_t ino, fh;
+
+	assert_int_equal(test_open(f->v.fs, path, O_RDONLY, &ino, &fh), 0);
+	assert_int_equal(VFS_CALL(f->v.fs, layout_map, ino, &l), 0);
+	VFS_CALL(f->v.fs, release, ino, fh);
+	for (uint32_t i = 0; i < l.npieces; i++)
+		if (p[i].role == VFS_PIECE_DATA && p[i].file_offset <= blk * BLK &&
+		    blk * BLK < p[i].file_offset + p[i].length) {
+			for (unsigned k = 0; k < 3; k++) {
+				member[k] = p[i + k].member;
+				off[k] = p[i + k].member_offset + (blk * BLK - p[i].file_offset);
+			}
+			assert_int_equal(p[i + 1].role, VFS_PIECE_P);
+			assert_int_equal(p[i + 2].role, VFS_PIECE_Q);
+			return;
+		}
+	fail_msg("no data piece for %s block %llu", path, (unsigned long long)blk);
+}
+
+/* Runs a whole pass and waits for it: its final status. */
+static struct vfs_scrub scrub_pass(struct fixture *f)
+{
+	struct vfs_scrub s = { .op = VFS_SCRUB_START };
+
+	assert_int_equal(VFS_CALL(f->v.fs, scrub, &s), 0);
+	for (int i = 0; i < 3000 && s.state == VFS_SCRUB_RUNNING; i++) {
+		nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
+		s = (struct vfs_scrub){ .op = VFS_SCRUB_STATUS };
+		assert_int_equal(VFS_CALL(f->v.fs, scrub, &s), 0);
+	}
+	assert_int_equal(s.state, VFS_SCRUB_DONE);
+	return s;
+}
+
+/* Whether a bad-block entry of source says what (and, for a file, path and offset). */
+static bool listed(struct fixture *f, uint32_t source, uint32_t what, const char *path,
+		   bool repaired, uint64_t file_offset)
+{
+	struct vfs_badblock b;
+
+	for (uint32_t i = 0; VFS_CALL(f->v.fs, badblock, i, &b) == 0; i++)
+		if (b.source == source && b.where.what == what && !!b.repaired == repaired &&
+		    (what != VFS_RESOLVE_FILE ||
+		     (!strcmp(b.where.paths, path) && b.where.file_offset == file_offset)))
+			return true;
+	return false;
+}
+
+static void test_unreadable_sectors_within_raid6_are_written_back(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_resolve r = { 0 };
+	unsigned m[3];
+	uint64_t off[3];
+	struct vfs_scrub s;
+
+	pieces_of(f, "hit", 5, m, off);
+	assert_int_equal(bdev_fault_add_bad(f->fault[m[0]], off[0], 512, BDEV_FAULT_READ), 0);
+	/* A free block near the end of the data region, on its data member. */
+	r.volume_offset = volume_size(volume_set_volume(f->v.set)) - 64 * BLK;
+	assert_int_equal(VFS_CALL(f->v.fs, resolve, &r), 0);
+	assert_int_equal(r.what, VFS_RESOLVE_FREE);
+	assert_int_equal(bdev_fault_add_bad(f->fault[r.member], r.member_offset, 512,
+					    BDEV_FAULT_READ), 0);
+	s = scrub_pass(f);
+	assert_int_equal(s.repaired, 2);
+	assert_int_equal(s.lost, 0);
+	assert_true(listed(f, VFS_BAD_SCRUB, VFS_RESOLVE_FILE, "/hit", true, 5 * BLK));
+	assert_true(listed(f, VFS_BAD_SCRUB, VFS_RESOLVE_FREE, NULL, true, 0));
+	assert_non_null(strstr(f->log, "rewritten; holds file /hit offset 20480"));
+	assert_null(strstr(f->log, "/clean"));
+	bdev_fault_clear(f->fault[m[0]]);
+	bdev_fault_clear(f->fault[r.member]);
+}
+
+static void test_a_row_unreadable_on_three_members_names_its_file_lost(void **state)
+{
+	struct fixture *f = *state;
+	static uint8_t buf[FILE_BLOCKS * BLK];
+	unsigned m[3];
+	uint64_t off[3];
+	struct vfs_scrub s;
+
+	pieces_of(f, "hit", 40, m, off);
+	for (unsigned k = 0; k < 3; k++)
+		assert_int_equal(bdev_fault_add_bad(f->fault[m[k]], off[k], 512, BDEV_FAULT_READ), 0);
+	f->loglen = 0;
+	f->log[0] = 0;
+	s = scrub_pass(f);
+	assert_int_equal(s.lost, 1);
+	assert_true(listed(f, VFS_BAD_SCRUB, VFS_RESOLVE_FILE, "/hit", false, 40 * BLK));
+	assert_true(listed(f, VFS_BAD_SCRUB_CSUM, VFS_RESOLVE_FILE, "/hit", false, 40 * BLK));
+	assert_non_null(strstr(f->log, "offset 163840: data block"));
+	assert_non_null(strstr(f->log, "lost: file /hit"));
+	assert_null(strstr(f->log, "/clean"));
+	/* The clean file reads back whole; the hit one fails. */
+	assert_int_equal(test_get(f->v.fs, "clean", buf, sizeof(buf)), (ssize_t)sizeof(buf));
+	assert_true(test_get(f->v.fs, "hit", buf, sizeof(buf)) < 0);
+	for (unsigned k = 0; k < 3; k++)
+		bdev_fault_clear(f->fault[m[k]]);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_unreadable_sectors_within_raid6_are_written_back),
+		cmocka_unit_test(test_a_row_unreadable_on_three_members_names_its_file_lost),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
