@@ -15,6 +15,9 @@ packages=(
 	fuse3 fuse-overlayfs util-linux e2fsprogs xfsprogs btrfs-progs
 	dosfstools exfatprogs squashfs-tools mdadm xz-utils sqlite3 kmod fdisk
 	udev libudev1 attr acl libcap2-bin
+	# NBD: the client library members use, the nbdkit plugin's header, and
+	# the servers and clients the tests drive (nbdkit, nbdcopy, qemu-img)
+	libnbd-dev libnbd-bin nbdkit nbdkit-plugin-dev qemu-utils
 	# benchmarks (gocryptfs: the peer of bench/ponyfs's crypt rows)
 	fio gocryptfs
 )

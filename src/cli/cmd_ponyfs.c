@@ -24,10 +24,9 @@
 static int open_images(char **paths, int n, int oflags, struct bdev **devs)
 {
 	for (int i = 0; i < n; i++) {
-		int r = bdev_file_open(paths[i], oflags, &devs[i]);
+		int r = cli_open_device(paths[i], oflags, false, &devs[i]);
 
 		if (r < 0) {
-			cli_error("%s: %s", paths[i], strerror(-r));
 			while (i--)
 				bdev_free(devs[i]);
 			return CLI_EXIT_FAILURE;

@@ -19,31 +19,9 @@
 #include "pony/util.h"
 #include "vol.h"
 
-/*
- * One acall ring for every member this process opens: member I/O goes
- * through io_uring (or acall's workers). It lives until the process exits,
- * as the bdevs using it do.
- */
-static struct acall_ring *vol_ring(void)
-{
-	static struct acall_ring *ring;
-	static bool tried;
-
-	if (!tried) {
-		tried = true;
-		if (acall_ring_new(NULL, &ring) < 0)
-			ring = NULL;    /* plain syscalls then */
-	}
-	return ring;
-}
-
 int vol_open_dev(const char *path, bool rdonly, struct bdev **ret)
 {
-	int r = bdev_file_open_ring(path, rdonly ? O_RDONLY : O_RDWR, vol_ring(), ret);
-
-	if (r < 0)
-		cli_error("%s: %s", path, strerror(-r));
-	return r;
+	return cli_open_device(path, rdonly ? O_RDONLY : O_RDWR, true, ret);
 }
 
 static volatile sig_atomic_t vol_interrupted;

@@ -43,6 +43,10 @@ static const struct cli_command *const commands[] = {
 
 int main(int argc, char **argv)
 {
+	int r = cli_take_member_timeout(&argc, argv);
+
+	if (r)
+		return r;
 	if (argc >= 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")))
 		return version_run(1, argv);
 	/* mount.fuse3 runs `pony IMG MNT -o OPTS` for `mount -t fuse.pony IMG MNT`. */
