@@ -15,6 +15,11 @@
  * without flush but with FUA gets every write with FUA, so that a
  * completed write is durable; one with neither has no cache to flush.
  *
+ * Fork: `pony mount` opens its members, then daemonizes, and a fork keeps
+ * only the calling thread; the first request in a forked child starts the
+ * device's poll thread again (the parent's was idle in poll(), holding no
+ * lock, as nothing is in flight when a daemon forks).
+ *
  * Failure: a lost connection or a request older than the timeout kills
  * the device (its sockets are shut down, libnbd fails what was in flight)
  * and every later request fails with -ENODEV, which a volume takes as a
@@ -62,6 +67,7 @@ struct bdev_nbd {
 	bool can_flush, can_trim;
 	size_t max_request;
 	pthread_t thread;
+	unsigned thread_gen;            /* nbdev_fork_gen when thread was started */
 	int wake_fd;
 	pthread_mutex_t lock;
 	struct nbdev_cmd *oldest, *newest;
@@ -69,6 +75,39 @@ struct bdev_nbd {
 	unsigned next_conn;
 	bool dead, stopping;
 };
+
+static unsigned nbdev_fork_gen;         /* forks so far */
+static pthread_mutex_t nbdev_fork_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t nbdev_fork_once = PTHREAD_ONCE_INIT;
+
+static void nbdev_forked(void)
+{
+	__atomic_add_fetch(&nbdev_fork_gen, 1, __ATOMIC_RELEASE);
+	pthread_mutex_init(&nbdev_fork_lock, NULL);
+}
+
+static void nbdev_fork_watch(void)
+{
+	pthread_atfork(NULL, NULL, nbdev_forked);
+}
+
+static void *nbdev_poller(void *arg);
+
+/* In a forked child, the first request starts the poll thread again. */
+static void nbdev_after_fork(struct bdev_nbd *n)
+{
+	unsigned gen = __atomic_load_n(&nbdev_fork_gen, __ATOMIC_ACQUIRE);
+
+	if (__atomic_load_n(&n->thread_gen, __ATOMIC_ACQUIRE) == gen)
+		return;
+	pthread_mutex_lock(&nbdev_fork_lock);
+	if (n->thread_gen != gen) {
+		pthread_mutex_init(&n->lock, NULL);
+		if (pthread_create(&n->thread, NULL, nbdev_poller, n) == 0)
+			__atomic_store_n(&n->thread_gen, gen, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&nbdev_fork_lock);
+}
 
 static uint64_t now_ns(void)
 {
@@ -215,6 +254,7 @@ static void nbdev_submit(struct bdev *b, struct bdev_io *io)
 	unsigned conn;
 	int err = 0;
 
+	nbdev_after_fork(n);
 	if ((io->op == BDEV_FLUSH && !n->can_flush) || (io->op != BDEV_FLUSH && !io->len))
 		return nbdev_complete_now(io, 0);
 	if (io->op == BDEV_DISCARD && !n->can_trim)
@@ -418,7 +458,9 @@ static void nbdev_free(struct bdev *b)
 	n->stopping = true;
 	pthread_mutex_unlock(&n->lock);
 	nbdev_wake(n);
-	pthread_join(n->thread, NULL);
+	/* A child that forked and made no request since has no poll thread. */
+	if (n->thread_gen == __atomic_load_n(&nbdev_fork_gen, __ATOMIC_ACQUIRE))
+		pthread_join(n->thread, NULL);
 	nbdev_conns_close(n);
 	close(n->wake_fd);
 	pthread_mutex_destroy(&n->lock);
@@ -515,7 +557,10 @@ int bdev_nbd_open(const char *uri, const struct bdev_open_params *p, struct bdev
 		return -ENOMEM;
 	n->b.ops = &nbdev_ops;
 	n->timeout_ms = timeout;
-	snprintf(n->b.name, sizeof(n->b.name), "%s", uri);
+	/* Messages name the server and export; a TCP URI's query holds only
+	 * TLS settings (a key file's path), which they need not repeat. */
+	snprintf(n->b.name, sizeof(n->b.name), "%.*s",
+		 strstr(uri, "+unix://") ? (int)strlen(uri) : (int)strcspn(uri, "?"), uri);
 	pthread_mutex_init(&n->lock, NULL);
 	n->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	r = n->wake_fd < 0 ? -errno : nbdev_connect(uri, timeout, &n->conn[0], p->why, p->why_size);
@@ -528,6 +573,8 @@ int bdev_nbd_open(const char *uri, const struct bdev_open_params *p, struct bdev
 		while (n->nconns < NBDEV_MAX_CONNS &&
 		       nbdev_connect(uri, timeout, &n->conn[n->nconns], NULL, 0) == 0)
 			n->nconns++;
+	pthread_once(&nbdev_fork_once, nbdev_fork_watch);
+	n->thread_gen = __atomic_load_n(&nbdev_fork_gen, __ATOMIC_ACQUIRE);
 	if (r >= 0)
 		r = -pthread_create(&n->thread, NULL, nbdev_poller, n);
 	if (r < 0) {
