@@ -2,10 +2,10 @@
 # nbd_ponyfs.sh - ponyfs on a RAID6 of six NBD exports (nbdkit memory
 # servers on loopback): mkfs and mount by URI, files written, unmounted,
 # the volume reassembled clean from the URIs, mounted again with every
-# byte the same, fsck clean. Then a server is killed (SIGKILL) while files
-# are written and fsynced: the mount goes on degraded, names the failed
-# member in its log, and after a remount on the five left every file
-# whose fsync returned reads back whole.
+# byte the same, fsck clean; the same as a daemon. Then a server is killed
+# (SIGKILL) while files are written and fsynced: the mount goes on
+# degraded, names the failed member in its log, and after a remount on the
+# five left every file whose fsync returned reads back whole.
 set -u
 . "$PONY_SRCDIR/tests/lib.sh"
 require_fuse
@@ -34,6 +34,15 @@ for i in $(seq 1 20); do
 done
 pony_umount
 "$PONY" fsck "${URIS[@]}" > "$T/out" 2>&1 || fail "fsck: $(cat "$T/out")"
+
+# As a daemon (it forks after connecting: the connections serve the child).
+"$PONY" mount "${URIS[@]}" "$T/m" 2> "$T/err" || fail "daemon mount: $(cat "$T/err")"
+cmp "$T/big" "$T/m/big" || fail "big differs through the daemon"
+cp "$T/big" "$T/m/big2" && sync "$T/m/big2" || fail "write through the daemon"
+fusermount3 -u "$T/m" || fail "unmount the daemon"
+# Its last commit comes after the unmount; URIs have no lock to wait on.
+for _ in $(seq 1 100); do pgrep -f -- "mount ${URIS[0]} " > /dev/null || break; sleep 0.1; done
+pgrep -f -- "mount ${URIS[0]} " > /dev/null && fail "the daemon did not exit after unmount"
 
 # A server lost mid-write: files acknowledged by fsync survive it.
 : > "$T/pony.log"
