@@ -664,7 +664,7 @@ static const struct cli_command vol_write = { "write", "copy bytes into the volu
 static const struct cli_command *const vol_commands[] = {
 	&vol_create, &vol_assemble, &vol_status, &vol_table, &cli_vol_fail, &cli_vol_add,
 	&cli_vol_replace, &cli_vol_rebuild, &cli_vol_scrub, &cli_vol_badblocks, &cli_vol_expose,
-	&cli_vol_stop, &vol_read, &vol_write,
+	&cli_vol_stop, &cli_vol_serve, &vol_read, &vol_write,
 };
 
 static int vol_run(int argc, char **argv)

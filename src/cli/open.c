@@ -38,6 +38,11 @@ static struct acall_ring *cli_ring(void)
 	return ring;
 }
 
+unsigned cli_member_timeout_ms(void)
+{
+	return member_timeout_ms;
+}
+
 int cli_open_device(const char *name, int oflags, bool ring, struct bdev **ret)
 {
 	char why[512] = "";
