@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "pony/acall.h"
 #include "pony/util.h"
+#include "ponyfs.h"
 #include "vol.h"
 
 int vol_open_dev(const char *path, bool rdonly, struct bdev **ret)
@@ -128,7 +129,31 @@ static unsigned vol_set_flags(unsigned flags)
 	return flags & VOL_OPEN_DEGRADED ? VOLUME_SET_DEGRADED : 0;
 }
 
+static int vol_open_paths(const char *cmd, char **paths, int n, unsigned flags,
+			  struct vol_handle *h);
+
 int vol_open(const char *cmd, char **paths, int n, unsigned flags, struct vol_handle *h)
+{
+	char **found = NULL;
+	int r;
+
+	/* UUID=/LABEL=: the members devdb knows, local or on NBD servers. */
+	if (n == 1 && !(flags & VOL_OPEN_TABLE) && cli_ponyfs_is_spec(paths[0])) {
+		memset(h, 0, sizeof(*h));
+		r = cli_ponyfs_find_members(paths[0], &found, &n, 64);
+		if (r)
+			return r;
+		paths = found;
+	}
+	r = vol_open_paths(cmd, paths, n, flags, h);
+	for (int i = 0; found && i < n; i++)
+		free(found[i]);
+	free(found);
+	return r;
+}
+
+static int vol_open_paths(const char *cmd, char **paths, int n, unsigned flags,
+			  struct vol_handle *h)
 {
 	struct volume_set_assembly a;
 	struct bdev *devs[64];
