@@ -109,14 +109,6 @@ static void nbdev_after_fork(struct bdev_nbd *n)
 	pthread_mutex_unlock(&nbdev_fork_lock);
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 bool bdev_name_is_nbd(const char *name)
 {
 	return !strncmp(name, "nbd://", 6) || !strncmp(name, "nbds://", 7) ||
@@ -264,7 +256,7 @@ static void nbdev_submit(struct bdev *b, struct bdev_io *io)
 		return nbdev_complete_now(io, -ENOMEM);
 	c->io = io;
 	c->parts = 1;
-	c->deadline_ns = now_ns() + (uint64_t)n->timeout_ms * 1000000u;
+	c->deadline_ns = util_now_ns() + (uint64_t)n->timeout_ms * 1000000u;
 	pthread_mutex_lock(&n->lock);
 	if (n->dead) {
 		pthread_mutex_unlock(&n->lock);
@@ -309,7 +301,7 @@ static void nbdev_submit(struct bdev *b, struct bdev_io *io)
 /* The poll timeout: until the oldest request's deadline, else none. */
 static int nbdev_poll_timeout(struct bdev_nbd *n)
 {
-	uint64_t now = now_ns();
+	uint64_t now = util_now_ns();
 	int ms = -1;
 
 	pthread_mutex_lock(&n->lock);
@@ -321,7 +313,7 @@ static int nbdev_poll_timeout(struct bdev_nbd *n)
 
 static void nbdev_check_deadline(struct bdev_nbd *n)
 {
-	uint64_t now = now_ns();
+	uint64_t now = util_now_ns();
 
 	pthread_mutex_lock(&n->lock);
 	if (n->oldest && n->oldest->deadline_ns <= now)
@@ -492,7 +484,7 @@ static int nbdev_connect(const char *uri, unsigned timeout_ms, struct nbd_handle
 		       size_t why_size)
 {
 	struct nbd_handle *h = nbd_create();
-	uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000u;
+	uint64_t deadline = util_now_ns() + (uint64_t)timeout_ms * 1000000u;
 	int r = 0;
 
 	if (!h)
@@ -501,7 +493,7 @@ static int nbdev_connect(const char *uri, unsigned timeout_ms, struct nbd_handle
 	if (nbd_set_uri_allow_local_file(h, true) < 0 || nbd_aio_connect_uri(h, uri) < 0)
 		r = nbdev_failed("cannot connect", why, why_size);
 	while (!r && !nbd_aio_is_ready(h)) {
-		uint64_t now = now_ns();
+		uint64_t now = util_now_ns();
 
 		if (nbd_aio_is_dead(h) || nbd_aio_is_closed(h)) {
 			r = nbdev_failed("cannot connect", why, why_size);
