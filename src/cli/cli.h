@@ -96,6 +96,15 @@ int cli_targets_check(const struct cli_targets *t, char *const *paths, int n);
 struct bdev;
 int cli_open_device(const char *name, int oflags, bool ring, struct bdev **ret);
 /*
+ * Opens the members names[0..n) into devs, and their names into used
+ * (borrowed), *ret_n of them. With degraded, an NBD member that cannot be
+ * reached is left out, said on stderr (the volume then starts without
+ * it, as without a member not given); anything else that fails frees what
+ * was opened: CLI_EXIT_FAILURE after the message.
+ */
+int cli_open_members(char *const *names, int n, int oflags, bool ring, bool degraded,
+		     struct bdev **devs, char **used, int *ret_n);
+/*
  * Opens name read-only (as cli_open_device) and, with ret, probes what it
  * holds (free with devdb_probe_result_free()); with ret_size, its size.
  */

@@ -157,6 +157,7 @@ static int vol_open_paths(const char *cmd, char **paths, int n, unsigned flags,
 {
 	struct volume_set_assembly a;
 	struct bdev *devs[64];
+	char *used[64];
 	int r;
 
 	memset(h, 0, sizeof(*h));
@@ -167,11 +168,11 @@ static int vol_open_paths(const char *cmd, char **paths, int n, unsigned flags,
 		return cli_usage_error(cmd, "no member devices given");
 	if (n > 64)
 		return cli_usage_error(cmd, "at most 64 members");
-	for (int i = 0; i < n; i++)
-		if (vol_open_dev(paths[i], flags & VOL_OPEN_RDONLY, &devs[i]) < 0) {
-			free_devs(devs, i);
-			return CLI_EXIT_FAILURE;
-		}
+	r = cli_open_members(paths, n, flags & VOL_OPEN_RDONLY ? O_RDONLY : O_RDWR, true,
+			     flags & (VOL_OPEN_DEGRADED | VOL_OPEN_RDONLY), devs, used, &n);
+	if (r)
+		return r;
+	paths = used;
 	if (flags & VOL_OPEN_MD)
 		return vol_open_md(paths, n, devs, h);
 	r = volume_set_assemble(devs, (unsigned)n, vol_set_flags(flags), &h->set, &a);

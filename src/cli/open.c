@@ -57,6 +57,28 @@ int cli_open_device(const char *name, int oflags, bool ring, struct bdev **ret)
 	return r;
 }
 
+int cli_open_members(char *const *names, int n, int oflags, bool ring, bool degraded,
+		     struct bdev **devs, char **used, int *ret_n)
+{
+	int k = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (cli_open_device(names[i], oflags, ring, &devs[k]) == 0) {
+			used[k++] = names[i];
+			continue;
+		}
+		if (degraded && bdev_name_is_nbd(names[i])) {
+			fprintf(stderr, "pony: %s left out: the volume starts without it\n", names[i]);
+			continue;
+		}
+		while (k--)
+			bdev_free(devs[k]);
+		return CLI_EXIT_FAILURE;
+	}
+	*ret_n = k;
+	return 0;
+}
+
 static int64_t bdev_reader_read(void *ctx, void *buf, size_t len, uint64_t off)
 {
 	int r = bdev_pread(ctx, buf, len, off);

@@ -3,7 +3,8 @@
 # `pony dev register URI` connects and probes the export and keeps what it
 # holds, so `pony dev list` shows each server's URI with the volume member
 # it holds, `pony vol assemble UUID=...` and `pony mount UUID=...` find the
-# members wherever they live; a tag given on the command line wins over the
+# members wherever they live, and with --degraded leave out (and name) one
+# whose server is down; a tag given on the command line wins over the
 # probed one; an absent server is refused by URI and nothing is kept.
 set -u
 . "$PONY_SRCDIR/tests/lib.sh"
@@ -34,6 +35,21 @@ if [ -c /dev/fuse ] && command -v fusermount3 > /dev/null; then
 	pony_umount
 	pony_mount "LABEL=farvol"
 	cmp "$T/a" "$T/m/a" || fail "read through mount LABEL="
+	pony_umount
+fi
+
+# A server down: UUID= still names its URI; refused without --degraded,
+# left out with it (and said so).
+nbd_kill s5 KILL
+"$PONY" vol assemble "UUID=$uuid" > "$T/out" 2> "$T/err" && fail "assembled without a server unasked"
+grep -q "nbd://127.0.0.1:${NBD_PORT[s5]}/: cannot connect" "$T/err" || fail "down: $(cat "$T/err")"
+"$PONY" vol assemble --degraded "UUID=$uuid" > "$T/out" 2> "$T/err" ||
+	fail "assemble --degraded with a server down: $(cat "$T/err")"
+grep -q "nbd://127.0.0.1:${NBD_PORT[s5]}/ left out" "$T/err" || fail "not said: $(cat "$T/err")"
+grep -q "^state: degraded" "$T/out" || fail "not degraded: $(cat "$T/out")"
+if [ -c /dev/fuse ] && command -v fusermount3 > /dev/null; then
+	pony_mount --degraded "UUID=$uuid"
+	cmp "$T/a" "$T/m/a" || fail "read through a degraded mount UUID="
 	pony_umount
 fi
 
