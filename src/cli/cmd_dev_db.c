@@ -361,7 +361,8 @@ static void register_usage(FILE *f)
 		   "An NBD export (nbd://, nbds://, nbd+unix://) is connected to and probed:\n"
 		   "what it holds (TYPE, UUID, LABEL, ...) is kept, NAME=VALUE given adds to it\n"
 		   "or overrides it, so `pony vol assemble UUID=...` and `pony mount UUID=...`\n"
-		   "find members on NBD servers. Lookups return it as not connected (remote).\n");
+		   "find members on NBD servers. One that cannot be reached is refused, unless\n"
+		   "NAME=VALUE given say what to expect. Lookups return it as not connected.\n");
 }
 
 /* Adds what the export holds to tags, where tags do not name it already. */
@@ -404,9 +405,14 @@ static int register_run(int argc, char **argv)
 		}
 		r = devdb_tags_add(&tags, name, value);
 	}
+	/* Registered before it exists: the tags given say what to expect. */
 	if (r == 0 && bdev_name_is_nbd(argv[0]) && register_probe(argv[0], &tags) < 0) {
-		devdb_tags_done(&tags);
-		return CLI_EXIT_FAILURE;
+		if (!tags.n) {
+			devdb_tags_done(&tags);
+			return CLI_EXIT_FAILURE;
+		}
+		fprintf(stderr, "pony dev register: %s: not probed; kept with the tags given\n",
+			argv[0]);
 	}
 	if (r == 0 && open_db(&o, &db) < 0)
 		r = -EIO;

@@ -5,7 +5,8 @@
 # it holds, `pony vol assemble UUID=...` and `pony mount UUID=...` find the
 # members wherever they live, and with --degraded leave out (and name) one
 # whose server is down; a tag given on the command line wins over the
-# probed one; an absent server is refused by URI and nothing is kept.
+# probed one; an absent server is refused by URI and nothing is kept,
+# unless the tags to expect are given (registered before it exists).
 set -u
 . "$PONY_SRCDIR/tests/lib.sh"
 . "$PONY_SRCDIR/tests/ponyfs/mount_lib.sh" nbd-devdb
@@ -61,4 +62,8 @@ port=$(nbd_free_port)
 "$PONY" dev register "nbd://127.0.0.1:$port/x" 2> "$T/err" && fail "registered an absent server"
 grep -q "nbd://127.0.0.1:$port/x: cannot connect" "$T/err" || fail "absent: $(cat "$T/err")"
 "$PONY" dev list | grep -q ":$port/" && fail "an absent server was kept"
+# ... unless the identity to expect is given: registered before it exists.
+"$PONY" dev register "nbd://127.0.0.1:$port/x" LABEL=later 2> "$T/err" || fail "register with tags: $(cat "$T/err")"
+grep -q "not probed; kept with the tags given" "$T/err" || fail "not said: $(cat "$T/err")"
+"$PONY" dev show "nbd://127.0.0.1:$port/x" | grep -q "^  LABEL=later$" || fail "the given tags were not kept"
 pass

@@ -13,6 +13,7 @@ nbd_cleanup() {
 	local name
 	for name in "${!NBD_PID[@]}"; do
 		kill "${NBD_PID[$name]}" 2>/dev/null
+		kill -CONT "${NBD_PID[$name]}" 2>/dev/null     # a stopped one acts on TERM
 	done
 	ponyfs_cleanup
 }
