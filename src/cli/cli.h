@@ -116,6 +116,8 @@ int cli_probe_device(const char *name, struct devdb_probe_result **ret, uint64_t
  * before it is failed. 0, or a message and CLI_EXIT_USAGE.
  */
 int cli_take_member_timeout(int *argc, char **argv);
+/* Whether two names are one device: one file (by identity) or one NBD export (by URI). */
+bool cli_same_device(const char *a, const char *b);
 /* What --member-timeout set, in milliseconds; 0: not given (30 s). */
 unsigned cli_member_timeout_ms(void);
 /* Refuses one file or device given twice (by identity, not name). 0 or CLI_EXIT_FAILURE. */

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "pony/acall.h"
@@ -99,6 +100,23 @@ int cli_probe_device(const char *name, struct devdb_probe_result **ret, uint64_t
 	if (ret_size)
 		*ret_size = rd.size;
 	return ret ? devdb_probe_reader(&rd, NULL, ret) : 0;
+}
+
+/* The part of an NBD URI that names the export (a TCP URI's query is TLS settings). */
+static size_t nbd_key_len(const char *uri)
+{
+	return strstr(uri, "+unix://") ? strlen(uri) : strcspn(uri, "?");
+}
+
+bool cli_same_device(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	if (bdev_name_is_nbd(a) || bdev_name_is_nbd(b))
+		return bdev_name_is_nbd(a) && bdev_name_is_nbd(b) && nbd_key_len(a) == nbd_key_len(b) &&
+		       !strncmp(a, b, nbd_key_len(a));
+	return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+	       sa.st_ino == sb.st_ino;
 }
 
 int cli_take_member_timeout(int *argc, char **argv)

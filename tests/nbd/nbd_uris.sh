@@ -3,7 +3,8 @@
 # name them: nbd+unix:// with a socket, nbds:// with TLS (a PSK the test
 # makes), a mirror across both; a server that is absent, an export the
 # server does not have, a read-only export for writing, a TLS-only server
-# without TLS, one URI given twice, a bad --member-timeout (usage, exit 2).
+# without TLS, one URI given twice, a bad --member-timeout (usage, exit 2);
+# vol add and replace onto URIs, and a listed member refused as new device.
 # Each message names the URI and says the cause; nothing is written.
 set -u
 . "$PONY_SRCDIR/tests/lib.sh"
@@ -56,6 +57,21 @@ expect_refusal "twice" "nbd://127.0.0.1:${NBD_PORT[dir]}/a.img is given twice" \
 	"$PONY" vol create -l 1 "$(nbd_uri dir a.img)" "$(nbd_uri dir a.img)"
 # None of these wrote anything.
 cmp "$T/exports/a.img" "$T/exports/b.img" || fail "a refused create wrote to a.img"
+
+# add and replace take a URI as the new device; a listed member is refused as one.
+mkdir "$T/ex2"
+truncate -s 64M "$T/ex2/p.img" "$T/ex2/q.img" "$T/ex2/r.img" "$T/ex2/s.img"
+nbd_start dir2 "" -- file dir="$T/ex2"
+p=$(nbd_uri dir2 p.img) q=$(nbd_uri dir2 q.img) r=$(nbd_uri dir2 r.img) s=$(nbd_uri dir2 s.img)
+"$PONY" vol create -l 1 "$p" "$q" > /dev/null || fail "create p q"
+"$PONY" vol write -f "$T/data" "$p" "$q" || fail "write p q"
+expect_refusal "add a listed member" "$p is also given as member $p" \
+	"$PONY" vol add -d "$p" "$p" "$q"
+"$PONY" vol fail -m 1 "$p" "$q" > /dev/null 2>&1 || fail "fail q"
+"$PONY" vol add -d "$r" "$p" "$q" > "$T/out" 2>&1 || fail "vol add -d URI: $(cat "$T/out")"
+"$PONY" vol replace -m 0 -d "$s" "$p" "$r" > "$T/out" 2>&1 || fail "vol replace -d URI: $(cat "$T/out")"
+"$PONY" vol status "$s" "$r" > "$T/out" 2>&1 || fail "not clean after add and replace: $(cat "$T/out")"
+"$PONY" vol read -L 5000000 "$s" "$r" | cmp - "$T/data" || fail "data after add and replace"
 
 expect_usage_error "$PONY" --member-timeout abc vol status "$(nbd_uri dir a.img)"
 expect_usage_error "$PONY" vol status --member-timeout=0 "$(nbd_uri dir a.img)"
