@@ -19,6 +19,9 @@ packages=(
 	# podman with runc (crun refuses this host's cgroups), newuidmap for
 	# rootless, busybox-static for the test image, strace for a test
 	podman runc uidmap busybox-static strace
+	# NBD: the client library members use, the nbdkit plugin's header, and
+	# the servers and clients the tests drive (nbdkit, nbdcopy, qemu-img)
+	libnbd-dev libnbd-bin nbdkit nbdkit-plugin-dev qemu-utils
 	# benchmarks (gocryptfs: the peer of bench/ponyfs's crypt rows)
 	fio gocryptfs
 )

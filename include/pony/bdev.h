@@ -3,7 +3,8 @@
  * flush, discard, size) over several backends: a file or block device,
  * memory (tests), fault injection (errors at chosen offsets or after N I/Os,
  * latency, vanishing, torn writes) and record (a dm-log-writes log of every
- * write and flush, for crash testing). A volume is a bdev too, so volumes
+ * write and flush, for crash testing), and an NBD client (an export on
+ * another machine, through libnbd). A volume is a bdev too, so volumes
  * stack.
  *
  * Offsets and lengths are bytes. A call covers its whole range or fails:
@@ -111,6 +112,32 @@ void bdev_submit(struct bdev *b, struct bdev_io *io);
  * The ring must outlive the bdev.
  */
 int bdev_file_open_ring(const char *path, int flags, struct acall_ring *ring, struct bdev **ret);
+
+/*
+ * Opening a device by the name a person gave: an NBD URI (nbd://host[:port]/
+ * export, nbds://... with TLS, nbd+unix:///export?socket=PATH) or the path of
+ * a file or block device. The one place names become devices.
+ */
+struct bdev_open_params {
+	int flags;                      /* O_RDONLY or O_RDWR, plus O_DIRECT for files */
+	struct acall_ring *ring;        /* files: I/O through it (NULL: plain syscalls) */
+	/* NBD: connecting, and any request, may take this long before the
+	 * device is failed (-ENODEV from then on); 0: 30 s. */
+	unsigned timeout_ms;
+	char *why;                      /* if set, the reason of a failure, for people */
+	size_t why_size;
+};
+int bdev_open(const char *name, const struct bdev_open_params *p, struct bdev **ret);
+/* Whether name is an NBD URI (bdev_open() connects to it). */
+bool bdev_name_is_nbd(const char *name);
+/*
+ * An NBD export through libnbd: several connections when the server allows
+ * multi-conn; -EROFS for O_RDWR on a read-only export, -ETIMEDOUT when the
+ * server does not answer in time, libnbd's errno otherwise (p->why says more).
+ */
+int bdev_nbd_open(const char *uri, const struct bdev_open_params *p, struct bdev **ret);
+/* The connections of an NBD bdev (0: not one). */
+unsigned bdev_nbd_connections(const struct bdev *b);
 
 /* Memory: size bytes of zeros. */
 int bdev_mem_new(uint64_t size, struct bdev **ret);

@@ -1,10 +1,13 @@
 /*
  * bdev.c - the calls every backend shares: range checks, so backends see
  * only valid requests, and the synchronous completion of bdev_submit() for
- * backends without an asynchronous path, and the loan of a memory
- * backend's storage (bdev_map).
+ * backends without an asynchronous path, the loan of a memory
+ * backend's storage (bdev_map), and bdev_open(), which turns the name a
+ * person gave (a path or an NBD URI) into the right backend.
  */
 #include <errno.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "pony/bdev.h"
 
@@ -110,4 +113,16 @@ void bdev_submit(struct bdev *b, struct bdev_io *io)
 	}
 	if (io->done)
 		io->done(io);
+}
+
+int bdev_open(const char *name, const struct bdev_open_params *p, struct bdev **ret)
+{
+	int r;
+
+	if (bdev_name_is_nbd(name))
+		return bdev_nbd_open(name, p, ret);
+	r = bdev_file_open_ring(name, p->flags, p->ring, ret);
+	if (r < 0 && p->why && p->why_size)
+		snprintf(p->why, p->why_size, "%s", strerror(-r));
+	return r;
 }

@@ -94,6 +94,39 @@ struct cli_targets {
 	const char *rejoin_uuid;
 };
 int cli_targets_check(const struct cli_targets *t, char *const *paths, int n);
+
+/*
+ * open.c: a device by the name given (a path or an NBD URI), with oflags
+ * (O_RDONLY or O_RDWR); with ring, a file's I/O goes through the process's
+ * acall ring. On failure a message naming it and the cause, and -errno.
+ */
+struct bdev;
+int cli_open_device(const char *name, int oflags, bool ring, struct bdev **ret);
+/*
+ * Opens the members names[0..n) into devs, and their names into used
+ * (borrowed), *ret_n of them. With degraded, an NBD member that cannot be
+ * reached is left out, said on stderr (the volume then starts without
+ * it, as without a member not given); anything else that fails frees what
+ * was opened: CLI_EXIT_FAILURE after the message.
+ */
+int cli_open_members(char *const *names, int n, int oflags, bool ring, bool degraded,
+		     struct bdev **devs, char **used, int *ret_n);
+/*
+ * Opens name read-only (as cli_open_device) and, with ret, probes what it
+ * holds (free with devdb_probe_result_free()); with ret_size, its size.
+ */
+struct devdb_probe_result;
+int cli_probe_device(const char *name, struct devdb_probe_result **ret, uint64_t *ret_size);
+/*
+ * Takes `--member-timeout SECONDS` (or =SECONDS) out of argv, wherever it
+ * is: how long an NBD member may take to connect or to answer a request
+ * before it is failed. 0, or a message and CLI_EXIT_USAGE.
+ */
+int cli_take_member_timeout(int *argc, char **argv);
+/* Whether two names are one device: one file (by identity) or one NBD export (by URI). */
+bool cli_same_device(const char *a, const char *b);
+/* What --member-timeout set, in milliseconds; 0: not given (30 s). */
+unsigned cli_member_timeout_ms(void);
 /* Refuses one file or device given twice (by identity, not name). 0 or CLI_EXIT_FAILURE. */
 int cli_paths_distinct(char *const *paths, int n);
 /* what PATH must be an existing directory ("mount point", "--upper"). 0 or CLI_EXIT_FAILURE. */

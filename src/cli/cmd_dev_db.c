@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "pony/bdev.h"
 #include "cmd_dev.h"
 
 struct dev_opts {
@@ -361,7 +362,32 @@ static void register_usage(FILE *f)
 	fprintf(f, "Usage: pony dev register [--db PATH] URI [NAME=VALUE...]\n"
 		   "Registers a device that exists only once connected (nbd://host:port/export,\n"
 		   "iscsi://host/target/lun) with the identity to expect (e.g. UUID=...).\n"
-		   "Lookups return it as not connected.\n");
+		   "An NBD export (nbd://, nbds://, nbd+unix://) is connected to and probed:\n"
+		   "what it holds (TYPE, UUID, LABEL, ...) is kept, NAME=VALUE given adds to it\n"
+		   "or overrides it, so `pony vol assemble UUID=...` and `pony mount UUID=...`\n"
+		   "find members on NBD servers. One that cannot be reached is refused, unless\n"
+		   "NAME=VALUE given say what to expect. Lookups return it as not connected.\n");
+}
+
+/* Adds what the export holds to tags, where tags do not name it already. */
+static int register_probe(const char *uri, struct devdb_tags *tags)
+{
+	_cleanup_(devdb_probe_result_freep) struct devdb_probe_result *res = NULL;
+	int r = cli_probe_device(uri, &res, NULL);
+
+	if (r < 0)
+		return r;       /* the message is out */
+	if (res->status == DEVDB_PROBE_AMBIVALENT)
+		fprintf(stderr, "pony dev register: %s: more than one signature (%s); no tags kept\n",
+			uri, res->ambivalent);
+	for (size_t i = 0; r == 0 && res->status == DEVDB_PROBE_FOUND && i < res->tags.n; i++)
+		if (!devdb_tags_get(tags, res->tags.v[i].name))
+			r = devdb_tags_add(tags, res->tags.v[i].name, res->tags.v[i].value);
+	if (r < 0) {
+		cli_error("register %s: %s", uri, strerror(-r));
+		return r;
+	}
+	return 0;
 }
 
 static int register_run(int argc, char **argv)
@@ -382,6 +408,15 @@ static int register_run(int argc, char **argv)
 			return cli_usage_error("pony dev register", "'%s' is not NAME=VALUE", argv[i]);
 		}
 		r = devdb_tags_add(&tags, name, value);
+	}
+	/* Registered before it exists: the tags given say what to expect. */
+	if (r == 0 && bdev_name_is_nbd(argv[0]) && register_probe(argv[0], &tags) < 0) {
+		if (!tags.n) {
+			devdb_tags_done(&tags);
+			return CLI_EXIT_FAILURE;
+		}
+		fprintf(stderr, "pony dev register: %s: not probed; kept with the tags given\n",
+			argv[0]);
 	}
 	if (r == 0 && open_db(&o, &db) < 0)
 		r = -EIO;

@@ -22,22 +22,6 @@
 
 #define MAX_IMAGES 32
 
-/* The images, opened with oflags (O_RDWR, O_RDONLY); on failure the ones opened are freed. */
-static int open_images(char **paths, int n, int oflags, struct bdev **devs)
-{
-	for (int i = 0; i < n; i++) {
-		int r = bdev_file_open(paths[i], oflags, &devs[i]);
-
-		if (r < 0) {
-			cli_error("%s: %s", paths[i], strerror(-r));
-			while (i--)
-				bdev_free(devs[i]);
-			return CLI_EXIT_FAILURE;
-		}
-	}
-	return 0;
-}
-
 static bool is_ponyfs_image(struct bdev *dev)
 {
 	char magic[8];
@@ -104,6 +88,7 @@ static int mkfs_run(int argc, char **argv)
 	bool data_given = false, assume_clean = false;
 	uint64_t chunk = 64 << 10;
 	struct bdev *devs[MAX_IMAGES];
+	char *used[MAX_IMAGES];
 	int c, n, r;
 
 	static const struct option longopts[] = {
@@ -161,7 +146,7 @@ static int mkfs_run(int argc, char **argv)
 		return cli_usage_error("pony mkfs", "the label is longer than 31 bytes");
 	r = cli_targets_check(&targets, argv + optind, n);
 	if (!r)
-		r = open_images(argv + optind, n, O_RDWR, devs);
+		r = cli_open_members(argv + optind, n, O_RDWR, false, false, devs, used, &n);
 	if (r)
 		return r;
 	if (n == 1 && !data_given) {
@@ -246,6 +231,8 @@ static int stand_volume(char **paths, int n, struct bdev **devs, unsigned flags,
 static int stand_open(char **paths, int n, unsigned flags, struct stand *s)
 {
 	struct bdev *devs[MAX_IMAGES];
+	char *used[MAX_IMAGES];
+	int nused;
 	char **found = NULL;
 	int r;
 
@@ -261,16 +248,17 @@ static int stand_open(char **paths, int n, unsigned flags, struct stand *s)
 			return r;
 		}
 	}
-	r = open_images(paths, n, flags & STAND_RDONLY ? O_RDONLY : O_RDWR, devs);
+	r = cli_open_members(paths, n, flags & STAND_RDONLY ? O_RDONLY : O_RDWR, false,
+			     flags & (STAND_DEGRADED | STAND_CHECK), devs, used, &nused);
 	if (r) {
 		free_paths(found, found ? n : 0);
 		return r;
 	}
-	if (n == 1 && is_ponyfs_image(devs[0])) {
+	if (nused == 1 && n == 1 && is_ponyfs_image(devs[0])) {
 		s->image = devs[0];
 		return 0;
 	}
-	r = stand_volume(paths, n, devs, flags, s);
+	r = stand_volume(used, nused, devs, flags, s);
 	free_paths(found, found ? n : 0);
 	if (r)
 		return r;

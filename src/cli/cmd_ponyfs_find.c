@@ -4,13 +4,15 @@
  * pony_volume_member prober tags every member with the volume's UUID (and
  * LABEL with the volume's name), so one lookup finds them all; the volume
  * orders them itself from their superblocks. The database is $PONY_DEVDB
- * or devdb's default, filled by `pony dev scan`.
+ * or devdb's default, filled by `pony dev scan` (image files, devices) and
+ * `pony dev register` (NBD exports, found by their URIs).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "pony/bdev.h"
 #include "ponyfs.h"
 #include "pony/devdb.h"
 #include "pony/util.h"
@@ -41,14 +43,18 @@ int cli_ponyfs_find_members(const char *spec, char ***ret_paths, int *ret_n, int
 	r = devdb_find(db, names, values, 2, &devs, &n);
 	if (r == -ENOENT || (r >= 0 && !n))
 		return cli_error("%s: no pony volume member known to the device database "
-				 "(pony dev scan DIR adds image files)", spec);
+				 "(pony dev scan DIR adds image files, pony dev register URI an NBD export)", spec);
 	if (r < 0)
 		return cli_error("%s: %s", spec, strerror(-r));
 	paths = calloc(n, sizeof(*paths));
 	for (size_t i = 0; paths && i < n; i++) {
-		if (!devs[i]->present || !devs[i]->path)
+		/* A registered NBD export is reached through its URI. */
+		const char *path = devs[i]->connect && bdev_name_is_nbd(devs[i]->connect) ?
+				   devs[i]->connect : devs[i]->present ? devs[i]->path : NULL;
+
+		if (!path)
 			continue;
-		paths[k] = strdup(devs[i]->path);
+		paths[k] = strdup(path);
 		if (!paths[k++])
 			r = -ENOMEM;
 	}

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "pony/bdev.h"
 #include "ponyfs.h"
 #include "pony/fuse.h"
 #include "pony/ponyfs.h"
@@ -113,6 +114,8 @@ int cli_ponyfs_lock_images(char **paths, int n)
 
 		if (cli_ponyfs_is_spec(paths[i]))
 			continue;       /* stand_open() locks the members it names */
+		if (bdev_name_is_nbd(paths[i]))
+			continue;       /* the serving host's to guard */
 		fd = open(paths[i], O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			return cli_error("%s: %s", paths[i], strerror(errno));

@@ -17,33 +17,12 @@
 #include "cli.h"
 #include "pony/acall.h"
 #include "pony/util.h"
+#include "ponyfs.h"
 #include "vol.h"
-
-/*
- * One acall ring for every member this process opens: member I/O goes
- * through io_uring (or acall's workers). It lives until the process exits,
- * as the bdevs using it do.
- */
-static struct acall_ring *vol_ring(void)
-{
-	static struct acall_ring *ring;
-	static bool tried;
-
-	if (!tried) {
-		tried = true;
-		if (acall_ring_new(NULL, &ring) < 0)
-			ring = NULL;    /* plain syscalls then */
-	}
-	return ring;
-}
 
 int vol_open_dev(const char *path, bool rdonly, struct bdev **ret)
 {
-	int r = bdev_file_open_ring(path, rdonly ? O_RDONLY : O_RDWR, vol_ring(), ret);
-
-	if (r < 0)
-		cli_error("%s: %s", path, strerror(-r));
-	return r;
+	return cli_open_device(path, rdonly ? O_RDONLY : O_RDWR, true, ret);
 }
 
 static volatile sig_atomic_t vol_interrupted;
@@ -150,10 +129,35 @@ static unsigned vol_set_flags(unsigned flags)
 	return flags & VOL_OPEN_DEGRADED ? VOLUME_SET_DEGRADED : 0;
 }
 
+static int vol_open_paths(const char *cmd, char **paths, int n, unsigned flags,
+			  struct vol_handle *h);
+
 int vol_open(const char *cmd, char **paths, int n, unsigned flags, struct vol_handle *h)
+{
+	char **found = NULL;
+	int r;
+
+	/* UUID=/LABEL=: the members devdb knows, local or on NBD servers. */
+	if (n == 1 && !(flags & VOL_OPEN_TABLE) && cli_ponyfs_is_spec(paths[0])) {
+		memset(h, 0, sizeof(*h));
+		r = cli_ponyfs_find_members(paths[0], &found, &n, 64);
+		if (r)
+			return r;
+		paths = found;
+	}
+	r = vol_open_paths(cmd, paths, n, flags, h);
+	for (int i = 0; found && i < n; i++)
+		free(found[i]);
+	free(found);
+	return r;
+}
+
+static int vol_open_paths(const char *cmd, char **paths, int n, unsigned flags,
+			  struct vol_handle *h)
 {
 	struct volume_set_assembly a;
 	struct bdev *devs[64];
+	char *used[64];
 	int r;
 
 	memset(h, 0, sizeof(*h));
@@ -164,11 +168,11 @@ int vol_open(const char *cmd, char **paths, int n, unsigned flags, struct vol_ha
 		return cli_usage_error(cmd, "no member devices given");
 	if (n > 64)
 		return cli_usage_error(cmd, "at most 64 members");
-	for (int i = 0; i < n; i++)
-		if (vol_open_dev(paths[i], flags & VOL_OPEN_RDONLY, &devs[i]) < 0) {
-			free_devs(devs, i);
-			return CLI_EXIT_FAILURE;
-		}
+	r = cli_open_members(paths, n, flags & VOL_OPEN_RDONLY ? O_RDONLY : O_RDWR, true,
+			     flags & (VOL_OPEN_DEGRADED | VOL_OPEN_RDONLY), devs, used, &n);
+	if (r)
+		return r;
+	paths = used;
 	if (flags & VOL_OPEN_MD)
 		return vol_open_md(paths, n, devs, h);
 	r = volume_set_assemble(devs, (unsigned)n, vol_set_flags(flags), &h->set, &a);
@@ -686,7 +690,7 @@ static const struct cli_command vol_write = { "write", "copy bytes into the volu
 static const struct cli_command *const vol_commands[] = {
 	&vol_create, &vol_assemble, &vol_status, &vol_table, &cli_vol_fail, &cli_vol_add,
 	&cli_vol_replace, &cli_vol_readd, &cli_vol_rebuild, &cli_vol_scrub, &cli_vol_badblocks, &cli_vol_expose,
-	&cli_vol_stop, &vol_read, &vol_write,
+	&cli_vol_stop, &cli_vol_serve, &vol_read, &vol_write,
 };
 
 static int vol_run(int argc, char **argv)

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "pony/bdev.h"
 #include "pony/util.h"
 #include "vol.h"
 
@@ -151,12 +152,12 @@ static int add_spare(struct vol_handle *h, const char *path, bool json)
 /* The new device of add or replace is not one of the members given. */
 static int check_new_device_unlisted(const char *cmd, const char *device, char **members, int n)
 {
-	struct stat want, st;
+	struct stat want;
 
-	if (stat(device, &want) < 0)
+	if (!bdev_name_is_nbd(device) && stat(device, &want) < 0)
 		return cli_error("%s: %s", device, strerror(errno));
 	for (int i = 0; i < n; i++)
-		if (stat(members[i], &st) == 0 && st.st_dev == want.st_dev && st.st_ino == want.st_ino)
+		if (cli_same_device(device, members[i]))
 			return cli_error("%s is also given as member %s: %s would overwrite a member with "
 					 "a rebuild of itself (to take a failed member back in, leave it "
 					 "out of the member list)", device, members[i], cmd);
@@ -172,16 +173,16 @@ static int check_new_device(struct vol_handle *h, const char *cmd, const struct 
 {
 	struct volume_set_info info;
 	char uuid[40];
-	struct stat want, st;
+	struct stat want;
 	struct cli_targets t = { .cmd = cmd, .force = o->force, .rejoin_uuid = uuid };
 
-	if (stat(o->device, &want) < 0)
+	if (!bdev_name_is_nbd(o->device) && stat(o->device, &want) < 0)
 		return cli_error("%s: %s", o->device, strerror(errno));
 	for (unsigned m = 0; m < volume_member_count(h->v, 0); m++) {
 		const char *dev = volume_member_device(h->v, 0, m);
 
-		if (dev && stat(dev, &st) == 0 && st.st_dev == want.st_dev &&
-		    st.st_ino == want.st_ino && volume_member_state(h->v, 0, m) == VOLUME_MEMBER_OK)
+		if (dev && cli_same_device(dev, o->device) &&
+		    volume_member_state(h->v, 0, m) == VOLUME_MEMBER_OK)
 			return cli_error("%s is member %u of this volume, and it works: %s would "
 					 "overwrite it with a rebuild of itself", o->device, m, cmd);
 	}

@@ -45,12 +45,16 @@ static const struct cli_command *const commands[] = {
 int main(int argc, char **argv)
 {
 	const char *self = argv[0] ? strrchr(argv[0], '/') : NULL;
+	int r;
 
 	/* Installed as a link named pony-overlayfs: fuse-overlayfs's command
 	 * line, for podman's mount_program (cmd_union_opts.c). */
 	self = self ? self + 1 : argv[0];
 	if (self && !strcmp(self, "pony-overlayfs"))
 		return cli_union_overlayfs_main(argc, argv);
+	r = cli_take_member_timeout(&argc, argv);
+	if (r)
+		return r;
 	if (argc >= 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")))
 		return version_run(1, argv);
 	/* mount.fuse3 runs `pony IMG MNT -o OPTS` for `mount -t fuse.pony IMG MNT`. */

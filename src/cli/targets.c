@@ -7,6 +7,8 @@
  * and no signature devdb's probers know is on it unless -f says so. Members
  * of different sizes are only a warning: the space past the smallest one
  * stays unused, which the person should hear about before, not after.
+ * An NBD URI is checked by what it holds (probed over the connection) and
+ * given once; locks and mounts are the serving host's to keep.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +23,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "pony/bdev.h"
 #include "pony/devdb.h"
 #include "pony/util.h"
 
@@ -94,7 +97,8 @@ static int target_probe(const struct cli_targets *t, const char *path)
 	_cleanup_(devdb_probe_result_freep) struct devdb_probe_result *res = NULL;
 	const char *type, *uuid;
 	char what[512];
-	int r = devdb_probe_path(path, NULL, &res);
+	int r = bdev_name_is_nbd(path) ? cli_probe_device(path, &res, NULL)
+				       : devdb_probe_path(path, NULL, &res);
 
 	if (r < 0)
 		return cli_error("%s: cannot read it: %s", path, strerror(-r));
@@ -119,10 +123,18 @@ int cli_paths_distinct(char *const *paths, int n)
 	struct stat st[CLI_TARGETS_MAX];
 
 	for (int i = 0; i < n && i < CLI_TARGETS_MAX; i++) {
+		if (bdev_name_is_nbd(paths[i])) {
+			for (int j = 0; j < i; j++)
+				if (!strcmp(paths[j], paths[i]))
+					return cli_error("%s is given twice: each device can be given "
+							 "once", paths[i]);
+			continue;
+		}
 		if (stat(paths[i], &st[i]) < 0)
 			return cli_error("%s: %s", paths[i], strerror(errno));
 		for (int j = 0; j < i; j++)
-			if (st[j].st_dev == st[i].st_dev && st[j].st_ino == st[i].st_ino)
+			if (!bdev_name_is_nbd(paths[j]) && st[j].st_dev == st[i].st_dev &&
+			    st[j].st_ino == st[i].st_ino)
 				return cli_error("%s and %s are the same %s: each device can be given "
 						 "once", paths[j], paths[i],
 						 S_ISBLK(st[i].st_mode) ? "device" : "file");
@@ -142,8 +154,15 @@ int cli_targets_check(const struct cli_targets *t, char *const *paths, int n)
 	if (r)
 		return r;
 	for (int i = 0; i < n; i++) {
-		int fd = open(paths[i], O_RDONLY | O_CLOEXEC);     /* never closed: the lock */
+		int fd;
 
+		if (bdev_name_is_nbd(paths[i])) {
+			if (cli_probe_device(paths[i], NULL, &size[i]) < 0)
+				return CLI_EXIT_FAILURE;
+			smallest = MIN(smallest, size[i]);
+			continue;
+		}
+		fd = open(paths[i], O_RDONLY | O_CLOEXEC);     /* never closed: the lock */
 		if (fd < 0 || fstat(fd, &st[i]) < 0)
 			return cli_error("%s: %s", paths[i], strerror(errno));
 		if (!S_ISREG(st[i].st_mode) && !S_ISBLK(st[i].st_mode))

@@ -76,7 +76,6 @@ void vol_json_report(struct vol_handle *h, const char *action, int member, const
 int vol_parse_member(const char *cmd, const char *text, unsigned *ret);
 
 extern const struct cli_command cli_vol_fail, cli_vol_add, cli_vol_replace, cli_vol_readd,
-	cli_vol_rebuild,
-	cli_vol_scrub, cli_vol_badblocks, cli_vol_expose, cli_vol_stop;
+	cli_vol_rebuild, cli_vol_scrub, cli_vol_badblocks, cli_vol_expose, cli_vol_stop, cli_vol_serve;
 
 #endif
