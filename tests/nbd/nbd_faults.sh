@@ -20,7 +20,7 @@ readback() { "$PONY" vol read -L 8M "$@" 2> "$T/read.err" | cmp - "$T/data"; }
 
 # Reads failing on member 3 (once its trigger file exists, after the mount
 # read the superblocks): ponyfs's reads are served from parity.
-nbd_six --filter=log --filter=error memory 64M logfile="$T/log%i" error=EIO error-pread-rate=100% error-pwrite-rate=30% \
+nbd_six --filter=log --filter=error memory 64M logfile="$T/log%i" error=EIO error-pread-rate=100% error-pwrite-rate=100% \
 	error-pread-file="$T/rtrig%i" error-pwrite-file="$T/wtrig%i"
 "$PONY" mkfs --data raid6 --metadata mirror "${URIS[@]}" > /dev/null || fail "mkfs"
 pony_mount "${URIS[@]}"
@@ -32,7 +32,10 @@ cmp "$T/data" "$T/m/data" || fail "read back with member 3 failing every read"
 grep -q "Read .*return=-1 error=EIO" "$T/log3" || fail "no read of member 3 failed: the test tested nothing"
 pony_umount
 rm "$T/rtrig3"
-# Writes failing at 30% on member 1: it is failed, the write goes on degraded.
+# Writes failing on member 1 (every one: at a lower rate, whether a write
+# of its superblock or bitmap fails, which fails the member, or only data
+# writes, which its bad-block log takes, is chance): it is failed, the
+# write goes on degraded.
 touch "$T/wtrig1"
 "$PONY" vol write -f "$T/data" "${URIS[@]}" 2> "$T/err" || fail "write with member 1 failing: $(cat "$T/err")"
 rm "$T/wtrig1"
