@@ -20,6 +20,9 @@
 #include "internal.h"
 
 #define LEASE_DEFAULT_MS 30000u
+/* Leases a mount keeps at once: any user who can open a file may ask for
+ * one, so past this the one nearest its end is revoked for the new one. */
+#define LEASE_MAX 1024u
 
 /* -- sorted runs --------------------------------------------------------------- */
 
@@ -196,8 +199,19 @@ int ponyfs_lease_grant_locked(struct ponyfs *fs, struct vfs_layout *l)
 
 	ponyfs_lease_expire_locked(fs, false);
 	if (l->lease == VFS_LEASE_NEW) {
-		void *grown = util_array_grow(ls->l, &ls->cap, ls->n, sizeof(*ls->l), 8);
+		void *grown;
 
+		if (ls->n >= LEASE_MAX) {
+			size_t soonest = 0;
+
+			for (size_t i = 1; i < ls->n; i++)
+				if (ls->l[i].deadline_ns < ls->l[soonest].deadline_ns)
+					soonest = i;
+			lease_drop(ls, soonest);
+			if (ls->nheld)
+				held_recount(ls);
+		}
+		grown = util_array_grow(ls->l, &ls->cap, ls->n, sizeof(*ls->l), 8);
 		if (!grown)
 			return -ENOMEM;
 		ls->l = grown;

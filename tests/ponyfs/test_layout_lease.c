@@ -298,6 +298,24 @@ static void test_space_pressure_revokes_instead_of_enospc(void **state)
 	assert_int_equal(lease_state(f->fs, lease, VFS_LEASE_STATUS), VFS_LEASE_EXPIRED);
 }
 
+/* Any user may ask for leases: past 1024 at once, the one nearest its end goes. */
+static void test_leases_are_capped(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_layout_extent e[64];
+	uint32_t n, first, last = 0;
+	uint64_t ino;
+
+	first = leased_file(f, true, e, &n, &ino);
+	for (unsigned i = 0; i < 1024; i++) {
+		last = VFS_LEASE_NEW;
+		assert_int_equal(layout_get(f->fs, ino, &last, e, &n), 0);
+	}
+	assert_int_equal(lease_state(f->fs, first, VFS_LEASE_STATUS), VFS_LEASE_EXPIRED);
+	assert_int_equal(lease_state(f->fs, last, VFS_LEASE_STATUS), VFS_LEASE_HELD);
+	assert_int_equal(lease_state(f->fs, last - 1023, VFS_LEASE_STATUS), VFS_LEASE_HELD);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -311,6 +329,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_lease_expires, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_space_pressure_revokes_instead_of_enospc, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_leases_are_capped, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
