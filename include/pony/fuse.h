@@ -269,6 +269,62 @@ _Static_assert(sizeof(struct ponyfuse_layout_member_arg) == 360,
 #define PONYFUSE_IOC_LAYOUT_MEMBER _IOWR('P', 33, struct ponyfuse_layout_member_arg)
 
 /*
+ * Direct writes (docs/layout.md "Direct writes"). PONYFUSE_IOC_LAYOUT_WRITE,
+ * on a file open for writing, hands out fresh whole stripes of the data
+ * region for [offset, offset + length) under a write lease (`lease`:
+ * PONYFUSE_LEASE_NEW, then the lease answered), at most as many as the
+ * pieces array holds: `granted` says how much; ask again from offset +
+ * granted. Nothing is recorded: the stripes are free until a commit. The
+ * writer puts data and parity (volume_encode_stripe()) on the members,
+ * then sends PONYFUSE_IOC_LAYOUT_COMMIT pages of (file offset, length,
+ * volume offset) extents with every block's CRC32C; the page with
+ * PONYFUSE_COMMIT_LAST makes all of them the file's content and its size
+ * `size` in one transaction, and ends the lease. ESTALE: the lease expired
+ * or was revoked (nothing changed); EPERM: an extent names stripes the
+ * lease was not given.
+ */
+#define PONYFUSE_COMMIT_EXTENTS 32
+#define PONYFUSE_COMMIT_CSUMS 3072
+struct ponyfuse_layout_write_arg {
+	uint32_t version;               /* in and out */
+	uint32_t npieces;               /* out: entries of pieces filled */
+	uint64_t offset;                /* in: file offset, whole blocks */
+	uint64_t length;                /* in: bytes wanted from offset */
+	uint64_t volume_offset;         /* out: the granted stripes' first byte in the data region */
+	uint64_t granted;               /* out: bytes granted from offset (whole stripes) */
+	uint64_t stripe;                /* out: bytes of a whole stripe */
+	uint32_t lease;                 /* in: PONYFUSE_LEASE_NEW or the write lease; out: it */
+	uint32_t lease_ms;              /* out: milliseconds the lease holds from now */
+	uint32_t block_size;            /* out */
+	uint32_t reserved;
+	struct ponyfuse_layout_piece pieces[PONYFUSE_LAYOUT_PIECES];  /* file offsets as granted */
+};
+_Static_assert(sizeof(struct ponyfuse_layout_write_arg) == 64 + 256 * 32,
+	       "ponyfuse_layout_write_arg's size is its ABI");
+#define PONYFUSE_IOC_LAYOUT_WRITE _IOWR('P', 35, struct ponyfuse_layout_write_arg)
+
+enum { PONYFUSE_COMMIT_LAST = 1 << 0 };         /* ponyfuse_layout_commit_arg.flags */
+struct ponyfuse_layout_commit_extent {
+	uint64_t file_offset;           /* whole blocks */
+	uint64_t length;                /* whole blocks */
+	uint64_t volume_offset;         /* in the data region, inside the lease's stripes */
+};
+struct ponyfuse_layout_commit_arg {
+	uint32_t version;               /* in and out */
+	uint32_t flags;                 /* in: PONYFUSE_COMMIT_LAST */
+	uint32_t lease;                 /* in: the write lease */
+	uint32_t nextents;              /* in */
+	uint32_t ncsums;                /* in: blocks of the extents, in order */
+	uint32_t reserved;
+	uint64_t size;                  /* in, LAST: the file's size after */
+	struct ponyfuse_layout_commit_extent extents[PONYFUSE_COMMIT_EXTENTS];
+	uint32_t csums[PONYFUSE_COMMIT_CSUMS];  /* CRC32C (seed 0) of each block as written */
+};
+_Static_assert(sizeof(struct ponyfuse_layout_commit_arg) == 32 + 32 * 24 + 3072 * 4,
+	       "ponyfuse_layout_commit_arg's size is its ABI");
+#define PONYFUSE_IOC_LAYOUT_COMMIT _IOW('P', 36, struct ponyfuse_layout_commit_arg)
+
+/*
  * Bad blocks and scrub (docs/scrub.md, field by field), on the mount's
  * root (any file of the mount answers the same). RESOLVE: what lives at a
  * volume byte, or at a member's device byte (PONYFUSE_RESOLVE_BY_MEMBER).

@@ -31,7 +31,7 @@
 #include <sys/statvfs.h>
 #include <sys/types.h>
 
-#define VFS_OPS_VERSION 9
+#define VFS_OPS_VERSION 10
 #define VFS_ROOT_INO 1ull
 #define VFS_NO_FH UINT64_MAX    /* statx/setattr without an open file */
 
@@ -195,6 +195,41 @@ struct vfs_layout {
 #define VFS_LEASE_NEW UINT32_MAX
 enum { VFS_LEASE_STATUS = 0, VFS_LEASE_RETURN = 1 };
 enum { VFS_LEASE_HELD = 0, VFS_LEASE_RECALLED = 1, VFS_LEASE_EXPIRED = 2 };
+
+/*
+ * Direct writes (version 10, docs/layout.md "Direct writes"). layout_write
+ * hands a writer fresh whole stripes of the data region for a file range,
+ * held under a write lease and recorded nowhere; the writer puts data and
+ * parity on the members, then layout_commit makes them the file's.
+ */
+struct vfs_layout_write {
+	/* in */
+	uint64_t offset, length;        /* the file range (offset: whole blocks) */
+	uint32_t lease;                 /* VFS_LEASE_NEW, or the write lease this grant joins */
+	struct vfs_layout_piece *pieces;        /* where the granted stripes live */
+	uint32_t max_pieces;
+	/* out */
+	uint32_t npieces;
+	uint32_t block_size;
+	uint64_t volume_offset;         /* the granted stripes' first byte in the data region */
+	uint64_t granted;               /* bytes from offset: whole stripes, at most length rounded up */
+	uint64_t stripe;                /* bytes of one whole stripe */
+	uint64_t lease_ms;
+};
+/* One extent a commit makes the file's: file bytes to granted data-region bytes. */
+struct vfs_layout_commit_extent {
+	uint64_t file_offset, length, volume_offset;    /* whole blocks */
+};
+enum { VFS_COMMIT_LAST = 1 << 0 };      /* vfs_layout_commit.flags: apply what was sent */
+struct vfs_layout_commit {
+	uint32_t lease;
+	uint32_t flags;                 /* VFS_COMMIT_LAST: this page ends the commit */
+	uint64_t size;                  /* LAST: the file's size after */
+	const struct vfs_layout_commit_extent *extents;
+	uint32_t nextents;
+	const uint32_t *csums;          /* CRC32C of every block of the extents, in order */
+	uint32_t ncsums;
+};
 
 /* Where the data region lives: the volume's geometry and members. */
 #define VFS_LAYOUT_MAX_MEMBERS 64
@@ -529,6 +564,21 @@ struct vfs_ops {
 	 */
 	void (*layout_recall_watch)(struct vfs *fs, void (*fn)(void *arg, uint32_t lease),
 				    void *arg);
+
+	/*
+	 * Direct writes (version 10). layout_write: fresh whole stripes for
+	 * w's range of ino, open for writing as fh, under a write lease
+	 * (-EBADF: fh is not open for writing; -EACCES: the file is
+	 * encrypted; -EOPNOTSUPP: not on a volume; -ESTALE: the lease is
+	 * gone). layout_commit: a page of extents and checksums onto the
+	 * lease; the LAST page makes all of them the file's content and size
+	 * in one transaction and ends the lease (-ESTALE: the lease expired,
+	 * nothing changed; -EPERM: an extent names stripes the lease was not
+	 * given).
+	 */
+	int (*layout_write)(struct vfs *fs, uint64_t ino, uint64_t fh, struct vfs_layout_write *w);
+	int (*layout_commit)(struct vfs *fs, uint64_t ino, uint64_t fh,
+			     const struct vfs_layout_commit *c);
 
 	/* -- bad blocks and scrub (version 9, docs/scrub.md) ------------------ */
 	/* What lives at r's address (in: flags, volume_offset or member and

@@ -120,6 +120,16 @@ int64_t volume_map(const struct volume *v, uint64_t off, uint64_t len, struct vo
  * for raid10.
  */
 int volume_unmap(const struct volume *v, unsigned m, uint64_t dev_byte, struct volume_piece *ret);
+/*
+ * The parity of one whole stripe row of a raid4/5/6 segment, for a writer
+ * that puts data and parity on the members itself (docs/layout.md "Direct
+ * writes"): off is the row's first volume byte, data its full-stripe bytes
+ * in volume order; P (and raid6's Q) come out one chunk each, by the
+ * volume's own geometry and parity engine. data, p and q are 64-byte
+ * aligned; q is NULL unless raid6. -EINVAL: not a whole row or misaligned;
+ * -EOPNOTSUPP: no parity there (mirror, raid10, ...).
+ */
+int volume_encode_stripe(const struct volume *v, uint64_t off, const void *data, void *p, void *q);
 /* Where member m's data of segment seg starts on its device (dev_start); 0 out of range. */
 uint64_t volume_member_start(const struct volume *v, unsigned seg, unsigned m);
 /* What a segment is: where, which target, its geometry. -EINVAL: no such segment. */

@@ -205,3 +205,56 @@ int ponyfs_reserve_locked(struct ponyfs *fs, uint64_t n)
 	fs->reserved += n;
 	return 0;
 }
+
+/*
+ * Direct writes (dwrite.c): the first run of up to want whole stripes of
+ * sblk blocks (aligned to sblk from the region's start, so no stripe is
+ * shared with a block in use) that are free and held by no lease. Found,
+ * not taken: the caller holds them under a write lease. -ENOSPC: none.
+ */
+int ponyfs_alloc_stripes_find_locked(struct ponyfs *fs, uint64_t sblk, uint64_t want,
+				     uint64_t *ret_start, uint64_t *ret_n)
+{
+	uint64_t from = 0, p, n;
+	int r;
+
+	while ((r = free_run_from(fs, from, &p, &n)) > 0) {
+		for (uint64_t a = p; a < p + n;) {
+			uint64_t end = p + n, s;
+
+			ponyfs_lease_unheld(fs, &a, &end);
+			s = DIV_ROUND_UP(a, sblk) * sblk;
+			if (a >= end)
+				break;
+			if (s < end && (end - s) / sblk) {
+				*ret_start = s;
+				*ret_n = MIN(want, (end - s) / sblk) * sblk;
+				return 0;
+			}
+			a = end;
+		}
+		from = p + n;
+	}
+	return r < 0 ? r : -ENOSPC;
+}
+
+/* Takes exactly [p, p + n) out of the free table: -ESTALE when not all of it is free. */
+int ponyfs_alloc_at_locked(struct ponyfs *fs, uint64_t p, uint64_t n)
+{
+	sqlite3_stmt *s = ponyfs_stmt(fs, ST_FREE_PREV);
+	uint64_t rp = 0, rn = 0;
+	int r;
+
+	sqlite3_bind_int64(s, 1, (int64_t)(p + 1));
+	r = ponyfs_step_row(fs, s);
+	if (r > 0) {
+		rp = (uint64_t)sqlite3_column_int64(s, 0);
+		rn = (uint64_t)sqlite3_column_int64(s, 1);
+	}
+	sqlite3_reset(s);
+	if (r < 0)
+		return r;
+	if (!r || p < rp || p + n > rp + rn)
+		return -ESTALE;
+	return free_run_take(fs, rp, rn, p, n);
+}

@@ -314,6 +314,12 @@ struct ponyfs_run {
 	uint64_t pblock, n;
 };
 
+/* An extent a direct writer sent for commit, not applied yet (dwrite.c). */
+struct ponyfs_staged {
+	uint64_t fblk, n, pblock;       /* file block, blocks, data-region block */
+	uint32_t *csums;                /* n CRC32Cs */
+};
+
 /* A layout lease (lease.c): the data blocks its layouts named. */
 struct ponyfs_lease {
 	uint32_t id;
@@ -322,6 +328,14 @@ struct ponyfs_lease {
 	uint64_t deadline_ns;           /* CLOCK_MONOTONIC */
 	struct ponyfs_run *runs;
 	size_t nruns, cap_runs;
+	/* A write lease (dwrite.c): its file, the fresh stripes it was given
+	 * (free in the table, held in memory: nothing records them, so a
+	 * crash leaks nothing), and the extents sent for commit so far. */
+	uint64_t write_ino;             /* 0: a read lease */
+	struct ponyfs_run *wruns;
+	size_t nwruns, cap_wruns;
+	struct ponyfs_staged *staged;
+	size_t nstaged, cap_staged;
 };
 
 /* Every lease of a mount, and the freed blocks they still name. */
@@ -812,6 +826,30 @@ void ponyfs_lease_unheld(const struct ponyfs *fs, uint64_t *start, uint64_t *end
 /* Ends expired leases, or every lease (revoke: holders see EXPIRED and read again). */
 void ponyfs_lease_expire_locked(struct ponyfs *fs, bool all);
 void ponyfs_lease_fini(struct ponyfs *fs);
+/* A new lease, its deadline set (the one nearest its end revoked past the limit). */
+struct ponyfs_lease *ponyfs_lease_new_locked(struct ponyfs *fs);
+/* The live lease id, expired ones ended first; NULL: gone. Valid until a lease ends. */
+struct ponyfs_lease *ponyfs_lease_find_locked(struct ponyfs *fs, uint32_t id);
+/* Its deadline a lease's length from now; the milliseconds that is. */
+uint64_t ponyfs_lease_renew(struct ponyfs *fs, struct ponyfs_lease *e);
+/* Free blocks [p, p + n) given to write lease e: held until it ends. */
+int ponyfs_lease_hold_locked(struct ponyfs *fs, struct ponyfs_lease *e, uint64_t p, uint64_t n);
+/* Ends lease e now (a return): what only it held is free to allocate. */
+void ponyfs_lease_end_locked(struct ponyfs *fs, struct ponyfs_lease *e);
+/* Direct writes (dwrite.c), the vfs hooks. */
+int ponyfs_layout_write(struct vfs *v, uint64_t ino, uint64_t fh, struct vfs_layout_write *w);
+int ponyfs_layout_commit(struct vfs *v, uint64_t ino, uint64_t fh,
+			 const struct vfs_layout_commit *c);
+/* Whole free stripes of sblk blocks, held by no lease (alloc.c): found, not taken. */
+int ponyfs_alloc_stripes_find_locked(struct ponyfs *fs, uint64_t sblk, uint64_t want,
+				     uint64_t *ret_start, uint64_t *ret_n);
+/* Takes exactly [p, p + n) from the free table; -ESTALE when not all free. */
+int ponyfs_alloc_at_locked(struct ponyfs *fs, uint64_t p, uint64_t n);
+/* The member pieces of nblocks data blocks from pblock holding file bytes
+ * from file_offset, into out (up to max): how many there are, or -errno. */
+int64_t ponyfs_layout_pieces_locked(struct ponyfs *fs, uint64_t region, uint64_t pblock,
+				    uint64_t nblocks, uint64_t file_offset,
+				    struct vfs_layout_piece *out, size_t max);
 int ponyfs_layout_topology(struct vfs *v, struct vfs_layout_topology *ret);
 struct volume_segment_info;
 /* The first segment of fs->volume of class cls (enum volume_region_class). -ENODEV: none. */

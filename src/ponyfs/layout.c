@@ -101,18 +101,30 @@ uint64_t ponyfs_layout_members_sig(const struct ponyfs *fs)
 	return sig;
 }
 
-/* The member pieces of nblocks data blocks from pblock: their count, *ret malloc'd. */
-static int64_t map_pieces(struct ponyfs *fs, uint64_t region, uint64_t pblock, uint64_t nblocks,
-			  struct volume_piece **ret)
+int64_t ponyfs_layout_pieces_locked(struct ponyfs *fs, uint64_t region, uint64_t pblock,
+				    uint64_t nblocks, uint64_t file_offset,
+				    struct vfs_layout_piece *out, size_t max)
 {
-	int64_t n = volume_map(fs->volume, region + pblock * BS, nblocks * BS, NULL, 0);
+	uint64_t off = region + pblock * BS;
+	int64_t n = volume_map(fs->volume, off, nblocks * BS, NULL, 0);
+	struct volume_piece *vp;
 
-	if (n < 0)
+	if (n < 0 || (uint64_t)n > max)
 		return n;
-	*ret = malloc((size_t)MAX(n, 1) * sizeof(**ret));
-	if (!*ret)
+	vp = malloc((size_t)MAX(n, 1) * sizeof(*vp));
+	if (!vp)
 		return -ENOMEM;
-	return volume_map(fs->volume, region + pblock * BS, nblocks * BS, *ret, (size_t)n);
+	n = volume_map(fs->volume, off, nblocks * BS, vp, (size_t)n);
+	for (int64_t i = 0; i < n; i++)
+		out[i] = (struct vfs_layout_piece){
+			.file_offset = file_offset + (vp[i].vol_off - off),
+			.length = vp[i].len,
+			.member_offset = vp[i].dev_start + vp[i].dev_off,
+			.member = vp[i].member,
+			.role = vp[i].role,
+		};
+	free(vp);
+	return n;
 }
 
 /*
@@ -122,33 +134,23 @@ static int64_t map_pieces(struct ponyfs *fs, uint64_t region, uint64_t pblock, u
 static int add_pieces(struct ponyfs *fs, uint64_t region, struct vfs_layout *l,
 		      struct vfs_layout_extent *e, const struct layout_run *r, uint64_t *nblocks)
 {
-	struct volume_piece *vp = NULL;
 	uint64_t room = l->max_pieces - l->npieces;
 	int64_t n;
 
 	for (;;) {
-		n = map_pieces(fs, region, r->pblock, *nblocks, &vp);
+		n = ponyfs_layout_pieces_locked(fs, region, r->pblock, *nblocks, e->file_offset,
+						l->pieces + l->npieces, room);
 		if (n < 0)
 			return (int)n;
 		if ((uint64_t)n <= room)
 			break;
-		free(vp);
-		vp = NULL;
 		if (*nblocks == 1)
 			return 1;       /* not even one block's pieces fit */
 		*nblocks /= 2;
 	}
 	e->first_piece = l->npieces;
 	e->npieces = (uint32_t)n;
-	for (int64_t i = 0; i < n; i++)
-		l->pieces[l->npieces++] = (struct vfs_layout_piece){
-			.file_offset = e->file_offset + (vp[i].vol_off - region - r->pblock * BS),
-			.length = vp[i].len,
-			.member_offset = vp[i].dev_start + vp[i].dev_off,
-			.member = vp[i].member,
-			.role = vp[i].role,
-		};
-	free(vp);
+	l->npieces += (uint32_t)n;
 	return 0;
 }
 

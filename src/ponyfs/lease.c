@@ -79,6 +79,14 @@ static int runs_add(struct ponyfs_run **a, size_t *n, size_t *cap, uint64_t p, u
 	return 0;
 }
 
+/* Sums the held runs into held_blocks. */
+static void held_sum(struct ponyfs_leases *ls)
+{
+	ls->held_blocks = 0;
+	for (size_t i = 0; i < ls->nheld; i++)
+		ls->held_blocks += ls->held[i].n;
+}
+
 /* Adds the parts of [p, p + k) that lease l names to the held runs: blocks added. */
 static uint64_t hold_named(struct ponyfs_leases *ls, const struct ponyfs_lease *l, uint64_t p,
 			   uint64_t k)
@@ -95,9 +103,7 @@ static uint64_t hold_named(struct ponyfs_leases *ls, const struct ponyfs_lease *
 		if (runs_add(&ls->held, &ls->nheld, &ls->cap_held, lo, hi - lo) < 0)
 			return UINT64_MAX;
 	}
-	ls->held_blocks = 0;
-	for (size_t i = 0; i < ls->nheld; i++)
-		ls->held_blocks += ls->held[i].n;
+	held_sum(ls);
 	return ls->held_blocks - before;
 }
 
@@ -111,7 +117,8 @@ static struct ponyfs_lease *lease_find(struct ponyfs_leases *ls, uint32_t id)
 	return NULL;
 }
 
-/* The held blocks again, from the live leases: what only ended leases named is freed. */
+/* The held blocks again, from the live leases: what only ended leases named
+ * is freed; the stripes write leases were given stay held. */
 static void held_recount(struct ponyfs_leases *ls)
 {
 	struct ponyfs_run *old = ls->held;
@@ -124,12 +131,24 @@ static void held_recount(struct ponyfs_leases *ls)
 		for (size_t j = 0; j < ls->n; j++)
 			if (hold_named(ls, &ls->l[j], old[i].pblock, old[i].n) == UINT64_MAX)
 				ls->l[j].deadline_ns = 0;       /* see hold_named() */
+	for (size_t j = 0; j < ls->n; j++)
+		for (size_t i = 0; i < ls->l[j].nwruns; i++)
+			if (runs_add(&ls->held, &ls->nheld, &ls->cap_held, ls->l[j].wruns[i].pblock,
+				     ls->l[j].wruns[i].n) < 0)
+				ls->l[j].deadline_ns = 0;       /* cannot hold them: it ends */
+	held_sum(ls);
 	free(old);
 }
 
 static void lease_drop(struct ponyfs_leases *ls, size_t i)
 {
-	free(ls->l[i].runs);
+	struct ponyfs_lease *e = &ls->l[i];
+
+	for (size_t k = 0; k < e->nstaged; k++)
+		free(e->staged[k].csums);
+	free(e->staged);
+	free(e->wruns);
+	free(e->runs);
 	ls->l[i] = ls->l[--ls->n];
 }
 
@@ -199,31 +218,14 @@ int ponyfs_lease_grant_locked(struct ponyfs *fs, struct vfs_layout *l)
 
 	ponyfs_lease_expire_locked(fs, false);
 	if (l->lease == VFS_LEASE_NEW) {
-		void *grown;
-
-		if (ls->n >= LEASE_MAX) {
-			size_t soonest = 0;
-
-			for (size_t i = 1; i < ls->n; i++)
-				if (ls->l[i].deadline_ns < ls->l[soonest].deadline_ns)
-					soonest = i;
-			lease_drop(ls, soonest);
-			if (ls->nheld)
-				held_recount(ls);
-		}
-		grown = util_array_grow(ls->l, &ls->cap, ls->n, sizeof(*ls->l), 8);
-		if (!grown)
+		e = ponyfs_lease_new_locked(fs);
+		if (!e)
 			return -ENOMEM;
-		ls->l = grown;
-		e = &ls->l[ls->n++];
-		*e = (struct ponyfs_lease){ .id = ++ls->next_id,
-					    .members_sig = ponyfs_layout_members_sig(fs) };
-		if (e->id == VFS_LEASE_NEW || !e->id)   /* wrapped: 0 and NEW are not ids */
-			e->id = ls->next_id = 1;
 	} else {
 		recall_on_member_change(fs);
 		e = lease_find(ls, l->lease);
-		if (!e)
+		/* A write lease is not a layout's: joining it is as joining none. */
+		if (!e || e->write_ino)
 			return -ESTALE;
 	}
 	r = lease_add_extents(e, l);
@@ -231,12 +233,69 @@ int ponyfs_lease_grant_locked(struct ponyfs *fs, struct vfs_layout *l)
 		lease_drop(ls, (size_t)(e - ls->l));
 		return r;
 	}
-	if (!ls->ms)
-		ls->ms = LEASE_DEFAULT_MS;
-	e->deadline_ns = util_now_ns() + ls->ms * 1000000u;
+	l->lease_ms = ponyfs_lease_renew(fs, e);
 	l->lease = e->id;
-	l->lease_ms = ls->ms;
 	return 0;
+}
+
+struct ponyfs_lease *ponyfs_lease_new_locked(struct ponyfs *fs)
+{
+	struct ponyfs_leases *ls = &fs->leases;
+	struct ponyfs_lease *e;
+	void *grown;
+
+	if (ls->n >= LEASE_MAX) {
+		size_t soonest = 0;
+
+		for (size_t i = 1; i < ls->n; i++)
+			if (ls->l[i].deadline_ns < ls->l[soonest].deadline_ns)
+				soonest = i;
+		lease_drop(ls, soonest);
+		if (ls->nheld)
+			held_recount(ls);
+	}
+	grown = util_array_grow(ls->l, &ls->cap, ls->n, sizeof(*ls->l), 8);
+	if (!grown)
+		return NULL;
+	ls->l = grown;
+	e = &ls->l[ls->n++];
+	*e = (struct ponyfs_lease){ .id = ++ls->next_id, .members_sig = ponyfs_layout_members_sig(fs) };
+	if (e->id == VFS_LEASE_NEW || !e->id)   /* wrapped: 0 and NEW are not ids */
+		e->id = ls->next_id = 1;
+	ponyfs_lease_renew(fs, e);
+	return e;
+}
+
+uint64_t ponyfs_lease_renew(struct ponyfs *fs, struct ponyfs_lease *e)
+{
+	if (!fs->leases.ms)
+		fs->leases.ms = LEASE_DEFAULT_MS;
+	e->deadline_ns = util_now_ns() + fs->leases.ms * 1000000u;
+	return fs->leases.ms;
+}
+
+struct ponyfs_lease *ponyfs_lease_find_locked(struct ponyfs *fs, uint32_t id)
+{
+	ponyfs_lease_expire_locked(fs, false);
+	return lease_find(&fs->leases, id);
+}
+
+int ponyfs_lease_hold_locked(struct ponyfs *fs, struct ponyfs_lease *e, uint64_t p, uint64_t n)
+{
+	struct ponyfs_leases *ls = &fs->leases;
+	int r = runs_add(&e->wruns, &e->nwruns, &e->cap_wruns, p, n);
+
+	if (r >= 0)
+		r = runs_add(&ls->held, &ls->nheld, &ls->cap_held, p, n);
+	held_sum(ls);
+	return r;
+}
+
+void ponyfs_lease_end_locked(struct ponyfs *fs, struct ponyfs_lease *e)
+{
+	lease_drop(&fs->leases, (size_t)(e - fs->leases.l));
+	if (fs->leases.nheld)
+		held_recount(&fs->leases);
 }
 
 /* Blocks [pblock, pblock + n) were freed: what a lease names is held, and the lease recalled. */
@@ -295,11 +354,8 @@ static int lease_op_locked(struct ponyfs *fs, uint32_t id, unsigned op, uint32_t
 	*ret_state = !e ? VFS_LEASE_EXPIRED : e->recalled ? VFS_LEASE_RECALLED : VFS_LEASE_HELD;
 	now = util_now_ns();
 	*ret_ms = e && e->deadline_ns > now ? (e->deadline_ns - now) / 1000000u : 0;
-	if (e && op == VFS_LEASE_RETURN) {
-		lease_drop(ls, (size_t)(e - ls->l));
-		if (ls->nheld)
-			held_recount(ls);
-	}
+	if (e && op == VFS_LEASE_RETURN)
+		ponyfs_lease_end_locked(fs, e);
 	return 0;
 }
 
