@@ -11,7 +11,8 @@
  *	pony_layout_return(l);                                (frees l)
  *
  * Errors are negative errno values. A layout is used by one thread at a
- * time. The library never prints and never writes to a member.
+ * time. The library never prints; only a direct writer (below) writes to
+ * members, and only to the fresh stripes it was handed.
  */
 #ifndef PONY_LAYOUT_H
 #define PONY_LAYOUT_H
@@ -66,5 +67,42 @@ void pony_layout_stats(const struct pony_layout *l, struct pony_layout_stats *re
 
 /* Returns the lease (if any) to the daemon and frees l. NULL: does nothing. */
 int pony_layout_return(struct pony_layout *l);
+
+/*
+ * Direct writes (docs/layout.md "Direct writes"): a file's new bytes
+ * written straight to the volume's members, data and parity, into fresh
+ * whole stripes the daemon hands out under a write lease, and made the
+ * file's content by one commit: until then the file is as it was, and
+ * after a crash it is all old or all new.
+ *
+ *	struct pony_layout_writer *w;
+ *	int r = pony_layout_write_open(fd, &w);     (fd: the file, open for writing)
+ *	ssize_t n = pony_layout_write(w, buf, 0, len);
+ *	r = pony_layout_commit(w, len);             (frees w)
+ *
+ * The writer opens the members O_WRONLY itself (it needs the right to).
+ * -EACCES: the file is encrypted (keys never leave the mount: write it
+ * through the mount); -EBADF: fd is not open for writing; -EOPNOTSUPP:
+ * the mount's data region is not on a volume, or has no layouts.
+ */
+struct pony_layout_writer;
+int pony_layout_write_open(int fd, struct pony_layout_writer **ret);
+/*
+ * Writes len bytes of buf at file offset off (a multiple of 4096; a write
+ * that is not a multiple of 4096 long must be the last) to fresh stripes:
+ * len, or -errno. Not visible through the mount until committed; writing
+ * a range twice keeps the later bytes. -ESTALE: the write lease expired or
+ * was revoked (start again: nothing changed).
+ */
+ssize_t pony_layout_write(struct pony_layout_writer *w, const void *buf, uint64_t off, size_t len);
+/*
+ * Flushes the members written, then makes every range written the file's
+ * content and size its size, in one transaction; the file's old blocks
+ * there are freed. Frees w. -ESTALE: the lease expired first and nothing
+ * changed; -EPERM: the daemon refused stripes it did not hand out.
+ */
+int pony_layout_commit(struct pony_layout_writer *w, uint64_t size);
+/* Gives the write lease back uncommitted (nothing changes) and frees w. */
+void pony_layout_write_abort(struct pony_layout_writer *w);
 
 #endif

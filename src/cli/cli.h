@@ -29,6 +29,7 @@ extern const struct cli_command cli_dev_command;    /* cmd_dev.c */
 extern const struct cli_command cli_fs_command;     /* cmd_fs.c */
 extern const struct cli_command cli_fs_layout_command; /* cmd_fs_layout.c: pony fs layout */
 extern const struct cli_command cli_fs_cat_command;    /* cmd_fs_direct.c: pony fs cat */
+extern const struct cli_command cli_fs_put_command;    /* cmd_fs_put.c: pony fs put */
 /* A layout call's errno (positive) as a sentence about path; CLI_EXIT_FAILURE. */
 int cli_layout_error(const char *path, int err);
 /* cmd_fs_scrub.c: pony fs resolve, badblocks, scrub */

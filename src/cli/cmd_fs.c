@@ -305,6 +305,7 @@ static const struct cli_command fs_commands_list[] = {
 static const struct cli_command *const fs_commands[] = {
 	&fs_commands_list[0], &fs_commands_list[1], &fs_commands_list[2], &fs_commands_list[3],
 	&fs_commands_list[4], &cli_fs_layout_command, &cli_fs_cat_command,
+	&cli_fs_put_command,
 	&cli_fs_resolve_command, &cli_fs_badblocks_command, &cli_fs_scrub_command,
 };
 

@@ -149,6 +149,9 @@ bool ponyfuse_crypt_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned cmd, void *ar
  * (req not answered). */
 bool ponyfuse_layout_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned cmd, unsigned flags,
 			   const void *in_buf, size_t in_bufsz, size_t out_bufsz);
+/* dwrite.c: the direct-write ioctls (docs/layout.md); false for another cmd. */
+bool ponyfuse_dwrite_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned cmd, struct fuse_file_info *fi,
+			   unsigned flags, const void *in_buf, size_t in_bufsz, size_t out_bufsz);
 /* scrub.c: resolve, bad blocks and scrub (docs/scrub.md); false for another cmd. */
 bool ponyfuse_scrub_ioctl(fuse_req_t req, unsigned cmd, const void *in_buf, size_t in_bufsz,
 			  size_t out_bufsz);

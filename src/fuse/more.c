@@ -344,6 +344,8 @@ static void pf_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 		return;
 	if (ponyfuse_scrub_ioctl(req, cmd, in_buf, in_bufsz, out_bufsz))
 		return;
+	if (ponyfuse_dwrite_ioctl(req, ino, cmd, fi, flags, in_buf, in_bufsz, out_bufsz))
+		return;
 	switch (cmd) {
 	case PONYFUSE_IOC_STATX:
 		ioctl_statx(req, fs, ino, in_buf, in_bufsz, out_bufsz);

@@ -156,8 +156,7 @@ int layout_fetch(struct pony_layout *l)
 	}
 }
 
-/* The members of the data region, each opened read-only (or -1: missing). */
-static int members_open(struct pony_layout *l)
+int layout_members_open(struct pony_layout *l, int flags)
 {
 	struct ponyfuse_layout_member_arg first = { .version = PONYFUSE_LAYOUT_VERSION };
 
@@ -181,7 +180,7 @@ static int members_open(struct pony_layout *l)
 		m->arg.device[sizeof(m->arg.device) - 1] = 0;
 		/* A member the daemon failed is not read: its blocks are rebuilt. */
 		if (m->arg.device[0] && m->arg.state == 0)
-			m->fd = open(m->arg.device, O_RDONLY | O_CLOEXEC);
+			m->fd = open(m->arg.device, flags | O_CLOEXEC);
 	}
 	return 0;
 }
@@ -198,7 +197,7 @@ int pony_layout_get(int fd, uint64_t off, uint64_t len, struct pony_layout **ret
 	l->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 	r = l->fd < 0 ? -errno : layout_fetch(l);
 	if (!r && (l->flags & PONYFUSE_LAYOUT_ON_VOLUME))
-		r = members_open(l);
+		r = layout_members_open(l, O_RDONLY);
 	if (r) {
 		pony_layout_return(l);
 		return r;

@@ -55,6 +55,12 @@ struct pony_layout {
 	struct pony_layout_stats stats;
 };
 
+/* get.c: the members of the data region, each opened with flags (O_RDONLY,
+ * O_WRONLY) by the client itself; fd -1 for one missing or not working. */
+int layout_members_open(struct pony_layout *l, int flags);
+/* rebuild.c: the volume of the members, assembled read-only once (l->set):
+ * the engine's geometry and parity for rebuilds and direct writes. */
+int layout_set_get(struct pony_layout *l);
 /* get.c: (re)fetches the extents, checksums and pieces of [l->off, l->end). */
 int layout_fetch(struct pony_layout *l);
 /* get.c: the lease's state now: HELD/RECALLED (or no lease: HELD), EXPIRED. */

@@ -19,8 +19,7 @@
 #include "pony/volume_repair.h"
 #include "internal.h"
 
-/* The volume of the members the mount reads, assembled once. */
-static int set_get(struct pony_layout *l)
+int layout_set_get(struct pony_layout *l)
 {
 	struct bdev *devs[VOLUME_MAX_MEMBERS];
 	unsigned n = 0;
@@ -57,7 +56,7 @@ int layout_rebuild(struct pony_layout *l, void *dst, uint64_t volume_off, uint64
 
 	if (!(l->flags & PONYFUSE_LAYOUT_ON_VOLUME))
 		return -EBADMSG;        /* one image: no redundancy to rebuild from */
-	r = set_get(l);
+	r = layout_set_get(l);
 	if (r < 0)
 		return r == -ENODEV ? -EBADMSG : r;
 	v = volume_set_volume(l->set);
