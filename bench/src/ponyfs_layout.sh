@@ -12,7 +12,7 @@
 #    reader rebuilds that member's blocks (the volume library, read-only).
 # RATIO layout_read_*_vs_mount: the mount's time over the direct read's
 # (over 1: the direct reader ahead). Medians of RUNS, the two readers in
-# turns within a run.
+# turns within a run. Then the write row (below): layout_write_vs_mount.
 
 LAYOUT_MB=1024
 [ $QUICK = 1 ] && LAYOUT_MB=256
@@ -82,6 +82,44 @@ layout_row() {
 layout_row hot hot "${LIMGS[@]}"
 layout_row cold cold "${LIMGS[@]}"
 layout_row degraded hot --degraded "${LDEGRADED[@]}"
+
+# Direct writes: a LAYOUT_MB file (in the page cache) put by `pony fs put
+# --direct` (fresh stripes, data and parity written by the client, the
+# members flushed, one commit) against `pony fs put` through the mount
+# (written, then fsync'd), each into a file removed and synced away first
+# (room for it: the images hold about twice the file). RATIO
+# layout_write_vs_mount: the mount's time over the direct write's.
+layout_mount "${LIMGS[@]}"
+rm -f "$W/lm/big"
+"$PONY" sync "$W/lm"
+head -c $((LAYOUT_MB * 1048576)) /dev/urandom >"$W/lsrc"
+# layout_put HOW: LT, the seconds of one put of $W/lsrc by HOW (direct or mount).
+layout_put() {
+	rm -f "$W/lm/w"
+	"$PONY" sync "$W/lm"
+	local s=$EPOCHREALTIME
+	if [ "$1" = direct ]; then
+		"$PONY" fs put --direct "$W/lsrc" "$W/lm/w"
+	else
+		"$PONY" fs put "$W/lsrc" "$W/lm/w"
+	fi
+	LT=$(calc "$EPOCHREALTIME - $s")
+}
+lw_d=() lw_m=()
+for i in $(seq 0 $((RUNS - 1))); do
+	if [ $((i % 2)) = 0 ]; then
+		layout_put direct; lw_d+=("$LT"); layout_put mount; lw_m+=("$LT")
+	else
+		layout_put mount; lw_m+=("$LT"); layout_put direct; lw_d+=("$LT")
+	fi
+done
+cmp "$W/lm/w" "$W/lsrc" || echo "# layout_write: the file put last differs from its source" >&2
+echo "# layout_write runs: direct ${lw_d[*]} s, mount ${lw_m[*]} s" >&2
+lw_td=$(med "${lw_d[@]}") lw_tm=$(med "${lw_m[@]}")
+echo "RESULT layout_write_gbs $(calc "$LAYOUT_MB * 1048576 / $lw_td / 1e9") GB/s"
+echo "RESULT layout_write_mount_gbs $(calc "$LAYOUT_MB * 1048576 / $lw_tm / 1e9") GB/s"
+ratio layout_write_vs_mount "$lw_tm" "$lw_td"
+rm -f "$W/lsrc"
 fusermount3 -u "$W/lm"
 wait "$LPID" || true
 LPID=''
