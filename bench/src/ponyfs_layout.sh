@@ -19,8 +19,8 @@ LAYOUT_MB=1024
 mkdir -p "$W/lm"
 LIMGS=()
 for i in 0 1 2 3 4 5; do
-	# A quarter of the file per member (4 data of 6), plus the metadata region.
-	truncate -s $((LAYOUT_MB / 4 + 192))M "$W/l$i.img"
+	# Half the file per member (4 data of 6: room for two), plus the metadata region.
+	truncate -s $((LAYOUT_MB / 2 + 192))M "$W/l$i.img"
 	LIMGS+=("$W/l$i.img")
 done
 LDEGRADED=("$W/l0.img" "$W/l1.img" "$W/l3.img" "$W/l4.img" "$W/l5.img")
@@ -81,17 +81,15 @@ layout_row() {
 }
 layout_row hot hot "${LIMGS[@]}"
 layout_row cold cold "${LIMGS[@]}"
-layout_row degraded hot --degraded "${LDEGRADED[@]}"
 
 # Direct writes: a LAYOUT_MB file (in the page cache) put by `pony fs put
 # --direct` (fresh stripes, data and parity written by the client, the
 # members flushed, one commit) against `pony fs put` through the mount
 # (written, then fsync'd), each into a file removed and synced away first
-# (room for it: the images hold about twice the file). RATIO
-# layout_write_vs_mount: the mount's time over the direct write's.
+# (the images hold the read rows' file and this one). Before the degraded
+# row, which leaves member 2 stale. RATIO layout_write_vs_mount: the
+# mount's time over the direct write's.
 layout_mount "${LIMGS[@]}"
-rm -f "$W/lm/big"
-"$PONY" sync "$W/lm"
 head -c $((LAYOUT_MB * 1048576)) /dev/urandom >"$W/lsrc"
 # layout_put HOW: LT, the seconds of one put of $W/lsrc by HOW (direct or mount).
 layout_put() {
@@ -119,7 +117,9 @@ lw_td=$(med "${lw_d[@]}") lw_tm=$(med "${lw_m[@]}")
 echo "RESULT layout_write_gbs $(calc "$LAYOUT_MB * 1048576 / $lw_td / 1e9") GB/s"
 echo "RESULT layout_write_mount_gbs $(calc "$LAYOUT_MB * 1048576 / $lw_tm / 1e9") GB/s"
 ratio layout_write_vs_mount "$lw_tm" "$lw_td"
-rm -f "$W/lsrc"
+rm -f "$W/lsrc" "$W/lm/w"
+"$PONY" sync "$W/lm"
+layout_row degraded hot --degraded "${LDEGRADED[@]}"
 fusermount3 -u "$W/lm"
 wait "$LPID" || true
 LPID=''

@@ -245,6 +245,11 @@ ssize_t pony_layout_write(struct pony_layout_writer *w, const void *buf, uint64_
 	}
 	if (r)
 		return r;
+	/* The disks start on it now, while the caller brings more: the
+	 * commit's flush then waits for less. */
+	for (unsigned i = 0; i < w->l->nmembers; i++)
+		if (w->dirty[i])
+			sync_file_range(w->l->members[i].fd, 0, 0, SYNC_FILE_RANGE_WRITE);
 	w->end = len % PONYFS_BLOCK_SIZE ? UINT64_MAX : off + len;
 	return (ssize_t)len;
 }
