@@ -68,7 +68,7 @@ static int write_locked(struct ponyfs *fs, uint64_t ino, uint64_t fh, struct vfs
 	struct ponyfs_inode *in;
 	struct ponyfs_lease *e;
 	uint64_t region, sblk, want, p, n;
-	int64_t per;
+	int64_t per = 0;
 	int r = writer_inode(fs, ino, fh, &in);
 
 	if (r >= 0)
@@ -78,15 +78,15 @@ static int write_locked(struct ponyfs *fs, uint64_t ino, uint64_t fh, struct vfs
 	if (w->offset % BS || !w->length || w->length > (1ull << 50) ||
 	    w->offset > (1ull << 50) - w->length)
 		return -EINVAL;
-	/* Every stripe maps to as many pieces: what one takes bounds the grant. */
-	per = ponyfs_layout_pieces_locked(fs, region, 0, sblk, 0, NULL, 0);
-	if (per <= 0)
-		return per < 0 ? (int)per : -EOPNOTSUPP;
-	want = MIN(DIV_ROUND_UP(w->length, sblk * BS), w->max_pieces / (uint64_t)per);
-	want = MIN(want, MAX(GRANT_MAX_BYTES / (sblk * BS), 1u));
-	if (!want)
-		return -ENOBUFS;
+	want = MIN(DIV_ROUND_UP(w->length, sblk * BS), MAX(GRANT_MAX_BYTES / (sblk * BS), 1u));
 	r = ponyfs_alloc_stripes_find_locked(fs, sblk, want, &p, &n);
+	/* As many stripes as the answer's pieces can describe (a parity
+	 * stripe takes a few pieces per chunk, a mirror two for any length). */
+	while (r >= 0 && (per = ponyfs_layout_pieces_locked(fs, region, p, n, 0, NULL, 0)) >= 0 &&
+	       (uint64_t)per > w->max_pieces && n > sblk)
+		n = MAX(n / sblk / 2, 1u) * sblk;
+	if (r >= 0 && (per < 0 || (uint64_t)per > w->max_pieces))
+		r = per < 0 ? (int)per : -ENOBUFS;
 	/* Blocks promised to cached data stay theirs. */
 	if (r >= 0 && !ponyfs_reserve_fits(fs, n))
 		r = -ENOSPC;
