@@ -24,16 +24,9 @@ static void ioctl_write(fuse_req_t req, struct vfs *fs, fuse_ino_t ino, uint64_t
 	struct vfs_layout_write w;
 	int r;
 
-	if (in_bufsz < sizeof(*a) || out_bufsz < sizeof(*a)) {
-		fuse_reply_err(req, EINVAL);
+	a = ponyfuse_ioctl_arg(req, in_buf, in_bufsz, out_bufsz, sizeof(*a), true);
+	if (!a)
 		return;
-	}
-	a = malloc(sizeof(*a));
-	if (!a) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	memcpy(a, in_buf, sizeof(*a));
 	w = (struct vfs_layout_write){ .offset = a->offset, .length = a->length, .lease = a->lease,
 				       .max_pieces = PONYFUSE_LAYOUT_PIECES };
 	w.pieces = calloc(PONYFUSE_LAYOUT_PIECES, sizeof(*w.pieces));
@@ -69,16 +62,9 @@ static void ioctl_commit(fuse_req_t req, struct ponyfuse *pf, fuse_ino_t ino, ui
 	struct vfs_layout_commit_extent ext[PONYFUSE_COMMIT_EXTENTS];
 	int r;
 
-	if (in_bufsz < sizeof(*a)) {
-		fuse_reply_err(req, EINVAL);
+	a = ponyfuse_ioctl_arg(req, in_buf, in_bufsz, 0, sizeof(*a), false);
+	if (!a)
 		return;
-	}
-	a = malloc(sizeof(*a));
-	if (!a) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	memcpy(a, in_buf, sizeof(*a));
 	if (a->version != PONYFUSE_LAYOUT_VERSION)
 		r = -EPROTONOSUPPORT;
 	else if (a->nextents > PONYFUSE_COMMIT_EXTENTS || a->ncsums > PONYFUSE_COMMIT_CSUMS)

@@ -141,6 +141,11 @@ bool ponyfuse_caller_capable(fuse_req_t req, unsigned cap);
  */
 int ponyfuse_caller_read(fuse_req_t req, void *addr, void *buf, size_t len);
 int ponyfuse_caller_write(fuse_req_t req, void *addr, void *buf, size_t len);
+/* more.c: a restricted ioctl's fixed-size argument (size bytes in, and
+ * back out when out), copied into a malloc'd block; NULL when too short or
+ * out of memory, req answered then. */
+void *ponyfuse_ioctl_arg(fuse_req_t req, const void *in_buf, size_t in_bufsz, size_t out_bufsz,
+			 size_t size, bool out);
 /* crypt.c: Linux's fscrypt ioctls and pony's two (salt, forced removal);
  * false when cmd is none of them (req not answered). */
 bool ponyfuse_crypt_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned cmd, void *arg,

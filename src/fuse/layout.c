@@ -83,16 +83,9 @@ static void ioctl_layout(fuse_req_t req, struct vfs *fs, fuse_ino_t ino, unsigne
 		fuse_reply_err(req, EISDIR);
 		return;
 	}
-	if (in_bufsz < sizeof(*a) || out_bufsz < sizeof(*a)) {
-		fuse_reply_err(req, EINVAL);
+	a = ponyfuse_ioctl_arg(req, in_buf, in_bufsz, out_bufsz, sizeof(*a), true);
+	if (!a)
 		return;
-	}
-	a = malloc(sizeof(*a));
-	if (!a) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	memcpy(a, in_buf, sizeof(*a));
 	r = a->version == PONYFUSE_LAYOUT_VERSION ? layout_page(fs, ino, a) : -EPROTONOSUPPORT;
 	if (r < 0) {
 		fuse_reply_err(req, -r);

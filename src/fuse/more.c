@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <linux/limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
 
@@ -286,6 +287,24 @@ static void ioctl_requests(fuse_req_t req, struct ponyfuse *pf, size_t out_bufsz
 	len = r < 0 ? 0 : MIN((size_t)r, size);
 	ponyfuse_devio_counters(pf, a.text + len, size - len);
 	fuse_reply_ioctl(req, 0, &a, sizeof(a));
+}
+
+void *ponyfuse_ioctl_arg(fuse_req_t req, const void *in_buf, size_t in_bufsz, size_t out_bufsz,
+			 size_t size, bool out)
+{
+	void *a;
+
+	if (in_bufsz < size || (out && out_bufsz < size)) {
+		fuse_reply_err(req, EINVAL);
+		return NULL;
+	}
+	a = malloc(size);
+	if (!a) {
+		fuse_reply_err(req, ENOMEM);
+		return NULL;
+	}
+	memcpy(a, in_buf, size);
+	return a;
 }
 
 /* process_vm_readv or _writev of len bytes at the caller's addr. */
