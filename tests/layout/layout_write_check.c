@@ -46,6 +46,9 @@ static int expire(const char *file, const char *src, long ms)
 	nanosleep(&(struct timespec){ .tv_sec = ms / 1000, .tv_nsec = ms % 1000 * 1000000 }, NULL);
 	r = pony_layout_commit(w, (uint64_t)st.st_size);
 	printf("commit after %ld ms: %s\n", ms, r ? strerror(-r) : "applied");
+	free(buf);
+	close(fd);
+	close(sfd);
 	return r == -ESTALE ? 0 : 1;
 }
 
@@ -91,6 +94,10 @@ static int foreign(const char *file)
 	bad |= expect("an unknown lease", commit_one(fd, 0x7654321, a->volume_offset), -ESTALE);
 	bad |= expect("a grant on a read-only descriptor", grant(rofd, PONYFUSE_LEASE_NEW, b),
 		      -EBADF);
+	free(a);
+	free(b);
+	close(fd);
+	close(rofd);
 	return bad;
 }
 
