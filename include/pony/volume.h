@@ -204,6 +204,20 @@ int volume_scrub_from(struct volume *v, unsigned seg, uint64_t from_off, bool re
 		      uint64_t rate, volume_mismatch_fn report, void *report_arg,
 		      volume_progress_fn progress, void *arg, uint64_t *ret_count);
 
+/*
+ * Scrubs [off, off+len) of seg (whole units around it) as volume_scrub_from
+ * does, and hands data() each piece whose copies or parity agreed: its
+ * bytes as a read returns them, at their offset in the segment, so a layer
+ * with checksums checks them without reading everything a second time.
+ * Pieces with a finding or a member out, and levels without redundancy
+ * (which have nothing to scrub), are not handed: the caller reads those.
+ */
+typedef void (*volume_scrub_data_fn)(uint64_t seg_off, const uint8_t *data, size_t len,
+				     void *arg);
+int volume_scrub_span(struct volume *v, unsigned seg, uint64_t off, uint64_t len, bool repair,
+		      volume_mismatch_fn report, void *report_arg, volume_scrub_data_fn data,
+		      void *data_arg);
+
 /* Bad blocks of a member (an md bad-block log): reads there are reconstructed. */
 int volume_member_add_badblock(struct volume *v, unsigned seg, unsigned m,
 			       uint64_t dev_off, uint64_t len);
