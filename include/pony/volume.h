@@ -116,8 +116,7 @@ int64_t volume_map(const struct volume *v, uint64_t off, uint64_t len, struct vo
  * (bad blocks and scrub findings back to volume bytes). DATA and COPY:
  * ret->vol_off is the volume byte there (len 1); P and Q: the stripe row
  * they protect (vol_off its first byte, len its data width). -ENOENT when
- * no segment uses that byte (superblocks, the member's tail), -EOPNOTSUPP
- * for raid10.
+ * no segment uses that byte (superblocks, the member's tail).
  */
 int volume_unmap(const struct volume *v, unsigned m, uint64_t dev_byte, struct volume_piece *ret);
 /* Where member m's data of segment seg starts on its device (dev_start); 0 out of range. */
