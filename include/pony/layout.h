@@ -90,9 +90,10 @@ int pony_layout_write_open(int fd, struct pony_layout_writer **ret);
 /*
  * Writes len bytes of buf at file offset off (a multiple of 4096; a write
  * that is not a multiple of 4096 long must be the last) to fresh stripes:
- * len, or -errno. Not visible through the mount until committed; writing
- * a range twice keeps the later bytes. -ESTALE: the write lease expired or
- * was revoked (start again: nothing changed).
+ * len, or -errno. Not visible through the mount until committed; each
+ * file range is written once (the commit refuses overlaps: -EINVAL).
+ * -ESTALE: the write lease expired or was revoked (start again: nothing
+ * changed).
  */
 ssize_t pony_layout_write(struct pony_layout_writer *w, const void *buf, uint64_t off, size_t len);
 /*
