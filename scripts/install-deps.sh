@@ -15,6 +15,8 @@ packages=(
 	fuse3 fuse-overlayfs util-linux e2fsprogs xfsprogs btrfs-progs
 	dosfstools exfatprogs squashfs-tools mdadm xz-utils sqlite3 kmod fdisk
 	udev libudev1 attr acl libcap2-bin iproute2
+	# tests/cli/cli_docs.py renders the man pages with groff
+	groff-base
 	# the union as podman's mount_program (tests/union/union_podman.sh):
 	# podman with runc (crun refuses this host's cgroups), newuidmap for
 	# rootless, busybox-static for the test image, strace for a test
