@@ -4,12 +4,14 @@
 #   make          build (build/)
 #   make check    all tests, plain and under ASan+UBSan (build-asan/)
 #   make demo     pony's main job, on image files it creates
+#                 (DEMO_ARGS=--bench: with its benchmarks)
 #   make bench    every bench/<component>, full runs (BENCH_ARGS=--quick for short)
 #   make fuzz     the libFuzzer targets, briefly (FUZZ_SECONDS=N each)
 #   make soak     the fault-injection soak, SOAK_SECONDS (600) long
 
 MESON_OPTS ?=
 BENCH_ARGS ?=
+DEMO_ARGS ?=
 FUZZ_SECONDS ?= 30
 SOAK_SECONDS ?= 600
 
@@ -41,7 +43,7 @@ check: check-plain check-asan
 	@python3 scripts/test-summary.py build build-asan
 
 demo: build
-	@bash scripts/demo.sh
+	@bash scripts/demo.sh $(DEMO_ARGS)
 
 bench: build
 	@bash scripts/bench-all.sh $(BENCH_ARGS)
