@@ -49,4 +49,18 @@ out=$(mount -t fuse.pony-union mine "$T/m" -o lowerdir="$T/l1",bogus=1 2>&1) &&
 	fail "mounted with bogus=1"
 echo "$out" | grep -q "unknown option 'bogus=1'" || fail "bogus=1 said: $out"
 mountpoint -q "$T/m" && fail "a refused union left a mount"
+
+# Without /sbin/mount.fuse.pony-union, mount(8) runs mount.fuse3, which
+# runs pony-union from PATH (/usr/local/sbin here, in this namespace only).
+if command -v mount.fuse3 >/dev/null; then
+	umount /usr/sbin || fail "cannot take the helpers away"
+	mkdir -p "$T/path"
+	ln -s "$(realpath "$PONY")" "$T/path/pony-union"
+	mount --bind "$T/path" /usr/local/sbin || fail "cannot bind over /usr/local/sbin"
+	mount -t fuse.pony-union viafuse3 "$T/m" -o "lowerdir=$T/l1,upperdir=$T/u,workdir=$T/w" ||
+		fail "mount through mount.fuse3 and pony-union"
+	mounted_as "$T/m" viafuse3 fuse.pony-union
+	[ "$(cat "$T/m/new")" = new ] || fail "the upper through mount.fuse3's mount"
+	unmount "$T/m"
+fi
 pass
