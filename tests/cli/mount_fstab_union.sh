@@ -5,7 +5,8 @@
 # line's source and type fuse.pony-union; lowers read through it, writes
 # and deletions land in the upper, never in a lower, and are there after
 # umount and mount; `mount -o remount,ro` makes it read-only; a line of
-# lowers alone is a read-only union.
+# lowers alone is a read-only union; without the /sbin helper, mount.fuse3
+# runs pony-union to the same end.
 set -u
 . "$PONY_SRCDIR/tests/lib.sh"
 . "$PONY_SRCDIR/tests/cli/mount_lib.sh" mount-union
