@@ -58,10 +58,6 @@ if command -v mount.fuse3 >/dev/null; then
 	mkdir -p "$T/path"
 	ln -s "$(realpath "$PONY")" "$T/path/pony-union"
 	mount --bind "$T/path" /usr/local/sbin || fail "cannot bind over /usr/local/sbin"
-	mount -t fuse.pony-union viafuse3 "$T/m" -o "lowerdir=$T/l1,upperdir=$T/u,workdir=$T/w" ||
-		fail "mount through mount.fuse3 and pony-union"
-	mounted_as "$T/m" viafuse3 fuse.pony-union
-	[ "$(cat "$T/m/new")" = new ] || fail "the upper through mount.fuse3's mount"
-	unmount "$T/m"
+	union_round viafuse3 "$T/l1" "$T/u" "$T/w" new new "mount.fuse3 and pony-union"
 fi
 pass

@@ -65,9 +65,5 @@ echo data > "$T/m/f" || fail "write through the installed helper's mount"
 unmount "$T/m"
 mkdir -p "$T/lower" "$T/upper" "$T/work"
 echo low > "$T/lower/l"
-mount -t fuse.pony-union u "$T/m" -o "lowerdir=$T/lower,upperdir=$T/upper,workdir=$T/work" ||
-	fail "mount(8) through the installed mount.fuse.pony-union"
-mounted_as "$T/m" u fuse.pony-union
-[ "$(cat "$T/m/l")" = low ] || fail "read through the installed union"
-unmount "$T/m"
+union_round u "$T/lower" "$T/upper" "$T/work" l low "the installed mount.fuse.pony-union"
 pass

@@ -59,6 +59,17 @@ mounted_as() {
 		fail "/proc/mounts: $(grep " $1 " /proc/mounts)"
 }
 
+# union_round NAME LOWER UPPER WORK FILE TEXT WHAT: `mount -t fuse.pony-union
+# NAME $T/m` of those layers (WHAT says how, for the messages); it is NAME
+# of type fuse.pony-union, FILE reads TEXT through it; then umount.
+union_round() {
+	mount -t fuse.pony-union "$1" "$T/m" -o "lowerdir=$2,upperdir=$3,workdir=$4" ||
+		fail "mount through $7"
+	mounted_as "$T/m" "$1" fuse.pony-union
+	[ "$(cat "$T/m/$5")" = "$6" ] || fail "$5 through $7's mount"
+	unmount "$T/m"
+}
+
 # unmount MNT: umount(8), and MNT is no mount point after it.
 unmount() {
 	umount "$1" || fail "umount $1"
