@@ -1,9 +1,25 @@
 #!/usr/bin/env bash
 # demo.sh - pony's main job, shown on image files it creates under a
 # temporary directory. Each component adds its act here as it lands.
+#
+#   scripts/demo.sh [--bench]     (make demo [DEMO_ARGS=--bench])
+#
+# --bench adds the acall and POSIX AIO benchmarks (a minute more, and
+# figures that mean little on a loaded machine). The demo changes nothing
+# outside its directory without asking: FUSE over io_uring needs the fuse
+# module's enable_uring, a setting of the whole machine, so on a terminal
+# it asks first, and otherwise leaves it alone (PONY_DEMO_URING=1 allows it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PONY=$PWD/build/pony
+bench=false
+for arg in "$@"; do
+	case $arg in
+	--bench) bench=true ;;
+	-h|--help) sed -n '2,11s/^# \{0,1\}//p' "$0"; exit 0 ;;
+	*) echo "demo.sh: unknown argument '$arg' (--bench, --help)" >&2; exit 2 ;;
+	esac
+done
 work=$(mktemp -d /tmp/pony-demo.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
@@ -12,17 +28,21 @@ echo "   working in $work"
 
 echo
 echo "== acall: every blocking call, asynchronously (io_uring where it is fast, pony's workers where not)"
-"$PONY" acall routes | awk 'NR == 1 || /read |statx|getdents64|call/'
-"$PONY" acall mkfiles --count 20000 "$work/acall-tree"
-"$PONY" acall bench --op statx --depth 64 --seconds 1 "$work/acall-tree"
-head -c 64M /dev/urandom >"$work/acall.img"
-"$PONY" acall bench --op randread --depth 32 --seconds 1 "$work/acall.img"
-"$PONY" acall bench --op mixed --depth 32 --seconds 1 "$work/acall.img"
-python3 -c 'import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); os.fsync(fd)
+"$PONY" acall routes | awk 'NR <= 2 || /^(read|statx|getdents64|call) /'
+if $bench; then
+	"$PONY" acall mkfiles --count 20000 "$work/acall-tree"
+	"$PONY" acall bench --op statx --depth 64 --seconds 1 "$work/acall-tree"
+	head -c 64M /dev/urandom >"$work/acall.img"
+	"$PONY" acall bench --op randread --depth 32 --seconds 1 "$work/acall.img"
+	"$PONY" acall bench --op mixed --depth 32 --seconds 1 "$work/acall.img"
+	python3 -c 'import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); os.fsync(fd)
 os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)' "$work/acall.img"
-echo "   page cache before a no-cache run: $(fincore --noheadings --output RES "$work/acall.img")"
-"$PONY" acall bench --op randread --depth 32 --seconds 1 --nocache "$work/acall.img"
-echo "   page cache after it:              $(fincore --noheadings --output RES "$work/acall.img")"
+	echo "   page cache before a no-cache run: $(fincore --noheadings --output RES "$work/acall.img")"
+	"$PONY" acall bench --op randread --depth 32 --seconds 1 --nocache "$work/acall.img"
+	echo "   page cache after it:              $(fincore --noheadings --output RES "$work/acall.img")"
+else
+	echo "   (benchmarks: make demo DEMO_ARGS=--bench)"
+fi
 
 # ---- devdb: find devices by label from an index, never a scan ----------
 echo
@@ -75,7 +95,7 @@ echo "-- write 20 MB"
 echo "-- fail members 1 and 4"
 "$PONY" vol fail -m 1 "$vd"/d*.img
 "$PONY" vol fail -m 4 "$vd"/d*.img 2>/dev/null
-{ "$PONY" vol status "$vd"/d*.img 2>/dev/null || true; } | grep -E 'state|member'   # exit 1: degraded
+{ "$PONY" vol status "$vd"/d*.img 2>/dev/null || true; } | grep -E '^state|^MEMBER|^[0-9]'   # exit 1: degraded
 echo "-- read back with two members gone"
 "$PONY" vol read -L 20000000 -f "$vd/back" "$vd"/d*.img 2>/dev/null
 cmp "$vd/data" "$vd/back" && echo "   intact: $(sha256sum < "$vd/back" | cut -c1-16)"
@@ -113,9 +133,26 @@ union_demo_cleanup() {
 	rm -rf "$work"
 }
 trap union_demo_cleanup EXIT
-# --io-uring: requests over per-CPU io_uring rings (kernel 6.14+; it turns
-# on the fuse module's enable_uring and says so), else over /dev/fuse.
-"$PONY" union mount --io-uring --lower "$u/lower" --upper "$u/upper" --work "$u/work" "$u/pony"
+# uring_option: --io-uring when FUSE over io_uring may be used. Turning on
+# enable_uring changes every FUSE mount of the machine: ask, or leave it.
+uring_option() {
+	local param=/sys/module/fuse/parameters/enable_uring answer=
+	[ -r "$param" ] || return 0                     # kernel without it
+	if [[ $(cat "$param") == [Y1]* || ${PONY_DEMO_URING:-} == 1 ]]; then
+		echo --io-uring
+	elif [ -t 0 ] && [ "$(id -u)" -eq 0 ]; then
+		read -r -p "   FUSE over io_uring needs the fuse module's enable_uring, a setting for the
+   whole machine (every FUSE mount). Turn it on? [y/N] " answer </dev/tty >&2
+		[[ $answer == [yY]* ]] && echo --io-uring
+	else
+		echo "   (fuse's enable_uring is off: left alone, the union serves over /dev/fuse;" \
+		     "PONY_DEMO_URING=1 lets the demo turn it on)" >&2
+	fi
+	return 0
+}
+# --io-uring: requests over per-CPU io_uring rings (kernel 6.14+), when the
+# fuse module's enable_uring is on or the user lets the demo turn it on.
+"$PONY" union mount $(uring_option) --lower "$u/lower" --upper "$u/upper" --work "$u/work" "$u/pony"
 echo "   mounted: $(mount | grep "$u/pony" | cut -d' ' -f1,3,5)"
 echo "hostname=changed" > "$u/pony/etc/config"       # copy-up of a file
 rm "$u/pony/docs/tmp"                               # a whiteout
@@ -144,7 +181,7 @@ echo "   the lower is untouched: $(cat "$u/lower/etc/config"), docs/tmp still th
 
 # --- aio: an unmodified POSIX AIO program (fio's posixaio engine), glibc's
 # AIO and then pony's through LD_PRELOAD, 4 KiB random O_DIRECT reads, depth 32.
-if command -v fio >/dev/null && [ -f build/lib/libpony-aio.so ]; then
+if $bench && command -v fio >/dev/null && [ -f build/lib/libpony-aio.so ]; then
 	echo "== aio: fio posixaio, 4 KiB random O_DIRECT reads at depth 32, glibc then pony"
 	fio --name=fill --filename="$work/aio.img" --size=256M --rw=write --bs=1M \
 	    --ioengine=psync >/dev/null

@@ -8,13 +8,15 @@ packages=(
 	# build
 	gcc make pkg-config meson ninja-build python3
 	liburing-dev libsqlite3-dev libcmocka-dev libfuse3-dev libisal-dev
-	libudev-dev libssl-dev libblkid-dev libsmartcols-dev
+	libudev-dev libssl-dev libblkid-dev libsmartcols-dev uuid-dev
 	# fuzzing (libFuzzer ships with clang)
 	clang
 	# runtime peers and test oracles
 	fuse3 fuse-overlayfs util-linux e2fsprogs xfsprogs btrfs-progs
 	dosfstools exfatprogs squashfs-tools mdadm xz-utils sqlite3 kmod fdisk
 	udev libudev1 attr acl libcap2-bin iproute2
+	# tests/cli/cli_docs.py renders the man pages with groff
+	groff-base
 	# the union as podman's mount_program (tests/union/union_podman.sh):
 	# podman with runc (crun refuses this host's cgroups), newuidmap for
 	# rootless, busybox-static for the test image, strace for a test

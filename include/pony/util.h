@@ -103,6 +103,9 @@ void *util_array_grow(void *arr, size_t *cap, size_t n, size_t elem_size, size_t
 /* CRC32C (Castagnoli), as iSCSI, ext4 and btrfs use it; seed 0 for a new sum. */
 uint32_t util_crc32c(uint32_t seed, const void *buf, size_t len);
 
+/* A new RFC 4122 UUID, version 4 (random), variant 1 (libuuid). */
+void util_uuid_generate(uint8_t uuid[16]);
+
 /* Monotonic clock in nanoseconds. */
 static inline uint64_t util_now_ns(void)
 {

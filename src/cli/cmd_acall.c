@@ -16,6 +16,7 @@
 
 #include "cli.h"
 #include "cmd_acall.h"
+#include "table.h"
 #include "pony/util.h"
 
 int acall_parse_path(const char *text, enum acall_path *ret_path)
@@ -34,6 +35,22 @@ int acall_parse_path(const char *text, enum acall_path *ret_path)
 static const char *path_name(enum acall_path p)
 {
 	return p == ACALL_PATH_URING ? "uring" : p == ACALL_PATH_WORKERS ? "workers" : "auto";
+}
+
+/* The routes for people: one line an op, OP and PATH (uring or workers). */
+static int routes_table(struct acall_ring *ring)
+{
+	struct cli_table *t = cli_table_new("routes", false);
+
+	cli_table_column(t, "OP", 0);
+	cli_table_column(t, "PATH", 0);
+	for (unsigned op = 1; op < ACALL_OP__MAX; op++) {
+		struct cli_table_line *ln = cli_table_line(t, NULL);
+
+		cli_table_set(ln, 0, "%s", acall_opcode_name(op));
+		cli_table_set(ln, 1, "%s", path_name(acall_ring_route(ring, op)));
+	}
+	return cli_table_print(t);
 }
 
 static int routes_run(int argc, char **argv)
@@ -78,23 +95,17 @@ static int routes_run(int argc, char **argv)
 		util_json_object_begin(&j, NULL);
 		util_json_bool(&j, "io_uring", acall_ring_has_uring(ring));
 		util_json_object_begin(&j, "routes");
-	} else {
-		printf("io_uring: %s\n", acall_ring_has_uring(ring) ? "yes" : "no (workers only)");
-	}
-	for (unsigned op = 1; op < ACALL_OP__MAX; op++) {
-		const char *where = path_name(acall_ring_route(ring, op));
-
-		if (json)
-			util_json_string(&j, acall_opcode_name(op), where);
-		else
-			printf("  %-16s %s\n", acall_opcode_name(op), where);
-	}
-	if (json) {
+		for (unsigned op = 1; op < ACALL_OP__MAX; op++)
+			util_json_string(&j, acall_opcode_name(op),
+					 path_name(acall_ring_route(ring, op)));
 		util_json_object_end(&j);
 		util_json_object_end(&j);
 		util_json_end(&j);
+		return CLI_EXIT_OK;
 	}
-	return CLI_EXIT_OK;
+	/* --json keeps its object of op: path (scripts read it by op name). */
+	printf("io_uring: %s\n", acall_ring_has_uring(ring) ? "yes" : "no (workers only)");
+	return routes_table(ring);
 }
 
 /* Creates dir/dNNN/fNNNNN: count empty files, 1000 a directory, with

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "table.h"
 #include "pony/fuse.h"
 #include "pony/util.h"
 #include "pony/volume.h"
@@ -53,7 +54,7 @@ int cli_layout_error(const char *path, int err)
 					       "version", path);
 	case EACCES: return cli_error("%s is encrypted: keys never leave the mount; read it "
 				      "through the mount", path);
-	default: return cli_error("%s: %s", path, strerror(err));
+	default: return cli_path_error(path, err);
 	}
 }
 
@@ -91,6 +92,7 @@ struct layout_out {
 	const char *path;
 	struct util_json *j;
 	const struct members *mb;
+	struct cli_table *t;             /* people's output: extents, pieces below each */
 };
 
 static void json_members(const struct layout_out *o)
@@ -153,10 +155,22 @@ static void text_header(const struct layout_out *o, const struct ponyfuse_layout
 		printf("  member %u: %s%s%s %s\n", i, m->device[0] ? m->device : "(missing)",
 		       uuid[0] ? " uuid " : "", uuid, name_of(member_states, 3, m->state));
 	}
-	printf("%12s %10s %-9s %s\n", "file offset", "length", "state", "where");
 }
 
-static void print_piece(const struct layout_out *o, const struct ponyfuse_layout_piece *p)
+/* The extents' table: a line an extent, its pieces as child lines. */
+static struct cli_table *extents_table(void)
+{
+	struct cli_table *t = cli_table_new("extents", false);
+
+	cli_table_column(t, "FILE_OFFSET", CLI_COL_TREE);
+	cli_table_column(t, "LENGTH", CLI_COL_RIGHT);
+	cli_table_column(t, "STATE", 0);
+	cli_table_column(t, "WHERE", 0);
+	return t;
+}
+
+static void print_piece(const struct layout_out *o, struct cli_table_line *extent,
+			const struct ponyfuse_layout_piece *p)
 {
 	const struct ponyfuse_layout_member_arg *m = p->member < o->mb->n ? &o->mb->m[p->member] : NULL;
 	char uuid[VOLUME_UUID_STRLEN] = "";
@@ -164,9 +178,13 @@ static void print_piece(const struct layout_out *o, const struct ponyfuse_layout
 	if (m)
 		member_uuid(m, uuid);
 	if (!o->j) {
-		printf("    %-4s member %u %s%s%s at %" PRIu64 ": file %" PRIu64 "+%" PRIu64 "\n",
-		       name_of(role_names, 4, p->role), p->member, m ? m->device : "?",
-		       uuid[0] ? " uuid " : "", uuid, p->member_offset, p->file_offset, p->length);
+		struct cli_table_line *ln = cli_table_line(o->t, extent);
+
+		cli_table_set_u64(ln, 0, p->file_offset);
+		cli_table_set_u64(ln, 1, p->length);
+		cli_table_set(ln, 2, "%s", name_of(role_names, 4, p->role));
+		cli_table_set(ln, 3, "member %u %s%s%s at %" PRIu64, p->member, m ? m->device : "?",
+			      uuid[0] ? " uuid " : "", uuid, p->member_offset);
 		return;
 	}
 	util_json_object_begin(o->j, NULL);
@@ -186,13 +204,17 @@ static void print_extent(const struct layout_out *o, const struct ponyfuse_layou
 	bool placed = e->volume_offset != PONYFUSE_LAYOUT_NO_OFFSET;
 	uint64_t ncsums = e->state == PONYFUSE_LAYOUT_DATA ? e->length / a->block_size : 0;
 
+	struct cli_table_line *ln = NULL;
+
 	if (!o->j) {
-		printf("%12" PRIu64 " %10" PRIu64 " %-9s ", e->file_offset, e->length,
-		       name_of(state_names, 4, e->state));
+		ln = cli_table_line(o->t, NULL);
+		cli_table_set_u64(ln, 0, e->file_offset);
+		cli_table_set_u64(ln, 1, e->length);
+		cli_table_set(ln, 2, "%s", name_of(state_names, 4, e->state));
 		if (placed)
-			printf("volume %" PRIu64 "\n", e->volume_offset);
+			cli_table_set(ln, 3, "volume %" PRIu64, e->volume_offset);
 		else
-			printf("-\n");
+			cli_table_set(ln, 3, "-");
 	} else {
 		util_json_object_begin(o->j, NULL);
 		util_json_uint(o->j, "file_offset", e->file_offset);
@@ -207,7 +229,7 @@ static void print_extent(const struct layout_out *o, const struct ponyfuse_layou
 		util_json_array_begin(o->j, "pieces");
 	}
 	for (uint32_t i = 0; i < e->npieces && e->first_piece + i < a->npieces; i++)
-		print_piece(o, &a->pieces[e->first_piece + i]);
+		print_piece(o, ln, &a->pieces[e->first_piece + i]);
 	if (o->j) {
 		util_json_array_end(o->j);
 		util_json_object_end(o->j);
@@ -252,8 +274,10 @@ static int layout_walk(int fd, struct layout_out *o, struct members *mb, uint64_
 			break;
 		if (first && o->j)
 			json_header(o, a);
-		else if (first)
+		else if (first) {
 			text_header(o, a);
+			o->t = extents_table();
+		}
 		for (uint32_t i = 0; i < a->nextents; i++)
 			print_extent(o, a, &a->extents[i]);
 		if ((a->flags & PONYFUSE_LAYOUT_COMPLETE) || a->next <= off)
@@ -264,7 +288,10 @@ static int layout_walk(int fd, struct layout_out *o, struct members *mb, uint64_
 		util_json_array_end(o->j);
 		util_json_object_end(o->j);
 		util_json_end(o->j);
+	} else if (!r) {
+		r = cli_table_print(TAKE_PTR(o->t));
 	}
+	cli_table_free(o->t);
 	free(a);
 	return r;
 }
@@ -310,7 +337,7 @@ static int fs_layout_run(int argc, char **argv)
 	o.path = argv[optind];
 	_cleanup_(closep) int fd = open(o.path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
-		return cli_error("%s: %s", o.path, strerror(errno));
+		return cli_path_error(o.path, errno);
 	if (json) {
 		util_json_init(&j, stdout);
 		o.j = &j;

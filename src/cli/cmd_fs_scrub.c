@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "table.h"
 #include "pony/fuse.h"
 #include "pony/util.h"
 
@@ -37,6 +38,7 @@ static const char *name_of(const char *const *names, size_t n, uint32_t v)
 static int scrub_error(const char *cmd, const char *mnt, int err)
 {
 	switch (err) {
+	case ENOTCONN: return cli_path_error(mnt, err);
 	case ENOTTY: return cli_error("%s: %s: not a pony mount", cmd, mnt);
 	case EOPNOTSUPP: return cli_error("%s: %s: this mount's filesystem has no bad-block map "
 					  "or scrub (not ponyfs)", cmd, mnt);
@@ -56,7 +58,7 @@ static int mount_open(const char *cmd, const char *mnt, int *ret_fd)
 	int fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 	if (fd < 0)
-		return cli_error("%s: %s: %s", cmd, mnt, strerror(errno));
+		return cli_path_error(mnt, errno);
 	*ret_fd = fd;
 	return 0;
 }
@@ -71,10 +73,41 @@ static void member_device(int fd, uint32_t index, char *buf, size_t size)
 		snprintf(buf, size, "%s", m.device);
 }
 
+/* What lives at a resolved address, for people: "file offset 4096 of inode
+ * 12: /a /b", "metadata, database page 3", "free (data block 7)" ... */
+static void resolve_what(const struct ponyfuse_resolve_arg *a, char *buf, size_t size)
+{
+	const char *p = a->paths;
+	size_t n = 0;
+
+	switch (a->what) {
+	case 0: snprintf(buf, size, "free (data block %" PRIu64 ")", a->block); break;
+	case 1:
+		n = (size_t)snprintf(buf, size, "file offset %" PRIu64 " of inode %" PRIu64 ":",
+				     a->file_offset, a->ino);
+		for (uint32_t i = 0; i < a->npaths && *p && n < size; i++, p += strlen(p) + 1)
+			n += (size_t)snprintf(buf + n, size - n, " %s", p);
+		if (!a->npaths && n < size)
+			snprintf(buf + n, size - n, " (no path: an unlinked file still open)");
+		break;
+	case 2:
+		n = (size_t)snprintf(buf, size, "metadata, %s", name_of(meta_names, 5, a->meta));
+		if ((a->meta == 2 || a->meta == 3) && n < size)
+			snprintf(buf + n, size - n, " %s %" PRIu64, a->meta == 2 ? "page" : "frame",
+				 a->page);
+		break;
+	case 3:
+		snprintf(buf, size, "parity of the stripe row at volume %" PRIu64 "+%" PRIu64,
+			 a->volume_offset, a->row_length);
+		break;
+	default: snprintf(buf, size, "in no region of the filesystem"); break;
+	}
+}
+
 /* The output of one resolved address, for people or as a JSON object's fields. */
 static void resolve_print(int fd, const struct ponyfuse_resolve_arg *a, struct util_json *j)
 {
-	char dev[256];
+	char dev[256], what[sizeof(a->paths) + 128];
 	const char *p = a->paths;
 
 	member_device(fd, a->member, dev, sizeof(dev));
@@ -111,31 +144,10 @@ static void resolve_print(int fd, const struct ponyfuse_resolve_arg *a, struct u
 	if (a->member != UINT32_MAX)
 		printf(" (member %u %s sector %" PRIu64 ", %s)", a->member, dev[0] ? dev : "(missing)",
 		       a->member_offset / 512, name_of(role_names, 4, a->role));
-	switch (a->what) {
-	case 0: printf(": free (data block %" PRIu64 ")\n", a->block); break;
-	case 1:
-		printf(": file offset %" PRIu64 " of inode %" PRIu64 ":", a->file_offset, a->ino);
-		for (uint32_t i = 0; i < a->npaths && *p; i++, p += strlen(p) + 1)
-			printf(" %s", p);
-		if (!a->npaths)
-			printf(" (no path: an unlinked file still open)");
-		printf("\n");
-		break;
-	case 2:
-		printf(": metadata, %s", name_of(meta_names, 5, a->meta));
-		if (a->meta == 2 || a->meta == 3)
-			printf(" %s %" PRIu64, a->meta == 2 ? "page" : "frame", a->page);
-		printf("\n");
-		break;
-	case 3:
-		printf(": parity of the stripe row at volume %" PRIu64 "+%" PRIu64 "\n",
-		       a->volume_offset, a->row_length);
-		break;
-	default: printf(": in no region of the filesystem\n"); break;
-	}
+	resolve_what(a, what, sizeof(what));
+	printf(": %s\n", what);
 }
 
-/* MEMBER (an index or a member's device) of the mount's volume; -1: no such member. */
 static int member_find(int fd, const char *text)
 {
 	struct ponyfuse_layout_member_arg m = { .version = PONYFUSE_LAYOUT_VERSION };
@@ -247,10 +259,38 @@ static int fs_resolve_run(int argc, char **argv)
 }
 
 #define BADBLOCKS "pony fs badblocks"
+/* The bad-block table's columns; WHAT is last, as it is the longest. */
+static const char *const badblocks_cols[] = {
+	"SOURCE", "REPAIRED", "LENGTH", "VOLUME", "MEMBER", "DEVICE", "SECTOR", "ROLE", "WHAT",
+};
+
+/* One known bad region as a row: where it is and what lives there. */
+static void badblocks_row(struct cli_table *t, int fd, const struct ponyfuse_badblock_arg *a)
+{
+	struct cli_table_line *ln = cli_table_line(t, NULL);
+	const struct ponyfuse_resolve_arg *w = &a->where;
+	char dev[256], what[sizeof(w->paths) + 128];
+
+	cli_table_set(ln, 0, "%s", name_of(source_names, 4, a->source));
+	cli_table_set(ln, 1, "%s", a->repaired ? "yes" : "no");
+	cli_table_set_u64(ln, 2, a->length);
+	cli_table_set_u64(ln, 3, w->volume_offset);
+	if (w->member != UINT32_MAX) {
+		member_device(fd, w->member, dev, sizeof(dev));
+		cli_table_set_u64(ln, 4, w->member);
+		cli_table_set(ln, 5, "%s", dev[0] ? dev : "(missing)");
+		cli_table_set_u64(ln, 6, w->member_offset / 512);
+		cli_table_set(ln, 7, "%s", name_of(role_names, 4, w->role));
+	}
+	resolve_what(w, what, sizeof(what));
+	cli_table_set(ln, 8, "%s", what);
+}
+
 static int fs_badblocks_run(int argc, char **argv)
 {
 	struct ponyfuse_badblock_arg *a = calloc(1, sizeof(*a));
 	_cleanup_(closep) int fd = -1;
+	struct cli_table *t = NULL;
 	struct util_json j;
 	bool json = false;
 	uint32_t i;
@@ -268,6 +308,12 @@ static int fs_badblocks_run(int argc, char **argv)
 	if (!r && json) {
 		util_json_init(&j, stdout);
 		util_json_array_begin(&j, NULL);
+	} else if (!r) {
+		/* --json stays util_json's: a top-level array, as scripts read it. */
+		t = cli_table_new("badblocks", false);
+		for (size_t c = 0; c < ARRAY_SIZE(badblocks_cols); c++)
+			cli_table_column(t, badblocks_cols[c], c >= 2 && c <= 4 ? CLI_COL_RIGHT :
+					 c == 6 ? CLI_COL_RIGHT : 0);
 	}
 	for (i = 0; !r; i++) {
 		*a = (struct ponyfuse_badblock_arg){ .version = PONYFUSE_SCRUB_VERSION, .index = i };
@@ -284,9 +330,7 @@ static int fs_badblocks_run(int argc, char **argv)
 			resolve_print(fd, &a->where, &j);
 			util_json_object_end(&j);
 		} else {
-			printf("%s, %s, %" PRIu64 " bytes: ", name_of(source_names, 4, a->source),
-			       a->repaired ? "repaired" : "not repaired", a->length);
-			resolve_print(fd, &a->where, NULL);
+			badblocks_row(t, fd, a);
 		}
 	}
 	if (!r && json) {
@@ -294,8 +338,11 @@ static int fs_badblocks_run(int argc, char **argv)
 		util_json_end(&j);
 	} else if (!r && !i) {
 		printf("no bad blocks known\n");
+	} else if (!r) {
+		r = cli_table_print(TAKE_PTR(t));
 	}
 	free(a);
+	cli_table_free(t);
 	return r < 0 ? CLI_EXIT_OK : r;
 }
 

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "table.h"
 #include "pony/bdev.h"
 #include "pony/util.h"
 #include "vol.h"
@@ -448,43 +449,34 @@ static int vol_scrub_run(int argc, char **argv)
 static int vol_badblocks_run(int argc, char **argv)
 {
 	ADMIN_PARSE("Usage: pony vol badblocks [--json] DEV...\n"
-		    "Lists each member's bad-block log (byte ranges past its data start).\n")
-	struct util_json j;
+		    "Lists each member's bad-block log (byte ranges past its data start),\n"
+		    "a table: REGION, MEMBER, OFFSET, LENGTH.\n")
+	static const char *const cols[] = { "REGION", "MEMBER", "OFFSET", "LENGTH" };
+	struct cli_table *t;
 
 	r = vol_open("pony vol badblocks", argv + optind, argc - optind,
 		     VOL_OPEN_RDONLY | VOL_OPEN_QUIET, &h);
 	if (r)
 		return r;
-	if (o.json) {
-		util_json_init(&j, stdout);
-		util_json_object_begin(&j, NULL);
-		util_json_array_begin(&j, "badblocks");
-	}
+	t = cli_table_new("badblocks", o.json);
+	for (size_t c = 0; c < ARRAY_SIZE(cols); c++)
+		cli_table_column(t, cols[c], CLI_COL_NUMBER);
 	for (unsigned s = 0; s < volume_segment_count(h.v); s++)
 		for (unsigned m = 0; m < volume_member_count(h.v, s); m++) {
 			uint64_t offs[64], lens[64];
 			unsigned n = volume_member_badblocks(h.v, s, m, offs, lens, 64);
 
 			for (unsigned i = 0; i < n; i++) {
-				if (!o.json) {
-					printf("region %u member %u: %llu +%llu\n", s, m,
-					       (unsigned long long)offs[i], (unsigned long long)lens[i]);
-					continue;
-				}
-				util_json_object_begin(&j, NULL);
-				util_json_uint(&j, "region", s);
-				util_json_uint(&j, "member", m);
-				util_json_uint(&j, "offset", offs[i]);
-				util_json_uint(&j, "length", lens[i]);
-				util_json_object_end(&j);
+				struct cli_table_line *ln = cli_table_line(t, NULL);
+
+				cli_table_set_u64(ln, 0, s);
+				cli_table_set_u64(ln, 1, m);
+				cli_table_set_u64(ln, 2, offs[i]);
+				cli_table_set_u64(ln, 3, lens[i]);
 			}
 		}
-	if (o.json) {
-		util_json_array_end(&j);
-		util_json_object_end(&j);
-		util_json_end(&j);
-	}
-	return vol_close(&h) ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
+	r = cli_table_print(t);
+	return vol_close(&h) || r ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
 }
 
 const struct cli_command cli_vol_fail = { "fail", "mark a member faulty", vol_fail_run };

@@ -1,8 +1,8 @@
 /*
  * cmd_vol_status.c - how `pony vol` commands print a volume's state: the
  * status of assemble and status (text or JSON, a state line: clean,
- * degraded, rebuilding; status's exit says it, as mdadm --detail --test
- * does), and the JSON every state changing command (create, fail, add,
+ * degraded, rebuilding, then a table of members and spares; status's exit
+ * says it, as mdadm --detail --test does), and the JSON every state changing command (create, fail, add,
  * replace, rebuild) prints with --json, so scripts read one shape: the
  * volume, its members and its spares.
  */
@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "table.h"
 #include "pony/util.h"
 #include "vol.h"
 
@@ -165,6 +166,47 @@ void vol_json_report(struct vol_handle *h, const char *action, int member, const
 	util_json_end(&j);
 }
 
+/*
+ * The members and spares for people: MEMBER (its index, or spareN), STATE,
+ * DEVICE, BADBLOCKS (ranges in its log) and NOTE (refused, missing: then
+ * the member UUID the volume expects, so the right device can be found).
+ */
+static void members_table(struct vol_handle *h)
+{
+	static const char *const cols[] = { "MEMBER", "STATE", "DEVICE", "BADBLOCKS", "NOTE" };
+	struct cli_table *t = cli_table_new("members", false);
+	char uuid[VOLUME_UUID_STRLEN];
+
+	for (size_t c = 0; c < ARRAY_SIZE(cols); c++)
+		cli_table_column(t, cols[c], c == 3 ? CLI_COL_RIGHT : 0);
+	for (unsigned m = 0; m < volume_member_count(h->v, 0); m++) {
+		struct cli_table_line *ln = cli_table_line(t, NULL);
+		struct volume_set_member sm;
+
+		member_get(h, m, &sm);
+		volume_uuid_format(sm.uuid, uuid);
+		cli_table_set_u64(ln, 0, m);
+		cli_table_set(ln, 1, "%s", vol_state_name(sm.state));
+		cli_table_set(ln, 2, "%s", sm.device ? sm.device : "-");
+		cli_table_set_u64(ln, 3, sm.badblocks);
+		if (sm.stale || sm.truncated)
+			cli_table_set(ln, 4, "%s, refused", sm.stale ? "stale" : "truncated");
+		else if (h->set && !sm.device)
+			cli_table_set(ln, 4, "missing: uuid %s", uuid);
+	}
+	for (unsigned i = 0; h->set && i < volume_set_spare_count(h->set); i++) {
+		struct cli_table_line *ln = cli_table_line(t, NULL);
+		const char *d = volume_set_spare_device(h->set, i);
+
+		cli_table_set(ln, 0, "spare%u", i);
+		cli_table_set(ln, 1, "idle");
+		cli_table_set(ln, 2, "%s", d ? d : "-");
+		if (!d)
+			cli_table_set(ln, 4, "missing");
+	}
+	cli_table_print(t);
+}
+
 static void status_text(struct vol_handle *h)
 {
 	struct volume_set_info info;
@@ -188,25 +230,7 @@ static void status_text(struct vol_handle *h)
 	for (unsigned i = 0; i < volume_segment_count(h->v); i++)
 		printf("region %u: full stripe %llu bytes\n", i,
 		       (unsigned long long)volume_full_stripe(h->v, i));
-	for (unsigned m = 0; m < volume_member_count(h->v, 0); m++) {
-		struct volume_set_member sm;
-
-		member_get(h, m, &sm);
-		volume_uuid_format(sm.uuid, uuid);
-		printf("member %u: %-10s %s%s", m, vol_state_name(sm.state),
-		       sm.device ? sm.device : h->set ? "- (missing)" : "-",
-		       sm.stale ? " (stale, refused)" : sm.truncated ? " (truncated, refused)" : "");
-		if (h->set && !sm.device)
-			printf(" uuid %s", uuid);
-		if (sm.badblocks)
-			printf(" %u bad ranges", sm.badblocks);
-		putchar('\n');
-	}
-	for (unsigned i = 0; h->set && i < volume_set_spare_count(h->set); i++) {
-		const char *d = volume_set_spare_device(h->set, i);
-
-		printf("spare %u: idle      %s\n", i, d ? d : "- (missing)");
-	}
+	members_table(h);
 }
 
 int vol_print_status(struct vol_handle *h, bool json)

@@ -131,6 +131,14 @@ void cli_table_set_bool(struct cli_table_line *l, int col, bool value)
 	cli_table_set(l, col, "%s", value ? "true" : "false");
 }
 
+void cli_table_free(struct cli_table *t)
+{
+	if (!t)
+		return;
+	scols_unref_table(t->tb);
+	free(t);
+}
+
 int cli_table_print(struct cli_table *t)
 {
 	int r = 0;
@@ -141,7 +149,6 @@ int cli_table_print(struct cli_table *t)
 		r = cli_error("out of memory building a table");
 	else if (scols_print_table(t->tb))
 		r = cli_error("cannot print a table: %s", strerror(errno));
-	scols_unref_table(t->tb);
-	free(t);
+	cli_table_free(t);
 	return r;
 }

@@ -38,5 +38,7 @@ void cli_table_set_u64(struct cli_table_line *l, int col, uint64_t value);
 void cli_table_set_bool(struct cli_table_line *l, int col, bool value);
 /* Prints the table to stdout and frees it: 0, or CLI_EXIT_FAILURE after a message. */
 int cli_table_print(struct cli_table *t);
+/* Frees a table not printed (an error came first). NULL: does nothing. */
+void cli_table_free(struct cli_table *t);
 
 #endif

@@ -9,7 +9,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -196,8 +195,7 @@ int ponyfs_mkfs(struct bdev *meta, struct bdev *data, const struct ponyfs_mkfs_o
 		return -ENOSPC;
 	if (opts && opts->label && strlen(opts->label) >= sizeof(sb.label))
 		return -EINVAL;
-	if (getrandom(sb.uuid, sizeof(sb.uuid), 0) != sizeof(sb.uuid))
-		return -EIO;
+	util_uuid_generate(sb.uuid);
 	sb.meta_bytes = room;
 	/* The chunk table's two copies sit between the superblock and the database. */
 	sb.flags = fixed ? 0 : PONYFS_FEAT_META_CHUNKS;

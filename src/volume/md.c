@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include "pony/util.h"
@@ -492,15 +491,14 @@ int volume_md_create(struct bdev **devs, unsigned ndevs, unsigned level, unsigne
 	if (r < 0)
 		return r;
 	snprintf(a.name, sizeof(a.name), "%s", name ? name : "pony:0");
-	if (getrandom(a.set_uuid, 16, 0) != 16)
-		return -EIO;
+	util_uuid_generate(a.set_uuid);
 	/* One creation time for all: mdadm refuses members whose ctime differs. */
 	now = (uint64_t)time(NULL);
 	for (unsigned i = 0; i < ndevs && r >= 0; i++) {
 		uint8_t dev_uuid[16];
 
-		r = getrandom(dev_uuid, 16, 0) == 16 ? md_sb_write_new(devs[i], i, &a, dev_uuid, now)
-						      : -EIO;
+		util_uuid_generate(dev_uuid);
+		r = md_sb_write_new(devs[i], i, &a, dev_uuid, now);
 		if (r >= 0)
 			r = bdev_flush(devs[i]);
 	}

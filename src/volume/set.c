@@ -9,7 +9,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <syslog.h>
 
 #include "pony/util.h"
@@ -353,9 +352,9 @@ int volume_set_create(struct bdev **devs, unsigned ndevs, const struct volume_se
 		.scrub_off = VOLUME_SB_NO_REBUILD,
 	};
 	snprintf(s->sb.name, sizeof(s->sb.name), "%s", p->name ? p->name : "pony");
-	r = getrandom(s->sb.volume_uuid, 16, 0) == 16 ? 0 : -EIO;
-	for (unsigned m = 0; r >= 0 && m < ndevs; m++)
-		r = getrandom(s->sb.member_uuids[m], 16, 0) == 16 ? 0 : -EIO;
+	util_uuid_generate(s->sb.volume_uuid);
+	for (unsigned m = 0; m < ndevs; m++)
+		util_uuid_generate(s->sb.member_uuids[m]);
 	for (unsigned i = 0; i < s->sb.nsegs; i++) {
 		const struct volume_seg *g = volume_seg_get(v, i);
 
@@ -366,8 +365,7 @@ int volume_set_create(struct bdev **devs, unsigned ndevs, const struct volume_se
 		};
 	}
 	set_hooks(s);
-	if (r >= 0)
-		r = set_zero_bitmap(s);
+	r = set_zero_bitmap(s);
 	for (unsigned i = 0; r >= 0 && !p->assume_clean && i < s->sb.nsegs; i++)
 		r = volume_resync(v, i);
 	if (r >= 0)
@@ -440,11 +438,10 @@ int set_replace_locked(struct volume_set *s, unsigned m, struct bdev *dev)
 		if (!set_seg(s, i)->ops->rebuild)
 			return -EOPNOTSUPP;
 	set_member_put(s, m, dev);
-	r = getrandom(s->sb.member_uuids[m], 16, 0) == 16 ? 0 : -EIO;
+	util_uuid_generate(s->sb.member_uuids[m]);
 	s->sb.rebuild_seg = 0;
 	s->sb.rebuild_off = 0;
-	if (r >= 0)
-		r = bdev_pwrite(dev, s->bitmap, VOLUME_SB_BITMAP_BYTES, s->sb.bitmap_offset);
+	r = bdev_pwrite(dev, s->bitmap, VOLUME_SB_BITMAP_BYTES, s->sb.bitmap_offset);
 	return r < 0 ? r : set_commit_locked(s);
 }
 

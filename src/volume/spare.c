@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <syslog.h>
 
 #include "pony/util.h"
@@ -222,18 +221,16 @@ int volume_set_add_spare(struct volume_set *s, struct bdev *dev)
 		pthread_mutex_unlock(&s->lock);
 		return -E2BIG;
 	}
-	r = getrandom(s->sb.spare_uuids[i], 16, 0) == 16 ? 0 : -EIO;
-	if (r >= 0) {
-		s->spare[i] = dev;
-		s->sb.nspares++;
-		r = set_commit_locked(s);
-		if (r < 0 || !s->spare[i]) {
-			/* Not written: the device goes back to the caller. */
-			if (!s->spare[i])
-				s->nextra--;
-			spare_take(s, i);
-			r = r < 0 ? r : -EIO;
-		}
+	util_uuid_generate(s->sb.spare_uuids[i]);
+	s->spare[i] = dev;
+	s->sb.nspares++;
+	r = set_commit_locked(s);
+	if (r < 0 || !s->spare[i]) {
+		/* Not written: the device goes back to the caller. */
+		if (!s->spare[i])
+			s->nextra--;
+		spare_take(s, i);
+		r = r < 0 ? r : -EIO;
 	}
 	pthread_mutex_unlock(&s->lock);
 	if (r >= 0)

@@ -27,7 +27,7 @@ grep -q "^nbd://127.0.0.1:" "$T/out" || fail "dev find does not print a URI: $(c
 
 "$PONY" vol assemble "UUID=$uuid" > "$T/out" 2>&1 || fail "vol assemble UUID=: $(cat "$T/out")"
 grep -q "^state: clean" "$T/out" || fail "assemble UUID=: $(cat "$T/out")"
-grep -c "^member [0-5]: ok *nbd://127.0.0.1:" "$T/out" | grep -qx 6 || fail "members: $(cat "$T/out")"
+grep -Ec "^[0-5] +ok +nbd://127.0.0.1:" "$T/out" | grep -qx 6 || fail "members: $(cat "$T/out")"
 
 if [ -c /dev/fuse ] && command -v fusermount3 > /dev/null; then
 	head -c 1000000 /dev/urandom > "$T/a"

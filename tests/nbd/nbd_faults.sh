@@ -40,7 +40,7 @@ touch "$T/wtrig1"
 "$PONY" vol write -f "$T/data" "${URIS[@]}" 2> "$T/err" || fail "write with member 1 failing: $(cat "$T/err")"
 rm "$T/wtrig1"
 "$PONY" vol status "${URIS[@]}" > "$T/out" 2>&1
-grep -q "member 1: failed" "$T/out" || fail "member 1 not failed after write errors: $(cat "$T/out")"
+grep -Eq "^1 +failed " "$T/out" || fail "member 1 not failed after write errors: $(cat "$T/out")"
 readback "${URIS[@]}" || fail "read back after member 1 failed"
 for i in 0 1 2 3 4 5; do nbd_kill "s$i"; done
 
@@ -63,7 +63,7 @@ wait "$writer" || fail "write with a silent server: $(cat "$T/err")"
 [ $(($(date +%s) - start)) -lt 30 ] || fail "the write waited for the silent server"
 kill -CONT "${NBD_PID[s4]}"
 "$PONY" vol status "${URIS[@]}" > "$T/out" 2>&1
-grep -q "member 4: failed" "$T/out" || fail "the silent member was not failed: $(cat "$T/out")"
+grep -Eq "^4 +failed " "$T/out" || fail "the silent member was not failed: $(cat "$T/out")"
 readback "${URIS[@]}" || fail "read back after the timeout"
 
 # Member 2's server comes back on its port serving another volume's member 2.

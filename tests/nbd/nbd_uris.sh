@@ -32,7 +32,7 @@ head -c 5000000 /dev/urandom > "$T/data"
 "$PONY" vol write -f "$T/data" "$tls" "$unix" || fail "write"
 "$PONY" vol read -L 5000000 "$unix" "$tls" | cmp - "$T/data" || fail "read back differs"
 "$PONY" vol status "$unix" "$tls" > "$T/out" || fail "status: $(cat "$T/out")"
-grep -q "member 1: ok *nbds://alice@127.0.0.1:${NBD_PORT[tls]}/$" "$T/out" ||
+grep -Eq "^1 +ok +nbds://alice@127.0.0.1:${NBD_PORT[tls]}/( |$)" "$T/out" ||
 	fail "the TLS member's name: $(cat "$T/out")"
 # The TLS server without TLS: refused by the server, said so.
 expect_refusal "plain to a TLS server" "nbd://127.0.0.1:${NBD_PORT[tls]}/: .*TLS" \

@@ -71,7 +71,8 @@ PY
 # People's lines name the same member and offset.
 "$PONY" fs layout "$T/m/file" >"$T/layout.txt" || fail "pony fs layout"
 grep -q "raid6 left-symmetric" "$T/layout.txt" || fail "no volume line: $(cat "$T/layout.txt")"
-grep -q "data member [0-9] $dev uuid [0-9a-f-]* at $off: file 0+" "$T/layout.txt" ||
+# (a table: each extent, its pieces below it: FILE_OFFSET LENGTH ROLE WHERE)
+grep -Eq "(^|[^0-9])0 +[0-9]+ +data +member [0-9] $dev uuid [0-9a-f-]+ at $off *$" "$T/layout.txt" ||
 	fail "no first piece line: $(cat "$T/layout.txt")"
 
 # --range: only the extents it touches.

@@ -51,7 +51,7 @@ for t in striped zr; do
 	"$PONY" vol assemble --table $t.table -o $t.out > /dev/null || fail "$t table"
 	cmp -s -n "$(stat -c %s $t.out)" $t.out pattern.bin || fail "$t table: pattern differs"
 done
-"$PONY" vol assemble --table zr.table | grep -q "member 4: ok .*z4.img" || fail "table status"
+"$PONY" vol assemble --table zr.table | grep -Eq "^4 +ok +.*z4.img" || fail "table status"
 echo "0 99999999 linear z0.img 0" > big.table
 "$PONY" vol assemble --table big.table 2>&1 | grep -q "big.table:1: the target does not fit" ||
 	fail "no message for a table too big for its devices"
@@ -114,7 +114,7 @@ for i in 0 1 2 3 4 5 6 7; do truncate -s 12M h$i.img; done
 "$PONY" vol write -f data h[0-5].img || fail "write h"
 "$PONY" vol add --json -d h6.img h[0-5].img |
 	json 'assert s["spares"] == ["h6.img"], s; assert all(m["state"] == "ok" for m in s["members"])'
-"$PONY" vol status h[0-6].img | grep -q "spare 0: idle *h6.img" || fail "spare not in status"
+"$PONY" vol status h[0-6].img | grep -Eq "^spare0 +idle +h6.img" || fail "spare not in status"
 # Idle: writes to the healthy volume leave the spare's data area untouched.
 "$PONY" vol write -f data h[0-6].img || fail "write with a spare"
 [ "$(dd if=h6.img bs=1M skip=1 count=10 status=none | tr -d '\0' | wc -c)" = 0 ] ||
