@@ -3,7 +3,8 @@
  * nbdkit, so any NBD client (qemu, nbdcopy, the Linux nbd driver, another
  * pony) uses it. `nbdkit pony member=DEV member=DEV ...` assembles the
  * volume from its members (paths or NBD URIs, any order) in the server
- * process and serves its bytes.
+ * process and serves its bytes; `nbdkit pony volume=UUID=...` (or LABEL=)
+ * finds the members through devdb as `pony vol assemble UUID=...` does.
  *
  * What is advertised is what the volume does: flush flushes every member,
  * so FUA is a write then a flush (native), and one flush covers the writes
@@ -26,6 +27,7 @@
 #include <syslog.h>
 
 #include "pony/bdev.h"
+#include "pony/devdb.h"
 #include "pony/util.h"
 #include "pony/volume.h"
 
@@ -35,6 +37,9 @@
 
 static const char *members[VOLUME_MAX_MEMBERS];
 static unsigned nmembers;
+static const char *volume_spec;         /* volume=: members from devdb */
+static char **found;                    /* its members' names (ours), nfound */
+static size_t nfound;
 static bool readonly, degraded;
 static unsigned timeout_ms;
 static struct volume_set *set;
@@ -65,6 +70,14 @@ static int pony_config(const char *key, const char *value)
 		members[nmembers++] = value;
 		return 0;
 	}
+	if (!strcmp(key, "volume")) {
+		if (!devdb_is_volume_spec(value) || !strchr(value, '=')[1]) {
+			nbdkit_error("volume=%s: expected UUID=... or LABEL=...", value);
+			return -1;
+		}
+		volume_spec = value;
+		return 0;
+	}
 	if (!strcmp(key, "readonly") || !strcmp(key, "degraded")) {
 		r = nbdkit_parse_bool(value);
 		if (r < 0)
@@ -84,17 +97,62 @@ static int pony_config(const char *key, const char *value)
 		timeout_ms = (unsigned)(s * 1000 + 0.5);
 		return 0;
 	}
-	nbdkit_error("unknown parameter '%s' (member=, readonly=, degraded=, member-timeout=)", key);
+	nbdkit_error("unknown parameter '%s' (member=, volume=, readonly=, degraded=, "
+		     "member-timeout=)", key);
 	return -1;
+}
+
+/* volume=: the members the device database knows ($PONY_DEVDB or its default). */
+static int members_find(void)
+{
+	struct devdb *db;
+	int r = devdb_open(NULL, 0, &db);
+
+	if (r < 0) {
+		nbdkit_error("volume=%s: the device database: %s", volume_spec, strerror(-r));
+		return -1;
+	}
+	r = devdb_volume_members(db, volume_spec, &found, &nfound);
+	devdb_close(db);
+	if (r == -ENOENT)
+		nbdkit_error("volume=%s: no member known to the device database (pony dev scan, "
+			     "pony dev register)", volume_spec);
+	else if (r < 0)
+		nbdkit_error("volume=%s: %s", volume_spec, strerror(-r));
+	else if (nfound > VOLUME_MAX_MEMBERS)
+		nbdkit_error("volume=%s: %zu members found, %d at most", volume_spec, nfound,
+			     VOLUME_MAX_MEMBERS);
+	if (r < 0 || nfound > VOLUME_MAX_MEMBERS)
+		return -1;
+	for (size_t i = 0; i < nfound; i++) {
+		members[nmembers++] = found[i];
+		nbdkit_debug("volume=%s: member %s", volume_spec, found[i]);
+	}
+	return 0;
 }
 
 static int pony_config_complete(void)
 {
+	if (volume_spec && nmembers) {
+		nbdkit_error("member= and volume= name the members twice: give one of them");
+		return -1;
+	}
+	if (volume_spec)
+		return members_find();
 	if (!nmembers) {
-		nbdkit_error("no member=DEV given: the volume's members (paths or NBD URIs)");
+		nbdkit_error("no member=DEV or volume=UUID=... given: the volume's members");
 		return -1;
 	}
 	return 0;
+}
+
+static void pony_unload(void)
+{
+	for (size_t i = 0; i < nfound; i++)
+		free(found[i]);
+	free(found);
+	found = NULL;
+	nfound = 0;
 }
 
 /* Why assembly failed, naming the member where it names one. */
@@ -274,9 +332,11 @@ static struct nbdkit_plugin plugin = {
 	.version = PONY_VERSION,
 	.description = "serves a pony volume (RAID over files, devices or NBD exports)",
 	.load = pony_load,
+	.unload = pony_unload,
 	.config = pony_config,
 	.config_complete = pony_config_complete,
 	.config_help = "member=DEV      (repeat) a member: a path or an NBD URI, any order\n"
+		       "volume=UUID=...|LABEL=...  the members found through devdb ($PONY_DEVDB)\n"
 		       "readonly=BOOL   serve it read-only (writes nothing to the members)\n"
 		       "degraded=BOOL   start with members absent\n"
 		       "member-timeout=SECONDS  NBD members: failed after this (default 30)",
