@@ -100,7 +100,7 @@ static int readd_locked(struct volume_set *s, unsigned m, struct bdev *dev, uint
 			uint64_t *ret_resynced)
 {
 	uint8_t *bm = malloc(VOLUME_SB_BITMAP_BYTES);
-	uint64_t resynced = 0;
+	uint64_t resynced = 0, t0 = util_now_ns();
 	int r = bm ? readd_check(s, m, dev) : -ENOMEM;
 
 	if (r < 0 || s->rdonly) {
@@ -132,8 +132,8 @@ static int readd_locked(struct volume_set *s, unsigned m, struct bdev *dev, uint
 	}
 	if (r >= 0)
 		util_log(LOG_NOTICE, "%s: member %u (%s) re-added: %llu bytes resynced from the "
-			 "write-intent bitmap", volume_label(s->v), m, dev->name,
-			 (unsigned long long)resynced);
+			 "write-intent bitmap in %.3f s", volume_label(s->v), m, dev->name,
+			 (unsigned long long)resynced, (double)(util_now_ns() - t0) / 1e9);
 	if (ret_resynced)
 		*ret_resynced = resynced;
 	return r;
