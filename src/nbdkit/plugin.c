@@ -40,10 +40,11 @@ static unsigned nmembers;
 static const char *volume_spec;         /* volume=: members from devdb */
 static char **found;                    /* its members' names (ours), nfound */
 static size_t nfound;
-static bool readonly, degraded;
+static bool readonly, degraded, auto_readd;
 static unsigned timeout_ms;
 static struct volume_set *set;
 static struct volume *vol;
+static struct volume_autoreadd *readd;  /* auto-readd=true */
 
 static void pony_log_sink(void *arg, int prio, const char *text)
 {
@@ -78,11 +79,11 @@ static int pony_config(const char *key, const char *value)
 		volume_spec = value;
 		return 0;
 	}
-	if (!strcmp(key, "readonly") || !strcmp(key, "degraded")) {
+	if (!strcmp(key, "readonly") || !strcmp(key, "degraded") || !strcmp(key, "auto-readd")) {
 		r = nbdkit_parse_bool(value);
 		if (r < 0)
 			return -1;
-		*(key[0] == 'r' ? &readonly : &degraded) = r;
+		*(key[0] == 'r' ? &readonly : key[0] == 'd' ? &degraded : &auto_readd) = r;
 		return 0;
 	}
 	if (!strcmp(key, "member-timeout")) {
@@ -98,7 +99,7 @@ static int pony_config(const char *key, const char *value)
 		return 0;
 	}
 	nbdkit_error("unknown parameter '%s' (member=, volume=, readonly=, degraded=, "
-		     "member-timeout=)", key);
+		     "auto-readd=, member-timeout=)", key);
 	return -1;
 }
 
@@ -209,6 +210,12 @@ static int pony_after_fork(void)
 	vol = volume_set_volume(set);
 	if (a.present < a.nmembers)
 		nbdkit_error("the volume runs degraded: %u of %u members", a.present, a.nmembers);
+	/* Threads of its own: after the fork, as the volume's. */
+	if (auto_readd && !readonly) {
+		r = volume_autoreadd_start(set, members, nmembers, timeout_ms, 0, &readd);
+		if (r < 0)
+			nbdkit_error("auto-readd: %s", strerror(-r));
+	}
 	return 0;
 }
 
@@ -218,6 +225,8 @@ static void pony_cleanup(void)
 
 	if (!set)
 		return;
+	volume_autoreadd_stop(readd);
+	readd = NULL;
 	r = volume_set_close(set);
 	if (r < 0)
 		nbdkit_error("closing the volume: %s", strerror(-r));
@@ -339,6 +348,7 @@ static struct nbdkit_plugin plugin = {
 		       "volume=UUID=...|LABEL=...  the members found through devdb ($PONY_DEVDB)\n"
 		       "readonly=BOOL   serve it read-only (writes nothing to the members)\n"
 		       "degraded=BOOL   start with members absent\n"
+		       "auto-readd=BOOL NBD members that fail are re-added when back\n"
 		       "member-timeout=SECONDS  NBD members: failed after this (default 30)",
 	.magic_config_key = "member",
 	.after_fork = pony_after_fork,

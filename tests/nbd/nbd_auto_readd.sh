@@ -8,7 +8,10 @@
 # the writes going on meanwhile. Every acknowledged file reads back the
 # same; then, unmounted, another server is killed and the volume mounted
 # degraded: every file still reads back, so the re-added member holds the
-# data.
+# data. Then `pony vol serve --auto-readd` (the plugin's auto-readd=true):
+# a member server killed while nbdcopy writes and restarted is re-added
+# while the volume is served: stopped, the volume is clean with every
+# member working, and reads back the same with another member gone.
 set -u
 . "$PONY_SRCDIR/tests/lib.sh"
 require_fuse
@@ -92,4 +95,32 @@ pony_mount --degraded --member-timeout 2 "${URIS[@]}"
 check_all "with member 2 gone"
 pony_umount
 echo "$(acked) files acknowledged, $resynced bytes resynced"
+
+# pony vol serve --auto-readd (not in ASan builds: see nbd_serve).
+[[ "${PONY_SANITIZE:-}" == *address* ]] && pass
+require_cmd nbdcopy
+nbd_start s2 "${NBD_PORT[s2]}" -- file "$T/d2.img"
+"$PONY" vol create -f -l 5 "${URIS[@]}" >/dev/null 2>&1 || fail "vol create"
+port=$(nbd_free_port)
+NBD_PORT[vol]=$port
+"$PONY" --member-timeout 2 vol serve --auto-readd --nbd "127.0.0.1:$port" "${URIS[@]}" \
+	2>>"$T/nbdkit-vol.log" &
+NBD_PID[vol]=$!
+nbd_wait vol "$port"
+head -c 100000000 /dev/urandom >"$T/data"
+nbdcopy --flush "$T/data" "$(nbd_uri vol)" &
+copy=$!
+sleep 0.2
+nbd_kill s3 KILL
+wait $copy || fail "nbdcopy with member 3 gone"
+grep -q "member 3 .* failed" "$T/nbdkit-vol.log" ||
+	fail "member 3 did not fail under the write: $(cat "$T/nbdkit-vol.log")"
+nbd_start s3 "${NBD_PORT[s3]}" -- file "$T/d3.img"
+sleep 12                        # backoff: a try within 8 s of the restart
+nbd_kill vol
+"$PONY" vol status "${URIS[@]}" >"$T/out" 2>&1 || fail "status after serve: $(cat "$T/out")"
+grep -q "^state: clean" "$T/out" || fail "member 3 not re-added while served: $(cat "$T/out")"
+nbd_kill s0 KILL
+"$PONY" vol read --degraded -L 100000000 "${URIS[@]}" 2>/dev/null | cmp - "$T/data" ||
+	fail "served bytes lost with member 0 gone after the re-add"
 pass
