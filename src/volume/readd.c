@@ -275,6 +275,18 @@ static void *auto_main(void *arg)
 	return NULL;
 }
 
+/* Frees a (its thread ended or never started). */
+static void auto_free(struct volume_autoreadd *a)
+{
+	for (unsigned i = 0; a->names && i < a->n; i++)
+		free(a->names[i]);
+	free(a->names);
+	free(a->last_err);
+	pthread_cond_destroy(&a->cond);
+	pthread_mutex_destroy(&a->lock);
+	free(a);
+}
+
 void volume_autoreadd_stop(struct volume_autoreadd *a)
 {
 	if (!a)
@@ -284,13 +296,7 @@ void volume_autoreadd_stop(struct volume_autoreadd *a)
 	pthread_cond_signal(&a->cond);
 	pthread_mutex_unlock(&a->lock);
 	pthread_join(a->thread, NULL);
-	for (unsigned i = 0; i < a->n; i++)
-		free(a->names[i]);
-	free(a->names);
-	free(a->last_err);
-	pthread_cond_destroy(&a->cond);
-	pthread_mutex_destroy(&a->lock);
-	free(a);
+	auto_free(a);
 }
 
 int volume_autoreadd_start(struct volume_set *s, const char *const *names, unsigned n,
@@ -328,13 +334,7 @@ int volume_autoreadd_start(struct volume_set *s, const char *const *names, unsig
 	if (r >= 0)
 		r = -pthread_create(&a->thread, NULL, auto_main, a);
 	if (r < 0) {
-		for (unsigned i = 0; i < a->n; i++)
-			free(a->names[i]);
-		free(a->names);
-		free(a->last_err);
-		pthread_cond_destroy(&a->cond);
-		pthread_mutex_destroy(&a->lock);
-		free(a);
+		auto_free(a);
 		return r;
 	}
 	*ret = a;
