@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -205,6 +206,45 @@ static void member_open(struct pony_layout *l, struct layout_member *m)
 	}
 }
 
+struct member_opening {
+	struct pony_layout *l;
+	struct layout_member *m;
+	pthread_t thread;
+	bool started;
+};
+
+static void *member_open_main(void *arg)
+{
+	struct member_opening *o = arg;
+
+	member_open(o->l, o->m);
+	return NULL;
+}
+
+/*
+ * Every member opened at once: an NBD member's connections (several with
+ * multi-conn, each a TLS handshake with nbds://) cost round trips, which
+ * for eight servers in turn would cost more than reading a file's share.
+ */
+static void members_open_all(struct pony_layout *l)
+{
+	struct member_opening *o = calloc(l->nmembers, sizeof(*o));
+
+	for (unsigned i = 0; i < l->nmembers; i++) {
+		l->members[i].fd = -1;
+		if (o && bdev_name_is_nbd(l->members[i].arg.device)) {
+			o[i] = (struct member_opening){ .l = l, .m = &l->members[i] };
+			o[i].started = !pthread_create(&o[i].thread, NULL, member_open_main, &o[i]);
+		}
+		if (!o || !o[i].started)
+			member_open(l, &l->members[i]);
+	}
+	for (unsigned i = 0; o && i < l->nmembers; i++)
+		if (o[i].started)
+			pthread_join(o[i].thread, NULL);
+	free(o);
+}
+
 /* The members named by the mount's ioctl, into l->members. */
 static int members_get(struct pony_layout *l)
 {
@@ -259,8 +299,7 @@ static int members_open(struct pony_layout *l)
 	if (r < 0)
 		return r;
 	l->region_offset = l->members[0].arg.region_offset;
-	for (unsigned i = 0; i < l->nmembers; i++)
-		member_open(l, &l->members[i]);
+	members_open_all(l);
 	return 0;
 }
 
