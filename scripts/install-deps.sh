@@ -8,7 +8,7 @@ packages=(
 	# build
 	gcc make pkg-config meson ninja-build python3
 	liburing-dev libsqlite3-dev libcmocka-dev libfuse3-dev libisal-dev
-	libudev-dev libssl-dev libblkid-dev
+	libudev-dev libssl-dev libblkid-dev libsmartcols-dev
 	# fuzzing (libFuzzer ships with clang)
 	clang
 	# runtime peers and test oracles

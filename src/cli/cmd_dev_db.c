@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "pony/bdev.h"
 #include "cmd_dev.h"
+#include "table.h"
 
 struct dev_opts {
 	const char *db;
@@ -285,22 +286,32 @@ static int list_run(int argc, char **argv)
 		return cli_error("%s", strerror(-r));
 	if (o.json) {
 		print_devs_json(devs, n);
+		r = CLI_EXIT_OK;
 	} else {
-		printf("%-40s %-18s %-20s %-38s %s\n", "PATH", "TYPE", "LABEL", "UUID", "STATE");
+		struct cli_table *t = cli_table_new("devices", false);
+		static const char *const cols[] = { "PATH", "TYPE", "LABEL", "UUID", "STATE" };
+
+		for (size_t c = 0; c < ARRAY_SIZE(cols); c++)
+			cli_table_column(t, cols[c], c == 0 ? CLI_COL_WRAP : 0);
 		for (size_t i = 0; i < n; i++) {
 			const struct devdb_dev *d = devs[i];
-			const char *t = devdb_tags_get(&d->tags, "TYPE");
+			const char *type = devdb_tags_get(&d->tags, "TYPE");
 			const char *l = devdb_tags_get(&d->tags, "LABEL");
 			const char *u = devdb_tags_get(&d->tags, "UUID");
+			struct cli_table_line *ln = cli_table_line(t, NULL);
 
-			printf("%-40s %-18s %-20s %-38s %s\n", d->path ? d->path : "?", t ? t : "-",
-			       l ? l : "-", u ? u : "-",
-			       !strcmp(d->kind, "remote") ? "remote" : !d->present ? "absent" :
-			       d->status == DEVDB_PROBE_AMBIVALENT ? "ambivalent" : "present");
+			cli_table_set(ln, 0, "%s", d->path ? d->path : "?");
+			cli_table_set(ln, 1, "%s", type ? type : "-");
+			cli_table_set(ln, 2, "%s", l ? l : "-");
+			cli_table_set(ln, 3, "%s", u ? u : "-");
+			cli_table_set(ln, 4, "%s",
+				      !strcmp(d->kind, "remote") ? "remote" : !d->present ? "absent" :
+				      d->status == DEVDB_PROBE_AMBIVALENT ? "ambivalent" : "present");
 		}
+		r = cli_table_print(t);
 	}
 	devdb_devs_free(devs, n);
-	return CLI_EXIT_OK;
+	return r;
 }
 
 static void show_usage(FILE *f)
