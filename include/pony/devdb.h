@@ -222,6 +222,17 @@ int devdb_find_tag(struct devdb *db, const char *name, const char *value,
 /* "LABEL=x", "UUID=x", or a path; the path of the best match. */
 int devdb_resolve_spec(struct devdb *db, const char *spec, char **ret_path);
 
+/* Whether arg names a pony volume (UUID=... or LABEL=...), not a path. */
+bool devdb_is_volume_spec(const char *arg);
+/*
+ * The present members of the pony volume spec names (UUID=... or
+ * LABEL=..., tagged by the pony_volume_member prober): what to open for
+ * each, a path or a registered NBD export's URI. On 0, *ret_names (*ret_n
+ * strings) and each string are the caller's to free. -EINVAL: not such a
+ * spec, or an empty value; -ENOENT: no member known (or none present).
+ */
+int devdb_volume_members(struct devdb *db, const char *spec, char ***ret_names, size_t *ret_n);
+
 /* Every device (present or not). Same ownership as devdb_find(). */
 int devdb_list(struct devdb *db, struct devdb_dev ***ret_devs, size_t *ret_n);
 /* One device by any of its paths. -ENOENT if unknown. */

@@ -17,7 +17,7 @@
 #include "cli.h"
 #include "vol.h"
 
-/* argv: nbdkit, its options (up to 8), the plugin, 4 keys, members, NULL. */
+/* argv: nbdkit, its options (up to 8), the plugin, 5 keys, members, NULL. */
 #define SERVE_FIXED_ARGS 16
 
 static void serve_usage(FILE *out)
@@ -32,6 +32,8 @@ static void serve_usage(FILE *out)
 		"      --nbd ADDR     where to listen (required)\n"
 		"  -r, --read-only    serve it read-only; nothing is written to the members\n"
 		"      --degraded     start with members absent\n"
+		"      --auto-readd   a member on an NBD server that fails is re-added when its\n"
+		"                     server answers again (docs/nbd.md)\n"
 		"      --tls-psk FILE require TLS with the pre-shared keys in FILE (psktool's\n"
 		"                     format: USER:HEXKEY lines); clients use nbds://USER@...\n"
 		"  -h, --help         this help\n"
@@ -82,10 +84,11 @@ static int vol_serve_run(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "nbd", required_argument, NULL, 'N' }, { "read-only", no_argument, NULL, 'r' },
 		{ "degraded", no_argument, NULL, 'D' }, { "tls-psk", required_argument, NULL, 'T' },
+		{ "auto-readd", no_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' }, { 0 },
 	};
 	const char *addr = NULL, *psk = NULL;
-	bool rdonly = false, degraded = false;
+	bool rdonly = false, degraded = false, auto_readd = false;
 	char host[256], tls_psk[4096], timeout[32];
 	char **args;
 	int c, n, k = 0, r;
@@ -96,6 +99,7 @@ static int vol_serve_run(int argc, char **argv)
 		case 'N': addr = optarg; break;
 		case 'r': rdonly = true; break;
 		case 'D': degraded = true; break;
+		case 'A': auto_readd = true; break;
 		case 'T': psk = optarg; break;
 		case 'h': serve_usage(stdout); return CLI_EXIT_OK;
 		default: serve_usage(stderr); return CLI_EXIT_USAGE;
@@ -139,6 +143,8 @@ static int vol_serve_run(int argc, char **argv)
 		args[k++] = "readonly=true";
 	if (degraded)
 		args[k++] = "degraded=true";
+	if (auto_readd)
+		args[k++] = "auto-readd=true";
 	if (cli_member_timeout_ms()) {
 		snprintf(timeout, sizeof(timeout), "member-timeout=%.3f", cli_member_timeout_ms() / 1000.0);
 		args[k++] = timeout;
