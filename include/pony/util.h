@@ -158,6 +158,7 @@ struct util_progress {
 	uint64_t done;
 	uint64_t start_ns, start_done;  /* the first update: rate counts from there */
 	uint64_t last_draw_ns, last_line_ns, last_publish_ns;
+	uint64_t last_line_done;        /* done when the last line was printed */
 	unsigned last_line_tenth;       /* the last line's percent / 10 */
 	bool enabled;                   /* stderr is a terminal: the bar */
 	bool lines;                     /* stderr is not: periodic lines */

@@ -91,6 +91,7 @@ static void print_line(struct util_progress *p, uint64_t now)
 	describe(p, text, sizeof(text));
 	fprintf(stderr, "pony: %s: %s\n", p->what, text);
 	p->last_line_ns = now;
+	p->last_line_done = p->done;
 	p->last_line_tenth = percent_of(p->done, p->total) / 10;
 }
 
@@ -152,8 +153,8 @@ void util_progress_done(struct util_progress *p)
 {
 	if (p->enabled && p->last_draw_ns)
 		fputs("\r\033[K", stderr);
-	if (p->lines && p->last_line_ns)
-		print_line(p, util_now_ns());
+	if (p->lines && p->last_line_ns && p->last_line_done != p->done)
+		print_line(p, util_now_ns());   /* where it ended, unless just said */
 	if (p->publish_path) {
 		unlink(p->publish_path);
 		free(p->publish_path);
