@@ -40,6 +40,11 @@ void vol_catch_interrupt(void)
 	sigaction(SIGTERM, &sa, NULL);
 }
 
+bool vol_interrupt_pending(void)
+{
+	return vol_interrupted;
+}
+
 int vol_progress(uint64_t done, uint64_t total, void *arg)
 {
 	util_progress_update(arg, done);

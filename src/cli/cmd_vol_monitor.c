@@ -12,11 +12,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,26 +41,24 @@ struct monitor {
 	size_t n;
 };
 
-static volatile sig_atomic_t monitor_stop;
-
-static void monitor_on_signal(int sig)
-{
-	monitor_stop = 1;
-}
-
 /* One event: logged, and the program run with it (waited for, as mdadm does). */
 static void monitor_event(const struct monitor *mo, const char *event, const char *volume,
 			  const char *member)
 {
+	char line[1024];
 	pid_t pid;
 	int status;
 
+	/* Said on stderr and to syslog directly: the library's own lines (a member
+	 * stale, running degraded) would repeat at every look. */
 	if (member && *member)
-		util_log(!strncmp(event, "Fail", 4) ? LOG_ALERT : LOG_NOTICE,
-			 "%s event detected on volume %s, member %s", event, volume, member);
+		snprintf(line, sizeof(line), "%s event detected on volume %s, member %s", event, volume,
+			 member);
 	else
-		util_log(!strcmp(event, "DegradedArray") || !strcmp(event, "DeviceDisappeared") ?
-			 LOG_ALERT : LOG_NOTICE, "%s event detected on volume %s", event, volume);
+		snprintf(line, sizeof(line), "%s event detected on volume %s", event, volume);
+	fprintf(stderr, "pony: %s\n", line);
+	syslog(!strncmp(event, "Fail", 4) || !strcmp(event, "DegradedArray") ||
+	       !strcmp(event, "DeviceDisappeared") ? LOG_ALERT : LOG_NOTICE, "%s", line);
 	if (!mo->program)
 		return;
 	fflush(NULL);
@@ -76,7 +74,7 @@ static void monitor_event(const struct monitor *mo, const char *event, const cha
 		_exit(127);
 	}
 	if (pid < 0) {
-		util_log(LOG_ERR, "cannot run %s: %s", mo->program, strerror(errno));
+		fprintf(stderr, "pony: cannot run %s: %s\n", mo->program, strerror(errno));
 		return;
 	}
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
@@ -184,19 +182,65 @@ static void monitor_compare(const struct monitor *mo, struct watched *w, const s
 	}
 }
 
-static void monitor_look(struct monitor *mo, struct watched *w)
+/* Whether a member that worked in old is out in now. */
+static bool member_left(const struct vol_detail *old, const struct vol_detail *now)
 {
-	struct vol_detail *now = malloc(sizeof(*now));
+	for (unsigned i = 0; old && old->known && i < now->nmembers && i < old->nmembers; i++)
+		if (!strcmp(old->members[i].role, now->members[i].role) &&
+		    !is_out(old->members[i].state) && is_out(now->members[i].state))
+			return true;
+	return false;
+}
+
+static void monitor_get(const struct monitor *mo, const struct watched *w, struct vol_detail *d)
+{
 	char *key = w->key;
 
-	if (!now) {
-		util_log(LOG_ERR, "out of memory");
+	if (key)
+		vol_detail_get(&key, 1, true, d);
+	else
+		vol_detail_get(mo->members, mo->nmembers, true, d);
+}
+
+static bool same_states(const struct vol_detail *a, const struct vol_detail *b)
+{
+	if (a->known != b->known || a->nmembers != b->nmembers)
+		return false;
+	for (unsigned i = 0; i < a->nmembers; i++)
+		if (strcmp(a->members[i].state, b->members[i].state))
+			return false;
+	return true;
+}
+
+static void monitor_look(struct monitor *mo, struct watched *w)
+{
+	struct vol_detail *now = malloc(sizeof(*now)), *again = malloc(sizeof(*again));
+	struct timespec pause = { .tv_nsec = 200000000 };
+
+	if (!now || !again) {
+		fprintf(stderr, "pony: out of memory\n");
+		free(now);
+		free(again);
 		return;
 	}
-	if (key)
-		vol_detail_get(&key, 1, true, now);
-	else
-		vol_detail_get(mo->members, mo->nmembers, true, now);
+	monitor_get(mo, w, now);
+	/* A look while another process rewrites the superblocks one member after
+	 * another can find one older than the rest (stale), and the device
+	 * database may be busy a moment: a member seen leaving, or the volume,
+	 * is said to only when two looks in a row agree. */
+	for (int tries = 0; (member_left(w->last, now) || (w->last && w->last->known && !now->known)) &&
+			    tries < 5; tries++) {
+		struct vol_detail *t;
+
+		nanosleep(&pause, NULL);
+		monitor_get(mo, w, again);
+		if (same_states(now, again))
+			break;
+		t = now;
+		now = again;
+		again = t;
+	}
+	free(again);
 	monitor_compare(mo, w, now);
 	free(w->last);
 	w->last = now;
@@ -213,7 +257,7 @@ static int monitor_scan(struct monitor *mo)
 	if (r == 0)
 		r = devdb_volume_list(db, &vs, &n);
 	if (r < 0) {
-		util_log(LOG_ERR, "the device database: %s", strerror(-r));
+		fprintf(stderr, "pony: the device database: %s\n", strerror(-r));
 		return r;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -241,7 +285,8 @@ static void monitor_sleep(double secs)
 	struct timespec ts = { .tv_sec = (time_t)secs,
 			       .tv_nsec = (long)((secs - (double)(time_t)secs) * 1e9) };
 
-	while (!monitor_stop && nanosleep(&ts, &ts) < 0 && errno == EINTR)
+	/* The handler has no SA_RESTART: a signal ends the sleep early. */
+	while (!vol_interrupt_pending() && nanosleep(&ts, &ts) < 0 && errno == EINTR)
 		;
 }
 
@@ -268,21 +313,18 @@ static void monitor_usage(FILE *out)
 
 static int monitor_run(struct monitor *mo, bool scan, bool oneshot, double delay)
 {
-	struct sigaction sa = { .sa_handler = monitor_on_signal };      /* no SA_RESTART */
-
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	util_log_open("pony", NULL, UTIL_LOG_SYSLOG | UTIL_LOG_STDERR);
-	while (!monitor_stop) {
+	vol_catch_interrupt();  /* SIGTERM and SIGINT end it after the current look */
+	openlog("pony", LOG_PID, LOG_DAEMON);
+	while (!vol_interrupt_pending()) {
 		if (scan)
 			monitor_scan(mo);
-		for (size_t i = 0; i < mo->n && !monitor_stop; i++)
+		for (size_t i = 0; i < mo->n && !vol_interrupt_pending(); i++)
 			monitor_look(mo, &mo->v[i]);
 		if (oneshot)
 			break;
 		monitor_sleep(delay);
 	}
-	util_log_close();
+	closelog();
 	return CLI_EXIT_OK;
 }
 

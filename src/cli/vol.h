@@ -54,6 +54,8 @@ int vol_close(struct vol_handle *h);
 int vol_open_dev(const char *path, bool rdonly, struct bdev **ret);
 /* From now on SIGINT/SIGTERM make vol_progress() stop the work (checkpoint saved). */
 void vol_catch_interrupt(void);
+/* Whether SIGINT/SIGTERM came since vol_catch_interrupt(). */
+bool vol_interrupt_pending(void);
 /* A progress callback drawing a util_progress bar (arg: struct util_progress *). */
 int vol_progress(uint64_t done, uint64_t total, void *arg);
 /* "ok", "failed", "rebuilding". */
