@@ -116,8 +116,7 @@ int64_t volume_map(const struct volume *v, uint64_t off, uint64_t len, struct vo
  * (bad blocks and scrub findings back to volume bytes). DATA and COPY:
  * ret->vol_off is the volume byte there (len 1); P and Q: the stripe row
  * they protect (vol_off its first byte, len its data width). -ENOENT when
- * no segment uses that byte (superblocks, the member's tail), -EOPNOTSUPP
- * for raid10.
+ * no segment uses that byte (superblocks, the member's tail).
  */
 int volume_unmap(const struct volume *v, unsigned m, uint64_t dev_byte, struct volume_piece *ret);
 /* Where member m's data of segment seg starts on its device (dev_start); 0 out of range. */
@@ -203,6 +202,20 @@ int volume_scrub(struct volume *v, unsigned seg, bool repair, uint64_t rate,
 int volume_scrub_from(struct volume *v, unsigned seg, uint64_t from_off, bool repair,
 		      uint64_t rate, volume_mismatch_fn report, void *report_arg,
 		      volume_progress_fn progress, void *arg, uint64_t *ret_count);
+
+/*
+ * Scrubs [off, off+len) of seg (whole units around it) as volume_scrub_from
+ * does, and hands data() each piece whose copies or parity agreed: its
+ * bytes as a read returns them, at their offset in the segment, so a layer
+ * with checksums checks them without reading everything a second time.
+ * Pieces with a finding or a member out, and levels without redundancy
+ * (which have nothing to scrub), are not handed: the caller reads those.
+ */
+typedef void (*volume_scrub_data_fn)(uint64_t seg_off, const uint8_t *data, size_t len,
+				     void *arg);
+int volume_scrub_span(struct volume *v, unsigned seg, uint64_t off, uint64_t len, bool repair,
+		      volume_mismatch_fn report, void *report_arg, volume_scrub_data_fn data,
+		      void *data_arg);
 
 /* Bad blocks of a member (an md bad-block log): reads there are reconstructed. */
 int volume_member_add_badblock(struct volume *v, unsigned seg, unsigned m,

@@ -161,29 +161,53 @@ static void finding_add_locked(struct ponyfs *fs, const struct volume_mismatch *
 	}
 }
 
-/* Stops the volume's pass once it has done the step (its progress calls). */
-static int scrub_step_end(uint64_t done, uint64_t total, void *arg)
+/* The bytes of a data step the volume's check read and found consistent. */
+struct step_data {
+	uint8_t *buf;                   /* the step's bytes, from seg_off */
+	uint64_t seg_off, len;
+	uint64_t covered[STEP / BS / 64]; /* blocks of buf the volume filled */
+};
+
+/* Called with the segment locked (volume_scrub_span()): copies, takes no lock. */
+static void step_data_take(uint64_t seg_off, const uint8_t *data, size_t len, void *arg)
 {
-	return done >= ((const struct findings *)arg)->end;
+	struct step_data *d = arg;
+	uint64_t from = MAX(seg_off, d->seg_off), to = MIN(seg_off + len, d->seg_off + d->len);
+
+	/* Whole blocks only (a piece is whole chunks, so always here). */
+	from = DIV_ROUND_UP(from - d->seg_off, BS) * BS + d->seg_off;
+	to = (to - d->seg_off) / BS * BS + d->seg_off;
+	if (from >= to)
+		return;
+	memcpy(d->buf + (from - d->seg_off), data + (from - seg_off), to - from);
+	for (uint64_t b = (from - d->seg_off) / BS; b < (to - d->seg_off) / BS; b++)
+		d->covered[b / 64] |= 1ull << (b % 64);
 }
 
-/* Mirrors and parity of [off, off+len) of the range's segment; its findings in f. */
+/*
+ * Mirrors and parity of [off, off+len) of the range's segment, its findings
+ * in f (recorded by the caller, with fs->lock: never taken here, where the
+ * caller may hold the reuse lock); with d, the bytes found consistent.
+ */
 static int step_volume(struct ponyfs *fs, const struct scrub_range *rg, uint64_t off, uint64_t len,
-		       struct findings *f)
+		       struct findings *f, struct step_data *d)
 {
 	int r;
 
 	f->n = 0;
 	if (rg->seg < 0)
 		return 0;
-	f->end = off - rg->start + len;
-	r = volume_scrub_from(fs->volume, (unsigned)rg->seg, off - rg->start, true, 0, scrub_found,
-			      f, scrub_step_end, f, NULL);
+	r = volume_scrub_span(fs->volume, (unsigned)rg->seg, off - rg->start, len, true,
+			      scrub_found, f, d ? step_data_take : NULL, d);
+	return r == -EOPNOTSUPP ? 0 : r;
+}
+
+static void findings_record(struct ponyfs *fs, const struct findings *f)
+{
 	pthread_mutex_lock(&fs->lock);
 	for (unsigned i = 0; i < f->n; i++)
 		finding_add_locked(fs, &f->m[i]);
 	pthread_mutex_unlock(&fs->lock);
-	return r == -ECANCELED || r == -EOPNOTSUPP ? 0 : r;
 }
 
 /*
@@ -281,31 +305,66 @@ static void block_bad_locked(struct ponyfs *fs, const struct scrub_block *b, uin
 	ponyfs_bad_block_locked(fs, VFS_BAD_SCRUB_CSUM, b->ino, b->fblk, b->pblock, m);
 }
 
-/* Every written block of [off, off+len) of the data region against its checksum. */
-static int step_files(struct ponyfs *fs, const struct scrub_range *rg, uint64_t off, uint64_t len,
-		      const struct findings *f, uint8_t *buf, struct scrub_block *blocks)
+static bool step_covered(const struct step_data *d, uint64_t b)
+{
+	return (d->covered[b / 64] >> (b % 64)) & 1;
+}
+
+/* n consecutive blocks into buf; on an error each on its own, so only the
+ * ones that cannot be read are taken for bad. */
+static void step_read_run(struct ponyfs *fs, uint8_t *buf, struct scrub_block *blocks, int64_t n)
+{
+	if (bdev_pread(fs->data, buf, (size_t)n * BS, blocks[0].pblock * BS) >= 0)
+		return;
+	for (int64_t i = 0; i < n; i++)
+		if (bdev_pread(fs->data, buf + i * BS, BS, blocks[i].pblock * BS) < 0)
+			blocks[i].unreadable = true;
+}
+
+/*
+ * A step of the data region: the volume's check, then every written block
+ * against its checksum. The blocks are listed first and the reuse lock held
+ * until they are read (read.c), so none is reused for other data between
+ * the list and the bytes; the bytes are the ones the volume's check read
+ * where it found them consistent, and read again only elsewhere (a piece
+ * with a finding, a member out, a level without redundancy).
+ */
+static int step_data_region(struct ponyfs *fs, const struct scrub_range *rg, uint64_t off,
+			    uint64_t len, struct findings *f, uint8_t *buf,
+			    struct scrub_block *blocks)
 {
 	uint64_t b0 = (off - rg->start) / BS, nb = len / BS;
+	struct step_data d = { .buf = buf, .seg_off = b0 * BS, .len = nb * BS };
 	int64_t n;
-	int r = 0;
+	int r;
 
 	pthread_mutex_lock(&fs->lock);
 	n = step_blocks_locked(fs, b0, b0 + nb, blocks, STEP / BS);
-	if (n <= 0) {
+	if (n < 0) {
 		pthread_mutex_unlock(&fs->lock);
-		return (int)MIN(n, 0);
+		return (int)n;
 	}
-	/* Blocks freed from here on are not reused until the read is done (read.c). */
 	pthread_rwlock_rdlock(&fs->reuse_lock);
 	pthread_mutex_unlock(&fs->lock);
-	r = bdev_pread(fs->data, buf, nb * BS, b0 * BS);
-	/* An error somewhere in the step: each block on its own, so only
-	 * the ones that cannot be read are taken for bad. */
-	for (int64_t i = 0; r < 0 && i < n; i++)
-		if (bdev_pread(fs->data, buf + (blocks[i].pblock - b0) * BS, BS,
-			       blocks[i].pblock * BS) < 0)
-			blocks[i].unreadable = true;
+	r = step_volume(fs, rg, off, len, f, n > 0 ? &d : NULL);
+	for (int64_t i = 0; r >= 0 && i < n;) {
+		int64_t j = i;
+
+		if (step_covered(&d, blocks[i].pblock - b0)) {
+			i++;
+			continue;
+		}
+		/* A run of blocks the check did not hand over: read it. */
+		while (j + 1 < n && blocks[j + 1].pblock == blocks[j].pblock + 1 &&
+		       !step_covered(&d, blocks[j + 1].pblock - b0))
+			j++;
+		step_read_run(fs, buf + (blocks[i].pblock - b0) * BS, blocks + i, j - i + 1);
+		i = j + 1;
+	}
 	pthread_rwlock_unlock(&fs->reuse_lock);
+	findings_record(fs, f);
+	if (r < 0 || n == 0)
+		return r;
 	pthread_mutex_lock(&fs->lock);
 	for (int64_t i = 0; i < n; i++) {
 		uint8_t *at = buf + (blocks[i].pblock - b0) * BS;
@@ -365,9 +424,12 @@ static int scrub_walk(struct ponyfs *fs, struct ponyfs_scrub *sc, uint8_t *buf,
 
 			if (__atomic_load_n(&sc->stop, __ATOMIC_RELAXED))
 				return -ECANCELED;
-			r = step_volume(fs, &rg[i], off, len, f);
-			if (r >= 0 && rg[i].data)
-				r = step_files(fs, &rg[i], off, len, f, buf, blocks);
+			if (rg[i].data) {
+				r = step_data_region(fs, &rg[i], off, len, f, buf, blocks);
+			} else {
+				r = step_volume(fs, &rg[i], off, len, f, NULL);
+				findings_record(fs, f);
+			}
 			at += len;
 			done += len;
 			pthread_mutex_lock(&fs->lock);

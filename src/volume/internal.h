@@ -49,6 +49,8 @@ struct volume_scrub {
 	volume_mismatch_fn report;
 	void *arg;
 	uint64_t count;
+	volume_scrub_data_fn data;      /* volume_scrub_span(): pieces found consistent */
+	void *data_arg;
 };
 
 /*
@@ -171,6 +173,9 @@ int volume_scrub_range(struct volume *v, unsigned i, uint64_t off, uint64_t len)
 /* Resyncs all of segment i (a new volume's first parity). */
 int volume_resync(struct volume *v, unsigned i);
 /* A finding of sc's pass: counted, logged and reported (not in a resync). */
+/* A piece scrub found consistent, for volume_scrub_span()'s caller (if any). */
+void volume_scrub_consistent(struct volume_scrub *sc, uint64_t seg_off, const uint8_t *data,
+			     size_t len);
 void volume_scrub_found(const struct volume_seg *s, struct volume_scrub *sc,
 			const struct volume_mismatch *mm);
 

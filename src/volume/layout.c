@@ -291,6 +291,52 @@ unsigned layout_raid10_copies(const struct layout_geom *g, uint64_t c, unsigned 
 	return slot;
 }
 
+/*
+ * Searched rather than solved: every copy of chunk c sits on its base row
+ * (c * near / ndisks, times far for the offset layout), that row plus one
+ * (near copies wrapping past the last disk), or those plus a multiple of
+ * the far stride. So the chunks that can own row R lie in a few windows of
+ * about ndisks / near chunks each, and layout_raid10_copies(), the one
+ * definition of the layout, decides which one does.
+ */
+int layout_raid10_chunk_at(const struct layout_geom *g, unsigned disk, uint64_t dev_off,
+			   uint64_t *ret_chunk, unsigned *ret_copy)
+{
+	unsigned nc = layout_raid10_near(g->layout), fc = layout_raid10_far(g->layout);
+	uint64_t chunks, stride, row = dev_off / g->chunk;
+	unsigned cdisk[LAYOUT_MAX_DISKS * 4];
+	uint64_t coff[LAYOUT_MAX_DISKS * 4];
+
+	if (!nc || !fc || (size_t)nc * fc > sizeof(cdisk) / sizeof(cdisk[0]))
+		return -EINVAL;
+	raid10_sizes(g, &chunks, &stride);
+	for (unsigned f = 0; f < fc; f++)
+		for (unsigned wrap = 0; wrap < 2; wrap++) {
+			uint64_t base, lo, hi;
+
+			if (row < (uint64_t)f * stride + wrap)
+				continue;
+			base = row - (uint64_t)f * stride - wrap;
+			if (layout_raid10_offset(g->layout))
+				base /= fc;
+			lo = base * g->ndisks / nc;
+			hi = ((base + 1) * g->ndisks + nc - 1) / nc;
+			if (hi > chunks)
+				hi = chunks;
+			for (uint64_t c = lo; c < hi; c++) {
+				unsigned n = layout_raid10_copies(g, c, cdisk, coff);
+
+				for (unsigned i = 0; i < n; i++)
+					if (cdisk[i] == disk && coff[i] / g->chunk == row) {
+						*ret_chunk = c;
+						*ret_copy = i;
+						return 0;
+					}
+			}
+		}
+	return -ENOENT;
+}
+
 struct layout_name_entry {
 	unsigned level;                 /* 5 also covers 4; 6 */
 	unsigned layout;

@@ -68,6 +68,14 @@ void layout_raid456_stripe(const struct layout_geom *g, uint64_t s, struct layou
 unsigned layout_raid10_copies(const struct layout_geom *g, uint64_t c, unsigned *disk,
 			      uint64_t *dev_off);
 
+/*
+ * raid10, the reverse: the array chunk whose copy number *ret_copy (0: the
+ * first, the one reads use) member disk holds at byte dev_off (rounded
+ * down to its chunk). -ENOENT when no chunk of the array is there.
+ */
+int layout_raid10_chunk_at(const struct layout_geom *g, unsigned disk, uint64_t dev_off,
+			   uint64_t *ret_chunk, unsigned *ret_copy);
+
 /* raid10 layout word pieces. */
 static inline unsigned layout_raid10_near(unsigned layout) { return layout & 0xff; }
 static inline unsigned layout_raid10_far(unsigned layout) { return (layout >> 8) & 0xff; }

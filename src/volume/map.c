@@ -196,8 +196,7 @@ int volume_segment_info(const struct volume *v, unsigned seg, struct volume_segm
  * The reverse of volume_seg_place() for member m's byte dev_off of s (past
  * its data offset): the segment byte it holds, as *ret (DATA, COPY) or the
  * stripe row it protects (P, Q: ret->vol_off is the row's first byte, len
- * its data width). -ENOENT past the member's part of s; -EOPNOTSUPP for
- * raid10, whose far copies have no closed inverse here.
+ * its data width). -ENOENT past the member's part of s.
  */
 static int unplace(const struct volume_seg *s, unsigned m, uint64_t dev_off,
 		   struct volume_piece *ret)
@@ -233,6 +232,16 @@ static int unplace(const struct volume_seg *s, unsigned m, uint64_t dev_off,
 				ret->q_slot = st.qd >= 0 ? st.qexp[b] : -1;
 			}
 		break;
+	case VOLUME_RAID10: {
+		uint64_t c;
+		unsigned copy;
+
+		if (layout_raid10_chunk_at(g, m, dev_off, &c, &copy) < 0)
+			return -ENOENT;
+		seg_off = c * g->chunk + dev_off % g->chunk;
+		ret->role = copy ? VOLUME_PIECE_COPY : VOLUME_PIECE_DATA;
+		break;
+	}
 	default:
 		return -EOPNOTSUPP;
 	}

@@ -193,6 +193,7 @@ static int copies_scrub(struct volume_seg *s, const struct volume_place *c, size
 	struct volume_mismatch mm = { .seg = s->index, .stripe = UINT64_MAX, .seg_off = seg_off,
 				      .seg_len = len };
 	size_t first = 0, last = len - 1;
+	uint64_t found = sc->count;
 	struct vote v;
 	int ret = 0;
 
@@ -220,6 +221,9 @@ static int copies_scrub(struct volume_seg *s, const struct volume_place *c, size
 		first = 0;
 		last = len - 1;
 	}
+	/* Every working copy agreed: a holds what a read returns. */
+	if (ret >= 0 && sc->count == found)
+		volume_scrub_consistent(sc, seg_off, a, len);
 	return ret;
 }
 

@@ -668,6 +668,7 @@ static int raid_scrub(struct volume_seg *s, uint64_t off, uint64_t len, struct v
 
 	for (uint64_t st = off / width; ret >= 0 && st < DIV_ROUND_UP(off + len, width); st++) {
 		bool degraded = false;
+		uint64_t found;
 		struct row r;
 
 		ret = row_init(s, &r, st, 0, s->geom.chunk);
@@ -678,10 +679,15 @@ static int raid_scrub(struct volume_seg *s, uint64_t off, uint64_t len, struct v
 			degraded |= r.lost[b];
 		/* A degraded row has nothing to compare against, but its
 		 * unreadable blocks can be written back. */
-		if (!degraded)
-			ret = raid_scrub_row(s, &r, st, sc);
-		else
+		if (degraded) {
 			ret = raid_scrub_unreadable(s, &r, st, sc);
+			continue;
+		}
+		found = sc->count;
+		ret = raid_scrub_row(s, &r, st, sc);
+		/* Agreed with P (and Q): the data blocks are what a read returns. */
+		for (unsigned b = 0; ret >= 0 && sc->count == found && b < r.k; b++)
+			volume_scrub_consistent(sc, st * width + b * s->geom.chunk, r.blk[b], r.len);
 	}
 	return ret;
 }

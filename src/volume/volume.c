@@ -655,6 +655,31 @@ int volume_scrub_from(struct volume *v, unsigned seg, uint64_t from_off, bool re
 	return r;
 }
 
+int volume_scrub_span(struct volume *v, unsigned seg, uint64_t off, uint64_t len, bool repair,
+		      volume_mismatch_fn report, void *report_arg, volume_scrub_data_fn data,
+		      void *data_arg)
+{
+	struct seg_pass p = { .step = scrub_step,
+			      .sc = { .mode = repair ? VOLUME_SCRUB_REPAIR : VOLUME_SCRUB_CHECK,
+				      .report = report, .arg = report_arg, .data = data,
+				      .data_arg = data_arg } };
+	struct volume_seg *s;
+
+	if (seg >= v->nsegs)
+		return -EINVAL;
+	s = v->segs[seg];
+	if (!s->ops->scrub || !s->ops->unit)
+		return -EOPNOTSUPP;
+	return seg_pass_run(s, off, off + len, 0, NULL, NULL, &p);
+}
+
+void volume_scrub_consistent(struct volume_scrub *sc, uint64_t seg_off, const uint8_t *data,
+			     size_t len)
+{
+	if (sc->data)
+		sc->data(seg_off, data, len, sc->data_arg);
+}
+
 int volume_resync(struct volume *v, unsigned i)
 {
 	struct seg_pass p = { .step = scrub_step, .sc = { .mode = VOLUME_SCRUB_RESYNC } };

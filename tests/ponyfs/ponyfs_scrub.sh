@@ -10,7 +10,8 @@
 # it and names exactly its file (both paths), never a clean one; `pony fs
 # badblocks` and `pony fs resolve` say the same with member, sector and
 # paths. Then: a read that meets a bad checksum is recorded once; a pass
-# stopped, unmounted, or killed goes on from its saved position; errors.
+# stopped, unmounted, or killed goes on from its saved position; errors;
+# and on a raid10, every copy of a block resolves by MEMBER:SECTOR.
 set -u
 . "$PONY_SRCDIR/tests/lib.sh"
 require_fuse
@@ -232,5 +233,24 @@ cmp "$T/a" "$T/m/a" || fail "a bad block on each copy: a read back wrong: $(cat 
 pony_umount
 pony_mount --commit 200 "${imgs[@]}"
 cmp "$T/a" "$T/m/a" || fail "a bad block on each copy: the repair spread one: $(cat "$T/pony.log")"
+pony_umount
+
+# raid10 (near copies on 5 members, so a chunk's copies wrap to the next
+# row): each copy of a block resolves by MEMBER:SECTOR to the file and the
+# block's offset in it.
+volume_images raid10 5 64M
+pony_mount --commit 200 "${imgs[@]}"
+cp "$T/a" "$T/m/a" && "$PONY" sync "$T/m" || fail "write on raid10"
+"$PONY" fs layout --json "$T/m/a" >"$T/a.json" || fail "layout of a on raid10"
+for blk in 0 17 63; do
+	n=0
+	while read -r dev off; do
+		out=$("$PONY" fs resolve "$T/m" "$dev:$((off / 512))" 2>&1)
+		echo "$out" | grep -q "file offset $((blk * 4096)) of inode .*/a" ||
+			fail "raid10 resolve of block $blk at $dev:$((off / 512)): $out"
+		n=$((n + 1))
+	done < <(pieces a "$blk" | head -2)
+	[ "$n" = 2 ] || fail "raid10 block $blk: $n copies in the layout"
+done
 pony_umount
 pass

@@ -3,9 +3,9 @@
  * bdev under each member of a pony RAID6 volume of six, metadata mirrored
  * on all six): an unreadable sector under a file and one under free space
  * are rebuilt from parity and written back, each recorded once with what
- * lives there (the file's path and offset, "free"); a row unreadable on
- * three members (data, P and Q) is beyond RAID6: its file is named lost,
- * and a clean file never is. Also checked: the scrub's log lines name the
+ * lives there (the file's path and offset, "free"); a clean pass finds
+ * nothing; a row unreadable on three members (data, P and Q) is beyond
+ * RAID6: its file is named lost, and a clean file never is. Also checked: the scrub's log lines name the
  * file, and the error list pages through the bad-block hook.
  */
 #include <errno.h>
@@ -137,6 +137,23 @@ static bool listed(struct fixture *f, uint32_t source, uint32_t what, const char
 	return false;
 }
 
+/*
+ * A clean pass: every file block checked against its checksum from the
+ * bytes the parity check read (no second read of clean stripes), nothing
+ * taken for bad. Bytes handed over at a wrong place fail here.
+ */
+static void test_a_clean_pass_repairs_nothing(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_scrub s = scrub_pass(f);
+
+	assert_true(s.checked >= 2 * FILE_BLOCKS);
+	assert_int_equal(s.repaired, 0);
+	assert_int_equal(s.lost, 0);
+	assert_null(strstr(f->log, "/hit"));
+	assert_null(strstr(f->log, "/clean"));
+}
+
 static void test_unreadable_sectors_within_raid6_are_written_back(void **state)
 {
 	struct fixture *f = *state;
@@ -194,6 +211,7 @@ static void test_a_row_unreadable_on_three_members_names_its_file_lost(void **st
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_a_clean_pass_repairs_nothing),
 		cmocka_unit_test(test_unreadable_sectors_within_raid6_are_written_back),
 		cmocka_unit_test(test_a_row_unreadable_on_three_members_names_its_file_lost),
 	};
