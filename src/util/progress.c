@@ -156,7 +156,8 @@ void util_progress_done(struct util_progress *p)
 	if (p->lines && p->last_line_ns && p->last_line_done != p->done)
 		print_line(p, util_now_ns());   /* where it ended, unless just said */
 	if (p->publish_path) {
-		unlink(p->publish_path);
+		if (p->last_publish_ns)         /* never another process's file */
+			unlink(p->publish_path);
 		free(p->publish_path);
 		p->publish_path = NULL;
 	}
