@@ -7,13 +7,17 @@
 #   make bench    every bench/<component>, full runs (BENCH_ARGS=--quick for short)
 #   make fuzz     the libFuzzer targets, briefly (FUZZ_SECONDS=N each)
 #   make soak     the fault-injection soak, SOAK_SECONDS (600) long
+#   make install  pony and its links, the libraries and mount(8)'s helpers,
+#                 under PREFIX (/usr/local), below DESTDIR when given
 
 MESON_OPTS ?=
 BENCH_ARGS ?=
 FUZZ_SECONDS ?= 30
 SOAK_SECONDS ?= 600
+PREFIX ?= /usr/local
+DESTDIR ?=
 
-.PHONY: all deps build check check-plain check-asan demo bench fuzz soak interop clean
+.PHONY: all deps build check check-plain check-asan demo bench fuzz soak interop install clean
 
 all: build
 
@@ -54,6 +58,16 @@ soak: build
 
 interop: build
 	@bash tests/volume/interop.sh
+
+# pony, pony-overlayfs and pony-union in PREFIX/bin, libpony-aio, -blkid
+# and -layout in PREFIX's libdir, the nbdkit plugin in nbdkit's plugin
+# directory, and mount.fuse.pony and mount.fuse.pony-union in /sbin, where
+# mount(8) looks for helpers whatever the prefix (meson_options.txt). With
+# DESTDIR all of it lands below DESTDIR (made absolute: meson reads it from
+# the build directory), the links still naming PREFIX/bin/pony.
+install: build
+	meson configure build --prefix $(PREFIX)
+	meson install -C build $(if $(DESTDIR),--destdir $(abspath $(DESTDIR)))
 
 clean:
 	rm -rf build build-asan build-fuzz

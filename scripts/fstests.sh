@@ -73,11 +73,13 @@ export TEST_DEV=$TEST_DEV
 export TEST_DIR=$WORK/test
 export SCRATCH_DEV=$SCRATCH_DEV
 export SCRATCH_MNT=$WORK/scratch
-export FUSE_MOUNT_OPTIONS="-oformat"
+# subtype= (empty): the type plain fuse, which fstests' _fs_type compares
+# with FSTYP (a mount(8) mount is fuse.pony otherwise).
+export FUSE_MOUNT_OPTIONS="-oformat,subtype="
 # Tests may write over the scratch device (generic/570 makes a swap device
 # of it): the scratch mount formats whatever is not pony's.
-export MOUNT_OPTIONS="-oformat=foreign"
-export TEST_FS_MOUNT_OPTS="-oformat"
+export MOUNT_OPTIONS="-oformat=foreign,subtype="
+export TEST_FS_MOUNT_OPTS="-oformat,subtype="
 EOF
 cd "$XFS"
 rc=0

@@ -131,6 +131,24 @@ unsigned cli_member_timeout_ms(void);
 int cli_paths_distinct(char *const *paths, int n);
 /* what PATH must be an existing directory ("mount point", "--upper"). 0 or CLI_EXIT_FAILURE. */
 int cli_check_dir(const char *what, const char *path);
+/*
+ * A path's open, stat or ioctl failed with err (positive): the message,
+ * and CLI_EXIT_FAILURE. ENOTCONN is a mount whose daemon is gone (killed,
+ * crashed): "MNT: stale mount: run umount first", MNT the mount the path
+ * is on; ENOTTY (an ioctl pony's mounts answer) says it is not a pony
+ * mount; the rest is "PATH: strerror". Every command that takes a path on
+ * a mount reports through here.
+ */
+int cli_path_error(const char *path, int err);
+
+/* mountinfo.c: one mount of /proc/self/mountinfo, escapes undone. */
+struct cli_mount {
+	const char *target, *type, *source;
+};
+/* Calls fn on each mount until it returns non-zero, which is returned. */
+int cli_mountinfo_foreach(int (*fn)(const struct cli_mount *m, void *arg), void *arg);
+/* The mount point path is on (PATH_MAX in ret), found without touching path; else path. */
+void cli_mount_point_of(const char *path, char *ret);
 
 /*
  * A daemon's log (mount, union mount, mount-host, vol expose): its events

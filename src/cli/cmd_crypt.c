@@ -83,6 +83,8 @@ static int crypt_fail(const struct crypt_command *cc, const char *path, int err)
 	const char *m = meaning_in(cc->meanings, err);
 	const char *name = strerrorname_np(err);
 
+	if (err == ENOTCONN)
+		return cli_path_error(path, err);
 	if (!m)
 		m = meaning_in(common_meanings, err);
 	return cli_error("%s: %s: %s (%s)", cc->name + strlen("pony "), path,

@@ -223,10 +223,8 @@ static int fs_statx_run(int argc, char **argv)
 	if (optind != argc - 1)
 		return cli_usage_error("pony fs statx", "one PATH is needed");
 	_cleanup_(closep) int fd = open(argv[optind], O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return cli_error("%s: %s", argv[optind], strerror(errno));
-	if (ioctl(fd, PONYFUSE_IOC_STATX, &a) < 0)
-		return cli_error("%s: %s (not on a pony mount?)", argv[optind], strerror(errno));
+	if (fd < 0 || ioctl(fd, PONYFUSE_IOC_STATX, &a) < 0)
+		return cli_path_error(argv[optind], errno);
 	printf("mask=0x%x ino=%llu mode=0%o nlink=%u uid=%u gid=%u size=%llu blocks=%llu "
 	       "mtime=%lld.%09u\n", a.stx.stx_mask, (unsigned long long)a.stx.stx_ino,
 	       a.stx.stx_mode, a.stx.stx_nlink, a.stx.stx_uid, a.stx.stx_gid,
@@ -242,10 +240,8 @@ static int path_ioctl_run(int argc, char **argv, const char *what, unsigned long
 	if (argc != 2)
 		return cli_usage_error(what, "one PATH is needed");
 	_cleanup_(closep) int fd = open(argv[1], O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return cli_error("%s: %s", argv[1], strerror(errno));
-	if (ioctl(fd, cmd, arg) < 0)
-		return cli_error("%s: %s (not on a pony mount?)", argv[1], strerror(errno));
+	if (fd < 0 || ioctl(fd, cmd, arg) < 0)
+		return cli_path_error(argv[1], errno);
 	return CLI_EXIT_OK;
 }
 

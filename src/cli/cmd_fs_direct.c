@@ -139,7 +139,7 @@ static int fs_cat_run(int argc, char **argv)
 	path = argv[optind];
 	_cleanup_(closep) int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return cli_error("%s: %s", path, strerror(errno));
+		return cli_path_error(path, errno);
 	_cleanup_(freep) void *buf = util_aligned_alloc(CAT_CHUNK);
 	if (!buf)
 		return cli_error("out of memory");

@@ -53,7 +53,7 @@ int cli_layout_error(const char *path, int err)
 					       "version", path);
 	case EACCES: return cli_error("%s is encrypted: keys never leave the mount; read it "
 				      "through the mount", path);
-	default: return cli_error("%s: %s", path, strerror(err));
+	default: return cli_path_error(path, err);
 	}
 }
 
@@ -310,7 +310,7 @@ static int fs_layout_run(int argc, char **argv)
 	o.path = argv[optind];
 	_cleanup_(closep) int fd = open(o.path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
-		return cli_error("%s: %s", o.path, strerror(errno));
+		return cli_path_error(o.path, errno);
 	if (json) {
 		util_json_init(&j, stdout);
 		o.j = &j;

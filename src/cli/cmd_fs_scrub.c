@@ -37,6 +37,7 @@ static const char *name_of(const char *const *names, size_t n, uint32_t v)
 static int scrub_error(const char *cmd, const char *mnt, int err)
 {
 	switch (err) {
+	case ENOTCONN: return cli_path_error(mnt, err);
 	case ENOTTY: return cli_error("%s: %s: not a pony mount", cmd, mnt);
 	case EOPNOTSUPP: return cli_error("%s: %s: this mount's filesystem has no bad-block map "
 					  "or scrub (not ponyfs)", cmd, mnt);
@@ -56,7 +57,7 @@ static int mount_open(const char *cmd, const char *mnt, int *ret_fd)
 	int fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 	if (fd < 0)
-		return cli_error("%s: %s: %s", cmd, mnt, strerror(errno));
+		return cli_path_error(mnt, errno);
 	*ret_fd = fd;
 	return 0;
 }

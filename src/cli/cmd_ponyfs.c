@@ -17,6 +17,7 @@
 #include "pony/ponyfs.h"
 #include "pony/util.h"
 #include "pony/volume.h"
+#include "mount_helper.h"
 #include "ponyfs.h"
 #include "vol.h"
 
@@ -282,7 +283,7 @@ static int serve_layouts(void *layoutd)
 	return layoutd_start(layoutd);
 }
 
-static int mount_run(int argc, char **argv)
+static int mount_main(const char *fsname, int argc, char **argv)
 {
 	/* One worker thread: one lock serialises ponyfs anyway, and more workers
 	 * only add cross-thread wake-ups (an untar of 3,000 files: 2.9 s and
@@ -355,8 +356,7 @@ static int mount_run(int argc, char **argv)
 			       "                  [--layout-listen ADDR --layout-psk FILE|--insecure]\n"
 			       "                  [-o OPTS]\n"
 			       "                  IMG...|UUID=U|LABEL=L MNT\n"
-			       "       pony IMG MNT -o OPTS   (as mount.fuse3 runs it for\n"
-			       "                              `mount -t fuse.pony IMG MNT`)\n"
+			       "       mount -t fuse.pony SRC MNT [-o OPTS]   (fstab: SRC MNT fuse.pony OPTS)\n"
 			       "Mounts the ponyfs on IMG (or on the pony volume of the images) at\n"
 			       "MNT through FUSE. UUID= or LABEL= names a pony volume whose members\n"
 			       "the device database knows ($PONY_DEVDB; pony dev scan DIR adds\n"
@@ -372,12 +372,17 @@ static int mount_run(int argc, char **argv)
 			       "--layout-listen: the same on TCP at HOST:PORT for other hosts,\n"
 			       "in TLS with a key of --layout-psk FILE (IDENTITY:HEXKEY lines, as\n"
 			       "psktool writes); --insecure serves it in the clear instead.\n"
-			       "-o takes mount(8) options; then the mount's type is plain fuse\n"
-			       "and its source IMG. Pony's own: commit=MS, format (mkfs IMG\n"
-			       "first when its first MiB is all zeros), format=foreign (also\n"
+			       "mount(8)'s SRC: IMG, IMG1:IMG2:... (the members; \\: is a colon in\n"
+			       "a name), or pony:UUID=U / pony:LABEL=L (mount(8) looks plain UUID=\n"
+			       "and LABEL= up in libblkid, which knows no pony volume).\n"
+			       "-o takes mount(8) options. Pony's own: commit=MS, format (mkfs\n"
+			       "IMG first when its first MiB is all zeros), format=foreign (also\n"
 			       "when IMG is not pony's), relatime (the default), strictatime,\n"
 			       "noatime, meta_cache=SIZE (metadata kept in memory, default\n"
-			       "16M: all the daemon holds per file); the rest go to FUSE.\n" CLI_LOG_HELP);
+			       "16M: all the daemon holds per file), subtype=NAME (the type\n"
+			       "fuse.NAME, default fuse.pony; empty: plain fuse, as fstests wants);\n"
+			       "mount(8)'s own (defaults, nofail, _netdev, x-*...) are dropped;\n"
+			       "the rest go to FUSE. docs/ponyfs-mount.md has the fstab lines.\n" CLI_LOG_HELP);
 			return CLI_EXIT_OK;
 		default: return cli_usage_error("pony mount", "bad option");
 		}
@@ -391,7 +396,10 @@ static int mount_run(int argc, char **argv)
 	if (layout_psk && !layout_listen)
 		return cli_usage_error("pony mount", "--layout-psk is for --layout-listen");
 	if (mo.remount)
-		return cli_ponyfs_remount(argv[argc - 1], &mo);
+		return cli_mount_remount(argv[argc - 1], mo.fuse);
+	/* Before an image is touched: a dead mount there says so. */
+	if (cli_check_dir("mount point", argv[argc - 1]))
+		return CLI_EXIT_FAILURE;
 	if (n == 1 && !cli_ponyfs_is_spec(argv[optind])) {
 		bool bound;
 
@@ -444,11 +452,21 @@ static int mount_run(int argc, char **argv)
 		fo.serving_arg = layoutd;
 	}
 	umask(0);
-	r = cli_fuse_serve(fs, argv[argc - 1], argv[optind], &fo);
+	r = cli_fuse_serve(fs, argv[argc - 1], fsname ? fsname : argv[optind], &fo);
 	layoutd_stop(layoutd);
 	vfs_free(TAKE_PTR(fs));
 	stand_done(&s);
 	return r;
+}
+
+static int mount_run(int argc, char **argv)
+{
+	return mount_main(NULL, argc, argv);
+}
+
+int cli_ponyfs_mount_as(const char *fsname, int argc, char **argv)
+{
+	return mount_main(fsname, argc, argv);
 }
 
 /* fsck(8)'s exit codes, added together as it does. */

@@ -1,14 +1,12 @@
 /*
- * cmd_ponyfs_helper.c - ponyfs as mount(8) sees it. `mount -t fuse.pony IMG
- * MNT -o OPTS` runs mount.fuse3, which runs `pony IMG MNT -o OPTS`: main.c
- * hands that to `pony mount`, and this file sorts mount(8)'s options into
- * pony's and libfuse's, formats a blank image when asked (fstests never runs
- * mkfs for FSTYP=fuse, it only empties the scratch mount), and makes a mount
- * wait until the previous daemon of the same images has let go of them:
- * umount(8) of a FUSE mount returns before that daemon's last commit. A
- * `mount -o remount` comes through here too and is handed back to mount(8).
- * A second mount of an image a daemon serves becomes a bind mount of the
- * first, as a kernel filesystem shares its superblock between mounts.
+ * cmd_ponyfs_helper.c - ponyfs's side of a mount(8) mount (the helper's
+ * command line is cmd_mount_helper.c's): this file sorts mount(8)'s options
+ * into pony's and libfuse's, formats a blank image when asked (fstests
+ * never runs mkfs for FSTYP=fuse, it only empties the scratch mount), and
+ * makes a mount wait until the previous daemon of the same images has let
+ * go of them: umount(8) of a FUSE mount returns before that daemon's last
+ * commit. A second mount of an image a daemon serves becomes a bind mount
+ * of the first, as a kernel filesystem shares its superblock between mounts.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,12 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "mount_helper.h"
 #include "pony/bdev.h"
 #include "ponyfs.h"
 #include "pony/fuse.h"
@@ -31,20 +29,6 @@
 
 #define LOCK_WAIT_MS 60000
 #define BLANK_BYTES (1u << 20)
-
-/* mount(8)'s and mount.fuse3's own options, which libfuse would refuse. */
-static bool is_bookkeeping(const char *o)
-{
-	static const char *const names[] = {
-		"defaults", "auto", "noauto", "nofail", "_netdev", "user", "nouser",
-		"users", "owner", "group", "loop", "nosymfollow",
-	};
-
-	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
-		if (!strcmp(o, names[i]))
-			return true;
-	return !strncmp(o, "x-", 2) || !strncmp(o, "comment=", 8);
-}
 
 static int add_fuse_opt(struct mount_opts *m, const char *o)
 {
@@ -67,9 +51,6 @@ int cli_ponyfs_mount_opts(const char *list, struct ponyfs_options *po,
 
 	if (!copy)
 		return cli_error("out of memory");
-	/* Options from mount(8) mean a mount(8)-style mount: type plain
-	 * "fuse", the source as fsname, nothing else (fstests' FSTYP=fuse). */
-	fo->subtype = "";
 	for (char *o = strtok_r(copy, ",", &save); o && !r; o = strtok_r(NULL, ",", &save)) {
 		if (!strncmp(o, "commit=", 7)) {
 			if (cli_parse_unsigned("pony mount", "-o commit", o + 7, 0, 3600000, &po->commit_ms))
@@ -82,11 +63,18 @@ int cli_ponyfs_mount_opts(const char *list, struct ponyfs_options *po,
 			po->atime = PONYFS_ATIME_RELATIVE;      /* libfuse 3.14 does not know it */
 		} else if (!strcmp(o, "strictatime")) {
 			po->atime = PONYFS_ATIME_ALWAYS;        /* nor this */
+		} else if (!strncmp(o, "subtype=", 8)) {
+			/* The type is fuse.pony; subtype= (empty) makes it plain
+			 * "fuse", as fstests' FSTYP=fuse looks for it. */
+			if (strlen(o + 8) >= sizeof(m->subtype))
+				return cli_usage_error("pony mount", "-o subtype: too long");
+			snprintf(m->subtype, sizeof(m->subtype), "%s", o + 8);
+			fo->subtype = m->subtype;
 		} else if (!strcmp(o, "format")) {
 			m->format = true;
 		} else if (!strcmp(o, "format=foreign")) {
 			m->format_foreign = true;
-		} else if (!is_bookkeeping(o)) {
+		} else if (!cli_mount_opt_is_bookkeeping(o)) {
 			if (!strcmp(o, "remount"))
 				m->remount = true;
 			else if (!strcmp(o, "ro"))
@@ -143,48 +131,33 @@ static bool same_source(const char *source, const char *path, const struct stat 
 				   : st.st_dev == want->st_dev && st.st_ino == want->st_ino;
 }
 
-/* mountinfo's octal escapes (\040 for a space) undone in place. */
-static void unescape(char *s)
-{
-	char *d = s;
+struct served {
+	const char *path;
+	const struct stat *want;
+	char *ret;                      /* PATH_MAX */
+};
 
-	for (; *s; s++) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] && s[3]) {
-			*d++ = (char)strtol((char[]){ s[1], s[2], s[3], 0 }, NULL, 8);
-			s += 3;
-		} else {
-			*d++ = *s;
-		}
-	}
-	*d = '\0';
+static int served_at(const struct cli_mount *m, void *arg)
+{
+	struct served *sv = arg;
+
+	if (strcmp(m->type, "fuse") && strcmp(m->type, "fuse.pony"))
+		return 0;
+	if (!same_source(m->source, sv->path, sv->want))
+		return 0;
+	snprintf(sv->ret, PATH_MAX, "%s", m->target);
+	return 1;
 }
 
 /* Where a FUSE mount of the image at path is, in ret (PATH_MAX); -ENOENT: nowhere. */
 static int find_mount(const char *path, char *ret)
 {
-	_cleanup_(fclosep) FILE *f = fopen("/proc/self/mountinfo", "re");
-	char line[8192], mnt[4096], type[256], source[4096];
 	struct stat want;
+	struct served sv = { .path = path, .want = &want, .ret = ret };
 
-	if (!f || stat(path, &want) < 0)
+	if (stat(path, &want) < 0)
 		return -ENOENT;
-	while (fgets(line, sizeof(line), f)) {
-		const char *dash = strstr(line, " - ");
-
-		/* id parent major:minor root MOUNTPOINT options... - TYPE SOURCE superoptions */
-		if (!dash || sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1 ||
-		    sscanf(dash + 3, "%255s %4095s", type, source) != 2)
-			continue;
-		if (strcmp(type, "fuse") && strcmp(type, "fuse.pony"))
-			continue;
-		unescape(source);
-		if (same_source(source, path, &want)) {
-			unescape(mnt);
-			snprintf(ret, PATH_MAX, "%s", mnt);
-			return 0;
-		}
-	}
-	return -ENOENT;
+	return cli_mountinfo_foreach(served_at, &sv) ? 0 : -ENOENT;
 }
 
 int cli_ponyfs_bind_existing(const char *path, const char *mountpoint, bool read_only,
@@ -206,21 +179,6 @@ int cli_ponyfs_bind_existing(const char *path, const char *mountpoint, bool read
 	}
 	*ret_bound = true;
 	return 0;
-}
-
-int cli_ponyfs_remount(const char *mountpoint, const struct mount_opts *m)
-{
-	int fd = open(mountpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-	/* A kernel filesystem syncs when remounted (read-only above all); a
-	 * FUSE one never hears of it (generic/599), so the daemon commits
-	 * first. A mount that is not pony's, or is shut down, just remounts. */
-	if (fd >= 0) {
-		ioctl(fd, PONYFUSE_IOC_SYNCFS);
-		close(fd);
-	}
-	execlp("mount", "mount", "-i", "-o", m->fuse, mountpoint, (char *)NULL);
-	return cli_error("cannot run mount: %s", strerror(errno));
 }
 
 static bool all_zero(const uint8_t *p, size_t n)
@@ -259,13 +217,4 @@ int cli_ponyfs_format(const char *path, bool foreign)
 		return 0;               /* a filesystem, or something else: mount decides */
 	r = ponyfs_mkfs_image(dev, &(struct ponyfs_mkfs_options){ 0 });
 	return r < 0 ? cli_error("%s: cannot format: %s", path, strerror(-r)) : 0;
-}
-
-bool cli_ponyfs_is_helper_call(int argc, char **argv)
-{
-	struct stat img, mnt;
-
-	return argc >= 3 && argv[1][0] != '-' && stat(argv[1], &img) == 0 &&
-	       (S_ISREG(img.st_mode) || S_ISBLK(img.st_mode)) && stat(argv[2], &mnt) == 0 &&
-	       S_ISDIR(mnt.st_mode);
 }

@@ -25,11 +25,8 @@ static int path_ioctl(const char *path, unsigned long cmd, void *arg)
 {
 	_cleanup_(closep) int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 
-	if (fd < 0)
-		return cli_error("%s: %s", path, strerror(errno));
-	if (ioctl(fd, cmd, arg) < 0)
-		return cli_error("%s: %s%s", path, strerror(errno),
-				 errno == ENOTTY ? " (not on a pony mount?)" : "");
+	if (fd < 0 || ioctl(fd, cmd, arg) < 0)
+		return cli_path_error(path, errno);
 	return CLI_EXIT_OK;
 }
 

@@ -134,7 +134,8 @@ int cli_union_mount_serve(const char *cmd, struct union_mount *m, const char *mo
 				 "directory %s", c->work, c->upper);
 	if (r < 0)
 		return cli_error("cannot build the union: %s", strerror(-r));
-	return cli_fuse_serve(fs, mountpoint, c->upper ? c->upper : c->lowers[0], &m->opts);
+	return cli_fuse_serve(fs, mountpoint, m->fsname ? m->fsname : c->upper ? c->upper : c->lowers[0],
+			      &m->opts);
 }
 
 static int union_mount_run(int argc, char **argv)

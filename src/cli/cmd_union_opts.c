@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "mount_helper.h"
 #include "pony/util.h"
 #include "union_opts.h"
 
@@ -272,7 +273,7 @@ static int parse_one(const char *cmd, struct union_mount *m, const char *o)
 {
 	int r;
 
-	if (listed(same_as_pony, ARRAY_SIZE(same_as_pony), o))
+	if (listed(same_as_pony, ARRAY_SIZE(same_as_pony), o) || cli_mount_opt_is_bookkeeping(o))
 		return 0;
 	for (size_t i = 0; i < ARRAY_SIZE(refused); i++)
 		if (!strncmp(o, refused[i].prefix, strlen(refused[i].prefix)))

@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <syslog.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 
 #include "cli.h"
 #include "pony/util.h"
@@ -83,14 +85,38 @@ int cli_log_open(const char *cmd, const char *file, bool foreground)
 	return 0;
 }
 
+int cli_path_error(const char *path, int err)
+{
+	char mnt[PATH_MAX];
+
+	switch (err) {
+	case ENOTCONN:
+		/* FUSE's answer once the daemon is gone: nothing on the mount
+		 * works until it is unmounted, so say that, not "Transport
+		 * endpoint is not connected". */
+		cli_mount_point_of(path, mnt);
+		return cli_error("%s: stale mount: run umount first", mnt);
+	case ENOTTY:
+		return cli_error("%s: %s (not on a pony mount?)", path, strerror(err));
+	default:
+		return cli_error("%s: %s", path, strerror(err));
+	}
+}
+
 int cli_check_dir(const char *what, const char *path)
 {
+	struct statfs sfs;
 	struct stat st;
 
 	if (stat(path, &st) < 0)
-		return cli_error("%s %s: %s", what, path, strerror(errno));
+		return errno == ENOTCONN ? cli_path_error(path, ENOTCONN)
+					 : cli_error("%s %s: %s", what, path, strerror(errno));
 	if (!S_ISDIR(st.st_mode))
 		return cli_error("%s %s: not a directory", what, path);
+	/* A dead FUSE mount answers stat() from the kernel's cache of its
+	 * attributes; statfs() always asks the daemon. */
+	if (statfs(path, &sfs) < 0 && errno == ENOTCONN)
+		return cli_path_error(path, ENOTCONN);
 	return 0;
 }
 

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "ponyfs.h"
+#include "mount_helper.h"
 #include "union_opts.h"
 
 static int version_run(int argc, char **argv)
@@ -57,9 +57,10 @@ int main(int argc, char **argv)
 		return r;
 	if (argc >= 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")))
 		return version_run(1, argv);
-	/* mount.fuse3 runs `pony IMG MNT -o OPTS` for `mount -t fuse.pony IMG MNT`. */
-	if (cli_ponyfs_is_helper_call(argc, argv))
-		return cli_mount_command.run(argc, argv);
+	/* mount(8)'s helper: mount.fuse.pony, pony-union, `pony SRC MNT -o OPTS`. */
+	r = cli_mount_helper_main(argc, argv);
+	if (r >= 0)
+		return r;
 	return cli_dispatch("pony", commands, sizeof(commands) / sizeof(commands[0]),
 			    argc, argv);
 }

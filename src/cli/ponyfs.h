@@ -1,8 +1,8 @@
 /*
  * ponyfs.h - what the ponyfs command files share: the mount(8) side of
- * `pony mount` (cmd_ponyfs_helper.c), used by cmd_ponyfs.c and main.c, and
- * the member images of a volume named by UUID= or LABEL=, looked up in devdb
- * (cmd_ponyfs_find.c).
+ * `pony mount` (cmd_ponyfs_helper.c), used by cmd_ponyfs.c and
+ * cmd_mount_helper.c, and the member images of a volume named by UUID= or
+ * LABEL=, looked up in devdb (cmd_ponyfs_find.c).
  */
 #ifndef PONY_CLI_PONYFS_H
 #define PONY_CLI_PONYFS_H
@@ -18,6 +18,7 @@ struct mount_opts {
 	bool format;                    /* format: mkfs an all-zero image first */
 	bool format_foreign;            /* format=foreign: also one that is not pony's */
 	bool remount;                   /* mount(8)'s -o remount: not a new mount */
+	char subtype[64];               /* -o subtype=: the type fuse.SUBTYPE ("": fuse) */
 	char fuse[1024];                /* for libfuse, comma-separated */
 };
 
@@ -47,14 +48,6 @@ int cli_ponyfs_bind_existing(const char *path, const char *mountpoint, bool read
 			     bool *ret_bound);
 
 /*
- * mount(8) calls the helper for `mount -o remount,...` too: the kernel
- * changes a FUSE mount's flags itself, so this commits the filesystem (a
- * remount syncs a kernel filesystem) and runs `mount -i` (no helper) with
- * the options. Returns only on failure, with a CLI exit code.
- */
-int cli_ponyfs_remount(const char *mountpoint, const struct mount_opts *m);
-
-/*
  * mkfs of path when its first MiB is all zeros, or (foreign) when it holds
  * no ponyfs or pony volume superblock (a test's scratch device that a test
  * made a swap device of). A damaged ponyfs is never formatted: its mount
@@ -62,8 +55,12 @@ int cli_ponyfs_remount(const char *mountpoint, const struct mount_opts *m);
  */
 int cli_ponyfs_format(const char *path, bool foreign);
 
-/* True when `pony ARG...` is mount.fuse3's call: `pony IMG MNT -o OPTS`. */
-bool cli_ponyfs_is_helper_call(int argc, char **argv);
+/*
+ * `pony mount` (argv as its own: argv[0] "mount", then options, images and
+ * MNT) with fsname as the mount's source in /proc/mounts, not the first
+ * image: mount(8)'s helper call keeps the source as fstab spells it.
+ */
+int cli_ponyfs_mount_as(const char *fsname, int argc, char **argv);
 
 /* UUID=... or LABEL=...: a volume named through devdb, not a path. */
 bool cli_ponyfs_is_spec(const char *arg);

@@ -23,6 +23,8 @@ struct union_mount {
 	bool squash_root;               /* squash_to_root: 0 unless _to_uid/gid */
 	bool xattr_auto;                /* user. xattrs without the privilege
 					 * for trusted. (set by any -o list) */
+	const char *fsname;             /* the source /proc/mounts shows; NULL:
+					 * the upper, else the top lower */
 	const char *log_file;
 };
 
@@ -35,8 +37,9 @@ void cli_union_mount_done(struct union_mount *m);
  * lowerdir=A:B (\: escapes a colon), upperdir=, workdir=, uidmapping=,
  * gidmapping=, squash_to_root, squash_to_uid=, squash_to_gid=,
  * static_nlink, noacl, volatile, fsync=, timeout=, threaded=, debug,
- * writeback=, the kernel's mount flags, and the rest. Options pony cannot
- * honour exactly are refused by name. 0, or a message printed and
+ * writeback=, the kernel's mount flags, and the rest; mount(8)'s own
+ * (defaults, nofail, x-*...) are dropped. Options pony cannot honour exactly are
+ * refused by name. 0, or a message printed and
  * CLI_EXIT_USAGE.
  */
 int cli_union_mount_opts(const char *cmd, const char *list, struct union_mount *m);

@@ -2,7 +2,7 @@
 # ponyfs_mount_helper.sh - ponyfs mounted the way fstests mounts a FUSE
 # filesystem (FSTYP=fuse, FUSE_SUBTYP=.pony): `mount -t fuse.pony IMG MNT -o
 # OPTS` through the real mount(8) and mount.fuse3. The mount shows source IMG
-# and type plain fuse in /proc/mounts; -o format makes the filesystem on a
+# and, with -o subtype=, type plain fuse in /proc/mounts; -o format makes the filesystem on a
 # blank image and leaves anything else alone; a remount straight after
 # umount(8) finds everything (it waits for the old daemon's last commit);
 # a remount commits first; a second mount of a served image binds the
@@ -40,8 +40,9 @@ mount --bind "$T/sbin" /usr/local/sbin || skip "cannot bind over /usr/local/sbin
 IMG=$T/scratch.img
 truncate -s 256M "$IMG"
 
-# Source IMG, type fuse with no subtype: what fstests' _check_mounted_on wants.
-mount -t fuse.pony "$IMG" "$M" -o format,commit=200 || fail "mount -t fuse.pony of a blank image"
+# Source IMG, type fuse with no subtype (-o subtype=, as scripts/fstests.sh
+# mounts): what fstests' _check_mounted_on wants.
+mount -t fuse.pony "$IMG" "$M" -o format,commit=200,subtype= || fail "mount -t fuse.pony of a blank image"
 read -r src type <<<"$(findmnt -n -o SOURCE,FSTYPE --mountpoint "$M")"
 [ "$src" = "$IMG" ] || fail "source is '$src', expected $IMG"
 [ "$type" = fuse ] || fail "type is '$type', expected fuse"

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# mount_install.sh - `make install`'s meson install into a DESTDIR puts
+# pony, pony-overlayfs and pony-union in PREFIX/bin, the libraries
+# (libpony-aio, -blkid, -layout) in PREFIX's libdir, and mount(8)'s helpers
+# mount.fuse.pony and mount.fuse.pony-union in DESTDIR/sbin, naming
+# PREFIX/bin/pony; the Makefile's target is that command with PREFIX and
+# an absolute DESTDIR. Then the installed tree does the work: in a private
+# mount namespace, DESTDIR/sbin laid over /sbin and DESTDIR/PREFIX/bin bound
+# over PREFIX/bin, the real mount(8) mounts a ponyfs and a union through the
+# installed helpers, and the daemon is the installed pony.
+set -u
+. "$PONY_SRCDIR/tests/lib.sh"
+PONY_MOUNT_HELPERS=installed
+. "$PONY_SRCDIR/tests/cli/mount_lib.sh" mount-install
+require_cmd meson python3
+
+B=$(dirname "$(realpath "$PONY")")
+D=$T/root
+opt() {
+	meson introspect "$B" --buildoptions |
+		python3 -c "import json,sys; print(next(o['value'] for o in json.load(sys.stdin) if o['name'] == '$1'))"
+}
+prefix=$(opt prefix) && bindir=$(opt bindir) && libdir=$(opt libdir) || fail "meson introspect"
+helperdir=$(opt mount_helper_dir)
+[ "$helperdir" = /sbin ] || fail "mount_helper_dir is '$helperdir', expected /sbin"
+case $bindir in /*) ;; *) bindir=$prefix/$bindir ;; esac
+case $libdir in /*) ;; *) libdir=$prefix/$libdir ;; esac
+
+meson install -C "$B" --destdir "$D" --no-rebuild --quiet >"$T/install.log" 2>&1 ||
+	fail "meson install --destdir: $(cat "$T/install.log")"
+[ -x "$D$bindir/pony" ] && [ ! -L "$D$bindir/pony" ] || fail "no $bindir/pony"
+for l in pony-overlayfs pony-union; do
+	[ "$(readlink "$D$bindir/$l")" = pony ] || fail "$bindir/$l does not name pony"
+done
+for h in mount.fuse.pony mount.fuse.pony-union; do
+	[ "$(readlink "$D/sbin/$h")" = "$bindir/pony" ] ||
+		fail "/sbin/$h names '$(readlink "$D/sbin/$h")', not $bindir/pony"
+done
+for lib in libpony-aio libpony-blkid libpony-layout; do
+	[ -e "$D$libdir/$lib.so" ] || fail "no $libdir/$lib.so: $(find "$D" -name 'libpony*')"
+done
+# Nothing escaped DESTDIR: the machine's /sbin has no pony helper.
+[ ! -e /sbin/mount.fuse.pony ] || fail "/sbin/mount.fuse.pony exists outside DESTDIR"
+
+# The Makefile's target: that install, with PREFIX and DESTDIR made absolute.
+make -s -n -C "$PONY_SRCDIR" install PREFIX=/opt/p DESTDIR=rel/dir >"$T/make.out" 2>&1 ||
+	fail "make -n install: $(cat "$T/make.out")"
+grep -qx "meson configure build --prefix /opt/p" "$T/make.out" &&
+	grep -qx "meson install -C build --destdir $PONY_SRCDIR/rel/dir" "$T/make.out" ||
+	fail "make install runs: $(cat "$T/make.out")"
+
+# The installed tree at work through mount(8).
+helpers_over_sbin "$D/sbin"
+mkdir -p "$bindir" 2>/dev/null
+mount --bind "$D$bindir" "$bindir" || fail "cannot bind the installed $bindir"
+PONY_PREFIX_BOUND=$bindir
+truncate -s 96M "$T/one.img"
+"$bindir/pony" mkfs "$T/one.img" >/dev/null || fail "the installed pony's mkfs"
+mount -t fuse.pony "$T/one.img" "$T/m" || fail "mount(8) through the installed mount.fuse.pony"
+mounted_as "$T/m" "$T/one.img" fuse.pony
+pid=$(pgrep -f "^/sbin/mount.fuse.pony $T/one.img ") || fail "no daemon run as /sbin/mount.fuse.pony"
+[ "$(readlink "/proc/$pid/exe")" = "$bindir/pony" ] ||
+	fail "the daemon is $(readlink "/proc/$pid/exe"), not the installed $bindir/pony"
+echo data > "$T/m/f" || fail "write through the installed helper's mount"
+unmount "$T/m"
+mkdir -p "$T/lower" "$T/upper" "$T/work"
+echo low > "$T/lower/l"
+union_round u "$T/lower" "$T/upper" "$T/work" l low "the installed mount.fuse.pony-union"
+pass
