@@ -165,6 +165,7 @@ struct stand {
 	struct bdev *image;
 	char *names[MAX_IMAGES];        /* the volume's devices as given (--auto-readd) */
 	int nnames;
+	struct util_progress spare_bar; /* a rebuild onto a hot spare: `pony vol detail` sees it */
 };
 
 static void stand_done(struct stand *s)
@@ -174,7 +175,8 @@ static void stand_done(struct stand *s)
 	bdev_free(s->meta);
 	bdev_free(s->data);
 	bdev_free(s->image);
-	volume_set_close(s->set);
+	volume_set_close(s->set);       /* stops the spare worker first */
+	util_progress_done(&s->spare_bar);
 }
 
 /* What an error from opening or mounting means to the person who typed it. */
@@ -230,6 +232,8 @@ static int stand_volume(char **paths, int n, struct bdev **devs, unsigned flags,
 	}
 	vol_print_absent(&a);
 	vol_print_degraded(&a, vflags & VOLUME_SET_RDONLY);
+	if (!(vflags & VOLUME_SET_RDONLY))
+		vol_watch_spare(s->set, &s->spare_bar);
 	return 0;
 }
 

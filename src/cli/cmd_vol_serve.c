@@ -23,7 +23,7 @@
 static void serve_usage(FILE *out)
 {
 	fprintf(out,
-		"Usage: pony vol serve --nbd ADDR [OPTIONS] DEV...\n"
+		"Usage: pony vol serve --nbd ADDR [OPTIONS] DEV...|NAME|UUID=U|LABEL=L\n"
 		"Serves the volume whose members are DEV... (paths or NBD URIs) over NBD,\n"
 		"through nbdkit and pony's plugin, until stopped (SIGINT/SIGTERM closes the\n"
 		"volume clean). ADDR: HOST:PORT, PORT (every address), or a Unix socket's\n"
@@ -38,6 +38,14 @@ static void serve_usage(FILE *out)
 		"                     format: USER:HEXKEY lines); clients use nbds://USER@...\n"
 		"  -h, --help         this help\n"
 		"--member-timeout SECONDS is passed on for members on NBD servers.\n");
+}
+
+/* What vol_find_members() found (NULL: members were given). */
+static void free_found(char **found, int n)
+{
+	for (int i = 0; found && i < n; i++)
+		free(found[i]);
+	free(found);
 }
 
 static const char *serve_plugin(void)
@@ -90,7 +98,7 @@ static int vol_serve_run(int argc, char **argv)
 	const char *addr = NULL, *psk = NULL;
 	bool rdonly = false, degraded = false, auto_readd = false;
 	char host[256], tls_psk[4096], timeout[32];
-	char **args;
+	char **args, **members, **found = NULL;
 	int c, n, k = 0, r;
 
 	optind = 1;
@@ -112,9 +120,19 @@ static int vol_serve_run(int argc, char **argv)
 		return cli_usage_error("pony vol serve", "give 1 to 64 member devices");
 	if (psk && access(psk, R_OK) < 0)
 		return cli_error("--tls-psk %s: %s", psk, strerror(errno));
-	r = cli_paths_distinct(argv + optind, n);
-	if (r)
+	members = argv + optind;
+	/* NAME, UUID=, LABEL=: the members as devdb knows them (kept: exec takes them). */
+	if (n == 1 && vol_is_named(members[0])) {
+		r = vol_find_members(members[0], &found, &n);
+		if (r)
+			return r;
+		members = found;
+	}
+	r = cli_paths_distinct(members, n);
+	if (r) {
+		free_found(found, n);
 		return r;
+	}
 	args = calloc((size_t)(SERVE_FIXED_ARGS + n), sizeof(*args));
 	if (!args)
 		return cli_error("out of memory");
@@ -125,6 +143,7 @@ static int vol_serve_run(int argc, char **argv)
 	r = serve_addr(addr, args, &k, host, sizeof(host));
 	if (r) {
 		free(args);
+		free_found(found, n);
 		return r;
 	}
 	if (psk) {
@@ -135,7 +154,7 @@ static int vol_serve_run(int argc, char **argv)
 	args[k++] = (char *)serve_plugin();
 	for (int i = 0; i < n; i++) {
 		args[k] = NULL;
-		if (asprintf(&args[k], "member=%s", argv[optind + i]) < 0 || !args[k])
+		if (asprintf(&args[k], "member=%s", members[i]) < 0 || !args[k])
 			return cli_error("out of memory");
 		k++;
 	}
