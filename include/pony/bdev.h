@@ -136,6 +136,9 @@ bool bdev_name_is_nbd(const char *name);
  * server does not answer in time, libnbd's errno otherwise (p->why says more).
  */
 int bdev_nbd_open(const char *uri, const struct bdev_open_params *p, struct bdev **ret);
+/* The name an NBD bdev of uri has (struct bdev's name[]): the URI without its
+ * query (TLS settings), a Unix socket's whole, cut to cap bytes. */
+void bdev_nbd_name(const char *uri, char *buf, size_t cap);
 /* The connections of an NBD bdev (0: not one). */
 unsigned bdev_nbd_connections(const struct bdev *b);
 

@@ -222,6 +222,17 @@ int devdb_find_tag(struct devdb *db, const char *name, const char *value,
 /* "LABEL=x", "UUID=x", or a path; the path of the best match. */
 int devdb_resolve_spec(struct devdb *db, const char *spec, char **ret_path);
 
+/* Whether arg names a pony volume (UUID=... or LABEL=...), not a path. */
+bool devdb_is_volume_spec(const char *arg);
+/*
+ * The present members of the pony volume spec names (UUID=... or
+ * LABEL=..., tagged by the pony_volume_member prober): what to open for
+ * each, a path or a registered NBD export's URI. On 0, *ret_names (*ret_n
+ * strings) and each string are the caller's to free. -EINVAL: not such a
+ * spec, or an empty value; -ENOENT: no member known (or none present).
+ */
+int devdb_volume_members(struct devdb *db, const char *spec, char ***ret_names, size_t *ret_n);
+
 /* Every device (present or not). Same ownership as devdb_find(). */
 int devdb_list(struct devdb *db, struct devdb_dev ***ret_devs, size_t *ret_n);
 /* One device by any of its paths. -ENOENT if unknown. */
@@ -238,6 +249,30 @@ int devdb_forget(struct devdb *db, const char *path);
 
 /* UUIDs held by more than one device: on 0, *ret_uuids (n) is the caller's. */
 int devdb_duplicate_uuids(struct devdb *db, char ***ret_uuids, size_t *ret_n);
+
+/*
+ * Named volumes: `pony vol assemble` records a pony volume's name, UUID and
+ * member UUIDs, so commands take the name; the members themselves are
+ * found by their tags (UUID= the volume's, TYPE=pony_volume_member).
+ */
+struct devdb_volume {
+	char *name;
+	char *uuid;                     /* the volume's, 8-4-4-4-12 */
+	size_t nmembers;
+	char **member_uuids;            /* by member index */
+};
+/* Records v; its name is taken from any other volume that had it (the last assembled wins). */
+int devdb_volume_record(struct devdb *db, const struct devdb_volume *v);
+/* The volume named key, or whose UUID is key. On 0, *ret is yours: devdb_volume_free(). -ENOENT. */
+int devdb_volume_get(struct devdb *db, const char *key, struct devdb_volume **ret);
+/* Every recorded volume, by name. On 0, *ret (n) is yours: devdb_volumes_free(). */
+int devdb_volume_list(struct devdb *db, struct devdb_volume ***ret, size_t *ret_n);
+void devdb_volume_free(struct devdb_volume *v);                 /* NULL: nothing */
+void devdb_volumes_free(struct devdb_volume **v, size_t n);
+static inline void devdb_volume_freep(struct devdb_volume **v)
+{
+	devdb_volume_free(*v);
+}
 
 void devdb_dev_free(struct devdb_dev *dev);                     /* NULL: nothing */
 void devdb_devs_free(struct devdb_dev **devs, size_t n);

@@ -219,6 +219,12 @@ struct ponyfuse_layout_arg {
 _Static_assert(sizeof(struct ponyfuse_layout_arg) == 64 + 32 * 40 + 1024 * 4 + 256 * 32,
 	       "ponyfuse_layout_arg's size is its ABI");
 #define PONYFUSE_IOC_LAYOUT _IOWR('P', 32, struct ponyfuse_layout_arg)
+/*
+ * A vfs layout page (its arrays no longer than a's) copied into the
+ * ioctl's struct, csums excepted (a's own array when the page was got for
+ * the ioctl): the ioctl and libpony-layout's TCP client share it.
+ */
+void ponyfuse_layout_arg_from_vfs(const struct vfs_layout *l, struct ponyfuse_layout_arg *a);
 
 /*
  * Layout leases (docs/layout.md "Leases"). A layout got with `lease` set

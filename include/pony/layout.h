@@ -36,6 +36,26 @@ int pony_layout_get(int fd, uint64_t off, uint64_t len, struct pony_layout **ret
 /* The same for a path (opened O_RDONLY); errors of open(2) as -errno. */
 int pony_layout_get_path(const char *path, uint64_t off, uint64_t len, struct pony_layout **ret);
 
+/*
+ * The same from another host, through the mount's layout service (`pony
+ * mount --layout-listen ADDR`, docs/nbd.md): path is the file's from the
+ * mount's root. Members the mount names by NBD URIs are read from their
+ * servers (an nbds:// URI without a query with psk_file's key); members it
+ * names by paths are its host's files, left out here (their blocks are
+ * rebuilt from the others, as a missing member's). Data the daemon still
+ * caches cannot be read from here: pony_layout_read() says -EAGAIN.
+ * -EACCES: a wrong key, or an encrypted file; -ENXIO: the filesystem is on
+ * one image, with no members to read; -ECONNREFUSED, -EHOSTUNREACH...: no
+ * service at addr; errors of the daemon's lookup of path (-ENOENT...).
+ */
+struct pony_layout_server {
+	const char *addr;               /* "HOST:PORT" or "[V6]:PORT" */
+	const char *psk_file;           /* "IDENTITY:HEXKEY" lines; NULL: in the clear */
+	unsigned member_timeout_ms;     /* NBD members: connecting, each read; 0: 30 s */
+};
+int pony_layout_get_remote(const struct pony_layout_server *s, const char *path, uint64_t off,
+			   uint64_t len, struct pony_layout **ret);
+
 /* The file's size when the layout was got. */
 uint64_t pony_layout_size(const struct pony_layout *l);
 

@@ -145,18 +145,47 @@ void util_json_bool(struct util_json *j, const char *key, bool value);
 void util_json_end(struct util_json *j); /* writes the final newline */
 
 /*
- * A progress bar on stderr for long work. Drawn only when stderr is a
- * terminal, at most every 100 ms; util_progress_done() clears it.
+ * Progress of long work (rebuild, scrub, mkfs, fsck, scans) with its
+ * percent, rate and time left, on stderr: on a terminal a bar redrawn at
+ * most every 100 ms; otherwise (a log, a pipe) a line every 10 % or 10 s,
+ * none in the first second so short work stays quiet. A total of 0 (not
+ * known) draws the bar only. util_progress_publish() also keeps the figures
+ * in a small status file for other processes (`pony vol detail` from
+ * another shell; docs/volume.md), rewritten at most once a second;
+ * util_progress_done() clears the bar, prints the last line and removes
+ * that file. done may be set from any one thread at a time.
  */
 struct util_progress {
 	const char *what;
 	uint64_t total;
-	uint64_t last_draw_ns;
-	bool enabled;
+	uint64_t done;
+	uint64_t start_ns, start_done;  /* the first update: rate counts from there */
+	uint64_t last_draw_ns, last_line_ns, last_publish_ns;
+	uint64_t last_line_done;        /* done when the last line was printed */
+	unsigned last_line_tenth;       /* the last line's percent / 10 */
+	bool enabled;                   /* stderr is a terminal: the bar */
+	bool lines;                     /* stderr is not: periodic lines */
+	char *publish_path;             /* the status file; NULL: none */
 };
 void util_progress_init(struct util_progress *p, const char *what, uint64_t total);
 void util_progress_update(struct util_progress *p, uint64_t done);
 void util_progress_done(struct util_progress *p);
+/* Publishes the progress at path (its directory must exist) from the next update on: 0 or -ENOMEM. */
+int util_progress_publish(struct util_progress *p, const char *path);
+/* Bytes a second since the first update (0: not known yet), and seconds left (-1: not known). */
+void util_progress_rate(const struct util_progress *p, double *ret_rate, double *ret_eta);
+
+/* A published status file as read back (util_progress_read). */
+struct util_progress_status {
+	char what[32];                  /* "rebuild", "scrub", ... */
+	long pid;                       /* the process doing the work */
+	uint64_t done, total;
+	unsigned percent;
+	double rate, eta;               /* bytes a second; seconds left (-1: not known) */
+	int64_t updated;                /* CLOCK_REALTIME seconds of the last rewrite */
+};
+/* 0; -ENOENT (none, or its writer is gone: the file is stale); -EBADMSG; -errno. */
+int util_progress_read(const char *path, struct util_progress_status *ret);
 
 /*
  * Events of a running daemon (a member failed, a checksum was repaired, a

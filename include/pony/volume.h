@@ -417,6 +417,19 @@ int volume_set_replace(struct volume_set *s, unsigned m, struct bdev *dev);
  */
 int volume_set_readd(struct volume_set *s, unsigned m, struct bdev *dev, uint64_t rate,
 		     uint64_t *ret_resynced);
+/*
+ * Automatic re-add (`--auto-readd`): a thread that, while s is open, tries
+ * each NBD URI of names (the devices s was opened from; paths are skipped)
+ * whose member failed, with backoff (0.5 s, doubling to 8 s), and re-adds
+ * the export when its superblock names a failed member of s, as
+ * volume_set_readd() does (the volume stays usable; refusals are logged
+ * once). Connecting takes at most timeout_ms (0: 30 s). Start it after any
+ * fork; stop it before volume_set_close(). -EROFS: s is read-only.
+ */
+struct volume_autoreadd;
+int volume_autoreadd_start(struct volume_set *s, const char *const *names, unsigned n,
+			   unsigned timeout_ms, uint64_t rate, struct volume_autoreadd **ret);
+void volume_autoreadd_stop(struct volume_autoreadd *a);       /* NULL: nothing */
 /* The device assembly refused as member m for being stale (NULL: none); the set's. */
 struct bdev *volume_set_refused_device(const struct volume_set *s, unsigned m);
 /* Rebuilds rebuilding members from the checkpoint on, saving it as it goes. */

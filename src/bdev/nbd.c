@@ -538,6 +538,14 @@ static int nbdev_learn(struct bdev_nbd *n, bool rdwr, char *why, size_t why_size
 	return 0;
 }
 
+void bdev_nbd_name(const char *uri, char *buf, size_t cap)
+{
+	/* Messages name the server and export; a TCP URI's query holds only
+	 * TLS settings (a key file's path), which they need not repeat. */
+	snprintf(buf, cap, "%.*s", strstr(uri, "+unix://") ? (int)strlen(uri) :
+		 (int)strcspn(uri, "?"), uri);
+}
+
 int bdev_nbd_open(const char *uri, const struct bdev_open_params *p, struct bdev **ret)
 {
 	struct bdev_nbd *n = calloc(1, sizeof(*n));
@@ -549,10 +557,7 @@ int bdev_nbd_open(const char *uri, const struct bdev_open_params *p, struct bdev
 		return -ENOMEM;
 	n->b.ops = &nbdev_ops;
 	n->timeout_ms = timeout;
-	/* Messages name the server and export; a TCP URI's query holds only
-	 * TLS settings (a key file's path), which they need not repeat. */
-	snprintf(n->b.name, sizeof(n->b.name), "%.*s",
-		 strstr(uri, "+unix://") ? (int)strlen(uri) : (int)strcspn(uri, "?"), uri);
+	bdev_nbd_name(uri, n->b.name, sizeof(n->b.name));
 	pthread_mutex_init(&n->lock, NULL);
 	n->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	r = n->wake_fd < 0 ? -errno : nbdev_connect(uri, timeout, &n->conn[0], p->why, p->why_size);

@@ -163,14 +163,20 @@ struct stand {
 	struct volume_set *set;
 	struct bdev *meta, *data;
 	struct bdev *image;
+	char *names[MAX_IMAGES];        /* the volume's devices as given (--auto-readd) */
+	int nnames;
+	struct util_progress spare_bar; /* a rebuild onto a hot spare: `pony vol detail` sees it */
 };
 
 static void stand_done(struct stand *s)
 {
+	for (int i = 0; i < s->nnames; i++)
+		free(s->names[i]);
 	bdev_free(s->meta);
 	bdev_free(s->data);
 	bdev_free(s->image);
-	volume_set_close(s->set);
+	volume_set_close(s->set);       /* stops the spare worker first */
+	util_progress_done(&s->spare_bar);
 }
 
 /* What an error from opening or mounting means to the person who typed it. */
@@ -226,6 +232,8 @@ static int stand_volume(char **paths, int n, struct bdev **devs, unsigned flags,
 	}
 	vol_print_absent(&a);
 	vol_print_degraded(&a, vflags & VOLUME_SET_RDONLY);
+	if (!(vflags & VOLUME_SET_RDONLY))
+		vol_watch_spare(s->set, &s->spare_bar);
 	return 0;
 }
 
@@ -260,6 +268,9 @@ static int stand_open(char **paths, int n, unsigned flags, struct stand *s)
 		return 0;
 	}
 	r = stand_volume(used, nused, devs, flags, s);
+	for (int i = 0; !r && i < n; i++)
+		if ((s->names[s->nnames] = strdup(paths[i])))
+			s->nnames++;
 	free_paths(found, found ? n : 0);
 	if (r)
 		return r;
@@ -273,10 +284,25 @@ static int stand_open(char **paths, int n, unsigned flags, struct stand *s)
 	return 0;
 }
 
-/* ponyfuse_options.serving: the layout socket's thread, once the mount serves. */
-static int serve_layouts(void *layoutd)
+/* What starts once the mount serves (after its fork): threads. */
+struct serving {
+	struct layoutd *layoutd;        /* NULL: none */
+	struct stand *s;
+	bool auto_readd;
+	struct volume_autoreadd *readd; /* started */
+};
+
+/* ponyfuse_options.serving: the layout socket's thread, the re-add thread. */
+static int serving_start(void *arg)
 {
-	return layoutd_start(layoutd);
+	struct serving *sv = arg;
+	int r = sv->layoutd ? layoutd_start(sv->layoutd) : 0;
+
+	if (r >= 0 && sv->auto_readd)
+		r = volume_autoreadd_start(sv->s->set, (const char *const *)sv->s->names,
+					   (unsigned)sv->s->nnames, cli_member_timeout_ms(), 0,
+					   &sv->readd);
+	return r;
 }
 
 static int mount_main(const char *fsname, int argc, char **argv)
@@ -312,9 +338,11 @@ static int mount_main(const char *fsname, int argc, char **argv)
 		{ "layout-listen", required_argument, NULL, 'T' },
 		{ "layout-psk", required_argument, NULL, 'K' },
 		{ "insecure", no_argument, NULL, 'I' },
+		{ "auto-readd", no_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
+	struct serving sv = { 0 };
 	const char *log_file = NULL, *layout_socket = NULL, *layout_listen = NULL, *layout_psk = NULL;
 	bool insecure = false;
 	struct layoutd *layoutd = NULL;
@@ -341,13 +369,15 @@ static int mount_main(const char *fsname, int argc, char **argv)
 		case 'T': layout_listen = optarg; break;
 		case 'K': layout_psk = optarg; break;
 		case 'I': insecure = true; break;
+		case 'A': sv.auto_readd = true; break;
 		case 'o':
 			r = cli_ponyfs_mount_opts(optarg, &po, &fo, &mo);
 			if (r)
 				return r;
 			break;
 		case 'h':
-			printf("Usage: pony mount [-f] [-d] [--commit MS] [--degraded] [--log FILE]\n"
+			printf("Usage: pony mount [-f] [-d] [--commit MS] [--degraded] [--auto-readd]\n"
+			       "                  [--log FILE]\n"
 			       "                  [--layout-lease SECONDS] [--layout-socket PATH]\n"
 			       "                  [--layout-listen ADDR --layout-psk FILE|--insecure]\n"
 			       "                  [-o OPTS]\n"
@@ -361,6 +391,10 @@ static int mount_main(const char *fsname, int argc, char **argv)
 			       "--degraded mounts a volume with members missing, stale or\n"
 			       "truncated (named on stderr; they go stale until `pony vol add`\n"
 			       "rebuilds them); without it such a mount is refused.\n"
+			       "--auto-readd: a member on an NBD server that fails (or is absent)\n"
+			       "is tried again with backoff while mounted; when its server\n"
+			       "answers with the same member, it is re-added online and only what\n"
+			       "the write-intent bitmap marks is resynced (docs/nbd.md).\n"
 			       "--layout-lease: how long a layout lease holds (default 30 s;\n"
 			       "docs/layout.md): blocks a lease names are not reused before.\n"
 			       "--layout-socket: also serve layouts and leases, with recalls\n"
@@ -419,6 +453,10 @@ static int mount_main(const char *fsname, int argc, char **argv)
 		stand_done(&s);
 		return CLI_EXIT_FAILURE;
 	}
+	if (sv.auto_readd && !s.set) {
+		stand_done(&s);
+		return cli_usage_error("pony mount", "--auto-readd is for a volume's members");
+	}
 	po.volume = s.set ? volume_set_volume(s.set) : NULL;      /* layouts name its members */
 	r = s.image ? ponyfs_mount_image(s.image, &po, &fs) : ponyfs_mount(s.meta, s.data, &po, &fs);
 	if (r < 0) {
@@ -444,11 +482,16 @@ static int mount_main(const char *fsname, int argc, char **argv)
 			return cli_error("%s: cannot serve layouts: %s", what,
 					 r == -ENOKEY ? "no IDENTITY:HEXKEY line in it" : why(r));
 		}
-		fo.serving = serve_layouts;
-		fo.serving_arg = layoutd;
+	}
+	sv.layoutd = layoutd;
+	sv.s = &s;
+	if (sv.layoutd || sv.auto_readd) {
+		fo.serving = serving_start;
+		fo.serving_arg = &sv;
 	}
 	umask(0);
 	r = cli_fuse_serve(fs, argv[argc - 1], fsname ? fsname : argv[optind], &fo);
+	volume_autoreadd_stop(sv.readd);
 	layoutd_stop(layoutd);
 	vfs_free(TAKE_PTR(fs));
 	stand_done(&s);

@@ -40,6 +40,11 @@ void vol_catch_interrupt(void)
 	sigaction(SIGTERM, &sa, NULL);
 }
 
+bool vol_interrupt_pending(void)
+{
+	return vol_interrupted;
+}
+
 int vol_progress(uint64_t done, uint64_t total, void *arg)
 {
 	util_progress_update(arg, done);
@@ -137,10 +142,10 @@ int vol_open(const char *cmd, char **paths, int n, unsigned flags, struct vol_ha
 	char **found = NULL;
 	int r;
 
-	/* UUID=/LABEL=: the members devdb knows, local or on NBD servers. */
-	if (n == 1 && !(flags & VOL_OPEN_TABLE) && cli_ponyfs_is_spec(paths[0])) {
+	/* NAME, UUID=, LABEL=: the members devdb knows, local or on NBD servers. */
+	if (n == 1 && !(flags & VOL_OPEN_TABLE) && vol_is_named(paths[0])) {
 		memset(h, 0, sizeof(*h));
-		r = cli_ponyfs_find_members(paths[0], &found, &n, 64);
+		r = vol_find_members(paths[0], &found, &n);
 		if (r)
 			return r;
 		paths = found;
@@ -155,7 +160,6 @@ int vol_open(const char *cmd, char **paths, int n, unsigned flags, struct vol_ha
 static int vol_open_paths(const char *cmd, char **paths, int n, unsigned flags,
 			  struct vol_handle *h)
 {
-	struct volume_set_assembly a;
 	struct bdev *devs[64];
 	char *used[64];
 	int r;
@@ -175,22 +179,28 @@ static int vol_open_paths(const char *cmd, char **paths, int n, unsigned flags,
 	paths = used;
 	if (flags & VOL_OPEN_MD)
 		return vol_open_md(paths, n, devs, h);
-	r = volume_set_assemble(devs, (unsigned)n, vol_set_flags(flags), &h->set, &a);
+	r = volume_set_assemble(devs, (unsigned)n, vol_set_flags(flags), &h->set, &h->assembly);
 	if (r < 0) {
 		h->open_error = r;
-		r = vol_assembly_error(r, &a, paths, (unsigned)n);
+		r = flags & VOL_OPEN_SILENT ? CLI_EXIT_FAILURE
+					    : vol_assembly_error(r, &h->assembly, paths, (unsigned)n);
+		/* The names go with the devices: what stays is which members were there. */
+		for (unsigned m = 0; h->assembly.known && m < h->assembly.nmembers; m++) {
+			if (h->assembly.members[m].device)
+				h->assembly_present |= 1ull << m;
+			h->assembly.members[m].device = NULL;
+		}
 		free_devs(devs, n);     /* after the message: it names them */
 		return r;
 	}
 	h->v = volume_set_volume(h->set);
 	if (!(flags & VOL_OPEN_QUIET)) {
-		vol_print_absent(&a);
-		vol_print_degraded(&a, flags & VOL_OPEN_RDONLY);
+		vol_print_absent(&h->assembly);
+		vol_print_degraded(&h->assembly, flags & VOL_OPEN_RDONLY);
 	}
 	/* A member failing (or missing) while a hot spare is idle starts a rebuild
 	 * onto the spare in the background; vol_close() waits for it. */
-	util_progress_init(&h->spare_bar, "rebuild onto spare", volume_size(h->v));
-	volume_set_watch(h->set, vol_progress, &h->spare_bar);
+	vol_watch_spare(h->set, &h->spare_bar);
 	return 0;
 }
 
@@ -425,9 +435,10 @@ static void assemble_usage(FILE *out, const char *name)
 	bool status = !strcmp(name, "status");
 
 	fprintf(out,
-		"Usage: pony vol %s [OPTIONS] DEV...\n"
+		"Usage: pony vol %s [OPTIONS] DEV...|NAME|UUID=U|LABEL=L\n"
 		"%s the volume whose members are DEV... (any order) and prints its\n"
-		"state. Stale and truncated members are refused (named on stderr).\n\n"
+		"state. Stale and truncated members are refused (named on stderr).\n"
+		"NAME, UUID= and LABEL= find the members in the device database.\n\n"
 		"      --md           the members carry Linux md v1.x superblocks\n"
 		"  -t, --table FILE   a device-mapper table instead of members (devices by path)\n"
 		"  -o, --output FILE  copy the volume's contents to FILE ('-': stdout)\n"
@@ -436,7 +447,9 @@ static void assemble_usage(FILE *out, const char *name)
 		"  -h, --help         this help\n",
 		name, status ? "Reads, without changing anything," : "Assembles",
 		status ? "" : "      --degraded     start even with members missing, stale or truncated\n"
-			      "                     (they go stale; 'pony vol add' rebuilds them)\n");
+			      "                     (they go stale; 'pony vol add' rebuilds them)\n"
+			      "  -N, --name NAME    record the volume as NAME (default: its label) in\n"
+			      "                     the device database: every vol command takes NAME\n");
 	if (status)
 		fprintf(out, "\nThe state line: clean, degraded (N missing), rebuilding N%%.\n"
 			"Exit status, as mdadm --detail --test: 0 clean; 1 degraded or rebuilding;\n"
@@ -449,17 +462,24 @@ static int vol_assemble_common(int argc, char **argv, bool rdonly)
 	static const struct option longopts[] = {
 		{ "md", no_argument, NULL, 'M' }, { "output", required_argument, NULL, 'o' },
 		{ "json", no_argument, NULL, 'J' }, { "table", required_argument, NULL, 't' },
-		{ "degraded", no_argument, NULL, 'D' }, { "help", no_argument, NULL, 'h' }, { 0 },
+		{ "degraded", no_argument, NULL, 'D' }, { "name", required_argument, NULL, 'N' },
+		{ "help", no_argument, NULL, 'h' }, { 0 },
 	};
-	const char *output = NULL, *table = NULL;
+	const char *output = NULL, *table = NULL, *name = NULL;
 	unsigned flags = rdonly ? VOL_OPEN_RDONLY : 0;
 	bool json = false;
 	struct vol_handle h;
 	int c, r, state = 0;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:t:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, rdonly ? "o:t:h" : "o:t:N:h", longopts, NULL)) != -1) {
 		switch (c) {
+		case 'N':
+			if (rdonly || !*optarg || strchr(optarg, '/') || strchr(optarg, '='))
+				return cli_usage_error("pony vol", "--name: %s", rdonly ? "assemble's option" :
+						       "a word without '/' or '='");
+			name = optarg;
+			break;
 		case 'M': flags |= VOL_OPEN_MD | VOL_OPEN_RDONLY; break;     /* md: look, never touch */
 		case 't': table = optarg; flags |= VOL_OPEN_TABLE | VOL_OPEN_RDONLY; break;
 		case 'o': output = optarg; break;
@@ -473,7 +493,10 @@ static int vol_assemble_common(int argc, char **argv, bool rdonly)
 		  : vol_open("pony vol", argv + optind, argc - optind, flags, &h);
 	if (r)
 		return rdonly ? vol_status_exit_open(r, &h) : r;
-	if (output)
+	/* A pony volume assembled is recorded by name, as mdadm.conf's ARRAY lines. */
+	if (!rdonly && h.set)
+		r = vol_record(&h, name, argv + optind, argc - optind);
+	if (output && !r)
 		r = dump_volume(h.v, output);
 	if (!r && (!output || strcmp(output, "-")))
 		state = vol_print_status(&h, json);
@@ -536,7 +559,7 @@ static int vol_table_run(int argc, char **argv)
 	int r, i = 1;
 
 	if (cli_wants_help(argc, argv)) {
-		printf("Usage: pony vol table [--md] [--json] DEV...\n"
+		printf("Usage: pony vol table [--md] [--json] DEV...|NAME|UUID=U|LABEL=L\n"
 		       "Prints the volume's table in device-mapper syntax (--json: one\n"
 		       "object per line, sectors, the target and its arguments split).\n");
 		return CLI_EXIT_OK;
@@ -641,7 +664,7 @@ static int vol_io_run(int argc, char **argv, bool write_mode)
 		case 'M': flags |= VOL_OPEN_MD; break;
 		case 'D': flags |= VOL_OPEN_DEGRADED; break;
 		case 'h':
-			printf("Usage: pony vol %s [-O OFFSET] [-L LENGTH] [-f FILE]%s DEV...\n"
+			printf("Usage: pony vol %s [-O OFFSET] [-L LENGTH] [-f FILE]%s DEV...|NAME|UUID=U|LABEL=L\n"
 			       "%s the volume's bytes %s FILE (default: standard %s).\n%s",
 			       argv[0], write_mode ? " [--degraded]" : "",
 			       write_mode ? "Writes" : "Reads", write_mode ? "from" : "to",
@@ -688,7 +711,8 @@ static const struct cli_command vol_read = { "read", "copy volume bytes out", vo
 static const struct cli_command vol_write = { "write", "copy bytes into the volume", vol_write_run };
 
 static const struct cli_command *const vol_commands[] = {
-	&vol_create, &vol_assemble, &vol_status, &vol_table, &cli_vol_fail, &cli_vol_add,
+	&vol_create, &vol_assemble, &vol_status, &cli_vol_detail, &cli_vol_monitor, &vol_table,
+	&cli_vol_fail, &cli_vol_add,
 	&cli_vol_replace, &cli_vol_readd, &cli_vol_rebuild, &cli_vol_scrub, &cli_vol_badblocks, &cli_vol_expose,
 	&cli_vol_stop, &cli_vol_serve, &vol_read, &vol_write,
 };

@@ -55,7 +55,11 @@ static int admin_parse(int argc, char **argv, const char *usage, struct admin_op
 			break;
 		case 'R': o->repair = true; break;
 		case 'J': o->json = true; break;
-		case 'h': fputs(usage, stdout); return -1;
+		case 'h':
+			fputs(usage, stdout);
+			fputs("VOLUME: its member devices (any order), or NAME (as 'pony vol assemble'\n"
+			      "recorded it), UUID=U or LABEL=L, found in the device database.\n", stdout);
+			return -1;
 		default: fputs(usage, stderr); return CLI_EXIT_USAGE;
 		}
 	}
@@ -73,7 +77,7 @@ static int admin_parse(int argc, char **argv, const char *usage, struct admin_op
 
 static int vol_fail_run(int argc, char **argv)
 {
-	ADMIN_PARSE("Usage: pony vol fail -m INDEX [--json] DEV...\n"
+	ADMIN_PARSE("Usage: pony vol fail -m INDEX [--json] VOLUME\n"
 		    "Marks member INDEX faulty: no I/O goes to it any more. With an idle\n"
 		    "hot spare among DEV..., the spare takes its place and is rebuilt.\n")
 	unsigned spares;
@@ -116,6 +120,7 @@ static int do_rebuild(struct vol_handle *h, uint64_t rate, bool json)
 
 	vol_catch_interrupt();
 	util_progress_init(&p, "rebuild", volume_size(h->v));
+	vol_progress_publish(h->set, &p);
 	r = volume_set_rebuild(h->set, rate, vol_progress, &p);
 	util_progress_done(&p);
 	if (r < 0)
@@ -143,6 +148,7 @@ static int add_spare(struct vol_handle *h, const char *path, bool json)
 			return cli_error("no room for another spare (at most 8)");
 		return cli_error("cannot add %s: %s", path, strerror(-r));
 	}
+	vol_devdb_note(path);
 	if (json)
 		vol_json_report(h, "add", -1, path);
 	else
@@ -196,9 +202,9 @@ static int check_new_device(struct vol_handle *h, const char *cmd, const struct 
 static int vol_swap(int argc, char **argv, bool replace)
 {
 	ADMIN_PARSE(replace ?
-		    "Usage: pony vol replace -m INDEX -d NEWDEV [-r RATE] [--json] DEV...\n"
+		    "Usage: pony vol replace -m INDEX -d NEWDEV [-r RATE] [--json] VOLUME\n"
 		    "Takes member INDEX out (faulty or not) and rebuilds onto NEWDEV.\n" :
-		    "Usage: pony vol add -d NEWDEV [-m INDEX] [-r RATE] [--json] DEV...\n"
+		    "Usage: pony vol add -d NEWDEV [-m INDEX] [-r RATE] [--json] VOLUME\n"
 		    "Puts NEWDEV in place of a failed member (the first, or INDEX) and\n"
 		    "rebuilds it, online, with a progress bar. With no failed member,\n"
 		    "NEWDEV becomes an idle hot spare: a member failing later is rebuilt\n"
@@ -251,6 +257,7 @@ static int vol_swap(int argc, char **argv, bool replace)
 			return cli_error("%s is too small for this volume", o.device);
 		return cli_error("cannot put %s in: %s", o.device, strerror(-r));
 	}
+	vol_devdb_note(o.device);       /* NAME finds it from now on */
 	if (!o.json)
 		printf("%s is member %u, rebuilding\n", o.device, m);
 	r = do_rebuild(&h, o.rate, o.json);
@@ -295,7 +302,7 @@ static int readd_one(struct vol_handle *h, unsigned m, struct bdev *dev, const s
 
 static int vol_readd_run(int argc, char **argv)
 {
-	ADMIN_PARSE("Usage: pony vol re-add [-m INDEX] [-r RATE] [--json] DEV...\n"
+	ADMIN_PARSE("Usage: pony vol re-add [-m INDEX] [-r RATE] [--json] VOLUME\n"
 		    "Takes back members that left and returned (a server back, a disk\n"
 		    "put back), as mdadm --re-add: DEV... lists every member, the\n"
 		    "returning ones too, and only what the volume's write-intent\n"
@@ -332,7 +339,7 @@ static int vol_readd_run(int argc, char **argv)
 
 static int vol_rebuild_run(int argc, char **argv)
 {
-	ADMIN_PARSE("Usage: pony vol rebuild [-r RATE] [--json] DEV...\n"
+	ADMIN_PARSE("Usage: pony vol rebuild [-r RATE] [--json] VOLUME\n"
 		    "Rebuilds members being rebuilt, from the saved checkpoint on.\n"
 		    "  -r, --rate BYTES  at most BYTES of volume data per second\n")
 	r = vol_open("pony vol rebuild", argv + optind, argc - optind, VOL_OPEN_DEGRADED, &h);
@@ -397,7 +404,7 @@ static void scrub_print(const struct volume_mismatch *m, void *arg)
 
 static int vol_scrub_run(int argc, char **argv)
 {
-	ADMIN_PARSE("Usage: pony vol scrub [--repair] [-r RATE] [--json] DEV...\n"
+	ADMIN_PARSE("Usage: pony vol scrub [--repair] [-r RATE] [--json] VOLUME\n"
 		    "Reads everything and checks mirrors and parity. Each finding names the\n"
 		    "member that is wrong where the level can tell (raid6 from its P and Q\n"
 		    "syndromes, three or more copies by majority, a read error); --repair\n"
@@ -422,6 +429,7 @@ static int vol_scrub_run(int argc, char **argv)
 	}
 	vol_catch_interrupt();
 	util_progress_init(&p, "scrub", volume_size(h.v));
+	vol_progress_publish(h.set, &p);
 	r = volume_set_scrub(h.set, o.repair, o.rate, scrub_print, &rep, vol_progress, &p, &count);
 	util_progress_done(&p);
 	if (o.json) {
@@ -448,7 +456,7 @@ static int vol_scrub_run(int argc, char **argv)
 
 static int vol_badblocks_run(int argc, char **argv)
 {
-	ADMIN_PARSE("Usage: pony vol badblocks [--json] DEV...\n"
+	ADMIN_PARSE("Usage: pony vol badblocks [--json] VOLUME\n"
 		    "Lists each member's bad-block log (byte ranges past its data start),\n"
 		    "a table: REGION, MEMBER, OFFSET, LENGTH.\n")
 	static const char *const cols[] = { "REGION", "MEMBER", "OFFSET", "LENGTH" };

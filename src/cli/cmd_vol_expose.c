@@ -170,7 +170,7 @@ static int expose_wait_child(int fd)
 static void expose_usage(FILE *out)
 {
 	fprintf(out,
-		"Usage: pony vol expose [OPTIONS] DEV... DIR\n"
+		"Usage: pony vol expose [OPTIONS] DEV...|NAME|UUID=U|LABEL=L DIR\n"
 		"Serves the volume as the file DIR/" EXPOSE_NAME " through FUSE (losetup,\n"
 		"mkfs and fsck work on it). Runs in the background until 'pony vol stop DIR'.\n\n"
 		"      --md          the members carry md v1.x superblocks\n"

@@ -17,13 +17,13 @@
 #include "cli.h"
 #include "vol.h"
 
-/* argv: nbdkit, its options (up to 8), the plugin, 4 keys, members, NULL. */
+/* argv: nbdkit, its options (up to 8), the plugin, 5 keys, members, NULL. */
 #define SERVE_FIXED_ARGS 16
 
 static void serve_usage(FILE *out)
 {
 	fprintf(out,
-		"Usage: pony vol serve --nbd ADDR [OPTIONS] DEV...\n"
+		"Usage: pony vol serve --nbd ADDR [OPTIONS] DEV...|NAME|UUID=U|LABEL=L\n"
 		"Serves the volume whose members are DEV... (paths or NBD URIs) over NBD,\n"
 		"through nbdkit and pony's plugin, until stopped (SIGINT/SIGTERM closes the\n"
 		"volume clean). ADDR: HOST:PORT, PORT (every address), or a Unix socket's\n"
@@ -32,10 +32,20 @@ static void serve_usage(FILE *out)
 		"      --nbd ADDR     where to listen (required)\n"
 		"  -r, --read-only    serve it read-only; nothing is written to the members\n"
 		"      --degraded     start with members absent\n"
+		"      --auto-readd   a member on an NBD server that fails is re-added when its\n"
+		"                     server answers again (docs/nbd.md)\n"
 		"      --tls-psk FILE require TLS with the pre-shared keys in FILE (psktool's\n"
 		"                     format: USER:HEXKEY lines); clients use nbds://USER@...\n"
 		"  -h, --help         this help\n"
 		"--member-timeout SECONDS is passed on for members on NBD servers.\n");
+}
+
+/* What vol_find_members() found (NULL: members were given). */
+static void free_found(char **found, int n)
+{
+	for (int i = 0; found && i < n; i++)
+		free(found[i]);
+	free(found);
 }
 
 static const char *serve_plugin(void)
@@ -82,12 +92,13 @@ static int vol_serve_run(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "nbd", required_argument, NULL, 'N' }, { "read-only", no_argument, NULL, 'r' },
 		{ "degraded", no_argument, NULL, 'D' }, { "tls-psk", required_argument, NULL, 'T' },
+		{ "auto-readd", no_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' }, { 0 },
 	};
 	const char *addr = NULL, *psk = NULL;
-	bool rdonly = false, degraded = false;
+	bool rdonly = false, degraded = false, auto_readd = false;
 	char host[256], tls_psk[4096], timeout[32];
-	char **args;
+	char **args, **members, **found = NULL;
 	int c, n, k = 0, r;
 
 	optind = 1;
@@ -96,6 +107,7 @@ static int vol_serve_run(int argc, char **argv)
 		case 'N': addr = optarg; break;
 		case 'r': rdonly = true; break;
 		case 'D': degraded = true; break;
+		case 'A': auto_readd = true; break;
 		case 'T': psk = optarg; break;
 		case 'h': serve_usage(stdout); return CLI_EXIT_OK;
 		default: serve_usage(stderr); return CLI_EXIT_USAGE;
@@ -108,9 +120,19 @@ static int vol_serve_run(int argc, char **argv)
 		return cli_usage_error("pony vol serve", "give 1 to 64 member devices");
 	if (psk && access(psk, R_OK) < 0)
 		return cli_error("--tls-psk %s: %s", psk, strerror(errno));
-	r = cli_paths_distinct(argv + optind, n);
-	if (r)
+	members = argv + optind;
+	/* NAME, UUID=, LABEL=: the members as devdb knows them (kept: exec takes them). */
+	if (n == 1 && vol_is_named(members[0])) {
+		r = vol_find_members(members[0], &found, &n);
+		if (r)
+			return r;
+		members = found;
+	}
+	r = cli_paths_distinct(members, n);
+	if (r) {
+		free_found(found, n);
 		return r;
+	}
 	args = calloc((size_t)(SERVE_FIXED_ARGS + n), sizeof(*args));
 	if (!args)
 		return cli_error("out of memory");
@@ -121,6 +143,7 @@ static int vol_serve_run(int argc, char **argv)
 	r = serve_addr(addr, args, &k, host, sizeof(host));
 	if (r) {
 		free(args);
+		free_found(found, n);
 		return r;
 	}
 	if (psk) {
@@ -131,7 +154,7 @@ static int vol_serve_run(int argc, char **argv)
 	args[k++] = (char *)serve_plugin();
 	for (int i = 0; i < n; i++) {
 		args[k] = NULL;
-		if (asprintf(&args[k], "member=%s", argv[optind + i]) < 0 || !args[k])
+		if (asprintf(&args[k], "member=%s", members[i]) < 0 || !args[k])
 			return cli_error("out of memory");
 		k++;
 	}
@@ -139,6 +162,8 @@ static int vol_serve_run(int argc, char **argv)
 		args[k++] = "readonly=true";
 	if (degraded)
 		args[k++] = "degraded=true";
+	if (auto_readd)
+		args[k++] = "auto-readd=true";
 	if (cli_member_timeout_ms()) {
 		snprintf(timeout, sizeof(timeout), "member-timeout=%.3f", cli_member_timeout_ms() / 1000.0);
 		args[k++] = timeout;

@@ -20,13 +20,7 @@ const char *vol_state_name(enum volume_member_state s)
 	return s == VOLUME_MEMBER_OK ? "ok" : s == VOLUME_MEMBER_FAILED ? "failed" : "rebuilding";
 }
 
-/* The volume as a whole: members out, being rebuilt, and how far. */
-struct vol_state {
-	unsigned missing, rebuilding;
-	int percent;                    /* of the rebuild; -1: not known */
-};
-
-static void state_get(struct vol_handle *h, struct vol_state *st)
+void vol_state_get(struct vol_handle *h, struct vol_state *st)
 {
 	struct volume_set_info info;
 
@@ -52,7 +46,7 @@ static void state_get(struct vol_handle *h, struct vol_state *st)
 	}
 }
 
-static const char *state_word(const struct vol_state *st)
+const char *vol_state_word(const struct vol_state *st)
 {
 	return st->missing ? "degraded" : st->rebuilding ? "rebuilding" : "clean";
 }
@@ -82,8 +76,7 @@ int vol_status_exit_open(int r, const struct vol_handle *h)
 	return VOL_STATUS_ERROR;
 }
 
-/* Member m as the set (or the bare volume) knows it. */
-static void member_get(struct vol_handle *h, unsigned m, struct volume_set_member *sm)
+void vol_member_get(struct vol_handle *h, unsigned m, struct volume_set_member *sm)
 {
 	*sm = (struct volume_set_member){ .state = volume_member_state(h->v, 0, m),
 					  .device = volume_member_device(h->v, 0, m) };
@@ -98,9 +91,9 @@ void vol_json_state(struct util_json *j, struct vol_handle *h)
 	char uuid[VOLUME_UUID_STRLEN];
 	struct vol_state st;
 
-	state_get(h, &st);
+	vol_state_get(h, &st);
 	util_json_uint(j, "size", volume_size(h->v));
-	util_json_string(j, "state", state_word(&st));
+	util_json_string(j, "state", vol_state_word(&st));
 	util_json_uint(j, "missing", st.missing);
 	util_json_uint(j, "rebuilding", st.rebuilding);
 	if (st.percent >= 0)
@@ -125,7 +118,7 @@ void vol_json_state(struct util_json *j, struct vol_handle *h)
 	for (unsigned m = 0; m < volume_member_count(h->v, 0); m++) {
 		struct volume_set_member sm;
 
-		member_get(h, m, &sm);
+		vol_member_get(h, m, &sm);
 		util_json_object_begin(j, NULL);
 		util_json_uint(j, "index", m);
 		util_json_string(j, "device", sm.device ? sm.device : "");
@@ -183,7 +176,7 @@ static void members_table(struct vol_handle *h)
 		struct cli_table_line *ln = cli_table_line(t, NULL);
 		struct volume_set_member sm;
 
-		member_get(h, m, &sm);
+		vol_member_get(h, m, &sm);
 		volume_uuid_format(sm.uuid, uuid);
 		cli_table_set_u64(ln, 0, m);
 		cli_table_set(ln, 1, "%s", vol_state_name(sm.state));
@@ -213,7 +206,7 @@ static void status_text(struct vol_handle *h)
 	char uuid[VOLUME_UUID_STRLEN], sz[16], line[96];
 	struct vol_state st;
 
-	state_get(h, &st);
+	vol_state_get(h, &st);
 	state_line(&st, line, sizeof(line));
 	printf("state: %s\n", line);
 	printf("size: %s (%llu bytes)\n", util_format_size(volume_size(h->v), sz, sizeof(sz)),
@@ -238,7 +231,7 @@ int vol_print_status(struct vol_handle *h, bool json)
 	struct util_json j;
 	struct vol_state st;
 
-	state_get(h, &st);
+	vol_state_get(h, &st);
 	if (!json) {
 		status_text(h);
 	} else {

@@ -31,7 +31,7 @@ static const char connection_setup[] =
 	 * its index; truncate it when a checkpoint has emptied it */
 	"PRAGMA journal_size_limit=0;";
 
-#define SCHEMA_VERSION 3
+#define SCHEMA_VERSION 4
 
 /* Once per database (user_version below SCHEMA_VERSION); WAL mode persists. */
 static const char schema[] =
@@ -64,10 +64,16 @@ static const char schema[] =
 	"  name TEXT NOT NULL, value TEXT NOT NULL, device_id INTEGER NOT NULL,"
 	"  PRIMARY KEY(name, value, device_id)) WITHOUT ROWID;"
 	"CREATE INDEX IF NOT EXISTS tags_device ON tags(device_id);"
-	"PRAGMA user_version=3;";
+	/* version 4: named volumes (volumes.c), recorded by `pony vol assemble` */
+	"CREATE TABLE IF NOT EXISTS volumes("
+	"  uuid TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE) WITHOUT ROWID;"
+	"CREATE TABLE IF NOT EXISTS volume_members("
+	"  uuid TEXT NOT NULL, idx INTEGER NOT NULL, member_uuid TEXT NOT NULL,"
+	"  PRIMARY KEY(uuid, idx)) WITHOUT ROWID;"
+	"PRAGMA user_version=4;";
 
-/* Version 1 to 2: paths learnt probe_sum (2 to 3, the covering index, is
- * the schema's own DROP/CREATE INDEX). */
+/* Version 1 to 2: paths learnt probe_sum (2 to 3, the covering index, and
+ * 3 to 4, the volume tables, are the schema's own IF NOT EXISTS). */
 static const char migrate_v1[] = "ALTER TABLE paths ADD COLUMN probe_sum INTEGER;";
 
 static const char *const stmt_sql[STMT__MAX] = {

@@ -26,8 +26,7 @@ _Static_assert((int)PONYFUSE_LAYOUT_DIRTY == (int)VFS_LAYOUT_DIRTY &&
 	       (int)PONYFUSE_LEASE_RECALLED == (int)VFS_LEASE_RECALLED,
 	       "the ioctl's values are the vfs's");
 
-/* The vfs answer in l (its arrays sized as a's) copied into the ioctl's struct. */
-static void layout_to_arg(const struct vfs_layout *l, struct ponyfuse_layout_arg *a)
+void ponyfuse_layout_arg_from_vfs(const struct vfs_layout *l, struct ponyfuse_layout_arg *a)
 {
 	a->flags = l->flags;
 	a->size = l->size;
@@ -68,7 +67,7 @@ static int layout_page(struct vfs *fs, uint64_t ino, struct ponyfuse_layout_arg 
 	int r = pieces ? VFS_CALL(fs, layout_map, ino, &l) : -ENOMEM;
 
 	if (r >= 0)
-		layout_to_arg(&l, a);
+		ponyfuse_layout_arg_from_vfs(&l, a);
 	free(pieces);
 	return r;
 }

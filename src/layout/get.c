@@ -6,15 +6,19 @@
  * the next, checked after a read, returned at the end. A daemon without
  * leases answers no lease (0, or the request echoed back with lease_ms 0)
  * and ENOTTY to PONYFUSE_IOC_LAYOUT_LEASE: the layout is then a snapshot.
+ * A layout got from another host asks the same of the mount's layout
+ * service (remote.c) instead of the ioctls.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "pony/acall.h"
+#include "pony/bdev.h"
 #include "pony/util.h"
 #include "internal.h"
 
@@ -70,12 +74,17 @@ static uint32_t lease_granted(const struct ponyfuse_layout_arg *a)
 	return a->lease != PONYFUSE_LEASE_NEW && a->lease_ms ? a->lease : 0;
 }
 
-static int lease_call(const struct pony_layout *l, uint32_t op, uint32_t *ret_state)
+static int lease_call(struct pony_layout *l, uint32_t op, uint32_t *ret_state)
 {
 	struct ponyfuse_layout_lease_arg a = {
 		.version = PONYFUSE_LAYOUT_VERSION, .lease = l->lease, .op = op,
 	};
 
+	if (l->remote) {
+		int r = layout_remote_lease(l, l->lease, op, ret_state);
+
+		return r == -ENOTTY || r == -EOPNOTSUPP ? 1 : r;
+	}
 	if (ioctl(l->fd, PONYFUSE_IOC_LAYOUT_LEASE, &a) < 0)
 		return errno == ENOTTY || errno == EINVAL ? 1 : -errno;        /* 1: no leases */
 	*ret_state = a.state;
@@ -118,8 +127,10 @@ static int layout_fetch_once(struct pony_layout *l)
 			.version = PONYFUSE_LAYOUT_VERSION, .offset = off, .length = l->end - off,
 			.lease = first ? PONYFUSE_LEASE_NEW : l->lease,
 		};
-		if (ioctl(l->fd, PONYFUSE_IOC_LAYOUT, a) < 0)
-			return -errno;
+		r = l->remote ? layout_remote_page(l, a) :
+		    ioctl(l->fd, PONYFUSE_IOC_LAYOUT, a) < 0 ? -errno : 0;
+		if (r < 0)
+			return r;
 		if (first) {
 			l->lease = lease_granted(a);
 			l->flags = a->flags;
@@ -156,7 +167,85 @@ int layout_fetch(struct pony_layout *l)
 	}
 }
 
-int layout_members_open(struct pony_layout *l, int flags)
+int layout_member_bdev(const struct pony_layout *l, const struct layout_member *m,
+		       struct bdev **ret)
+{
+	struct bdev_open_params p = { .flags = O_RDONLY };
+	_cleanup_(freep) char *uri = NULL;
+	int r;
+
+	if (!bdev_name_is_nbd(m->arg.device))
+		return l->remote ? -ENODEV : bdev_open(m->arg.device, &p, ret);
+	if (l->remote) {
+		r = layout_remote_member_uri(l, m->arg.device, &uri);
+		if (r < 0)
+			return r;
+		p.timeout_ms = layout_remote_member_timeout(l);
+	}
+	return bdev_open(uri ? uri : m->arg.device, &p, ret);
+}
+
+/*
+ * Member m opened for the direct reads: a path read on the ring by its
+ * descriptor, an NBD URI through its own connections. A member the daemon
+ * failed is not read (its blocks are rebuilt), and neither, from another
+ * host, is a member named by a path: that path is the mount host's.
+ */
+static void member_open(struct pony_layout *l, struct layout_member *m)
+{
+	m->fd = -1;
+	m->dev = NULL;
+	m->arg.device[sizeof(m->arg.device) - 1] = 0;
+	if (!m->arg.device[0] || m->arg.state != 0)
+		return;
+	if (bdev_name_is_nbd(m->arg.device)) {
+		if (layout_member_bdev(l, m, &m->dev) < 0)
+			m->dev = NULL;
+	} else if (!l->remote) {
+		m->fd = open(m->arg.device, O_RDONLY | O_CLOEXEC);
+	}
+}
+
+struct member_opening {
+	struct pony_layout *l;
+	struct layout_member *m;
+	pthread_t thread;
+	bool started;
+};
+
+static void *member_open_main(void *arg)
+{
+	struct member_opening *o = arg;
+
+	member_open(o->l, o->m);
+	return NULL;
+}
+
+/*
+ * Every member opened at once: an NBD member's connections (several with
+ * multi-conn, each a TLS handshake with nbds://) cost round trips, which
+ * for eight servers in turn would cost more than reading a file's share.
+ */
+static void members_open_all(struct pony_layout *l)
+{
+	struct member_opening *o = calloc(l->nmembers, sizeof(*o));
+
+	for (unsigned i = 0; i < l->nmembers; i++) {
+		l->members[i].fd = -1;
+		if (o && bdev_name_is_nbd(l->members[i].arg.device)) {
+			o[i] = (struct member_opening){ .l = l, .m = &l->members[i] };
+			o[i].started = !pthread_create(&o[i].thread, NULL, member_open_main, &o[i]);
+		}
+		if (!o || !o[i].started)
+			member_open(l, &l->members[i]);
+	}
+	for (unsigned i = 0; o && i < l->nmembers; i++)
+		if (o[i].started)
+			pthread_join(o[i].thread, NULL);
+	free(o);
+}
+
+int layout_members_get(struct pony_layout *l)
 {
 	struct ponyfuse_layout_member_arg first = { .version = PONYFUSE_LAYOUT_VERSION };
 
@@ -168,7 +257,6 @@ int layout_members_open(struct pony_layout *l, int flags)
 	if (!l->members)
 		return -ENOMEM;
 	l->nmembers = first.nmembers;
-	l->region_offset = first.region_offset;
 	for (unsigned i = 0; i < l->nmembers; i++) {
 		struct layout_member *m = &l->members[i];
 
@@ -177,12 +265,51 @@ int layout_members_open(struct pony_layout *l, int flags)
 							       .index = i };
 		if (ioctl(l->fd, PONYFUSE_IOC_LAYOUT_MEMBER, &m->arg) < 0)
 			return -errno;
-		m->arg.device[sizeof(m->arg.device) - 1] = 0;
-		/* A member the daemon failed is not read: its blocks are rebuilt. */
-		if (m->arg.device[0] && m->arg.state == 0)
-			m->fd = open(m->arg.device, flags | O_CLOEXEC);
 	}
 	return 0;
+}
+
+/* The same through the layout service. */
+static int members_get_remote(struct pony_layout *l)
+{
+	struct ponyfuse_layout_member_arg *args;
+	unsigned n;
+	int r = layout_remote_members(l, &args, &n);
+
+	if (r < 0)
+		return r;
+	l->members = n ? calloc(n, sizeof(*l->members)) : NULL;
+	if (l->members) {
+		l->nmembers = n;
+		for (unsigned i = 0; i < n; i++) {
+			l->members[i].fd = -1;
+			l->members[i].arg = args[i];
+		}
+	}
+	free(args);
+	return !n ? -EPROTO : l->members ? 0 : -ENOMEM;
+}
+
+/* The members of the data region, each opened read-only (or none: missing). */
+static int members_open(struct pony_layout *l)
+{
+	int r = l->remote ? members_get_remote(l) : layout_members_get(l);
+
+	if (r < 0)
+		return r;
+	l->region_offset = l->members[0].arg.region_offset;
+	members_open_all(l);
+	return 0;
+}
+
+/* The layout of l's range (its source set), its members opened. */
+int layout_get_members(struct pony_layout *l)
+{
+	int r = layout_fetch(l);
+
+	if (!r && (l->flags & PONYFUSE_LAYOUT_ON_VOLUME))
+		r = members_open(l);
+	return r;
 }
 
 int pony_layout_get(int fd, uint64_t off, uint64_t len, struct pony_layout **ret)
@@ -195,9 +322,7 @@ int pony_layout_get(int fd, uint64_t off, uint64_t len, struct pony_layout **ret
 	l->off = off;
 	l->end = len > UINT64_MAX - off ? UINT64_MAX : off + len;
 	l->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-	r = l->fd < 0 ? -errno : layout_fetch(l);
-	if (!r && (l->flags & PONYFUSE_LAYOUT_ON_VOLUME))
-		r = layout_members_open(l, O_RDONLY);
+	r = l->fd < 0 ? -errno : layout_get_members(l);
 	if (r) {
 		pony_layout_return(l);
 		return r;
@@ -229,14 +354,17 @@ int pony_layout_return(struct pony_layout *l)
 
 	if (!l)
 		return 0;
-	r = l->fd >= 0 ? lease_return(l) : 0;
+	r = l->fd >= 0 || l->remote ? lease_return(l) : 0;
 	layout_rebuild_done(l);
 	acall_ring_free(l->ring);
-	for (unsigned i = 0; i < l->nmembers; i++)
+	for (unsigned i = 0; i < l->nmembers; i++) {
 		if (l->members[i].fd >= 0)
 			close(l->members[i].fd);
+		bdev_free(l->members[i].dev);
+	}
 	if (l->fd >= 0)
 		close(l->fd);
+	layout_remote_free(l->remote);
 	free(l->members);
 	free(l->ext);
 	free(l->csums);

@@ -2,14 +2,17 @@
  * read.c - pony_layout_read(): a file range read straight from the
  * volume's members. Every data piece the range touches is one read on the
  * member that holds it, all in flight at once on one acall ring (io_uring
- * completes page-cache hits inline and keeps a queue per device busy);
+ * completes page-cache hits inline and keeps a queue per device busy), or
+ * for a member on an NBD server on its bdev, whose completions move the
+ * same count and wake the same waiter;
  * the blocks land in the caller's buffer, except a partial first or last
  * block, which lands in a block of its own first. Each block is then
  * checked against its CRC32C; what a missing member, a failed read or a
  * bad checksum left out is rebuilt by the volume library (rebuild.c).
  * Holes and unwritten blocks are zeros; blocks the daemon still caches
  * (dirty), and every block of a filesystem on one image (no members to
- * name), are read through the mount, on the same ring.
+ * name), are read through the mount, on the same ring; a layout got from
+ * another host has no mount to read them from (-EAGAIN).
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -18,6 +21,7 @@
 #include <unistd.h>
 
 #include "pony/acall.h"
+#include "pony/bdev.h"
 #include "pony/util.h"
 #include "internal.h"
 
@@ -33,7 +37,9 @@ enum {
 	BLK_BAD,                        /* lost or failed its check: rebuild it */
 };
 
-/* One read on the ring: nblocks blocks from block blk, into contiguous memory. */
+struct read_ctx;
+
+/* One read: nblocks blocks from block blk, into contiguous memory. */
 struct read_io {
 	uint64_t blk;
 	uint32_t nblocks;
@@ -41,7 +47,9 @@ struct read_io {
 	int fd;
 	uint64_t fd_off;
 	int64_t result;                 /* set by its completion */
-	struct acall_op *op;            /* until submitted */
+	struct acall_op *op;            /* on the ring, until submitted; NULL: on a bdev */
+	struct bdev_io bio;             /* on a bdev (NBD): data is this read_io */
+	struct read_ctx *ctx;           /* on a bdev: the call it belongs to */
 };
 
 /* One call of pony_layout_read(), blocks counted from a (block-aligned). */
@@ -113,16 +121,33 @@ static int mount_finish(struct read_ctx *c, const struct read_io *io)
 	return 0;
 }
 
-/* Completion (on whichever thread reaps it): the result, then the word moves. */
+/* A read completed (on whichever thread): the count, then the word moves. */
+static void read_counted(struct pony_layout *l)
+{
+	atomic_fetch_add_explicit(&l->reads_done, 1, memory_order_release);
+	atomic_fetch_add_explicit(&l->reap_word, 1, memory_order_release);
+	acall_reap_wake(l->ring);
+}
+
+/* Completion of a read on the ring: its result, then the count. */
 static void io_done(struct acall_ring *ring, struct acall_op *op, void *arg)
 {
 	struct read_ctx *c = arg;
 	struct pony_layout *l = c->l;   /* c may be gone once reads_done moved */
 
+	(void)ring;
 	c->io[(uintptr_t)acall_op_data(op)].result = acall_op_result(op);
-	atomic_fetch_add_explicit(&l->reads_done, 1, memory_order_release);
-	atomic_fetch_add_explicit(&l->reap_word, 1, memory_order_release);
-	acall_reap_wake(ring);
+	read_counted(l);
+}
+
+/* Completion of a read on a member's bdev (its poll thread, or inline). */
+static void bio_done(struct bdev_io *bio)
+{
+	struct read_io *io = bio->data;
+	struct pony_layout *l = io->ctx->l;
+
+	io->result = bio->result < 0 ? bio->result : (int64_t)bio->len;
+	read_counted(l);
 }
 
 static uint32_t reads_done(const struct read_ctx *c)
@@ -130,15 +155,24 @@ static uint32_t reads_done(const struct read_ctx *c)
 	return atomic_load_explicit(&c->l->reads_done, memory_order_acquire) - c->base;
 }
 
-/* Submits the reads prepared; on failure gives them back (they never ran). */
+/*
+ * Submits the reads prepared on the ring; on failure gives them back (they
+ * never ran) and counts them done with its error (reads on bdevs went at
+ * once and complete on their own).
+ */
 static int reads_submit(struct read_ctx *c)
 {
 	int r = c->submitted < c->nio ? acall_submit(c->l->ring) : 0;
 
 	if (r < 0) {
-		for (uint32_t i = c->submitted; i < c->nio; i++)
+		for (uint32_t i = c->submitted; i < c->nio; i++) {
+			if (!c->io[i].op)
+				continue;
 			acall_op_done(c->l->ring, c->io[i].op);
-		c->nio = c->submitted;
+			c->io[i].result = r;
+			atomic_fetch_add_explicit(&c->l->reads_done, 1, memory_order_release);
+		}
+		c->submitted = c->nio;
 		return r;
 	}
 	c->submitted = c->nio;
@@ -177,8 +211,25 @@ static int reads_check(struct read_ctx *c)
 	return r;
 }
 
-/* Reads blocks [i, j) from fd at fd_off on, in runs of contiguous memory. */
-static int issue(struct read_ctx *c, uint64_t i, uint64_t j, int fd, uint64_t fd_off, bool mount)
+/* Blocks [i, j) from dev at off on, one run of contiguous memory: sent at once. */
+static void issue_bdev(struct read_ctx *c, uint64_t i, uint64_t j, struct bdev *dev, uint64_t off)
+{
+	struct read_io *io = &c->io[c->nio++];
+
+	*io = (struct read_io){ .blk = i, .nblocks = (uint32_t)(j - i), .fd = -1, .fd_off = off,
+				.ctx = c };
+	io->bio = (struct bdev_io){ .op = BDEV_READ, .buf = block_dst(c, i),
+				    .len = (j - i) * c->l->block_size, .off = off,
+				    .done = bio_done, .data = io };
+	bdev_submit(dev, &io->bio);
+}
+
+/*
+ * Reads blocks [i, j) from fd (or dev, when not NULL) at fd_off on, in runs
+ * of contiguous memory.
+ */
+static int issue(struct read_ctx *c, uint64_t i, uint64_t j, int fd, struct bdev *dev,
+		 uint64_t fd_off, bool mount)
 {
 	uint64_t bs = c->l->block_size;
 
@@ -193,6 +244,11 @@ static int issue(struct read_ctx *c, uint64_t i, uint64_t j, int fd, uint64_t fd
 				r = reads_wait(c, READ_INFLIGHT / 2);
 			if (r < 0)
 				return r;
+		}
+		if (dev) {
+			issue_bdev(c, i, k, dev, fd_off);
+			fd_off += (k - i) * bs;
+			continue;
 		}
 		op = acall_get_op(c->l->ring);
 		if (!op)
@@ -225,10 +281,11 @@ static int issue_pieces(struct read_ctx *c, uint32_t x, uint64_t i, uint64_t j)
 		if ((ps - c->a) % bs || (pt - c->a) % bs || p->member >= l->nmembers)
 			return -EPROTO;         /* pieces are whole blocks on known members */
 		m = &l->members[p->member];
-		memset(c->state + (ps - c->a) / bs, m->fd < 0 ? BLK_BAD : BLK_MEMBER, (pt - ps) / bs);
-		if (m->fd < 0)
+		memset(c->state + (ps - c->a) / bs, m->fd < 0 && !m->dev ? BLK_BAD : BLK_MEMBER,
+		       (pt - ps) / bs);
+		if (m->fd < 0 && !m->dev)
 			continue;
-		r = issue(c, (ps - c->a) / bs, (pt - c->a) / bs, m->fd,
+		r = issue(c, (ps - c->a) / bs, (pt - c->a) / bs, m->fd, m->dev,
 			  p->member_offset + (ps - p->file_offset), false);
 		if (r < 0)
 			return r;
@@ -277,8 +334,10 @@ static int plan(struct read_ctx *c)
 	for (uint64_t i = 0, j; i < c->nblocks && !r; i = j) {
 		for (j = i; j < c->nblocks && c->state[j] == BLK_UNCOVERED; j++)
 			c->state[j] = BLK_MOUNT;
-		if (j > i)
-			r = issue(c, i, j, l->fd, c->a + i * bs, true);
+		if (j > i && l->fd < 0)
+			r = -EAGAIN;    /* from another host: no mount to read */
+		else if (j > i)
+			r = issue(c, i, j, l->fd, NULL, c->a + i * bs, true);
 		else
 			j++;
 	}

@@ -10,7 +10,6 @@
  * is rewritten: repairing the members is the daemon's and scrub's work.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 
 #include "pony/bdev.h"
@@ -32,7 +31,7 @@ int layout_set_get(struct pony_layout *l)
 
 		/* The member the daemon failed stays out, as the client's own
 		 * reads leave it out: a degraded read does without it. */
-		if (m->fd < 0 || bdev_file_open(m->arg.device, O_RDONLY, &devs[n]) < 0)
+		if ((m->fd < 0 && !m->dev) || layout_member_bdev(l, m, &devs[n]) < 0)
 			continue;
 		n++;
 	}

@@ -21,6 +21,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "pony/bdev.h"
 #include "pony/ponyfs.h"
 #include "pony/util.h"
 #include "pony/volume.h"
@@ -41,6 +42,28 @@ struct pony_layout_writer {
 	uint64_t row_cap, chunk;
 };
 
+/*
+ * The members opened for writing (a failed or missing one stays closed:
+ * parity covers it). A member on an NBD server is not written to from
+ * here: -EOPNOTSUPP.
+ */
+static int members_open_write(struct pony_layout *l)
+{
+	for (unsigned i = 0; i < l->nmembers; i++) {
+		struct layout_member *m = &l->members[i];
+
+		m->arg.device[sizeof(m->arg.device) - 1] = 0;
+		if (!m->arg.device[0] || m->arg.state != 0)
+			continue;
+		if (bdev_name_is_nbd(m->arg.device))
+			return -EOPNOTSUPP;
+		m->fd = open(m->arg.device, O_WRONLY | O_CLOEXEC);
+		if (m->fd < 0)
+			return -errno;
+	}
+	return 0;
+}
+
 int pony_layout_write_open(int fd, struct pony_layout_writer **ret)
 {
 	struct pony_layout_writer *w = calloc(1, sizeof(*w));
@@ -50,7 +73,11 @@ int pony_layout_write_open(int fd, struct pony_layout_writer **ret)
 	if (!r) {
 		w->l = l;
 		l->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-		r = l->fd < 0 ? -errno : layout_members_open(l, O_WRONLY);
+		r = l->fd < 0 ? -errno : layout_members_get(l);
+	}
+	if (!r) {
+		l->region_offset = l->members[0].arg.region_offset;
+		r = members_open_write(l);
 	}
 	if (!r) {
 		w->dirty = calloc(l->nmembers, sizeof(*w->dirty));

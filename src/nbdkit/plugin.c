@@ -3,7 +3,8 @@
  * nbdkit, so any NBD client (qemu, nbdcopy, the Linux nbd driver, another
  * pony) uses it. `nbdkit pony member=DEV member=DEV ...` assembles the
  * volume from its members (paths or NBD URIs, any order) in the server
- * process and serves its bytes.
+ * process and serves its bytes; `nbdkit pony volume=UUID=...` (or LABEL=)
+ * finds the members through devdb as `pony vol assemble UUID=...` does.
  *
  * What is advertised is what the volume does: flush flushes every member,
  * so FUA is a write then a flush (native), and one flush covers the writes
@@ -26,6 +27,7 @@
 #include <syslog.h>
 
 #include "pony/bdev.h"
+#include "pony/devdb.h"
 #include "pony/util.h"
 #include "pony/volume.h"
 
@@ -35,10 +37,14 @@
 
 static const char *members[VOLUME_MAX_MEMBERS];
 static unsigned nmembers;
-static bool readonly, degraded;
+static const char *volume_spec;         /* volume=: members from devdb */
+static char **found;                    /* its members' names (ours), nfound */
+static size_t nfound;
+static bool readonly, degraded, auto_readd;
 static unsigned timeout_ms;
 static struct volume_set *set;
 static struct volume *vol;
+static struct volume_autoreadd *readd;  /* auto-readd=true */
 
 static void pony_log_sink(void *arg, int prio, const char *text)
 {
@@ -65,11 +71,19 @@ static int pony_config(const char *key, const char *value)
 		members[nmembers++] = value;
 		return 0;
 	}
-	if (!strcmp(key, "readonly") || !strcmp(key, "degraded")) {
+	if (!strcmp(key, "volume")) {
+		if (!devdb_is_volume_spec(value) || !strchr(value, '=')[1]) {
+			nbdkit_error("volume=%s: expected UUID=... or LABEL=...", value);
+			return -1;
+		}
+		volume_spec = value;
+		return 0;
+	}
+	if (!strcmp(key, "readonly") || !strcmp(key, "degraded") || !strcmp(key, "auto-readd")) {
 		r = nbdkit_parse_bool(value);
 		if (r < 0)
 			return -1;
-		*(key[0] == 'r' ? &readonly : &degraded) = r;
+		*(key[0] == 'r' ? &readonly : key[0] == 'd' ? &degraded : &auto_readd) = r;
 		return 0;
 	}
 	if (!strcmp(key, "member-timeout")) {
@@ -84,17 +98,62 @@ static int pony_config(const char *key, const char *value)
 		timeout_ms = (unsigned)(s * 1000 + 0.5);
 		return 0;
 	}
-	nbdkit_error("unknown parameter '%s' (member=, readonly=, degraded=, member-timeout=)", key);
+	nbdkit_error("unknown parameter '%s' (member=, volume=, readonly=, degraded=, "
+		     "auto-readd=, member-timeout=)", key);
 	return -1;
+}
+
+/* volume=: the members the device database knows ($PONY_DEVDB or its default). */
+static int members_find(void)
+{
+	struct devdb *db;
+	int r = devdb_open(NULL, 0, &db);
+
+	if (r < 0) {
+		nbdkit_error("volume=%s: the device database: %s", volume_spec, strerror(-r));
+		return -1;
+	}
+	r = devdb_volume_members(db, volume_spec, &found, &nfound);
+	devdb_close(db);
+	if (r == -ENOENT)
+		nbdkit_error("volume=%s: no member known to the device database (pony dev scan, "
+			     "pony dev register)", volume_spec);
+	else if (r < 0)
+		nbdkit_error("volume=%s: %s", volume_spec, strerror(-r));
+	else if (nfound > VOLUME_MAX_MEMBERS)
+		nbdkit_error("volume=%s: %zu members found, %d at most", volume_spec, nfound,
+			     VOLUME_MAX_MEMBERS);
+	if (r < 0 || nfound > VOLUME_MAX_MEMBERS)
+		return -1;
+	for (size_t i = 0; i < nfound; i++) {
+		members[nmembers++] = found[i];
+		nbdkit_debug("volume=%s: member %s", volume_spec, found[i]);
+	}
+	return 0;
 }
 
 static int pony_config_complete(void)
 {
+	if (volume_spec && nmembers) {
+		nbdkit_error("member= and volume= name the members twice: give one of them");
+		return -1;
+	}
+	if (volume_spec)
+		return members_find();
 	if (!nmembers) {
-		nbdkit_error("no member=DEV given: the volume's members (paths or NBD URIs)");
+		nbdkit_error("no member=DEV or volume=UUID=... given: the volume's members");
 		return -1;
 	}
 	return 0;
+}
+
+static void pony_unload(void)
+{
+	for (size_t i = 0; i < nfound; i++)
+		free(found[i]);
+	free(found);
+	found = NULL;
+	nfound = 0;
 }
 
 /* Why assembly failed, naming the member where it names one. */
@@ -151,6 +210,12 @@ static int pony_after_fork(void)
 	vol = volume_set_volume(set);
 	if (a.present < a.nmembers)
 		nbdkit_error("the volume runs degraded: %u of %u members", a.present, a.nmembers);
+	/* Threads of its own: after the fork, as the volume's. */
+	if (auto_readd && !readonly) {
+		r = volume_autoreadd_start(set, members, nmembers, timeout_ms, 0, &readd);
+		if (r < 0)
+			nbdkit_error("auto-readd: %s", strerror(-r));
+	}
 	return 0;
 }
 
@@ -160,6 +225,8 @@ static void pony_cleanup(void)
 
 	if (!set)
 		return;
+	volume_autoreadd_stop(readd);
+	readd = NULL;
 	r = volume_set_close(set);
 	if (r < 0)
 		nbdkit_error("closing the volume: %s", strerror(-r));
@@ -274,11 +341,14 @@ static struct nbdkit_plugin plugin = {
 	.version = PONY_VERSION,
 	.description = "serves a pony volume (RAID over files, devices or NBD exports)",
 	.load = pony_load,
+	.unload = pony_unload,
 	.config = pony_config,
 	.config_complete = pony_config_complete,
 	.config_help = "member=DEV      (repeat) a member: a path or an NBD URI, any order\n"
+		       "volume=UUID=...|LABEL=...  the members found through devdb ($PONY_DEVDB)\n"
 		       "readonly=BOOL   serve it read-only (writes nothing to the members)\n"
 		       "degraded=BOOL   start with members absent\n"
+		       "auto-readd=BOOL NBD members that fail are re-added when back\n"
 		       "member-timeout=SECONDS  NBD members: failed after this (default 30)",
 	.magic_config_key = "member",
 	.after_fork = pony_after_fork,

@@ -165,7 +165,8 @@ if command -v sqlite3 >/dev/null; then
 	INSERT INTO tags VALUES('LABEL', 'oldremote', 1);
 	PRAGMA user_version=1;" >/dev/null || fail "making a version 1 database"
 	"$PONY" dev scan --db "$old" "$img" >/dev/null || fail "scan on a version 1 database"
-	[ "$(sqlite3 "$old" 'PRAGMA user_version')" = 3 ] || fail "version 1 database not upgraded"
+	[ "$(sqlite3 "$old" 'PRAGMA user_version')" = 4 ] || fail "version 1 database not upgraded"
+	[ "$(sqlite3 "$old" "SELECT count(*) FROM volumes")" = 0 ] || fail "no volumes table after the upgrade"
 	sqlite3 "$old" "EXPLAIN QUERY PLAN SELECT path, present, parent FROM paths WHERE device_id=1" |
 		grep -q "COVERING INDEX paths_by_device" || fail "upgraded database lacks the covering index"
 	"$PONY" dev find --db "$old" LABEL=oldremote | grep -q "nbd://h:1/x" || fail "device of version 1 lost"

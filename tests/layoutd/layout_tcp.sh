@@ -13,32 +13,12 @@ set -u
 require_fuse
 require_root
 CLIENT=${LAYOUT_SOCKET_CLIENT:?the test client is built beside the tests}
-command -v ip >/dev/null || skip "ip (iproute2) is missing"
 
 . "$PONY_SRCDIR/tests/ponyfs/mount_lib.sh" layout-tcp
+. "$PONY_SRCDIR/tests/netns_lib.sh"
+peer_up ponyfs_cleanup
 
-NS=pony-lt-$$
-HOST_IP=10.213.$((RANDOM % 250)).1
-PEER_IP=${HOST_IP%.1}.2
-ip netns add "$NS" 2>/dev/null || skip "network namespaces are unavailable"
-trap 'ip link del "v$NS" 2>/dev/null; ip netns del "$NS" 2>/dev/null; ponyfs_cleanup' EXIT
-ip link add "v$NS" type veth peer name eth0 netns "$NS" || skip "veth pairs are unavailable"
-ip addr add "$HOST_IP/24" dev "v$NS" && ip link set "v$NS" up || fail "host side of the veth"
-ip -n "$NS" addr add "$PEER_IP/24" dev eth0 && ip -n "$NS" link set eth0 up &&
-	ip -n "$NS" link set lo up || fail "peer side of the veth"
-in_peer() { ip netns exec "$NS" "$@"; }
-# Reachable: a connection to a closed port is refused (not timed out).
-in_peer python3 - "$HOST_IP" <<'PY' || skip "no route between the namespaces"
-import socket, sys
-try:
-    socket.create_connection((sys.argv[1], 9), timeout=3)
-except ConnectionRefusedError:
-    sys.exit(0)
-except OSError:
-    sys.exit(1)
-PY
-
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("",0)); print(s.getsockname()[1])')
+PORT=$(free_port)
 printf 'host-b:%s\n' "$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$T/psk"
 printf 'host-b:%s\n' "$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$T/wrong.psk"
 
@@ -85,7 +65,7 @@ case "$out" in extents*) fail "a client in the clear got a layout from a TLS lis
 pony_umount
 
 # --insecure: the same in the clear.
-PORT2=$(python3 -c 'import socket; s=socket.socket(); s.bind(("",0)); print(s.getsockname()[1])')
+PORT2=$(free_port)
 pony_mount --layout-listen "$HOST_IP:$PORT2" --insecure "${imgs[@]}"
 out=$(in_peer "$CLIENT" layout "tcp:$HOST_IP:$PORT2" file) || fail "insecure layout: $out"
 [ "$out" = "extents 1 size 300000" ] || fail "insecure layout: $out"

@@ -1,4 +1,5 @@
-# tests/nbd/nbd_lib.sh - nbdkit servers for the NBD tests, on loopback: each
+# tests/nbd/nbd_lib.sh - nbdkit servers for the NBD tests, on loopback (or
+# on $NBD_HOST, an address of this host, when set before nbd_start): each
 # started on a free TCP port (or a Unix socket) in the foreground of a
 # background job, waited for until it answers, and killed at exit. Source
 # after tests/lib.sh and tests/ponyfs/mount_lib.sh (which make $T and the
@@ -27,7 +28,8 @@ nbd_free_port() {
 # nbd_wait NAME PORT|SOCKET: until the server listens (5 s at most).
 nbd_wait() {
 	for _ in $(seq 1 100); do
-		if [ -S "$2" ] || { [ "${2#/}" = "$2" ] && (exec 3<>"/dev/tcp/127.0.0.1/$2") 2>/dev/null; }; then
+		if [ -S "$2" ] || { [ "${2#/}" = "$2" ] &&
+			(exec 3<>"/dev/tcp/${NBD_HOST:-127.0.0.1}/$2") 2>/dev/null; }; then
 			return 0
 		fi
 		kill -0 "${NBD_PID[$1]}" 2>/dev/null || fail "nbdkit $1 exited: $(cat "$T/nbdkit-$1.log")"
@@ -36,19 +38,20 @@ nbd_wait() {
 	fail "nbdkit $1 did not come up: $(cat "$T/nbdkit-$1.log")"
 }
 
-# nbd_start NAME [PORT] -- NBDKIT-ARGS...: nbdkit on 127.0.0.1:PORT (a free one
+# nbd_start NAME [PORT] -- NBDKIT-ARGS...: nbdkit on $NBD_HOST:PORT (a free one
 # when PORT is empty); NBD_PORT[NAME], NBD_PID[NAME]; its URI is nbd_uri NAME.
 nbd_start() {
 	local name=$1 port=$2
 	shift 3
 	[ -n "$port" ] || port=$(nbd_free_port)
 	NBD_PORT[$name]=$port
-	nbdkit -f --exit-with-parent -i 127.0.0.1 -p "$port" "$@" 2>>"$T/nbdkit-$name.log" &
+	nbdkit -f --exit-with-parent -i "${NBD_HOST:-127.0.0.1}" -p "$port" "$@" \
+		2>>"$T/nbdkit-$name.log" &
 	NBD_PID[$name]=$!
 	nbd_wait "$name" "$port"
 }
 
-nbd_uri() { echo "nbd://127.0.0.1:${NBD_PORT[$1]}/${2:-}"; }
+nbd_uri() { echo "nbd://${NBD_HOST:-127.0.0.1}:${NBD_PORT[$1]}/${2:-}"; }
 
 # nbd_kill NAME [SIGNAL]: stops the server (SIGTERM unless told) and reaps it.
 nbd_kill() {

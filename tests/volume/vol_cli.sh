@@ -13,7 +13,7 @@ trap 'rm -rf "$work"' EXIT
 cd "$work"
 fixtures=$PONY_SRCDIR/tests/data/volume
 
-for c in create assemble status table fail add replace rebuild scrub badblocks expose stop read write; do
+for c in create assemble status detail monitor table fail add replace rebuild scrub badblocks expose stop read write; do
 	"$PONY" vol $c --help >/dev/null || fail "vol $c --help"
 done
 expect_usage_error "$PONY" vol create d.img
