@@ -166,6 +166,11 @@ struct ponyfs_fsck_params {
 	/* The pony volume whose regions meta and data are: its metadata
 	 * mirror's copies are compared. NULL: not on a volume. */
 	struct volume *volume;
+	/* The data check's progress (PONYFS_FSCK_DATA, the long part): bytes
+	 * of file data read over all there are; a non-zero return stops the
+	 * check (-ECANCELED). NULL: none. */
+	int (*progress)(uint64_t done, uint64_t total, void *arg);
+	void *progress_arg;
 };
 
 struct ponyfs_fsck_result {

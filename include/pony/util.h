@@ -169,6 +169,8 @@ struct util_progress {
 };
 void util_progress_init(struct util_progress *p, const char *what, uint64_t total);
 void util_progress_update(struct util_progress *p, uint64_t done);
+/* The total of work that did not know it at init (periodic lines start then). */
+void util_progress_set_total(struct util_progress *p, uint64_t total);
 void util_progress_done(struct util_progress *p);
 /* Publishes the progress at path (its directory must exist) from the next update on: 0 or -ENOMEM. */
 int util_progress_publish(struct util_progress *p, const char *path);

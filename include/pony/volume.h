@@ -312,6 +312,9 @@ struct volume_set_params {
 	const struct volume_region_spec *regions;
 	unsigned nregions;
 	bool assume_clean;              /* skip the initial parity sync (zeroed members) */
+	/* The initial sync's progress: bytes of the volume done over its size. */
+	volume_progress_fn progress;
+	void *progress_arg;
 };
 /* Writes the superblocks and builds the volume; devs are handed over on success. */
 int volume_set_create(struct bdev **devs, unsigned ndevs, const struct volume_set_params *p,

@@ -63,8 +63,15 @@ static int mkfs_volume(struct bdev **devs, int n, enum volume_target_type data_t
 	r = layout_for(meta_type, &specs[0].layout);
 	if (r >= 0)
 		r = layout_for(data_type, &specs[1].layout);
-	if (r >= 0)
+	if (r >= 0) {
+		struct util_progress sync_bar;
+
+		util_progress_init(&sync_bar, "initial sync", 0);
+		p.progress = vol_progress;
+		p.progress_arg = &sync_bar;
 		r = volume_set_create(devs, (unsigned)n, &p, &set);
+		util_progress_done(&sync_bar);
+	}
 	if (r < 0) {
 		for (int i = 0; i < n; i++)
 			bdev_free(devs[i]);
@@ -588,6 +595,7 @@ static int fsck_run(int argc, char **argv)
 	struct ponyfs_fsck_result res = { 0 };
 	struct fsck_out o = { 0 };
 	struct ponyfs_fsck_params p = { .report = fsck_report, .report_arg = &o };
+	struct util_progress bar;
 	struct util_json j;
 	bool json = false;
 	unsigned stand = 0;
@@ -664,7 +672,11 @@ static int fsck_run(int argc, char **argv)
 	}
 	p.flags = flags;
 	p.volume = s.set ? volume_set_volume(s.set) : NULL;
+	util_progress_init(&bar, "checking file data", 0);
+	p.progress = vol_progress;
+	p.progress_arg = &bar;
 	r = s.image ? ponyfs_fsck_run_image(s.image, &p, &res) : ponyfs_fsck_run(s.meta, s.data, &p, &res);
+	util_progress_done(&bar);
 	stand_done(&s);
 	fsck_summary(&o, r, &res);
 	return fsck_exit(r, &res);

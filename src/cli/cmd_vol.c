@@ -47,7 +47,11 @@ bool vol_interrupt_pending(void)
 
 int vol_progress(uint64_t done, uint64_t total, void *arg)
 {
-	util_progress_update(arg, done);
+	struct util_progress *p = arg;
+
+	if (!p->total)                  /* not known before the work started */
+		util_progress_set_total(p, total);
+	util_progress_update(p, done);
 	return vol_interrupted;         /* stop: the library saves its checkpoint */
 }
 
@@ -318,6 +322,7 @@ static int vol_create_run(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' }, { 0 },
 	};
 	struct cli_targets targets = { .cmd = "pony vol create" };
+	struct util_progress sync_bar;
 	bool md = false, json = false;
 	struct volume_region_spec regions[2] = { { .cls = VOLUME_CLASS_DATA, .chunk = 65536 } };
 	struct volume_set_params p = { .regions = regions + 1, .nregions = 1 };
@@ -382,7 +387,11 @@ static int vol_create_run(int argc, char **argv)
 		}
 	if (md)
 		return create_md(devs, n, &regions[1], p.name, json);
+	util_progress_init(&sync_bar, "initial sync", 0);
+	p.progress = vol_progress;
+	p.progress_arg = &sync_bar;
 	r = volume_set_create(devs, (unsigned)n, &p, &s);
+	util_progress_done(&sync_bar);
 	if (r < 0) {
 		free_devs(devs, n);
 		if (r == -ENOSPC)

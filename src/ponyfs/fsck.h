@@ -21,6 +21,7 @@ struct fsck {
 	uint8_t *used, *free;
 	uint64_t released;              /* blocks of extents this run deleted (now leaked) */
 	int64_t version;                /* the database's schema (PRAGMA user_version) */
+	uint64_t data_done, data_total; /* the data check's bytes, for p->progress */
 };
 
 /* What fixing a problem takes: nothing can, any repair run, or -y alone. */

@@ -231,6 +231,26 @@ static void ext_load(sqlite3_stmt *s, struct ext *e)
  * of the file (fallocate with KEEP_SIZE). A version 1 database has no
  * flags column: all its extents are written.
  */
+/* The bytes of written file data the data check reads, for its progress
+ * (an estimate: extents of inodes that turn out to be strays count too). */
+static uint64_t data_bytes(struct fsck *f, int64_t version)
+{
+	sqlite3_stmt *s = NULL;
+	uint64_t n = 0;
+	const char *sql = version >= 2 ?
+		"SELECT coalesce(sum(nblocks), 0) FROM extents WHERE (flags & ?1) = 0" :
+		"SELECT coalesce(sum(nblocks), 0) FROM extents";
+
+	if (sqlite3_prepare_v2(f->db, sql, -1, &s, NULL) == SQLITE_OK) {
+		if (version >= 2)
+			sqlite3_bind_int64(s, 1, PONYFS_EXT_UNWRITTEN);
+		if (sqlite3_step(s) == SQLITE_ROW)
+			n = (uint64_t)sqlite3_column_int64(s, 0) * BS;
+	}
+	sqlite3_finalize(s);
+	return n;
+}
+
 int fsck_extents(struct fsck *f)
 {
 	static const char *const sql[2] = {
@@ -248,6 +268,8 @@ int fsck_extents(struct fsck *f)
 	if (r == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
 		version = sqlite3_column_int64(s, 0);
 	sqlite3_finalize(s);
+	if ((f->p->flags & PONYFS_FSCK_DATA) && f->p->progress)
+		f->data_total = data_bytes(f, version);
 	r = ponyfs_sqlite_errno(sqlite3_prepare_v2(f->db, sql[version >= 2], -1, &s, NULL));
 	while (r >= 0 && (rc = sqlite3_step(s)) == SQLITE_ROW) {
 		struct ext e;
@@ -265,8 +287,13 @@ int fsck_extents(struct fsck *f)
 		mark_used(f, &e);
 		past_end(f, &e);
 		if (r >= 0 && (f->p->flags & PONYFS_FSCK_DATA) && e.regular &&
-		    !(e.flags & PONYFS_EXT_UNWRITTEN))
+		    !(e.flags & PONYFS_EXT_UNWRITTEN)) {
 			r = check_csums(f, &e);
+			f->data_done += e.n * BS;
+			if (r >= 0 && f->p->progress &&
+			    f->p->progress(f->data_done, f->data_total, f->p->progress_arg))
+				r = -ECANCELED;
+		}
 	}
 	if (r >= 0 && rc != SQLITE_DONE)
 		r = ponyfs_sqlite_errno(rc);

@@ -12,14 +12,32 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "pony/util.h"
 
 #define LINE_EVERY_NS (10 * 1000000000ull)
-#define QUIET_START_NS 1000000000ull        /* no line in the first second */
+/* No line in the first second: work that short needs none. $PONY_PROGRESS_QUIET_MS
+ * sets it (0: a line from the first 10 %), for scripts and tests that want
+ * the trail of short work too. */
+#define QUIET_START_NS 1000000000ull
 #define PUBLISH_EVERY_NS 1000000000ull
+
+static uint64_t quiet_start_ns(void)
+{
+	static uint64_t ns = UINT64_MAX;
+
+	if (ns == UINT64_MAX) {
+		const char *e = getenv("PONY_PROGRESS_QUIET_MS");
+		char *end;
+		unsigned long long ms = e ? strtoull(e, &end, 10) : 0;
+
+		ns = e && *e && !*end && ms < 3600000 ? ms * 1000000ull : QUIET_START_NS;
+	}
+	return ns;
+}
 
 void util_progress_init(struct util_progress *p, const char *what, uint64_t total)
 {
@@ -126,6 +144,12 @@ int util_progress_publish(struct util_progress *p, const char *path)
 	return p->publish_path ? 0 : -ENOMEM;
 }
 
+void util_progress_set_total(struct util_progress *p, uint64_t total)
+{
+	p->total = total;
+	p->lines = !isatty(STDERR_FILENO) && total;
+}
+
 void util_progress_update(struct util_progress *p, uint64_t done)
 {
 	uint64_t now = util_now_ns();
@@ -143,7 +167,7 @@ void util_progress_update(struct util_progress *p, uint64_t done)
 		p->last_draw_ns = now;
 		draw_bar(p);
 	}
-	if (p->lines && now - p->start_ns >= QUIET_START_NS &&
+	if (p->lines && now - p->start_ns >= quiet_start_ns() &&
 	    (percent_of(done, p->total) / 10 > p->last_line_tenth ||
 	     now - MAX(p->last_line_ns, p->start_ns) >= LINE_EVERY_NS))
 		print_line(p, now);

@@ -170,8 +170,8 @@ const char *volume_label(const struct volume *v);
 void set_seg_cls(struct volume *v, unsigned i, enum volume_region_class cls);
 /* Resyncs [off, off+len) of segment i (the bitmap's ranges after a crash). */
 int volume_scrub_range(struct volume *v, unsigned i, uint64_t off, uint64_t len);
-/* Resyncs all of segment i (a new volume's first parity). */
-int volume_resync(struct volume *v, unsigned i);
+/* Resyncs all of segment i (a new volume's first parity); progress as volume_rebuild's. */
+int volume_resync(struct volume *v, unsigned i, volume_progress_fn progress, void *arg);
 /* A finding of sc's pass: counted, logged and reported (not in a resync). */
 /* A piece scrub found consistent, for volume_scrub_span()'s caller (if any). */
 void volume_scrub_consistent(struct volume_scrub *sc, uint64_t seg_off, const uint8_t *data,

@@ -314,6 +314,19 @@ static bool set_all_working(struct volume_set *s)
 	return true;
 }
 
+/* A segment's resync as bytes of the whole volume, for the caller's progress. */
+struct sync_progress {
+	const struct volume_set_params *p;
+	uint64_t seg_start, size;
+};
+
+static int sync_progress(uint64_t done, uint64_t total, void *arg)
+{
+	const struct sync_progress *sp = arg;
+
+	return sp->p->progress(sp->seg_start + done, sp->size, sp->p->progress_arg);
+}
+
 int volume_set_create(struct bdev **devs, unsigned ndevs, const struct volume_set_params *p,
 		      struct volume_set **ret)
 {
@@ -366,8 +379,14 @@ int volume_set_create(struct bdev **devs, unsigned ndevs, const struct volume_se
 	}
 	set_hooks(s);
 	r = set_zero_bitmap(s);
-	for (unsigned i = 0; r >= 0 && !p->assume_clean && i < s->sb.nsegs; i++)
-		r = volume_resync(v, i);
+	for (unsigned i = 0; r >= 0 && !p->assume_clean && i < s->sb.nsegs; i++) {
+		struct sync_progress sp = { p, volume_seg_get(v, i)->start, volume_size(v) };
+
+		r = volume_resync(v, i, p->progress ? sync_progress : NULL, &sp);
+	}
+	/* Space no segment uses needs no sync: the work is whole. */
+	if (r >= 0 && !p->assume_clean && p->progress)
+		p->progress(volume_size(v), volume_size(v), p->progress_arg);
 	if (r >= 0)
 		r = volume_set_commit(s);
 	if (r < 0) {

@@ -680,14 +680,14 @@ void volume_scrub_consistent(struct volume_scrub *sc, uint64_t seg_off, const ui
 		sc->data(seg_off, data, len, sc->data_arg);
 }
 
-int volume_resync(struct volume *v, unsigned i)
+int volume_resync(struct volume *v, unsigned i, volume_progress_fn progress, void *arg)
 {
 	struct seg_pass p = { .step = scrub_step, .sc = { .mode = VOLUME_SCRUB_RESYNC } };
 	struct volume_seg *s = v->segs[i];
 
 	if (!s->ops->scrub || !s->ops->unit)
 		return 0;       /* nothing to make agree */
-	return seg_pass_run(s, 0, UINT64_MAX, 0, NULL, NULL, &p);
+	return seg_pass_run(s, 0, UINT64_MAX, 0, progress, arg, &p);
 }
 
 /* "stripe 12" or "offset 4096" (copies) in a log line. */

@@ -612,7 +612,7 @@ static void test_raid6_resync_keeps_the_data_a_bad_chunk_held(void **state)
 
 	rig_random(&rg, &raid6_case, 12);
 	corrupt(&rg, st.disk[1], 3 * 4096 + 64, 100);
-	assert_int_equal(volume_resync(rg.v, 0), 0);
+	assert_int_equal(volume_resync(rg.v, 0, NULL, NULL), 0);
 	assert_reads_model(&rg);
 	assert_int_equal(scrub(&rg, false).n, 0);
 	rig_free(&rg);
