@@ -6,12 +6,13 @@
 #    the same volume on local image files (page cache warm), reads/s;
 #  - scale-out by simulation: a ponyfs with its data striped (raid0) over
 #    1, 2, 4 and 8 nbdkit memory servers, each behind nbdkit's rate filter
-#    at 50 Mbit/s (rate=50M, a slow link; set through rate-file once the
-#    file is written, so only the timed read is limited), one large file
+#    at 50 MB/s (rate=400M: the filter counts bits; a slow link, set through
+#    rate-file once the file is written, so only the timed read is limited),
+#    one large file
 #    read whole by the direct reader (`pony fs cat --direct`, on the mount:
 #    the layout's pieces straight from the servers, in parallel):
 #    RESULT layout_read_mbs_N, RATIO scale_8_vs_1 (--quick: 1 and 8 only,
-#    an 8 MiB file, where connecting to the servers weighs more);
+#    a 64 MiB file, where connecting to the servers weighs more);
 #  - resync after a server's absence (10 s; --quick 2 s) during a write
 #    load: a ponyfs on a RAID5 of four nbdkit file servers mounted with
 #    --auto-readd; the server is killed, restarted on its port, re-added by
@@ -64,21 +65,22 @@ if [ "$(id -u)" != 0 ] || ! [ -c /dev/fuse ] || ! command -v fusermount3 >/dev/n
 fi
 
 # -- scale-out ---------------------------------------------------------------
-file_mib=$([ $quick = 1 ] && echo 8 || echo 64)
+file_mib=$([ $quick = 1 ] && echo 64 || echo 256)
+link=400M                               # 50 MB/s: the filter's rate is in bits
 declare -A mbs
 for n in $([ $quick = 1 ] && echo 1 8 || echo 1 2 4 8); do
 	members=()
 	for ((i = 0; i < n; i++)); do
 		p=$(port)
 		rm -f "$work/rate$n.$i"
-		serve "$p" --filter=rate memory 256M rate-file="$work/rate$n.$i" burstiness=0.2
+		serve "$p" --filter=rate memory 1G rate-file="$work/rate$n.$i" burstiness=0.2
 		members+=("nbd://127.0.0.1:$p/")
 	done
 	"$build/pony" mkfs --data striped --assume-clean "${members[@]}" >/dev/null
 	mount_at "$work/sm$n" "${members[@]}"
 	head -c $((file_mib << 20)) "$work/src" >"$work/sm$n/big"
 	"$build/pony" sync "$work/sm$n"
-	for ((i = 0; i < n; i++)); do echo 50M >"$work/rate.new" && mv "$work/rate.new" "$work/rate$n.$i"; done
+	for ((i = 0; i < n; i++)); do echo $link >"$work/rate.new" && mv "$work/rate.new" "$work/rate$n.$i"; done
 	sleep 1.5                       # the filter reads the file again within a second
 	t0=$(now)
 	"$build/pony" fs cat --direct "$work/sm$n/big" >/dev/null
