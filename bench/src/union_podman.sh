@@ -88,10 +88,15 @@ for _ in $(seq 1 "$reps"); do
 	for impl in $impls; do
 		sync; echo 3 > /proc/sys/vm/drop_caches
 		t0=$(date +%s.%N)
+		# Each output line stamped with the seconds since t0 (the steps' times).
 		pod $impl build --pull=never --network none --no-cache --layers=true \
-			-t localhost/built "$P/ctx" > "$P/$impl.log" 2>&1 ||
+			-t localhost/built "$P/ctx" 2>&1 |
+			while IFS= read -r line; do printf '%s %s\n' "$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }')" "$line"; done \
+				> "$P/$impl.log" ||
 			{ echo "bench/union: podman build with $impl failed:" >&2; tail "$P/$impl.log" >&2; exit 1; }
 		t1=$(date +%s.%N)
+		# Where the time went, step by step (a STEP line to the next).
+		echo "# podman_build $impl steps (s):" $(awk '/ STEP [0-9]/ { if (t != "") printf "%.2f ", $1 - t; t = $1 } END { printf "%.2f", total - t }' total="$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" "$P/$impl.log")
 		times[$impl]+=" $(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')"
 		pod $impl rmi -f localhost/built >/dev/null 2>&1
 	done
