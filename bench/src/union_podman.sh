@@ -61,7 +61,7 @@ pod() {
 	shift
 	case $impl in
 	pony) prog=(--storage-opt "overlay.mount_program=$OVL") ;;
-	fuse_overlayfs) prog=(--storage-opt "overlay.mount_program=$(command -v fuse-overlayfs)") ;;
+	fuse_overlayfs) prog=(--storage-opt "overlay.mount_program=${FUSE_OVERLAYFS:-$(command -v fuse-overlayfs)}") ;;
 	esac
 	CONTAINERS_CONF=$P/containers.conf CONTAINERS_STORAGE_CONF=$P/$impl.conf \
 		podman "${prog[@]}" "$@"
