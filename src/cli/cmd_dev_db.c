@@ -81,6 +81,21 @@ static void progress_cb(void *ctx, uint64_t done, uint64_t total)
 	util_progress_update(p, done);
 }
 
+/* A scan's totals, a record: {"scan": [{"probed": N, ...}]} with --json. */
+static int scan_print(const struct devdb_scan_stats *st, uint64_t ns, bool json)
+{
+	struct cli_record *r = cli_record_new("scan", json);
+
+	cli_record_set_u64(r, "PROBED", st->probed);
+	cli_record_set_u64(r, "FOUND", st->found);          /* with a signature */
+	cli_record_set_u64(r, "UNCHANGED", st->unchanged);
+	cli_record_set_u64(r, "VANISHED", st->vanished);
+	cli_record_set_u64(r, "FAILED", st->failed);
+	cli_record_set_u64(r, "BYTES_READ", st->bytes_read);
+	cli_record_set(r, "SECONDS", CLI_COL_NUMBER, "%.3f", (double)ns / 1e9);
+	return cli_record_print(r);
+}
+
 static void scan_usage(FILE *f)
 {
 	fprintf(f, "Usage: pony dev scan [--db PATH] [--force] [--json] [PATH...]\n"
@@ -110,26 +125,7 @@ static int scan_run(int argc, char **argv)
 	util_progress_done(&prog);
 	if (r < 0)
 		return cli_error("scan failed: %s", strerror(-r));
-	if (o.json) {
-		struct util_json j;
-
-		util_json_init(&j, stdout);
-		util_json_object_begin(&j, NULL);
-		util_json_uint(&j, "probed", st.probed);
-		util_json_uint(&j, "found", st.found);
-		util_json_uint(&j, "unchanged", st.unchanged);
-		util_json_uint(&j, "vanished", st.vanished);
-		util_json_uint(&j, "failed", st.failed);
-		util_json_uint(&j, "bytes_read", st.bytes_read);
-		util_json_double(&j, "seconds", (double)(util_now_ns() - t0) / 1e9);
-		util_json_object_end(&j);
-		util_json_end(&j);
-	} else {
-		printf("probed %u (%u with a signature), unchanged %u, vanished %u, failed %u; "
-		       "%llu bytes read in %.3f s\n", st.probed, st.found, st.unchanged, st.vanished,
-		       st.failed, (unsigned long long)st.bytes_read, (double)(util_now_ns() - t0) / 1e9);
-	}
-	return CLI_EXIT_OK;
+	return scan_print(&st, util_now_ns() - t0, o.json);
 }
 
 /* "NAME=VALUE" into name/value (strings point into arg, which is modified). */
@@ -314,6 +310,29 @@ static int list_run(int argc, char **argv)
 	return r;
 }
 
+/*
+ * One device as a record (table.c): for people a FIELD VALUE line each (a
+ * line per path, the preferred first; a line per tag, by its name), with
+ * --json one object: {"device": [{"id": 1, "kind": ..., "paths": [...],
+ * "label": ..., ...}]}, the tags by their names in lower case.
+ */
+static int show_print(const struct devdb_dev *d, bool json)
+{
+	struct cli_record *r = cli_record_new("device", json);
+	bool remote = !strcmp(d->kind, "remote");
+
+	cli_record_set(r, "ID", CLI_COL_NUMBER, "%lld", (long long)d->id);
+	cli_record_set(r, "KIND", 0, "%s", d->kind);
+	cli_record_set(r, "STATE", 0, "%s", remote ? "remote" : d->present ? "present" : "absent");
+	cli_record_set(r, "CONNECT", 0, d->connect ? "%s" : NULL, d->connect);
+	cli_record_set(r, "AMBIVALENT", 0, d->ambivalent ? "%s" : NULL, d->ambivalent);
+	cli_record_set_u64(r, "SIZE", d->size);
+	cli_record_set_list(r, "PATH", (const char *const *)d->paths, d->npaths);
+	for (size_t i = 0; i < d->tags.n; i++)
+		cli_record_set(r, d->tags.v[i].name, 0, "%s", d->tags.v[i].value);
+	return cli_record_print(r);
+}
+
 static void show_usage(FILE *f)
 {
 	fprintf(f, "Usage: pony dev show [--db PATH] [--json] PATH|NAME=VALUE\n"
@@ -347,25 +366,7 @@ static int show_run(int argc, char **argv)
 	}
 	if (r < 0)
 		return cli_error("%s", strerror(-r));
-	if (o.json) {
-		struct util_json j;
-
-		util_json_init(&j, stdout);
-		print_dev_json(&j, d);
-		util_json_end(&j);
-		return CLI_EXIT_OK;
-	}
-	printf("device %lld (%s, %s)\n", (long long)d->id, d->kind,
-	       !strcmp(d->kind, "remote") ? "not connected" : d->present ? "present" : "absent");
-	if (d->connect)
-		printf("  connect: %s\n", d->connect);
-	if (d->ambivalent)
-		printf("  ambivalent: %s (no tags: two signatures, as blkid -p)\n", d->ambivalent);
-	for (size_t i = 0; i < d->npaths; i++)
-		printf("  path: %s%s\n", d->paths[i], i == 0 ? " (preferred)" : "");
-	for (size_t i = 0; i < d->tags.n; i++)
-		printf("  %s=%s\n", d->tags.v[i].name, d->tags.v[i].value);
-	return CLI_EXIT_OK;
+	return show_print(d, o.json);
 }
 
 static void register_usage(FILE *f)
