@@ -144,7 +144,13 @@ void cli_table_set_u64(struct cli_table_line *l, int col, uint64_t value)
 
 void cli_table_set_bool(struct cli_table_line *l, int col, bool value)
 {
-	cli_table_set(l, col, "%s", value ? "true" : "false");
+	struct cli_table *t = l ? scols_line_get_userdata(scols_line_of(l)) : NULL;
+
+	/* libsmartcols's JSON takes any text but "0" (or "N...") for true. */
+	if (t && scols_table_is_json(t->tb))
+		cli_table_set(l, col, "%d", value);
+	else
+		cli_table_set(l, col, "%s", value ? "true" : "false");
 }
 
 /*
@@ -263,7 +269,13 @@ void cli_record_set_u64(struct cli_record *r, const char *field, uint64_t value)
 
 void cli_record_set_bool(struct cli_record *r, const char *field, bool value)
 {
-	cli_record_set(r, field, CLI_COL_BOOL, "%s", value ? "true" : "false");
+	struct cli_table_line *l;
+	int col;
+
+	if (!r)
+		return;
+	l = record_cell(r, field, CLI_COL_BOOL, &col);
+	cli_table_set_bool(l, col, value);
 }
 
 void cli_record_set_list(struct cli_record *r, const char *field, const char *const *values,
