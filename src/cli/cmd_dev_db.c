@@ -248,12 +248,47 @@ static int find_run(int argc, char **argv)
 	return r;
 }
 
+/* UUIDs that more than one device carries, a line for each device:
+ * UUID and PATH ({"duplicates": [{"uuid": ..., "path": ...}]}). */
+static int print_duplicates(struct devdb *db, bool json)
+{
+	struct cli_table *t;
+	char **uuids;
+	size_t n;
+	int r = devdb_duplicate_uuids(db, &uuids, &n);
+
+	if (r < 0)
+		return cli_error("%s", strerror(-r));
+	t = cli_table_new("duplicates", json);
+	cli_table_column(t, "UUID", 0);
+	cli_table_column(t, "PATH", CLI_COL_WRAP);
+	for (size_t i = 0; i < n; i++) {
+		const char *name = "UUID", *value = uuids[i];
+		struct devdb_dev **d;
+		size_t m;
+
+		if (devdb_find(db, &name, &value, 1, &d, &m) == 0) {
+			for (size_t k = 0; k < m; k++) {
+				struct cli_table_line *ln = cli_table_line(t, NULL);
+
+				cli_table_set(ln, 0, "%s", uuids[i]);
+				cli_table_set(ln, 1, "%s", d[k]->path ? d[k]->path : "?");
+			}
+			devdb_devs_free(d, m);
+		}
+		free(uuids[i]);
+	}
+	free(uuids);
+	return cli_table_print(t);
+}
+
 static void list_usage(FILE *f)
 {
 	fprintf(f, "Usage: pony dev list [--db PATH] [--json] [--duplicates]\n"
 		   "Lists every device the database knows: path, TYPE, LABEL, UUID and state\n"
 		   "(absent: vanished; remote: registered, not connected). --duplicates lists\n"
-		   "only UUIDs that more than one device carries (copied images, snapshots).\n");
+		   "only UUIDs that more than one device carries (copied images, snapshots):\n"
+		   "UUID and PATH, a line for each device. --json: the same table as JSON.\n");
 }
 
 static int list_run(int argc, char **argv)
@@ -269,29 +304,8 @@ static int list_run(int argc, char **argv)
 		return cli_usage_error("pony dev list", "unexpected argument '%s'", argv[0]);
 	if (open_db(&o, &db) < 0)
 		return CLI_EXIT_FAILURE;
-	if (o.duplicates) {
-		char **uuids;
-
-		r = devdb_duplicate_uuids(db, &uuids, &n);
-		if (r < 0)
-			return cli_error("%s", strerror(-r));
-		for (size_t i = 0; i < n; i++) {
-			const char *name = "UUID", *value = uuids[i];
-			struct devdb_dev **d;
-			size_t m;
-
-			if (devdb_find(db, &name, &value, 1, &d, &m) == 0) {
-				printf("%s", uuids[i]);
-				for (size_t k = 0; k < m; k++)
-					printf(" %s", d[k]->path ? d[k]->path : "?");
-				putchar('\n');
-				devdb_devs_free(d, m);
-			}
-			free(uuids[i]);
-		}
-		free(uuids);
-		return CLI_EXIT_OK;
-	}
+	if (o.duplicates)
+		return print_duplicates(db, o.json);
 	r = devdb_list(db, &devs, &n);
 	if (r < 0)
 		return cli_error("%s", strerror(-r));

@@ -74,8 +74,13 @@ rm "$img/e2.img"
 cp "$img/e1.img" "$img/copy.img"
 "$PONY" dev scan "$img" >/dev/null || fail "scan after copy"
 uuid=$("$PONY" dev show --json LABEL=lab1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["device"][0]["uuid"])')
-"$PONY" dev list --duplicates | grep -q "^$uuid .*e1.img.*copy.img\|^$uuid .*copy.img.*e1.img" ||
+[ "$("$PONY" dev list --duplicates | grep -E "^$uuid +$img/(e1|copy).img$" | wc -l)" = 2 ] ||
 	fail "duplicate UUID not reported: $("$PONY" dev list --duplicates)"
+"$PONY" dev list --duplicates --json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)["duplicates"]
+assert sorted(x["path"] for x in d if x["uuid"] == sys.argv[1]) == [sys.argv[2] + "/copy.img", sys.argv[2] + "/e1.img"], d' "$uuid" "$img" ||
+	fail "dev list --duplicates --json"
 [ "$("$PONY" dev find --all UUID="$uuid" | wc -l)" -eq 2 ] || fail "find --all did not list both copies"
 
 # Multipath in files: a hard link is another path to the same device.
