@@ -230,7 +230,7 @@ mkdir "$work/pfs-mnt/secret"
 echo "PONY-DEMO-SECRET: the launch code" > "$work/pfs-mnt/secret/launch-codes.txt"
 echo "   with the key: $(ls "$work/pfs-mnt/secret"): $(cat "$work/pfs-mnt/secret/launch-codes.txt")"
 "$PONY" crypt remove-key "$work/pfs-mnt" "$keyid" >/dev/null
-echo "   key removed: status $("$PONY" crypt status "$work/pfs-mnt" "$keyid"), the directory lists $(ls "$work/pfs-mnt/secret")"
+echo "   key removed: status $("$PONY" crypt status "$work/pfs-mnt" "$keyid" | awk '$1 == "STATUS" { sub(/^STATUS +/, ""); print }'), the directory lists $(ls "$work/pfs-mnt/secret")"
 nokey=$(ls "$work/pfs-mnt/secret")
 echo "   cat of it: $(cat "$work/pfs-mnt/secret/$nokey" 2>&1 | sed 's/.*: //')"
 fusermount3 -u "$work/pfs-mnt"

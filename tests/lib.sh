@@ -80,3 +80,7 @@ require_cmd() {
 	local c
 	for c; do command -v "$c" >/dev/null || skip "$c is missing"; done
 }
+# record_field FIELD: the VALUE of FIELD in a record read from stdin (`pony
+# dev show`, `pony crypt status`...: FIELD VALUE lines, src/cli/table.c),
+# a line for each time FIELD is there.
+record_field() { awk -v f="$1" '$1 == f { sub(/^[^ ]+ +/, ""); print }'; }

@@ -56,7 +56,7 @@ print("%.1f" % (j["99.000000"] / 1000))'
 ms=() ss=()
 for _ in $(seq $RUNS); do ms+=("$(member_read_s)"); ss+=("$(scrub_s)"); done
 m=$(med "${ms[@]}") s=$(med "${ss[@]}")
-echo "# scrub: $(cat "$W/scrub.out")"
+echo "# scrub: $(tr -s ' ' <"$W/scrub.out" | tr '\n' ' ')"
 echo "RESULT member_read_gbs $(calc "$member_bytes / $m / 1e9") GB/s"
 echo "RESULT scrub_gbs $(calc "$member_bytes / $s / 1e9") GB/s"
 ratio scrub_vs_member_read "$m" "$s"

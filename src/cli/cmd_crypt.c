@@ -22,6 +22,7 @@
 #include "pony/crypt.h"
 #include "pony/fuse.h"
 #include "pony/util.h"
+#include "table.h"
 
 #define PASSPHRASE_MAX 1024
 
@@ -425,10 +426,12 @@ static int remove_key_run(int argc, char **argv)
 static const struct crypt_command status_cmd = {
 	.name = "pony crypt status",
 	.usage = "Usage: pony crypt status [--json] MNT KEYID\n"
-		 "Prints the status of the key KEYID (32 hex digits) on the filesystem at\n"
-		 "MNT (fscrypt's FS_IOC_GET_ENCRYPTION_KEY_STATUS): present, absent, or\n"
-		 "incompletely removed (removed while files were open; it goes when they\n"
-		 "close). --json adds who holds it: added_by_self, user_count.\n",
+		 "Prints the key KEYID (32 hex digits) on the filesystem at MNT (fscrypt's\n"
+		 "FS_IOC_GET_ENCRYPTION_KEY_STATUS), a FIELD VALUE line each: KEY_ID,\n"
+		 "STATUS (present, absent, or incompletely removed: removed while files\n"
+		 "were open; it goes when they close), ADDED_BY_SELF, USER_COUNT.\n"
+		 "      --json   as JSON: {\"key\": [{\"key_id\": ..., \"status\": ...}]}\n"
+		 "Exit: 0 present or incompletely removed, 1 absent (or an error), 2 usage.\n",
 	.options = OPT_JSON,
 	.nargs = 2,
 };
@@ -438,6 +441,7 @@ static int status_run(int argc, char **argv)
 	const struct crypt_command *cc = &status_cmd;
 	struct fscrypt_get_key_status_arg k = { .key_spec.type = FSCRYPT_KEY_SPEC_TYPE_IDENTIFIER };
 	char id[2 * CRYPT_KEY_ID_SIZE + 1];
+	struct cli_record *rec;
 	struct crypt_args a;
 	const char *word;
 	int r = crypt_parse(cc, argc, argv, &a);
@@ -451,22 +455,15 @@ static int status_run(int argc, char **argv)
 	       : k.status == FSCRYPT_KEY_STATUS_ABSENT ? "absent"
 	       : k.status == FSCRYPT_KEY_STATUS_INCOMPLETELY_REMOVED ? "incompletely removed"
 	       : "unknown";
-	if (a.json) {
-		struct util_json j;
-
-		util_json_init(&j, stdout);
-		util_json_object_begin(&j, NULL);
-		util_json_string(&j, "key_id", id);
-		util_json_string(&j, "status", word);
-		util_json_bool(&j, "added_by_self",
-			       k.status_flags & FSCRYPT_KEY_STATUS_FLAG_ADDED_BY_SELF);
-		util_json_uint(&j, "user_count", k.user_count);
-		util_json_object_end(&j);
-		util_json_end(&j);
-	} else {
-		printf("%s\n", word);
-	}
-	return CLI_EXIT_OK;
+	rec = cli_record_new("key", a.json);
+	cli_record_set(rec, "KEY_ID", 0, "%s", id);
+	cli_record_set(rec, "STATUS", 0, "%s", word);
+	cli_record_set_bool(rec, "ADDED_BY_SELF",
+			    k.status_flags & FSCRYPT_KEY_STATUS_FLAG_ADDED_BY_SELF);
+	cli_record_set_u64(rec, "USER_COUNT", k.user_count);
+	r = cli_record_print(rec);
+	/* findfs's rule: a key that is not there is "not found". */
+	return r ? r : k.status == FSCRYPT_KEY_STATUS_ABSENT ? CLI_EXIT_NOT_FOUND : CLI_EXIT_OK;
 }
 
 /* A mode's name, or its number for one pony does not know (ext4's Adiantum ...). */
@@ -480,37 +477,30 @@ static const char *mode_name(uint8_t mode, char *buf, size_t size)
 	return buf;
 }
 
-/* A policy as Linux returns it (v1: 12 bytes, version byte 0; v2: 24). */
-static void policy_print(const char *path, const uint8_t *p, bool json)
+/*
+ * A path's policy as a record, {"policy": [{"path": ..., "encrypted": ...}]}
+ * with --json; p is the policy as Linux returns it (v1: 12 bytes, version
+ * byte 0; v2: 24), NULL for a path that is not encrypted.
+ */
+static int policy_print(const char *path, const uint8_t *p, bool json)
 {
-	bool v1 = p[0] == FSCRYPT_POLICY_V1;
-	size_t id_len = v1 ? FSCRYPT_KEY_DESCRIPTOR_SIZE : FSCRYPT_KEY_IDENTIFIER_SIZE;
-	const uint8_t *id = v1 ? p + 4 : p + 8;
+	struct cli_record *r = cli_record_new("policy", json);
 	char hex[2 * FSCRYPT_KEY_IDENTIFIER_SIZE + 1], b1[16], b2[16];
-	const char *contents = mode_name(p[1], b1, sizeof(b1));
-	const char *names = mode_name(p[2], b2, sizeof(b2));
-	unsigned padding = 4u << (p[3] & FSCRYPT_POLICY_FLAGS_PAD_MASK);
-	struct util_json j;
+	bool v1;
 
-	hex_of(id, id_len, hex);
-	if (!json) {
-		printf("version %u\ncontents %s\nfilenames %s\npadding %u\nflags 0x%02x\n%s %s\n",
-		       v1 ? 1 : p[0], contents, names, padding, p[3],
-		       v1 ? "key_descriptor" : "key_id", hex);
-		return;
-	}
-	util_json_init(&j, stdout);
-	util_json_object_begin(&j, NULL);
-	util_json_string(&j, "path", path);
-	util_json_bool(&j, "encrypted", true);
-	util_json_uint(&j, "version", v1 ? 1 : p[0]);
-	util_json_string(&j, "contents", contents);
-	util_json_string(&j, "filenames", names);
-	util_json_uint(&j, "padding", padding);
-	util_json_uint(&j, "flags", p[3]);
-	util_json_string(&j, v1 ? "key_descriptor" : "key_id", hex);
-	util_json_object_end(&j);
-	util_json_end(&j);
+	cli_record_set(r, "PATH", 0, "%s", path);
+	cli_record_set_bool(r, "ENCRYPTED", p != NULL);
+	if (!p)
+		return cli_record_print(r);
+	v1 = p[0] == FSCRYPT_POLICY_V1;
+	hex_of(v1 ? p + 4 : p + 8, v1 ? FSCRYPT_KEY_DESCRIPTOR_SIZE : FSCRYPT_KEY_IDENTIFIER_SIZE, hex);
+	cli_record_set_u64(r, "VERSION", v1 ? 1 : p[0]);
+	cli_record_set(r, "CONTENTS", 0, "%s", mode_name(p[1], b1, sizeof(b1)));
+	cli_record_set(r, "FILENAMES", 0, "%s", mode_name(p[2], b2, sizeof(b2)));
+	cli_record_set_u64(r, "PADDING", 4u << (p[3] & FSCRYPT_POLICY_FLAGS_PAD_MASK));
+	cli_record_set_u64(r, "FLAGS", p[3]);
+	cli_record_set(r, v1 ? "KEY_DESCRIPTOR" : "KEY_ID", 0, "%s", hex);
+	return cli_record_print(r);
 }
 
 static const struct errno_meaning set_policy_meanings[] = {
@@ -551,19 +541,18 @@ static int set_policy_run(int argc, char **argv)
 	crypt_policy_encode(&p, bytes);
 	if ((r = crypt_ioctl(cc, a.args[0], FS_IOC_SET_ENCRYPTION_POLICY, bytes)))
 		return r;
-	if (a.json)
-		policy_print(a.args[0], bytes, true);
-	return CLI_EXIT_OK;
+	return a.json ? policy_print(a.args[0], bytes, true) : CLI_EXIT_OK;
 }
 
 static const struct crypt_command get_policy_cmd = {
 	.name = "pony crypt get-policy",
 	.usage = "Usage: pony crypt get-policy [--json] PATH\n"
 		 "Prints the encryption policy of PATH (fscrypt's\n"
-		 "FS_IOC_GET_ENCRYPTION_POLICY_EX), a \"field value\" line each: version,\n"
-		 "contents, filenames, padding, flags, key_id. For a PATH that is not\n"
-		 "encrypted it prints \"not encrypted\" (--json: \"encrypted\": false) and\n"
-		 "exits 2, as pony's commands do when nothing is found; 1 is a failure.\n",
+		 "FS_IOC_GET_ENCRYPTION_POLICY_EX), a FIELD VALUE line each: PATH,\n"
+		 "ENCRYPTED, VERSION, CONTENTS, FILENAMES, PADDING, FLAGS, KEY_ID (v1:\n"
+		 "KEY_DESCRIPTOR). A PATH that is not encrypted has ENCRYPTED false alone.\n"
+		 "      --json   as JSON: {\"policy\": [{\"path\": ..., \"encrypted\": ...}]}\n"
+		 "Exit: 0 encrypted, 1 not encrypted (nothing found) or an error, 2 usage.\n",
 	.options = OPT_JSON,
 	.nargs = 1,
 };
@@ -573,29 +562,17 @@ static int get_policy_run(int argc, char **argv)
 	const struct crypt_command *cc = &get_policy_cmd;
 	struct fscrypt_get_policy_ex_arg ex = { .policy_size = sizeof(ex.policy) };
 	struct crypt_args a;
-	struct util_json j;
 	int r = crypt_parse(cc, argc, argv, &a);
 
 	if (r >= 0)
 		return r;
 	r = path_ioctl(a.args[0], FS_IOC_GET_ENCRYPTION_POLICY_EX, &ex);
-	if (r == 0) {
-		policy_print(a.args[0], (const uint8_t *)&ex.policy, a.json);
-		return CLI_EXIT_OK;
-	}
+	if (r == 0)
+		return policy_print(a.args[0], (const uint8_t *)&ex.policy, a.json);
 	if (r != ENODATA)
 		return crypt_fail(cc, a.args[0], r);
-	if (!a.json) {
-		printf("not encrypted\n");
-		return CLI_EXIT_USAGE;
-	}
-	util_json_init(&j, stdout);
-	util_json_object_begin(&j, NULL);
-	util_json_string(&j, "path", a.args[0]);
-	util_json_bool(&j, "encrypted", false);
-	util_json_object_end(&j);
-	util_json_end(&j);
-	return CLI_EXIT_USAGE;
+	r = policy_print(a.args[0], NULL, a.json);
+	return r ? r : CLI_EXIT_NOT_FOUND;
 }
 
 #define CRYPT_SUBCOMMAND(var, cmd, summary_text, fn) \
@@ -604,7 +581,7 @@ CRYPT_SUBCOMMAND(add_key_sub, "add-key", "add a master key (raw or from a passph
 		 add_key_run);
 CRYPT_SUBCOMMAND(remove_key_sub, "remove-key", "remove a key (this user's claim, all, forced)",
 		 remove_key_run);
-CRYPT_SUBCOMMAND(status_sub, "status", "present, absent or incompletely removed",
+CRYPT_SUBCOMMAND(status_sub, "status", "a key: present, absent or incompletely removed",
 		 status_run);
 CRYPT_SUBCOMMAND(set_policy_sub, "set-policy", "encrypt an empty directory with a key",
 		 set_policy_run);

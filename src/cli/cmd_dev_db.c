@@ -1,7 +1,7 @@
 /*
  * cmd_dev_db.c - the `pony dev` commands that use the database: scan, find
  * (findfs-style: prints the path, exit 1 when nothing is found), list,
- * show, register and forget. Every one takes --db PATH (else $PONY_DEVDB,
+ * show (a record, table.c), register and forget. Every one takes --db PATH (else $PONY_DEVDB,
  * else /var/lib/pony/devdb.sqlite) and --help; list, show, find and scan
  * take --json.
  */
@@ -81,6 +81,21 @@ static void progress_cb(void *ctx, uint64_t done, uint64_t total)
 	util_progress_update(p, done);
 }
 
+/* A scan's totals, a record: {"scan": [{"probed": N, ...}]} with --json. */
+static int scan_print(const struct devdb_scan_stats *st, uint64_t ns, bool json)
+{
+	struct cli_record *r = cli_record_new("scan", json);
+
+	cli_record_set_u64(r, "PROBED", st->probed);
+	cli_record_set_u64(r, "FOUND", st->found);          /* with a signature */
+	cli_record_set_u64(r, "UNCHANGED", st->unchanged);
+	cli_record_set_u64(r, "VANISHED", st->vanished);
+	cli_record_set_u64(r, "FAILED", st->failed);
+	cli_record_set_u64(r, "BYTES_READ", st->bytes_read);
+	cli_record_set(r, "SECONDS", CLI_COL_NUMBER, "%.3f", (double)ns / 1e9);
+	return cli_record_print(r);
+}
+
 static void scan_usage(FILE *f)
 {
 	fprintf(f, "Usage: pony dev scan [--db PATH] [--force] [--json] [PATH...]\n"
@@ -88,7 +103,9 @@ static void scan_usage(FILE *f)
 		   "image files, block devices and directories (searched recursively) given.\n"
 		   "Unchanged devices (same dev_t, size, mtime, diskseq) are not read again unless\n"
 		   "--force; known paths under the scanned directories that are gone are marked\n"
-		   "absent. Probing runs in parallel; a progress bar shows on a terminal.\n");
+		   "absent. Probing runs in parallel; a progress bar shows on a terminal.\n"
+		   "Prints the totals, a FIELD VALUE line each: PROBED, FOUND, UNCHANGED,\n"
+		   "VANISHED, FAILED, BYTES_READ, SECONDS; --json: {\"scan\": [{\"probed\": ...}]}.\n");
 }
 
 static int scan_run(int argc, char **argv)
@@ -110,26 +127,7 @@ static int scan_run(int argc, char **argv)
 	util_progress_done(&prog);
 	if (r < 0)
 		return cli_error("scan failed: %s", strerror(-r));
-	if (o.json) {
-		struct util_json j;
-
-		util_json_init(&j, stdout);
-		util_json_object_begin(&j, NULL);
-		util_json_uint(&j, "probed", st.probed);
-		util_json_uint(&j, "found", st.found);
-		util_json_uint(&j, "unchanged", st.unchanged);
-		util_json_uint(&j, "vanished", st.vanished);
-		util_json_uint(&j, "failed", st.failed);
-		util_json_uint(&j, "bytes_read", st.bytes_read);
-		util_json_double(&j, "seconds", (double)(util_now_ns() - t0) / 1e9);
-		util_json_object_end(&j);
-		util_json_end(&j);
-	} else {
-		printf("probed %u (%u with a signature), unchanged %u, vanished %u, failed %u; "
-		       "%llu bytes read in %.3f s\n", st.probed, st.found, st.unchanged, st.vanished,
-		       st.failed, (unsigned long long)st.bytes_read, (double)(util_now_ns() - t0) / 1e9);
-	}
-	return CLI_EXIT_OK;
+	return scan_print(&st, util_now_ns() - t0, o.json);
 }
 
 /* "NAME=VALUE" into name/value (strings point into arg, which is modified). */
@@ -145,40 +143,52 @@ static int split_term(char *arg, const char **name, const char **value)
 	return 0;
 }
 
-static void print_dev_json(struct util_json *j, const struct devdb_dev *d)
+static const char *dev_state(const struct devdb_dev *d)
 {
-	util_json_object_begin(j, NULL);
-	util_json_string(j, "path", d->path ? d->path : "");
-	util_json_string(j, "kind", d->kind ? d->kind : "");
-	util_json_bool(j, "present", d->present);
-	if (d->connect)
-		util_json_string(j, "connect", d->connect);
-	if (d->ambivalent)
-		util_json_string(j, "ambivalent", d->ambivalent);
-	util_json_uint(j, "size", d->size);
-	util_json_object_begin(j, "tags");
-	for (size_t i = 0; i < d->tags.n; i++)
-		util_json_string(j, d->tags.v[i].name, d->tags.v[i].value);
-	util_json_object_end(j);
-	util_json_array_begin(j, "paths");
-	for (size_t i = 0; i < d->npaths; i++)
-		util_json_string(j, NULL, d->paths[i]);
-	util_json_array_end(j);
-	util_json_object_end(j);
+	return !strcmp(d->kind, "remote") ? "remote" : !d->present ? "absent" :
+	       d->status == DEVDB_PROBE_AMBIVALENT ? "ambivalent" : "present";
 }
 
-static void print_devs_json(struct devdb_dev **devs, size_t n)
+/*
+ * Devices a line each (list, find --json): PATH, TYPE, LABEL, UUID and
+ * STATE; the JSON has KIND, PRESENT, CONNECT and SIZE too, what a script
+ * needs to reach the device ({"devices": [{"path": ..., "kind": ...}]}).
+ */
+static int print_devs(struct devdb_dev **devs, size_t n, bool json)
 {
-	struct util_json j;
+	struct cli_table *t = cli_table_new("devices", json);
+	static const char *const tags[] = { "TYPE", "LABEL", "UUID" };
 
-	util_json_init(&j, stdout);
-	util_json_object_begin(&j, NULL);
-	util_json_array_begin(&j, "devices");
-	for (size_t i = 0; i < n; i++)
-		print_dev_json(&j, devs[i]);
-	util_json_array_end(&j);
-	util_json_object_end(&j);
-	util_json_end(&j);
+	cli_table_column(t, "PATH", CLI_COL_WRAP);
+	for (size_t c = 0; c < ARRAY_SIZE(tags); c++)
+		cli_table_column(t, tags[c], 0);
+	cli_table_column(t, "STATE", 0);
+	if (json) {
+		cli_table_column(t, "KIND", 0);
+		cli_table_column(t, "PRESENT", CLI_COL_BOOL);
+		cli_table_column(t, "CONNECT", 0);
+		cli_table_column(t, "SIZE", CLI_COL_NUMBER);
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct devdb_dev *d = devs[i];
+		struct cli_table_line *ln = cli_table_line(t, NULL);
+
+		cli_table_set(ln, 0, "%s", d->path ? d->path : "?");
+		for (size_t c = 0; c < ARRAY_SIZE(tags); c++) {
+			const char *v = devdb_tags_get(&d->tags, tags[c]);
+
+			/* people: "-" keeps the column; JSON: null */
+			cli_table_set(ln, 1 + (int)c, v ? "%s" : json ? NULL : "-", v);
+		}
+		cli_table_set(ln, 4, "%s", dev_state(d));
+		if (json) {
+			cli_table_set(ln, 5, "%s", d->kind);
+			cli_table_set_bool(ln, 6, d->present);
+			cli_table_set(ln, 7, d->connect ? "%s" : NULL, d->connect);
+			cli_table_set_u64(ln, 8, d->size);
+		}
+	}
+	return cli_table_print(t);
 }
 
 static void find_usage(FILE *f)
@@ -219,8 +229,9 @@ static int find_run(int argc, char **argv)
 	if (r < 0)
 		return cli_error("lookup failed: %s", strerror(-r));
 	if (o.json) {
-		print_devs_json(devs, o.all ? n : 1);
+		r = print_devs(devs, o.all ? n : 1, true);
 	} else {
+		r = CLI_EXIT_OK;
 		for (size_t i = 0; i < (o.all ? n : 1); i++) {
 			if (devs[i]->present)
 				printf("%s\n", devs[i]->path);
@@ -234,7 +245,41 @@ static int find_run(int argc, char **argv)
 			fprintf(stderr, "pony: %zu devices match; showing the first (--all lists them)\n", n);
 	}
 	devdb_devs_free(devs, n);
-	return CLI_EXIT_OK;
+	return r;
+}
+
+/* UUIDs that more than one device carries, a line for each device:
+ * UUID and PATH ({"duplicates": [{"uuid": ..., "path": ...}]}). */
+static int print_duplicates(struct devdb *db, bool json)
+{
+	struct cli_table *t;
+	char **uuids;
+	size_t n;
+	int r = devdb_duplicate_uuids(db, &uuids, &n);
+
+	if (r < 0)
+		return cli_error("%s", strerror(-r));
+	t = cli_table_new("duplicates", json);
+	cli_table_column(t, "UUID", 0);
+	cli_table_column(t, "PATH", CLI_COL_WRAP);
+	for (size_t i = 0; i < n; i++) {
+		const char *name = "UUID", *value = uuids[i];
+		struct devdb_dev **d;
+		size_t m;
+
+		if (devdb_find(db, &name, &value, 1, &d, &m) == 0) {
+			for (size_t k = 0; k < m; k++) {
+				struct cli_table_line *ln = cli_table_line(t, NULL);
+
+				cli_table_set(ln, 0, "%s", uuids[i]);
+				cli_table_set(ln, 1, "%s", d[k]->path ? d[k]->path : "?");
+			}
+			devdb_devs_free(d, m);
+		}
+		free(uuids[i]);
+	}
+	free(uuids);
+	return cli_table_print(t);
 }
 
 static void list_usage(FILE *f)
@@ -242,7 +287,8 @@ static void list_usage(FILE *f)
 	fprintf(f, "Usage: pony dev list [--db PATH] [--json] [--duplicates]\n"
 		   "Lists every device the database knows: path, TYPE, LABEL, UUID and state\n"
 		   "(absent: vanished; remote: registered, not connected). --duplicates lists\n"
-		   "only UUIDs that more than one device carries (copied images, snapshots).\n");
+		   "only UUIDs that more than one device carries (copied images, snapshots):\n"
+		   "UUID and PATH, a line for each device. --json: the same table as JSON.\n");
 }
 
 static int list_run(int argc, char **argv)
@@ -258,68 +304,47 @@ static int list_run(int argc, char **argv)
 		return cli_usage_error("pony dev list", "unexpected argument '%s'", argv[0]);
 	if (open_db(&o, &db) < 0)
 		return CLI_EXIT_FAILURE;
-	if (o.duplicates) {
-		char **uuids;
-
-		r = devdb_duplicate_uuids(db, &uuids, &n);
-		if (r < 0)
-			return cli_error("%s", strerror(-r));
-		for (size_t i = 0; i < n; i++) {
-			const char *name = "UUID", *value = uuids[i];
-			struct devdb_dev **d;
-			size_t m;
-
-			if (devdb_find(db, &name, &value, 1, &d, &m) == 0) {
-				printf("%s", uuids[i]);
-				for (size_t k = 0; k < m; k++)
-					printf(" %s", d[k]->path ? d[k]->path : "?");
-				putchar('\n');
-				devdb_devs_free(d, m);
-			}
-			free(uuids[i]);
-		}
-		free(uuids);
-		return CLI_EXIT_OK;
-	}
+	if (o.duplicates)
+		return print_duplicates(db, o.json);
 	r = devdb_list(db, &devs, &n);
 	if (r < 0)
 		return cli_error("%s", strerror(-r));
-	if (o.json) {
-		print_devs_json(devs, n);
-		r = CLI_EXIT_OK;
-	} else {
-		struct cli_table *t = cli_table_new("devices", false);
-		static const char *const cols[] = { "PATH", "TYPE", "LABEL", "UUID", "STATE" };
-
-		for (size_t c = 0; c < ARRAY_SIZE(cols); c++)
-			cli_table_column(t, cols[c], c == 0 ? CLI_COL_WRAP : 0);
-		for (size_t i = 0; i < n; i++) {
-			const struct devdb_dev *d = devs[i];
-			const char *type = devdb_tags_get(&d->tags, "TYPE");
-			const char *l = devdb_tags_get(&d->tags, "LABEL");
-			const char *u = devdb_tags_get(&d->tags, "UUID");
-			struct cli_table_line *ln = cli_table_line(t, NULL);
-
-			cli_table_set(ln, 0, "%s", d->path ? d->path : "?");
-			cli_table_set(ln, 1, "%s", type ? type : "-");
-			cli_table_set(ln, 2, "%s", l ? l : "-");
-			cli_table_set(ln, 3, "%s", u ? u : "-");
-			cli_table_set(ln, 4, "%s",
-				      !strcmp(d->kind, "remote") ? "remote" : !d->present ? "absent" :
-				      d->status == DEVDB_PROBE_AMBIVALENT ? "ambivalent" : "present");
-		}
-		r = cli_table_print(t);
-	}
+	r = print_devs(devs, n, o.json);
 	devdb_devs_free(devs, n);
 	return r;
+}
+
+/*
+ * One device as a record (table.c): for people a FIELD VALUE line each (a
+ * line per path, the preferred first; a line per tag, by its name), with
+ * --json one object: {"device": [{"id": 1, "kind": ..., "paths": [...],
+ * "label": ..., ...}]}, the tags by their names in lower case.
+ */
+static int show_print(const struct devdb_dev *d, bool json)
+{
+	struct cli_record *r = cli_record_new("device", json);
+
+	cli_record_set(r, "ID", CLI_COL_NUMBER, "%lld", (long long)d->id);
+	cli_record_set(r, "KIND", 0, "%s", d->kind);
+	cli_record_set(r, "STATE", 0, "%s", dev_state(d));
+	cli_record_set(r, "CONNECT", 0, d->connect ? "%s" : NULL, d->connect);
+	cli_record_set(r, "AMBIVALENT", 0, d->ambivalent ? "%s" : NULL, d->ambivalent);
+	cli_record_set_u64(r, "SIZE", d->size);
+	cli_record_set_list(r, "PATH", (const char *const *)d->paths, d->npaths);
+	for (size_t i = 0; i < d->tags.n; i++)
+		cli_record_set(r, d->tags.v[i].name, 0, "%s", d->tags.v[i].value);
+	return cli_record_print(r);
 }
 
 static void show_usage(FILE *f)
 {
 	fprintf(f, "Usage: pony dev show [--db PATH] [--json] PATH|NAME=VALUE\n"
-		   "Shows one device: every tag and every path (preferred first: present paths,\n"
-		   "then the shortest, then in alphabetical order). Exit 1 when it is not in\n"
-		   "the database, 2 on bad usage.\n");
+		   "Shows one device, a FIELD VALUE line each: ID, KIND, STATE, CONNECT,\n"
+		   "AMBIVALENT, SIZE, a PATH line for each path (preferred first: present\n"
+		   "paths, then the shortest, then in alphabetical order), then each tag.\n"
+		   "--json: {\"device\": [{\"id\": ..., \"path\": [...], \"uuid\": ...}]}, the tags\n"
+		   "by their names in lower case. Exit 1 when it is not in the database, 2 on\n"
+		   "bad usage.\n");
 }
 
 static int show_run(int argc, char **argv)
@@ -347,25 +372,7 @@ static int show_run(int argc, char **argv)
 	}
 	if (r < 0)
 		return cli_error("%s", strerror(-r));
-	if (o.json) {
-		struct util_json j;
-
-		util_json_init(&j, stdout);
-		print_dev_json(&j, d);
-		util_json_end(&j);
-		return CLI_EXIT_OK;
-	}
-	printf("device %lld (%s, %s)\n", (long long)d->id, d->kind,
-	       !strcmp(d->kind, "remote") ? "not connected" : d->present ? "present" : "absent");
-	if (d->connect)
-		printf("  connect: %s\n", d->connect);
-	if (d->ambivalent)
-		printf("  ambivalent: %s (no tags: two signatures, as blkid -p)\n", d->ambivalent);
-	for (size_t i = 0; i < d->npaths; i++)
-		printf("  path: %s%s\n", d->paths[i], i == 0 ? " (preferred)" : "");
-	for (size_t i = 0; i < d->tags.n; i++)
-		printf("  %s=%s\n", d->tags.v[i].name, d->tags.v[i].value);
-	return CLI_EXIT_OK;
+	return show_print(d, o.json);
 }
 
 static void register_usage(FILE *f)

@@ -346,55 +346,44 @@ static int fs_badblocks_run(int argc, char **argv)
 	return r < 0 ? CLI_EXIT_OK : r;
 }
 
-/* "1h02m", "3m05s", "12s". */
-static void duration(uint64_t s, char *buf, size_t size)
-{
-	if (s >= 3600)
-		snprintf(buf, size, "%" PRIu64 "h%02" PRIu64 "m", s / 3600, s / 60 % 60);
-	else if (s >= 60)
-		snprintf(buf, size, "%" PRIu64 "m%02" PRIu64 "s", s / 60, s % 60);
-	else
-		snprintf(buf, size, "%" PRIu64 "s", s);
-}
+static const char *const scrub_states[] = { "idle", "running", "stopped", "done", "failed" };
 
-static void scrub_print(const char *mnt, const struct ponyfuse_scrub_arg *a)
+/*
+ * The scrub's state, a record (table.c): STATE (idle, running, stopped,
+ * done, failed), PERCENT, POSITION and TOTAL (volume bytes), ETA and
+ * ELAPSED (seconds; ETA while running, once there is a rate), CHECKED,
+ * REPAIRED and LOST (blocks), ERROR (failed). --json: {"scrub": [{...}]}.
+ */
+static int scrub_print(const char *mnt, const struct ponyfuse_scrub_arg *a, bool json)
 {
-	double pct = a->total ? 100.0 * (double)a->position / (double)a->total : 0;
-	char took[32], eta[32] = "?";
+	struct cli_record *r = cli_record_new("scrub", json);
+	unsigned pct = a->total ? (unsigned)(100 * (a->position > a->total ? a->total : a->position) /
+					     a->total) : 0;
+	bool eta = a->state == 1 && a->position && a->elapsed_ms;
 
-	duration(a->elapsed_ms / 1000, took, sizeof(took));
-	switch (a->state) {
-	case 0:
-		printf("%s: idle: no scrub has run since the filesystem was made\n", mnt);
-		return;
-	case 1:
-		if (a->position && a->elapsed_ms)
-			duration((uint64_t)((double)(a->total - a->position) * (double)a->elapsed_ms /
-					    1000.0 / (double)a->position), eta, sizeof(eta));
-		printf("running %.0f%% (%" PRIu64 " of %" PRIu64 " bytes), ETA %s: ", pct,
-		       a->position, a->total, eta);
-		break;
-	case 2:
-		printf("stopped at %.0f%% (%" PRIu64 " of %" PRIu64 " bytes; start goes on from "
-		       "there): ", pct, a->position, a->total);
-		break;
-	case 3:
-		printf("done%s%s: ", a->elapsed_ms ? " in " : "", a->elapsed_ms ? took : "");
-		break;
-	default:
-		printf("failed at %.0f%%: %s: ", pct, strerror(-a->error));
-		break;
-	}
-	printf("%" PRIu64 " blocks checked, %" PRIu64 " repaired, %" PRIu64 " lost\n", a->checked,
-	       a->repaired, a->lost);
+	cli_record_set(r, "MOUNTPOINT", 0, "%s", mnt);
+	cli_record_set(r, "STATE", 0, "%s", name_of(scrub_states, 5, a->state));
+	cli_record_set_u64(r, "PERCENT", pct);
+	cli_record_set_u64(r, "POSITION", a->position);
+	cli_record_set_u64(r, "TOTAL", a->total);
+	cli_record_set(r, "ETA", CLI_COL_NUMBER, eta ? "%.0f" : NULL,
+		       (double)(a->total - a->position) * (double)a->elapsed_ms / 1000.0 /
+		       (double)(a->position ? a->position : 1));
+	cli_record_set_u64(r, "ELAPSED", a->elapsed_ms / 1000);
+	cli_record_set_u64(r, "CHECKED", a->checked);
+	cli_record_set_u64(r, "REPAIRED", a->repaired);
+	cli_record_set_u64(r, "LOST", a->lost);
+	cli_record_set(r, "ERROR", 0, a->state == 4 ? "%s" : NULL, strerror(-a->error));
+	return cli_record_print(r);
 }
 
 #define SCRUB "pony fs scrub"
-static int scrub_opts(int argc, char **argv, uint64_t *rate, bool *wait)
+static int scrub_opts(int argc, char **argv, uint64_t *rate, bool *wait, bool *json)
 {
 	static const struct option longopts[] = {
 		{ "rate", required_argument, NULL, 'r' },
 		{ "wait", no_argument, NULL, 'w' },
+		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -410,17 +399,21 @@ static int scrub_opts(int argc, char **argv, uint64_t *rate, bool *wait)
 			*rate = mbs * 1000000;
 			break;
 		case 'w': *wait = true; break;
+		case 'j': *json = true; break;
 		case 'h':
-			printf("Usage: " SCRUB " start|status|stop MNT [--rate MB/s] [--wait]\n"
+			printf("Usage: " SCRUB " start|status|stop MNT [--rate MB/s] [--wait] [--json]\n"
 			       "The passive scrub of the pony mount MNT (docs/scrub.md): its daemon\n"
 			       "reads every block of the metadata and of every file in volume order,\n"
 			       "checks checksums, mirrors and parity, repairs from redundancy what it\n"
 			       "can and names the files it cannot repair. It backs off while reads are\n"
 			       "served, keeps its position in the filesystem (stop, unmount or a crash:\n"
 			       "start goes on from there) and runs at most --rate MB/s (10^6 bytes;\n"
-			       "default: no limit). status: running with progress and ETA, stopped,\n"
-			       "or done with the blocks checked, repaired and lost. --wait: start\n"
-			       "returns when the pass is over, with its status.\n");
+			       "default: no limit). Each action prints the scrub's state, a FIELD\n"
+			       "VALUE line each: MOUNTPOINT, STATE (idle, running, stopped, done,\n"
+			       "failed), PERCENT, POSITION, TOTAL (bytes), ETA, ELAPSED (seconds),\n"
+			       "CHECKED, REPAIRED, LOST (blocks), ERROR. --json: as JSON,\n"
+			       "{\"scrub\": [{\"state\": ..., ...}]}. --wait: start returns when the\n"
+			       "pass is over, with its state. Exit 1 when the pass failed.\n");
 			return -1;
 		default: return cli_usage_error(SCRUB, "bad option");
 		}
@@ -433,9 +426,9 @@ static int fs_scrub_run(int argc, char **argv)
 	struct ponyfuse_scrub_arg a = { .version = PONYFUSE_SCRUB_VERSION };
 	_cleanup_(closep) int fd = -1;
 	uint64_t rate = 0;
-	bool wait = false;
+	bool wait = false, json = false;
 	const char *op, *mnt;
-	int r = scrub_opts(argc, argv, &rate, &wait);
+	int r = scrub_opts(argc, argv, &rate, &wait, &json);
 
 	if (r)
 		return r < 0 ? CLI_EXIT_OK : r;
@@ -465,8 +458,8 @@ static int fs_scrub_run(int argc, char **argv)
 		if (ioctl(fd, PONYFUSE_IOC_SCRUB, &a) < 0)
 			return scrub_error(SCRUB, mnt, errno);
 	}
-	scrub_print(mnt, &a);
-	return a.state == 4 ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
+	r = scrub_print(mnt, &a, json);
+	return r ? r : a.state == 4 ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
 }
 
 const struct cli_command cli_fs_resolve_command = {

@@ -3,7 +3,8 @@
  * the mount's ioctls (include/pony/fuse.h): `pony barrier FILE` (fbarrier),
  * `pony sync MNT` (commit now: syncfs(2) never reaches a FUSE daemon),
  * `pony stat --fields LIST FILE` (statx light: only the fields asked for are
- * computed, DONT_SYNC flushes nothing; --counters shows the work counters
+ * computed, DONT_SYNC flushes nothing; a record, table.c, or its JSON with
+ * --json; --counters shows the work counters
  * that prove it) and `pony shutdown MNT` (a power cut, as fstests' godown).
  */
 #include <errno.h>
@@ -19,6 +20,7 @@
 #include "cli.h"
 #include "pony/fuse.h"
 #include "pony/util.h"
+#include "table.h"
 
 /* One ioctl on path (a file or a directory of a pony mount). */
 static int path_ioctl(const char *path, unsigned long cmd, void *arg)
@@ -105,7 +107,9 @@ static const struct field *field_find(const char *name)
 	return NULL;
 }
 
-static void field_print(const struct field *f, const struct statx *x)
+/* A field of the record: times as seconds.nanoseconds, the mode in octal
+ * (a string: JSON has no octal), the rest as numbers. */
+static void field_set(struct cli_record *r, const struct field *f, const struct statx *x)
 {
 	const char *p = (const char *)x + f->off;
 
@@ -113,17 +117,17 @@ static void field_print(const struct field *f, const struct statx *x)
 	case F_TIME: {
 		const struct statx_timestamp *t = (const void *)p;
 
-		printf("%s %lld.%09u\n", f->name, (long long)t->tv_sec, t->tv_nsec);
+		cli_record_set(r, f->name, CLI_COL_NUMBER, "%lld.%09u", (long long)t->tv_sec,
+			       t->tv_nsec);
 		break;
 	}
 	case F_OCT:
-		printf("%s 0%o\n", f->name, *(const uint16_t *)p);
+		cli_record_set(r, f->name, 0, "0%o", *(const uint16_t *)p);
 		break;
 	default:
 		/* stx_nlink, stx_uid, stx_gid are 32 bits, the rest 64. */
-		printf("%s %llu\n", f->name, f->mask & (STATX_NLINK | STATX_UID | STATX_GID)
-		       ? (unsigned long long)*(const uint32_t *)p
-		       : (unsigned long long)*(const uint64_t *)p);
+		cli_record_set_u64(r, f->name, f->mask & (STATX_NLINK | STATX_UID | STATX_GID)
+				   ? *(const uint32_t *)p : *(const uint64_t *)p);
 	}
 }
 
@@ -150,7 +154,8 @@ static int stat_run(int argc, char **argv)
 	const struct field *want[ARRAY_SIZE(fields)];
 	char deflt[] = "size,blocks,mode,nlink,uid,gid,ino,atime,mtime,ctime,btime";
 	char *list = deflt;
-	bool counters = false;
+	bool counters = false, json = false;
+	struct cli_record *rec;
 	size_t n;
 	int c, r;
 
@@ -159,6 +164,7 @@ static int stat_run(int argc, char **argv)
 		{ "dont-sync", no_argument, NULL, 'D' },
 		{ "force-sync", no_argument, NULL, 'S' },
 		{ "counters", no_argument, NULL, 'c' },
+		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -169,13 +175,15 @@ static int stat_run(int argc, char **argv)
 		case 'D': a.flags |= AT_STATX_DONT_SYNC; break;
 		case 'S': a.flags |= AT_STATX_FORCE_SYNC; break;
 		case 'c': counters = true; break;
+		case 'j': json = true; break;
 		case 'h':
-			printf("Usage: pony stat [--fields F,F...] [--dont-sync|--force-sync] PATH\n"
+			printf("Usage: pony stat [--fields F,F...] [--dont-sync|--force-sync] [--json] PATH\n"
 			       "       pony stat --counters PATH\n"
 			       "statx light on a pony mount: the filesystem computes only the\n"
 			       "fields asked for (%s),\n"
-			       "and with --dont-sync flushes and waits for nothing. One \"field\n"
-			       "value\" line each. --counters prints the filesystem's work\n"
+			       "and with --dont-sync flushes and waits for nothing. A FIELD VALUE\n"
+			       "line each (times in seconds.nanoseconds, mode in octal); --json: as\n"
+			       "JSON, {\"stat\": [{\"size\": ..., ...}]}. --counters prints the filesystem's work\n"
 			       "counters instead (extent_walks, data_flushes, commits, meta_chunks...)\n"
 			       "and commit_error: none, or the errno of the failed commit that made\n"
 			       "the filesystem read-only.\n", deflt);
@@ -197,9 +205,12 @@ static int stat_run(int argc, char **argv)
 	if (r)
 		return r;
 	r = path_ioctl(argv[optind], PONYFUSE_IOC_STATX, &a);
-	for (size_t i = 0; i < n && r == CLI_EXIT_OK; i++)
-		field_print(want[i], &a.stx);
-	return r;
+	if (r)
+		return r;
+	rec = cli_record_new("stat", json);
+	for (size_t i = 0; i < n; i++)
+		field_set(rec, want[i], &a.stx);
+	return cli_record_print(rec);
 }
 
 const struct cli_command cli_barrier_command = {

@@ -351,27 +351,66 @@ static int vol_rebuild_run(int argc, char **argv)
 	return vol_close(&h) || r ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
 }
 
+/* What a scrub found: with --json each finding is a row of mismatches. */
 struct scrub_report {
-	struct util_json *j;
+	struct cli_table *mismatches;
 	uint64_t located, repaired;
 };
 
-static void scrub_json(struct util_json *j, const struct volume_mismatch *m)
+enum { SCRUB_REGION, SCRUB_STRIPE, SCRUB_REGION_OFFSET, SCRUB_REGION_LENGTH, SCRUB_LOCATED,
+       SCRUB_MEMBER, SCRUB_DEVICE, SCRUB_OFFSET, SCRUB_LENGTH, SCRUB_REPAIRED };
+
+static struct cli_table *scrub_table(void)
 {
-	util_json_object_begin(j, NULL);
-	util_json_uint(j, "region", m->seg);
+	static const struct { const char *name; unsigned flags; } cols[] = {
+		[SCRUB_REGION] = { "REGION", CLI_COL_NUMBER },
+		[SCRUB_STRIPE] = { "STRIPE", CLI_COL_NUMBER },
+		[SCRUB_REGION_OFFSET] = { "REGION_OFFSET", CLI_COL_NUMBER },
+		[SCRUB_REGION_LENGTH] = { "REGION_LENGTH", CLI_COL_NUMBER },
+		[SCRUB_LOCATED] = { "LOCATED", CLI_COL_BOOL },
+		[SCRUB_MEMBER] = { "MEMBER", CLI_COL_NUMBER },
+		[SCRUB_DEVICE] = { "DEVICE", 0 },
+		[SCRUB_OFFSET] = { "OFFSET", CLI_COL_NUMBER },
+		[SCRUB_LENGTH] = { "LENGTH", CLI_COL_NUMBER },
+		[SCRUB_REPAIRED] = { "REPAIRED", CLI_COL_BOOL },
+	};
+	struct cli_table *t = cli_table_new("mismatches", true);
+
+	for (size_t c = 0; c < ARRAY_SIZE(cols); c++)
+		cli_table_column(t, cols[c].name, cols[c].flags);
+	return t;
+}
+
+/* A finding as a row; what cannot be said of it (no stripe, no member) is null. */
+static void scrub_row(struct cli_table *t, const struct volume_mismatch *m)
+{
+	struct cli_table_line *l = cli_table_line(t, NULL);
+
+	cli_table_set_u64(l, SCRUB_REGION, m->seg);
 	if (m->stripe != UINT64_MAX)
-		util_json_uint(j, "stripe", m->stripe);
-	util_json_uint(j, "region_offset", m->seg_off);
-	util_json_uint(j, "region_length", m->seg_len);
-	util_json_bool(j, "located", m->located);
+		cli_table_set_u64(l, SCRUB_STRIPE, m->stripe);
+	cli_table_set_u64(l, SCRUB_REGION_OFFSET, m->seg_off);
+	cli_table_set_u64(l, SCRUB_REGION_LENGTH, m->seg_len);
+	cli_table_set_bool(l, SCRUB_LOCATED, m->located);
 	if (m->located) {
-		util_json_uint(j, "member", m->member);
-		util_json_uint(j, "offset", m->dev_off);
-		util_json_uint(j, "length", m->len);
+		cli_table_set_u64(l, SCRUB_MEMBER, m->member);
+		cli_table_set(l, SCRUB_DEVICE, m->device ? "%s" : NULL, m->device);
+		cli_table_set_u64(l, SCRUB_OFFSET, m->dev_off);
+		cli_table_set_u64(l, SCRUB_LENGTH, m->len);
 	}
-	util_json_bool(j, "repaired", m->repaired);
-	util_json_object_end(j);
+	cli_table_set_bool(l, SCRUB_REPAIRED, m->repaired);
+}
+
+/* The totals for people, a record: MISMATCHES, LOCATED, REPAIRED, UNLOCATABLE. */
+static int scrub_summary(const struct scrub_report *rep, uint64_t count)
+{
+	struct cli_record *r = cli_record_new("scrub", false);
+
+	cli_record_set_u64(r, "MISMATCHES", count);
+	cli_record_set_u64(r, "LOCATED", rep->located);
+	cli_record_set_u64(r, "REPAIRED", rep->repaired);
+	cli_record_set_u64(r, "UNLOCATABLE", count - rep->located);
+	return cli_record_print(r);
 }
 
 /* One finding: the member blamed and what became of it, or "unlocatable". */
@@ -382,8 +421,8 @@ static void scrub_print(const struct volume_mismatch *m, void *arg)
 
 	rep->located += m->located;
 	rep->repaired += m->repaired;
-	if (rep->j) {
-		scrub_json(rep->j, m);
+	if (rep->mismatches) {
+		scrub_row(rep->mismatches, m);
 		return;
 	}
 	if (m->stripe != UINT64_MAX)
@@ -412,46 +451,36 @@ static int vol_scrub_run(int argc, char **argv)
 		    "a finding is 'unlocatable' and left alone, for ponyfs's checksums.\n"
 		    "Stopped (Ctrl-C), it saves where it was and the next scrub resumes there.\n"
 		    "  -r, --rate BYTES  at most BYTES of volume data per second\n"
+		    "Prints a FIELD VALUE line each: MISMATCHES, LOCATED, REPAIRED,\n"
+		    "UNLOCATABLE (the findings themselves on stderr as they come); --json\n"
+		    "prints the findings instead: {\"mismatches\": [{\"region\": ..., \"stripe\":\n"
+		    "..., \"located\": ..., \"member\": ..., \"repaired\": ...}, ...]}.\n"
 		    "Exit 0: everything agrees; 1: findings (repaired or not) or an error.\n")
-	struct util_json j;
-	struct scrub_report rep = { o.json ? &j : NULL };
+	struct scrub_report rep = { 0 };
 	struct util_progress p;
 	uint64_t count = 0;
+	int printed;
 
 	/* Read-write even without --repair: the scrub checkpoint is saved as it goes. */
 	r = vol_open("pony vol scrub", argv + optind, argc - optind, VOL_OPEN_DEGRADED, &h);
 	if (r)
 		return r;
-	if (o.json) {
-		util_json_init(&j, stdout);
-		util_json_object_begin(&j, NULL);
-		util_json_array_begin(&j, "mismatches");
-	}
+	if (o.json)
+		rep.mismatches = scrub_table();
 	vol_catch_interrupt();
 	util_progress_init(&p, "scrub", volume_size(h.v));
 	vol_progress_publish(h.set, &p);
 	r = volume_set_scrub(h.set, o.repair, o.rate, scrub_print, &rep, vol_progress, &p, &count);
 	util_progress_done(&p);
-	if (o.json) {
-		util_json_array_end(&j);
-		util_json_uint(&j, "count", count);
-		util_json_uint(&j, "unlocatable", count - rep.located);
-		util_json_bool(&j, "repaired", o.repair);
-		util_json_object_end(&j);
-		util_json_end(&j);
-	} else if (r >= 0 && !count) {
-		printf("scrub: 0 mismatches\n");
-	} else if (r >= 0) {
-		printf("scrub: %llu mismatch%s: %llu located (%llu repaired), %llu unlocatable\n",
-		       (unsigned long long)count, count == 1 ? "" : "es",
-		       (unsigned long long)rep.located, (unsigned long long)rep.repaired,
-		       (unsigned long long)(count - rep.located));
-	}
+	if (o.json)     /* what it found, also when stopped: the rows are true */
+		printed = cli_table_print(TAKE_PTR(rep.mismatches));
+	else
+		printed = r >= 0 ? scrub_summary(&rep, count) : 0;
 	if (r == -ECANCELED)
 		cli_error("scrub stopped; the checkpoint is saved, run it again to resume");
 	else if (r < 0)
 		cli_error("scrub: %s", strerror(-r));
-	return vol_close(&h) || r < 0 || count ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
+	return vol_close(&h) || r < 0 || count || printed ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
 }
 
 static int vol_badblocks_run(int argc, char **argv)

@@ -2,7 +2,10 @@
  * table.c - tables and their JSON through libsmartcols (table.h). A thin
  * layer: it keeps pony's commands to one small API and turns allocation
  * failures, which libsmartcols reports on every call, into one check at
- * print time instead of one after each cell.
+ * print time instead of one after each cell. A record (one device, one
+ * scan's totals) is a table too: a FIELD VALUE line per field for people,
+ * one row whose columns are the fields in JSON, so both come from
+ * libsmartcols and --json is the same shape as every other table's.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -65,6 +68,13 @@ void cli_table_column(struct cli_table *t, const char *name, unsigned flags)
 		scols_column_set_json_type(cl, SCOLS_JSON_NUMBER);
 	else if (flags & CLI_COL_BOOL)
 		scols_column_set_json_type(cl, SCOLS_JSON_BOOLEAN);
+	else if (flags & CLI_COL_ARRAY) {
+		/* One value a line; libsmartcols splits the cell at '\n' into a
+		 * JSON array only through a wrap function (lsblk's MOUNTPOINTS). */
+		scols_column_set_json_type(cl, SCOLS_JSON_ARRAY_STRING);
+		scols_column_set_flags(cl, scols_flags | SCOLS_FL_WRAP);
+		scols_column_set_wrapfunc(cl, scols_wrapnl_chunksize, scols_wrapnl_nextchunk, NULL);
+	}
 }
 
 void cli_table_no_headings(struct cli_table *t)
@@ -104,21 +114,27 @@ static void set_text(struct cli_table_line *l, int col, char *text)
 	}
 }
 
-void cli_table_set(struct cli_table_line *l, int col, const char *fmt, ...)
+static void table_vset(struct cli_table_line *l, int col, const char *fmt, va_list ap)
 {
 	char *text = NULL;
-	va_list ap;
 
 	if (!fmt)
 		return;
-	va_start(ap, fmt);
 	if (vasprintf(&text, fmt, ap) < 0)
 		text = NULL;
-	va_end(ap);
 	if (!text && l)
 		((struct cli_table *)scols_line_get_userdata(scols_line_of(l)))->failed = true;
 	else
 		set_text(l, col, text);
+}
+
+void cli_table_set(struct cli_table_line *l, int col, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	table_vset(l, col, fmt, ap);
+	va_end(ap);
 }
 
 void cli_table_set_u64(struct cli_table_line *l, int col, uint64_t value)
@@ -128,7 +144,43 @@ void cli_table_set_u64(struct cli_table_line *l, int col, uint64_t value)
 
 void cli_table_set_bool(struct cli_table_line *l, int col, bool value)
 {
-	cli_table_set(l, col, "%s", value ? "true" : "false");
+	struct cli_table *t = l ? scols_line_get_userdata(scols_line_of(l)) : NULL;
+
+	/* libsmartcols's JSON takes any text but "0" (or "N...") for true. */
+	if (t && scols_table_is_json(t->tb))
+		cli_table_set(l, col, "%d", value);
+	else
+		cli_table_set(l, col, "%s", value ? "true" : "false");
+}
+
+/*
+ * libsmartcols pads every cell but the last to its column's width, and
+ * writes the separator before an empty last cell: a line whose last cells
+ * are empty ends in blanks. Printed to a string first, each line is cut
+ * where its text ends. JSON is printed as it is (its lines end in text).
+ */
+static int print_trimmed(struct libscols_table *tb)
+{
+	char *text = NULL, *line, *next;
+
+	if (scols_table_is_json(tb))
+		return scols_print_table(tb) ? -1 : 0;
+	if (scols_print_table_to_string(tb, &text) || !text)
+		return -1;
+	for (line = text; *line; line = next) {
+		size_t len;
+
+		next = strchrnul(line, '\n');
+		len = (size_t)(next - line);
+		while (len && line[len - 1] == ' ')
+			len--;
+		fwrite(line, 1, len, stdout);
+		putchar('\n');         /* the string has none after its last line */
+		if (*next)
+			next++;
+	}
+	free(text);
+	return ferror(stdout) ? -1 : 0;
 }
 
 void cli_table_free(struct cli_table *t)
@@ -147,8 +199,131 @@ int cli_table_print(struct cli_table *t)
 		return cli_error("out of memory building a table");
 	if (t->failed)
 		r = cli_error("out of memory building a table");
-	else if (scols_print_table(t->tb))
+	else if (print_trimmed(t->tb) < 0)
 		r = cli_error("cannot print a table: %s", strerror(errno));
 	cli_table_free(t);
 	return r;
+}
+
+struct cli_record {
+	struct cli_table *t;
+	struct cli_table_line *row;     /* JSON: the one row; people: NULL */
+	int ncols;                      /* JSON: fields (columns) so far */
+};
+
+struct cli_record *cli_record_new(const char *name, bool json)
+{
+	struct cli_record *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->t = cli_table_new(name, json);
+	if (!r->t) {
+		free(r);
+		return NULL;
+	}
+	if (json) {
+		r->row = cli_table_line(r->t, NULL);
+	} else {
+		cli_table_column(r->t, "FIELD", 0);
+		cli_table_column(r->t, "VALUE", 0);
+	}
+	return r;
+}
+
+/* Where field's value goes: a new column of the JSON row, or a new line. */
+static struct cli_table_line *record_cell(struct cli_record *r, const char *field,
+					  unsigned flags, int *ret_col)
+{
+	struct cli_table_line *l;
+
+	if (r->row) {
+		cli_table_column(r->t, field, flags);
+		*ret_col = r->ncols++;
+		return r->row;
+	}
+	l = cli_table_line(r->t, NULL);
+	cli_table_set(l, 0, "%s", field);
+	*ret_col = 1;
+	return l;
+}
+
+void cli_record_set(struct cli_record *r, const char *field, unsigned flags, const char *fmt, ...)
+{
+	struct cli_table_line *l;
+	va_list ap;
+	int col;
+
+	if (!r || (!fmt && !r->row))
+		return;         /* people: a field without a value has no line */
+	l = record_cell(r, field, flags, &col);
+	va_start(ap, fmt);
+	table_vset(l, col, fmt, ap);
+	va_end(ap);
+}
+
+void cli_record_set_u64(struct cli_record *r, const char *field, uint64_t value)
+{
+	cli_record_set(r, field, CLI_COL_NUMBER, "%" PRIu64, value);
+}
+
+void cli_record_set_bool(struct cli_record *r, const char *field, bool value)
+{
+	struct cli_table_line *l;
+	int col;
+
+	if (!r)
+		return;
+	l = record_cell(r, field, CLI_COL_BOOL, &col);
+	cli_table_set_bool(l, col, value);
+}
+
+void cli_record_set_list(struct cli_record *r, const char *field, const char *const *values,
+			 size_t n)
+{
+	struct cli_table_line *l;
+	size_t len = 0;
+	char *text;
+	int col;
+
+	if (!r)
+		return;
+	if (!r->row) {          /* people: the field on each of its lines */
+		for (size_t i = 0; i < n; i++)
+			cli_record_set(r, field, 0, "%s", values[i]);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		len += strlen(values[i]) + 1;
+	l = record_cell(r, field, CLI_COL_ARRAY, &col);
+	if (!n)
+		return;         /* an empty cell: libsmartcols's [] */
+	text = malloc(len);
+	if (!text) {
+		r->t->failed = true;
+		return;
+	}
+	len = 0;
+	for (size_t i = 0; i < n; i++)
+		len += (size_t)sprintf(text + len, "%s%s", i ? "\n" : "", values[i]);
+	set_text(l, col, text);
+}
+
+int cli_record_print(struct cli_record *r)
+{
+	struct cli_table *t;
+
+	if (!r)
+		return cli_error("out of memory building a table");
+	t = r->t;
+	free(r);
+	return cli_table_print(t);
+}
+
+void cli_record_free(struct cli_record *r)
+{
+	if (!r)
+		return;
+	cli_table_free(r->t);
+	free(r);
 }

@@ -21,6 +21,7 @@ enum {
 	CLI_COL_BOOL = 1 << 2,   /* a JSON true/false */
 	CLI_COL_TREE = 1 << 3,   /* drawn as the tree of parent and child lines */
 	CLI_COL_WRAP = 1 << 4,   /* long text (paths) wraps instead of widening the table */
+	CLI_COL_ARRAY = 1 << 5,  /* values one a line in the cell; a JSON array of strings */
 };
 
 /* A table whose JSON array is called name; with json, print() writes JSON. */
@@ -40,5 +41,27 @@ void cli_table_set_bool(struct cli_table_line *l, int col, bool value);
 int cli_table_print(struct cli_table *t);
 /* Frees a table not printed (an error came first). NULL: does nothing. */
 void cli_table_free(struct cli_table *t);
+
+/*
+ * One record (a device, a scan's totals, a key's state), as lsblk and
+ * findmnt print one row: for people a table of two columns, FIELD and
+ * VALUE, a line a field in the order set; with json one object,
+ * {"NAME": [{"field": value, ...}]}, its keys the field names in lower
+ * case (libsmartcols's rule). A NULL fmt: JSON null, no line for people.
+ */
+struct cli_record;
+struct cli_record *cli_record_new(const char *name, bool json);
+/* flags: CLI_COL_NUMBER, CLI_COL_BOOL (the value's JSON type). */
+void cli_record_set(struct cli_record *r, const char *field, unsigned flags, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+void cli_record_set_u64(struct cli_record *r, const char *field, uint64_t value);
+void cli_record_set_bool(struct cli_record *r, const char *field, bool value);
+/* A field of several values: a line each for people, a JSON array. */
+void cli_record_set_list(struct cli_record *r, const char *field, const char *const *values,
+			 size_t n);
+/* Prints and frees the record: 0, or CLI_EXIT_FAILURE after a message. */
+int cli_record_print(struct cli_record *r);
+/* Frees a record not printed. NULL: does nothing. */
+void cli_record_free(struct cli_record *r);
 
 #endif

@@ -34,7 +34,7 @@ expect_usage_error "$PONY" dev register not-a-uri
 expect_usage_error "$PONY" dev probe -o nosuchformat "$img/e1.img"
 
 out=$("$PONY" dev scan --json "$img") || fail "scan"
-python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["probed"]==5 and d["found"]==4, d' "$out" ||
+python3 -c 'import json,sys; d=json.loads(sys.argv[1])["scan"][0]; assert d["probed"]==5 and d["found"]==4, d' "$out" ||
 	fail "first scan: $out"
 [ -f "$PONY_DEVDB" ] || fail "no database at PONY_DEVDB"
 [ "$(sqlite3 "$PONY_DEVDB" 'PRAGMA journal_mode')" = wal ] || fail "database is not in WAL mode"
@@ -57,7 +57,7 @@ expect_usage_error "$PONY" dev probe
 
 # Nothing changed: nothing is read again.
 out=$("$PONY" dev scan --json "$img")
-python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["probed"]==0 and d["unchanged"]==5 and d["bytes_read"]==0, d' "$out" ||
+python3 -c 'import json,sys; d=json.loads(sys.argv[1])["scan"][0]; assert d["probed"]==0 and d["unchanged"]==5 and d["bytes_read"]==0, d' "$out" ||
 	fail "rescan read again: $out"
 
 # Relabel with the formatting tool: the hit's stat check sees the change.
@@ -73,15 +73,20 @@ rm "$img/e2.img"
 # A copy shares the UUID: two devices, reported, both kept.
 cp "$img/e1.img" "$img/copy.img"
 "$PONY" dev scan "$img" >/dev/null || fail "scan after copy"
-uuid=$("$PONY" dev show --json LABEL=lab1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["tags"]["UUID"])')
-"$PONY" dev list --duplicates | grep -q "^$uuid .*e1.img.*copy.img\|^$uuid .*copy.img.*e1.img" ||
+uuid=$("$PONY" dev show --json LABEL=lab1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["device"][0]["uuid"])')
+[ "$("$PONY" dev list --duplicates | grep -E "^$uuid +$img/(e1|copy).img$" | wc -l)" = 2 ] ||
 	fail "duplicate UUID not reported: $("$PONY" dev list --duplicates)"
+"$PONY" dev list --duplicates --json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)["duplicates"]
+assert sorted(x["path"] for x in d if x["uuid"] == sys.argv[1]) == [sys.argv[2] + "/copy.img", sys.argv[2] + "/e1.img"], d' "$uuid" "$img" ||
+	fail "dev list --duplicates --json"
 [ "$("$PONY" dev find --all UUID="$uuid" | wc -l)" -eq 2 ] || fail "find --all did not list both copies"
 
 # Multipath in files: a hard link is another path to the same device.
 ln "$img/s.img" "$img/s-link.img"
 "$PONY" dev scan "$img" >/dev/null
-n=$("$PONY" dev show --json LABEL=swp | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["paths"]))')
+n=$("$PONY" dev show --json LABEL=swp | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["device"][0]["path"]))')
 [ "$n" -eq 2 ] || fail "hard link is not a second path of one device ($n paths)"
 [ "$("$PONY" dev find --all LABEL=swp | wc -l)" -eq 1 ] || fail "one device with two paths listed twice"
 
@@ -133,7 +138,7 @@ for i in 0 1 2; do truncate -s 64M "$vdir/m$i.img"; done
 "$PONY" vol create -l raid5 -N dbvol "$vdir/m0.img" "$vdir/m1.img" "$vdir/m2.img" >/dev/null ||
 	fail "pony vol create"
 "$PONY" dev scan "$vdir" >/dev/null || fail "scan volume members"
-vuuid=$("$PONY" dev show --json "$vdir/m0.img" | python3 -c 'import json,sys; t=json.load(sys.stdin)["tags"]; assert t["TYPE"]=="pony_volume_member" and t["LABEL"]=="dbvol", t; print(t["UUID"])') ||
+vuuid=$("$PONY" dev show --json "$vdir/m0.img" | python3 -c 'import json,sys; t=json.load(sys.stdin)["device"][0]; assert t["type"]=="pony_volume_member" and t["label"]=="dbvol", t; print(t["uuid"])') ||
 	fail "volume member tags"
 [ "$("$PONY" dev find --all TYPE=pony_volume_member UUID="$vuuid" | wc -l)" -eq 3 ] ||
 	fail "not every member found by the volume UUID"

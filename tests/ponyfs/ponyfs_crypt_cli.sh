@@ -51,17 +51,23 @@ check() {
 	local want=$1 out rc
 	shift
 	out=$("$PONY" crypt "$@" 2>"$T/err"); rc=$?
+	# a record (status, get-policy): its FIELD VALUE lines, blanks squeezed
+	[[ $out == "FIELD "* ]] && out=$(sed 1d <<<"$out" | tr -s ' ')
 	RES="${out//$'\n'/; }|$rc|$(grep -o '(E[A-Z]*)$' "$T/err" | tr -d '()')"
 	echo "crypt $* => $RES" >>"$LOG"
 	[ "$RES" = "$want" ] || fail "$FS: crypt $*: '$RES', expected '$want' ($(cat "$T/err"))"
 }
+# st ID STATUS ADDED_BY_SELF USER_COUNT: `crypt status`'s record as check has it.
+st() { echo "KEY_ID $1; STATUS $2; ADDED_BY_SELF $3; USER_COUNT $4"; }
+# pol PATH PADDING FLAGS ID [CONTENTS]: `crypt get-policy`'s record of a v2 policy.
+pol() { echo "PATH $1; ENCRYPTED true; VERSION 2; CONTENTS ${5:-aes-256-xts}; FILENAMES aes-256-cts; PADDING $2; FLAGS $3; KEY_ID $4"; }
 # as_nobody CMD...: CMD as user nobody (65534), no groups.
 as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
 # status_until WANT: the status of $ID becomes WANT within 5 s (FUSE's
 # RELEASE of a closed file reaches the daemon after close(2) returns).
 status_until() {
 	for _ in $(seq 1 50); do
-		[ "$("$PONY" crypt status . "$ID")" = "$1" ] && return 0
+		[ "$("$PONY" crypt status . "$ID" | record_field STATUS)" = "$1" ] && return 0
 		sleep 0.1
 	done
 	fail "$FS: the status of $ID did not become '$1'"
@@ -98,16 +104,18 @@ common_steps() {
 	id1=$(cat "$T/id1")
 	[[ $id1 =~ ^[0-9a-f]{32}$ ]] || fail "$FS: add-key printed '$id1'"
 	echo "random key's id $id1" >>"$LOG"
-	check "present|0|" status . "$ID"
-	check "absent|0|" status . "$NO_SUCH_ID"
-	check "{\"key_id\":\"$ID\",\"status\":\"present\",\"added_by_self\":true,\"user_count\":1}|0|" \
-		status --json . "$ID"
+	check "$(st "$ID" present true 1)|0|" status . "$ID"
+	check "$(st "$NO_SUCH_ID" absent false 0)|1|" status . "$NO_SUCH_ID"
+	"$PONY" crypt status --json . "$ID" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d == {"key": [{"key_id": sys.argv[1], "status": "present", "added_by_self": True,
+                      "user_count": 1}]}, d' "$ID" || fail "$FS: status --json"
 
 	# Policies: set, read back, the same again, a different one, bad places.
 	mkdir d d16 ne && touch ne/x plain || fail "$FS: mkdir"
 	check "|0|" set-policy d "$ID"
-	pol="version 2; contents aes-256-xts; filenames aes-256-cts; padding 32; flags 0x03; key_id $ID"
-	check "$pol|0|" get-policy d
+	check "$(pol d 32 3 "$ID")|0|" get-policy d
 	check "|0|" set-policy d "$ID"                                  # the same again
 	check "|1|EEXIST" set-policy --padding 16 d "$ID"
 	grep -q "crypt set-policy: d: already has a different policy (EEXIST)" "$T/err" ||
@@ -117,23 +125,30 @@ common_steps() {
 	grep -q "ne: directory not empty (ENOTEMPTY)" "$T/err" || fail "$FS: ENOTEMPTY's message"
 	check "|1|ENOTDIR" set-policy plain "$ID"
 	check "|1|ENOENT" set-policy missing "$ID"
-	check "{\"path\":\"d16\",\"encrypted\":true,\"version\":2,\"contents\":\"aes-256-xts\",\"filenames\":\"aes-256-cts\",\"padding\":16,\"flags\":2,\"key_id\":\"$id1\"}|0|" \
-		set-policy --json --padding 16 d16 "$id1"
-	check "not encrypted|2|" get-policy .
-	check "{\"path\":\".\",\"encrypted\":false}|2|" get-policy --json .
+	"$PONY" crypt set-policy --json --padding 16 d16 "$id1" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d == {"policy": [{"path": "d16", "encrypted": True, "version": 2, "contents": "aes-256-xts",
+                         "filenames": "aes-256-cts", "padding": 16, "flags": 2,
+                         "key_id": sys.argv[1]}]}, d' "$id1" || fail "$FS: set-policy --json"
+	check "PATH .; ENCRYPTED false|1|" get-policy .                 # nothing found
+	out=$("$PONY" crypt get-policy --json .); rc=$?
+	[ $rc = 1 ] && python3 -c '
+import json, sys
+assert json.loads(sys.argv[1]) == {"policy": [{"path": ".", "encrypted": False}]}' "$out" ||
+		fail "$FS: get-policy --json of a path not encrypted: exit $rc, $out"
 	echo secret >d/f && mkdir d/sub || fail "$FS: writing under the policy"
-	check "${pol}|0|" get-policy d/f                               # inherited
+	check "$(pol d/f 32 3 "$ID")|0|" get-policy d/f                              # inherited
 	nd=$(nonce d) nf=$(nonce d/f)
 	[[ $nd =~ ^[0-9a-f]{32}$ && $nf =~ ^[0-9a-f]{32}$ && $nd != "$nf" ]] ||
 		fail "$FS: the nonces of d and d/f: '$nd' '$nf'"
 	[ "$(nonce .)" = ENODATA ] || fail "$FS: the nonce of a directory not encrypted: $(nonce .)"
-	check "${pol/padding 32; flags 0x03; key_id $ID/padding 16; flags 0x02; key_id $id1}|0|" \
-		get-policy d16
+	check "$(pol d16 16 2 "$id1")|0|" get-policy d16
 
 	# Other users: their claim is their own; all users' is root's.
 	if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 		chmod 755 .
-		as_nobody "$PONY" crypt status --json . "$ID" | grep -q '"added_by_self":false' ||
+		as_nobody "$PONY" crypt status --json . "$ID" | grep -q '"added_by_self": false' ||
 			fail "$FS: nobody's status says it added the key"
 		as_nobody "$PONY" crypt remove-key . "$ID" 2>"$T/err" && fail "$FS: nobody removed root's key"
 		grep -q "(ENOKEY)" "$T/err" || fail "$FS: nobody's removal: $(cat "$T/err")"
@@ -142,25 +157,25 @@ common_steps() {
 		grep -q "needs root (CAP_SYS_ADMIN) (EACCES)" "$T/err" || fail "$FS: --all-users: $(cat "$T/err")"
 		# Two claims: root's removal leaves nobody's, and the key.
 		as_nobody "$PONY" crypt add-key . <"$T/key0" >/dev/null || fail "$FS: nobody's add-key"
-		check "present|0|" status . "$ID"
-		grep -q "user_count\":2" <("$PONY" crypt status --json . "$ID") || fail "$FS: two claims"
+		check "$(st "$ID" present true 2)|0|" status . "$ID"
+		grep -q '"user_count": 2' <("$PONY" crypt status --json . "$ID") || fail "$FS: two claims"
 		check "removed this user's claim: other users still hold the key|0|" remove-key . "$ID"
-		check "present|0|" status . "$ID"
+		check "$(st "$ID" present false 1)|0|" status . "$ID"
 		[ "$(as_nobody "$PONY" crypt remove-key . "$ID")" = removed ] ||
 			fail "$FS: nobody's removal of the last claim"
-		check "absent|0|" status . "$ID"
+		check "$(st "$ID" absent false 0)|1|" status . "$ID"
 		# root's --all-users drops both claims at once.
 		as_nobody "$PONY" crypt add-key . <"$T/key0" >/dev/null || fail "$FS: nobody's add-key"
 		check "$ID|0|" add-key . <"$T/key0"
 		check "removed|0|" remove-key --all-users . "$ID"
-		check "absent|0|" status . "$ID"
+		check "$(st "$ID" absent false 0)|1|" status . "$ID"
 		check "$ID|0|" add-key . <"$T/key0"
 	fi
 
 	# Removal with a file open: incompletely removed until it closes.
 	exec 3<d/f
 	check "incompletely removed: files still open|0|" remove-key . "$ID"
-	check "incompletely removed|0|" status . "$ID"
+	check "$(st "$ID" "incompletely removed" false 0)|0|" status . "$ID"
 	# A retry: Linux's for anyone; ponyfs's for root, a user's wants a
 	# claim (docs/crypt.md, where ponyfs answers otherwise).
 	if [ "$(id -u)" = 0 ]; then
@@ -179,7 +194,7 @@ common_steps() {
 	[ "$(nonce d)" = "$nd" ] || fail "$FS: d's nonce without the key"
 	check "|1|ENOKEY" remove-key . "$ID"
 	grep -q "key not present" "$T/err" || fail "$FS: ENOKEY's message"
-	check "absent|0|" status . "$ID"
+	check "$(st "$ID" absent false 0)|1|" status . "$ID"
 	check "{\"key_id\":\"$id1\",\"result\":\"removed\",\"files_busy\":false,\"other_users\":false}|0|" \
 		remove-key --json . "$id1"
 	check "|1|ENOKEY" remove-key --json . "$id1"
@@ -246,8 +261,7 @@ PID=$(cat "$T/pid1")
 # AES-256-GCM, round trip.
 mkdir gcm || fail "mkdir gcm"
 check "|0|" set-policy --contents aes-256-gcm --padding 8 gcm "$PID"
-check "version 2; contents aes-256-gcm; filenames aes-256-cts; padding 8; flags 0x01; key_id $PID|0|" \
-	get-policy gcm
+check "$(pol gcm 8 1 "$PID" aes-256-gcm)|0|" get-policy gcm
 head -c 300000 /dev/urandom >"$T/data"
 cp "$T/data" gcm/data && cmp -s "$T/data" gcm/data || fail "a GCM file reads back otherwise"
 
@@ -256,7 +270,7 @@ ID=$EXT4_ID_OF_KEY_0_TO_63
 "$PONY" crypt add-key . <"$T/key0" >/dev/null && mkdir kept &&
 	"$PONY" crypt set-policy kept "$ID" && echo "kept data" >kept/f || fail "kept/f"
 cd / && pony_umount && pony_mount "$T/img" && cd "$M" || fail "remount"
-check "absent|0|" status . "$ID"
+check "$(st "$ID" absent false 0)|1|" status . "$ID"
 cat kept/* >/dev/null 2>&1 && fail "a file read after the remount without its key"
 check "$ID|0|" add-key . <"$T/key0"
 [ "$(cat kept/f)" = "kept data" ] || fail "kept/f after the remount"
@@ -265,7 +279,7 @@ check "$ID|0|" add-key . <"$T/key0"
 # after the claims of two users (root's, nobody's) are dropped.
 exec 3<kept/f
 check "removed|0|" remove-key --force . "$ID"
-check "absent|0|" status . "$ID"
+check "$(st "$ID" absent false 0)|1|" status . "$ID"
 cat <&3 >/dev/null 2>"$T/err" && fail "a descriptor kept open read after --force"
 grep -q "Required key not available" "$T/err" || fail "a read after --force: $(cat "$T/err")"
 exec 3<&-
@@ -276,7 +290,7 @@ command -v setpriv >/dev/null && { as_nobody "$PONY" crypt add-key . <"$T/key0" 
 exec 3<kept/f
 check "incompletely removed: files still open|0|" remove-key --all-users . "$ID"
 check "removed|0|" remove-key --force --all-users . "$ID"
-check "absent|0|" status . "$ID"
+check "$(st "$ID" absent false 0)|1|" status . "$ID"
 cat <&3 >/dev/null 2>"$T/err" && fail "a descriptor kept open read after --force --all-users"
 exec 3<&-
 check "$ID|0|" add-key . <"$T/key0"

@@ -51,12 +51,18 @@ for try in $(seq 1 10); do
 	[ "$(counter extent_walks)" = "$walks" ] && break
 	[ "$try" = 10 ] && fail "size,mtime walked the extents"
 done
-[ "$(sed -n 1p <<<"$out")" = "size 100000" ] || fail "pony stat size: $out"
-[ "$(sed -n 2p <<<"$out" | cut -d' ' -f2 | cut -d. -f1)" = "$(stat -c %Y "$M/f")" ] ||
+[ "$(record_field size <<<"$out")" = 100000 ] || fail "pony stat size: $out"
+[ "$(record_field mtime <<<"$out" | cut -d. -f1)" = "$(stat -c %Y "$M/f")" ] ||
 	fail "pony stat mtime: $out"
 out=$("$PONY" stat --fields blocks "$M/f") || fail "pony stat blocks"
 [ "$(counter extent_walks)" -gt "$walks" ] || fail "blocks did not walk the extents"
-[ "$out" = "blocks $(stat -c %b "$M/f")" ] || fail "pony stat blocks: $out"
+[ "$(record_field blocks <<<"$out")" = "$(stat -c %b "$M/f")" ] || fail "pony stat blocks: $out"
+"$PONY" stat --json --fields size,mode,mtime "$M/f" | python3 -c '
+import json, os, sys
+d = json.load(sys.stdin)["stat"]
+st = os.stat(sys.argv[1])
+assert len(d) == 1 and d[0]["size"] == 100000 and d[0]["mode"] == "0%o" % st.st_mode, d
+assert int(d[0]["mtime"]) == int(st.st_mtime), d' "$M/f" || fail "pony stat --json"
 
 # DONT_SYNC: f's data is still cached; nothing is written, flushed or committed.
 # The same kernel GETATTR can land between the two counter reads (a
@@ -68,7 +74,7 @@ for try in $(seq 1 10); do
 	ls -l "$M/f" >/dev/null
 	before=$(counters)
 	out=$("$PONY" stat --dont-sync --fields size "$M/f") || fail "pony stat --dont-sync"
-	[ "$out" = "size 100000" ] || fail "--dont-sync size: $out"
+	[ "$(record_field size <<<"$out")" = 100000 ] || fail "--dont-sync size: $out"
 	[ "$(counters)" = "$before" ] && break
 	[ "$try" = 10 ] && fail "--dont-sync did work: $before -> $(counters)"
 done

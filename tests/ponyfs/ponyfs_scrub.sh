@@ -94,9 +94,16 @@ while read -r dev off; do flip "$dev" "$off"; done < <(pieces b 20)
 lostdev=$(pieces b 20 | head -1)
 
 "$PONY" fs scrub start --wait "$T/m" >"$T/scrub.out" || fail "scrub: $(cat "$T/scrub.out")"
-grep -q "^done.*: [0-9]* blocks checked, 3 repaired, 1 lost$" "$T/scrub.out" ||
+out=$(record_field STATE <"$T/scrub.out"),$(record_field REPAIRED <"$T/scrub.out"),$(record_field LOST <"$T/scrub.out")
+[ "$out" = done,3,1 ] && [ "$(record_field CHECKED <"$T/scrub.out")" -gt 0 ] ||
 	fail "scrub counts: $(cat "$T/scrub.out"); log: $(cat "$T/pony.log")"
-"$PONY" fs scrub status "$T/m" | grep -q "^done" || fail "status after the pass"
+[ "$("$PONY" fs scrub status "$T/m" | record_field STATE)" = done ] || fail "status after the pass"
+"$PONY" fs scrub status --json "$T/m" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)["scrub"]
+assert len(d) == 1 and d[0]["state"] == "done" and d[0]["percent"] == 100, d
+assert d[0]["repaired"] == 3 and d[0]["lost"] == 1 and d[0]["eta"] is None, d' ||
+	fail "status --json after the pass"
 
 # Every fault within redundancy has its member bytes back.
 while read -r dev off good; do
@@ -169,17 +176,24 @@ grep -Eq "^read +no +.* file offset 81920 of inode [0-9]+: " "$T/bad.txt" ||
 	fail "badblocks misses the read error: $(cat "$T/bad.txt")"
 
 # Stopped, unmounted, remounted: the pass goes on from where it was.
-"$PONY" fs scrub start --rate 20 "$T/m" | grep -q "^running" || fail "start --rate"
+[ "$("$PONY" fs scrub start --rate 20 "$T/m" | record_field STATE)" = running ] || fail "start --rate"
 sleep 1.5
-"$PONY" fs scrub status "$T/m" | grep -Eq "^running [0-9]+% .*ETA" || fail "status while running"
+"$PONY" fs scrub status "$T/m" >"$T/status.out"
+[ "$(record_field STATE <"$T/status.out")" = running ] &&
+	[[ $(record_field PERCENT <"$T/status.out") =~ ^[0-9]+$ ]] || fail "status while running: $(cat "$T/status.out")"
 "$PONY" fs scrub start "$T/m" 2>&1 | grep -q "already running" || fail "a second start"
 "$PONY" fs scrub stop "$T/m" >"$T/stop.out" || fail "stop"
-grep -Eq "^stopped at [0-9]+%" "$T/stop.out" || fail "stop: $(cat "$T/stop.out")"
+[ "$(record_field STATE <"$T/stop.out")" = stopped ] || fail "stop: $(cat "$T/stop.out")"
 pony_umount
 pony_mount --commit 200 "${imgs[@]}"
-"$PONY" fs scrub status "$T/m" | grep -Eq "^stopped at [1-9][0-9]*%" ||
-	fail "status after remount: $("$PONY" fs scrub status "$T/m")"
-"$PONY" fs scrub start --wait "$T/m" | grep -q "^done" || fail "the resumed pass"
+stopped_at_least_1() {
+	local out
+	out=$("$PONY" fs scrub status "$T/m")
+	[ "$(record_field STATE <<<"$out")" = stopped ] && [ "$(record_field PERCENT <<<"$out")" -ge 1 ] ||
+		fail "status $1: $out"
+}
+stopped_at_least_1 "after remount"
+[ "$("$PONY" fs scrub start --wait "$T/m" | record_field STATE)" = done ] || fail "the resumed pass"
 grep -Eq "scrub started at volume byte [1-9][0-9]* " "$T/pony.log" || fail "did not resume: $(cat "$T/pony.log")"
 
 # Killed mid-pass: the position last committed survives.
@@ -188,8 +202,7 @@ sleep 3.5
 kill -9 "$PONY_PID"; wait "$PONY_PID" 2>/dev/null; PONY_PID=
 fusermount3 -u "$T/m" 2>/dev/null || umount -l "$T/m"
 pony_mount "${imgs[@]}"
-"$PONY" fs scrub status "$T/m" | grep -Eq "^stopped at [1-9][0-9]*%" ||
-	fail "status after a crash: $("$PONY" fs scrub status "$T/m")"
+stopped_at_least_1 "after a crash"
 
 # Errors that say what is wrong.
 expect_usage_error "$PONY" fs scrub frob "$T/m"
@@ -215,7 +228,7 @@ read -r dev off < <(pieces a 9 | tail -1)       # the second copy
 flip "$dev" "$off"
 while read -r dev off; do flip "$dev" "$off"; done < <(pieces c 30)   # both copies
 "$PONY" fs scrub start --wait "$T/m" >"$T/scrub.out" || fail "mirror scrub"
-grep -q "^done.*, 1 repaired, 1 lost$" "$T/scrub.out" || fail "mirror counts: $(cat "$T/scrub.out"); log: $(cat "$T/pony.log")"
+[ "$(record_field STATE <"$T/scrub.out"),$(record_field REPAIRED <"$T/scrub.out"),$(record_field LOST <"$T/scrub.out")" = done,1,1 ] || fail "mirror counts: $(cat "$T/scrub.out"); log: $(cat "$T/pony.log")"
 read -r dev off good < <(head -1 "$T/flips")
 cmp <(dd if="$dev" bs=1 skip="$off" count=8 status=none) "$good" || fail "mirror copy not repaired"
 grep -q "offset 36864: .*repaired member 1 .*(scrub); file /a$" "$T/pony.log" ||

@@ -42,7 +42,7 @@ truncate -s 24M n1.img n4.img
 "$PONY" vol add -d n1.img d*.img >/dev/null 2>&1 || fail "add n1"
 "$PONY" vol add -d n4.img d0.img n1.img d2.img d3.img d5.img >/dev/null 2>&1 || fail "add n4"
 "$PONY" vol scrub d0.img n1.img d2.img d3.img n4.img d5.img 2>/dev/null |
-	grep -q "0 mismatches" || fail "scrub after rebuild"
+	record_field MISMATCHES | grep -qx 0 || fail "scrub after rebuild"
 "$PONY" vol expose d0.img n1.img d2.img d3.img n4.img d5.img mnt || fail "expose rebuilt"
 fsck.ext4 -fn mnt/volume >/dev/null 2>&1 || fail "fsck after rebuild"
 "$PONY" vol stop mnt

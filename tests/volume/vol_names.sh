@@ -47,7 +47,7 @@ cmp -s out ../data || fail "read back by UUID= differs"
 "$PONY" vol add -d ../m4.img tank >/dev/null 2>&1 || fail "add by name"
 "$PONY" vol detail --json tank |
 	json "m = s['volumes'][0]['children']; assert m[2]['device'].endswith('/m4.img') and m[2]['state'] == 'ok', m"
-"$PONY" vol scrub tank 2>/dev/null | grep -q "0 mismatches" || fail "scrub by name"
+"$PONY" vol scrub tank 2>/dev/null | record_field MISMATCHES | grep -qx 0 || fail "scrub by name"
 "$PONY" vol badblocks tank >/dev/null || fail "badblocks by name"
 "$PONY" vol rebuild tank >/dev/null 2>&1 || fail "rebuild by name"
 "$PONY" vol read -L 2000000 -f out2 tank || fail "read after add"
