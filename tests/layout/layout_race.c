@@ -11,11 +11,13 @@
  * layout_race MNT SECONDS; exits 0 after SECONDS and at least 20 reads
  * (a slow machine, or a sanitizer build, races on for up to four times
  * SECONDS to make them) with every read right, 1 at the first wrong block
- * or with fewer reads. It says how many reads overlapped a member of the
- * volume being failed or rebuilt (PONYFUSE_IOC_LAYOUT_MEMBER's state,
- * asked before and after each read) and how many blocks the reads rebuilt
- * from redundancy: layout_race_rebuild.sh fails a member mid-race and
- * needs both to be sure its race met the rebuild.
+ * or with fewer reads. `layout_race MNT SECONDS READY` also makes the
+ * file READY once three reads are done: a script fails a member then,
+ * mid-race, however long the start took. It says how many reads
+ * overlapped a member of the volume being failed or rebuilt
+ * (PONYFUSE_IOC_LAYOUT_MEMBER's state, asked before and after each read)
+ * and how many blocks the reads rebuilt from redundancy:
+ * layout_race_rebuild.sh needs both to be sure its race met the rebuild.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -166,8 +168,8 @@ int main(int argc, char **argv)
 	time_t until, cap;
 	int fd;
 
-	if (argc != 3) {
-		fprintf(stderr, "usage: layout_race MNT SECONDS\n");
+	if (argc != 3 && argc != 4) {
+		fprintf(stderr, "usage: layout_race MNT SECONDS [READY]\n");
 		return 2;
 	}
 	mnt = argv[1];
@@ -215,7 +217,8 @@ int main(int argc, char **argv)
 		rebuilt += st.rebuilt;
 		changing_reads += changing || member_changing(fd);
 		pony_layout_return(l);
-		reads++;
+		if (++reads == 3 && argc == 4)
+			close(open(argv[3], O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
 	}
 	atomic_store(&stop, true);
 	pthread_join(w, NULL);
