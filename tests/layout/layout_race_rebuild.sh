@@ -2,18 +2,19 @@
 # layout_race_rebuild.sh - direct readers against a rebuild onto a hot
 # spare (issue 21: "no holder ever reads a block that was reused ...
 # a test races overwrites, truncates and rebuilds against layout
-# readers"): a ponyfs on a RAID6 of six images with a seventh as an idle
-# hot spare (served by nbdkit at a bounded rate: the rebuild lasts),
-# member 3's image served by nbdkit, so that it can fail mid-race: its server is killed, the daemon fails the member, the spare
-# takes its place and is rebuilt online. layout_race overwrites, truncates and churns through
-# the mount and reads the file through libpony-layout meanwhile; every
-# block read must be the file's own of a generation written by then. The
-# race must have met the failure and the rebuild (reads while a member was
-# failed or rebuilding, blocks rebuilt from redundancy; else it skips:
-# nothing was tested); the spare must be
-# rebuilt by the end. Before the race, member 3 answers every read with
-# EIO for a while: direct reads must rebuild around it. Unmounted, fsck finds every block accounted for and
-# a scrub finds the parity right, with the spare as member 3.
+# readers"): a ponyfs on a RAID6 of six images and an idle hot spare
+# (served by nbdkit at a bounded rate, so its rebuild lasts), member 3's
+# image served by nbdkit so that it can fail. First member 3 answers
+# every read with EIO for a while: direct reads must rebuild around it.
+# Then layout_race overwrites, truncates and churns through the mount and
+# reads the file through libpony-layout; once it runs, member 3's server
+# is killed: the daemon fails the member, the spare takes its place and
+# is rebuilt online under the readers. Every block read must be the
+# file's own of a generation written by then; the race must have met the
+# failure and the rebuild (reads while a member was failed or rebuilding,
+# blocks rebuilt from redundancy; else it skips: nothing was tested); the
+# spare must be rebuilt by the end. Unmounted, fsck finds every block
+# accounted for and a scrub finds the parity right, the spare member 3.
 set -u
 . "$PONY_SRCDIR/tests/lib.sh"
 require_fuse
