@@ -330,6 +330,11 @@ int volume_set_create(struct bdev **devs, unsigned ndevs, const struct volume_se
 enum {
 	VOLUME_SET_RDONLY = 1,          /* write nothing: no commit, resync or spare; writes: EROFS */
 	VOLUME_SET_DEGRADED = 2,        /* may start with members absent (btrfs's -o degraded) */
+	/* Every device given is a current member (the volume's running owner
+	 * says so, as a mount tells a layout reader): none is refused for an
+	 * older event count, which a reader sees while the owner writes the
+	 * superblocks one after another. With VOLUME_SET_RDONLY only. */
+	VOLUME_SET_CURRENT = 4,
 };
 
 struct volume_set_member {
@@ -369,7 +374,8 @@ struct volume_set_assembly {
  * devices claim its index. -ENODEV: a region has lost more members than its
  * redundancy (ret_asm: present and needed). -ENXIO: members are absent and
  * flags lack VOLUME_SET_DEGRADED. Stale members (fewer events than the
- * newest superblock, or replaced) and truncated ones are refused: left out,
+ * newest superblock, unless VOLUME_SET_CURRENT; or replaced) and truncated
+ * ones are refused: left out,
  * marked failed, and named in the log and by volume_set_member(). ret_asm
  * may be NULL.
  */

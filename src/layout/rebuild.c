@@ -10,6 +10,7 @@
  * is rewritten: repairing the members is the daemon's and scrub's work.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 
 #include "pony/bdev.h"
@@ -21,6 +22,7 @@
 int layout_set_get(struct pony_layout *l)
 {
 	struct bdev *devs[VOLUME_MAX_MEMBERS];
+	struct volume_set_assembly a;
 	unsigned n = 0;
 	int r = 0;
 
@@ -35,9 +37,25 @@ int layout_set_get(struct pony_layout *l)
 			continue;
 		n++;
 	}
-	if (n)
-		r = volume_set_assemble(devs, n, VOLUME_SET_RDONLY | VOLUME_SET_DEGRADED, &l->set,
-					NULL);
+	/*
+	 * The mount named these members working when the layout was got: its
+	 * word, not their event counts, says they are current (VOLUME_SET_CURRENT;
+	 * while the daemon saves a rebuild's checkpoint or a failure, the
+	 * superblocks read a moment apart differ, and some would be refused as
+	 * stale). A device the assembly cannot use (its superblock unreadable:
+	 * a member failing now, before the daemon has failed it; or another
+	 * volume's) is left out as a missing one, and the rest assembled
+	 * again: the degraded read does without it. Too few members ends it.
+	 */
+	while (n) {
+		a.device = UINT_MAX;    /* an error that names no device */
+		r = volume_set_assemble(devs, n, VOLUME_SET_RDONLY | VOLUME_SET_DEGRADED |
+					VOLUME_SET_CURRENT, &l->set, &a);
+		if (r >= 0 || r == -ENODEV || r == -ENOMEM || a.device >= n)
+			break;
+		bdev_free(devs[a.device]);
+		devs[a.device] = devs[--n];
+	}
 	if (!n || r < 0) {
 		for (unsigned i = 0; i < n; i++)
 			bdev_free(devs[i]);

@@ -219,7 +219,7 @@ static int apply_reserve(struct ponyfs *fs, struct ponyfs_inode *in, const struc
 	for (size_t i = 0; i < n; i++)
 		blocks += st[i].n;
 	c = (struct ponyfs_cost){
-		.rows = 3,
+		.rows = 3,      /* the inode's row takes the set-ID bits too */
 		.run_bytes = (rows + 2 * (uint64_t)old) * PONYFS_EXT_ROW_BYTES + blocks * 4,
 		.free_cells = 2 * rows + 3 * (uint64_t)old + 2,
 	};
@@ -267,7 +267,8 @@ static int apply_extents(struct ponyfs *fs, struct ponyfs_inode *in, const struc
  * change on, a failure leaves half a file in the transaction: the
  * filesystem stops there (as a failed writeback does).
  */
-static int apply_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint32_t id, uint64_t size)
+static int apply_locked(struct ponyfs *fs, struct ponyfs_inode *in, const struct vfs_ctx *writer,
+			uint32_t id, uint64_t size)
 {
 	struct ponyfs_lease *e = ponyfs_lease_find_locked(fs, id);
 	struct ponyfs_staged *st;
@@ -302,6 +303,11 @@ static int apply_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint32_t id,
 		r = ponyfs_alloc_at_locked(fs, st[i].pblock, st[i].n);
 	/* Taken: the lease's other stripes go back to free space. */
 	ponyfs_lease_end_locked(fs, e);
+	/* New content drops the set-ID bits as a write(2) through the mount
+	 * does, by the same rule (attr.c), in the same transaction: no moment
+	 * shows the new bytes under the old setuid bit. */
+	if (r >= 0)
+		r = ponyfs_setid_kill_locked(fs, writer, in->ino, false, false);
 	if (r >= 0)
 		r = apply_extents(fs, in, st, n, size);
 	for (size_t i = 0; i < n; i++) {
@@ -334,8 +340,10 @@ static int commit_locked(struct ponyfs *fs, uint64_t ino, uint64_t fh,
 	if ((c->flags & ~(uint32_t)VFS_COMMIT_LAST) || c->size > (1ull << 50))
 		return -EINVAL;
 	r = stage_page(e, c);
+	/* The writer is whoever opened fh, as for a write(2) on it (ops.c). */
 	if (r >= 0 && (c->flags & VFS_COMMIT_LAST))
-		r = apply_locked(fs, in, c->lease, c->size);
+		r = apply_locked(fs, in, &((const struct ponyfs_handle *)(uintptr_t)fh)->opener,
+				 c->lease, c->size);
 	return r;
 }
 

@@ -29,11 +29,16 @@ void volume_uuid_format(const uint8_t *uuid, char *buf)
 	}
 }
 
-/* Places dev at its member index, or refuses it there as stale or truncated. */
-static int set_place(struct volume_set *s, struct bdev *dev, const struct volume_sb *sb)
+/*
+ * Places dev at its member index, or refuses it there as stale or
+ * truncated. VOLUME_SET_CURRENT: an older event count is no refusal.
+ */
+static int set_place(struct volume_set *s, struct bdev *dev, const struct volume_sb *sb,
+		     unsigned flags)
 {
 	unsigned m = sb->member_index;
-	bool stale = memcmp(sb->member_uuid, s->sb.member_uuids[m], 16) || sb->events < s->sb.events;
+	bool stale = memcmp(sb->member_uuid, s->sb.member_uuids[m], 16) ||
+		     (sb->events < s->sb.events && !(flags & VOLUME_SET_CURRENT));
 
 	if (stale || dev->size < set_member_need(s)) {
 		/* Replaced, left behind, or cut short: it cannot serve as member m. */
@@ -54,7 +59,7 @@ static int set_place(struct volume_set *s, struct bdev *dev, const struct volume
 
 /* Reads every superblock and places each device at its index. */
 static int set_gather(struct volume_set *s, struct bdev **devs, unsigned ndevs,
-		      struct volume_sb *sbs, unsigned *ret_device)
+		      struct volume_sb *sbs, unsigned flags, unsigned *ret_device)
 {
 	int newest = -1;
 
@@ -78,7 +83,7 @@ static int set_gather(struct volume_set *s, struct bdev **devs, unsigned ndevs,
 			return -EXDEV;
 		if (set_spare_gather(s, devs[i], &sbs[i]) == 0)
 			continue;
-		r = set_place(s, devs[i], &sbs[i]);
+		r = set_place(s, devs[i], &sbs[i], flags);
 		if (r < 0)
 			return r;
 	}
@@ -316,8 +321,11 @@ int volume_set_assemble(struct bdev **devs, unsigned ndevs, unsigned flags,
 		memset(a, 0, sizeof(*a));
 	if (r >= 0 && (!ndevs || ndevs > VOLUME_SB_MAX_MEMBERS))
 		r = -EINVAL;
+	/* A writer must never take an old member for a current one. */
+	if (r >= 0 && (flags & VOLUME_SET_CURRENT) && !(flags & VOLUME_SET_RDONLY))
+		r = -EINVAL;
 	if (r >= 0)
-		r = set_gather(s, devs, ndevs, sbs, &a->device);
+		r = set_gather(s, devs, ndevs, sbs, flags, &a->device);
 	if (r >= 0) {
 		r = set_assess(s, flags, a);
 		set_describe(s, a);

@@ -11,7 +11,13 @@
  * layout_race MNT SECONDS; exits 0 after SECONDS and at least 20 reads
  * (a slow machine, or a sanitizer build, races on for up to four times
  * SECONDS to make them) with every read right, 1 at the first wrong block
- * or with fewer reads.
+ * or with fewer reads. `layout_race MNT SECONDS READY` also makes the
+ * file READY once three reads are done: a script fails a member then,
+ * mid-race, however long the start took. It says how many reads
+ * overlapped a member of the volume being failed or rebuilt
+ * (PONYFUSE_IOC_LAYOUT_MEMBER's state, asked before and after each read)
+ * and how many blocks the reads rebuilt from redundancy:
+ * layout_race_rebuild.sh needs both to be sure its race met the rebuild.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,9 +28,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "pony/fuse.h"
 #include "pony/layout.h"
 
 #define BLK 4096u
@@ -134,17 +142,34 @@ static void *churner(void *arg)
 	return arg;
 }
 
+/* Whether a member of the volume under fd's mount is failed or being rebuilt now. */
+static bool member_changing(int fd)
+{
+	struct ponyfuse_layout_member_arg a;
+
+	for (uint32_t i = 0;; i++) {
+		a = (struct ponyfuse_layout_member_arg){ .version = PONYFUSE_LAYOUT_VERSION, .index = i };
+		if (ioctl(fd, PONYFUSE_IOC_LAYOUT_MEMBER, &a) < 0)
+			return false;           /* past the last, or not on a volume */
+		if (a.state != 0)
+			return true;
+		if (i + 1 >= a.nmembers)
+			return false;
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static uint8_t buf[NBLK * BLK];
 	pthread_t w, c;
 	char path[4096];
-	unsigned reads = 0, bad = 0;
+	unsigned reads = 0, bad = 0, changing_reads = 0;
+	uint64_t rebuilt = 0;
 	time_t until, cap;
 	int fd;
 
-	if (argc != 3) {
-		fprintf(stderr, "usage: layout_race MNT SECONDS\n");
+	if (argc != 3 && argc != 4) {
+		fprintf(stderr, "usage: layout_race MNT SECONDS [READY]\n");
 		return 2;
 	}
 	mnt = argv[1];
@@ -159,6 +184,8 @@ int main(int argc, char **argv)
 	pthread_create(&w, NULL, writer, NULL);
 	pthread_create(&c, NULL, churner, NULL);
 	while ((time(NULL) < until || (reads < MIN_READS && time(NULL) < cap)) && !bad) {
+		bool changing = member_changing(fd);
+		struct pony_layout_stats st;
 		struct pony_layout *l;
 		uint64_t max_gen;
 		ssize_t n;
@@ -186,8 +213,12 @@ int main(int argc, char **argv)
 				bad = 1;
 			}
 		}
+		pony_layout_stats(l, &st);
+		rebuilt += st.rebuilt;
+		changing_reads += changing || member_changing(fd);
 		pony_layout_return(l);
-		reads++;
+		if (++reads == 3 && argc == 4)
+			close(open(argv[3], O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
 	}
 	atomic_store(&stop, true);
 	pthread_join(w, NULL);
@@ -195,5 +226,7 @@ int main(int argc, char **argv)
 	close(fd);
 	printf("%u direct reads, %llu generations written%s\n", reads,
 	       (unsigned long long)atomic_load(&gen_done), bad ? ", a wrong block read" : "");
+	printf("%u reads while a member was failed or rebuilt, %llu blocks rebuilt\n",
+	       changing_reads, (unsigned long long)rebuilt);
 	return bad || reads < MIN_READS ? 1 : 0;
 }
