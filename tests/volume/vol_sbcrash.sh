@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# vol_sbcrash.sh - a crash anywhere in `pony vol add`'s superblock writes
+# leaves a volume that assembles with every member that was in sync. A
+# RAID5 and a RAID6 of image files, a known pattern written, one member
+# failed; `pony vol add` of a larger new member is killed (SIGKILL, by the
+# crash point counter PONY_VOLUME_CRASH_AT, src/volume/sb.c) before its Nth
+# superblock copy write, N walking the first commits one by one and the
+# rebuild's checkpoints in strides. After each kill: status and detail show
+# every in-sync member ok (never stale), the new member absent or
+# rebuilding with a checkpoint, the volume reads back the pattern; a second
+# add (or a rebuild, which resumes) completes, and the volume is clean,
+# scrubs with 0 mismatches and reads the pattern. The same for an idle
+# hot spare's add on a healthy volume.
+. "$PONY_SRCDIR/tests/lib.sh"
+set -u
+. "$PONY_SRCDIR/tests/volume/vol_lib.sh" vol-sbcrash
+export PONY_DEVDB=$work/devdb.sqlite PONY_RUNDIR=$work/run
+
+MiB=1048576
+has_sb() { [ "$(head -c 7 "$1")" = PONYVOL ]; }
+
+# The member images as the test left them before an add: g/.
+save() { mkdir -p g && rm -f g/* && cp --sparse=always "$@" g/; }
+restore() { rm -f new.img && cp --sparse=always g/* . && truncate -s 10M new.img; }
+
+# Status and detail after a kill, then the read: members other than $failed
+# in sync; member $failed absent, failed, or new.img rebuilding with a checkpoint.
+check_after_kill() {
+	local what=$1 failed=$2 n=$3
+	shift 3
+	"$PONY" vol status --json "$@" 2>err >st.json || fail "$what: status: $(cat err)"
+	python3 - "$failed" "$n" "$work/new.img" <st.json >why 2>&1 <<'EOF' ||
+import json, sys
+failed, n, new = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+s = json.load(sys.stdin)
+m = s["members"]
+assert len(m) == n, m
+for i in range(n):
+	if i != failed:
+		assert m[i]["state"] == "ok" and not m[i]["stale"], ("in-sync member %d" % i, m[i])
+f = m[failed]
+if f["state"] == "rebuilding":
+	assert f["device"].endswith("new.img") and "rebuild_checkpoint" in s, ("rebuilding", f, s)
+else:
+	assert f["state"] == "failed" and not f["device"].endswith("new.img"), ("failed", f)
+assert s["state"] != "failed", s["state"]
+EOF
+		fail "$what: $(cat why) $(cat st.json)"
+	"$PONY" vol detail --json "$@" 2>err >dt.json || fail "$what: detail: $(cat err)"
+	python3 -c "
+import json, sys
+c = json.load(sys.stdin)['volumes'][0]['children']
+bad = [x for i, x in enumerate(c[:$n]) if i != $failed and x['state'] != 'ok']
+assert not bad, bad" <dt.json 2>why || fail "$what: detail: $(cat why)"
+	"$PONY" vol read -L "$len" -f back "$@" 2>err || fail "$what: read: $(cat err)"
+	cmp -s back pattern || fail "$what: read back other than the pattern"
+}
+
+# The end state: every member ok, clean, 0 mismatches, the pattern.
+check_whole() {
+	local what=$1
+	shift
+	"$PONY" vol status --json "$@" 2>err | json "
+assert s['state'] == 'clean' and all(m['state'] == 'ok' for m in s['members']), s" ||
+		fail "$what: not clean: $(cat err)"
+	"$PONY" vol scrub "$@" >out 2>&1 || fail "$what: scrub: $(cat out)"
+	grep -q "^scrub: 0 mismatches$" out || fail "$what: scrub: $(cat out)"
+	"$PONY" vol read -L "$len" -f back "$@" 2>err || fail "$what: read: $(cat err)"
+	cmp -s back pattern || fail "$what: the pattern differs after the resume"
+}
+
+# One level: N members of 8 MiB, member $failed failed, `vol add` killed at
+# points 1..FIRST, then every STRIDE-th, until an add runs to its end.
+crash_add() {
+	local level=$1 n=$2 failed=$3 first=$4 stride=$5
+	local olds=() point=0 kills=0 rc devs resume
+	rm -f d*.img
+	for ((i = 0; i < n; i++)); do truncate -s 8M d$i.img; olds+=(d$i.img); done
+	"$PONY" vol create -l "$level" -c 64K -N "sb$level" "${olds[@]}" >/dev/null || fail "$level: create"
+	len=$("$PONY" vol status --json "${olds[@]}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["size"])')
+	head -c "$len" /dev/urandom >pattern
+	"$PONY" vol write -f pattern "${olds[@]}" || fail "$level: write"
+	"$PONY" vol fail -m "$failed" "${olds[@]}" >/dev/null || fail "$level: fail $failed"
+	save "${olds[@]}"
+	while :; do
+		if ((point < first)); then point=$((point + 1)); else point=$((point + stride)); fi
+		((point < 2000)) || fail "$level: the add never ran to its end"
+		restore
+		PONY_VOLUME_CRASH_AT=$point "$PONY" vol add -d new.img "${olds[@]}" >/dev/null 2>err
+		rc=$?
+		[ $rc = 0 ] && break
+		[ $rc = 137 ] || fail "$level: add at crash point $point exited $rc: $(cat err)"
+		kills=$((kills + 1))
+		devs=("${olds[@]}")
+		has_sb new.img && devs+=(new.img)
+		check_after_kill "$level, crash point $point" "$failed" "$n" "${devs[@]}"
+		# Resume: the rebuild from its checkpoint, or the add again.
+		if grep -q '"rebuilding": 1' st.json; then
+			resume=(rebuild)
+		else
+			resume=(add -d new.img)
+			devs=("${olds[@]}")
+		fi
+		"$PONY" vol "${resume[@]}" "${devs[@]}" >/dev/null 2>err ||
+			fail "$level, crash point $point: ${resume[*]} after the kill: $(cat err)"
+		devs=("${olds[@]}")
+		devs[$failed]=new.img
+		check_whole "$level, crash point $point, ${resume[*]}" "${devs[@]}"
+	done
+	((kills > first)) || fail "$level: only $kills kills: the add wrote too few superblocks"
+	devs=("${olds[@]}")
+	devs[$failed]=new.img
+	check_whole "$level, no crash" "${devs[@]}"
+}
+
+crash_add raid5 4 1 22 7
+crash_add raid6 5 3 24 11
+
+# An idle hot spare's add on a healthy volume: one commit, every point.
+rm -f d*.img
+olds=(d0.img d1.img d2.img d3.img)
+for d in "${olds[@]}"; do truncate -s 8M "$d"; done
+"$PONY" vol create -l raid5 -c 64K -N sbspare "${olds[@]}" >/dev/null || fail "spare: create"
+len=$("$PONY" vol status --json "${olds[@]}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["size"])')
+head -c "$len" /dev/urandom >pattern
+"$PONY" vol write -f pattern "${olds[@]}" || fail "spare: write"
+save "${olds[@]}"
+for point in $(seq 1 40); do
+	restore
+	PONY_VOLUME_CRASH_AT=$point "$PONY" vol add -d new.img "${olds[@]}" >/dev/null 2>err
+	rc=$?
+	[ $rc = 0 ] && break
+	[ $rc = 137 ] || fail "spare: add at crash point $point exited $rc: $(cat err)"
+	devs=("${olds[@]}")
+	has_sb new.img && devs+=(new.img)
+	"$PONY" vol status --json "${devs[@]}" 2>err | json "
+assert s['state'] == 'clean' and all(m['state'] == 'ok' and not m['stale'] for m in s['members']), s
+assert len(s['spares']) <= 1, s['spares']" || fail "spare, crash point $point: $(cat err)"
+	# The add again, unless the spare made it.
+	if ! "$PONY" vol status --json "${devs[@]}" 2>/dev/null | grep -q new.img; then
+		"$PONY" vol add -d new.img "${olds[@]}" >/dev/null 2>err ||
+			fail "spare, crash point $point: add again: $(cat err)"
+	fi
+	"$PONY" vol status --json "${olds[@]}" new.img 2>err | json "
+assert [x['device'].endswith('new.img') for x in s['spares']] == [True], s['spares']" ||
+		fail "spare, crash point $point: no spare after the second add: $(cat err)"
+	check_whole "spare, crash point $point" "${olds[@]}" new.img
+done
+((point > 8)) || fail "spare: the add ended after $point points"
+pass
