@@ -24,6 +24,8 @@ fi
 export PONY_DEVDB=$work/devdb.sqlite PONY_RUNDIR=$work/run
 
 MiB=1048576
+# jq -e passes an empty input: a command that printed nothing must fail.
+jq_check() { [ -s "$1" ] && jq -e "$2" "$1" >/dev/null; }
 has_sb() { [ "$(head -c 7 "$1" | tr -d '\0')" = PONYVOL ]; }
 
 # The member images as the test left them before an add: g/.
@@ -40,7 +42,7 @@ check_after_kill() {
 	# (status and detail exit 1 on a degraded volume: their JSON says how)
 	"$PONY" vol status --json "$@" 2>err >st.json
 	[ -s st.json ] || fail "$what: the volume does not assemble: $(cat err)"
-	jq -e --argjson f "$failed" '
+	[ -s st.json ] && jq -e --argjson f "$failed" '
 		([.members[] | select(.index != $f) | .state == "ok" and (.stale | not)] | all) and
 		.state != "failed" and
 		(.members[$f] as $m |
@@ -50,7 +52,7 @@ check_after_kill() {
 		st.json >/dev/null || fail "$what: status: $(cat st.json) $(cat err)"
 	state=$(jq -r ".members[$failed].state" st.json)
 	"$PONY" vol detail --json "$@" 2>err >dt.json
-	jq -e --argjson f "$failed" '[.volumes[0].children[] | select(.name != ($f | tostring) and
+	[ -s dt.json ] && jq -e --argjson f "$failed" '[.volumes[0].children[] | select(.name != ($f | tostring) and
 		(.name | startswith("spare") | not)) | .state == "ok"] | all' dt.json >/dev/null ||
 		fail "$what: detail: $(cat dt.json) $(cat err)"
 	"$PONY" vol read -L "$len" -f back "$@" 2>err || fail "$what: read: $(cat err)"
@@ -62,7 +64,7 @@ check_whole() {
 	local what=$1
 	shift
 	"$PONY" vol status --json "$@" 2>err >st.json
-	jq -e '.state == "clean" and ([.members[].state == "ok"] | all)' st.json >/dev/null ||
+	jq_check st.json '.state == "clean" and ([.members[].state == "ok"] | all)' ||
 		fail "$what: not clean: $(cat st.json err)"
 	"$PONY" vol scrub "$@" >out 2>&1 || fail "$what: scrub: $(cat out)"
 	grep -q "^scrub: 0 mismatches$" out || fail "$what: scrub: $(cat out)"
@@ -117,11 +119,11 @@ crash_add() {
 	check_whole "$level, no crash" "${devs[@]}"
 }
 
-crash_add raid5 4 1 19
-crash_add raid6 5 3 23
+crash_add raid5 4 1 29
+crash_add raid6 5 3 37
 
 # An idle hot spare's add on a healthy volume: its open, add and close
-# commits, every fourth point (each member's copies, the spare's first).
+# commits, every fifth point (each member's copies, the spare's first).
 rm -f d*.img
 olds=(d0.img d1.img d2.img d3.img)
 for d in "${olds[@]}"; do truncate -s 8M "$d"; done
@@ -130,7 +132,7 @@ len=$("$PONY" vol status --json "${olds[@]}" | jq .size)
 head -c "$len" /dev/urandom >pattern
 "$PONY" vol write -f pattern "${olds[@]}" || fail "spare: write"
 save "${olds[@]}"
-for point in $(seq 1 "${PONY_SBCRASH_STRIDE:-4}" 60); do
+for point in $(seq 1 "${PONY_SBCRASH_STRIDE:-5}" 60); do
 	restore
 	PONY_VOLUME_CRASH_AT=$point "$PONY" vol add -d new.img "${olds[@]}" >/dev/null 2>err
 	rc=$?
@@ -139,16 +141,16 @@ for point in $(seq 1 "${PONY_SBCRASH_STRIDE:-4}" 60); do
 	devs=("${olds[@]}")
 	has_sb new.img && devs+=(new.img)
 	"$PONY" vol status --json "${devs[@]}" 2>err >st.json
-	jq -e '.state == "clean" and ([.members[] | .state == "ok" and (.stale | not)] | all) and
-		(.spares | length) <= 1' st.json >/dev/null ||
+	jq_check st.json '.state == "clean" and ([.members[] | .state == "ok" and (.stale | not)] |
+		all) and (.spares | length) <= 1' ||
 		fail "spare, crash point $point: $(cat st.json err)"
 	# The add again, unless the spare made it.
-	if ! jq -e '[.spares[] | strings | endswith("new.img")] | any' st.json >/dev/null; then
+	if ! jq_check st.json '[.spares[] | strings | endswith("new.img")] | any'; then
 		"$PONY" vol add -d new.img "${olds[@]}" >/dev/null 2>err ||
 			fail "spare, crash point $point: add again: $(cat err)"
 	fi
 	"$PONY" vol status --json "${olds[@]}" new.img 2>err >st.json
-	jq -e '[.spares[] | endswith("new.img")] == [true]' st.json >/dev/null ||
+	jq_check st.json '[.spares[] | endswith("new.img")] == [true]' ||
 		fail "spare, crash point $point: no spare after the second add: $(cat st.json err)"
 	check_whole "spare, crash point $point" "${olds[@]}" new.img
 done
