@@ -72,6 +72,32 @@ check_whole() {
 	cmp -s back pattern || fail "$what: the pattern differs after the resume"
 }
 
+# olds: N members of 8 MiB in a volume of LEVEL, the pattern written over it.
+make_volume() {
+	local level=$1 n=$2 name=$3
+	rm -f d*.img
+	olds=()
+	for ((i = 0; i < n; i++)); do truncate -s 8M d$i.img; olds+=(d$i.img); done
+	"$PONY" vol create -l "$level" -c 64K -N "$name" "${olds[@]}" >/dev/null || fail "$name: create"
+	len=$("$PONY" vol status --json "${olds[@]}" | jq .size)
+	head -c "$len" /dev/urandom >pattern
+	"$PONY" vol write -f pattern "${olds[@]}" || fail "$name: write"
+}
+
+# `vol add -d new.img` from the saved images, killed at crash point $2:
+# 1 if it ran to its end first; else devs: olds, and new.img if it has a superblock.
+add_killed() {
+	local what=$1 point=$2 rc
+	restore
+	PONY_VOLUME_CRASH_AT=$point "$PONY" vol add -d new.img "${olds[@]}" >/dev/null 2>err
+	rc=$?
+	[ $rc = 0 ] && return 1
+	[ $rc = 137 ] || fail "$what: add at crash point $point exited $rc: $(cat err)"
+	devs=("${olds[@]}")
+	has_sb new.img && devs+=(new.img)
+	return 0
+}
+
 # One level: N members of 8 MiB, member $failed failed, `vol add` killed at
 # points 1, 1 + STRIDE, ... until an add runs to its end; each point is a
 # run of its own from the same images (g/). A stride prime to a commit's
@@ -79,25 +105,14 @@ check_whole() {
 # commits; PONY_SBCRASH_STRIDE=1 walks every point (minutes).
 crash_add() {
 	local level=$1 n=$2 failed=$3 stride=${PONY_SBCRASH_STRIDE:-$4}
-	local olds=() point=$((1 - stride)) rc devs resume
-	rm -f d*.img
-	for ((i = 0; i < n; i++)); do truncate -s 8M d$i.img; olds+=(d$i.img); done
-	"$PONY" vol create -l "$level" -c 64K -N "sb$level" "${olds[@]}" >/dev/null || fail "$level: create"
-	len=$("$PONY" vol status --json "${olds[@]}" | jq .size)
-	head -c "$len" /dev/urandom >pattern
-	"$PONY" vol write -f pattern "${olds[@]}" || fail "$level: write"
+	local point=$((1 - stride)) resume
+	make_volume "$level" "$n" "sb$level"
 	"$PONY" vol fail -m "$failed" "${olds[@]}" >/dev/null || fail "$level: fail $failed"
 	save "${olds[@]}"
 	while :; do
 		point=$((point + stride))
 		((point < 2000)) || fail "$level: the add never ran to its end"
-		restore
-		PONY_VOLUME_CRASH_AT=$point "$PONY" vol add -d new.img "${olds[@]}" >/dev/null 2>err
-		rc=$?
-		[ $rc = 0 ] && break
-		[ $rc = 137 ] || fail "$level: add at crash point $point exited $rc: $(cat err)"
-		devs=("${olds[@]}")
-		has_sb new.img && devs+=(new.img)
+		add_killed "$level" "$point" || break
 		check_after_kill "$level, crash point $point" "$failed" "${devs[@]}"
 		# Resume: the rebuild from its checkpoint, or the add again.
 		case $state in
@@ -124,22 +139,10 @@ crash_add raid6 5 3 37
 
 # An idle hot spare's add on a healthy volume: its open, add and close
 # commits, every fifth point (each member's copies, the spare's first).
-rm -f d*.img
-olds=(d0.img d1.img d2.img d3.img)
-for d in "${olds[@]}"; do truncate -s 8M "$d"; done
-"$PONY" vol create -l raid5 -c 64K -N sbspare "${olds[@]}" >/dev/null || fail "spare: create"
-len=$("$PONY" vol status --json "${olds[@]}" | jq .size)
-head -c "$len" /dev/urandom >pattern
-"$PONY" vol write -f pattern "${olds[@]}" || fail "spare: write"
+make_volume raid5 4 sbspare
 save "${olds[@]}"
 for point in $(seq 1 "${PONY_SBCRASH_STRIDE:-5}" 60); do
-	restore
-	PONY_VOLUME_CRASH_AT=$point "$PONY" vol add -d new.img "${olds[@]}" >/dev/null 2>err
-	rc=$?
-	[ $rc = 0 ] && break
-	[ $rc = 137 ] || fail "spare: add at crash point $point exited $rc: $(cat err)"
-	devs=("${olds[@]}")
-	has_sb new.img && devs+=(new.img)
+	add_killed spare "$point" || break
 	"$PONY" vol status --json "${devs[@]}" 2>err >st.json
 	jq_check st.json '.state == "clean" and ([.members[] | .state == "ok" and (.stale | not)] |
 		all) and (.spares | length) <= 1' ||
