@@ -17,6 +17,9 @@ packages=(
 	udev libudev1 attr acl libcap2-bin iproute2
 	# tests/cli/cli_docs.py renders the man pages with groff
 	groff-base
+	# tests/volume/vol_sbcrash.sh reads status JSON with jq (python3's start
+	# takes seconds on a loaded machine, and it checks dozens of crashes)
+	jq
 	# the union as podman's mount_program (tests/union/union_podman.sh):
 	# podman with runc (crun refuses this host's cgroups), newuidmap for
 	# rootless, busybox-static for the test image, strace for a test

@@ -30,6 +30,23 @@ void volume_uuid_format(const uint8_t *uuid, char *buf)
 }
 
 /*
+ * Whether a superblock at events is as current as the newest one (s->sb)
+ * for member m. A crash can stop a commit after any prefix of its
+ * superblock writes (set.c), so members in sync may be one event apart:
+ * those written carry the new count, the rest the one before. As md's
+ * kernel and mdadm allow (an event margin of one), a member one behind is
+ * in sync unless the newest superblock records it failed: a commit that
+ * leaves a working member out always records it failed, so one behind and
+ * not failed can only be a commit cut short. Two behind is stale.
+ */
+static bool set_events_current(const struct volume_set *s, unsigned m, uint64_t events)
+{
+	if (events >= s->sb.events)
+		return true;
+	return events + 1 == s->sb.events && s->sb.member_state[m] != VOLUME_MEMBER_FAILED;
+}
+
+/*
  * Places dev at its member index, or refuses it there as stale or
  * truncated. VOLUME_SET_CURRENT: an older event count is no refusal.
  */
@@ -38,7 +55,7 @@ static int set_place(struct volume_set *s, struct bdev *dev, const struct volume
 {
 	unsigned m = sb->member_index;
 	bool stale = memcmp(sb->member_uuid, s->sb.member_uuids[m], 16) ||
-		     (sb->events < s->sb.events && !(flags & VOLUME_SET_CURRENT));
+		     (!set_events_current(s, m, sb->events) && !(flags & VOLUME_SET_CURRENT));
 
 	if (stale || dev->size < set_member_need(s)) {
 		/* Replaced, left behind, or cut short: it cannot serve as member m. */
@@ -81,7 +98,7 @@ static int set_gather(struct volume_set *s, struct bdev **devs, unsigned ndevs,
 		*ret_device = i;
 		if (memcmp(sbs[i].volume_uuid, s->sb.volume_uuid, 16) || sbs[i].nsegs != s->sb.nsegs)
 			return -EXDEV;
-		if (set_spare_gather(s, devs[i], &sbs[i]) == 0)
+		if (set_spare_gather(s, devs[i], &sbs[i], sbs[i].events + 1 >= s->sb.events) == 0)
 			continue;
 		r = set_place(s, devs[i], &sbs[i], flags);
 		if (r < 0)

@@ -6,8 +6,10 @@
  * add from the reserved tail.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "pony/bdev.h"
 #include "sb.h"
@@ -176,6 +178,28 @@ int volume_sb_read(struct bdev *dev, struct volume_sb *sb)
 	return bad ? bad : -ENODATA;
 }
 
+/*
+ * Crash tests (tests/volume/vol_sbcrash.sh): with PONY_VOLUME_CRASH_AT=N in
+ * the environment the process kills itself (SIGKILL: no cleanup, as a
+ * crash) just before its Nth superblock copy write, counted from 1 over the
+ * process. A test walks every point of a command's superblock writes, one
+ * run each, where kills after a delay would hit them by chance.
+ */
+static void sb_crash_point(void)
+{
+	static uint64_t at, count;
+	static bool known;
+
+	if (!__atomic_load_n(&known, __ATOMIC_ACQUIRE)) {
+		const char *e = getenv("PONY_VOLUME_CRASH_AT");
+
+		__atomic_store_n(&at, e ? strtoull(e, NULL, 10) : 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&known, true, __ATOMIC_RELEASE);
+	}
+	if (at && __atomic_add_fetch(&count, 1, __ATOMIC_ACQ_REL) == at)
+		kill(getpid(), SIGKILL);
+}
+
 int volume_sb_write(struct bdev *dev, const struct volume_sb *sb)
 {
 	_cleanup_(freep) uint8_t *b = util_aligned_alloc(VOLUME_SB_SIZE);
@@ -184,8 +208,11 @@ int volume_sb_write(struct bdev *dev, const struct volume_sb *sb)
 	if (!b)
 		return -ENOMEM;
 	volume_sb_encode(sb, b);
+	sb_crash_point();
 	r = bdev_pwrite(dev, b, VOLUME_SB_SIZE, 0);
-	if (r >= 0)
+	if (r >= 0) {
+		sb_crash_point();
 		r = bdev_pwrite(dev, b, VOLUME_SB_SIZE, volume_sb_end_copy(dev->size));
+	}
 	return r;
 }

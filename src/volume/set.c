@@ -76,17 +76,50 @@ static void set_collect_bad(struct volume_set *s, unsigned m, struct volume_sb *
 	}
 }
 
-int set_commit_locked(struct volume_set *s)
+/*
+ * One commit: events + 1 and the state, written to every working member.
+ *
+ * The crash rule (md's). A crash, SIGKILL or power, can stop a commit after
+ * any prefix of its superblock writes, in any order the writes went: the
+ * members written carry events E + 1, the rest still E. Assembly takes
+ * the newest superblock as the volume's state and a member one event
+ * behind as in sync (assemble.c, set_events_current), so any prefix
+ * assembles with every member whose data is in sync. That holds because:
+ *
+ * 1. Data first. Every working member is flushed before the first
+ *    superblock is written, so what the commit vouches for (a rebuild
+ *    checkpoint, a resync, a member marked working) is on every member
+ *    before any superblock says so.
+ * 2. A member left out is recorded failed in the same commit: one behind
+ *    and not failed in the newest superblock can only be a commit cut
+ *    short. A member whose superblock write fails was recorded working by
+ *    the members written before it, so the commit is made again at once,
+ *    recording it failed (it is then two behind: stale).
+ * 3. Commits never overlap (s->lock), and each one completes before the
+ *    work it records goes on: members never drift more than one apart.
+ *
+ * Members are written in index order, each copy pair then flushed; idle
+ * spares first (a spare holds no data: one written ahead of the members
+ * only carries the newest state, and a spare just added is listed by no
+ * member before its own superblock is there).
+ */
+static int set_commit_once(struct volume_set *s)
 {
 	int ret = 0, written = 0;
 
-	if (s->rdonly)
-		return -EROFS;
+	for (unsigned m = 0; m < s->n; m++)
+		if (s->dev[m] && set_member_state(s, m) != VOLUME_MEMBER_FAILED) {
+			int r = bdev_flush(s->dev[m]);
+
+			if (r < 0)
+				set_member_io_failed(s, m, "flush", UINT64_MAX, r);
+		}
 	/* Cleared before the states are read: a failure from here on is saved next time. */
 	__atomic_store_n(&s->unsaved_failure, false, __ATOMIC_RELEASE);
 	s->sb.events++;
 	for (unsigned m = 0; m < s->n; m++)
 		s->sb.member_state[m] = (uint8_t)set_member_state(s, m);
+	set_spare_commit(s);
 	for (unsigned m = 0; m < s->n; m++) {
 		struct volume_sb msb = s->sb;
 		int r;
@@ -107,8 +140,22 @@ int set_commit_locked(struct volume_set *s)
 			written++;
 		}
 	}
-	set_spare_commit(s);
 	return written ? 0 : ret ? ret : -EIO;
+}
+
+int set_commit_locked(struct volume_set *s)
+{
+	int r;
+
+	if (s->rdonly)
+		return -EROFS;
+	/* Again while a member failed on the way (rule 2); each round fails one more at least. */
+	for (unsigned round = 0;; round++) {
+		r = set_commit_once(s);
+		if (r < 0 || round >= s->n ||
+		    !__atomic_load_n(&s->unsaved_failure, __ATOMIC_ACQUIRE))
+			return r;
+	}
 }
 
 int volume_set_commit(struct volume_set *s)

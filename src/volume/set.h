@@ -86,8 +86,10 @@ int set_rebuild_locked(struct volume_set *s, uint64_t rate, volume_progress_fn p
 void set_spare_kick(struct volume_set *s);
 /* Stops the worker (a rebuild in progress saves its checkpoint) and waits for it. */
 void set_spare_stop(struct volume_set *s);
-/* Places devices whose superblock names a spare slot; 0, or 1: not a spare. */
-int set_spare_gather(struct volume_set *s, struct bdev *dev, const struct volume_sb *sb);
+/* Places devices whose superblock names a spare slot (current: its events
+ * within the margin of the newest); 0, or 1: not a spare. */
+int set_spare_gather(struct volume_set *s, struct bdev *dev, const struct volume_sb *sb,
+		     bool current);
 /* Writes each spare's superblock (commit). */
 void set_spare_commit(struct volume_set *s);
 

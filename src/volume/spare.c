@@ -32,14 +32,19 @@ void volume_set_watch(struct volume_set *s, volume_progress_fn fn, void *arg)
 	pthread_mutex_unlock(&s->wlock);
 }
 
-int set_spare_gather(struct volume_set *s, struct bdev *dev, const struct volume_sb *sb)
+int set_spare_gather(struct volume_set *s, struct bdev *dev, const struct volume_sb *sb,
+		     bool current)
 {
-	unsigned i = sb->member_index - s->n;
+	unsigned i;
 
 	if (sb->member_index < s->n)
 		return 1;
-	if (i >= s->sb.nspares || memcmp(sb->member_uuid, s->sb.spare_uuids[i], 16) ||
-	    sb->events < s->sb.events || s->spare[i]) {
+	/* Found by UUID, not by its slot: a commit that took an earlier spare
+	 * moved the later ones down, and a crash may have cut it short before
+	 * their superblocks said so. */
+	for (i = 0; i < s->sb.nspares && memcmp(sb->member_uuid, s->sb.spare_uuids[i], 16); i++)
+		;
+	if (i >= s->sb.nspares || !current || s->spare[i]) {
 		s->extra[s->nextra++] = dev;    /* a spare since used or dropped: ignored */
 		return 0;
 	}
