@@ -670,6 +670,8 @@ int volume_scrub_span(struct volume *v, unsigned seg, uint64_t off, uint64_t len
 	s = v->segs[seg];
 	if (!s->ops->scrub || !s->ops->unit)
 		return -EOPNOTSUPP;
+	if (s->ops->scrub_span)
+		return s->ops->scrub_span(s, off, len, &p.sc);
 	return seg_pass_run(s, off, off + len, 0, NULL, NULL, &p);
 }
 
