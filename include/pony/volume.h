@@ -227,6 +227,10 @@ int volume_scrub_from(struct volume *v, unsigned seg, uint64_t from_off, bool re
  * with checksums checks them without reading everything a second time.
  * Pieces with a finding or a member out, and levels without redundancy
  * (which have nothing to scrub), are not handed: the caller reads those.
+ * Parity levels read and check rows without the segment's lock (a row that
+ * disagrees is done again under it), so two threads may scrub two spans at
+ * once; data() may run with or without the lock, report() runs under it:
+ * neither may take a lock a writer of the volume holds while it waits.
  */
 typedef void (*volume_scrub_data_fn)(uint64_t seg_off, const uint8_t *data, size_t len,
 				     void *arg);

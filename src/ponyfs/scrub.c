@@ -24,6 +24,7 @@
 #define STEP (1ull << 20)               /* bytes checked at once */
 #define SAVE_EVERY (64ull << 20)        /* bytes between two saves of the position */
 #define YIELD_MAX_MS 50                 /* longest back-off per step for foreground reads */
+#define SCRUB_WORKERS 2                 /* threads of a pass: the machine's two cores */
 
 /* The pass; its fields are protected by fs->lock, stop is atomic. */
 struct ponyfs_scrub {
@@ -34,6 +35,12 @@ struct ponyfs_scrub {
 	int error;
 	uint64_t rate, pos, total, checked, repaired, lost;
 	uint64_t t0_ns, t_end_ns;
+	/* The walk the workers share (scrub_walk()): pass bytes. */
+	uint64_t next;                  /* the next step handed out */
+	uint64_t busy[SCRUB_WORKERS];   /* each worker's step; UINT64_MAX: none */
+	uint64_t walk_from, walk_t0;    /* where and when this run began (the rate) */
+	uint64_t saved;                 /* the position last saved */
+	int walk_error;                 /* a worker's: the others stop */
 };
 
 /* A range of the volume the pass walks, in volume order. */
@@ -378,7 +385,7 @@ static int step_data_region(struct ponyfs *fs, const struct scrub_range *rg, uin
 	return 0;
 }
 
-/* -- the thread ---------------------------------------------------------------- */
+/* -- the threads --------------------------------------------------------------- */
 
 static void sleep_ns(uint64_t ns)
 {
@@ -395,56 +402,170 @@ static bool foreground_busy(struct ponyfs *fs)
 	       util_now_ns() - __atomic_load_n(&fs->read_end_ns, __ATOMIC_RELAXED) < 2000000;
 }
 
-/* Waits while the foreground reads (a bounded back-off), then for the rate. */
-static void scrub_pace(struct ponyfs *fs, const struct ponyfs_scrub *sc, uint64_t t0,
-		       uint64_t done)
+/*
+ * Waits while the foreground reads: the pass's own thread for a bounded
+ * while (a busy mount still progresses), the helper for as long as it
+ * reads, so a busy mount has a core the scrub leaves alone.
+ */
+static void scrub_yield(struct ponyfs *fs, const struct ponyfs_scrub *sc, unsigned worker)
 {
-	for (unsigned ms = 0; ms < YIELD_MAX_MS && foreground_busy(fs); ms++)
+	for (unsigned ms = 0; (worker > 0 || ms < YIELD_MAX_MS) && foreground_busy(fs) &&
+			      !__atomic_load_n(&sc->stop, __ATOMIC_RELAXED); ms++)
 		sleep_ns(1000000);
-	if (sc->rate) {
-		uint64_t due = t0 + done * 1000000000ull / sc->rate, now = util_now_ns();
-
-		if (due > now)
-			sleep_ns(due - now);
-	}
 }
 
-static int scrub_walk(struct ponyfs *fs, struct ponyfs_scrub *sc, uint8_t *buf,
-		      struct scrub_block *blocks, struct findings *f)
+/* The lowest byte of the pass not yet done: none below it is left. Under fs->lock. */
+static uint64_t walk_done_to_locked(const struct ponyfs_scrub *sc)
 {
+	uint64_t pos = sc->next;
+
+	for (unsigned w = 0; w < SCRUB_WORKERS; w++)
+		pos = MIN(pos, sc->busy[w]);
+	return pos;
+}
+
+/*
+ * The next step for a worker, under fs->lock: its range and pass byte, or
+ * false at the end of the pass, on a stop or another worker's error. With
+ * a rate, a step is handed out no sooner than the rate allows for the bytes
+ * handed out before it (*wait_ns set, false returned: sleep and ask again).
+ */
+static bool walk_next_locked(struct ponyfs_scrub *sc, const struct scrub_range *rg, unsigned nr,
+			     unsigned worker, uint64_t *ret_at, unsigned *ret_range,
+			     uint64_t *wait_ns)
+{
+	uint64_t base = 0;
+
+	*wait_ns = 0;
+	if (__atomic_load_n(&sc->stop, __ATOMIC_RELAXED) || sc->walk_error)
+		return false;
+	if (sc->rate) {
+		uint64_t due = sc->walk_t0 + (sc->next - sc->walk_from) * 1000000000ull / sc->rate;
+		uint64_t now = util_now_ns();
+
+		if (due > now) {
+			*wait_ns = due - now;
+			return false;
+		}
+	}
+	for (unsigned i = 0; i < nr; base += rg[i].len, i++) {
+		if (sc->next >= base + rg[i].len)
+			continue;
+		*ret_range = i;
+		*ret_at = sc->next - base;
+		sc->busy[worker] = sc->next;
+		sc->next += MIN(STEP, rg[i].len - *ret_at);
+		return true;
+	}
+	return false;
+}
+
+/* One worker's buffers and result. */
+struct scrub_worker {
+	struct ponyfs *fs;
+	unsigned index;                 /* 0: the pass's own thread */
+	pthread_t thread;
+	int r;
+};
+
+/* Takes steps until the pass ends, stops or fails: 0 or -errno. */
+static int scrub_work(struct ponyfs *fs, struct ponyfs_scrub *sc, unsigned worker)
+{
+	uint8_t *buf = util_aligned_alloc(STEP);
+	struct scrub_block *blocks = malloc(STEP / BS * sizeof(*blocks));
+	struct findings *f = malloc(sizeof(*f));
 	struct scrub_range rg[2];
 	unsigned nr = scrub_ranges(fs, rg);
-	uint64_t t0 = util_now_ns(), done = 0, saved = 0, base = 0;
-	int r = 0;
+	int r = buf && blocks && f ? 0 : -ENOMEM;
 
-	for (unsigned i = 0; i < nr && r >= 0; i++) {
-		/* sc->pos counts bytes of the pass: the ranges one after the other. */
-		for (uint64_t at = MAX(sc->pos, base) - base; at < rg[i].len && r >= 0;) {
-			uint64_t len = MIN(STEP, rg[i].len - at), off = rg[i].start + at;
+	while (r >= 0) {
+		uint64_t at, len, off, wait_ns;
+		unsigned i;
+		bool got;
 
-			if (__atomic_load_n(&sc->stop, __ATOMIC_RELAXED))
-				return -ECANCELED;
-			if (rg[i].data) {
-				r = step_data_region(fs, &rg[i], off, len, f, buf, blocks);
-			} else {
-				r = step_volume(fs, &rg[i], off, len, f, NULL);
-				findings_record(fs, f);
-			}
-			at += len;
-			done += len;
-			pthread_mutex_lock(&fs->lock);
-			sc->pos = base + at;
+		scrub_yield(fs, sc, worker);
+		pthread_mutex_lock(&fs->lock);
+		got = walk_next_locked(sc, rg, nr, worker, &at, &i, &wait_ns);
+		pthread_mutex_unlock(&fs->lock);
+		if (!got && wait_ns) {
+			sleep_ns(MIN(wait_ns, 100000000ull));
+			continue;
+		}
+		if (!got)
+			break;
+		len = MIN(STEP, rg[i].len - at);
+		off = rg[i].start + at;
+		if (rg[i].data) {
+			r = step_data_region(fs, &rg[i], off, len, f, buf, blocks);
+		} else {
+			r = step_volume(fs, &rg[i], off, len, f, NULL);
+			findings_record(fs, f);
+		}
+		pthread_mutex_lock(&fs->lock);
+		if (r < 0) {            /* busy[] keeps the step: the position stays short of it */
+			sc->walk_error = sc->walk_error ?: r;
+		} else {
+			sc->busy[worker] = UINT64_MAX;
 			if (!rg[i].data)
 				sc->checked += len / BS;
-			if (done - saved >= SAVE_EVERY) {
+			sc->pos = walk_done_to_locked(sc);
+			if (sc->pos - sc->saved >= SAVE_EVERY) {
 				position_save_locked(fs, sc);
-				saved = done;
+				sc->saved = sc->pos;
 			}
-			pthread_mutex_unlock(&fs->lock);
-			scrub_pace(fs, sc, t0, done);
 		}
-		base += rg[i].len;
+		pthread_mutex_unlock(&fs->lock);
 	}
+	free(buf);
+	free(blocks);
+	free(f);
+	return r;
+}
+
+static void *scrub_helper(void *arg)
+{
+	struct scrub_worker *w = arg;
+
+	w->r = scrub_work(w->fs, w->fs->scrub, w->index);
+	return NULL;
+}
+
+/*
+ * The pass: its own thread and a helper take steps in volume order from one
+ * walk, so one reads and checks while the other does (the volume checks a
+ * row without its lock, volume_scrub_span()). The position is the lowest
+ * step not yet done, so a stop or a crash never skips one.
+ */
+static int scrub_walk(struct ponyfs *fs, struct ponyfs_scrub *sc)
+{
+	struct scrub_worker helpers[SCRUB_WORKERS - 1];
+	int r;
+
+	pthread_mutex_lock(&fs->lock);
+	sc->next = sc->walk_from = sc->saved = sc->pos;
+	sc->walk_t0 = util_now_ns();
+	sc->walk_error = 0;
+	for (unsigned w = 0; w < SCRUB_WORKERS; w++)
+		sc->busy[w] = UINT64_MAX;
+	pthread_mutex_unlock(&fs->lock);
+	for (unsigned w = 0; w < SCRUB_WORKERS - 1; w++) {
+		helpers[w] = (struct scrub_worker){ .fs = fs, .index = w + 1 };
+		if (pthread_create(&helpers[w].thread, NULL, scrub_helper, &helpers[w]))
+			helpers[w].index = 0;   /* none: this thread does it all */
+	}
+	r = scrub_work(fs, sc, 0);
+	for (unsigned w = 0; w < SCRUB_WORKERS - 1; w++) {
+		if (!helpers[w].index)
+			continue;
+		pthread_join(helpers[w].thread, NULL);
+		r = r < 0 ? r : helpers[w].r;
+	}
+	pthread_mutex_lock(&fs->lock);
+	sc->pos = walk_done_to_locked(sc);
+	r = sc->walk_error ?: r;
+	if (r >= 0 && __atomic_load_n(&sc->stop, __ATOMIC_RELAXED) && sc->pos < sc->total)
+		r = -ECANCELED;
+	pthread_mutex_unlock(&fs->lock);
 	return r;
 }
 
@@ -452,14 +573,8 @@ static void *scrub_main(void *arg)
 {
 	struct ponyfs *fs = arg;
 	struct ponyfs_scrub *sc = fs->scrub;
-	uint8_t *buf = util_aligned_alloc(STEP);
-	struct scrub_block *blocks = malloc(STEP / BS * sizeof(*blocks));
-	struct findings *f = malloc(sizeof(*f));
-	int r = buf && blocks && f ? scrub_walk(fs, sc, buf, blocks, f) : -ENOMEM;
+	int r = scrub_walk(fs, sc);
 
-	free(buf);
-	free(blocks);
-	free(f);
 	pthread_mutex_lock(&fs->lock);
 	sc->t_end_ns = util_now_ns();
 	if (r == -ECANCELED) {

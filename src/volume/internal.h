@@ -71,6 +71,12 @@ struct volume_target_ops {
 	int (*rebuild)(struct volume_seg *s, unsigned m, uint64_t off, uint64_t len);
 	/* Checks [off, off+len) (whole units), handing each finding to volume_scrub_found(). */
 	int (*scrub)(struct volume_seg *s, uint64_t off, uint64_t len, struct volume_scrub *sc);
+	/*
+	 * volume_scrub_span()'s walk, when the target has one of its own: as
+	 * scrub over [off, off+len), called without the lock, which it takes
+	 * itself where it needs it. NULL: scrub unit by unit under the lock.
+	 */
+	int (*scrub_span)(struct volume_seg *s, uint64_t off, uint64_t len, struct volume_scrub *sc);
 	uint64_t (*unit)(const struct volume_seg *s);   /* rebuild/scrub step, bytes */
 	/*
 	 * As io's read, but each piece checked against the redundancy first
@@ -178,6 +184,9 @@ void volume_scrub_consistent(struct volume_scrub *sc, uint64_t seg_off, const ui
 			     size_t len);
 void volume_scrub_found(const struct volume_seg *s, struct volume_scrub *sc,
 			const struct volume_mismatch *mm);
+
+/* The parity targets' scrub_span (raid_scrub_span.c). */
+int raid_scrub_span(struct volume_seg *s, uint64_t off, uint64_t len, struct volume_scrub *sc);
 
 /* Bytes [first, last] of a piece at dev_off on a member, widened to sectors, into mm. */
 static inline void volume_mismatch_narrow(struct volume_mismatch *mm, uint64_t dev_off,

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <string.h>
 
 #include "parity.h"
 
@@ -50,6 +51,10 @@ int parity_locate(const struct parity_stripe *s, const uint8_t *p, const uint8_t
 	size_t first = SIZE_MAX, last = 0;
 	int who = -1;
 
+	/* The common case, a stripe that agrees, at memcmp's speed: the byte
+	 * loop below is only for stripes that differ somewhere. */
+	if (!memcmp(p, s->p, s->len) && (!s->q || !memcmp(q, s->q, s->len)))
+		return -ENOENT;
 	pthread_once(&gf_log_once, gf_log_init);
 	for (size_t i = 0; i < s->len; i++) {
 		uint8_t ps = p[i] ^ s->p[i], qs = s->q ? q[i] ^ s->q[i] : 0;

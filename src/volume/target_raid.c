@@ -730,6 +730,7 @@ const struct volume_target_ops volume_raid_ops = {
 	.io = raid_io,
 	.rebuild = raid_rebuild,
 	.scrub = raid_scrub,
+	.scrub_span = raid_scrub_span,
 	.unit = raid_unit,
 	.read_checked = raid_read_checked,
 };

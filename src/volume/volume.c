@@ -544,20 +544,36 @@ struct seg_pass {
 	struct volume_scrub sc;
 };
 
-/* Walks [from_off, to_off) of segment s unit by unit: rate-limited, with progress. */
+static int scrub_step(struct volume_seg *s, uint64_t off, uint64_t n, struct seg_pass *p);
+
+/* A scrub's span (a target with scrub_span): whole units, about this much. */
+#define SCRUB_SPAN_BYTES (4ull << 20)
+
+/*
+ * Walks [from_off, to_off) of segment s unit by unit under the lock, or a
+ * scrub span by span where the target walks spans itself (it locks what
+ * it must): rate-limited, with progress.
+ */
 static int seg_pass_run(struct volume_seg *s, uint64_t from_off, uint64_t to_off, uint64_t rate,
 			volume_progress_fn progress, void *arg, struct seg_pass *p)
 {
 	uint64_t unit = s->ops->unit(s), t0 = util_now_ns(), start = from_off / unit * unit;
 	uint64_t end = MIN(to_off, s->len);
+	bool span = p->step == scrub_step && s->ops->scrub_span;
+	uint64_t stride = span ? MAX(unit, SCRUB_SPAN_BYTES / unit * unit) : unit;
 	int r = 0;
 
-	for (uint64_t off = start; off < end && r >= 0; off += unit) {
-		uint64_t n = MIN(unit, s->len - off);
+	for (uint64_t off = start; off < end && r >= 0; off += stride) {
+		uint64_t n = MIN(stride, s->len - off);
 
-		pthread_mutex_lock(&s->lock);
-		r = p->step(s, off, n, p);
-		pthread_mutex_unlock(&s->lock);
+		if (span) {
+			n = MIN(n, ROUND_UP(end - off, unit));  /* whole units, up to end */
+			r = s->ops->scrub_span(s, off, n, &p->sc);
+		} else {
+			pthread_mutex_lock(&s->lock);
+			r = p->step(s, off, n, p);
+			pthread_mutex_unlock(&s->lock);
+		}
 		if (r >= 0 && progress && progress(off + n, s->len, arg))
 			r = -ECANCELED;
 		volume_throttle(t0, off + n - start, rate);

@@ -5,8 +5,11 @@
  * are rebuilt from parity and written back, each recorded once with what
  * lives there (the file's path and offset, "free"); a clean pass finds
  * nothing; a row unreadable on three members (data, P and Q) is beyond
- * RAID6: its file is named lost, and a clean file never is. Also checked: the scrub's log lines name the
- * file, and the error list pages through the bad-block hook.
+ * RAID6: its file is named lost, and a clean file never is; a file of
+ * several steps, shared by the pass's two threads, has a silent flip in
+ * each of two steps repaired and recorded once. Also checked: the scrub's
+ * log lines name the file, and the error list pages through the bad-block
+ * hook.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -208,12 +211,102 @@ static void test_a_row_unreadable_on_three_members_names_its_file_lost(void **st
 		bdev_fault_clear(f->fault[m[k]]);
 }
 
+/* Bad-block entries of source for path's byte file_offset. */
+static unsigned count_listed(struct fixture *f, uint32_t source, const char *path,
+			     uint64_t file_offset)
+{
+	struct vfs_badblock b;
+	unsigned n = 0;
+
+	for (uint32_t i = 0; VFS_CALL(f->v.fs, badblock, i, &b) == 0; i++)
+		n += b.source == source && b.where.what == VFS_RESOLVE_FILE &&
+		     !strcmp(b.where.paths, path) && b.where.file_offset == file_offset;
+	return n;
+}
+
+/* Occurrences of needle in the log. */
+static unsigned log_count(const struct fixture *f, const char *needle)
+{
+	unsigned n = 0;
+
+	for (const char *at = f->log; (at = strstr(at, needle)); at++)
+		n++;
+	return n;
+}
+
+/* Flips bits of 8 bytes at off on member m, straight on the device. */
+static void flip8(struct fixture *f, unsigned m, uint64_t off)
+{
+	uint8_t b[8];
+
+	assert_int_equal(bdev_pread(f->fault[m], b, sizeof(b), off), 0);
+	for (unsigned i = 0; i < sizeof(b); i++)
+		b[i] ^= (uint8_t)(0x5a + i);
+	assert_int_equal(bdev_pwrite(f->fault[m], b, sizeof(b), off), 0);
+}
+
+/*
+ * A file of several scrub steps, which the pass's two threads share: a
+ * silent bit flip in a block of one step and another two steps later are
+ * each located by P and Q, rewritten and recorded exactly once with the
+ * file's offset; every block is checked exactly once (checked grows by the
+ * file's blocks: no step done twice or skipped); the file reads back as
+ * written. A clean pass first checks every block of the many stripes read
+ * at once against its checksum (bytes handed over from a wrong place fail),
+ * with one read per member per step.
+ */
+static void test_two_threads_repair_a_flip_in_each_of_two_steps_once(void **state)
+{
+	struct fixture *f = *state;
+	enum { WIDE_BLOCKS = 1536 };    /* 6 MiB: six steps */
+	static uint8_t buf[WIDE_BLOCKS * BLK], back[WIDE_BLOCKS * BLK];
+	const uint64_t blk[2] = { 300, 300 + 2 * 256 };
+	struct vfs_scrub s0, s;
+	uint64_t io0;
+	char line[96];
+	unsigned m[3];
+	uint64_t off[3];
+
+	s0 = scrub_pass(f);
+	test_fill(buf, sizeof(buf), 3);
+	assert_int_equal(test_put(f->v.fs, "wide", buf, sizeof(buf)), 0);
+	assert_int_equal(VFS_CALL(f->v.fs, syncfs), 0);
+	io0 = bdev_fault_io_count(f->fault[0]);
+	s = scrub_pass(f);
+	assert_int_equal(s.checked, s0.checked + WIDE_BLOCKS);
+	assert_int_equal(s.repaired, 0);
+	/* Large reads, each row read once: a member is read once per MiB of
+	 * the pass at most (the stripes of a step in one read), plus a few of
+	 * the metadata's own; stripe by stripe it was four times that. */
+	assert_true(bdev_fault_io_count(f->fault[0]) - io0 <= DIV_ROUND_UP(s.total, 1u << 20) + 4);
+	for (unsigned i = 0; i < 2; i++) {
+		pieces_of(f, "wide", blk[i], m, off);
+		flip8(f, m[0], off[0] + 100);
+	}
+	f->loglen = 0;
+	f->log[0] = 0;
+	s = scrub_pass(f);
+	assert_int_equal(s.checked, s0.checked + WIDE_BLOCKS);
+	assert_int_equal(s.repaired, 2);
+	assert_int_equal(s.lost, 0);
+	for (unsigned i = 0; i < 2; i++) {
+		assert_int_equal(count_listed(f, VFS_BAD_SCRUB, "/wide", blk[i] * BLK), 1);
+		snprintf(line, sizeof(line), "rewritten; holds file /wide offset %llu\n",
+			 (unsigned long long)(blk[i] * BLK));
+		assert_int_equal(log_count(f, line), 1);
+	}
+	assert_int_equal(log_count(f, "rewritten; holds file"), 2);
+	assert_int_equal(test_get(f->v.fs, "wide", back, sizeof(back)), (ssize_t)sizeof(back));
+	assert_memory_equal(back, buf, sizeof(buf));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_a_clean_pass_repairs_nothing),
 		cmocka_unit_test(test_unreadable_sectors_within_raid6_are_written_back),
 		cmocka_unit_test(test_a_row_unreadable_on_three_members_names_its_file_lost),
+		cmocka_unit_test(test_two_threads_repair_a_flip_in_each_of_two_steps_once),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
