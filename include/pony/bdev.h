@@ -44,8 +44,6 @@ struct bdev_ops {
 	int (*repair)(struct bdev *b, void *buf, size_t len, uint64_t off, uint32_t crc);
 	/* A write not worth caching (appended; NULL: pwrite): see bdev_pwrite_direct(). */
 	int (*pwrite_direct)(struct bdev *b, const void *buf, size_t len, uint64_t off);
-	/* A read not worth caching (appended; NULL: pread): see bdev_pread_direct(). */
-	int (*pread_direct)(struct bdev *b, void *buf, size_t len, uint64_t off);
 };
 
 struct bdev {
@@ -69,9 +67,6 @@ int bdev_flush(struct bdev *b);
  */
 #define BDEV_DIRECT_ALIGN 4096u
 int bdev_pwrite_direct(struct bdev *b, const void *buf, size_t len, uint64_t off);
-/* bdev_pread() the same way: aligned, straight into buf, past the host's
- * cache (a file backend writes back what that cache holds dirty first). */
-int bdev_pread_direct(struct bdev *b, void *buf, size_t len, uint64_t off);
 int bdev_discard(struct bdev *b, uint64_t off, uint64_t len);
 static inline uint64_t bdev_size(const struct bdev *b) { return b->size; }
 void bdev_free(struct bdev *b);         /* NULL: does nothing */

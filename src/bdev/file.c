@@ -2,11 +2,11 @@
  * file.c - a bdev on a regular file or a block device: image files are
  * pony's disks as much as real drives are. Sizes come from stat or the
  * BLKGETSIZE64 ioctl; discard punches holes in files and issues BLKDISCARD
- * on devices. bdev_pwrite_direct() and bdev_pread_direct() go through a second, O_DIRECT
+ * on devices. bdev_pwrite_direct() goes through a second, O_DIRECT
  * descriptor of the same file, opened on first use: bulk data then goes
- * between the caller's pages and the device without a copy through the
- * host's page cache (which was most of a FUSE file system's CPU time on a
- * sequential write, and on a cold read).
+ * from the caller's pages to the device without a copy into the host's
+ * page cache (which was most of a FUSE file system's CPU time on a
+ * sequential write).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,10 +33,12 @@ struct bdev_file {
 
 enum { DIRECT_UNTRIED = -1, DIRECT_NONE = -2 };    /* direct_fd with no descriptor */
 
-static int fd_pread(int fd, void *buf, size_t len, uint64_t off)
+static int file_pread(struct bdev *b, void *buf, size_t len, uint64_t off)
 {
+	struct bdev_file *f = (struct bdev_file *)b;
+
 	while (len) {
-		ssize_t n = pread(fd, buf, len, (off_t)off);
+		ssize_t n = pread(f->fd, buf, len, (off_t)off);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -49,11 +51,6 @@ static int fd_pread(int fd, void *buf, size_t len, uint64_t off)
 		off += (uint64_t)n;
 	}
 	return 0;
-}
-
-static int file_pread(struct bdev *b, void *buf, size_t len, uint64_t off)
-{
-	return fd_pread(((struct bdev_file *)b)->fd, buf, len, off);
 }
 
 static int fd_pwrite(int fd, const void *buf, size_t len, uint64_t off)
@@ -78,7 +75,7 @@ static int file_pwrite(struct bdev *b, const void *buf, size_t len, uint64_t off
 }
 
 /* The O_DIRECT descriptor, opened on first use; -1 when the file has none
- * (a file system without O_DIRECT, such as tmpfs). */
+ * (opened read-only, or a file system without O_DIRECT, such as tmpfs). */
 static int direct_fd(struct bdev_file *f)
 {
 	int fd = __atomic_load_n(&f->direct_fd, __ATOMIC_ACQUIRE);
@@ -92,9 +89,9 @@ static int direct_fd(struct bdev_file *f)
 	if (fd == DIRECT_UNTRIED) {
 		fl = fcntl(f->fd, F_GETFL);
 		fd = DIRECT_NONE;
-		if (fl >= 0 && (fl & O_DIRECT)) {
+		if (fl >= 0 && (fl & O_DIRECT))
 			fd = dup(f->fd);
-		} else if (fl >= 0) {
+		else if (fl >= 0 && (fl & O_ACCMODE) != O_RDONLY) {
 			/* A new open file description: O_DIRECT must not reach f->fd's. */
 			snprintf(path, sizeof(path), "/proc/self/fd/%d", f->fd);
 			fd = open(path, (fl & O_ACCMODE) | O_DIRECT | O_CLOEXEC);
@@ -107,35 +104,21 @@ static int direct_fd(struct bdev_file *f)
 	return fd < 0 ? -1 : fd;
 }
 
-/* The descriptor for an I/O of buf, len at off: the O_DIRECT one when it is aligned. */
-static int fd_for(struct bdev_file *f, const void *buf, size_t len, uint64_t off)
+static int file_pwrite_direct(struct bdev *b, const void *buf, size_t len, uint64_t off)
 {
+	struct bdev_file *f = (struct bdev_file *)b;
 	int fd = -1;
+	int r;
 
 	if ((uintptr_t)buf % BDEV_DIRECT_ALIGN == 0 && len % BDEV_DIRECT_ALIGN == 0 &&
 	    off % BDEV_DIRECT_ALIGN == 0)
 		fd = direct_fd(f);
-	return fd < 0 ? f->fd : fd;
-}
-
-/* An alignment the file system wants larger than BDEV_DIRECT_ALIGN
- * (-EINVAL) does it through the page cache instead. */
-static int file_pwrite_direct(struct bdev *b, const void *buf, size_t len, uint64_t off)
-{
-	struct bdev_file *f = (struct bdev_file *)b;
-	int fd = fd_for(f, buf, len, off);
-	int r = fd_pwrite(fd, buf, len, off);
-
-	return r == -EINVAL && fd != f->fd ? fd_pwrite(f->fd, buf, len, off) : r;
-}
-
-static int file_pread_direct(struct bdev *b, void *buf, size_t len, uint64_t off)
-{
-	struct bdev_file *f = (struct bdev_file *)b;
-	int fd = fd_for(f, buf, len, off);
-	int r = fd_pread(fd, buf, len, off);
-
-	return r == -EINVAL && fd != f->fd ? fd_pread(f->fd, buf, len, off) : r;
+	if (fd < 0)
+		return fd_pwrite(f->fd, buf, len, off);
+	r = fd_pwrite(fd, buf, len, off);
+	if (r == -EINVAL)       /* an alignment the file system wants larger: as a plain write */
+		r = fd_pwrite(f->fd, buf, len, off);
+	return r;
 }
 
 static int file_flush(struct bdev *b)
@@ -174,7 +157,6 @@ static const struct bdev_ops file_ops = {
 	.discard = file_discard,
 	.free = file_free,
 	.pwrite_direct = file_pwrite_direct,
-	.pread_direct = file_pread_direct,
 };
 
 /* Through the ring: one op per call; a short count is an I/O error (ranges are checked). */
@@ -266,7 +248,6 @@ static const struct bdev_ops file_ring_ops = {
 	.free = file_free,
 	.submit = ring_submit,
 	.pwrite_direct = file_pwrite_direct,
-	.pread_direct = file_pread_direct,
 };
 
 int bdev_file_open_ring(const char *path, int flags, struct acall_ring *ring, struct bdev **ret)

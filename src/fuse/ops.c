@@ -377,9 +377,7 @@ static void req_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 void ponyfuse_reply_vfs_read(fuse_req_t req, uint64_t ino, uint64_t fh, size_t size, off_t off)
 {
-	/* Page-aligned, so the instance can read into it past the host's
-	 * cache (bdev_pread_direct()). */
-	_cleanup_(freep) char *buf = aligned_alloc(4096, ROUND_UP(size ? size : 1, 4096));
+	_cleanup_(freep) char *buf = malloc(size ? size : 1);
 	ssize_t n;
 
 	if (!buf) {

@@ -28,9 +28,6 @@
 
 #include "internal.h"
 
-/* Runs of at least this many blocks are read past the host's page cache. */
-#define DIRECT_READ_BLOCKS 16u
-
 /* A run of the plan: n blocks at pblock, for the read's blocks from fblk on. */
 struct read_run { uint64_t fblk, pblock, n; };
 
@@ -173,13 +170,7 @@ static int plan_run(struct ponyfs *fs, struct ponyfs_inode *in, struct crypt_con
 	for (unsigned i = 0; i < p->nrun; i++) {
 		const struct read_run *r = &p->run[i];
 		uint8_t *at = to + (r->fblk - first) * BS;
-		/* A long run straight from the device into the caller's buffer
-		 * (the copy out of the host's page cache was three quarters of
-		 * the daemon's CPU over a cold read); short ones keep the
-		 * host's readahead and cache. */
-		int e = r->n >= DIRECT_READ_BLOCKS ?
-			bdev_pread_direct(fs->data, at, r->n * BS, r->pblock * BS) :
-			bdev_pread(fs->data, at, r->n * BS, r->pblock * BS);
+		int e = bdev_pread(fs->data, at, r->n * BS, r->pblock * BS);
 
 		for (uint64_t j = 0; e >= 0 && j < r->n; j++) {
 			uint32_t want = p->csum[r->fblk - first + j];
@@ -239,7 +230,7 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 		uint8_t *to = !skip && len == n * BS ? (uint8_t *)buf + done : tmp;
 		bool ok;
 
-		if (!to && !(to = tmp = aligned_alloc(BDEV_DIRECT_ALIGN, (size_t)PONYFS_IO_BLOCKS * BS))) {
+		if (!to && !(to = tmp = malloc((size_t)PONYFS_IO_BLOCKS * BS))) {
 			r = -ENOMEM;
 			break;
 		}

@@ -42,11 +42,6 @@ static int gate_pwrite_direct(struct bdev *b, const void *buf, size_t len, uint6
 	return gate_is_cut(b) ? -EIO : bdev_pwrite_direct(((struct gate *)b)->lower, buf, len, off);
 }
 
-static int gate_pread_direct(struct bdev *b, void *buf, size_t len, uint64_t off)
-{
-	return gate_is_cut(b) ? -EIO : bdev_pread_direct(((struct gate *)b)->lower, buf, len, off);
-}
-
 static int gate_flush(struct bdev *b)
 {
 	return gate_is_cut(b) ? -EIO : bdev_flush(((struct gate *)b)->lower);
@@ -94,7 +89,6 @@ static const struct bdev_ops gate_ops = {
 	.read_checked = gate_read_checked,
 	.repair = gate_repair,
 	.pwrite_direct = gate_pwrite_direct,
-	.pread_direct = gate_pread_direct,
 };
 
 static int gate_new(struct bdev *lower, struct bdev **ret)
