@@ -20,7 +20,7 @@ if ! command -v podman >/dev/null || ! command -v runc >/dev/null ||
 	echo "SKIP podman_build: needs podman, runc and busybox-static (scripts/install-deps.sh)"
 	return 0
 fi
-OVL=$(dirname "$PONY")/pony-overlayfs
+OVL=${PONY_OVL:-$(dirname "$PONY")/pony-overlayfs}
 if [ $quick = 1 ]; then pod_dirs=60 pod_per=20; else pod_dirs=300 pod_per=40; fi
 P=$T/podman
 mkdir -p "$P/rootfs/bin" "$P/rootfs/tmp" "$P/rootfs/etc" "$P/ctx"
@@ -61,7 +61,7 @@ pod() {
 	shift
 	case $impl in
 	pony) prog=(--storage-opt "overlay.mount_program=$OVL") ;;
-	fuse_overlayfs) prog=(--storage-opt "overlay.mount_program=$(command -v fuse-overlayfs)") ;;
+	fuse_overlayfs) prog=(--storage-opt "overlay.mount_program=${FUSE_OVERLAYFS:-$(command -v fuse-overlayfs)}") ;;
 	esac
 	CONTAINERS_CONF=$P/containers.conf CONTAINERS_STORAGE_CONF=$P/$impl.conf \
 		podman "${prog[@]}" "$@"
@@ -76,23 +76,35 @@ pod_cleanup() {
 }
 trap 'pod_cleanup; cleanup' EXIT
 echo "# podman_build: base image of $((pod_dirs * pod_per)) files; 7 build steps"
-for impl in pony fuse_overlayfs kernel; do
+impls="pony fuse_overlayfs kernel"
+declare -A times
+for impl in $impls; do
 	pod $impl import "$P/rootfs.tar" localhost/base >/dev/null 2>"$P/$impl.log" ||
 		{ echo "bench/union: podman import ($impl) failed: $(cat "$P/$impl.log")" >&2; exit 1; }
-	times=()
-	for _ in $(seq 1 "$reps"); do
+done
+# The reps in turns (pony, fuse-overlayfs, kernel, pony, ...), so a change in
+# what else the machine is doing falls on each alike.
+for _ in $(seq 1 "$reps"); do
+	for impl in $impls; do
 		sync; echo 3 > /proc/sys/vm/drop_caches
 		t0=$(date +%s.%N)
+		# Each output line stamped with the seconds since t0 (the steps' times).
 		pod $impl build --pull=never --network none --no-cache --layers=true \
-			-t localhost/built "$P/ctx" > "$P/$impl.log" 2>&1 ||
+			-t localhost/built "$P/ctx" 2>&1 |
+			while IFS= read -r line; do printf '%s %s\n' "$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }')" "$line"; done \
+				> "$P/$impl.log" ||
 			{ echo "bench/union: podman build with $impl failed:" >&2; tail "$P/$impl.log" >&2; exit 1; }
 		t1=$(date +%s.%N)
-		times+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')")
+		# Where the time went, step by step (a STEP line to the next).
+		echo "# podman_build $impl steps (s):" $(awk '/ STEP [0-9]/ { if (t != "") printf "%.2f ", $1 - t; t = $1 } END { printf "%.2f", total - t }' total="$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" "$P/$impl.log")
+		times[$impl]+=" $(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')"
 		pod $impl rmi -f localhost/built >/dev/null 2>&1
 	done
-	m=$(printf '%s\n' "${times[@]}" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+done
+for impl in $impls; do
+	m=$(printf '%s\n' ${times[$impl]} | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
 	median[podman_build.$impl]=$m
-	printf 'RESULT podman_build_%s %.3f s\n' "$impl" "$m"
+	printf 'RESULT podman_build_%s %.3f s   (runs:%s)\n' "$impl" "$m" "${times[$impl]}"
 done
 printf 'RATIO podman_build_vs_fuse_overlayfs %s\n' \
 	"$(awk -v a="${median[podman_build.fuse_overlayfs]}" -v b="${median[podman_build.pony]}" \

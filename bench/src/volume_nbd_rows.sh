@@ -12,7 +12,11 @@
 #    read whole by the direct reader (`pony fs cat --direct`, on the mount:
 #    the layout's pieces straight from the servers, in parallel):
 #    RESULT layout_read_mbs_N, RATIO scale_8_vs_1 (--quick: 1 and 8 only,
-#    a 64 MiB file, where connecting to the servers weighs more);
+#    a 64 MiB file, where connecting to the servers weighs more); the
+#    floor in the same run, nbdcopy reading the same servers at once over
+#    the same links (the data each holds; it skips holes), gives
+#    RATIO nbdcopy_scale_8_vs_1 (what this machine's loopback can scale to)
+#    and RATIO layout_read_8_vs_nbdcopy;
 #  - resync after a server's absence (10 s; --quick 2 s) during a write
 #    load: a ponyfs on a RAID5 of four nbdkit file servers mounted with
 #    --auto-readd; the server is killed, restarted on its port, re-added by
@@ -67,7 +71,7 @@ fi
 # -- scale-out ---------------------------------------------------------------
 file_mib=$([ $quick = 1 ] && echo 64 || echo 256)
 link=400M                               # 50 MB/s: the filter's rate is in bits
-declare -A mbs
+declare -A mbs floor_mbs
 for n in $([ $quick = 1 ] && echo 1 8 || echo 1 2 4 8); do
 	members=()
 	for ((i = 0; i < n; i++)); do
@@ -87,9 +91,19 @@ for n in $([ $quick = 1 ] && echo 1 8 || echo 1 2 4 8); do
 	t1=$(now)
 	mbs[$n]=$(awk -v a="$t0" -v b="$t1" -v m="$file_mib" 'BEGIN {print m * 1.048576 / (b - a)}')
 	umount_at "$work/sm$n"
-	printf 'RESULT layout_read_mbs_%d %.1f MB/s\n' "$n" "${mbs[$n]}"
+	# The floor: nbdcopy reading every server's written bytes at once
+	# (it skips what the memory plugin reports as holes), same links.
+	t0=$(now)
+	for u in "${members[@]}"; do nbdcopy "$u" null: & done
+	wait $(jobs -p | grep -v -x -F -f <(printf '%s\n' "${pids[@]}")) 2>/dev/null || true
+	t1=$(now)
+	floor_mbs[$n]=$(awk -v a="$t0" -v b="$t1" -v m="$file_mib" 'BEGIN {print m * 1.048576 / (b - a)}')
+	printf 'RESULT layout_read_mbs_%d %.1f MB/s   (nbdcopy on the same servers: %.1f MB/s)\n' \
+		"$n" "${mbs[$n]}" "${floor_mbs[$n]}"
 done
 printf 'RATIO scale_8_vs_1 %.2f\n' "$(awk -v a="${mbs[8]}" -v b="${mbs[1]}" 'BEGIN {print a / b}')"
+printf 'RATIO nbdcopy_scale_8_vs_1 %.2f\n' "$(awk -v a="${floor_mbs[8]}" -v b="${floor_mbs[1]}" 'BEGIN {print a / b}')"
+printf 'RATIO layout_read_8_vs_nbdcopy %.2f\n' "$(awk -v a="${mbs[8]}" -v b="${floor_mbs[8]}" 'BEGIN {print a / b}')"
 
 # -- resync after an absence ---------------------------------------------------
 away=$([ $quick = 1 ] && echo 2 || echo 10)

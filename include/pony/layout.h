@@ -82,6 +82,7 @@ struct pony_layout_stats {
 	uint64_t zero_bytes;            /* holes and unwritten ranges */
 	uint64_t rebuilt;               /* blocks rebuilt from redundancy */
 	uint64_t regets;                /* layouts got again (lease expired, block reused) */
+	uint64_t members_refused;       /* members whose device named another member UUID */
 };
 void pony_layout_stats(const struct pony_layout *l, struct pony_layout_stats *ret);
 

@@ -162,6 +162,7 @@ struct util_progress {
 	uint64_t start_ns, start_done;  /* the first update: rate counts from there */
 	uint64_t last_draw_ns, last_line_ns, last_publish_ns;
 	uint64_t last_line_done;        /* done when the last line was printed */
+	uint64_t quiet_ns;              /* no line before this long (PONY_PROGRESS_QUIET_MS) */
 	unsigned last_line_tenth;       /* the last line's percent / 10 */
 	bool enabled;                   /* stderr is a terminal: the bar */
 	bool lines;                     /* stderr is not: periodic lines */

@@ -147,6 +147,13 @@ int volume_segment_info(const struct volume *v, unsigned seg, struct volume_segm
  * 0, or -ENOENT when the volume is not a set's (a table, an md array).
  */
 int volume_member_uuid(const struct volume *v, unsigned seg, unsigned m, uint8_t ret[16]);
+/*
+ * The member UUID a device's own pony superblock names (either copy): 0,
+ * -ENODATA (no pony superblock), -EBADMSG (both copies corrupt). What a
+ * client that opens a member by name checks against volume_member_uuid(),
+ * so a name that now leads elsewhere is never read or written as that member.
+ */
+int volume_device_member_uuid(struct bdev *dev, uint8_t ret[16]);
 
 /* Member state. */
 enum volume_member_state { VOLUME_MEMBER_OK, VOLUME_MEMBER_FAILED, VOLUME_MEMBER_REBUILDING };

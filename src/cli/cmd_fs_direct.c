@@ -82,6 +82,18 @@ static void print_stats(const char *path, const struct pony_layout *l)
 		st.member_bytes, st.mount_bytes, st.zero_bytes, st.rebuilt, st.regets);
 }
 
+/* Members read around: their names led to devices that are not them. */
+static void warn_refused(const char *path, const struct pony_layout *l)
+{
+	struct pony_layout_stats st;
+
+	pony_layout_stats(l, &st);
+	if (st.members_refused)
+		fprintf(stderr, "pony: %s: %" PRIu64 " member(s) not read: the device the name "
+			"leads to carries another member's superblock; their blocks were rebuilt "
+			"from the others\n", path, st.members_refused);
+}
+
 /* Why a layout service did not give a layout. */
 static int remote_error(const struct pony_layout_server *s, const char *path, int err)
 {
@@ -127,6 +139,7 @@ static int cat_direct(int fd, const struct pony_layout_server *s, const char *pa
 	}
 	if (stats)
 		print_stats(path, l);
+	warn_refused(path, l);
 	pony_layout_return(l);
 	return r;
 }

@@ -54,6 +54,8 @@ int cli_layout_error(const char *path, int err)
 					       "version", path);
 	case EACCES: return cli_error("%s is encrypted: keys never leave the mount; read it "
 				      "through the mount", path);
+	case EXDEV: return cli_error("%s: a member's name now leads to a device with another "
+				     "member's superblock: not written", path);
 	default: return cli_path_error(path, err);
 	}
 }

@@ -44,19 +44,6 @@ struct helper_call {
 	char opts[4096];                /* every -o list, comma-joined */
 };
 
-bool cli_mount_opt_is_bookkeeping(const char *o)
-{
-	static const char *const names[] = {
-		"defaults", "auto", "noauto", "nofail", "_netdev", "user", "nouser",
-		"users", "owner", "group", "loop", "nosymfollow",
-	};
-
-	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
-		if (!strcmp(o, names[i]))
-			return true;
-	return !strncmp(o, "x-", 2) || !strncmp(o, "X-", 2) || !strncmp(o, "comment=", 8);
-}
-
 int cli_mount_remount(const char *mountpoint, const char *opts)
 {
 	int fd = open(mountpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -86,11 +86,6 @@ void crypt_master_wipe(struct crypt_master *m)
 	OPENSSL_cleanse(m, sizeof(*m));
 }
 
-void crypt_wipe(void *p, size_t len)
-{
-	OPENSSL_cleanse(p, len);
-}
-
 size_t crypt_mode_key_size(enum crypt_mode mode)
 {
 	switch (mode) {

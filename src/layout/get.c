@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -20,6 +21,7 @@
 #include "pony/acall.h"
 #include "pony/bdev.h"
 #include "pony/util.h"
+#include "pony/volume.h"
 #include "internal.h"
 
 /* Grows *arr (of *cap elements of size sz) to hold need; 0 or -ENOMEM. */
@@ -186,6 +188,35 @@ int layout_member_bdev(const struct pony_layout *l, const struct layout_member *
 }
 
 /*
+ * Whether what m's name opened (dev, or else the path itself) is member m:
+ * its pony superblock names the member UUID the daemon gave for that index.
+ * A name can lead elsewhere by the time a client opens it (a server back
+ * with another export, a path now an image of another volume); such a
+ * device is neither read nor written as the member (-EXDEV), and a reader
+ * rebuilds its blocks from the others. Without a UUID from the daemon (a
+ * volume that is not a pony set) there is nothing to check against.
+ */
+int layout_member_verify(struct layout_member *m, struct bdev *dev)
+{
+	_cleanup_(bdev_freep) struct bdev *own = NULL;
+	uint8_t uuid[16];
+	int r;
+
+	if (!m->arg.has_uuid)
+		return 0;
+	if (!dev) {
+		r = bdev_file_open(m->arg.device, O_RDONLY, &own);
+		if (r < 0)
+			return r;
+		dev = own;
+	}
+	r = volume_device_member_uuid(dev, uuid);
+	if (r < 0)
+		return r == -ENODATA || r == -EBADMSG ? -EXDEV : r;
+	return memcmp(uuid, m->arg.uuid, sizeof(uuid)) ? -EXDEV : 0;
+}
+
+/*
  * Member m opened for the direct reads: a path read on the ring by its
  * descriptor, an NBD URI through its own connections. A member the daemon
  * failed is not read (its blocks are rebuilt), and neither, from another
@@ -203,6 +234,14 @@ static void member_open(struct pony_layout *l, struct layout_member *m)
 			m->dev = NULL;
 	} else if (!l->remote) {
 		m->fd = open(m->arg.device, O_RDONLY | O_CLOEXEC);
+	}
+	if ((m->dev || m->fd >= 0) && layout_member_verify(m, m->dev) < 0) {
+		bdev_free(m->dev);
+		m->dev = NULL;
+		if (m->fd >= 0)
+			close(m->fd);
+		m->fd = -1;
+		atomic_fetch_add(&l->members_refused, 1);
 	}
 }
 
@@ -346,6 +385,7 @@ uint64_t pony_layout_size(const struct pony_layout *l)
 void pony_layout_stats(const struct pony_layout *l, struct pony_layout_stats *ret)
 {
 	*ret = l->stats;
+	ret->members_refused = atomic_load(&l->members_refused);
 }
 
 int pony_layout_return(struct pony_layout *l)

@@ -62,6 +62,7 @@ struct pony_layout {
 	_Atomic uint32_t reap_word, reads_done;
 	struct volume_set *set;         /* assembled on the first rebuild */
 	struct pony_layout_stats stats;
+	_Atomic unsigned members_refused;       /* opened from several threads at once */
 };
 
 /* get.c: the members the mount's ioctl names, into l->members, none opened
@@ -70,6 +71,8 @@ int layout_members_get(struct pony_layout *l);
 /* rebuild.c: the volume of the members, assembled read-only once (l->set):
  * the engine's geometry and parity for rebuilds and direct writes. */
 int layout_set_get(struct pony_layout *l);
+/* get.c: 0 when dev (NULL: m's path) carries m's member UUID, else -EXDEV. */
+int layout_member_verify(struct layout_member *m, struct bdev *dev);
 /* get.c: member m as a bdev of its own (rebuild.c's volume), read-only. */
 int layout_member_bdev(const struct pony_layout *l, const struct layout_member *m,
 		       struct bdev **ret);

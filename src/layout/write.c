@@ -45,10 +45,12 @@ struct pony_layout_writer {
 /*
  * The members opened for writing (a failed or missing one stays closed:
  * parity covers it). A member on an NBD server is not written to from
- * here: -EOPNOTSUPP.
+ * here: -EOPNOTSUPP; a path that leads to another device: -EXDEV.
  */
 static int members_open_write(struct pony_layout *l)
 {
+	int r;
+
 	for (unsigned i = 0; i < l->nmembers; i++) {
 		struct layout_member *m = &l->members[i];
 
@@ -60,6 +62,10 @@ static int members_open_write(struct pony_layout *l)
 		m->fd = open(m->arg.device, O_WRONLY | O_CLOEXEC);
 		if (m->fd < 0)
 			return -errno;
+		/* Never write a device that is not this member (get.c). */
+		r = layout_member_verify(m, NULL);
+		if (r < 0)
+			return r;
 	}
 	return 0;
 }

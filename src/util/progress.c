@@ -25,18 +25,14 @@
 #define QUIET_START_NS 1000000000ull
 #define PUBLISH_EVERY_NS 1000000000ull
 
+/* Read at each init, into the progress itself: no state shared between threads. */
 static uint64_t quiet_start_ns(void)
 {
-	static uint64_t ns = UINT64_MAX;
+	const char *e = getenv("PONY_PROGRESS_QUIET_MS");
+	char *end;
+	unsigned long long ms = e ? strtoull(e, &end, 10) : 0;
 
-	if (ns == UINT64_MAX) {
-		const char *e = getenv("PONY_PROGRESS_QUIET_MS");
-		char *end;
-		unsigned long long ms = e ? strtoull(e, &end, 10) : 0;
-
-		ns = e && *e && !*end && ms < 3600000 ? ms * 1000000ull : QUIET_START_NS;
-	}
-	return ns;
+	return e && *e && !*end && ms < 3600000 ? ms * 1000000ull : QUIET_START_NS;
 }
 
 void util_progress_init(struct util_progress *p, const char *what, uint64_t total)
@@ -48,6 +44,7 @@ void util_progress_init(struct util_progress *p, const char *what, uint64_t tota
 		.total = total,
 		.enabled = tty,
 		.lines = !tty && total,
+		.quiet_ns = quiet_start_ns(),
 	};
 }
 
@@ -167,7 +164,7 @@ void util_progress_update(struct util_progress *p, uint64_t done)
 		p->last_draw_ns = now;
 		draw_bar(p);
 	}
-	if (p->lines && now - p->start_ns >= quiet_start_ns() &&
+	if (p->lines && now - p->start_ns >= p->quiet_ns &&
 	    (percent_of(done, p->total) / 10 > p->last_line_tenth ||
 	     now - MAX(p->last_line_ns, p->start_ns) >= LINE_EVERY_NS))
 		print_line(p, now);

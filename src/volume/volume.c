@@ -14,6 +14,7 @@
 #include "pony/util.h"
 #include "pony/volume_repair.h"
 #include "internal.h"
+#include "sb.h"
 
 struct volume {
 	char label[80];                 /* names the volume in log lines */
@@ -857,6 +858,16 @@ int volume_member_uuid(const struct volume *v, unsigned seg, unsigned m, uint8_t
 	/* A set's segments all span its members in index order (set_build). */
 	memcpy(ret, v->member_uuids[m], 16);
 	return 0;
+}
+
+int volume_device_member_uuid(struct bdev *dev, uint8_t ret[16])
+{
+	struct volume_sb sb;
+	int r = volume_sb_read(dev, &sb);
+
+	if (r == 0)
+		memcpy(ret, sb.member_uuid, 16);
+	return r;
 }
 
 void set_seg_cls(struct volume *v, unsigned i, enum volume_region_class cls)
