@@ -42,6 +42,8 @@ struct bdev_ops {
 	 * bdev_read_checked() and bdev_repair(). */
 	int (*read_checked)(struct bdev *b, void *buf, size_t len, uint64_t off);
 	int (*repair)(struct bdev *b, void *buf, size_t len, uint64_t off, uint32_t crc);
+	/* A write not worth caching (appended; NULL: pwrite): see bdev_pwrite_direct(). */
+	int (*pwrite_direct)(struct bdev *b, const void *buf, size_t len, uint64_t off);
 };
 
 struct bdev {
@@ -54,6 +56,17 @@ struct bdev {
 int bdev_pread(struct bdev *b, void *buf, size_t len, uint64_t off);
 int bdev_pwrite(struct bdev *b, const void *buf, size_t len, uint64_t off);
 int bdev_flush(struct bdev *b);
+/*
+ * bdev_pwrite() for bulk data the writer will not read back soon (a file
+ * system's data blocks): a file backend writes it around the host's page
+ * cache (O_DIRECT, no copy, the pages DMA'd from buf) when buf, len and
+ * off are BDEV_DIRECT_ALIGN-aligned, and as bdev_pwrite() otherwise. The
+ * same durability as bdev_pwrite(): on the device's cache, bdev_flush()
+ * makes it stable. Reads see it at once. Backends that must see every
+ * write (fault, record) and stacks without the op take it as a pwrite.
+ */
+#define BDEV_DIRECT_ALIGN 4096u
+int bdev_pwrite_direct(struct bdev *b, const void *buf, size_t len, uint64_t off);
 int bdev_discard(struct bdev *b, uint64_t off, uint64_t len);
 static inline uint64_t bdev_size(const struct bdev *b) { return b->size; }
 void bdev_free(struct bdev *b);         /* NULL: does nothing */

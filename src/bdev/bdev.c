@@ -32,6 +32,16 @@ int bdev_pwrite(struct bdev *b, const void *buf, size_t len, uint64_t off)
 	return r < 0 ? r : len ? b->ops->pwrite(b, buf, len, off) : 0;
 }
 
+int bdev_pwrite_direct(struct bdev *b, const void *buf, size_t len, uint64_t off)
+{
+	int r = bdev_check(b, off, len);
+
+	if (r < 0 || !len)
+		return r;
+	return b->ops->pwrite_direct ? b->ops->pwrite_direct(b, buf, len, off)
+				     : b->ops->pwrite(b, buf, len, off);
+}
+
 int bdev_read_checked(struct bdev *b, void *buf, size_t len, uint64_t off)
 {
 	int r = bdev_check(b, off, len);

@@ -32,6 +32,11 @@ static int slice_pwrite(struct bdev *b, const void *buf, size_t len, uint64_t of
 	return bdev_pwrite(slice_of(b)->parent, buf, len, slice_of(b)->off + off);
 }
 
+static int slice_pwrite_direct(struct bdev *b, const void *buf, size_t len, uint64_t off)
+{
+	return bdev_pwrite_direct(slice_of(b)->parent, buf, len, slice_of(b)->off + off);
+}
+
 static int slice_flush(struct bdev *b)
 {
 	return bdev_flush(slice_of(b)->parent);
@@ -74,6 +79,7 @@ static const struct bdev_ops slice_ops = {
 	.map = slice_map,
 	.read_checked = slice_read_checked,
 	.repair = slice_repair,
+	.pwrite_direct = slice_pwrite_direct,
 };
 
 int bdev_slice_new(struct bdev *parent, uint64_t off, uint64_t len, bool own, const char *name,

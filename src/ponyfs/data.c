@@ -528,11 +528,23 @@ int ponyfs_extents_remove_locked(struct ponyfs *fs, uint64_t ino, uint64_t first
 	return r;
 }
 
+/* The writeback's bounce buffer, allocated on first need, aligned for
+ * bdev_pwrite_direct() as the slabs' pages are. */
+static uint8_t *bounce_get(uint8_t **buf)
+{
+	if (!*buf)
+		*buf = aligned_alloc(BDEV_DIRECT_ALIGN, (size_t)IO_BLOCKS * BS);
+	return *buf;
+}
+
 /*
  * Writes k cached pages to blocks [p, p+k). Pages cut in order from one
  * slab (pages.c) sit side by side in memory, as a sequential writer's
  * do: those go out from where they are, without a copy; scattered ones
  * are gathered into *buf (allocated on first need) and written at once.
+ * Either way past the host's page cache (bdev_pwrite_direct): the daemon
+ * keeps its own cache of what it wrote, and the copy into the host's was
+ * three quarters of its CPU time over a sequential write.
  */
 int ponyfs_pages_write(struct ponyfs *fs, const struct ponyfs_page *pg, uint64_t k, uint64_t p,
 		       uint8_t **buf)
@@ -546,15 +558,15 @@ int ponyfs_pages_write(struct ponyfs *fs, const struct ponyfs_page *pg, uint64_t
 		for (uint64_t i = 0, j; r >= 0 && i < k; i = j) {
 			for (j = i + 1; j < k && pg[j].data == pg[j - 1].data + BS; j++)
 				;
-			r = bdev_pwrite(fs->data, pg[i].data, (j - i) * BS, (p + i) * BS);
+			r = bdev_pwrite_direct(fs->data, pg[i].data, (j - i) * BS, (p + i) * BS);
 		}
 		return r;
 	}
-	if (!*buf && !(*buf = malloc((size_t)IO_BLOCKS * BS)))
+	if (!bounce_get(buf))
 		return -ENOMEM;
 	for (uint64_t i = 0; i < k; i++)
 		memcpy(*buf + i * BS, pg[i].data, BS);
-	return bdev_pwrite(fs->data, *buf, k * BS, p * BS);
+	return bdev_pwrite_direct(fs->data, *buf, k * BS, p * BS);
 }
 
 int ponyfs_pages_out(struct ponyfs *fs, struct ponyfs_inode *in, const struct ponyfs_page *pg,
@@ -570,10 +582,10 @@ int ponyfs_pages_out(struct ponyfs *fs, struct ponyfs_inode *in, const struct po
 		}
 		return ponyfs_pages_write(fs, pg, k, p, buf);
 	}
-	if (!*buf && !(*buf = malloc((size_t)IO_BLOCKS * BS)))
+	if (!bounce_get(buf))
 		return -ENOMEM;
 	r = ponyfs_crypt_pages(in, pg, k, *buf, csums);
-	return r < 0 ? r : bdev_pwrite(fs->data, *buf, k * BS, p * BS);
+	return r < 0 ? r : bdev_pwrite_direct(fs->data, *buf, k * BS, p * BS);
 }
 
 /* Writes pages [from, to) of in, consecutive indexes, to new blocks. */

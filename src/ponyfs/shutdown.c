@@ -37,6 +37,11 @@ static int gate_pwrite(struct bdev *b, const void *buf, size_t len, uint64_t off
 	return gate_is_cut(b) ? -EIO : bdev_pwrite(((struct gate *)b)->lower, buf, len, off);
 }
 
+static int gate_pwrite_direct(struct bdev *b, const void *buf, size_t len, uint64_t off)
+{
+	return gate_is_cut(b) ? -EIO : bdev_pwrite_direct(((struct gate *)b)->lower, buf, len, off);
+}
+
 static int gate_flush(struct bdev *b)
 {
 	return gate_is_cut(b) ? -EIO : bdev_flush(((struct gate *)b)->lower);
@@ -83,6 +88,7 @@ static const struct bdev_ops gate_ops = {
 	.submit = gate_submit,
 	.read_checked = gate_read_checked,
 	.repair = gate_repair,
+	.pwrite_direct = gate_pwrite_direct,
 };
 
 static int gate_new(struct bdev *lower, struct bdev **ret)
