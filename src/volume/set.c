@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <syslog.h>
 
 #include "pony/util.h"
@@ -105,6 +106,7 @@ static void set_collect_bad(struct volume_set *s, unsigned m, struct volume_sb *
  */
 static int set_commit_once(struct volume_set *s)
 {
+	uint64_t covers;
 	int ret = 0, written = 0;
 
 	for (unsigned m = 0; m < s->n; m++)
@@ -116,6 +118,7 @@ static int set_commit_once(struct volume_set *s)
 		}
 	/* Cleared before the states are read: a failure from here on is saved next time. */
 	__atomic_store_n(&s->unsaved_failure, false, __ATOMIC_RELEASE);
+	covers = __atomic_load_n(&s->failures_seen, __ATOMIC_ACQUIRE);
 	s->sb.events++;
 	for (unsigned m = 0; m < s->n; m++)
 		s->sb.member_state[m] = (uint8_t)set_member_state(s, m);
@@ -140,7 +143,11 @@ static int set_commit_once(struct volume_set *s)
 			written++;
 		}
 	}
-	return written ? 0 : ret ? ret : -EIO;
+	if (!written)
+		return ret ? ret : -EIO;
+	if (covers > __atomic_load_n(&s->failures_saved, __ATOMIC_RELAXED))
+		__atomic_store_n(&s->failures_saved, covers, __ATOMIC_RELEASE);
+	return 0;
 }
 
 int set_commit_locked(struct volume_set *s)
@@ -235,6 +242,7 @@ static void set_on_fail(unsigned seg, unsigned m, void *arg)
 
 	(void)seg;
 	(void)m;
+	__atomic_add_fetch(&s->failures_seen, 1, __ATOMIC_ACQ_REL);
 	__atomic_store_n(&s->unsaved_failure, true, __ATOMIC_RELEASE);
 	set_spare_kick(s);
 }
@@ -244,19 +252,32 @@ static void set_on_fail(unsigned seg, unsigned m, void *arg)
  * member that failed on the way is saved in the others' superblocks before
  * the write returns, as md does: after a crash from here, the next assembly
  * must see the member stale, not take its old blocks for current ones.
+ *
+ * The write waits for a commit that covers the failures seen so far, made
+ * by itself or by whoever holds s->lock. It never just waits for the lock:
+ * a spare's rebuild holds it from the takeover (which commits the failure)
+ * to its end, and a write queued on the lock meanwhile, with the
+ * filesystem's commit behind it, would stall the mount for the whole
+ * rebuild. The holder's takeover, checkpoints and end all commit.
  */
 static int set_on_written(void *arg)
 {
 	struct volume_set *s = arg;
+	uint64_t want = __atomic_load_n(&s->failures_seen, __ATOMIC_ACQUIRE);
 	int r = 0;
 
-	if (!__atomic_load_n(&s->unsaved_failure, __ATOMIC_ACQUIRE))
+	if (s->rdonly)
 		return 0;
-	pthread_mutex_lock(&s->lock);
-	if (__atomic_load_n(&s->unsaved_failure, __ATOMIC_ACQUIRE) && !s->rdonly)
-		r = set_commit_locked(s);
-	pthread_mutex_unlock(&s->lock);
-	return r;
+	while (__atomic_load_n(&s->failures_saved, __ATOMIC_ACQUIRE) < want) {
+		if (pthread_mutex_trylock(&s->lock) == 0) {
+			if (__atomic_load_n(&s->failures_saved, __ATOMIC_ACQUIRE) < want)
+				r = set_commit_locked(s);
+			pthread_mutex_unlock(&s->lock);
+			return r;
+		}
+		usleep(1000);
+	}
+	return 0;
 }
 
 /* What a set's volume calls back, and how its log lines name it. */

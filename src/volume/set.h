@@ -29,6 +29,10 @@ struct volume_set {
 	struct volume_sb sb;                            /* the volume's state */
 	bool rdonly, was_clean;
 	bool unsaved_failure;                           /* a member failed since the last commit (atomic) */
+	/* Failures counted as they happen, and the count the last commit that
+	 * wrote superblocks covered (both atomic): a write waits until its
+	 * failures are saved, by whichever commit saves them (set_on_written). */
+	uint64_t failures_seen, failures_saved;
 	uint64_t resynced, last_checkpoint;
 	pthread_mutex_t bm_lock;
 	uint8_t *bitmap;                                /* protected by bm_lock */
