@@ -72,7 +72,7 @@ pod_cleanup() {
 		pod $impl rm -af >/dev/null 2>&1 || true
 		pod $impl rmi -af >/dev/null 2>&1 || true
 	done
-	grep -o " $P/[^ ]*" /proc/mounts | sort -r | while read -r m; do umount -l "$m"; done
+	{ grep -o " $P/[^ ]*" /proc/mounts || true; } | sort -r | while read -r m; do umount -l "$m"; done
 }
 trap 'pod_cleanup; cleanup' EXIT
 echo "# podman_build: base image of $((pod_dirs * pod_per)) files; 7 build steps"
