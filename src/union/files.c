@@ -127,21 +127,24 @@ static int union_readlink(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t in
 	return r;
 }
 
-/*
- * The node's xattr names as the union shows them (its own left out) into buf
- * (size 0: the length only), with u->lock held. A node with no upper, or any
- * node of a read-only union, whose list is empty is marked no_xattrs: its
- * data is a lower's, lowers do not change while mounted, and only a setxattr
- * (which copies up first) could add one, so later GETXATTRs and LISTXATTRs are answered from the node.
- * podman's layer diff (containers/storage's naive diff, used whenever a
- * mount_program is set) asks both of every file of the image at every build
- * step, and a read-only union of image layers holds lower files alone.
- */
+/* Whether n's xattrs change only by a setxattr through the union: its data
+ * is a lower's (lowers do not change while mounted), or the union is
+ * read-only (its top lower stands in the upper's place). */
 static bool xattrs_fixed(const struct union_fs *u, const struct union_node *n)
 {
-	return !n->upper || u->readonly; /* read-only: the top lower is "upper" */
+	return !n->upper || u->readonly;
 }
 
+/*
+ * The node's xattr names as the union shows them (its own left out) into buf
+ * (size 0: the length only), with u->lock held. A node whose xattrs are
+ * fixed and whose list is empty is marked no_xattrs (a setxattr unmarks it),
+ * so later GETXATTRs and LISTXATTRs are answered from the node. podman's
+ * layer diff (containers/storage's naive diff, used whenever a mount_program
+ * is set) asks both of every file of the image at every build step, and a
+ * read-only union of image layers holds fixed files alone. The host's list
+ * is the daemon's own (hostfs lists with its credentials), not the caller's.
+ */
 static int list_visible_locked(struct union_fs *u, const struct vfs_ctx *ctx,
 			       struct union_node *n, char *buf, size_t size)
 {
