@@ -82,6 +82,22 @@ static int scrub_step(struct volume_seg *s, uint64_t off, uint64_t n, struct seg
 	return s->ops->scrub(s, off, n, &p->sc);
 }
 
+/* Segment seg of v, if its target can run the pass whose step this is. */
+static int pass_seg(struct volume *v, unsigned seg,
+		    int (*step)(struct volume_seg *, uint64_t, uint64_t, struct seg_pass *),
+		    struct volume_seg **ret)
+{
+	struct volume_seg *s;
+
+	if (seg >= v->nsegs)
+		return -EINVAL;
+	s = v->segs[seg];
+	if (!s->ops->unit || (step == rebuild_step ? !s->ops->rebuild : !s->ops->scrub))
+		return -EOPNOTSUPP;
+	*ret = s;
+	return 0;
+}
+
 /* Marks seg's rebuilding members working: their rebuild is done. */
 static void rebuilt_members_ok(struct volume_seg *s)
 {
@@ -90,44 +106,35 @@ static void rebuilt_members_ok(struct volume_seg *s)
 			__atomic_store_n(&s->m[m].state, VOLUME_MEMBER_OK, __ATOMIC_RELEASE);
 }
 
-int volume_rebuild(struct volume *v, unsigned seg, uint64_t from_off, uint64_t rate,
-		   volume_progress_fn progress, void *arg)
+/* Rebuilds the ranges of segment seg, then marks its rebuilding members working. */
+static int rebuild_run(struct volume *v, unsigned seg, const struct volume_range *ranges,
+		       size_t n, uint64_t rate, volume_progress_fn progress, void *arg)
 {
 	struct seg_pass p = { .step = rebuild_step };
 	struct volume_seg *s;
-	int r;
+	int r = pass_seg(v, seg, p.step, &s);
 
-	if (seg >= v->nsegs)
-		return -EINVAL;
-	s = v->segs[seg];
-	if (!s->ops->rebuild || !s->ops->unit)
-		return -EOPNOTSUPP;
-	r = seg_pass_run(s, from_off, UINT64_MAX, rate, progress, arg, &p);
+	for (size_t i = 0; i < n && r >= 0; i++)
+		r = seg_pass_run(s, ranges[i].off, ranges[i].off + ranges[i].len, rate, progress,
+				 arg, &p);
 	if (r < 0)
 		return r;
 	rebuilt_members_ok(s);
 	return 0;
 }
 
+int volume_rebuild(struct volume *v, unsigned seg, uint64_t from_off, uint64_t rate,
+		   volume_progress_fn progress, void *arg)
+{
+	struct volume_range all = { .off = from_off, .len = UINT64_MAX - from_off };
+
+	return rebuild_run(v, seg, &all, 1, rate, progress, arg);
+}
+
 int volume_rebuild_ranges(struct volume *v, unsigned seg, const struct volume_range *ranges,
 			  size_t n, uint64_t rate)
 {
-	struct seg_pass p = { .step = rebuild_step };
-	struct volume_seg *s;
-	int r = 0;
-
-	if (seg >= v->nsegs)
-		return -EINVAL;
-	s = v->segs[seg];
-	if (!s->ops->rebuild || !s->ops->unit)
-		return -EOPNOTSUPP;
-	for (size_t i = 0; i < n && r >= 0; i++)
-		r = seg_pass_run(s, ranges[i].off, ranges[i].off + ranges[i].len, rate, NULL, NULL,
-				 &p);
-	if (r < 0)
-		return r;
-	rebuilt_members_ok(s);
-	return 0;
+	return rebuild_run(v, seg, ranges, n, rate, NULL, NULL);
 }
 
 int volume_scrub(struct volume *v, unsigned seg, bool repair, uint64_t rate,
@@ -148,11 +155,9 @@ int volume_scrub_from(struct volume *v, unsigned seg, uint64_t from_off, bool re
 	struct volume_seg *s;
 	int r;
 
-	if (seg >= v->nsegs)
-		return -EINVAL;
-	s = v->segs[seg];
-	if (!s->ops->scrub || !s->ops->unit)
-		return -EOPNOTSUPP;
+	r = pass_seg(v, seg, p.step, &s);
+	if (r < 0)
+		return r;
 	r = seg_pass_run(s, from_off, UINT64_MAX, rate, progress, arg, &p);
 	if (ret_count)
 		*ret_count = p.sc.count;
@@ -168,12 +173,11 @@ int volume_scrub_span(struct volume *v, unsigned seg, uint64_t off, uint64_t len
 				      .report = report, .arg = report_arg, .data = data,
 				      .data_arg = data_arg } };
 	struct volume_seg *s;
+	int r;
 
-	if (seg >= v->nsegs)
-		return -EINVAL;
-	s = v->segs[seg];
-	if (!s->ops->scrub || !s->ops->unit)
-		return -EOPNOTSUPP;
+	r = pass_seg(v, seg, p.step, &s);
+	if (r < 0)
+		return r;
 	return seg_pass_run(s, off, off + len, 0, NULL, NULL, &p);
 }
 
