@@ -205,6 +205,55 @@ int cli_table_print(struct cli_table *t)
 	return r;
 }
 
+/*
+ * One table's JSON without its enclosing object: libsmartcols prints
+ * {"name": [...]} and the "name": [...] inside is what joins the others'.
+ */
+static int json_members(struct libscols_table *tb, FILE *out, bool first)
+{
+	char *text = NULL, *open, *close;
+	int r = -1;
+
+	if (scols_print_table_to_string(tb, &text) || !text)
+		return -1;
+	open = strchr(text, '{');
+	close = strrchr(text, '}');
+	if (open && close && close > open) {
+		open++;
+		while (*open == '\n')
+			open++;
+		while (close > open && (close[-1] == '\n' || close[-1] == ' '))
+			close--;
+		fprintf(out, "%s%.*s", first ? "" : ",\n", (int)(close - open), open);
+		r = 0;
+	}
+	free(text);
+	return r;
+}
+
+int cli_tables_print(struct cli_table *const *tables, size_t n)
+{
+	bool json = n && tables[0] && scols_table_is_json(tables[0]->tb);
+	int r = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (!tables[i] || tables[i]->failed)
+			r = cli_error("out of memory building a table");
+	if (json && !r)
+		fputs("{\n", stdout);
+	for (size_t i = 0; i < n && !r; i++) {
+		scols_table_enable_json(tables[i]->tb, json);
+		if (json ? json_members(tables[i]->tb, stdout, i == 0) < 0
+			 : (i && putchar('\n') == EOF) || print_trimmed(tables[i]->tb) < 0)
+			r = cli_error("cannot print a table: %s", strerror(errno));
+	}
+	if (json && !r && (fputs("\n}\n", stdout) == EOF || ferror(stdout)))
+		r = cli_error("cannot print a table: %s", strerror(errno));
+	for (size_t i = 0; i < n; i++)
+		cli_table_free(tables[i]);
+	return r;
+}
+
 struct cli_record {
 	struct cli_table *t;
 	struct cli_table_line *row;     /* JSON: the one row; people: NULL */
@@ -315,9 +364,19 @@ int cli_record_print(struct cli_record *r)
 
 	if (!r)
 		return cli_error("out of memory building a table");
+	t = cli_record_table(r);
+	return cli_table_print(t);
+}
+
+struct cli_table *cli_record_table(struct cli_record *r)
+{
+	struct cli_table *t;
+
+	if (!r)
+		return NULL;
 	t = r->t;
 	free(r);
-	return cli_table_print(t);
+	return t;
 }
 
 void cli_record_free(struct cli_record *r)
