@@ -28,14 +28,15 @@ expect_failure "$PONY" acall bench --op statx --seconds 0.1 "$work/missing"
 "$PONY" acall routes --json | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
-assert d["routes"]["statx"] == "workers", d
-assert d["routes"]["getdents64"] == "workers", d
-assert d["routes"]["read"] == ("uring" if d["io_uring"] else "workers"), d
+r = {x["op"]: x["path"] for x in d["routes"]}
+assert r["statx"] == "workers", d
+assert r["getdents64"] == "workers", d
+assert r["read"] == ("uring" if d["ring"][0]["io_uring"] else "workers"), d
 ' || fail "routes --json"
 "$PONY" acall routes --path workers | grep -q "read *workers" || fail "routes --path workers"
 PONY_ACALL_PATH=workers "$PONY" acall routes | grep -q "read *workers" ||
 	fail "PONY_ACALL_PATH=workers does not move reads to workers"
-if "$PONY" acall routes | grep -q "io_uring: yes"; then
+if "$PONY" acall routes | record_field io_uring | grep -qx true; then
 	PONY_ACALL_PATH=uring "$PONY" acall routes | grep -q "statx *uring" ||
 		fail "PONY_ACALL_PATH=uring does not move statx to io_uring"
 fi
