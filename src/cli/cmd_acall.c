@@ -38,7 +38,7 @@ static const char *path_name(enum acall_path p)
 }
 
 /*
- * The ring as a record (io_uring: whether this kernel gave one) and its
+ * The ring as a record (IO_URING: whether this kernel gave one) and its
  * routes, one line an op, OP and PATH (uring or workers): for people two
  * tables, with json one object {"ring": [{"io_uring": true}], "routes":
  * [{"op": "read", "path": "uring"}, ...]}.
@@ -48,7 +48,7 @@ static int routes_print(struct acall_ring *ring, bool json)
 	struct cli_record *rec = cli_record_new("ring", json);
 	struct cli_table *t = cli_table_new("routes", json);
 
-	cli_record_set_bool(rec, "io_uring", acall_ring_has_uring(ring));
+	cli_record_set_bool(rec, "IO_URING", acall_ring_has_uring(ring));
 	cli_table_column(t, "OP", 0);
 	cli_table_column(t, "PATH", 0);
 	for (unsigned op = 1; op < ACALL_OP__MAX; op++) {

@@ -84,26 +84,26 @@ static struct cli_table *volume_record(struct vol_handle *h, bool json, const ch
 
 	vol_state_get(h, &st);
 	if (action)
-		cli_record_set(r, "action", 0, "%s", action);
+		cli_record_set(r, "ACTION", 0, "%s", action);
 	if (member >= 0)
-		cli_record_set_u64(r, "member", (unsigned)member);
+		cli_record_set_u64(r, "MEMBER", (unsigned)member);
 	if (device)
-		cli_record_set(r, "device", 0, "%s", device);
-	cli_record_set(r, "state", 0, "%s", vol_state_word(&st));
-	cli_record_set_u64(r, "size", volume_size(h->v));
-	cli_record_set_u64(r, "missing", st.missing);
-	cli_record_set_u64(r, "rebuilding", st.rebuilding);
+		cli_record_set(r, "DEVICE", 0, "%s", device);
+	cli_record_set(r, "STATE", 0, "%s", vol_state_word(&st));
+	cli_record_set_u64(r, "SIZE", volume_size(h->v));
+	cli_record_set_u64(r, "MISSING", st.missing);
+	cli_record_set_u64(r, "REBUILDING", st.rebuilding);
 	if (st.percent >= 0)
-		cli_record_set_u64(r, "rebuild_percent", (unsigned)st.percent);
+		cli_record_set_u64(r, "REBUILD_PERCENT", (unsigned)st.percent);
 	if (h->set) {
 		volume_set_info(h->set, &info);
 		volume_uuid_format(info.uuid, uuid);
-		cli_record_set(r, "name", 0, "%s", info.name);
-		cli_record_set(r, "uuid", 0, "%s", uuid);
-		cli_record_set_u64(r, "events", info.events);
+		cli_record_set(r, "NAME", 0, "%s", info.name);
+		cli_record_set(r, "UUID", 0, "%s", uuid);
+		cli_record_set_u64(r, "EVENTS", info.events);
 		if (info.rebuild_off != UINT64_MAX) {
-			cli_record_set_u64(r, "rebuild_region", info.rebuild_seg);
-			cli_record_set_u64(r, "rebuild_checkpoint", info.rebuild_off);
+			cli_record_set_u64(r, "REBUILD_REGION", info.rebuild_seg);
+			cli_record_set_u64(r, "REBUILD_CHECKPOINT", info.rebuild_off);
 		}
 	}
 	return cli_record_table(r);

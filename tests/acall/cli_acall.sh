@@ -36,7 +36,7 @@ assert r["read"] == ("uring" if d["ring"][0]["io_uring"] else "workers"), d
 "$PONY" acall routes --path workers | grep -q "read *workers" || fail "routes --path workers"
 PONY_ACALL_PATH=workers "$PONY" acall routes | grep -q "read *workers" ||
 	fail "PONY_ACALL_PATH=workers does not move reads to workers"
-if "$PONY" acall routes | record_field io_uring | grep -qx true; then
+if "$PONY" acall routes | record_field IO_URING | grep -qx true; then
 	PONY_ACALL_PATH=uring "$PONY" acall routes | grep -q "statx *uring" ||
 		fail "PONY_ACALL_PATH=uring does not move statx to io_uring"
 fi

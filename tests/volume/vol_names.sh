@@ -34,7 +34,7 @@ uuid=$("$PONY" vol status --json tank | python3 -c 'import json,sys; print(json.
 # From another directory, by each spelling.
 mkdir elsewhere && cd elsewhere || fail "cd"
 for v in tank "UUID=$uuid" "LABEL=tank"; do
-	"$PONY" vol status "$v" | record_field state | grep -qx clean || fail "status $v"
+	"$PONY" vol status "$v" | record_field STATE | grep -qx clean || fail "status $v"
 	"$PONY" vol table "$v" | grep -q " raid raid5_ls " || fail "table $v"
 	"$PONY" vol detail --json "$v" | json "assert s['volumes'][0]['uuid'] == '$uuid'"
 done
