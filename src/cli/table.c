@@ -64,16 +64,17 @@ void cli_table_column(struct cli_table *t, const char *name, unsigned flags)
 		t->failed = true;
 		return;
 	}
-	if (flags & CLI_COL_NUMBER)
-		scols_column_set_json_type(cl, SCOLS_JSON_NUMBER);
-	else if (flags & CLI_COL_BOOL)
-		scols_column_set_json_type(cl, SCOLS_JSON_BOOLEAN);
-	else if (flags & CLI_COL_ARRAY) {
+	if (flags & CLI_COL_ARRAY) {
 		/* One value a line; libsmartcols splits the cell at '\n' into a
 		 * JSON array only through a wrap function (lsblk's MOUNTPOINTS). */
-		scols_column_set_json_type(cl, SCOLS_JSON_ARRAY_STRING);
+		scols_column_set_json_type(cl, flags & CLI_COL_NUMBER ? SCOLS_JSON_ARRAY_NUMBER
+								     : SCOLS_JSON_ARRAY_STRING);
 		scols_column_set_flags(cl, scols_flags | SCOLS_FL_WRAP);
 		scols_column_set_wrapfunc(cl, scols_wrapnl_chunksize, scols_wrapnl_nextchunk, NULL);
+	} else if (flags & CLI_COL_NUMBER) {
+		scols_column_set_json_type(cl, SCOLS_JSON_NUMBER);
+	} else if (flags & CLI_COL_BOOL) {
+		scols_column_set_json_type(cl, SCOLS_JSON_BOOLEAN);
 	}
 }
 

@@ -22,7 +22,8 @@ enum {
 	CLI_COL_BOOL = 1 << 2,   /* a JSON true/false */
 	CLI_COL_TREE = 1 << 3,   /* drawn as the tree of parent and child lines */
 	CLI_COL_WRAP = 1 << 4,   /* long text (paths) wraps instead of widening the table */
-	CLI_COL_ARRAY = 1 << 5,  /* values one a line in the cell; a JSON array of strings */
+	CLI_COL_ARRAY = 1 << 5,  /* values one a line in the cell; a JSON array of strings
+				  * (of numbers with CLI_COL_NUMBER) */
 };
 
 /* A table whose JSON array is called name; with json, print() writes JSON. */

@@ -41,9 +41,9 @@ pieces() {
 	python3 - "$T/$1.json" "$2" <<'PY'
 import json, sys
 l = json.load(open(sys.argv[1]))
-blk = int(sys.argv[2]) * l["block_size"]
+blk = int(sys.argv[2]) * l["file"][0]["block_size"]
 for e in l["extents"]:
-    ps = e["pieces"]
+    ps = e.get("children", [])
     for i, p in enumerate(ps):
         if p["role"] == "data" and p["file_offset"] <= blk < p["file_offset"] + p["length"]:
             d = blk - p["file_offset"]
