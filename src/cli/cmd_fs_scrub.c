@@ -193,10 +193,11 @@ static void addr_values_get(int fd, const struct ponyfuse_resolve_arg *a, struct
 		/* The paths one a line, as an array column takes them. */
 		for (uint32_t i = 0; i < a->npaths && p[n]; i++)
 			n += strlen(p + n) + 1;
-		addr_set(o, AF_PATHS, "%.*s", (int)(n ? n - 1 : 0), p);
-		for (size_t i = 0; o->v[AF_PATHS] && i + 1 < n; i++)
-			if (!o->v[AF_PATHS][i])
-				o->v[AF_PATHS][i] = '\n';
+		o->v[AF_PATHS] = calloc(1, n ? n : 1);
+		if (!o->v[AF_PATHS])
+			o->failed = true;
+		for (size_t i = 0; i + 1 < n && o->v[AF_PATHS]; i++)
+			o->v[AF_PATHS][i] = p[i] ? p[i] : '\n';
 	} else if (a->what == 2) {
 		addr_set(o, AF_PART, "%s", name_of(meta_names, 5, a->meta));
 		if (a->meta == 2 || a->meta == 3)
@@ -302,8 +303,12 @@ static int resolve_print(int fd, const struct ponyfuse_resolve_arg *a, bool json
 			cli_record_set(rec, addr_fields[f].name, addr_fields[f].flags, "%s", v);
 			continue;
 		}
-		for (char *line = v; *v && line; line = strchr(line, '\n'))
-			paths[n++] = *line == '\n' ? (*line++ = 0, line) : line;
+		for (char *line = *v ? v : NULL, *next; line; line = next) {
+			next = strchr(line, '\n');
+			if (next)
+				*next++ = 0;
+			paths[n++] = line;
+		}
 		cli_record_set_list(rec, addr_fields[f].name, paths, n);
 	}
 	r = o.failed ? cli_error("out of memory") : cli_record_print(TAKE_PTR(rec));

@@ -11,7 +11,7 @@
 import json
 import sys
 
-TREE_CHARS = "├└│─ "
+TREE_CHARS = "├└│─|`- "   # UTF-8 or ASCII tree lines
 
 
 def fail(msg):
