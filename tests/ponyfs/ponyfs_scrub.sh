@@ -79,7 +79,7 @@ import json, sys; r = json.load(sys.stdin)["address"][0]; print(r["device"], r["
 # Within redundancy: one member of a row each.
 read -r dev off < <(pieces a 3 | head -1) || fail "no piece for a/3"
 flip "$dev" "$off"
-region=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["volume"]["region_offset"])' "$T/a.json")
+region=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["volume"][0]["region_offset"])' "$T/a.json")
 # The metadata mirror: a database page, on member 4's copy.
 read -r dev off what < <(where $((region - 5 * 4096))) || fail "resolve in the metadata region"
 [ "$what" = metadata ] || fail "the byte before the data region is $what, not metadata"
