@@ -6,6 +6,8 @@
  * scan's totals) is a table too: a FIELD VALUE line per field for people,
  * one row whose columns are the fields in JSON, so both come from
  * libsmartcols and --json is the same shape as every other table's.
+ * Several tables (a record and the tables of its parts) print as one
+ * output, one JSON object (cli_tables_print).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -361,12 +363,8 @@ void cli_record_set_list(struct cli_record *r, const char *field, const char *co
 
 int cli_record_print(struct cli_record *r)
 {
-	struct cli_table *t;
-
-	if (!r)
-		return cli_error("out of memory building a table");
-	t = cli_record_table(r);
-	return cli_table_print(t);
+	/* NULL (r's allocation failed): cli_table_print says so */
+	return cli_table_print(cli_record_table(r));
 }
 
 struct cli_table *cli_record_table(struct cli_record *r)

@@ -51,14 +51,15 @@ head -c 8M /dev/urandom >"$work/file"
 for path in uring workers; do
 	for op in randread randwrite mixed; do
 		"$PONY" acall bench --op $op --depth 8 --seconds 0.2 --path $path --json "$work/file" |
-			python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["errors"] == 0 and d["ops"] > 0, d' ||
+			python3 -c 'import json,sys; d=json.load(sys.stdin)["bench"][0]; assert d["errors"] == 0 and d["ops"] > 0, d' ||
 			fail "bench --op $op --path $path"
 	done
 	"$PONY" acall bench --op statx --depth 16 --seconds 0.2 --path $path --json "$work/tree" |
-		python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["errors"] == 0 and d["ops"] > 0, d' ||
+		python3 -c 'import json,sys; d=json.load(sys.stdin)["bench"][0]; assert d["errors"] == 0 and d["ops"] > 0, d' ||
 		fail "bench --op statx --path $path"
 done
 out=$("$PONY" acall bench --op randread --depth 4 --threads 2 --seconds 0.2 --nocache "$work/file") ||
 	fail "bench --nocache"
-[[ $out =~ ^randread:\ [0-9]+\ IOPS ]] || fail "bench printed '$out'"
+[ "$(record_field OP <<<"$out")" = randread ] && record_field OPS_PER_SEC <<<"$out" | grep -qx '[0-9]\+' &&
+	[ "$(record_field NOCACHE <<<"$out")" = true ] || fail "bench printed '$out'"
 pass
