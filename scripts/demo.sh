@@ -28,7 +28,7 @@ echo "   working in $work"
 
 echo
 echo "== acall: every blocking call, asynchronously (io_uring where it is fast, pony's workers where not)"
-"$PONY" acall routes | awk 'NR <= 2 || /^(read|statx|getdents64|call) /'
+"$PONY" acall routes | awk 'NR <= 4 || /^(read|statx|getdents64|call) /'
 if $bench; then
 	"$PONY" acall mkfiles --count 20000 "$work/acall-tree"
 	"$PONY" acall bench --op statx --depth 64 --seconds 1 "$work/acall-tree"

@@ -37,11 +37,18 @@ static const char *path_name(enum acall_path p)
 	return p == ACALL_PATH_URING ? "uring" : p == ACALL_PATH_WORKERS ? "workers" : "auto";
 }
 
-/* The routes for people: one line an op, OP and PATH (uring or workers). */
-static int routes_table(struct acall_ring *ring)
+/*
+ * The ring as a record (IO_URING: whether this kernel gave one) and its
+ * routes, one line an op, OP and PATH (uring or workers): for people two
+ * tables, with json one object {"ring": [{"io_uring": true}], "routes":
+ * [{"op": "read", "path": "uring"}, ...]}.
+ */
+static int routes_print(struct acall_ring *ring, bool json)
 {
-	struct cli_table *t = cli_table_new("routes", false);
+	struct cli_record *rec = cli_record_new("ring", json);
+	struct cli_table *t = cli_table_new("routes", json);
 
+	cli_record_set_bool(rec, "IO_URING", acall_ring_has_uring(ring));
 	cli_table_column(t, "OP", 0);
 	cli_table_column(t, "PATH", 0);
 	for (unsigned op = 1; op < ACALL_OP__MAX; op++) {
@@ -50,7 +57,7 @@ static int routes_table(struct acall_ring *ring)
 		cli_table_set(ln, 0, "%s", acall_opcode_name(op));
 		cli_table_set(ln, 1, "%s", path_name(acall_ring_route(ring, op)));
 	}
-	return cli_table_print(t);
+	return cli_tables_print((struct cli_table *[]){ cli_record_table(rec), t }, 2);
 }
 
 static int routes_run(int argc, char **argv)
@@ -63,7 +70,6 @@ static int routes_run(int argc, char **argv)
 	};
 	struct acall_ring_params params = { .workers = 1 };
 	_cleanup_(acall_ring_freep) struct acall_ring *ring = NULL;
-	struct util_json j;
 	bool json = false;
 	int c, r;
 
@@ -90,22 +96,7 @@ static int routes_run(int argc, char **argv)
 	r = acall_ring_new(&params, &ring);
 	if (r < 0)
 		return cli_error("cannot set up an acall ring: %s", strerror(-r));
-	if (json) {
-		util_json_init(&j, stdout);
-		util_json_object_begin(&j, NULL);
-		util_json_bool(&j, "io_uring", acall_ring_has_uring(ring));
-		util_json_object_begin(&j, "routes");
-		for (unsigned op = 1; op < ACALL_OP__MAX; op++)
-			util_json_string(&j, acall_opcode_name(op),
-					 path_name(acall_ring_route(ring, op)));
-		util_json_object_end(&j);
-		util_json_object_end(&j);
-		util_json_end(&j);
-		return CLI_EXIT_OK;
-	}
-	/* --json keeps its object of op: path (scripts read it by op name). */
-	printf("io_uring: %s\n", acall_ring_has_uring(ring) ? "yes" : "no (workers only)");
-	return routes_table(ring);
+	return routes_print(ring, json);
 }
 
 /* Creates dir/dNNN/fNNNNN: count empty files, 1000 a directory, with

@@ -18,6 +18,7 @@
 #include "cli.h"
 #include "cmd_acall.h"
 #include "pony/util.h"
+#include "table.h"
 
 #define CMD "pony acall bench"
 
@@ -325,36 +326,32 @@ static int open_target(struct bench *b)
 	return 0;
 }
 
-static void report(const struct bench *b, uint64_t ops, uint64_t errors, double secs)
+/*
+ * The run's figures, a record (table.c): OP, OPS_PER_SEC, MIB_PER_SEC (not
+ * for statx), OPS, ERRORS and how it ran (DEPTH, THREADS, BS, PATH,
+ * DIRECT, NOCACHE, SECONDS); --json {"bench": [{"op": ..., ...}]}.
+ */
+static int report(const struct bench *b, uint64_t ops, uint64_t errors, double secs)
 {
+	struct cli_record *r = cli_record_new("bench", b->json);
 	double rate = ops / secs;
-	struct util_json j;
 
-	if (!b->json) {
-		printf("%s: %.0f %s", bench_op_names[b->op], rate,
-		       b->op == BENCH_STATX ? "statx/s" : "IOPS");
-		if (b->op != BENCH_STATX)
-			printf(" (%.1f MiB/s)", rate * (double)b->bs / 1048576);
-		printf(", depth %u, %u thread%s, %s path%s%s, %.1f s, %llu errors\n", b->depth,
-		       b->threads, b->threads > 1 ? "s" : "", b->path == ACALL_PATH_URING ? "uring" :
-		       b->path == ACALL_PATH_WORKERS ? "workers" : "auto",
-		       b->direct ? ", O_DIRECT" : "", b->nocache ? ", no-cache" : "", secs,
-		       (unsigned long long)errors);
-		return;
-	}
-	util_json_init(&j, stdout);
-	util_json_object_begin(&j, NULL);
-	util_json_string(&j, "op", bench_op_names[b->op]);
-	util_json_double(&j, "ops_per_sec", rate);
-	util_json_uint(&j, "ops", ops);
-	util_json_uint(&j, "errors", errors);
-	util_json_uint(&j, "depth", b->depth);
-	util_json_uint(&j, "threads", b->threads);
-	util_json_uint(&j, "bs", b->bs);
-	util_json_bool(&j, "direct", b->direct);
-	util_json_double(&j, "seconds", secs);
-	util_json_object_end(&j);
-	util_json_end(&j);
+	cli_record_set(r, "OP", 0, "%s", bench_op_names[b->op]);
+	cli_record_set(r, "OPS_PER_SEC", CLI_COL_NUMBER, "%.0f", rate);
+	if (b->op != BENCH_STATX)
+		cli_record_set(r, "MIB_PER_SEC", CLI_COL_NUMBER, "%.1f",
+			       rate * (double)b->bs / 1048576);
+	cli_record_set_u64(r, "OPS", ops);
+	cli_record_set_u64(r, "ERRORS", errors);
+	cli_record_set_u64(r, "DEPTH", b->depth);
+	cli_record_set_u64(r, "THREADS", b->threads);
+	cli_record_set_u64(r, "BS", b->bs);
+	cli_record_set(r, "PATH", 0, "%s", b->path == ACALL_PATH_URING ? "uring" :
+		       b->path == ACALL_PATH_WORKERS ? "workers" : "auto");
+	cli_record_set_bool(r, "DIRECT", b->direct);
+	cli_record_set_bool(r, "NOCACHE", b->nocache);
+	cli_record_set(r, "SECONDS", CLI_COL_NUMBER, "%.3f", secs);
+	return cli_record_print(r);
 }
 
 int acall_bench_run(int argc, char **argv)
@@ -396,8 +393,7 @@ int acall_bench_run(int argc, char **argv)
 		r = cli_error("%s %s: %s", bench_op_names[b.op], b.target, strerror(-err));
 		goto out;
 	}
-	report(&b, ops, errors, (double)(util_now_ns() - t0) / 1e9);
-	r = CLI_EXIT_OK;
+	r = report(&b, ops, errors, (double)(util_now_ns() - t0) / 1e9);
 out:
 	for (size_t i = 0; i < b.nnames; i++)
 		free(b.names[i]);

@@ -322,18 +322,14 @@ static int add_key_run(int argc, char **argv)
 	free(k);
 	if (r)
 		return r;
-	if (a.json) {
-		struct util_json j;
+	if (a.json) {           /* {"key": [{"mountpoint": ..., "key_id": ...}]} */
+		struct cli_record *rec = cli_record_new("key", true);
 
-		util_json_init(&j, stdout);
-		util_json_object_begin(&j, NULL);
-		util_json_string(&j, "mountpoint", a.args[0]);
-		util_json_string(&j, "key_id", id);
-		util_json_object_end(&j);
-		util_json_end(&j);
-	} else {
-		printf("%s\n", id);
+		cli_record_set(rec, "MOUNTPOINT", 0, "%s", a.args[0]);
+		cli_record_set(rec, "KEY_ID", 0, "%s", id);
+		return cli_record_print(rec);
 	}
+	printf("%s\n", id);
 	return CLI_EXIT_OK;
 }
 
@@ -361,12 +357,14 @@ static const struct crypt_command remove_key_cmd = {
 	.meanings = remove_key_meanings,
 };
 
+/* What a removal did: a sentence, or with --json a record, {"removal": [{"key_id",
+ * "result", "files_busy", "other_users"}]}. */
 static void removal_print(const struct crypt_args *a, const struct fscrypt_remove_key_arg *k)
 {
 	bool busy = k->removal_status_flags & FSCRYPT_KEY_REMOVAL_STATUS_FLAG_FILES_BUSY;
 	bool others = k->removal_status_flags & FSCRYPT_KEY_REMOVAL_STATUS_FLAG_OTHER_USERS;
 	char id[2 * CRYPT_KEY_ID_SIZE + 1];
-	struct util_json j;
+	struct cli_record *r;
 
 	if (!a->json) {
 		printf("%s\n", others ? "removed this user's claim: other users still hold the key"
@@ -374,15 +372,13 @@ static void removal_print(const struct crypt_args *a, const struct fscrypt_remov
 		return;
 	}
 	hex_of(k->key_spec.u.identifier, CRYPT_KEY_ID_SIZE, id);
-	util_json_init(&j, stdout);
-	util_json_object_begin(&j, NULL);
-	util_json_string(&j, "key_id", id);
-	util_json_string(&j, "result", others ? "claim removed"
-				       : busy ? "incompletely removed" : "removed");
-	util_json_bool(&j, "files_busy", busy);
-	util_json_bool(&j, "other_users", others);
-	util_json_object_end(&j);
-	util_json_end(&j);
+	r = cli_record_new("removal", true);
+	cli_record_set(r, "KEY_ID", 0, "%s", id);
+	cli_record_set(r, "RESULT", 0, "%s", others ? "claim removed"
+					      : busy ? "incompletely removed" : "removed");
+	cli_record_set_bool(r, "FILES_BUSY", busy);
+	cli_record_set_bool(r, "OTHER_USERS", others);
+	cli_record_print(r);
 }
 
 /*

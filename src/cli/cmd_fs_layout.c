@@ -3,7 +3,8 @@
  * of the mount's daemon through its layout ioctls (docs/layout.md): each
  * extent's file offset, length, state and data-region offset, and on a
  * pony volume each piece's member (device, UUID) and member offset, which
- * is what a person needs to read the file by hand with dd.
+ * is what a person needs to read the file by hand with dd. Printed through
+ * table.c (libsmartcols), --json too.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -89,153 +90,157 @@ static void member_uuid(const struct ponyfuse_layout_member_arg *m, char buf[VOL
 		buf[0] = 0;
 }
 
-/* The output: people's lines, or JSON (same fields). */
+/*
+ * The output, all through table.c as one: a record of the file (FILE,
+ * SIZE, BLOCK_SIZE, ENCRYPTED); on a volume a record of it (LEVEL, LAYOUT,
+ * CHUNK, FULL_STRIPE, REGION_OFFSET, MEMBERS) and a table of its members
+ * (MEMBER, DEVICE, UUID, STATE); then the extents, a tree whose child
+ * lines are each extent's pieces. --json: one object, {"file": [...],
+ * "volume": [...], "members": [...], "extents": [{..., "children":
+ * [pieces]}]}, where extents and pieces have a column each of their own
+ * (VOLUME_OFFSET, CRC32C: each block's as stored; ROLE, MEMBER, DEVICE,
+ * UUID, MEMBER_OFFSET) that people read as one WHERE.
+ */
 struct layout_out {
 	const char *path;
-	struct util_json *j;
+	bool json;
 	const struct members *mb;
-	struct cli_table *t;             /* people's output: extents, pieces below each */
+	struct cli_table *tables[4];     /* file, volume, members, extents */
+	size_t ntables;
+	struct cli_table *extents;       /* the last of tables */
 };
 
-static void json_members(const struct layout_out *o)
+enum { EX_FILE_OFFSET, EX_LENGTH, EX_STATE, EX_WHERE };          /* people */
+enum { EJ_FILE_OFFSET, EJ_LENGTH, EJ_STATE, EJ_VOLUME_OFFSET, EJ_CRC32C, EJ_ROLE, EJ_MEMBER,
+       EJ_DEVICE, EJ_UUID, EJ_MEMBER_OFFSET };                   /* JSON */
+
+static struct cli_table *members_table(const struct layout_out *o)
 {
+	struct cli_table *t = cli_table_new("members", o->json);
 	char uuid[VOLUME_UUID_STRLEN];
 
-	util_json_array_begin(o->j, "members");
-	for (uint32_t i = 0; i < o->mb->n; i++) {
-		const struct ponyfuse_layout_member_arg *m = &o->mb->m[i];
-
-		member_uuid(m, uuid);
-		util_json_object_begin(o->j, NULL);
-		util_json_uint(o->j, "index", i);
-		util_json_string(o->j, "device", m->device);
-		util_json_string(o->j, "uuid", uuid);
-		util_json_string(o->j, "state", name_of(member_states, 3, m->state));
-		util_json_object_end(o->j);
-	}
-	util_json_array_end(o->j);
-}
-
-/* The file and its volume, then the extents array is opened. */
-static void json_header(const struct layout_out *o, const struct ponyfuse_layout_arg *a)
-{
-	const struct ponyfuse_layout_member_arg *g = o->mb->n ? &o->mb->m[0] : NULL;
-
-	util_json_object_begin(o->j, NULL);
-	util_json_string(o->j, "file", o->path);
-	util_json_uint(o->j, "size", a->size);
-	util_json_uint(o->j, "block_size", a->block_size);
-	util_json_bool(o->j, "encrypted", a->flags & PONYFUSE_LAYOUT_ENCRYPTED);
-	if (g) {
-		util_json_object_begin(o->j, "volume");
-		util_json_string(o->j, "level", g->level);
-		util_json_string(o->j, "layout", g->layout);
-		util_json_uint(o->j, "chunk", g->chunk);
-		util_json_uint(o->j, "full_stripe", g->full_stripe);
-		util_json_uint(o->j, "region_offset", g->region_offset);
-		json_members(o);
-		util_json_object_end(o->j);
-	}
-	util_json_array_begin(o->j, "extents");
-}
-
-static void text_header(const struct layout_out *o, const struct ponyfuse_layout_arg *a)
-{
-	const struct ponyfuse_layout_member_arg *g = o->mb->n ? &o->mb->m[0] : NULL;
-	char uuid[VOLUME_UUID_STRLEN];
-
-	printf("%s: %" PRIu64 " bytes, %u-byte blocks%s\n", o->path, a->size, a->block_size,
-	       a->flags & PONYFUSE_LAYOUT_ENCRYPTED ? ", encrypted (direct readers refuse it)" : "");
-	if (g)
-		printf("volume: %s%s%s, chunk %" PRIu64 ", full stripe %" PRIu64
-		       ", data region at %" PRIu64 ", %u members\n", g->level, g->layout[0] ? " " : "",
-		       g->layout, g->chunk, g->full_stripe, g->region_offset, o->mb->n);
-	for (uint32_t i = 0; i < o->mb->n; i++) {
-		const struct ponyfuse_layout_member_arg *m = &o->mb->m[i];
-
-		member_uuid(m, uuid);
-		printf("  member %u: %s%s%s %s\n", i, m->device[0] ? m->device : "(missing)",
-		       uuid[0] ? " uuid " : "", uuid, name_of(member_states, 3, m->state));
-	}
-}
-
-/* The extents' table: a line an extent, its pieces as child lines. */
-static struct cli_table *extents_table(void)
-{
-	struct cli_table *t = cli_table_new("extents", false);
-
-	cli_table_column(t, "FILE_OFFSET", CLI_COL_TREE);
-	cli_table_column(t, "LENGTH", CLI_COL_RIGHT);
+	cli_table_column(t, "MEMBER", CLI_COL_NUMBER);
+	cli_table_column(t, "DEVICE", 0);
+	cli_table_column(t, "UUID", 0);
 	cli_table_column(t, "STATE", 0);
-	cli_table_column(t, "WHERE", 0);
+	for (uint32_t i = 0; i < o->mb->n; i++) {
+		const struct ponyfuse_layout_member_arg *m = &o->mb->m[i];
+		struct cli_table_line *ln = cli_table_line(t, NULL);
+
+		member_uuid(m, uuid);
+		cli_table_set_u64(ln, 0, i);
+		cli_table_set(ln, 1, m->device[0] ? "%s" : NULL, m->device);
+		cli_table_set(ln, 2, uuid[0] ? "%s" : NULL, uuid);
+		cli_table_set(ln, 3, "%s", name_of(member_states, 3, m->state));
+	}
 	return t;
+}
+
+/* The records and tables before the extents, and the extents' empty tree. */
+static void layout_begin(struct layout_out *o, const struct ponyfuse_layout_arg *a)
+{
+	static const char *const text_cols[] = { "FILE_OFFSET", "LENGTH", "STATE", "WHERE" };
+	static const char *const json_cols[] = { "FILE_OFFSET", "LENGTH", "STATE", "VOLUME_OFFSET",
+						 "CRC32C", "ROLE", "MEMBER", "DEVICE", "UUID",
+						 "MEMBER_OFFSET" };
+	const struct ponyfuse_layout_member_arg *g = o->mb->n ? &o->mb->m[0] : NULL;
+	struct cli_record *r = cli_record_new("file", o->json);
+	size_t ncols = o->json ? ARRAY_SIZE(json_cols) : ARRAY_SIZE(text_cols);
+
+	cli_record_set(r, "FILE", 0, "%s", o->path);
+	cli_record_set_u64(r, "SIZE", a->size);
+	cli_record_set_u64(r, "BLOCK_SIZE", a->block_size);
+	cli_record_set_bool(r, "ENCRYPTED", a->flags & PONYFUSE_LAYOUT_ENCRYPTED);
+	o->tables[o->ntables++] = cli_record_table(r);
+	if (g) {
+		r = cli_record_new("volume", o->json);
+		cli_record_set(r, "LEVEL", 0, "%s", g->level);
+		cli_record_set(r, "LAYOUT", 0, g->layout[0] ? "%s" : NULL, g->layout);
+		cli_record_set_u64(r, "CHUNK", g->chunk);
+		cli_record_set_u64(r, "FULL_STRIPE", g->full_stripe);
+		cli_record_set_u64(r, "REGION_OFFSET", g->region_offset);
+		cli_record_set_u64(r, "MEMBERS", o->mb->n);
+		o->tables[o->ntables++] = cli_record_table(r);
+		o->tables[o->ntables++] = members_table(o);
+	}
+	o->extents = cli_table_new("extents", o->json);
+	for (size_t c = 0; c < ncols; c++) {
+		const char *name = o->json ? json_cols[c] : text_cols[c];
+		unsigned flags = c == EX_FILE_OFFSET ? CLI_COL_TREE : 0;
+
+		if (c == EX_LENGTH || (o->json && (c == EJ_FILE_OFFSET || c == EJ_VOLUME_OFFSET ||
+						   c == EJ_MEMBER || c == EJ_MEMBER_OFFSET)))
+			flags |= CLI_COL_NUMBER;
+		if (o->json && c == EJ_CRC32C)
+			flags |= CLI_COL_ARRAY | CLI_COL_NUMBER;
+		cli_table_column(o->extents, name, flags);
+	}
+	o->tables[o->ntables++] = o->extents;
 }
 
 static void print_piece(const struct layout_out *o, struct cli_table_line *extent,
 			const struct ponyfuse_layout_piece *p)
 {
 	const struct ponyfuse_layout_member_arg *m = p->member < o->mb->n ? &o->mb->m[p->member] : NULL;
+	struct cli_table_line *ln = cli_table_line(o->extents, extent);
 	char uuid[VOLUME_UUID_STRLEN] = "";
 
 	if (m)
 		member_uuid(m, uuid);
-	if (!o->j) {
-		struct cli_table_line *ln = cli_table_line(o->t, extent);
-
-		cli_table_set_u64(ln, 0, p->file_offset);
-		cli_table_set_u64(ln, 1, p->length);
-		cli_table_set(ln, 2, "%s", name_of(role_names, 4, p->role));
-		cli_table_set(ln, 3, "member %u %s%s%s at %" PRIu64, p->member, m ? m->device : "?",
-			      uuid[0] ? " uuid " : "", uuid, p->member_offset);
+	cli_table_set_u64(ln, EX_FILE_OFFSET, p->file_offset);
+	cli_table_set_u64(ln, EX_LENGTH, p->length);
+	if (!o->json) {
+		cli_table_set(ln, EX_STATE, "%s", name_of(role_names, 4, p->role));
+		cli_table_set(ln, EX_WHERE, "member %u %s%s%s at %" PRIu64, p->member,
+			      m ? m->device : "?", uuid[0] ? " uuid " : "", uuid, p->member_offset);
 		return;
 	}
-	util_json_object_begin(o->j, NULL);
-	util_json_string(o->j, "role", name_of(role_names, 4, p->role));
-	util_json_uint(o->j, "member", p->member);
-	util_json_string(o->j, "device", m ? m->device : "");
-	util_json_string(o->j, "uuid", uuid);
-	util_json_uint(o->j, "member_offset", p->member_offset);
-	util_json_uint(o->j, "file_offset", p->file_offset);
-	util_json_uint(o->j, "length", p->length);
-	util_json_object_end(o->j);
+	cli_table_set(ln, EJ_ROLE, "%s", name_of(role_names, 4, p->role));
+	cli_table_set_u64(ln, EJ_MEMBER, p->member);
+	cli_table_set(ln, EJ_DEVICE, m && m->device[0] ? "%s" : NULL, m ? m->device : NULL);
+	cli_table_set(ln, EJ_UUID, uuid[0] ? "%s" : NULL, uuid);
+	cli_table_set_u64(ln, EJ_MEMBER_OFFSET, p->member_offset);
 }
 
-static void print_extent(const struct layout_out *o, const struct ponyfuse_layout_arg *a,
-			 const struct ponyfuse_layout_extent *e)
+/* An extent's stored CRC32Cs, one a line (the array column's form). */
+static char *extent_csums(const struct ponyfuse_layout_arg *a, const struct ponyfuse_layout_extent *e)
+{
+	uint64_t n = e->state == PONYFUSE_LAYOUT_DATA ? e->length / a->block_size : 0;
+	char *text = malloc(n * 11 + 1);
+	size_t len = 0;
+
+	if (!text)
+		return NULL;
+	text[0] = 0;
+	for (uint64_t i = 0; i < n && e->first_csum + i < a->ncsums; i++)
+		len += (size_t)sprintf(text + len, "%s%" PRIu32, i ? "\n" : "",
+				       a->csums[e->first_csum + i]);
+	return text;
+}
+
+static int print_extent(const struct layout_out *o, const struct ponyfuse_layout_arg *a,
+			const struct ponyfuse_layout_extent *e)
 {
 	bool placed = e->volume_offset != PONYFUSE_LAYOUT_NO_OFFSET;
-	uint64_t ncsums = e->state == PONYFUSE_LAYOUT_DATA ? e->length / a->block_size : 0;
+	struct cli_table_line *ln = cli_table_line(o->extents, NULL);
 
-	struct cli_table_line *ln = NULL;
-
-	if (!o->j) {
-		ln = cli_table_line(o->t, NULL);
-		cli_table_set_u64(ln, 0, e->file_offset);
-		cli_table_set_u64(ln, 1, e->length);
-		cli_table_set(ln, 2, "%s", name_of(state_names, 4, e->state));
-		if (placed)
-			cli_table_set(ln, 3, "volume %" PRIu64, e->volume_offset);
-		else
-			cli_table_set(ln, 3, "-");
+	cli_table_set_u64(ln, EX_FILE_OFFSET, e->file_offset);
+	cli_table_set_u64(ln, EX_LENGTH, e->length);
+	cli_table_set(ln, EX_STATE, "%s", name_of(state_names, 4, e->state));
+	if (!o->json) {
+		cli_table_set(ln, EX_WHERE, placed ? "volume %" PRIu64 : "-", e->volume_offset);
 	} else {
-		util_json_object_begin(o->j, NULL);
-		util_json_uint(o->j, "file_offset", e->file_offset);
-		util_json_uint(o->j, "length", e->length);
-		util_json_string(o->j, "state", name_of(state_names, 4, e->state));
-		if (placed)
-			util_json_uint(o->j, "volume_offset", e->volume_offset);
-		util_json_array_begin(o->j, "crc32c");
-		for (uint64_t i = 0; i < ncsums && e->first_csum + i < a->ncsums; i++)
-			util_json_uint(o->j, NULL, a->csums[e->first_csum + i]);
-		util_json_array_end(o->j);
-		util_json_array_begin(o->j, "pieces");
+		char *csums = extent_csums(a, e);
+
+		if (!csums)
+			return cli_error("out of memory");
+		cli_table_set(ln, EJ_VOLUME_OFFSET, placed ? "%" PRIu64 : NULL, e->volume_offset);
+		cli_table_set(ln, EJ_CRC32C, csums[0] ? "%s" : NULL, csums);
+		free(csums);
 	}
 	for (uint32_t i = 0; i < e->npieces && e->first_piece + i < a->npieces; i++)
 		print_piece(o, ln, &a->pieces[e->first_piece + i]);
-	if (o->j) {
-		util_json_array_end(o->j);
-		util_json_object_end(o->j);
-	}
+	return 0;
 }
 
 /* OFF:LEN, each a byte count. */
@@ -274,34 +279,27 @@ static int layout_walk(int fd, struct layout_out *o, struct members *mb, uint64_
 			r = members_get(fd, o->path, mb);
 		if (r)
 			break;
-		if (first && o->j)
-			json_header(o, a);
-		else if (first) {
-			text_header(o, a);
-			o->t = extents_table();
-		}
-		for (uint32_t i = 0; i < a->nextents; i++)
-			print_extent(o, a, &a->extents[i]);
+		if (first)
+			layout_begin(o, a);
+		for (uint32_t i = 0; i < a->nextents && !r; i++)
+			r = print_extent(o, a, &a->extents[i]);
+		if (r)
+			break;
 		if ((a->flags & PONYFUSE_LAYOUT_COMPLETE) || a->next <= off)
 			break;
 		off = a->next;
 	}
-	if (!r && o->j) {
-		util_json_array_end(o->j);
-		util_json_object_end(o->j);
-		util_json_end(o->j);
-	} else if (!r) {
-		r = cli_table_print(TAKE_PTR(o->t));
-	}
-	cli_table_free(o->t);
 	free(a);
+	if (!r)
+		return cli_tables_print(o->tables, o->ntables);
+	for (size_t i = 0; i < o->ntables; i++)
+		cli_table_free(o->tables[i]);
 	return r;
 }
 
 static int fs_layout_run(int argc, char **argv)
 {
 	struct members mb = { 0 };
-	struct util_json j;
 	struct layout_out o = { 0 };
 	uint64_t off = 0, len = UINT64_MAX;
 	bool json = false;
@@ -340,10 +338,7 @@ static int fs_layout_run(int argc, char **argv)
 	_cleanup_(closep) int fd = open(o.path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return cli_path_error(o.path, errno);
-	if (json) {
-		util_json_init(&j, stdout);
-		o.j = &j;
-	}
+	o.json = json;
 	o.mb = &mb;
 	r = layout_walk(fd, &o, &mb, off, len);
 	free(mb.m);

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,48 +105,108 @@ static void resolve_what(const struct ponyfuse_resolve_arg *a, char *buf, size_t
 	}
 }
 
-/* The output of one resolved address, for people or as a JSON object's fields. */
-static void resolve_print(int fd, const struct ponyfuse_resolve_arg *a, struct util_json *j)
+/*
+ * Where an address is and what lives there, as named fields: one home for
+ * resolve's record and badblocks's table (whose columns they are). Fields
+ * that do not apply (no member on one image; a block only of a file or
+ * free space...) are NULL: no line in a record, JSON null in a table.
+ * DESCRIPTION says it all for people ("file offset 4096 of inode 12: /a").
+ */
+enum addr_field {
+	AF_VOLUME_OFFSET, AF_MEMBER, AF_DEVICE, AF_MEMBER_OFFSET, AF_MEMBER_SECTOR, AF_ROLE,
+	AF_WHAT, AF_BLOCK, AF_INODE, AF_FILE_OFFSET, AF_NPATHS, AF_PATHS, AF_PART, AF_PAGE,
+	AF_FRAME, AF_ROW_LENGTH, AF_DESCRIPTION, AF__N
+};
+static const struct {
+	const char *name;
+	unsigned flags;
+	bool in_table;          /* a column of badblocks's table for people too */
+} addr_fields[AF__N] = {
+	[AF_VOLUME_OFFSET] = { "VOLUME_OFFSET", CLI_COL_NUMBER, true },
+	[AF_MEMBER] = { "MEMBER", CLI_COL_NUMBER, true },
+	[AF_DEVICE] = { "DEVICE", 0, true },
+	[AF_MEMBER_OFFSET] = { "MEMBER_OFFSET", CLI_COL_NUMBER, false },
+	[AF_MEMBER_SECTOR] = { "MEMBER_SECTOR", CLI_COL_NUMBER, true },
+	[AF_ROLE] = { "ROLE", 0, true },
+	[AF_WHAT] = { "WHAT", 0, false },
+	[AF_BLOCK] = { "BLOCK", CLI_COL_NUMBER, false },
+	[AF_INODE] = { "INODE", CLI_COL_NUMBER, false },
+	[AF_FILE_OFFSET] = { "FILE_OFFSET", CLI_COL_NUMBER, false },
+	[AF_NPATHS] = { "NPATHS", CLI_COL_NUMBER, false },
+	[AF_PATHS] = { "PATHS", CLI_COL_ARRAY, false },
+	[AF_PART] = { "PART", 0, false },
+	[AF_PAGE] = { "PAGE", CLI_COL_NUMBER, false },
+	[AF_FRAME] = { "FRAME", CLI_COL_NUMBER, false },
+	[AF_ROW_LENGTH] = { "ROW_LENGTH", CLI_COL_NUMBER, false },
+	[AF_DESCRIPTION] = { "DESCRIPTION", 0, true },   /* last: the longest */
+};
+
+struct addr_values {
+	char *v[AF__N];         /* each field's text, or NULL; PATHS one a line */
+	bool failed;            /* out of memory on the way */
+};
+
+static void addr_set(struct addr_values *o, enum addr_field f, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void addr_set(struct addr_values *o, enum addr_field f, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (vasprintf(&o->v[f], fmt, ap) < 0) {
+		o->v[f] = NULL;
+		o->failed = true;
+	}
+	va_end(ap);
+}
+
+static void addr_values_free(struct addr_values *o)
+{
+	for (int f = 0; f < AF__N; f++)
+		free(o->v[f]);
+}
+
+static void addr_values_get(int fd, const struct ponyfuse_resolve_arg *a, struct addr_values *o)
 {
 	char dev[256], what[sizeof(a->paths) + 128];
 	const char *p = a->paths;
+	size_t n = 0;
 
-	member_device(fd, a->member, dev, sizeof(dev));
-	if (j) {
-		util_json_uint(j, "volume_offset", a->volume_offset);
-		if (a->member != UINT32_MAX) {
-			util_json_uint(j, "member", a->member);
-			util_json_string(j, "device", dev);
-			util_json_uint(j, "member_offset", a->member_offset);
-			util_json_uint(j, "member_sector", a->member_offset / 512);
-			util_json_string(j, "role", name_of(role_names, 4, a->role));
-		}
-		util_json_string(j, "what", name_of(what_names, 5, a->what));
-		if (a->what == 0 || a->what == 1)
-			util_json_uint(j, "block", a->block);
-		if (a->what == 1) {
-			util_json_uint(j, "inode", a->ino);
-			util_json_uint(j, "file_offset", a->file_offset);
-			util_json_uint(j, "npaths", a->npaths);
-			util_json_array_begin(j, "paths");
-			for (uint32_t i = 0; i < a->npaths && *p; i++, p += strlen(p) + 1)
-				util_json_string(j, NULL, p);
-			util_json_array_end(j);
-		} else if (a->what == 2) {
-			util_json_string(j, "part", name_of(meta_names, 5, a->meta));
-			if (a->meta == 2 || a->meta == 3)
-				util_json_uint(j, a->meta == 2 ? "page" : "frame", a->page);
-		} else if (a->what == 3) {
-			util_json_uint(j, "row_length", a->row_length);
-		}
-		return;
+	*o = (struct addr_values){ 0 };
+	addr_set(o, AF_VOLUME_OFFSET, "%" PRIu64, a->volume_offset);
+	if (a->member != UINT32_MAX) {
+		member_device(fd, a->member, dev, sizeof(dev));
+		addr_set(o, AF_MEMBER, "%" PRIu32, a->member);
+		if (dev[0])
+			addr_set(o, AF_DEVICE, "%s", dev);
+		addr_set(o, AF_MEMBER_OFFSET, "%" PRIu64, a->member_offset);
+		addr_set(o, AF_MEMBER_SECTOR, "%" PRIu64, a->member_offset / 512);
+		addr_set(o, AF_ROLE, "%s", name_of(role_names, 4, a->role));
 	}
-	printf("volume %" PRIu64, a->volume_offset);
-	if (a->member != UINT32_MAX)
-		printf(" (member %u %s sector %" PRIu64 ", %s)", a->member, dev[0] ? dev : "(missing)",
-		       a->member_offset / 512, name_of(role_names, 4, a->role));
+	addr_set(o, AF_WHAT, "%s", name_of(what_names, 5, a->what));
+	if (a->what == 0 || a->what == 1)
+		addr_set(o, AF_BLOCK, "%" PRIu64, a->block);
+	if (a->what == 1) {
+		addr_set(o, AF_INODE, "%" PRIu64, a->ino);
+		addr_set(o, AF_FILE_OFFSET, "%" PRIu64, a->file_offset);
+		addr_set(o, AF_NPATHS, "%" PRIu32, a->npaths);
+		/* The paths one a line, as an array column takes them. */
+		for (uint32_t i = 0; i < a->npaths && p[n]; i++)
+			n += strlen(p + n) + 1;
+		o->v[AF_PATHS] = calloc(1, n ? n : 1);
+		if (!o->v[AF_PATHS])
+			o->failed = true;
+		for (size_t i = 0; i + 1 < n && o->v[AF_PATHS]; i++)
+			o->v[AF_PATHS][i] = p[i] ? p[i] : '\n';
+	} else if (a->what == 2) {
+		addr_set(o, AF_PART, "%s", name_of(meta_names, 5, a->meta));
+		if (a->meta == 2 || a->meta == 3)
+			addr_set(o, a->meta == 2 ? AF_PAGE : AF_FRAME, "%" PRIu64, a->page);
+	} else if (a->what == 3) {
+		addr_set(o, AF_ROW_LENGTH, "%" PRIu64, a->row_length);
+	}
 	resolve_what(a, what, sizeof(what));
-	printf(": %s\n", what);
+	addr_set(o, AF_DESCRIPTION, "%s", what);
 }
 
 static int member_find(int fd, const char *text)
@@ -219,12 +280,48 @@ static int json_opts(const char *cmd, const char *help, int argc, char **argv, b
 	return 0;
 }
 
+/*
+ * resolve's answer, a record (table.c) of the address fields: a FIELD
+ * VALUE line each that applies for people, {"address": [{...}]} as JSON
+ * (paths an array).
+ */
+static int resolve_print(int fd, const struct ponyfuse_resolve_arg *a, bool json)
+{
+	struct cli_record *rec = cli_record_new("address", json);
+	const char *paths[ARRAY_SIZE(a->paths) / 2 + 1];
+	struct addr_values o;
+	size_t n = 0;
+	int r;
+
+	addr_values_get(fd, a, &o);
+	for (int f = 0; f < AF__N; f++) {
+		char *v = o.v[f];
+
+		if (!v)
+			continue;
+		if (f != AF_PATHS) {
+			cli_record_set(rec, addr_fields[f].name, addr_fields[f].flags, "%s", v);
+			continue;
+		}
+		for (char *line = *v ? v : NULL, *next; line; line = next) {
+			next = strchr(line, '\n');
+			if (next)
+				*next++ = 0;
+			paths[n++] = line;
+		}
+		cli_record_set_list(rec, addr_fields[f].name, paths, n);
+	}
+	r = o.failed ? cli_error("out of memory") : cli_record_print(TAKE_PTR(rec));
+	cli_record_free(rec);
+	addr_values_free(&o);
+	return r;
+}
+
 #define RESOLVE "pony fs resolve"
 static int fs_resolve_run(int argc, char **argv)
 {
 	struct ponyfuse_resolve_arg *a = calloc(1, sizeof(*a));
 	_cleanup_(closep) int fd = -1;
-	struct util_json j;
 	bool json = false;
 	int r = a ? json_opts(RESOLVE, "Usage: " RESOLVE " MNT VOLUME_OFFSET|MEMBER:SECTOR [--json]\n"
 			      "What lives at one address of the pony mount MNT's volume: a file\n"
@@ -245,45 +342,50 @@ static int fs_resolve_run(int argc, char **argv)
 		if (ioctl(fd, PONYFUSE_IOC_RESOLVE, a) < 0)
 			r = scrub_error(RESOLVE, argv[optind], errno);
 	}
-	if (!r && json) {
-		util_json_init(&j, stdout);
-		util_json_object_begin(&j, NULL);
-		resolve_print(fd, a, &j);
-		util_json_object_end(&j);
-		util_json_end(&j);
-	} else if (!r) {
-		resolve_print(fd, a, NULL);
-	}
+	if (!r)
+		r = resolve_print(fd, a, json);
 	free(a);
 	return r < 0 ? CLI_EXIT_OK : r;
 }
 
 #define BADBLOCKS "pony fs badblocks"
-/* The bad-block table's columns; WHAT is last, as it is the longest. */
-static const char *const badblocks_cols[] = {
-	"SOURCE", "REPAIRED", "LENGTH", "VOLUME", "MEMBER", "DEVICE", "SECTOR", "ROLE", "WHAT",
-};
+/*
+ * The bad-block table: SOURCE, REPAIRED, LENGTH, then the address fields,
+ * for people those that fit a line (DESCRIPTION last, the longest), as
+ * JSON all of them: {"badblocks": [{"source": ..., "paths": [...]}, ...]}.
+ */
+enum { BB_SOURCE, BB_REPAIRED, BB_LENGTH, BB__N };
+
+static struct cli_table *badblocks_table(bool json)
+{
+	struct cli_table *t = cli_table_new("badblocks", json);
+
+	cli_table_column(t, "SOURCE", 0);
+	cli_table_column(t, "REPAIRED", CLI_COL_BOOL);
+	cli_table_column(t, "LENGTH", CLI_COL_NUMBER);
+	for (int f = 0; f < AF__N; f++)
+		if (json || addr_fields[f].in_table)
+			cli_table_column(t, addr_fields[f].name, addr_fields[f].flags);
+	return t;
+}
 
 /* One known bad region as a row: where it is and what lives there. */
-static void badblocks_row(struct cli_table *t, int fd, const struct ponyfuse_badblock_arg *a)
+static int badblocks_row(struct cli_table *t, int fd, const struct ponyfuse_badblock_arg *a,
+			 bool json)
 {
 	struct cli_table_line *ln = cli_table_line(t, NULL);
-	const struct ponyfuse_resolve_arg *w = &a->where;
-	char dev[256], what[sizeof(w->paths) + 128];
+	struct addr_values o;
+	int col = BB__N;
 
-	cli_table_set(ln, 0, "%s", name_of(source_names, 4, a->source));
-	cli_table_set(ln, 1, "%s", a->repaired ? "yes" : "no");
-	cli_table_set_u64(ln, 2, a->length);
-	cli_table_set_u64(ln, 3, w->volume_offset);
-	if (w->member != UINT32_MAX) {
-		member_device(fd, w->member, dev, sizeof(dev));
-		cli_table_set_u64(ln, 4, w->member);
-		cli_table_set(ln, 5, "%s", dev[0] ? dev : "(missing)");
-		cli_table_set_u64(ln, 6, w->member_offset / 512);
-		cli_table_set(ln, 7, "%s", name_of(role_names, 4, w->role));
-	}
-	resolve_what(w, what, sizeof(what));
-	cli_table_set(ln, 8, "%s", what);
+	cli_table_set(ln, BB_SOURCE, "%s", name_of(source_names, 4, a->source));
+	cli_table_set_bool(ln, BB_REPAIRED, a->repaired);
+	cli_table_set_u64(ln, BB_LENGTH, a->length);
+	addr_values_get(fd, &a->where, &o);
+	for (int f = 0; f < AF__N; f++)
+		if (json || addr_fields[f].in_table)
+			cli_table_set(ln, col++, o.v[f] ? "%s" : NULL, o.v[f]);
+	addr_values_free(&o);
+	return o.failed ? cli_error("out of memory") : 0;
 }
 
 static int fs_badblocks_run(int argc, char **argv)
@@ -291,7 +393,6 @@ static int fs_badblocks_run(int argc, char **argv)
 	struct ponyfuse_badblock_arg *a = calloc(1, sizeof(*a));
 	_cleanup_(closep) int fd = -1;
 	struct cli_table *t = NULL;
-	struct util_json j;
 	bool json = false;
 	uint32_t i;
 	int r = a ? json_opts(BADBLOCKS, "Usage: " BADBLOCKS " MNT [--json]\n"
@@ -305,16 +406,8 @@ static int fs_badblocks_run(int argc, char **argv)
 		r = cli_usage_error(BADBLOCKS, "one mount point is needed");
 	if (!r)
 		r = mount_open(BADBLOCKS, argv[optind], &fd);
-	if (!r && json) {
-		util_json_init(&j, stdout);
-		util_json_array_begin(&j, NULL);
-	} else if (!r) {
-		/* --json stays util_json's: a top-level array, as scripts read it. */
-		t = cli_table_new("badblocks", false);
-		for (size_t c = 0; c < ARRAY_SIZE(badblocks_cols); c++)
-			cli_table_column(t, badblocks_cols[c], c >= 2 && c <= 4 ? CLI_COL_RIGHT :
-					 c == 6 ? CLI_COL_RIGHT : 0);
-	}
+	if (!r)
+		t = badblocks_table(json);
 	for (i = 0; !r; i++) {
 		*a = (struct ponyfuse_badblock_arg){ .version = PONYFUSE_SCRUB_VERSION, .index = i };
 		if (ioctl(fd, PONYFUSE_IOC_BADBLOCK, a) < 0) {
@@ -322,25 +415,13 @@ static int fs_badblocks_run(int argc, char **argv)
 				r = scrub_error(BADBLOCKS, argv[optind], errno);
 			break;
 		}
-		if (json) {
-			util_json_object_begin(&j, NULL);
-			util_json_string(&j, "source", name_of(source_names, 4, a->source));
-			util_json_bool(&j, "repaired", a->repaired);
-			util_json_uint(&j, "length", a->length);
-			resolve_print(fd, &a->where, &j);
-			util_json_object_end(&j);
-		} else {
-			badblocks_row(t, fd, a);
-		}
+		r = badblocks_row(t, fd, a, json);
 	}
-	if (!r && json) {
-		util_json_array_end(&j);
-		util_json_end(&j);
-	} else if (!r && !i) {
+	/* none, for people: a sentence rather than a table of headings alone */
+	if (!r && !i && !json)
 		printf("no bad blocks known\n");
-	} else if (!r) {
+	else if (!r)
 		r = cli_table_print(TAKE_PTR(t));
-	}
 	free(a);
 	cli_table_free(t);
 	return r < 0 ? CLI_EXIT_OK : r;

@@ -18,6 +18,7 @@
 #include "pony/acall.h"
 #include "pony/util.h"
 #include "ponyfs.h"
+#include "table.h"
 #include "vol.h"
 
 int vol_open_dev(const char *path, bool rdonly, struct bdev **ret)
@@ -527,37 +528,39 @@ static int vol_status_run(int argc, char **argv)
 	return vol_assemble_common(argc, argv, true);
 }
 
-/* The table as JSON: one object per line of it, its fields split. */
-static void table_json(const char *t)
+/*
+ * The table as JSON through table.c: {"table": [{"start", "length",
+ * "line", "args": [the target and its arguments]}]}, a row a line of it.
+ */
+static int table_json(const char *t)
 {
-	struct util_json j;
+	struct cli_table *tb = cli_table_new("table", true);
 
-	util_json_init(&j, stdout);
-	util_json_object_begin(&j, NULL);
-	util_json_array_begin(&j, "table");
+	cli_table_column(tb, "START", CLI_COL_NUMBER);
+	cli_table_column(tb, "LENGTH", CLI_COL_NUMBER);
+	cli_table_column(tb, "LINE", 0);
+	cli_table_column(tb, "ARGS", CLI_COL_ARRAY);
 	while (*t) {
 		size_t n = strcspn(t, "\n");
-		char line[4096], *save = NULL, *w;
+		char line[4096], *w;
 		unsigned long long start = 0, len = 0;
+		struct cli_table_line *ln;
 		int used = 0;
 
 		snprintf(line, sizeof(line), "%.*s", (int)MIN(n, sizeof(line) - 1), t);
 		t += n + (t[n] == '\n');
 		if (sscanf(line, "%llu %llu %n", &start, &len, &used) < 2)
 			continue;
-		util_json_object_begin(&j, NULL);
-		util_json_uint(&j, "start", start);
-		util_json_uint(&j, "length", len);
-		util_json_string(&j, "line", line);
-		util_json_array_begin(&j, "args");
-		for (w = strtok_r(line + used, " ", &save); w; w = strtok_r(NULL, " ", &save))
-			util_json_string(&j, NULL, w);
-		util_json_array_end(&j);
-		util_json_object_end(&j);
+		ln = cli_table_line(tb, NULL);
+		cli_table_set_u64(ln, 0, start);
+		cli_table_set_u64(ln, 1, len);
+		cli_table_set(ln, 2, "%s", line);
+		/* the arguments one a line, as an array column takes them */
+		for (w = line + used; (w = strchr(w, ' ')); )
+			*w = '\n';
+		cli_table_set(ln, 3, "%s", line + used);
 	}
-	util_json_array_end(&j);
-	util_json_object_end(&j);
-	util_json_end(&j);
+	return cli_table_print(tb);
 }
 
 static int vol_table_run(int argc, char **argv)
@@ -580,13 +583,11 @@ static int vol_table_run(int argc, char **argv)
 	if (r)
 		return r;
 	t = volume_table_format(h.v);
-	if (t && json)
-		table_json(t);
-	else if (t)
-		fputs(t, stdout);
+	r = !t ? CLI_EXIT_FAILURE : json ? table_json(t) : fputs(t, stdout) == EOF ? CLI_EXIT_FAILURE
+										   : CLI_EXIT_OK;
 	free(t);
 	vol_close(&h);
-	return t ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
+	return r;
 }
 
 /* read / write: the volume's bytes, for scripts and the demo */

@@ -1,10 +1,12 @@
 /*
  * cmd_vol_status.c - how `pony vol` commands print a volume's state: the
- * status of assemble and status (text or JSON, a state line: clean,
- * degraded, rebuilding, then a table of members and spares; status's exit
- * says it, as mdadm --detail --test does), and the JSON every state changing command (create, fail, add,
- * replace, rebuild) prints with --json, so scripts read one shape: the
- * volume, its members and its spares.
+ * status of assemble and status (status's exit says it, as mdadm --detail
+ * --test does), and what every state changing command (create, fail, add,
+ * replace, rebuild) prints with --json, so scripts read one shape. All of
+ * it through table.c (libsmartcols): a record of the volume (state, size,
+ * name, uuid...), a table of its regions, one of its members (and spares);
+ * --json is one object, {"volume": [{...}], "regions": [...], "members":
+ * [...], "spares": [...]}.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -51,24 +53,6 @@ const char *vol_state_word(const struct vol_state *st)
 	return st->missing ? "degraded" : st->rebuilding ? "rebuilding" : "clean";
 }
 
-/* "clean", "degraded (1 missing)", "rebuilding 42%", "degraded (1 missing), rebuilding 42%". */
-static void state_line(const struct vol_state *st, char *buf, size_t size)
-{
-	int n = 0;
-
-	if (!st->missing && !st->rebuilding) {
-		snprintf(buf, size, "clean");
-		return;
-	}
-	if (st->missing)
-		n = snprintf(buf, size, "degraded (%u missing)%s", st->missing,
-			     st->rebuilding ? ", " : "");
-	if (st->rebuilding && st->percent >= 0)
-		snprintf(buf + n, size - (size_t)n, "rebuilding %d%%", st->percent);
-	else if (st->rebuilding)
-		snprintf(buf + n, size - (size_t)n, "rebuilding");
-}
-
 int vol_status_exit_open(int r, const struct vol_handle *h)
 {
 	if (r == CLI_EXIT_USAGE || h->open_error == -ENODEV)
@@ -84,162 +68,158 @@ void vol_member_get(struct vol_handle *h, unsigned m, struct volume_set_member *
 		volume_set_member(h->set, m, sm);
 }
 
-/* The fields of a volume's state, into an open JSON object. */
-void vol_json_state(struct util_json *j, struct vol_handle *h)
+/*
+ * The volume as one record: what a state change did (action, member,
+ * device: NULL for status), then its state, size and identity. state is
+ * the word (clean, degraded, rebuilding); missing and rebuilding count the
+ * members out and being rebuilt.
+ */
+static struct cli_table *volume_record(struct vol_handle *h, bool json, const char *action,
+				       int member, const char *device)
 {
+	struct cli_record *r = cli_record_new("volume", json);
 	struct volume_set_info info;
 	char uuid[VOLUME_UUID_STRLEN];
 	struct vol_state st;
 
 	vol_state_get(h, &st);
-	util_json_uint(j, "size", volume_size(h->v));
-	util_json_string(j, "state", vol_state_word(&st));
-	util_json_uint(j, "missing", st.missing);
-	util_json_uint(j, "rebuilding", st.rebuilding);
+	if (action)
+		cli_record_set(r, "ACTION", 0, "%s", action);
+	if (member >= 0)
+		cli_record_set_u64(r, "MEMBER", (unsigned)member);
+	if (device)
+		cli_record_set(r, "DEVICE", 0, "%s", device);
+	cli_record_set(r, "STATE", 0, "%s", vol_state_word(&st));
+	cli_record_set_u64(r, "SIZE", volume_size(h->v));
+	cli_record_set_u64(r, "MISSING", st.missing);
+	cli_record_set_u64(r, "REBUILDING", st.rebuilding);
 	if (st.percent >= 0)
-		util_json_uint(j, "rebuild_percent", (unsigned)st.percent);
+		cli_record_set_u64(r, "REBUILD_PERCENT", (unsigned)st.percent);
 	if (h->set) {
 		volume_set_info(h->set, &info);
 		volume_uuid_format(info.uuid, uuid);
-		util_json_string(j, "name", info.name);
-		util_json_string(j, "uuid", uuid);
-		util_json_uint(j, "events", info.events);
-		if (info.rebuild_off != UINT64_MAX)
-			util_json_uint(j, "rebuild_checkpoint", info.rebuild_off);
-	}
-	util_json_array_begin(j, "regions");
-	for (unsigned i = 0; i < volume_segment_count(h->v); i++) {
-		util_json_object_begin(j, NULL);
-		util_json_uint(j, "full_stripe", volume_full_stripe(h->v, i));
-		util_json_object_end(j);
-	}
-	util_json_array_end(j);
-	util_json_array_begin(j, "members");
-	for (unsigned m = 0; m < volume_member_count(h->v, 0); m++) {
-		struct volume_set_member sm;
-
-		vol_member_get(h, m, &sm);
-		util_json_object_begin(j, NULL);
-		util_json_uint(j, "index", m);
-		util_json_string(j, "device", sm.device ? sm.device : "");
-		if (h->set) {
-			volume_uuid_format(sm.uuid, uuid);
-			util_json_string(j, "uuid", uuid);
-			util_json_uint(j, "events", sm.events);
-			util_json_bool(j, "stale", sm.stale);
-			util_json_bool(j, "truncated", sm.truncated);
-			util_json_uint(j, "badblocks", sm.badblocks);
+		cli_record_set(r, "NAME", 0, "%s", info.name);
+		cli_record_set(r, "UUID", 0, "%s", uuid);
+		cli_record_set_u64(r, "EVENTS", info.events);
+		if (info.rebuild_off != UINT64_MAX) {
+			cli_record_set_u64(r, "REBUILD_REGION", info.rebuild_seg);
+			cli_record_set_u64(r, "REBUILD_CHECKPOINT", info.rebuild_off);
 		}
-		util_json_string(j, "state", vol_state_name(sm.state));
-		util_json_object_end(j);
 	}
-	util_json_array_end(j);
-	util_json_array_begin(j, "spares");
-	for (unsigned i = 0; h->set && i < volume_set_spare_count(h->set); i++) {
-		const char *d = volume_set_spare_device(h->set, i);
-
-		util_json_string(j, NULL, d ? d : "");
-	}
-	util_json_array_end(j);
+	return cli_record_table(r);
 }
 
-void vol_json_report(struct vol_handle *h, const char *action, int member, const char *device)
+/* Each region (segment) of the volume and its full stripe in bytes. */
+static struct cli_table *regions_table(struct vol_handle *h, bool json)
 {
-	struct util_json j;
+	struct cli_table *t = cli_table_new("regions", json);
 
-	util_json_init(&j, stdout);
-	util_json_object_begin(&j, NULL);
-	util_json_string(&j, "action", action);
-	if (member >= 0)
-		util_json_uint(&j, "member", (unsigned)member);
-	if (device)
-		util_json_string(&j, "device", device);
-	vol_json_state(&j, h);
-	util_json_object_end(&j);
-	util_json_end(&j);
+	cli_table_column(t, "REGION", CLI_COL_NUMBER);
+	cli_table_column(t, "FULL_STRIPE", CLI_COL_NUMBER);
+	for (unsigned i = 0; i < volume_segment_count(h->v); i++) {
+		struct cli_table_line *ln = cli_table_line(t, NULL);
+
+		cli_table_set_u64(ln, 0, i);
+		cli_table_set_u64(ln, 1, volume_full_stripe(h->v, i));
+	}
+	return t;
 }
+
+enum { COL_MEMBER, COL_STATE, COL_DEVICE, COL_BADBLOCKS, COL_NOTE, COL_UUID, COL_EVENTS,
+       COL_STALE, COL_TRUNCATED };
 
 /*
- * The members and spares for people: MEMBER (its index, or spareN), STATE,
- * DEVICE, BADBLOCKS (ranges in its log) and NOTE (refused, missing: then
- * the member UUID the volume expects, so the right device can be found).
+ * The members: MEMBER (its index), STATE, DEVICE (none: missing),
+ * BADBLOCKS (ranges in its log) and NOTE (refused, missing: then the
+ * member UUID the volume expects, so the right device can be found); JSON
+ * adds each one's UUID, EVENTS and the STALE and TRUNCATED refusals. For
+ * people the spares follow as spareN lines (idle); JSON has them apart
+ * (spares_table), so "members" holds members alone.
  */
-static void members_table(struct vol_handle *h)
+static struct cli_table *members_table(struct vol_handle *h, bool json)
 {
-	static const char *const cols[] = { "MEMBER", "STATE", "DEVICE", "BADBLOCKS", "NOTE" };
-	struct cli_table *t = cli_table_new("members", false);
+	static const char *const cols[] = { "MEMBER", "STATE", "DEVICE", "BADBLOCKS", "NOTE",
+					    "UUID", "EVENTS", "STALE", "TRUNCATED" };
+	struct cli_table *t = cli_table_new("members", json);
 	char uuid[VOLUME_UUID_STRLEN];
 
-	for (size_t c = 0; c < ARRAY_SIZE(cols); c++)
-		cli_table_column(t, cols[c], c == 3 ? CLI_COL_RIGHT : 0);
+	for (int c = 0; c < (json ? COL_TRUNCATED + 1 : COL_NOTE + 1); c++)
+		cli_table_column(t, cols[c], c == COL_STALE || c == COL_TRUNCATED ? CLI_COL_BOOL
+					     : (c == COL_MEMBER && json) || c == COL_BADBLOCKS ||
+							     c == COL_EVENTS ? CLI_COL_NUMBER : 0);
 	for (unsigned m = 0; m < volume_member_count(h->v, 0); m++) {
 		struct cli_table_line *ln = cli_table_line(t, NULL);
 		struct volume_set_member sm;
 
 		vol_member_get(h, m, &sm);
 		volume_uuid_format(sm.uuid, uuid);
-		cli_table_set_u64(ln, 0, m);
-		cli_table_set(ln, 1, "%s", vol_state_name(sm.state));
-		cli_table_set(ln, 2, "%s", sm.device ? sm.device : "-");
-		cli_table_set_u64(ln, 3, sm.badblocks);
+		cli_table_set_u64(ln, COL_MEMBER, m);
+		cli_table_set(ln, COL_STATE, "%s", vol_state_name(sm.state));
+		cli_table_set(ln, COL_DEVICE, sm.device ? "%s" : json ? NULL : "-", sm.device);
+		cli_table_set_u64(ln, COL_BADBLOCKS, sm.badblocks);
 		if (sm.stale || sm.truncated)
-			cli_table_set(ln, 4, "%s, refused", sm.stale ? "stale" : "truncated");
+			cli_table_set(ln, COL_NOTE, "%s, refused", sm.stale ? "stale" : "truncated");
 		else if (h->set && !sm.device)
-			cli_table_set(ln, 4, "missing: uuid %s", uuid);
+			cli_table_set(ln, COL_NOTE, "missing: uuid %s", uuid);
+		if (!json || !h->set)
+			continue;
+		cli_table_set(ln, COL_UUID, "%s", uuid);
+		cli_table_set_u64(ln, COL_EVENTS, sm.events);
+		cli_table_set_bool(ln, COL_STALE, sm.stale);
+		cli_table_set_bool(ln, COL_TRUNCATED, sm.truncated);
 	}
+	for (unsigned i = 0; !json && h->set && i < volume_set_spare_count(h->set); i++) {
+		struct cli_table_line *ln = cli_table_line(t, NULL);
+		const char *d = volume_set_spare_device(h->set, i);
+
+		cli_table_set(ln, COL_MEMBER, "spare%u", i);
+		cli_table_set(ln, COL_STATE, "idle");
+		cli_table_set(ln, COL_DEVICE, "%s", d ? d : "-");
+		if (!d)
+			cli_table_set(ln, COL_NOTE, "missing");
+	}
+	return t;
+}
+
+/* JSON's spares: SPARE (its index) and DEVICE (null: missing). */
+static struct cli_table *spares_table(struct vol_handle *h)
+{
+	struct cli_table *t = cli_table_new("spares", true);
+
+	cli_table_column(t, "SPARE", CLI_COL_NUMBER);
+	cli_table_column(t, "DEVICE", 0);
 	for (unsigned i = 0; h->set && i < volume_set_spare_count(h->set); i++) {
 		struct cli_table_line *ln = cli_table_line(t, NULL);
 		const char *d = volume_set_spare_device(h->set, i);
 
-		cli_table_set(ln, 0, "spare%u", i);
-		cli_table_set(ln, 1, "idle");
-		cli_table_set(ln, 2, "%s", d ? d : "-");
-		if (!d)
-			cli_table_set(ln, 4, "missing");
+		cli_table_set_u64(ln, 0, i);
+		cli_table_set(ln, 1, d ? "%s" : NULL, d);
 	}
-	cli_table_print(t);
+	return t;
 }
 
-static void status_text(struct vol_handle *h)
+/* The record and its tables, printed as one (one JSON object with json). */
+static int print_state(struct vol_handle *h, bool json, const char *action, int member,
+		       const char *device)
 {
-	struct volume_set_info info;
-	char uuid[VOLUME_UUID_STRLEN], sz[16], line[96];
-	struct vol_state st;
+	struct cli_table *tables[] = { volume_record(h, json, action, member, device),
+				       regions_table(h, json), members_table(h, json),
+				       json ? spares_table(h) : NULL };
 
-	vol_state_get(h, &st);
-	state_line(&st, line, sizeof(line));
-	printf("state: %s\n", line);
-	printf("size: %s (%llu bytes)\n", util_format_size(volume_size(h->v), sz, sizeof(sz)),
-	       (unsigned long long)volume_size(h->v));
-	if (h->set) {
-		volume_set_info(h->set, &info);
-		volume_uuid_format(info.uuid, uuid);
-		printf("name: %s\nuuid: %s\nevents: %llu\n", info.name, uuid,
-		       (unsigned long long)info.events);
-		if (info.rebuild_off != UINT64_MAX)
-			printf("rebuild checkpoint: region %u, %llu bytes\n", info.rebuild_seg,
-			       (unsigned long long)info.rebuild_off);
-	}
-	for (unsigned i = 0; i < volume_segment_count(h->v); i++)
-		printf("region %u: full stripe %llu bytes\n", i,
-		       (unsigned long long)volume_full_stripe(h->v, i));
-	members_table(h);
+	return cli_tables_print(tables, json ? 4 : 3);
+}
+
+void vol_json_report(struct vol_handle *h, const char *action, int member, const char *device)
+{
+	print_state(h, true, action, member, device);
 }
 
 int vol_print_status(struct vol_handle *h, bool json)
 {
-	struct util_json j;
 	struct vol_state st;
 
 	vol_state_get(h, &st);
-	if (!json) {
-		status_text(h);
-	} else {
-		util_json_init(&j, stdout);
-		util_json_object_begin(&j, NULL);
-		vol_json_state(&j, h);
-		util_json_object_end(&j);
-		util_json_end(&j);
-	}
+	if (print_state(h, json, NULL, -1, NULL))
+		return VOL_STATUS_ERROR;
 	return st.missing || st.rebuilding ? VOL_STATUS_DEGRADED : VOL_STATUS_CLEAN;
 }

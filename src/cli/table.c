@@ -6,6 +6,8 @@
  * scan's totals) is a table too: a FIELD VALUE line per field for people,
  * one row whose columns are the fields in JSON, so both come from
  * libsmartcols and --json is the same shape as every other table's.
+ * Several tables (a record and the tables of its parts) print as one
+ * output, one JSON object (cli_tables_print).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -64,16 +66,17 @@ void cli_table_column(struct cli_table *t, const char *name, unsigned flags)
 		t->failed = true;
 		return;
 	}
-	if (flags & CLI_COL_NUMBER)
-		scols_column_set_json_type(cl, SCOLS_JSON_NUMBER);
-	else if (flags & CLI_COL_BOOL)
-		scols_column_set_json_type(cl, SCOLS_JSON_BOOLEAN);
-	else if (flags & CLI_COL_ARRAY) {
+	if (flags & CLI_COL_ARRAY) {
 		/* One value a line; libsmartcols splits the cell at '\n' into a
 		 * JSON array only through a wrap function (lsblk's MOUNTPOINTS). */
-		scols_column_set_json_type(cl, SCOLS_JSON_ARRAY_STRING);
+		scols_column_set_json_type(cl, flags & CLI_COL_NUMBER ? SCOLS_JSON_ARRAY_NUMBER
+								     : SCOLS_JSON_ARRAY_STRING);
 		scols_column_set_flags(cl, scols_flags | SCOLS_FL_WRAP);
 		scols_column_set_wrapfunc(cl, scols_wrapnl_chunksize, scols_wrapnl_nextchunk, NULL);
+	} else if (flags & CLI_COL_NUMBER) {
+		scols_column_set_json_type(cl, SCOLS_JSON_NUMBER);
+	} else if (flags & CLI_COL_BOOL) {
+		scols_column_set_json_type(cl, SCOLS_JSON_BOOLEAN);
 	}
 }
 
@@ -205,6 +208,55 @@ int cli_table_print(struct cli_table *t)
 	return r;
 }
 
+/*
+ * One table's JSON without its enclosing object: libsmartcols prints
+ * {"name": [...]} and the "name": [...] inside is what joins the others'.
+ */
+static int json_members(struct libscols_table *tb, FILE *out, bool first)
+{
+	char *text = NULL, *open, *close;
+	int r = -1;
+
+	if (scols_print_table_to_string(tb, &text) || !text)
+		return -1;
+	open = strchr(text, '{');
+	close = strrchr(text, '}');
+	if (open && close && close > open) {
+		open++;
+		while (*open == '\n')
+			open++;
+		while (close > open && (close[-1] == '\n' || close[-1] == ' '))
+			close--;
+		fprintf(out, "%s%.*s", first ? "" : ",\n", (int)(close - open), open);
+		r = 0;
+	}
+	free(text);
+	return r;
+}
+
+int cli_tables_print(struct cli_table *const *tables, size_t n)
+{
+	bool json = n && tables[0] && scols_table_is_json(tables[0]->tb);
+	int r = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (!tables[i] || tables[i]->failed)
+			r = cli_error("out of memory building a table");
+	if (json && !r)
+		fputs("{\n", stdout);
+	for (size_t i = 0; i < n && !r; i++) {
+		scols_table_enable_json(tables[i]->tb, json);
+		if (json ? json_members(tables[i]->tb, stdout, i == 0) < 0
+			 : (i && putchar('\n') == EOF) || print_trimmed(tables[i]->tb) < 0)
+			r = cli_error("cannot print a table: %s", strerror(errno));
+	}
+	if (json && !r && (fputs("\n}\n", stdout) == EOF || ferror(stdout)))
+		r = cli_error("cannot print a table: %s", strerror(errno));
+	for (size_t i = 0; i < n; i++)
+		cli_table_free(tables[i]);
+	return r;
+}
+
 struct cli_record {
 	struct cli_table *t;
 	struct cli_table_line *row;     /* JSON: the one row; people: NULL */
@@ -311,13 +363,19 @@ void cli_record_set_list(struct cli_record *r, const char *field, const char *co
 
 int cli_record_print(struct cli_record *r)
 {
+	/* NULL (r's allocation failed): cli_table_print says so */
+	return cli_table_print(cli_record_table(r));
+}
+
+struct cli_table *cli_record_table(struct cli_record *r)
+{
 	struct cli_table *t;
 
 	if (!r)
-		return cli_error("out of memory building a table");
+		return NULL;
 	t = r->t;
 	free(r);
-	return cli_table_print(t);
+	return t;
 }
 
 void cli_record_free(struct cli_record *r)

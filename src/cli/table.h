@@ -10,6 +10,7 @@
 #define PONY_CLI_TABLE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct cli_table;
@@ -21,7 +22,8 @@ enum {
 	CLI_COL_BOOL = 1 << 2,   /* a JSON true/false */
 	CLI_COL_TREE = 1 << 3,   /* drawn as the tree of parent and child lines */
 	CLI_COL_WRAP = 1 << 4,   /* long text (paths) wraps instead of widening the table */
-	CLI_COL_ARRAY = 1 << 5,  /* values one a line in the cell; a JSON array of strings */
+	CLI_COL_ARRAY = 1 << 5,  /* values one a line in the cell; a JSON array of strings
+				  * (of numbers with CLI_COL_NUMBER) */
 };
 
 /* A table whose JSON array is called name; with json, print() writes JSON. */
@@ -41,6 +43,14 @@ void cli_table_set_bool(struct cli_table_line *l, int col, bool value);
 int cli_table_print(struct cli_table *t);
 /* Frees a table not printed (an error came first). NULL: does nothing. */
 void cli_table_free(struct cli_table *t);
+/*
+ * Several tables printed as one output: for people one after another, a
+ * blank line between; as JSON one object holding each table's array,
+ * {"volume": [...], "members": [...]} (a command whose output is a record
+ * and the table of its parts). All are printed with the first one's json
+ * setting and freed: 0, or CLI_EXIT_FAILURE after a message.
+ */
+int cli_tables_print(struct cli_table *const *tables, size_t n);
 
 /*
  * One record (a device, a scan's totals, a key's state), as lsblk and
@@ -61,6 +71,8 @@ void cli_record_set_list(struct cli_record *r, const char *field, const char *co
 			 size_t n);
 /* Prints and frees the record: 0, or CLI_EXIT_FAILURE after a message. */
 int cli_record_print(struct cli_record *r);
+/* The record as the table it is (for cli_tables_print); frees the rest of r. */
+struct cli_table *cli_record_table(struct cli_record *r);
 /* Frees a record not printed. NULL: does nothing. */
 void cli_record_free(struct cli_record *r);
 

@@ -68,8 +68,9 @@ enum {
 	VOL_STATUS_ERROR = 4,           /* the members cannot be read as a volume */
 };
 /*
- * assemble / status output: text (with a "state:" line), or one JSON object
- * (vol_json_state's fields). Returns VOL_STATUS_CLEAN or VOL_STATUS_DEGRADED.
+ * assemble / status output: the volume record, its regions and members, as
+ * text or one JSON object. Returns VOL_STATUS_CLEAN or VOL_STATUS_DEGRADED
+ * (VOL_STATUS_ERROR: it could not be printed).
  */
 int vol_print_status(struct vol_handle *h, bool json);
 /* The volume as a whole: members out, being rebuilt, and how far. */
@@ -84,9 +85,8 @@ const char *vol_state_word(const struct vol_state *st);
 void vol_member_get(struct vol_handle *h, unsigned m, struct volume_set_member *sm);
 /* status's exit when vol_open() failed with exit code r. */
 int vol_status_exit_open(int r, const struct vol_handle *h);
-/* The volume's state (size, name, members, spares) into an open JSON object. */
-void vol_json_state(struct util_json *j, struct vol_handle *h);
-/* --json of a state change: {"action", "member" (if >= 0), "device" (if set), state...}. */
+/* --json of a state change: status's JSON, the volume record opening with
+ * "action", "member" (if >= 0) and "device" (if set). */
 void vol_json_report(struct vol_handle *h, const char *action, int member, const char *device);
 /* Parses a member index option. */
 int vol_parse_member(const char *cmd, const char *text, unsigned *ret);

@@ -28,14 +28,15 @@ expect_failure "$PONY" acall bench --op statx --seconds 0.1 "$work/missing"
 "$PONY" acall routes --json | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
-assert d["routes"]["statx"] == "workers", d
-assert d["routes"]["getdents64"] == "workers", d
-assert d["routes"]["read"] == ("uring" if d["io_uring"] else "workers"), d
+r = {x["op"]: x["path"] for x in d["routes"]}
+assert r["statx"] == "workers", d
+assert r["getdents64"] == "workers", d
+assert r["read"] == ("uring" if d["ring"][0]["io_uring"] else "workers"), d
 ' || fail "routes --json"
 "$PONY" acall routes --path workers | grep -q "read *workers" || fail "routes --path workers"
 PONY_ACALL_PATH=workers "$PONY" acall routes | grep -q "read *workers" ||
 	fail "PONY_ACALL_PATH=workers does not move reads to workers"
-if "$PONY" acall routes | grep -q "io_uring: yes"; then
+if "$PONY" acall routes | record_field IO_URING | grep -qx true; then
 	PONY_ACALL_PATH=uring "$PONY" acall routes | grep -q "statx *uring" ||
 		fail "PONY_ACALL_PATH=uring does not move statx to io_uring"
 fi
@@ -50,14 +51,15 @@ head -c 8M /dev/urandom >"$work/file"
 for path in uring workers; do
 	for op in randread randwrite mixed; do
 		"$PONY" acall bench --op $op --depth 8 --seconds 0.2 --path $path --json "$work/file" |
-			python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["errors"] == 0 and d["ops"] > 0, d' ||
+			python3 -c 'import json,sys; d=json.load(sys.stdin)["bench"][0]; assert d["errors"] == 0 and d["ops"] > 0, d' ||
 			fail "bench --op $op --path $path"
 	done
 	"$PONY" acall bench --op statx --depth 16 --seconds 0.2 --path $path --json "$work/tree" |
-		python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["errors"] == 0 and d["ops"] > 0, d' ||
+		python3 -c 'import json,sys; d=json.load(sys.stdin)["bench"][0]; assert d["errors"] == 0 and d["ops"] > 0, d' ||
 		fail "bench --op statx --path $path"
 done
 out=$("$PONY" acall bench --op randread --depth 4 --threads 2 --seconds 0.2 --nocache "$work/file") ||
 	fail "bench --nocache"
-[[ $out =~ ^randread:\ [0-9]+\ IOPS ]] || fail "bench printed '$out'"
+[ "$(record_field OP <<<"$out")" = randread ] && record_field OPS_PER_SEC <<<"$out" | grep -qx '[0-9]\+' &&
+	[ "$(record_field NOCACHE <<<"$out")" = true ] || fail "bench printed '$out'"
 pass

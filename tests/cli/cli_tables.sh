@@ -5,7 +5,10 @@
 # --json keeps the keys scripts read. One record (dev show, dev scan's and
 # vol scrub's totals) is a FIELD VALUE table, and its --json libsmartcols's
 # one-row table. No line of any table ends in a blank. Commands that find
-# things exit 1 when nothing is found and 2 on bad usage.
+# things exit 1 when nothing is found and 2 on bad usage. Every --json
+# (vol status, acall routes, fs layout, fs resolve, fs badblocks) parses
+# and says what the text says (json_vs_text.py), and src/cli prints JSON
+# only through table.c (cli_json_home.sh).
 set -u
 . "$PONY_SRCDIR/tests/lib.sh"
 workdir tables
@@ -57,8 +60,25 @@ grep -Eq "^statx +(uring|workers)$" "$T/routes" || fail "statx's route: $(cat "$
 "$PONY" acall routes --json | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
-assert d["routes"]["statx"] in ("uring", "workers") and isinstance(d["io_uring"], bool), d' ||
+r = {x["op"]: x["path"] for x in d["routes"]}
+assert r["statx"] in ("uring", "workers") and isinstance(d["ring"][0]["io_uring"], bool), d' ||
 	fail "acall routes --json"
+
+# agree KIND NAME WORD1 WORD2 ARG...: `pony WORD1 WORD2 ARG...` and the same
+# with --json exit alike, and the JSON (python's json module) says what the
+# text says, record for record, row for row (tests/cli/json_vs_text.py).
+agree() {
+	local kind=$1 name=$2 w1=$3 w2=$4 rc rcj
+	shift 4
+	"$PONY" "$w1" "$w2" "$@" >"$T/$name.txt" 2>/dev/null; rc=$?
+	"$PONY" "$w1" "$w2" --json "$@" >"$T/$name.json" 2>/dev/null; rcj=$?
+	[ "$rc" = "$rcj" ] || fail "$w1 $w2 $*: exit $rc, with --json $rcj"
+	python3 "$PONY_SRCDIR/tests/cli/json_vs_text.py" "$kind" "$T/$name.txt" "$T/$name.json" \
+		>/dev/null || fail "$w1 $w2 $*: --json and text differ: $(cat "$T/$name.txt" "$T/$name.json")"
+}
+agree vol-status status vol status "$@"
+agree vol-status degraded vol status "$T/m0.img" "$long/m1.img"
+agree acall-routes routes acall routes
 
 # json FILE PYTHON [ARG...]: FILE parses as JSON (d), and PYTHON's asserts
 # hold (the ARGs are sys.argv[2:]).
@@ -133,9 +153,45 @@ assert len(m) == 1 and m[0]["located"] is False and m[0]["repaired"] is False, d
 assert m[0]["member"] is None and isinstance(m[0]["region_offset"], int), d'
 "$PONY" vol detail "$@" >"$T/detail" || fail "vol detail"
 
+# A ponyfs on a raid5 of four images, mounted: fs layout, fs resolve and
+# (after a flipped block is read and repaired) fs badblocks, each --json
+# against its text.
+if [ -c /dev/fuse ]; then
+	fs=()
+	for i in 0 1 2 3; do truncate -s 64M "$T/f$i.img"; fs+=("$T/f$i.img"); done
+	"$PONY" mkfs --data raid5 "${fs[@]}" >/dev/null || fail "mkfs --data raid5"
+	mkdir "$T/m"
+	fuse_daemon_start "$T/m" "$T/pony.log" "pony mount" "$PONY" mount --foreground "${fs[@]}" "$T/m"
+	head -c $((300 * 1024 + 5)) /dev/urandom >"$T/orig"
+	cp "$T/orig" "$T/m/file" && ln "$T/m/file" "$T/m/link" && "$PONY" sync "$T/m" || fail "write"
+	agree fs-layout layout fs layout "$T/m/file"
+	read -r dev off < <(python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+p = next(p for e in d["extents"] for p in e.get("children", []) if p["role"] == "data")
+print(p["device"], p["member_offset"] + 8192)' "$T/layout.json") || fail "no data piece: $(cat "$T/layout.json")"
+	agree fs-resolve resolve fs resolve "$T/m" "$dev:$((off / 512))"
+	record_field PATHS <"$T/resolve.txt" | sort | tr '\n' ' ' | grep -qx "/file /link " ||
+		fail "resolve: $(cat "$T/resolve.txt")"
+	agree fs-resolve resolve0 fs resolve "$T/m" 0
+	agree fs-badblocks clean fs badblocks "$T/m"
+	grep -qx "no bad blocks known" "$T/clean.txt" && grep -q '"badblocks": \[' "$T/clean.json" ||
+		fail "badblocks of a clean mount: $(cat "$T/clean.txt" "$T/clean.json")"
+	# A block flipped under the mount, read through a fresh one: repaired, listed.
+	fuse_daemon_stop "$T/m" "$T/pony.log"
+	printf 'JUNKJUNK' | dd of="$dev" bs=1 seek=$((off + 100)) conv=notrunc status=none
+	fuse_daemon_start "$T/m" "$T/pony.log" "pony mount" "$PONY" mount --foreground "${fs[@]}" "$T/m"
+	cmp "$T/m/file" "$T/orig" || fail "the flipped block was not repaired"
+	agree fs-badblocks badblocks fs badblocks "$T/m"
+	grep -Eq "^read +true .*file offset" "$T/badblocks.txt" || fail "badblocks: $(cat "$T/badblocks.txt")"
+	fuse_daemon_stop "$T/m" "$T/pony.log"
+fi
+
 # No table's line ends in a blank (libsmartcols writes one before an empty
 # last cell: vol status's NOTE, vol detail's UUID of a spare).
-for f in status degraded routes scan show list scrub scrub1 detail; do
+for f in status degraded routes scan show list scrub scrub1 detail status.txt routes.txt \
+	layout.txt resolve.txt badblocks.txt; do
+	[ -e "$T/$f" ] || continue
 	if grep -n ' $' "$T/$f" >"$T/blanks"; then
 		fail "$f: lines end in a blank: $(cat "$T/blanks")"
 	fi

@@ -34,7 +34,7 @@ first_piece() {
 	"$PONY" fs layout --json "$1" | python3 -c '
 import json, sys
 l = json.load(sys.stdin)
-p = next(p for e in l["extents"] for p in e["pieces"] if p["role"] == "data")
+p = next(p for e in l["extents"] for p in e.get("children", []) if p["role"] == "data")
 print(p["device"], p["member_offset"])'
 }
 

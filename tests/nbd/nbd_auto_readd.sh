@@ -26,7 +26,7 @@ for i in 0 1 2 3; do
 	URIS+=("$(nbd_uri "s$i")")
 done
 "$PONY" mkfs --data raid5 --metadata mirror "${URIS[@]}" >/dev/null || fail "mkfs"
-size=$("$PONY" vol status --json "${URIS[@]}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["size"])')
+size=$("$PONY" vol status --json "${URIS[@]}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["volume"][0]["size"])')
 "$PONY" --member-timeout 2 mount --auto-readd --help | grep -q -- "--auto-readd" ||
 	fail "mount --help does not tell of --auto-readd"
 pony_mount --member-timeout 2 --auto-readd "${URIS[@]}"
@@ -87,7 +87,7 @@ check_all() {
 check_all "after the re-add"
 pony_umount
 "$PONY" vol status "${URIS[@]}" >"$T/out" 2>&1 || fail "status: $(cat "$T/out")"
-grep -q "^state: clean" "$T/out" || fail "not clean after the re-add: $(cat "$T/out")"
+record_field STATE <"$T/out" | grep -qx clean || fail "not clean after the re-add: $(cat "$T/out")"
 
 # Another member gone: member 1's blocks are needed, and hold the data.
 nbd_kill s2 KILL
@@ -119,7 +119,7 @@ nbd_start s3 "${NBD_PORT[s3]}" -- file "$T/d3.img"
 sleep 12                        # backoff: a try within 8 s of the restart
 nbd_kill vol
 "$PONY" vol status "${URIS[@]}" >"$T/out" 2>&1 || fail "status after serve: $(cat "$T/out")"
-grep -q "^state: clean" "$T/out" || fail "member 3 not re-added while served: $(cat "$T/out")"
+record_field STATE <"$T/out" | grep -qx clean || fail "member 3 not re-added while served: $(cat "$T/out")"
 nbd_kill s0 KILL
 "$PONY" vol read --degraded -L 100000000 "${URIS[@]}" 2>/dev/null | cmp - "$T/data" ||
 	fail "served bytes lost with member 0 gone after the re-add"

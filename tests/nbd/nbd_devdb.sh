@@ -15,7 +15,7 @@ export PONY_DEVDB="$T/devdb.sqlite"
 
 nbd_six memory 64M
 "$PONY" mkfs --data raid6 --metadata mirror --label farvol "${URIS[@]}" > /dev/null 2>&1 || fail "mkfs"
-uuid=$("$PONY" vol status --json "${URIS[@]}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["uuid"])')
+uuid=$("$PONY" vol status --json "${URIS[@]}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["volume"][0]["uuid"])')
 for u in "${URIS[@]}"; do "$PONY" dev register "$u" || fail "register $u"; done
 "$PONY" dev list > "$T/list" || fail "dev list"
 for i in 0 1 2 3 4 5; do
@@ -26,7 +26,7 @@ done
 grep -q "^nbd://127.0.0.1:" "$T/out" || fail "dev find does not print a URI: $(cat "$T/out")"
 
 "$PONY" vol assemble "UUID=$uuid" > "$T/out" 2>&1 || fail "vol assemble UUID=: $(cat "$T/out")"
-grep -q "^state: clean" "$T/out" || fail "assemble UUID=: $(cat "$T/out")"
+record_field STATE <"$T/out" | grep -qx clean || fail "assemble UUID=: $(cat "$T/out")"
 grep -Ec "^[0-5] +ok +nbd://127.0.0.1:" "$T/out" | grep -qx 6 || fail "members: $(cat "$T/out")"
 
 if [ -c /dev/fuse ] && command -v fusermount3 > /dev/null; then
@@ -47,7 +47,7 @@ grep -q "nbd://127.0.0.1:${NBD_PORT[s5]}/: cannot connect" "$T/err" || fail "dow
 "$PONY" vol assemble --degraded "UUID=$uuid" > "$T/out" 2> "$T/err" ||
 	fail "assemble --degraded with a server down: $(cat "$T/err")"
 grep -q "nbd://127.0.0.1:${NBD_PORT[s5]}/ left out" "$T/err" || fail "not said: $(cat "$T/err")"
-grep -q "^state: degraded" "$T/out" || fail "not degraded: $(cat "$T/out")"
+record_field STATE <"$T/out" | grep -qx degraded || fail "not degraded: $(cat "$T/out")"
 if [ -c /dev/fuse ] && command -v fusermount3 > /dev/null; then
 	pony_mount --degraded "UUID=$uuid"
 	cmp "$T/a" "$T/m/a" || fail "read through a degraded mount UUID="

@@ -23,7 +23,7 @@ for i in $(seq 1 20); do echo "small file $i" > "$T/m/dir/f$i" || fail "write f$
 pony_umount
 
 "$PONY" vol status "${URIS[@]}" > "$T/out" 2>&1 || fail "status after unmount: $(cat "$T/out")"
-grep -q "^state: clean" "$T/out" || fail "not clean: $(cat "$T/out")"
+record_field STATE <"$T/out" | grep -qx clean || fail "not clean: $(cat "$T/out")"
 grep -Eq "^5 +ok +nbd://127.0.0.1:" "$T/out" || fail "members not named by URI: $(cat "$T/out")"
 # Any order: the superblocks place the members.
 rev=("${URIS[5]}" "${URIS[4]}" "${URIS[3]}" "${URIS[2]}" "${URIS[1]}" "${URIS[0]}")

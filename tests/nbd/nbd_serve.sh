@@ -27,7 +27,7 @@ nbdkit "$plugin" --dump-plugin > "$T/dump" 2>&1 ||
 for i in 0 1 2 3 4 5; do truncate -s 64M "$T/d$i.img"; done
 devs=("$T"/d{0,1,2,3,4,5}.img)
 "$PONY" vol create -l 6 "${devs[@]}" > /dev/null || fail "create"
-size=$("$PONY" vol status --json "${devs[@]}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["size"])')
+size=$("$PONY" vol status --json "${devs[@]}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["volume"][0]["size"])')
 
 # serve_start NAME ARGS...: `pony vol serve --nbd 127.0.0.1:PORT ARGS...` as server NAME.
 serve_start() {

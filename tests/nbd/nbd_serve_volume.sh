@@ -25,7 +25,7 @@ mkdir "$T/imgs"
 for i in 0 1 2 3; do truncate -s 64M "$T/imgs/d$i.img"; done
 devs=("$T"/imgs/d{0,1,2,3}.img)
 "$PONY" vol create -l 5 "${devs[@]}" >/dev/null || fail "vol create"
-uuid=$("$PONY" vol status --json "${devs[@]}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["uuid"])')
+uuid=$("$PONY" vol status --json "${devs[@]}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["volume"][0]["uuid"])')
 "$PONY" dev scan "$T/imgs" >/dev/null || fail "dev scan"
 nbd_start byuuid "" -- "$plugin" "volume=UUID=$uuid"
 head -c 12M /dev/urandom >"$T/data"

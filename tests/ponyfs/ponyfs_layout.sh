@@ -27,7 +27,7 @@ import json, sys
 l = json.load(open(sys.argv[1]))
 e = l["extents"][0]
 assert e["state"] == "data" and e["file_offset"] == 0, e
-p = next(p for p in e["pieces"] if p["role"] == "data" and p["file_offset"] == 0)
+p = next(p for p in e["children"] if p["role"] == "data" and p["file_offset"] == 0)
 print(p["device"], p["member_offset"])
 PY
 ) || fail "no first data piece in: $(cat "$T/layout.json")"
@@ -41,17 +41,18 @@ python3 - "$T/layout.json" "$T/orig" <<'PY' || fail "layout check: $(cat "$T/lay
 import json, sys, zlib
 l = json.load(open(sys.argv[1]))
 data = open(sys.argv[2], "rb").read()
-assert l["size"] == len(data), l["size"]
-assert not l["encrypted"]
-v = l["volume"]
-assert v["level"] == "raid6" and v["layout"] == "left-symmetric", v
-assert len(v["members"]) == 6 and all(m["uuid"] and m["state"] == "working" for m in v["members"])
-assert len({m["uuid"] for m in v["members"]}) == 6
+f = l["file"][0]
+assert f["size"] == len(data), f["size"]
+assert not f["encrypted"]
+v = l["volume"][0]
+assert v["level"] == "raid6" and v["layout"] == "left-symmetric" and v["members"] == 6, v
+assert len(l["members"]) == 6 and all(m["uuid"] and m["state"] == "working" for m in l["members"])
+assert len({m["uuid"] for m in l["members"]}) == 6
 covered = 0
 for e in l["extents"]:
     assert e["state"] == "data", e
-    assert len(e["crc32c"]) == e["length"] // l["block_size"]
-    pieces = e["pieces"]
+    assert len(e["crc32c"]) == e["length"] // f["block_size"]
+    pieces = e["children"]
     for i, p in enumerate(pieces):
         if p["role"] != "data":
             continue
@@ -70,7 +71,8 @@ PY
 
 # People's lines name the same member and offset.
 "$PONY" fs layout "$T/m/file" >"$T/layout.txt" || fail "pony fs layout"
-grep -q "raid6 left-symmetric" "$T/layout.txt" || fail "no volume line: $(cat "$T/layout.txt")"
+[ "$(record_field LEVEL <"$T/layout.txt") $(record_field LAYOUT <"$T/layout.txt")" = "raid6 left-symmetric" ] ||
+	fail "no volume record: $(cat "$T/layout.txt")"
 # (a table: each extent, its pieces below it: FILE_OFFSET LENGTH ROLE WHERE)
 grep -Eq "(^|[^0-9])0 +[0-9]+ +data +member [0-9] $dev uuid [0-9a-f-]+ at $off *$" "$T/layout.txt" ||
 	fail "no first piece line: $(cat "$T/layout.txt")"
@@ -92,7 +94,7 @@ python3 - "$T/fresh.json" <<'PY' || fail "dirty answer: $(cat "$T/fresh.json")"
 import json, sys
 l = json.load(open(sys.argv[1]))
 e = l["extents"]
-assert len(e) == 1 and e[0]["state"] == "dirty" and "volume_offset" not in e[0] and not e[0]["pieces"], e
+assert len(e) == 1 and e[0]["state"] == "dirty" and e[0]["volume_offset"] is None and not e[0].get("children"), e
 PY
 
 # Errors people can act on.

@@ -110,10 +110,10 @@ cmp -s -n 3000000 regions.out data || fail "the table reads other bytes than the
 json() { python3 -c "import json,sys; s=json.load(sys.stdin); $1" || fail "json: $1"; }
 for i in 0 1 2 3 4 5 6 7; do truncate -s 12M h$i.img; done
 "$PONY" vol create --json -l raid6 -c 64K h0.img h1.img h2.img h3.img h4.img h5.img |
-	json 'assert s["action"] == "create" and len(s["members"]) == 6 and s["spares"] == []'
+	json 'assert s["volume"][0]["action"] == "create" and len(s["members"]) == 6 and s["spares"] == []'
 "$PONY" vol write -f data h[0-5].img || fail "write h"
 "$PONY" vol add --json -d h6.img h[0-5].img |
-	json 'assert s["spares"] == ["h6.img"], s; assert all(m["state"] == "ok" for m in s["members"])'
+	json 'assert [p["device"] for p in s["spares"]] == ["h6.img"], s; assert all(m["state"] == "ok" for m in s["members"])'
 "$PONY" vol status h[0-6].img | grep -Eq "^spare0 +idle +h6.img" || fail "spare not in status"
 # Left out of a command's members, the spare misses that commit; added
 # again it goes back into its own slot, never into a second one.
@@ -141,7 +141,7 @@ fi
 "$PONY" vol read -L 3000000 -f out3 h0.img h2.img h6.img h5.img 2>/dev/null || fail "read via the spare"
 cmp -s out3 data || fail "the spare's rebuilt data differs"
 "$PONY" vol fail --json -m 1 h0.img h1.img h2.img h6.img h4.img h5.img |
-	json 'assert s["action"] == "fail" and s["members"][1]["state"] == "failed", s'
+	json 'assert s["volume"][0]["action"] == "fail" and s["members"][1]["state"] == "failed", s'
 if command -v script > /dev/null; then
 	script -qec "'$PONY' vol replace -m 1 -d h7.img h0.img h2.img h6.img h4.img h5.img" /dev/null \
 		> tty.out || fail "replace"
@@ -156,9 +156,9 @@ else
 fi
 "$PONY" vol fail -m 0 h0.img h7.img h2.img h6.img h4.img h5.img > /dev/null || fail "fail 0"
 "$PONY" vol replace --json -m 0 -d h0.img h7.img h2.img h6.img h4.img h5.img 2>/dev/null |
-	json 'assert s["action"] == "replace" and s["member"] == 0 and s["members"][0]["state"] == "ok", s'
+	json 'assert s["volume"][0]["action"] == "replace" and s["volume"][0]["member"] == 0 and s["members"][0]["state"] == "ok", s'
 "$PONY" vol rebuild --json h0.img h7.img h2.img h6.img h4.img h5.img 2>/dev/null |
-	json 'assert s["action"] == "rebuild", s'
+	json 'assert s["volume"][0]["action"] == "rebuild", s'
 "$PONY" vol badblocks --json h0.img h7.img h2.img h6.img h4.img h5.img |
 	json 'assert s["badblocks"] == [], s'
 

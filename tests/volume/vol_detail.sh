@@ -18,8 +18,8 @@ for i in 0 1 2 3 4 5 6; do truncate -s 40M d$i.img; done
 	d5.img >/dev/null || fail "create"
 "$PONY" vol assemble d0.img d1.img d2.img d3.img d4.img d5.img >/dev/null || fail "assemble"
 "$PONY" vol add -d d6.img big >/dev/null || fail "add a spare"
-uuid=$("$PONY" vol status --json big | python3 -c 'import json,sys; print(json.load(sys.stdin)["uuid"])')
-size=$("$PONY" vol status --json big | python3 -c 'import json,sys; print(json.load(sys.stdin)["size"])')
+uuid=$("$PONY" vol status --json big | python3 -c 'import json,sys; print(json.load(sys.stdin)["volume"][0]["uuid"])')
+size=$("$PONY" vol status --json big | python3 -c 'import json,sys; print(json.load(sys.stdin)["volume"][0]["size"])')
 
 # The table: a line for the volume, one per member and spare, under headings.
 "$PONY" vol detail big >out || fail "detail"
@@ -83,7 +83,7 @@ for i in 0 1 2 3 4; do truncate -s 48M r$i.img; done
 "$PONY" vol create -l raid5 -N slow r0.img r1.img r2.img r3.img >/dev/null || fail "create raid5"
 "$PONY" vol assemble r0.img r1.img r2.img r3.img >/dev/null || fail "assemble raid5"
 "$PONY" vol fail -m 1 slow >/dev/null || fail "fail raid5 member"
-rsize=$("$PONY" vol status --json slow 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["size"])')
+rsize=$("$PONY" vol status --json slow 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["volume"][0]["size"])')
 
 # A rebuild of ~10 s, its stderr a file: lines, and detail from here sees it
 # grow (by the members: a lookup by name re-probes each member the rebuild
@@ -130,7 +130,7 @@ wait $spid
 
 # A status file whose writer is gone (killed) is stale: detail ignores it;
 # the same file from a live process is shown.
-suuid=$("$PONY" vol status --json slow | python3 -c 'import json,sys; print(json.load(sys.stdin)["uuid"])')
+suuid=$("$PONY" vol status --json slow | python3 -c 'import json,sys; print(json.load(sys.stdin)["volume"][0]["uuid"])')
 true & gone=$!; wait $gone
 status_file() {
 	printf 'version=1\nwhat=scrub\npid=%s\ndone=%s\ntotal=%s\npercent=37\nrate=1000\neta=9\nupdated=%s\n' \

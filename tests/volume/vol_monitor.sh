@@ -19,7 +19,7 @@ expect_usage_error "$PONY" vol monitor --delay soon tank
 for i in 0 1 2 3 4; do truncate -s 32M m$i.img; done
 "$PONY" vol create -l raid5 -N tank m0.img m1.img m2.img m3.img >/dev/null || fail "create"
 "$PONY" vol assemble m0.img m1.img m2.img m3.img >/dev/null || fail "assemble"
-size=$("$PONY" vol status --json tank | python3 -c 'import json,sys; print(json.load(sys.stdin)["size"])')
+size=$("$PONY" vol status --json tank | python3 -c 'import json,sys; print(json.load(sys.stdin)["volume"][0]["size"])')
 cat >prog <<'EOS'
 #!/bin/sh
 echo "$*" >>"$(dirname "$0")/events"
@@ -64,7 +64,7 @@ for a, b in [("TestMessage", "Fail"), ("Fail", "RebuildStarted"), ("RebuildStart
 EOS
 
 # --oneshot, a volume by UUID=: a degraded volume is reported once, then it exits.
-uuid=$("$PONY" vol status --json tank | python3 -c 'import json,sys; print(json.load(sys.stdin)["uuid"])')
+uuid=$("$PONY" vol status --json tank | python3 -c 'import json,sys; print(json.load(sys.stdin)["volume"][0]["uuid"])')
 "$PONY" vol fail -m 0 tank >/dev/null || fail "fail 0"
 : >events
 timeout 20 "$PONY" vol monitor --oneshot --program "$work/prog" "UUID=$uuid" 2>/dev/null ||

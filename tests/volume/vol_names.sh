@@ -24,7 +24,7 @@ grep -q "tank: no such file or device, nor a volume of that name" err || fail "m
 [ $rc = 4 ] || fail "status of an unknown name exited $rc, expected 4 (cannot read)"
 
 "$PONY" vol assemble m0.img m1.img m2.img m3.img >/dev/null || fail "assemble"
-uuid=$("$PONY" vol status --json tank | python3 -c 'import json,sys; print(json.load(sys.stdin)["uuid"])') ||
+uuid=$("$PONY" vol status --json tank | python3 -c 'import json,sys; print(json.load(sys.stdin)["volume"][0]["uuid"])') ||
 	fail "status tank"
 [ "$(sqlite3 "$PONY_DEVDB" "SELECT name FROM volumes WHERE uuid='$uuid'")" = tank ] ||
 	fail "the volume is not recorded by name"
@@ -34,7 +34,7 @@ uuid=$("$PONY" vol status --json tank | python3 -c 'import json,sys; print(json.
 # From another directory, by each spelling.
 mkdir elsewhere && cd elsewhere || fail "cd"
 for v in tank "UUID=$uuid" "LABEL=tank"; do
-	"$PONY" vol status "$v" | grep -q "^state: clean$" || fail "status $v"
+	"$PONY" vol status "$v" | record_field STATE | grep -qx clean || fail "status $v"
 	"$PONY" vol table "$v" | grep -q " raid raid5_ls " || fail "table $v"
 	"$PONY" vol detail --json "$v" | json "assert s['volumes'][0]['uuid'] == '$uuid'"
 done

@@ -16,7 +16,7 @@ for i in 0 1 2 3 4 5; do truncate -s 98M d$i.img; done
 all=(d0.img d1.img d2.img d3.img d4.img d5.img)
 five=(d0.img d1.img d2.img d3.img d4.img)
 "$PONY" vol create -l raid6 -c 64K --assume-clean -N readd "${all[@]}" >/dev/null || fail "create"
-size=$("$PONY" vol status --json "${all[@]}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["size"])')
+size=$("$PONY" vol status --json "${all[@]}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["volume"][0]["size"])')
 [ "$size" -ge $((300 * MiB)) ] || fail "volume of $size bytes: too small for several bitmap bits"
 head -c $MiB /dev/urandom >a
 head -c $MiB /dev/urandom >b
@@ -33,7 +33,7 @@ cp --sparse=always d5.img old5.img          # member 5 as it left, for later
 grep -qx "member 5 (d5.img) re-added: $((128 * MiB)) bytes resynced" out ||
 	fail "re-add resynced other than the two 64 MiB bits written: $(cat out)"
 "$PONY" vol status "${all[@]}" >out 2>err || fail "status after re-add: $(cat out err)"
-grep -q "^state: clean$" out || fail "not clean after re-add: $(cat out)"
+record_field STATE <out | grep -qx clean || fail "not clean after re-add: $(cat out)"
 "$PONY" vol scrub "${all[@]}" >out 2>&1 || fail "scrub after re-add: $(cat out)"
 # Two others gone: the data must come from the re-added member.
 "$PONY" vol read -O $((150 * MiB)) -L $MiB -f back d2.img d3.img d4.img d5.img 2>/dev/null ||

@@ -43,12 +43,12 @@ check_after_kill() {
 	"$PONY" vol status --json "$@" 2>err >st.json
 	[ -s st.json ] || fail "$what: the volume does not assemble: $(cat err)"
 	[ -s st.json ] && jq -e --argjson f "$failed" '
-		([.members[] | select(.index != $f) | .state == "ok" and (.stale | not)] | all) and
-		.state != "failed" and
+		([.members[] | select(.member != $f) | .state == "ok" and (.stale | not)] | all) and
+		.volume[0].state != "failed" and
 		(.members[$f] as $m |
-		 if $m.state == "rebuilding" then ($m.device | endswith("new.img")) and has("rebuild_checkpoint")
-		 elif $m.state == "ok" then ($m.device | endswith("new.img")) and .state == "clean"
-		 else $m.state == "failed" and ($m.device | endswith("new.img") | not) end)' \
+		 if $m.state == "rebuilding" then ($m.device // "" | endswith("new.img")) and (.volume[0] | has("rebuild_checkpoint"))
+		 elif $m.state == "ok" then ($m.device // "" | endswith("new.img")) and .volume[0].state == "clean"
+		 else $m.state == "failed" and ($m.device // "" | endswith("new.img") | not) end)' \
 		st.json >/dev/null || fail "$what: status: $(cat st.json) $(cat err)"
 	state=$(jq -r ".members[$failed].state" st.json)
 	"$PONY" vol detail --json "$@" 2>err >dt.json
@@ -64,7 +64,7 @@ check_whole() {
 	local what=$1
 	shift
 	"$PONY" vol status --json "$@" 2>err >st.json
-	jq_check st.json '.state == "clean" and ([.members[].state == "ok"] | all)' ||
+	jq_check st.json '.volume[0].state == "clean" and ([.members[].state == "ok"] | all)' ||
 		fail "$what: not clean: $(cat st.json err)"
 	"$PONY" vol scrub "$@" >out 2>&1 || fail "$what: scrub: $(cat out)"
 	record_field MISMATCHES <out | grep -qx 0 || fail "$what: scrub: $(cat out)"
@@ -79,7 +79,7 @@ make_volume() {
 	olds=()
 	for ((i = 0; i < n; i++)); do truncate -s 8M d$i.img; olds+=(d$i.img); done
 	"$PONY" vol create -l "$level" -c 64K -N "$name" "${olds[@]}" >/dev/null || fail "$name: create"
-	len=$("$PONY" vol status --json "${olds[@]}" | jq .size)
+	len=$("$PONY" vol status --json "${olds[@]}" | jq .volume[0].size)
 	head -c "$len" /dev/urandom >pattern
 	"$PONY" vol write -f pattern "${olds[@]}" || fail "$name: write"
 }
@@ -144,16 +144,16 @@ save "${olds[@]}"
 for point in $(seq 1 "${PONY_SBCRASH_STRIDE:-5}" 60); do
 	add_killed spare "$point" || break
 	"$PONY" vol status --json "${devs[@]}" 2>err >st.json
-	jq_check st.json '.state == "clean" and ([.members[] | .state == "ok" and (.stale | not)] |
+	jq_check st.json '.volume[0].state == "clean" and ([.members[] | .state == "ok" and (.stale | not)] |
 		all) and (.spares | length) <= 1' ||
 		fail "spare, crash point $point: $(cat st.json err)"
 	# The add again, unless the spare made it.
-	if ! jq_check st.json '[.spares[] | strings | endswith("new.img")] | any'; then
+	if ! jq_check st.json '[.spares[].device | strings | endswith("new.img")] | any'; then
 		"$PONY" vol add -d new.img "${olds[@]}" >/dev/null 2>err ||
 			fail "spare, crash point $point: add again: $(cat err)"
 	fi
 	"$PONY" vol status --json "${olds[@]}" new.img 2>err >st.json
-	jq_check st.json '[.spares[] | endswith("new.img")] == [true]' ||
+	jq_check st.json '[.spares[].device // "" | endswith("new.img")] == [true]' ||
 		fail "spare, crash point $point: no spare after the second add: $(cat st.json err)"
 	check_whole "spare, crash point $point" "${olds[@]}" new.img
 done
