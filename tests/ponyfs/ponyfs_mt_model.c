@@ -1,8 +1,8 @@
 /*
  * ponyfs_mt_model.c - `ponyfs_mt_model MNT MODEL SECONDS [THREADS]`: the
  * helper of ponyfs_mt_model.sh. THREADS (8) threads create, rewrite,
- * rename (over a name and between directories), write in place, truncate
- * and delete files in four directories they all share, for SECONDS. Each
+ * rename (over a name and between directories), write in place, truncate,
+ * hard-link (then unlink the link again) and delete files in four directories they all share, for SECONDS. Each
  * thread repeats every step in MODEL, a directory of the host's
  * filesystem: the model. A thread's names are its own (t3-17), so the
  * model's final state does not depend on how the threads interleaved,
@@ -132,6 +132,25 @@ static int both_unlink(struct worker *w, int dir, int i)
 	return 0;
 }
 
+/* A second name beside dir/t-i: both copies must count two links; then it goes again. */
+static int both_link_unlink(struct worker *w, int dir, int i)
+{
+	char p[4096], l[4096];
+	struct stat st;
+
+	for (int k = 0; k < 2; k++) {
+		path(p, sizeof(p), k ? model : mnt, dir, w->id, i, "");
+		path(l, sizeof(l), k ? model : mnt, dir, w->id, i, ".lnk");
+		if (link(p, l) < 0)
+			return fail("link %s %s: %s", p, l, strerror(errno));
+		if (stat(p, &st) < 0 || st.st_nlink != 2)
+			return fail("%s: %lu links after a link, not 2", p, (unsigned long)st.st_nlink);
+		if (unlink(l) < 0)
+			return fail("unlink %s: %s", l, strerror(errno));
+	}
+	return 0;
+}
+
 static int both_truncate(struct worker *w, int dir, int i, off_t size)
 {
 	char p[4096];
@@ -184,7 +203,7 @@ static int step(struct worker *w)
 {
 	int i = (int)(next(w) % NAMES), d = w->dir[i], to = (int)(next(w) % DIRS);
 	size_t len = next(w) % MAX_LEN;
-	unsigned op = (unsigned)(next(w) % 6);
+	unsigned op = (unsigned)(next(w) % 7);
 	int r;
 
 	for (size_t k = 0; k < len; k++)
@@ -212,6 +231,9 @@ static int step(struct worker *w)
 		break;
 	case 3:                         /* truncated */
 		r = both_truncate(w, d, i, (off_t)(next(w) % MAX_LEN));
+		break;
+	case 5:                         /* linked, the link counted, unlinked */
+		r = both_link_unlink(w, d, i);
 		break;
 	case 4:                         /* deleted */
 		r = both_unlink(w, d, i);

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # ponyfs_mt_model.sh - eight threads creating, rewriting, renaming (over a
-# name and between directories), writing in place, truncating and
-# deleting in four shared directories for 30 s (PONYFS_MT_SECONDS) leave
-# a filesystem that matches a model: the same steps on the host's
-# filesystem (ponyfs_mt_model.c, which also compares every file after
-# each step). Then the whole tree against the model (diff -r: names and
-# bytes), through the mount, and again after an unmount, a clean fsck and
-# a fresh mount.
+# name and between directories), writing in place, truncating,
+# hard-linking and deleting in four shared directories for 30 s
+# (PONYFS_MT_SECONDS) leave a filesystem that matches a model: the same
+# steps on the host's filesystem (ponyfs_mt_model.c, which also compares
+# every file, its size and link count after each step). Then the whole
+# tree against the model (diff -r: names and bytes), through the mount,
+# and again after an unmount, a clean fsck and a fresh mount.
 # Usage: ponyfs_mt_model.sh PONYFS_MT_MODEL
 set -u
 . "$PONY_SRCDIR/tests/lib.sh"
