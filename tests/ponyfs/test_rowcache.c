@@ -121,7 +121,10 @@ static void test_mode_follows_an_access_acl(void **state)
 	assert_int_equal(attr(f->fs, ino, STATX_MODE).stx_mode & 0777, 0600);
 }
 
-/* st_blocks after the extents changed: written back, then truncated away. */
+/* st_blocks after the extents changed: written back, then truncated away.
+ * Each of these writebacks also updates the inode's row, so the update
+ * hook alone keeps this right: no path found changes extents without the
+ * row, and the extents epoch (rowcache.c) is the guard for one that would. */
 static void test_blocks_follow_the_extents(void **state)
 {
 	struct fixture *f = *state;
