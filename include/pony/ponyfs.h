@@ -117,6 +117,9 @@ struct ponyfs_stats {
 	uint64_t space_measures;        /* measures of the metadata space in use */
 	uint64_t checkpoints;           /* WAL checkpoints into the database file */
 	uint64_t cache_slab_bytes;      /* memory mapped for cached data (0 under ASan) */
+	uint64_t row_hits;              /* inode rows served from memory (rowcache.c) */
+	uint64_t row_misses;            /* inode rows read from the database for it */
+	uint64_t blocks_cached;         /* st_blocks from memory, in place of an extent walk */
 };
 void ponyfs_get_stats(struct vfs *fs, struct ponyfs_stats *ret);
 

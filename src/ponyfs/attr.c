@@ -68,19 +68,14 @@ static bool caller_in_group_or_capable(const struct vfs_ctx *ctx, gid_t gid)
 
 static int mode_gid(struct ponyfs *fs, uint64_t ino, mode_t *ret_mode, gid_t *ret_gid)
 {
-	sqlite3_stmt *s = NULL;
-	int r = ponyfs_prepare(fs, "SELECT mode, gid FROM inodes WHERE ino = ?1", &s);
+	struct ponyfs_row row;
+	int r = ponyfs_row_locked(fs, ino, false, &row);
 
-	if (r < 0)
-		return r;
-	sqlite3_bind_int64(s, 1, (int64_t)ino);
-	r = ponyfs_step_row(fs, s);
-	if (r > 0) {
-		*ret_mode = (mode_t)sqlite3_column_int64(s, 0);
-		*ret_gid = (gid_t)sqlite3_column_int64(s, 1);
+	if (r >= 0) {
+		*ret_mode = (mode_t)row.mode;
+		*ret_gid = (gid_t)row.gid;
 	}
-	sqlite3_reset(s);
-	return r > 0 ? 0 : r == 0 ? -ENOENT : r;
+	return r;
 }
 
 void ponyfs_ctime_note(struct ponyfs *fs, uint64_t ino, int64_t now)

@@ -356,6 +356,17 @@ struct ponyfs_leases {
 	void *recall_arg;
 };
 
+/* An inodes row as the database holds it (rowcache.c); ino 0: an empty slot. */
+struct ponyfs_row {
+	uint64_t ino;
+	uint32_t mode, uid, gid, nlink;
+	uint64_t size, rdev;
+	int64_t atime, mtime, ctime, btime;
+	uint64_t blocks;                /* its extents' blocks, valid at blocks_epoch */
+	uint64_t blocks_epoch;          /* fs->rows_epoch when counted; 0: not counted */
+};
+#define PONYFS_ROW_SLOTS 4096u          /* 384 KiB of cached rows */
+
 struct ponyfs {
 	struct vfs vfs;                 /* first: the instance header */
 	pthread_mutex_t lock;
@@ -373,6 +384,8 @@ struct ponyfs {
 	uint64_t ninodes;               /* rows of inodes; UINT64_MAX: not counted yet */
 	sqlite3 *db;
 	sqlite3_stmt *st[ST_COUNT];
+	struct ponyfs_row *rows;        /* PONYFS_ROW_SLOTS (rowcache.c) */
+	uint64_t rows_epoch;            /* moves with every change of an extents row */
 	/* Statements of one-off SQL, prepared once: keyed by the literal's address. */
 	struct { const char *sql; sqlite3_stmt *st; } sc[PONYFS_STMT_CACHE];
 	bool in_txn;                    /* BEGIN issued, COMMIT not yet */
@@ -488,6 +501,26 @@ int ponyfs_prepare_all(struct ponyfs *fs);
 void ponyfs_finalize_all(struct ponyfs *fs);
 int ponyfs_timer_start(struct ponyfs *fs);
 void ponyfs_timer_stop(struct ponyfs *fs);
+
+/*
+ * The inodes rows, cached (rowcache.c). SQLite's hooks drop a row any
+ * statement changes, and every row at a rollback; the block counts go
+ * stale at every change of extents (ponyfs_rows_extents_changed()).
+ */
+int ponyfs_rows_init(struct ponyfs *fs);        /* after the database is open */
+void ponyfs_rows_done(struct ponyfs *fs);
+void ponyfs_rows_clear(struct ponyfs *fs);
+void ponyfs_rows_extents_changed(struct ponyfs *fs);
+/* The cached row of ino (with a valid block count when blocks); NULL: not cached. */
+const struct ponyfs_row *ponyfs_row_cached(struct ponyfs *fs, uint64_t ino, bool blocks);
+/* Caches row: what the database now holds for row->ino (after the statement that changed it). */
+void ponyfs_row_store(struct ponyfs *fs, const struct ponyfs_row *row);
+/* ST_INODE_GET's columns from column at of s on, for ino (no block count). */
+void ponyfs_row_read(sqlite3_stmt *s, int at, uint64_t ino, struct ponyfs_row *ret);
+/* Sets row's block count, valid from now until extents change. */
+void ponyfs_row_blocks(struct ponyfs *fs, struct ponyfs_row *row, uint64_t blocks);
+/* ino's row from memory or the database (cached then); -ENOENT: no such inode. */
+int ponyfs_row_locked(struct ponyfs *fs, uint64_t ino, bool blocks, struct ponyfs_row *ret);
 
 /* Metadata space (space.c): stages of ponyfs_space_reserve_locked(). */
 enum { SPACE_MEASURE = 1, SPACE_COMMIT, SPACE_GROW };

@@ -15,32 +15,26 @@
 
 #include "internal.h"
 
-/* The columns of ST_INODE_GET, from column `at` of s on, and what the
- * inode's cached state says instead (a size or times not written back). */
-static void attr_from_row(struct ponyfs *fs, uint64_t ino, sqlite3_stmt *s, int at,
-			  struct statx *x)
+/* A row's attributes, and what the inode's cached state says instead (a
+ * size or times not written back); st_blocks with what the cache adds
+ * when blocks (the row's count valid). */
+static void attr_of_row(struct ponyfs *fs, const struct ponyfs_row *row, bool blocks,
+			struct statx *x)
 {
 	struct ponyfs_inode *in;
-	int64_t t[4];
 
-	memset(x, 0, sizeof(*x));
-	x->stx_mode = (uint16_t)sqlite3_column_int64(s, at);
-	x->stx_uid = (uint32_t)sqlite3_column_int64(s, at + 1);
-	x->stx_gid = (uint32_t)sqlite3_column_int64(s, at + 2);
-	x->stx_nlink = (uint32_t)sqlite3_column_int64(s, at + 3);
-	x->stx_size = (uint64_t)sqlite3_column_int64(s, at + 4);
-	for (int i = 0; i < 4; i++)
-		t[i] = sqlite3_column_int64(s, at + 5 + i);
-	x->stx_atime = ponyfs_timestamp(t[0]);
-	x->stx_mtime = ponyfs_timestamp(t[1]);
-	x->stx_ctime = ponyfs_timestamp(t[2]);
-	x->stx_btime = ponyfs_timestamp(t[3]);
-	x->stx_rdev_major = major((dev_t)sqlite3_column_int64(s, at + 9));
-	x->stx_rdev_minor = minor((dev_t)sqlite3_column_int64(s, at + 9));
-	x->stx_ino = ino;
-	x->stx_blksize = BS;
-	x->stx_mask = (STATX_BASIC_STATS | STATX_BTIME) & ~STATX_BLOCKS;
-	in = ponyfs_inode_find(fs, ino);
+	*x = (struct statx){
+		.stx_mode = (uint16_t)row->mode, .stx_uid = row->uid, .stx_gid = row->gid,
+		.stx_nlink = row->nlink, .stx_size = row->size,
+		.stx_atime = ponyfs_timestamp(row->atime),
+		.stx_mtime = ponyfs_timestamp(row->mtime),
+		.stx_ctime = ponyfs_timestamp(row->ctime),
+		.stx_btime = ponyfs_timestamp(row->btime),
+		.stx_rdev_major = major((dev_t)row->rdev), .stx_rdev_minor = minor((dev_t)row->rdev),
+		.stx_ino = row->ino, .stx_blksize = BS,
+		.stx_mask = (STATX_BASIC_STATS | STATX_BTIME) & ~STATX_BLOCKS,
+	};
+	in = ponyfs_inode_find(fs, row->ino);
 	if (in) {
 		x->stx_size = in->size;
 		if (in->atime_dirty)
@@ -50,16 +44,25 @@ static void attr_from_row(struct ponyfs *fs, uint64_t ino, sqlite3_stmt *s, int 
 			x->stx_ctime = ponyfs_timestamp(in->ctime);
 		}
 	}
+	if (blocks) {
+		x->stx_blocks = ponyfs_blocks_with_cached(fs, row->ino, row->blocks);
+		x->stx_mask |= STATX_BLOCKS;
+	}
 }
 
-/* st_blocks from column `col` of s (its extents' block count), with what
- * its cache adds; counted as an extent walk (statx light). */
-static void attr_blocks_from_row(struct ponyfs *fs, uint64_t ino, sqlite3_stmt *s, int col,
-				 struct statx *x)
+/* The row of ino from a statement's columns (ST_INODE_GET's from at on,
+ * the block count at col), cached on the way: a lookup or readdirplus
+ * answers the getattr that comes after it. */
+static void attr_from_stmt(struct ponyfs *fs, uint64_t ino, sqlite3_stmt *s, int at, int col,
+			   struct statx *x)
 {
-	x->stx_blocks = ponyfs_blocks_with_cached(fs, ino, (uint64_t)sqlite3_column_int64(s, col));
-	x->stx_mask |= STATX_BLOCKS;
+	struct ponyfs_row row;
+
+	ponyfs_row_read(s, at, ino, &row);
+	ponyfs_row_blocks(fs, &row, (uint64_t)sqlite3_column_int64(s, col));
 	fs->stats.extent_walks++;
+	ponyfs_row_store(fs, &row);
+	attr_of_row(fs, &row, true, x);
 }
 
 /*
@@ -69,20 +72,12 @@ static void attr_blocks_from_row(struct ponyfs *fs, uint64_t ino, sqlite3_stmt *
 int ponyfs_fill_attr_locked(struct ponyfs *fs, uint64_t ino, unsigned mask, struct statx *ret)
 {
 	bool blocks = mask & STATX_BLOCKS;
-	sqlite3_stmt *s = ponyfs_stmt(fs, blocks ? ST_INODE_GET_BLOCKS : ST_INODE_GET);
-	int r;
+	struct ponyfs_row row;
+	int r = ponyfs_row_locked(fs, ino, blocks, &row);
 
-	sqlite3_bind_int64(s, 1, (int64_t)ino);
-	r = ponyfs_step_row(fs, s);
-	if (r <= 0) {
-		sqlite3_reset(s);
-		return r < 0 ? r : -ENOENT;
-	}
-	attr_from_row(fs, ino, s, 0, ret);
-	if (blocks)
-		attr_blocks_from_row(fs, ino, s, 10, ret);
-	sqlite3_reset(s);
-	return 0;
+	if (r >= 0)
+		attr_of_row(fs, &row, blocks, ret);
+	return r;
 }
 
 static int entry_fill(struct ponyfs *fs, uint64_t ino, struct vfs_entry *ret)
@@ -94,11 +89,11 @@ static int entry_fill(struct ponyfs *fs, uint64_t ino, struct vfs_entry *ret)
 
 static int inode_mode(struct ponyfs *fs, uint64_t ino, mode_t *ret)
 {
-	int64_t m;
-	int r = ponyfs_sql_int(fs, &m, "SELECT mode FROM inodes WHERE ino = ?1", 1, (int64_t)ino);
+	struct ponyfs_row row;
+	int r = ponyfs_row_locked(fs, ino, false, &row);
 
 	if (r >= 0)
-		*ret = (mode_t)m;
+		*ret = (mode_t)row.mode;
 	return r;
 }
 
@@ -137,21 +132,6 @@ static void create_cost(const char *target, const struct ponyfs_acl_inherit *acl
 		ponyfs_cost_value(ret, acl->dflt_size);
 }
 
-/* The attributes of an inode just inserted, from what went into its row. */
-static void attr_of_new(uint64_t ino, mode_t mode, uid_t uid, gid_t gid, uint64_t size,
-			int64_t now, dev_t rdev, struct statx *x)
-{
-	struct statx_timestamp t = ponyfs_timestamp(now);
-
-	*x = (struct statx){
-		.stx_mask = STATX_BASIC_STATS | STATX_BTIME, .stx_blksize = BS,
-		.stx_nlink = S_ISDIR(mode) ? 2 : 1, .stx_uid = uid, .stx_gid = gid,
-		.stx_mode = (uint16_t)mode, .stx_ino = ino, .stx_size = size,
-		.stx_atime = t, .stx_btime = t, .stx_ctime = t, .stx_mtime = t,
-		.stx_rdev_major = major(rdev), .stx_rdev_minor = minor(rdev),
-	};
-}
-
 /* A new inode named name in parent; its id in *ret_ino, its attributes in
  * *ret_attr when given. cost, when not NULL, is reserved once the name is
  * known to be free (else the caller did). */
@@ -161,6 +141,7 @@ static int inode_create(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t p
 {
 	sqlite3_stmt *s = NULL;
 	int64_t now = ponyfs_now();
+	struct ponyfs_row row;
 	uint64_t ino;
 	mode_t pmode = 0;
 	gid_t gid, pgid = 0;
@@ -218,15 +199,23 @@ static int inode_create(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t p
 	r = ponyfs_step_done(fs, s);
 	sqlite3_reset(s);
 	ino = (uint64_t)sqlite3_last_insert_rowid(fs->db);
+	/* What went into the row is its cached copy, and the create's answer. */
+	row = (struct ponyfs_row){
+		.ino = ino, .mode = mode, .uid = ctx->uid, .gid = gid,
+		.nlink = S_ISDIR(mode) ? 2 : 1, .size = target ? strlen(target) : 0,
+		.rdev = rdev, .atime = now, .mtime = now, .ctime = now, .btime = now,
+	};
+	ponyfs_row_blocks(fs, &row, 0);
 	if (r >= 0 && fs->ninodes != UINT64_MAX)
 		fs->ninodes++;
+	if (r >= 0)
+		ponyfs_row_store(fs, &row);
 	if (r >= 0)
 		r = ponyfs_dentry_add(fs, parent, name, ino, S_ISDIR(mode) ? 1 : 0);
 	if (r >= 0)
 		*ret_ino = ino;
 	if (r >= 0 && ret_attr)
-		attr_of_new(ino, mode, ctx->uid, gid, target ? strlen(target) : 0, now, rdev,
-			    ret_attr);
+		attr_of_row(fs, &row, true, ret_attr);
 	return r;
 }
 
@@ -300,8 +289,7 @@ int ponyfs_lookup_locked(struct ponyfs *fs, uint64_t parent, const char *name,
 	if (r > 0) {
 		ino = (uint64_t)sqlite3_column_int64(s, 0);
 		*ret = (struct vfs_entry){ .ino = ino };
-		attr_from_row(fs, ino, s, 2, &ret->attr);
-		attr_blocks_from_row(fs, ino, s, 1, &ret->attr);
+		attr_from_stmt(fs, ino, s, 2, 1, &ret->attr);
 	}
 	sqlite3_reset(s);
 	if (r == 0)
@@ -682,8 +670,7 @@ int ponyfs_readdir_locked(struct ponyfs *fs, uint64_t ino, uint64_t cookie,
 		if (plus) {
 			struct statx *x = &ret[n].attr;
 
-			attr_from_row(fs, ret[n].ino, s, 5, x);
-			attr_blocks_from_row(fs, ret[n].ino, s, 4, x);
+			attr_from_stmt(fs, ret[n].ino, s, 5, 4, x);
 		}
 		n++;
 	}

@@ -64,6 +64,8 @@ static bool setattr_kills(const struct vfs_ctx *ctx, const struct statx *cur,
 static int setattr_row(struct ponyfs *fs, uint64_t ino, mode_t mode, uid_t uid, gid_t gid,
 		       const int64_t *atime, const int64_t *mtime, int64_t ctime)
 {
+	const struct ponyfs_row *cached = ponyfs_row_cached(fs, ino, false);
+	struct ponyfs_row row = cached ? *cached : (struct ponyfs_row){ 0 };
 	sqlite3_stmt *s = NULL;
 	int r = ponyfs_prepare(fs, "UPDATE inodes SET mode = ?2, uid = ?3, gid = ?4, "
 			       "atime = coalesce(?5, atime), mtime = coalesce(?6, mtime), ctime = ?7 "
@@ -80,7 +82,19 @@ static int setattr_row(struct ponyfs *fs, uint64_t ino, mode_t mode, uid_t uid, 
 	if (mtime)
 		sqlite3_bind_int64(s, 6, *mtime);
 	sqlite3_bind_int64(s, 7, ctime);
-	return ponyfs_step_done(fs, s);
+	r = ponyfs_step_done(fs, s);
+	/* The row it leaves, cached again (the update hook dropped it): an
+	 * untar's next setattr of the file reads none. */
+	if (r >= 0 && cached) {
+		row.mode = mode;
+		row.uid = uid;
+		row.gid = gid;
+		row.atime = atime ? *atime : row.atime;
+		row.mtime = mtime ? *mtime : row.mtime;
+		row.ctime = ctime;
+		ponyfs_row_store(fs, &row);
+	}
+	return r;
 }
 
 static int setattr_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t ino,

@@ -255,6 +255,7 @@ void ponyfs_destroy(struct vfs *v)
 	pthread_mutex_unlock(&fs->lock);
 	ponyfs_pages_done(fs);
 	ponyfs_finalize_all(fs);
+	ponyfs_rows_done(fs);
 	ponyfs_sqlite_close(fs->db);
 	ponyfs_gates_close(fs);
 	for (size_t i = 0; i < ARRAY_SIZE(fs->owned); i++)
@@ -317,6 +318,8 @@ static int mount_check(struct ponyfs *fs, bool read_only)
 		r = v > PONYFS_SCHEMA_VERSION ? -EPROTONOSUPPORT : -EUCLEAN;
 	if (r >= 0)
 		r = ponyfs_prepare_all(fs);
+	if (r >= 0)
+		r = ponyfs_rows_init(fs);
 	if (r >= 0)
 		r = ponyfs_crypt_init_locked(fs);
 	if (r >= 0)

@@ -151,6 +151,9 @@ sqlite3_stmt *ponyfs_stmt(struct ponyfs *fs, enum ponyfs_stmt which)
 {
 	sqlite3_stmt *s = fs->st[which];
 
+	/* The only statements that change extents: cached block counts go stale. */
+	if (which == ST_EXT_INS || which == ST_EXT_DEL)
+		ponyfs_rows_extents_changed(fs);
 	sqlite3_reset(s);
 	sqlite3_clear_bindings(s);
 	return s;
