@@ -8,7 +8,8 @@
  * RAID6: its file is named lost, and a clean file never is; a file of
  * several steps, shared by the pass's two threads, has a silent flip in
  * each of two steps repaired and recorded once; a block rewritten through
- * the volume (its parity agrees) fails its checksum and is named lost once.
+ * the volume (its parity agrees) fails its checksum and is named lost once;
+ * a flip in one member's copy of the metadata mirror is rewritten once.
  * Also checked: the scrub's
  * log lines name the file, and the error list pages through the bad-block
  * hook.
@@ -361,6 +362,39 @@ static void test_a_block_whose_parity_agrees_but_checksum_fails_is_named_lost_on
 	assert_int_equal(log_count(f, "lost: file"), 1);
 }
 
+/*
+ * A flip in one member's copy of the metadata mirror: the pass reads the
+ * six copies of each MiB at once and compares them (mirror_scrub_span.c),
+ * and the ones that differ go to the copies' vote under the lock, which
+ * rewrites the outvoted copy: repaired once, logged once as metadata, the
+ * copy's bytes back as they were; the next pass finds nothing.
+ */
+static void test_a_flip_in_one_copy_of_the_metadata_is_rewritten_once(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_resolve r = { .volume_offset = 4u << 20 };
+	uint8_t was[8], now[8];
+	struct vfs_scrub s0 = scrub_pass(f), s;
+
+	assert_int_equal(s0.repaired, 0);
+	assert_int_equal(VFS_CALL(f->v.fs, resolve, &r), 0);
+	assert_int_equal(r.what, VFS_RESOLVE_METADATA);
+	assert_int_equal(bdev_pread(f->fault[r.member], was, sizeof(was), r.member_offset), 0);
+	flip8(f, r.member, r.member_offset);
+	f->loglen = 0;
+	f->log[0] = 0;
+	s = scrub_pass(f);
+	assert_int_equal(s.repaired, 1);
+	assert_int_equal(s.lost, s0.lost);      /* the test before's lost block, if it ran */
+	assert_int_equal(log_count(f, "disagreed with the volume's redundancy: rewritten; "
+				      "holds metadata"), 1);
+	assert_int_equal(log_count(f, "scrub: member"), 1);
+	assert_int_equal(bdev_pread(f->fault[r.member], now, sizeof(now), r.member_offset), 0);
+	assert_memory_equal(now, was, sizeof(was));
+	s = scrub_pass(f);
+	assert_int_equal(s.repaired, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -369,6 +403,7 @@ int main(void)
 		cmocka_unit_test(test_a_row_unreadable_on_three_members_names_its_file_lost),
 		cmocka_unit_test(test_two_threads_repair_a_flip_in_each_of_two_steps_once),
 		cmocka_unit_test(test_a_block_whose_parity_agrees_but_checksum_fails_is_named_lost_once),
+		cmocka_unit_test(test_a_flip_in_one_copy_of_the_metadata_is_rewritten_once),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
