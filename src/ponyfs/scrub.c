@@ -168,27 +168,38 @@ static void finding_add_locked(struct ponyfs *fs, const struct volume_mismatch *
 	}
 }
 
-/* The bytes of a data step the volume's check read and found consistent. */
+/*
+ * The checksums of a data step's listed blocks, taken from the bytes the
+ * volume's check read and found consistent, while they are still in the
+ * cache (no copy of them is made).
+ */
 struct step_data {
-	uint8_t *buf;                   /* the step's bytes, from seg_off */
-	uint64_t seg_off, len;
-	uint64_t covered[STEP / BS / 64]; /* blocks of buf the volume filled */
+	uint64_t seg_off, len;          /* the step, in the segment */
+	uint64_t listed[STEP / BS / 64];  /* blocks of the step a file has written */
+	uint64_t covered[STEP / BS / 64]; /* listed blocks whose crc[] the volume's bytes gave */
+	uint32_t crc[STEP / BS];
 };
 
-/* Called with the segment locked (volume_scrub_span()): copies, takes no lock. */
+static bool block_bit(const uint64_t *bits, uint64_t b)
+{
+	return (bits[b / 64] >> (b % 64)) & 1;
+}
+
+/* Called with or without the segment's lock (volume_scrub_span()): takes no lock. */
 static void step_data_take(uint64_t seg_off, const uint8_t *data, size_t len, void *arg)
 {
 	struct step_data *d = arg;
 	uint64_t from = MAX(seg_off, d->seg_off), to = MIN(seg_off + len, d->seg_off + d->len);
 
 	/* Whole blocks only (a piece is whole chunks, so always here). */
-	from = DIV_ROUND_UP(from - d->seg_off, BS) * BS + d->seg_off;
-	to = (to - d->seg_off) / BS * BS + d->seg_off;
-	if (from >= to)
-		return;
-	memcpy(d->buf + (from - d->seg_off), data + (from - seg_off), to - from);
-	for (uint64_t b = (from - d->seg_off) / BS; b < (to - d->seg_off) / BS; b++)
+	from = DIV_ROUND_UP(from - d->seg_off, BS);
+	to = to > d->seg_off ? (to - d->seg_off) / BS : 0;
+	for (uint64_t b = from; b < to; b++) {
+		if (!block_bit(d->listed, b))
+			continue;       /* free or unwritten: no checksum to check */
+		d->crc[b] = util_crc32c(0, data + (d->seg_off + b * BS - seg_off), BS);
 		d->covered[b / 64] |= 1ull << (b % 64);
+	}
 }
 
 /*
@@ -312,11 +323,6 @@ static void block_bad_locked(struct ponyfs *fs, const struct scrub_block *b, uin
 	ponyfs_bad_block_locked(fs, VFS_BAD_SCRUB_CSUM, b->ino, b->fblk, b->pblock, m);
 }
 
-static bool step_covered(const struct step_data *d, uint64_t b)
-{
-	return (d->covered[b / 64] >> (b % 64)) & 1;
-}
-
 /* n consecutive blocks into buf; on an error each on its own, so only the
  * ones that cannot be read are taken for bad. */
 static void step_read_run(struct ponyfs *fs, uint8_t *buf, struct scrub_block *blocks, int64_t n)
@@ -332,38 +338,43 @@ static void step_read_run(struct ponyfs *fs, uint8_t *buf, struct scrub_block *b
  * A step of the data region: the volume's check, then every written block
  * against its checksum. The blocks are listed first and the reuse lock held
  * until they are read (read.c), so none is reused for other data between
- * the list and the bytes; the bytes are the ones the volume's check read
- * where it found them consistent, and read again only elsewhere (a piece
- * with a finding, a member out, a level without redundancy).
+ * the list and the bytes; the checksums are taken from the bytes the
+ * volume's check read where it found them consistent (step_data_take()),
+ * and the blocks are read again only elsewhere (a piece with a finding, a
+ * member out, a level without redundancy).
  */
 static int step_data_region(struct ponyfs *fs, const struct scrub_range *rg, uint64_t off,
 			    uint64_t len, struct findings *f, uint8_t *buf,
-			    struct scrub_block *blocks)
+			    struct scrub_block *blocks, struct step_data *d)
 {
 	uint64_t b0 = (off - rg->start) / BS, nb = len / BS;
-	struct step_data d = { .buf = buf, .seg_off = b0 * BS, .len = nb * BS };
 	int64_t n;
 	int r;
 
+	memset(d, 0, sizeof(*d));
+	d->seg_off = b0 * BS;
+	d->len = nb * BS;
 	pthread_mutex_lock(&fs->lock);
 	n = step_blocks_locked(fs, b0, b0 + nb, blocks, STEP / BS);
 	if (n < 0) {
 		pthread_mutex_unlock(&fs->lock);
 		return (int)n;
 	}
+	for (int64_t i = 0; i < n; i++)
+		d->listed[(blocks[i].pblock - b0) / 64] |= 1ull << ((blocks[i].pblock - b0) % 64);
 	pthread_rwlock_rdlock(&fs->reuse_lock);
 	pthread_mutex_unlock(&fs->lock);
-	r = step_volume(fs, rg, off, len, f, n > 0 ? &d : NULL);
+	r = step_volume(fs, rg, off, len, f, n > 0 ? d : NULL);
 	for (int64_t i = 0; r >= 0 && i < n;) {
 		int64_t j = i;
 
-		if (step_covered(&d, blocks[i].pblock - b0)) {
+		if (block_bit(d->covered, blocks[i].pblock - b0)) {
 			i++;
 			continue;
 		}
 		/* A run of blocks the check did not hand over: read it. */
 		while (j + 1 < n && blocks[j + 1].pblock == blocks[j].pblock + 1 &&
-		       !step_covered(&d, blocks[j + 1].pblock - b0))
+		       !block_bit(d->covered, blocks[j + 1].pblock - b0))
 			j++;
 		step_read_run(fs, buf + (blocks[i].pblock - b0) * BS, blocks + i, j - i + 1);
 		i = j + 1;
@@ -374,8 +385,11 @@ static int step_data_region(struct ponyfs *fs, const struct scrub_range *rg, uin
 		return r;
 	pthread_mutex_lock(&fs->lock);
 	for (int64_t i = 0; i < n; i++) {
-		uint8_t *at = buf + (blocks[i].pblock - b0) * BS;
-		bool ok = !blocks[i].unreadable && util_crc32c(0, at, BS) == blocks[i].crc;
+		uint64_t b = blocks[i].pblock - b0;
+		uint8_t *at = buf + b * BS;     /* read here, or bdev_repair()'s room */
+		bool ok = !blocks[i].unreadable &&
+			  (block_bit(d->covered, b) ? d->crc[b] : util_crc32c(0, at, BS)) ==
+			  blocks[i].crc;
 
 		fs->scrub->checked++;
 		if (!ok || copies_suspect(fs, rg, f, blocks[i].pblock))
@@ -474,9 +488,10 @@ static int scrub_work(struct ponyfs *fs, struct ponyfs_scrub *sc, unsigned worke
 	uint8_t *buf = util_aligned_alloc(STEP);
 	struct scrub_block *blocks = malloc(STEP / BS * sizeof(*blocks));
 	struct findings *f = malloc(sizeof(*f));
+	struct step_data *d = malloc(sizeof(*d));
 	struct scrub_range rg[2];
 	unsigned nr = scrub_ranges(fs, rg);
-	int r = buf && blocks && f ? 0 : -ENOMEM;
+	int r = buf && blocks && f && d ? 0 : -ENOMEM;
 
 	while (r >= 0) {
 		uint64_t at, len, off, wait_ns;
@@ -496,7 +511,7 @@ static int scrub_work(struct ponyfs *fs, struct ponyfs_scrub *sc, unsigned worke
 		len = MIN(STEP, rg[i].len - at);
 		off = rg[i].start + at;
 		if (rg[i].data) {
-			r = step_data_region(fs, &rg[i], off, len, f, buf, blocks);
+			r = step_data_region(fs, &rg[i], off, len, f, buf, blocks, d);
 		} else {
 			r = step_volume(fs, &rg[i], off, len, f, NULL);
 			findings_record(fs, f);
@@ -519,6 +534,7 @@ static int scrub_work(struct ponyfs *fs, struct ponyfs_scrub *sc, unsigned worke
 	free(buf);
 	free(blocks);
 	free(f);
+	free(d);
 	return r;
 }
 

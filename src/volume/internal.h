@@ -200,8 +200,14 @@ void volume_scrub_consistent(struct volume_scrub *sc, uint64_t seg_off, const ui
 void volume_scrub_found(const struct volume_seg *s, struct volume_scrub *sc,
 			const struct volume_mismatch *mm);
 
-/* The parity targets' scrub_span (raid_scrub_span.c). */
+/* The parity targets' scrub_span (raid_scrub_span.c), the mirror's (mirror_scrub_span.c). */
 int raid_scrub_span(struct volume_seg *s, uint64_t off, uint64_t len, struct volume_scrub *sc);
+int mirror_scrub_span(struct volume_seg *s, uint64_t off, uint64_t len, struct volume_scrub *sc);
+/* The calling thread's span buffer (scrub_span_buf.c), at least len bytes, PARITY_ALIGN-aligned. */
+uint8_t *volume_scrub_span_buf(size_t len);
+/* Segment bytes [off, end) the locked way: the target's scrub, unit by unit under s->lock. */
+int volume_scrub_span_locked(struct volume_seg *s, uint64_t off, uint64_t end,
+			     struct volume_scrub *sc);
 
 /* Bytes [first, last] of a piece at dev_off on a member, widened to sectors, into mm. */
 static inline void volume_mismatch_narrow(struct volume_mismatch *mm, uint64_t dev_off,

@@ -9,11 +9,10 @@
  * it. Anything else (a read error, a member out, a row that disagrees,
  * perhaps only because a write landed between two members' reads) is done
  * again by the target's own scrub under the lock, which alone decides, logs
- * and repairs. Buffers are kept per thread, as a pass reuses them for every
- * span.
+ * and repairs. Buffers are kept per thread (scrub_span_buf.c), as a pass
+ * reuses them for every span.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,62 +22,12 @@
 /* Bytes of one member read at once: large reads, a bounded buffer. */
 #define SPAN_MEMBER_BYTES (1u << 20)
 
-/* The thread's buffer, grown as needed and freed when the thread ends. */
-struct span_buf {
-	uint8_t *mem;
-	size_t len;
-};
-
-static pthread_key_t span_key;
-static pthread_once_t span_once = PTHREAD_ONCE_INIT;
-
-static void span_buf_free(void *arg)
-{
-	struct span_buf *b = arg;
-
-	free(b->mem);
-	free(b);
-}
-
-static void span_key_init(void)
-{
-	if (pthread_key_create(&span_key, span_buf_free))
-		abort();
-}
-
-static uint8_t *span_buf_get(size_t len)
-{
-	struct span_buf *b;
-
-	pthread_once(&span_once, span_key_init);
-	b = pthread_getspecific(span_key);
-	if (!b) {
-		b = calloc(1, sizeof(*b));
-		if (!b || pthread_setspecific(span_key, b)) {
-			free(b);
-			return NULL;
-		}
-	}
-	if (b->len < len) {
-		free(b->mem);
-		b->mem = util_aligned_alloc(len);
-		b->len = b->mem ? len : 0;
-	}
-	return b->mem;
-}
-
 /* Stripes [a, b) the locked way: the target's scrub, which re-reads them. */
 static int span_locked(struct volume_seg *s, uint64_t a, uint64_t b, struct volume_scrub *sc)
 {
 	uint64_t width = s->ops->unit(s);
-	int r = 0;
 
-	for (uint64_t st = a; st < b && r >= 0; st++) {
-		pthread_mutex_lock(&s->lock);
-		r = s->ops->scrub(s, st * width, width, sc);
-		pthread_mutex_unlock(&s->lock);
-	}
-	return r;
+	return volume_scrub_span_locked(s, a * width, b * width, sc);
 }
 
 /*
@@ -112,7 +61,7 @@ static bool span_row_agrees(struct volume_seg *s, uint64_t st, uint8_t *mem, siz
 static int span_part(struct volume_seg *s, uint64_t a, uint64_t b, struct volume_scrub *sc)
 {
 	size_t chunk = s->geom.chunk, stride = (size_t)(b - a) * chunk;
-	uint8_t *mem = span_buf_get(s->nmembers * stride + 2 * chunk), *calc;
+	uint8_t *mem = volume_scrub_span_buf(s->nmembers * stride + 2 * chunk), *calc;
 	struct volume_batch batch;
 	bool read_ok = true;
 	int r = 0;

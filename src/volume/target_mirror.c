@@ -357,5 +357,6 @@ const struct volume_target_ops volume_mirror_ops = {
 	.io = copies_target_io,
 	.rebuild = copies_target_rebuild,
 	.scrub = copies_target_scrub,
+	.scrub_span = mirror_scrub_span,
 	.unit = mirror_unit,
 };

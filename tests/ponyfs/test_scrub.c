@@ -7,7 +7,10 @@
  * nothing; a row unreadable on three members (data, P and Q) is beyond
  * RAID6: its file is named lost, and a clean file never is; a file of
  * several steps, shared by the pass's two threads, has a silent flip in
- * each of two steps repaired and recorded once. Also checked: the scrub's
+ * each of two steps repaired and recorded once; a block rewritten through
+ * the volume (its parity agrees) fails its checksum and is named lost once;
+ * a flip in one member's copy of the metadata mirror is rewritten once.
+ * Also checked: the scrub's
  * log lines name the file, and the error list pages through the bad-block
  * hook.
  */
@@ -300,6 +303,98 @@ static void test_two_threads_repair_a_flip_in_each_of_two_steps_once(void **stat
 	assert_memory_equal(back, buf, sizeof(buf));
 }
 
+/* The data-region byte of path's block blk (through the file's layout). */
+static uint64_t volume_byte_of(struct fixture *f, const char *path, uint64_t blk)
+{
+	struct vfs_layout_extent e[8];
+	uint32_t csums[8];
+	struct vfs_layout_piece p[64];
+	struct vfs_layout l = { .offset = blk * BLK, .length = BLK, .extents = e, .max_extents = 8,
+				.csums = csums, .max_csums = 8, .pieces = p, .max_pieces = 64 };
+	uint64_t ino, fh;
+
+	assert_int_equal(test_open(f->v.fs, path, O_RDONLY, &ino, &fh), 0);
+	assert_int_equal(VFS_CALL(f->v.fs, layout_map, ino, &l), 0);
+	VFS_CALL(f->v.fs, release, ino, fh);
+	assert_true(l.nextents >= 1 && e[0].file_offset <= blk * BLK &&
+		    blk * BLK < e[0].file_offset + e[0].length);
+	return e[0].volume_offset + (blk * BLK - e[0].file_offset);
+}
+
+/*
+ * A block rewritten under the filesystem through the volume, so its parity
+ * agrees with it and only its checksum can tell: the checksum the pass
+ * takes from the bytes the parity check read (no second read) fails, no
+ * copy matches, and the block is named lost with its file and offset, in
+ * one entry and one log line however many passes find it; the blocks
+ * around it, in the same step, pass.
+ */
+static void test_a_block_whose_parity_agrees_but_checksum_fails_is_named_lost_once(void **state)
+{
+	struct fixture *f = *state;
+	enum { QUIET_BLOCKS = 768 };    /* 3 MiB: three steps */
+	static uint8_t buf[QUIET_BLOCKS * BLK];
+	const uint64_t blk = 400;
+	uint8_t junk[BLK];
+	struct vfs_scrub s0, s;
+	char line[96];
+
+	test_fill(buf, sizeof(buf), 4);
+	assert_int_equal(test_put(f->v.fs, "quiet", buf, sizeof(buf)), 0);
+	assert_int_equal(VFS_CALL(f->v.fs, syncfs), 0);
+	s0 = scrub_pass(f);
+	assert_int_equal(s0.lost, 0);
+	test_fill(junk, sizeof(junk), 5);
+	assert_int_equal(bdev_pwrite(f->v.data, junk, BLK, volume_byte_of(f, "quiet", blk)), 0);
+	f->loglen = 0;
+	f->log[0] = 0;
+	for (unsigned pass = 0; pass < 2; pass++) {
+		s = scrub_pass(f);
+		assert_int_equal(s.checked, s0.checked);
+		assert_int_equal(s.lost, 1);
+		assert_int_equal(s.repaired, 0);
+	}
+	assert_int_equal(count_listed(f, VFS_BAD_SCRUB_CSUM, "/quiet", blk * BLK), 1);
+	assert_int_equal(count_listed(f, VFS_BAD_SCRUB, "/quiet", blk * BLK), 0);
+	snprintf(line, sizeof(line), "offset %llu: data block", (unsigned long long)(blk * BLK));
+	assert_int_equal(log_count(f, line), 1);
+	assert_int_equal(log_count(f, "no copy matches (scrub); lost: file /quiet"), 1);
+	assert_int_equal(log_count(f, "lost: file"), 1);
+}
+
+/*
+ * A flip in one member's copy of the metadata mirror: the pass reads the
+ * six copies of each MiB at once and compares them (mirror_scrub_span.c),
+ * and the ones that differ go to the copies' vote under the lock, which
+ * rewrites the outvoted copy: repaired once, logged once as metadata, the
+ * copy's bytes back as they were; the next pass finds nothing.
+ */
+static void test_a_flip_in_one_copy_of_the_metadata_is_rewritten_once(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_resolve r = { .volume_offset = 4u << 20 };
+	uint8_t was[8], now[8];
+	struct vfs_scrub s0 = scrub_pass(f), s;
+
+	assert_int_equal(s0.repaired, 0);
+	assert_int_equal(VFS_CALL(f->v.fs, resolve, &r), 0);
+	assert_int_equal(r.what, VFS_RESOLVE_METADATA);
+	assert_int_equal(bdev_pread(f->fault[r.member], was, sizeof(was), r.member_offset), 0);
+	flip8(f, r.member, r.member_offset);
+	f->loglen = 0;
+	f->log[0] = 0;
+	s = scrub_pass(f);
+	assert_int_equal(s.repaired, 1);
+	assert_int_equal(s.lost, s0.lost);      /* the test before's lost block, if it ran */
+	assert_int_equal(log_count(f, "disagreed with the volume's redundancy: rewritten; "
+				      "holds metadata"), 1);
+	assert_int_equal(log_count(f, "scrub: member"), 1);
+	assert_int_equal(bdev_pread(f->fault[r.member], now, sizeof(now), r.member_offset), 0);
+	assert_memory_equal(now, was, sizeof(was));
+	s = scrub_pass(f);
+	assert_int_equal(s.repaired, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -307,6 +402,8 @@ int main(void)
 		cmocka_unit_test(test_unreadable_sectors_within_raid6_are_written_back),
 		cmocka_unit_test(test_a_row_unreadable_on_three_members_names_its_file_lost),
 		cmocka_unit_test(test_two_threads_repair_a_flip_in_each_of_two_steps_once),
+		cmocka_unit_test(test_a_block_whose_parity_agrees_but_checksum_fails_is_named_lost_once),
+		cmocka_unit_test(test_a_flip_in_one_copy_of_the_metadata_is_rewritten_once),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
