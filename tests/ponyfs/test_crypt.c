@@ -515,6 +515,49 @@ static void test_gcm_tamper_is_eio(void **state)
 	 * tag is what caught the change. */
 }
 
+/*
+ * A read of 1 MiB of a GCM file is split between two threads (the mount's
+ * helper takes the second half): a tag that fails in that half still
+ * fails the read with EIO, and the block's plaintext is not in the
+ * buffer; the blocks before it still read alone.
+ */
+static void test_gcm_tamper_in_a_split_read_is_eio(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_ctx c = test_ctx();
+	enum { NBLK = 256, BAD = 200 };
+	static uint8_t data[NBLK * 4096], back[NBLK * 4096];
+	static uint8_t csums[NBLK * PONYFS_SEAL_BYTES];
+	struct bdev *meta, *datadev;
+	struct vfs_entry e;
+	uint64_t pblock, fh;
+	uint8_t id[16];
+	sqlite3 *db;
+
+	test_fill(data, sizeof(data), 11);
+	enc_dir(f->fs, CRYPT_MODE_AES_256_GCM, id);
+	assert_int_equal(test_put(f->fs, "enc/f", data, sizeof(data)), 0);
+	assert_int_equal(vfs_walk(f->fs, &c, "enc/f", &e), 0);
+	vfs_free(f->fs);
+	f->fs = NULL;
+	db = image_db(f->dev, &meta, &datadev);
+	extent_of(db, e.ino, &pblock, csums, sizeof(csums));
+	csums[BAD * PONYFS_SEAL_BYTES + 4 + CRYPT_GCM_NONCE_SIZE] ^= 1;    /* its tag */
+	extent_set_csums(db, e.ino, csums, sizeof(csums));
+	ponyfs_sqlite_close(db);
+	bdev_free(meta);
+	bdev_free(datadev);
+	assert_int_equal(ponyfs_mount_image(f->dev, NULL, &f->fs), 0);
+	add_key(f->fs, id);
+	assert_int_equal(test_open(f->fs, "enc/f", O_RDONLY, &e.ino, &fh), 0);
+	assert_int_equal(VFS_CALL(f->fs, read, e.ino, fh, back, sizeof(back), 0), -EIO);
+	assert_memory_not_equal(back + BAD * 4096, data + BAD * 4096, 4096);
+	assert_int_equal(VFS_CALL(f->fs, read, e.ino, fh, back, BAD * 4096, 0), BAD * 4096);
+	assert_memory_equal(back, data, BAD * 4096);
+	assert_int_equal(VFS_CALL(f->fs, read, e.ino, fh, back, 4096, BAD * 4096), -EIO);
+	assert_int_equal(VFS_CALL(f->fs, release, e.ino, fh), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -525,6 +568,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_key_removal, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gcm_round_trip_and_overwrite, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gcm_tamper_is_eio, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gcm_tamper_in_a_split_read_is_eio, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
