@@ -3,8 +3,9 @@
  * on an empty directory and inherited, names, symlink targets and contents
  * encrypted on the media (markers searched for in the whole image, WAL
  * included), the same key identifier as Linux's fscrypt, what a mount
- * without the key shows and refuses, key removal (busy files, forced), and
- * every bad input the issue lists. The FUSE side (ioctls, the CLI, the
+ * without the key shows and refuses, key removal (busy files, forced),
+ * every bad input the issue lists, and the errors of the data path's
+ * second thread (a split read's bad tag, a pipelined write's failure). The FUSE side (ioctls, the CLI, the
  * kernel's caches) is tests/ponyfs/ponyfs_crypt_cli.sh.
  */
 #include <setjmp.h>
@@ -558,6 +559,37 @@ static void test_gcm_tamper_in_a_split_read_is_eio(void **state)
 	assert_int_equal(VFS_CALL(f->fs, release, e.ino, fh), 0);
 }
 
+/*
+ * An encrypted writeback writes each run on the helper while it encrypts
+ * the next: a write that fails there, the last run's too (here the only
+ * one: 1 MiB), still fails the fsync (EIO), and nothing of the file is
+ * committed (teardown's fsck finds the image clean).
+ */
+static void test_encrypted_write_error_fails_the_fsync(void **state)
+{
+	struct fixture *f = *state;
+	static uint8_t data[1 << 20];
+	struct bdev *meta, *data_dev, *fault;
+	uint64_t ino, fh;
+	struct vfs *v;
+	uint8_t id[16];
+
+	vfs_free(f->fs);
+	assert_int_equal(ponyfs_image_regions(f->dev, &meta, &data_dev), 0);
+	assert_int_equal(bdev_fault_new(data_dev, &fault), 0);
+	assert_int_equal(ponyfs_mount(meta, fault, NULL, &v), 0);
+	ponyfs_of(v)->owned[0] = meta;          /* freed with the mount */
+	ponyfs_of(v)->owned[1] = fault;
+	f->fs = v;
+	enc_dir(f->fs, CRYPT_MODE_AES_256_XTS, id);
+	test_fill(data, sizeof(data), 5);
+	assert_int_equal(test_open(f->fs, "enc/f", O_CREAT | O_WRONLY, &ino, &fh), 0);
+	assert_int_equal(VFS_CALL(f->fs, write, ino, fh, data, sizeof(data), 0), sizeof(data));
+	assert_int_equal(bdev_fault_add_bad(fault, 0, bdev_size(fault), BDEV_FAULT_WRITE), 0);
+	assert_int_equal(VFS_CALL(f->fs, fsync, ino, fh, false), -EIO);
+	VFS_CALL(f->fs, release, ino, fh);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -569,6 +601,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_gcm_round_trip_and_overwrite, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gcm_tamper_is_eio, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gcm_tamper_in_a_split_read_is_eio, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_encrypted_write_error_fails_the_fsync, setup,
 						teardown),
 	};
 
