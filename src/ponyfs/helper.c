@@ -57,10 +57,10 @@ void ponyfs_helper_start_locked(struct ponyfs *fs)
 {
 	struct ponyfs_helper *h;
 
-	/* On one CPU a helper could only take turns with its caller. */
-	if (fs->helper || fs->helper_failed || sysconf(_SC_NPROCESSORS_ONLN) < 2)
+	if (fs->helper || fs->helper_failed)
 		return;
-	h = calloc(1, sizeof(*h));
+	/* On one CPU a helper could only take turns with its caller. */
+	h = sysconf(_SC_NPROCESSORS_ONLN) > 1 ? calloc(1, sizeof(*h)) : NULL;
 	if (h) {
 		pthread_mutex_init(&h->lock, NULL);
 		pthread_cond_init(&h->wake, NULL);
@@ -73,7 +73,7 @@ void ponyfs_helper_start_locked(struct ponyfs *fs)
 			h = NULL;
 		}
 	}
-	fs->helper_failed = !h;     /* in line from then on: slower, not wrong */
+	fs->helper_failed = !h;     /* all in line from then on: slower, not wrong */
 	/* Readers load it without the lock (ponyfs_job_start). */
 	__atomic_store_n(&fs->helper, h, __ATOMIC_RELEASE);
 }
