@@ -36,6 +36,7 @@ int ponyfs_crypt_open_locked(struct ponyfs *fs, struct ponyfs_inode *in)
 		return -ENOKEY;
 	if (in->cipher)
 		return 0;
+	ponyfs_helper_start_locked(fs);
 	r = ponyfs_crypt_key_locked(fs, &in->crypt, mode, false, key);
 	if (r >= 0)
 		r = crypt_contents_new(mode, key, crypt_mode_key_size(mode), &in->cipher);
