@@ -1,6 +1,6 @@
 /*
- * cipher.c - OpenSSL's ciphers for the three modes, fetched once per
- * process. An implicit fetch (EVP_aes_256_xts() handed to
+ * cipher.c - OpenSSL's ciphers for the three modes, and the HKDF that
+ * derives every per-file key, fetched once per process. An implicit fetch (EVP_aes_256_xts() handed to
  * EVP_CipherInit_ex) or an EVP_CIPHER_fetch looks the algorithm up by name
  * in the provider tables under a global lock, which cost more than
  * encrypting a name and most of a new file's context; an explicitly
@@ -11,6 +11,7 @@
 #include "internal.h"
 
 static EVP_CIPHER *xts, *gcm, *cts;
+static EVP_KDF *hkdf;
 static pthread_once_t fetched = PTHREAD_ONCE_INIT;
 
 static void fetch(void)
@@ -18,6 +19,14 @@ static void fetch(void)
 	xts = EVP_CIPHER_fetch(NULL, "AES-256-XTS", NULL);
 	gcm = EVP_CIPHER_fetch(NULL, "AES-256-GCM", NULL);
 	cts = EVP_CIPHER_fetch(NULL, "AES-256-CBC-CTS", NULL);
+	hkdf = EVP_KDF_fetch(NULL, "HKDF", NULL);
+}
+
+/* Each new encrypted file fetched it again for its key (key.c). */
+EVP_KDF *crypt_evp_hkdf(void)
+{
+	pthread_once(&fetched, fetch);
+	return hkdf;
 }
 
 const EVP_CIPHER *crypt_evp_cipher(enum crypt_mode mode)

@@ -1,15 +1,18 @@
 /*
  * internal.h - what the files of src/crypt share: OpenSSL's cipher of
- * each mode, fetched once (cipher.c).
+ * each mode and its HKDF, fetched once (cipher.c).
  */
 #ifndef CRYPT_INTERNAL_H
 #define CRYPT_INTERNAL_H
 
 #include <openssl/evp.h>
+#include <openssl/kdf.h>
 
 #include "pony/crypt.h"
 
 /* NULL for a mode pony has no cipher for (or OpenSSL lacks). */
 const EVP_CIPHER *crypt_evp_cipher(enum crypt_mode mode);
+/* HKDF (key.c's derivations); NULL if OpenSSL lacks it. Not to be freed. */
+EVP_KDF *crypt_evp_hkdf(void);
 
 #endif

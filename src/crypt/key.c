@@ -16,7 +16,7 @@
 #include <openssl/kdf.h>
 #include <openssl/params.h>
 
-#include "pony/crypt.h"
+#include "internal.h"
 
 enum {
 	HKDF_CONTEXT_KEY_IDENTIFIER = 1,
@@ -28,7 +28,7 @@ static int hkdf(int mode, const uint8_t *key, size_t key_len, const uint8_t *sal
 		size_t salt_len, const uint8_t *info, size_t info_len, uint8_t *out,
 		size_t out_len)
 {
-	EVP_KDF *kdf = EVP_KDF_fetch(NULL, "HKDF", NULL);
+	EVP_KDF *kdf = crypt_evp_hkdf();
 	EVP_KDF_CTX *ctx = kdf ? EVP_KDF_CTX_new(kdf) : NULL;
 	OSSL_PARAM params[6], *p = params;
 	int r = -EIO;
@@ -44,7 +44,6 @@ static int hkdf(int mode, const uint8_t *key, size_t key_len, const uint8_t *sal
 	if (ctx && EVP_KDF_derive(ctx, out, out_len, params) == 1)
 		r = 0;
 	EVP_KDF_CTX_free(ctx);
-	EVP_KDF_free(kdf);
 	return r;
 }
 

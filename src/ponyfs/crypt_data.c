@@ -11,8 +11,14 @@
  * OpenSSL's key schedules. A reader running unlocked gets a clone of that
  * cipher, since an OpenSSL context serves one thread at a time. Both go
  * (cleansed) when the inode leaves the cache or its key is removed.
+ *
+ * The cipher hides behind the I/O (helper.c): a writeback encrypts a run
+ * into one of two bounce buffers while the helper writes the other out,
+ * and the buffers stay for the mount (a fresh megabyte per writeback cost
+ * its page faults every time). They hold ciphertext only.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -30,6 +36,7 @@ int ponyfs_crypt_open_locked(struct ponyfs *fs, struct ponyfs_inode *in)
 		return -ENOKEY;
 	if (in->cipher)
 		return 0;
+	ponyfs_helper_start_locked(fs);
 	r = ponyfs_crypt_key_locked(fs, &in->crypt, mode, false, key);
 	if (r >= 0)
 		r = crypt_contents_new(mode, key, crypt_mode_key_size(mode), &in->cipher);
@@ -89,4 +96,98 @@ int ponyfs_crypt_blocks(struct ponyfs_inode *in, struct crypt_contents *cipher, 
 			: crypt_xts_decrypt(cipher, fblk + i, blk, blk);
 	}
 	return r;
+}
+
+/* The writeback's encrypted runs: two bounce buffers, the one last
+ * filled possibly still being written by the helper. */
+struct ponyfs_crypt_out {
+	uint8_t *buf[2];
+	unsigned next;                  /* the buffer the next run fills */
+	bool pending;                   /* job is started and not yet waited for */
+	struct ponyfs_job job;
+	struct bdev *dev;               /* the write job's arguments */
+	const uint8_t *data;
+	size_t len;
+	uint64_t off;
+};
+
+static int out_write(void *arg)
+{
+	struct ponyfs_crypt_out *o = arg;
+
+	return bdev_pwrite_direct(o->dev, o->data, o->len, o->off);
+}
+
+int ponyfs_crypt_out_drain_locked(struct ponyfs *fs)
+{
+	struct ponyfs_crypt_out *o = fs->crypt_out;
+
+	if (!o || !o->pending)
+		return 0;
+	o->pending = false;
+	return ponyfs_job_wait(fs, &o->job);
+}
+
+static struct ponyfs_crypt_out *out_get(struct ponyfs *fs)
+{
+	struct ponyfs_crypt_out *o = fs->crypt_out;
+
+	if (o)
+		return o;
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return NULL;
+	/* Aligned for bdev_pwrite_direct(), as the slabs' pages are. */
+	for (unsigned i = 0; i < 2; i++)
+		o->buf[i] = aligned_alloc(BDEV_DIRECT_ALIGN, (size_t)PONYFS_IO_BLOCKS * BS);
+	if (!o->buf[0] || !o->buf[1]) {
+		free(o->buf[0]);
+		free(o->buf[1]);
+		free(o);
+		return NULL;
+	}
+	o->job.fn = out_write;
+	o->job.arg = o;
+	fs->crypt_out = o;
+	return o;
+}
+
+int ponyfs_crypt_out_locked(struct ponyfs *fs, struct ponyfs_inode *in,
+			    const struct ponyfs_page *pg, uint64_t k, uint64_t p, uint8_t *csums)
+{
+	struct ponyfs_crypt_out *o = out_get(fs);
+	uint8_t *buf;
+	int r, w;
+
+	if (!o)
+		return -ENOMEM;
+	if (k > PONYFS_IO_BLOCKS)
+		return -EINVAL;
+	/* The other buffer may be on its way to the disk meanwhile. */
+	buf = o->buf[o->next];
+	r = ponyfs_crypt_pages(in, pg, k, buf, csums);
+	w = ponyfs_crypt_out_drain_locked(fs);
+	if (r < 0 || w < 0)
+		return r < 0 ? r : w;
+	o->dev = fs->data;
+	o->data = buf;
+	o->len = k * BS;
+	o->off = p * BS;
+	o->next ^= 1;
+	o->pending = true;
+	ponyfs_job_start(fs, &o->job);
+	return 0;
+}
+
+void ponyfs_crypt_out_free(struct ponyfs *fs)
+{
+	struct ponyfs_crypt_out *o = fs->crypt_out;
+
+	if (!o)
+		return;
+	ponyfs_crypt_out_drain_locked(fs);
+	free(o->buf[0]);
+	free(o->buf[1]);
+	free(o);
+	fs->crypt_out = NULL;
 }

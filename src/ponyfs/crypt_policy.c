@@ -146,6 +146,8 @@ int ponyfs_crypt_init_locked(struct ponyfs *fs)
 
 void ponyfs_crypt_done(struct ponyfs *fs)
 {
+	ponyfs_crypt_out_free(fs);
+	ponyfs_helper_stop(fs);
 	if (fs->dircrypt)
 		crypt_wipe(fs->dircrypt, PONYFS_DIRCRYPT_SLOTS * sizeof(*fs->dircrypt));
 	free(fs->dircrypt);

@@ -572,8 +572,6 @@ int ponyfs_pages_write(struct ponyfs *fs, const struct ponyfs_page *pg, uint64_t
 int ponyfs_pages_out(struct ponyfs *fs, struct ponyfs_inode *in, const struct ponyfs_page *pg,
 		     uint64_t k, uint64_t p, uint8_t **buf, uint8_t *csums)
 {
-	int r;
-
 	if (!in->crypt.on) {
 		for (uint64_t i = 0; i < k; i++) {
 			le32 c = cpu_to_le32(util_crc32c(0, pg[i].data, BS));
@@ -582,10 +580,7 @@ int ponyfs_pages_out(struct ponyfs *fs, struct ponyfs_inode *in, const struct po
 		}
 		return ponyfs_pages_write(fs, pg, k, p, buf);
 	}
-	if (!bounce_get(buf))
-		return -ENOMEM;
-	r = ponyfs_crypt_pages(in, pg, k, *buf, csums);
-	return r < 0 ? r : bdev_pwrite_direct(fs->data, *buf, k * BS, p * BS);
+	return ponyfs_crypt_out_locked(fs, in, pg, k, p, csums);
 }
 
 /* Writes pages [from, to) of in, consecutive indexes, to new blocks. */
@@ -647,7 +642,7 @@ static int write_pages(struct ponyfs *fs, struct ponyfs_inode *in)
 	_cleanup_(freep) uint8_t *buf = NULL;
 	uint8_t csums[PONYFS_SEAL_BYTES * IO_BLOCKS];
 	size_t from = 0, done = 0;
-	int r = 0;
+	int r = 0, w;
 
 	while (r >= 0 && from < in->npages) {
 		size_t to = from + 1;
@@ -658,6 +653,9 @@ static int write_pages(struct ponyfs *fs, struct ponyfs_inode *in)
 		done = to;
 		from = to;
 	}
+	/* An encrypted run's write may still be under way (crypt_data.c). */
+	w = ponyfs_crypt_out_drain_locked(fs);
+	r = r < 0 ? r : w;
 	/* The written pages' reservations were spent in write_run. */
 	for (size_t i = 0; i < done; i++)
 		ponyfs_page_free(fs, in->pages[i].data);

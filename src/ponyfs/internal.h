@@ -433,6 +433,12 @@ struct ponyfs {
 	uint64_t key_gen;
 	bool crypt_any;
 	struct ponyfs_dircrypt *dircrypt;       /* PONYFS_DIRCRYPT_SLOTS */
+	/* The data path's second thread (helper.c), set under lock, loaded
+	 * atomically by readers; and the writeback's encrypted megabytes in
+	 * flight on it (crypt_data.c), under lock. */
+	struct ponyfs_helper *helper;
+	bool helper_failed;
+	struct ponyfs_crypt_out *crypt_out;
 	/* Errors seen (badblocks.c), under lock; the scrub pass (scrub.c). */
 	struct ponyfs_bad *bad;
 	size_t nbad, cap_bad;
@@ -601,7 +607,8 @@ int ponyfs_ext_at(struct ponyfs *fs, uint64_t ino, uint64_t blk, uint64_t end, i
 		  uint64_t *ret_run, uint64_t *ret_pblock, uint32_t *ret_csums, uint8_t *ret_seals);
 /* Writes k cached pages of in to blocks [p, p+k), their checksums into
  * csums (ponyfs_csum_stride() bytes each); an encrypted file's go out
- * encrypted, checksummed as on disk (so fsck and scrub need no key). */
+ * encrypted, checksummed as on disk (so fsck and scrub need no key), and
+ * maybe only by ponyfs_crypt_out_drain_locked(), which the writeback calls. */
 int ponyfs_pages_out(struct ponyfs *fs, struct ponyfs_inode *in, const struct ponyfs_page *pg,
 		     uint64_t k, uint64_t p, uint8_t **buf, uint8_t *csums);
 /* The flags of extents in's pages are written to: PONYFS_EXT_SEALED for GCM. */
@@ -838,6 +845,36 @@ static inline size_t ponyfs_csum_stride(unsigned flags)
 {
 	return flags & PONYFS_EXT_SEALED ? PONYFS_SEAL_BYTES : 4;
 }
+
+/*
+ * Encrypted writeback (crypt_data.c): k pages of in encrypted and
+ * checksummed into csums as ponyfs_crypt_pages() does, and written to
+ * blocks [p, p+k) by the helper while the caller goes on to the next run.
+ * A write's error comes back from the next call or from
+ * ponyfs_crypt_out_drain_locked(), which a writeback calls before it ends:
+ * until then the blocks may not be on the disk yet.
+ */
+int ponyfs_crypt_out_locked(struct ponyfs *fs, struct ponyfs_inode *in,
+			    const struct ponyfs_page *pg, uint64_t k, uint64_t p, uint8_t *csums);
+int ponyfs_crypt_out_drain_locked(struct ponyfs *fs);
+void ponyfs_crypt_out_free(struct ponyfs *fs);         /* at unmount, drained */
+
+/*
+ * The helper (helper.c): a job runs fn(arg) on the mount's second thread
+ * from ponyfs_job_start() on, or, when the helper is busy or absent, on
+ * the caller inside ponyfs_job_wait(), which returns fn's value. Every
+ * started job must be waited for; its memory stays the caller's till then.
+ */
+struct ponyfs_job {
+	int (*fn)(void *arg);
+	void *arg;
+	int r;
+	bool on_helper, ran;
+};
+void ponyfs_helper_start_locked(struct ponyfs *fs);    /* at an encrypted open */
+void ponyfs_helper_stop(struct ponyfs *fs);             /* at unmount */
+void ponyfs_job_start(struct ponyfs *fs, struct ponyfs_job *j);
+int ponyfs_job_wait(struct ponyfs *fs, struct ponyfs_job *j);
 
 /* Extended attributes, the vfs hooks (xattr.c). */
 int ponyfs_getxattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, const char *name,

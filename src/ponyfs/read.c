@@ -159,16 +159,17 @@ static int block_decrypt(struct ponyfs *fs, struct ponyfs_inode *in, struct cryp
 }
 
 /*
- * Reads and checks the plan's runs into to, and decrypts them with cipher
- * (NULL: not encrypted). Unlocked, the first error or bad block ends it
- * (-EBADMSG); locked, a bad block of in is repaired from the volume's
- * redundancy first.
+ * Reads and checks nrun runs of plan p into to, and decrypts them with
+ * cipher (NULL: not encrypted). Unlocked, the first error or bad block
+ * ends it (-EBADMSG); locked, a bad block of in is repaired from the
+ * volume's redundancy first.
  */
-static int plan_run(struct ponyfs *fs, struct ponyfs_inode *in, struct crypt_contents *cipher,
-		    bool locked, const struct read_plan *p, uint64_t first, uint8_t *to)
+static int runs_read(struct ponyfs *fs, struct ponyfs_inode *in, struct crypt_contents *cipher,
+		     bool locked, const struct read_plan *p, const struct read_run *run,
+		     unsigned nrun, uint64_t first, uint8_t *to)
 {
-	for (unsigned i = 0; i < p->nrun; i++) {
-		const struct read_run *r = &p->run[i];
+	for (unsigned i = 0; i < nrun; i++) {
+		const struct read_run *r = &run[i];
 		uint8_t *at = to + (r->fblk - first) * BS;
 		int e = bdev_pread(fs->data, at, r->n * BS, r->pblock * BS);
 
@@ -186,6 +187,87 @@ static int plan_run(struct ponyfs *fs, struct ponyfs_inode *in, struct crypt_con
 			return e;
 	}
 	return 0;
+}
+
+static int plan_run(struct ponyfs *fs, struct ponyfs_inode *in, struct crypt_contents *cipher,
+		    bool locked, const struct read_plan *p, uint64_t first, uint8_t *to)
+{
+	return runs_read(fs, in, cipher, locked, p, p->run, p->nrun, first, to);
+}
+
+/*
+ * An unlocked read of an encrypted file split in two (helper.c): the
+ * second half of the plan's blocks read, checked and decrypted on the
+ * mount's helper with a cipher of its own while this thread does the
+ * first, so the cipher's work is spread over both CPUs and overlaps the
+ * other half's I/O. Plain files are not split: their work per block is
+ * the copy and the checksum, which FUSE's parallel READs (readpool.c)
+ * spread already.
+ */
+#define SPLIT_MIN_BLOCKS 64u            /* smaller reads: the hand-off costs more */
+
+struct read_half {
+	struct ponyfs *fs;
+	struct ponyfs_inode *in;
+	struct crypt_contents *cipher;
+	const struct read_plan *p;
+	struct read_run run[PONYFS_IO_BLOCKS];
+	unsigned nrun;
+	uint64_t first;
+	uint8_t *to;
+};
+
+static int half_read(void *arg)
+{
+	struct read_half *h = arg;
+
+	return runs_read(h->fs, h->in, h->cipher, false, h->p, h->run, h->nrun, h->first, h->to);
+}
+
+/* p's runs cut at their middle block: the first half into a, the rest
+ * into b. Returns how many blocks the runs hold. */
+static uint64_t plan_halve(const struct read_plan *p, struct read_half *a, struct read_half *b)
+{
+	uint64_t total = 0, left;
+
+	for (unsigned i = 0; i < p->nrun; i++)
+		total += p->run[i].n;
+	left = total / 2;
+	a->nrun = b->nrun = 0;
+	for (unsigned i = 0; i < p->nrun; i++) {
+		struct read_run r = p->run[i];
+		uint64_t m = MIN(r.n, left);
+
+		if (m)
+			a->run[a->nrun++] = (struct read_run){ r.fblk, r.pblock, m };
+		if (m < r.n)
+			b->run[b->nrun++] = (struct read_run){ r.fblk + m, r.pblock + m, r.n - m };
+		left -= m;
+	}
+	return total;
+}
+
+/* half[0] and half[1] hold a cipher each. */
+static int plan_run_split(struct ponyfs *fs, struct ponyfs_inode *in, struct read_half *half,
+			  const struct read_plan *p, uint64_t first, uint8_t *to)
+{
+	struct ponyfs_job job = { .fn = half_read, .arg = &half[1] };
+	int r, r2;
+
+	if (plan_halve(p, &half[0], &half[1]) < SPLIT_MIN_BLOCKS)
+		return plan_run(fs, in, half[0].cipher, false, p, first, to);
+	for (unsigned i = 0; i < 2; i++) {
+		half[i].fs = fs;
+		half[i].in = in;
+		half[i].p = p;
+		half[i].first = first;
+		half[i].to = to;
+	}
+	ponyfs_job_start(fs, &job);
+	r = half_read(&half[0]);
+	/* Waited for even after an error: the helper writes into to. */
+	r2 = ponyfs_job_wait(fs, &job);
+	return r < 0 ? r : r2;
 }
 
 int ponyfs_disk_read_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t first, uint64_t n,
@@ -209,6 +291,7 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 {
 	_cleanup_(freep) struct read_plan *plan = malloc(sizeof(*plan));
 	_cleanup_(freep) uint8_t *tmp = NULL;
+	_cleanup_(freep) struct read_half *half = NULL;
 	struct crypt_contents *cipher = NULL;
 	size_t done = 0;
 	ssize_t r = 0;
@@ -221,6 +304,14 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 	/* An encrypted file's reader gets a cipher of its own: the I/O and
 	 * the decryption run unlocked, alongside other readers. */
 	r = ponyfs_crypt_reader_locked(in, &cipher);
+	/* A large one a second, for the half the helper takes. */
+	if (r >= 0 && cipher && size >= SPLIT_MIN_BLOCKS * BS && (half = calloc(2, sizeof(*half)))) {
+		half[0].cipher = cipher;
+		if (ponyfs_crypt_reader_locked(in, &half[1].cipher) < 0) {
+			free(half);
+			half = NULL;
+		}
+	}
 	while (r >= 0 && !fs->shut_down && done < size && off + done < in->size) {
 		uint64_t pos = off + done, first = pos / BS;
 		size_t want = (size_t)MIN((uint64_t)(size - done), in->size - pos);
@@ -240,7 +331,8 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 		if (plan->nrun) {
 			pthread_rwlock_rdlock(&fs->reuse_lock);
 			pthread_mutex_unlock(&fs->lock);
-			ok = plan_run(fs, in, cipher, false, plan, first, to) == 0;
+			ok = (half ? plan_run_split(fs, in, half, plan, first, to)
+				   : plan_run(fs, in, cipher, false, plan, first, to)) == 0;
 			pthread_rwlock_unlock(&fs->reuse_lock);
 			pthread_mutex_lock(&fs->lock);
 			/* The locked path reads again: it repairs and reports. */
@@ -263,5 +355,7 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 	__atomic_store_n(&fs->read_end_ns, util_now_ns(), __ATOMIC_RELAXED);
 	__atomic_sub_fetch(&fs->reads_in_flight, 1, __ATOMIC_RELAXED);
 	crypt_contents_free(cipher);
+	if (half)
+		crypt_contents_free(half[1].cipher);
 	return done ? (ssize_t)done : r;
 }

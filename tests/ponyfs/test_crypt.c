@@ -3,8 +3,9 @@
  * on an empty directory and inherited, names, symlink targets and contents
  * encrypted on the media (markers searched for in the whole image, WAL
  * included), the same key identifier as Linux's fscrypt, what a mount
- * without the key shows and refuses, key removal (busy files, forced), and
- * every bad input the issue lists. The FUSE side (ioctls, the CLI, the
+ * without the key shows and refuses, key removal (busy files, forced),
+ * every bad input the issue lists, and the errors of the data path's
+ * second thread (a split read's bad tag, a pipelined write's failure). The FUSE side (ioctls, the CLI, the
  * kernel's caches) is tests/ponyfs/ponyfs_crypt_cli.sh.
  */
 #include <setjmp.h>
@@ -515,6 +516,80 @@ static void test_gcm_tamper_is_eio(void **state)
 	 * tag is what caught the change. */
 }
 
+/*
+ * A read of 1 MiB of a GCM file is split between two threads (the mount's
+ * helper takes the second half): a tag that fails in that half still
+ * fails the read with EIO, and the block's plaintext is not in the
+ * buffer; the blocks before it still read alone.
+ */
+static void test_gcm_tamper_in_a_split_read_is_eio(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_ctx c = test_ctx();
+	enum { NBLK = 256, BAD = 200 };
+	static uint8_t data[NBLK * 4096], back[NBLK * 4096];
+	static uint8_t csums[NBLK * PONYFS_SEAL_BYTES];
+	struct bdev *meta, *datadev;
+	struct vfs_entry e;
+	uint64_t pblock, fh;
+	uint8_t id[16];
+	sqlite3 *db;
+
+	test_fill(data, sizeof(data), 11);
+	enc_dir(f->fs, CRYPT_MODE_AES_256_GCM, id);
+	assert_int_equal(test_put(f->fs, "enc/f", data, sizeof(data)), 0);
+	assert_int_equal(vfs_walk(f->fs, &c, "enc/f", &e), 0);
+	vfs_free(f->fs);
+	f->fs = NULL;
+	db = image_db(f->dev, &meta, &datadev);
+	extent_of(db, e.ino, &pblock, csums, sizeof(csums));
+	csums[BAD * PONYFS_SEAL_BYTES + 4 + CRYPT_GCM_NONCE_SIZE] ^= 1;    /* its tag */
+	extent_set_csums(db, e.ino, csums, sizeof(csums));
+	ponyfs_sqlite_close(db);
+	bdev_free(meta);
+	bdev_free(datadev);
+	assert_int_equal(ponyfs_mount_image(f->dev, NULL, &f->fs), 0);
+	add_key(f->fs, id);
+	assert_int_equal(test_open(f->fs, "enc/f", O_RDONLY, &e.ino, &fh), 0);
+	assert_int_equal(VFS_CALL(f->fs, read, e.ino, fh, back, sizeof(back), 0), -EIO);
+	assert_memory_not_equal(back + BAD * 4096, data + BAD * 4096, 4096);
+	assert_int_equal(VFS_CALL(f->fs, read, e.ino, fh, back, BAD * 4096, 0), BAD * 4096);
+	assert_memory_equal(back, data, BAD * 4096);
+	assert_int_equal(VFS_CALL(f->fs, read, e.ino, fh, back, 4096, BAD * 4096), -EIO);
+	assert_int_equal(VFS_CALL(f->fs, release, e.ino, fh), 0);
+}
+
+/*
+ * An encrypted writeback writes each run on the helper while it encrypts
+ * the next: a write that fails there, the last run's too (here the only
+ * one: 1 MiB), still fails the fsync (EIO), and nothing of the file is
+ * committed (teardown's fsck finds the image clean).
+ */
+static void test_encrypted_write_error_fails_the_fsync(void **state)
+{
+	struct fixture *f = *state;
+	static uint8_t data[1 << 20];
+	struct bdev *meta, *data_dev, *fault;
+	uint64_t ino, fh;
+	struct vfs *v;
+	uint8_t id[16];
+
+	vfs_free(f->fs);
+	assert_int_equal(ponyfs_image_regions(f->dev, &meta, &data_dev), 0);
+	assert_int_equal(bdev_fault_new(data_dev, &fault), 0);
+	assert_int_equal(ponyfs_mount(meta, fault, NULL, &v), 0);
+	ponyfs_of(v)->owned[0] = meta;          /* freed with the mount */
+	ponyfs_of(v)->owned[1] = fault;
+	f->fs = v;
+	enc_dir(f->fs, CRYPT_MODE_AES_256_XTS, id);
+	test_fill(data, sizeof(data), 5);
+	assert_int_equal(test_open(f->fs, "enc/f", O_CREAT | O_WRONLY, &ino, &fh), 0);
+	assert_int_equal(VFS_CALL(f->fs, write, ino, fh, data, sizeof(data), 0), sizeof(data));
+	assert_int_equal(bdev_fault_add_bad(fault, 0, bdev_size(fault), BDEV_FAULT_WRITE), 0);
+	assert_int_equal(VFS_CALL(f->fs, fsync, ino, fh, false), -EIO);
+	VFS_CALL(f->fs, release, ino, fh);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -525,6 +600,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_key_removal, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gcm_round_trip_and_overwrite, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gcm_tamper_is_eio, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gcm_tamper_in_a_split_read_is_eio, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_encrypted_write_error_fails_the_fsync, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
