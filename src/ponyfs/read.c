@@ -21,6 +21,9 @@
  * the nonce and tag its extent row keeps. A GCM block that does not verify
  * is read again from the volume's redundancy, else the read fails with
  * EIO and a log line: tampering is never returned as data.
+ *
+ * A read that follows the file's last one first hints the image's blocks
+ * further on (readahead.c), so the disk works ahead of the reader.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -210,6 +213,7 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 	_cleanup_(freep) struct read_plan *plan = malloc(sizeof(*plan));
 	_cleanup_(freep) uint8_t *tmp = NULL;
 	struct crypt_contents *cipher = NULL;
+	struct ponyfs_readahead ra;
 	size_t done = 0;
 	ssize_t r = 0;
 
@@ -221,6 +225,14 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 	/* An encrypted file's reader gets a cipher of its own: the I/O and
 	 * the decryption run unlocked, alongside other readers. */
 	r = ponyfs_crypt_reader_locked(in, &cipher);
+	if (r >= 0 && !fs->shut_down && off < in->size) {
+		ponyfs_readahead_plan_locked(fs, in, off, size, &ra);
+		if (ra.n) {     /* the kernel queues the reads; no waiting under the lock */
+			pthread_mutex_unlock(&fs->lock);
+			ponyfs_readahead_issue(fs, &ra);
+			pthread_mutex_lock(&fs->lock);
+		}
+	}
 	while (r >= 0 && !fs->shut_down && done < size && off + done < in->size) {
 		uint64_t pos = off + done, first = pos / BS;
 		size_t want = (size_t)MIN((uint64_t)(size - done), in->size - pos);
