@@ -12,9 +12,9 @@ set -u
 . "$PONY_SRCDIR/tests/lib.sh"
 require_root
 require_fuse
+require_cmd python3
 require_cmd fusermount3
 require_cmd fincore
-require_cmd python3
 
 . "$PONY_SRCDIR/tests/ponyfs/mount_lib.sh" ponyfs-readahead
 dd if=/dev/zero of="$T/probe" bs=4096 count=1 oflag=direct status=none 2>/dev/null ||
