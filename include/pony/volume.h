@@ -417,7 +417,10 @@ int volume_set_fail(struct volume_set *s, unsigned m);
  * idle spare: its superblock names it, it takes no I/O. When a member fails
  * (an I/O error, volume_set_fail, or missing at assembly) and a spare is
  * idle, a background worker puts the spare in the member's place and
- * rebuilds it, as md does. -ENOSPC: too small; -E2BIG: spare slots full.
+ * rebuilds it, as md does. A device that is already this volume's spare
+ * (by its superblock) but missing from its slot goes back into that slot;
+ * -EEXIST: it is in its slot already. -ENOSPC: too small; -E2BIG: spare
+ * slots full.
  */
 int volume_set_add_spare(struct volume_set *s, struct bdev *dev);
 unsigned volume_set_spare_count(const struct volume_set *s);

@@ -146,6 +146,8 @@ static int add_spare(struct vol_handle *h, const char *path, bool json)
 			return cli_error("%s is too small for this volume", path);
 		if (r == -E2BIG)
 			return cli_error("no room for another spare (at most 8)");
+		if (r == -EEXIST)
+			return cli_error("%s is already a hot spare of this volume", path);
 		return cli_error("cannot add %s: %s", path, strerror(-r));
 	}
 	vol_devdb_note(path);

@@ -225,12 +225,6 @@ static void ext_load(sqlite3_stmt *s, struct ext *e)
 	e->flags = sqlite3_column_int64(s, 7);
 }
 
-/*
- * Unwritten extents (flags 1) have allocated blocks like any other, but no
- * checksums (their blocks hold nothing committed) and may lie past the end
- * of the file (fallocate with KEEP_SIZE). A version 1 database has no
- * flags column: all its extents are written.
- */
 /* The bytes of written file data the data check reads, for its progress
  * (an estimate: extents of inodes that turn out to be strays count too). */
 static uint64_t data_bytes(struct fsck *f, int64_t version)
@@ -251,6 +245,12 @@ static uint64_t data_bytes(struct fsck *f, int64_t version)
 	return n;
 }
 
+/*
+ * Unwritten extents (flags 1) have allocated blocks like any other, but no
+ * checksums (their blocks hold nothing committed) and may lie past the end
+ * of the file (fallocate with KEEP_SIZE). A version 1 database has no
+ * flags column: all its extents are written.
+ */
 int fsck_extents(struct fsck *f)
 {
 	static const char *const sql[2] = {

@@ -105,6 +105,21 @@ struct volume_seg {
 	struct volume_member *m;
 };
 
+/* The volume object (volume.c); pass.c walks its segments too. */
+struct volume {
+	char label[80];                 /* names the volume in log lines */
+	uint64_t size;
+	volume_intent_fn intent;
+	void *intent_arg;
+	volume_written_fn written;
+	void *written_arg;
+	unsigned nsegs;
+	struct volume_seg **segs;
+	/* A set's member UUIDs by member index (its superblock's, which
+	 * outlives the volume); NULL: not a set's. */
+	const uint8_t (*member_uuids)[16];
+};
+
 extern const struct volume_target_ops volume_linear_ops, volume_striped_ops,
 	volume_zero_ops, volume_error_ops, volume_mirror_ops, volume_raid10_ops,
 	volume_raid_ops;

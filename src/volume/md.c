@@ -116,6 +116,41 @@ static int md_sb_read(struct bdev *dev, struct md_sb *sb)
 	return -ENODATA;
 }
 
+/*
+ * The role the freshest superblock (ref, read from ref_dev) gives device
+ * number dev_number: MD_ROLE_UNKNOWN when it lists no such device or the
+ * block cannot be read again. Read only when a member is one event behind.
+ */
+#define MD_ROLE_UNKNOWN 0x10000u
+static unsigned md_role_in(struct bdev *ref_dev, const struct md_sb *ref, uint32_t dev_number)
+{
+	_cleanup_(freep) uint8_t *b = util_aligned_alloc(MD_SB_BYTES);
+
+	if (!b || bdev_pread(ref_dev, b, MD_SB_BYTES, ref->super_offset * 512) < 0 ||
+	    dev_number >= util_get_le32(b + 220) || dev_number >= (MD_SB_BYTES - 256) / 2)
+		return MD_ROLE_UNKNOWN;
+	return util_get_le16(b + 256 + 2 * dev_number);
+}
+
+/*
+ * Whether a member is in sync with the freshest (ref): md's margin of one
+ * (the kernel's super_1_validate, mdadm's event_margin). md writes the
+ * members' superblocks one by one, so a crash between the writes leaves
+ * members one event behind that missed nothing; the freshest superblock
+ * then says whether that very update failed the member (its role there is
+ * no longer the member's own: faulty or spare), as the kernel asks it.
+ * Two or more events behind: stale, left out.
+ */
+static bool md_member_current(struct bdev *ref_dev, const struct md_sb *ref,
+			      const struct md_sb *sb)
+{
+	if (sb->events >= ref->events)
+		return true;
+	if (sb->events + 1 < ref->events)
+		return false;
+	return md_role_in(ref_dev, ref, sb->dev_number) == sb->role;
+}
+
 /* Loads the member's bad-block log into the volume (relative to its data). */
 static int md_load_badblocks(struct bdev *dev, const struct md_sb *sb, struct volume *v,
 			     unsigned member, unsigned *count)
@@ -318,6 +353,7 @@ int volume_md_assemble(struct bdev **devs, unsigned ndevs, struct volume **ret,
 	struct volume_md_info dirty = { 0 };
 	bool zoned = false;
 	struct md_sb sbs[LAYOUT_MAX_DISKS], *ref = NULL;
+	struct bdev *ref_dev = NULL;
 	struct bdev *slot[LAYOUT_MAX_DISKS] = { NULL };
 	uint64_t offsets[LAYOUT_MAX_DISKS] = { 0 }, dev_size;
 	int sb_of_slot[LAYOUT_MAX_DISKS];
@@ -333,8 +369,10 @@ int volume_md_assemble(struct bdev **devs, unsigned ndevs, struct volume **ret,
 		r = md_sb_read(devs[i], &sbs[i]);
 		if (r < 0)
 			return r;
-		if (!ref || sbs[i].events > ref->events)
+		if (!ref || sbs[i].events > ref->events) {
 			ref = &sbs[i];
+			ref_dev = devs[i];
+		}
 	}
 	for (unsigned i = 0; i < ndevs; i++)
 		if (memcmp(sbs[i].set_uuid, ref->set_uuid, 16))
@@ -350,8 +388,8 @@ int volume_md_assemble(struct bdev **devs, unsigned ndevs, struct volume **ret,
 	for (unsigned i = 0; i < ndevs; i++) {
 		unsigned role = sbs[i].role;
 
-		/* Stale members (fewer events) are left out, as md kicks them. */
-		if (role >= ref->raid_disks || sbs[i].events < ref->events)
+		/* Stale members are left out, as md kicks them. */
+		if (role >= ref->raid_disks || !md_member_current(ref_dev, ref, &sbs[i]))
 			continue;
 		if (slot[role])
 			return -EEXIST;         /* two devices claim one role */

@@ -209,9 +209,33 @@ int volume_set_wait(struct volume_set *s)
 	return r;
 }
 
+/*
+ * The spare slot whose UUID dev's superblock names, if dev is this volume's
+ * spare already; -1 otherwise. Such a device left out of one command's
+ * member list is missing from its slot after that command's commit; added
+ * again it goes back into that slot, not into a second one under a new UUID
+ * (the first would then wait for a device that no longer answers to it).
+ */
+static int spare_slot_of_locked(const struct volume_set *s, struct bdev *dev)
+{
+	struct volume_sb sb;
+
+	for (unsigned i = 0; i < s->sb.nspares; i++)
+		if (s->spare[i] == dev)
+			return (int)i;
+	if (volume_sb_read(dev, &sb) < 0 || memcmp(sb.volume_uuid, s->sb.volume_uuid, 16) ||
+	    sb.member_index < s->n)
+		return -1;
+	for (unsigned i = 0; i < s->sb.nspares; i++)
+		if (!memcmp(sb.member_uuid, s->sb.spare_uuids[i], 16))
+			return (int)i;
+	return -1;
+}
+
 int volume_set_add_spare(struct volume_set *s, struct bdev *dev)
 {
 	unsigned i;
+	bool fresh;
 	int r;
 
 	if (!dev)
@@ -221,20 +245,31 @@ int volume_set_add_spare(struct volume_set *s, struct bdev *dev)
 	if (dev->size < set_member_need(s))
 		return -ENOSPC;
 	pthread_mutex_lock(&s->lock);
-	i = s->sb.nspares;
-	if (i >= VOLUME_SB_MAX_SPARES || s->n + i >= VOLUME_SB_MAX_MEMBERS) {
+	r = spare_slot_of_locked(s, dev);
+	if (r >= 0 && s->spare[r]) {
+		pthread_mutex_unlock(&s->lock);
+		return -EEXIST;
+	}
+	fresh = r < 0;
+	i = fresh ? s->sb.nspares : (unsigned)r;
+	if (fresh && (i >= VOLUME_SB_MAX_SPARES || s->n + i >= VOLUME_SB_MAX_MEMBERS)) {
 		pthread_mutex_unlock(&s->lock);
 		return -E2BIG;
 	}
-	util_uuid_generate(s->sb.spare_uuids[i]);
+	if (fresh) {
+		util_uuid_generate(s->sb.spare_uuids[i]);
+		s->sb.nspares++;
+	}
 	s->spare[i] = dev;
-	s->sb.nspares++;
 	r = set_commit_locked(s);
 	if (r < 0 || !s->spare[i]) {
 		/* Not written: the device goes back to the caller. */
 		if (!s->spare[i])
 			s->nextra--;
-		spare_take(s, i);
+		if (fresh)
+			spare_take(s, i);
+		else
+			s->spare[i] = NULL;
 		r = r < 0 ? r : -EIO;
 	}
 	pthread_mutex_unlock(&s->lock);

@@ -286,21 +286,19 @@ static int teardown(void **state)
 }
 
 /*
- * What a crash leaves on member path (an md v1.2 superblock): resync_offset
- * 0 (not clean), the checksum made right again; with set_bit, also bit 0 of
- * md's write-intent bitmap (a write was in flight in the first chunk).
+ * Writes len bytes of val at byte off of member path's md v1.2 superblock
+ * and makes its checksum right again: what md itself writes, field by field.
  */
-static void md_leave_dirty(const char *path, bool set_bit)
+static void md_sb_patch(const char *path, size_t off, const void *val, size_t len)
 {
-	uint8_t sb[4096], byte;
-	uint64_t sum = 0, zero = 0;
+	uint8_t sb[4096];
+	uint64_t sum = 0;
 	uint32_t max_dev, csum;
-	int32_t bitmap_offset;
 	int fd = open(path, O_RDWR);
 
 	assert_true(fd >= 0);
 	assert_int_equal(pread(fd, sb, sizeof(sb), 4096), (ssize_t)sizeof(sb));
-	memcpy(sb + 208, &zero, 8);             /* resync_offset (le64) */
+	memcpy(sb + off, val, len);
 	memcpy(&max_dev, sb + 220, 4);
 	memset(sb + 216, 0, 4);
 	for (size_t i = 0; i + 4 <= 256 + (size_t)max_dev * 2; i += 4) {
@@ -312,12 +310,30 @@ static void md_leave_dirty(const char *path, bool set_bit)
 	csum = (uint32_t)((sum & 0xffffffffu) + (sum >> 32));
 	memcpy(sb + 216, &csum, 4);
 	assert_int_equal(pwrite(fd, sb, sizeof(sb), 4096), (ssize_t)sizeof(sb));
-	if (set_bit) {
-		memcpy(&bitmap_offset, sb + 96, 4);
-		assert_int_equal(pread(fd, &byte, 1, 4096 + (off_t)bitmap_offset * 512 + 256), 1);
-		byte |= 1;
-		assert_int_equal(pwrite(fd, &byte, 1, 4096 + (off_t)bitmap_offset * 512 + 256), 1);
-	}
+	close(fd);
+}
+
+/*
+ * What a crash leaves on member path (an md v1.2 superblock): resync_offset
+ * 0 (not clean); with set_bit, also bit 0 of md's write-intent bitmap (a
+ * write was in flight in the first chunk).
+ */
+static void md_leave_dirty(const char *path, bool set_bit)
+{
+	uint64_t zero = 0;
+	int32_t bitmap_offset;
+	uint8_t byte;
+	int fd;
+
+	md_sb_patch(path, 208, &zero, 8);       /* resync_offset (le64) */
+	if (!set_bit)
+		return;
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &bitmap_offset, 4, 4096 + 96), 4);
+	assert_int_equal(pread(fd, &byte, 1, 4096 + (off_t)bitmap_offset * 512 + 256), 1);
+	byte |= 1;
+	assert_int_equal(pwrite(fd, &byte, 1, 4096 + (off_t)bitmap_offset * 512 + 256), 1);
 	close(fd);
 }
 
@@ -369,6 +385,63 @@ static void test_md_write_intent_bitmap_decides_dirty_degraded_assembly(void **s
 	assert_int_equal(assemble_bm(3, true, 1), 0);
 }
 
+/*
+ * md's margin of one: md writes the members' superblocks one by one, so a
+ * crash between the writes leaves members one event behind that missed
+ * nothing (the kernel and mdadm take them in); the freshest superblock says
+ * whether that update failed such a member; two events behind is stale.
+ */
+static unsigned md_members_ok(unsigned n)
+{
+	struct bdev *devs[3];
+	struct volume *v;
+	unsigned ok = 0;
+
+	open_members("raid5-rs", n, devs);
+	assert_int_equal(volume_md_assemble(devs, n, &v, NULL), 0);
+	expect_pattern(v);
+	for (unsigned m = 0; m < n; m++)
+		ok += volume_member_state(v, 0, m) == VOLUME_MEMBER_OK;
+	volume_free(v);
+	return ok;
+}
+
+static void test_md_member_one_event_behind_is_in_sync_unless_failed_by_it(void **state)
+{
+	struct bdev *devs[3];
+	struct volume_md_info info;
+	struct volume *v;
+	uint64_t events;
+	uint32_t dev_number;
+	uint16_t role, faulty = 0xfffe;
+	int fd = open(fixture_path("raid5-rs", 0), O_RDONLY);
+
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &dev_number, 4, 4096 + 160), 4);
+	assert_int_equal(pread(fd, &role, 2, 4096 + 256 + 2 * (off_t)dev_number), 2);
+	close(fd);
+	open_members("raid5-rs", 3, devs);
+	assert_int_equal(volume_md_assemble(devs, 3, &v, &info), 0);
+	volume_free(v);
+	assert_int_equal(md_members_ok(3), 3);
+	/* Members 1 and 2 took the next event, member 0 did not: in sync. */
+	events = info.events + 1;
+	for (unsigned i = 1; i < 3; i++)
+		md_sb_patch(fixture_path("raid5-rs", i), 200, &events, 8);
+	assert_int_equal(md_members_ok(3), 3);
+	/* That very update marked member 0 faulty: left out. */
+	for (unsigned i = 1; i < 3; i++)
+		md_sb_patch(fixture_path("raid5-rs", i), 256 + 2 * (size_t)dev_number, &faulty, 2);
+	assert_int_equal(md_members_ok(3), 2);
+	/* Two events behind, with its role intact: stale, left out. */
+	events++;
+	for (unsigned i = 1; i < 3; i++) {
+		md_sb_patch(fixture_path("raid5-rs", i), 256 + 2 * (size_t)dev_number, &role, 2);
+		md_sb_patch(fixture_path("raid5-rs", i), 200, &events, 8);
+	}
+	assert_int_equal(md_members_ok(3), 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -379,6 +452,7 @@ int main(void)
 		cmocka_unit_test(test_dm_fixtures_assemble_from_their_tables),
 		cmocka_unit_test(test_md_arrays_pony_creates_assemble_again),
 		cmocka_unit_test(test_md_write_intent_bitmap_decides_dirty_degraded_assembly),
+		cmocka_unit_test(test_md_member_one_event_behind_is_in_sync_unless_failed_by_it),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -456,6 +456,14 @@ static void test_an_idle_spare_takes_a_failed_members_place_and_is_rebuilt(void 
 	volume_set_info(s, &info);
 	assert_int_equal(info.nspares, 1);
 	assert_string_equal(volume_set_spare_device(s, 0), "spare");
+	/* The same device again (opened anew, as a second 'vol add' would):
+	 * refused by its superblock, not given a second slot. */
+	f = view_of(spare_mem, "spare again");
+	assert_int_equal(volume_set_add_spare(s, f), -EEXIST);
+	bdev_free(f);
+	f = NULL;
+	volume_set_info(s, &info);
+	assert_int_equal(info.nspares, 1);
 	/* Idle: a healthy volume keeps writing to its members only. */
 	assert_int_equal(volume_write(volume_set_volume(s), w, n, 0), 0);
 	assert_int_equal(volume_set_wait(s), 0);

@@ -115,6 +115,14 @@ for i in 0 1 2 3 4 5 6 7; do truncate -s 12M h$i.img; done
 "$PONY" vol add --json -d h6.img h[0-5].img |
 	json 'assert s["spares"] == ["h6.img"], s; assert all(m["state"] == "ok" for m in s["members"])'
 "$PONY" vol status h[0-6].img | grep -Eq "^spare0 +idle +h6.img" || fail "spare not in status"
+# Left out of a command's members, the spare misses that commit; added
+# again it goes back into its own slot, never into a second one.
+"$PONY" vol write -f data h[0-5].img || fail "write without the spare"
+"$PONY" vol status h[0-6].img | grep -Eq "^spare0 +idle +- +missing" || fail "spare left out not missing"
+"$PONY" vol add -d h6.img h[0-5].img > /dev/null || fail "spare added back"
+"$PONY" vol status h[0-6].img > again.out
+grep -Eq "^spare0 +idle +h6.img" again.out || fail "spare not back in its slot: $(cat again.out)"
+grep -q "^spare1" again.out && fail "a spare added again took a second slot: $(cat again.out)"
 # Idle: writes to the healthy volume leave the spare's data area untouched.
 "$PONY" vol write -f data h[0-6].img || fail "write with a spare"
 [ "$(dd if=h6.img bs=1M skip=1 count=10 status=none | tr -d '\0' | wc -c)" = 0 ] ||
