@@ -65,21 +65,11 @@ struct ponyfuse {
 	atomic_bool pt_on;
 };
 
-/*
- * Bytes of readahead: INIT's max_readahead, and the mount's bdi is raised
- * to it (mount.c). A whole number of READs (READs may be capped by
- * max_read), so no small READ trails each window. One READ's worth for
- * host files; PONYFUSE_READS_AHEAD for an instance whose reads run in
- * parallel (ponyfs): with one READ in flight a cold sequential read kept
- * one read helper busy at a time and the image's disk at depth one.
- */
-#define PONYFUSE_READS_AHEAD 4u
-
+/* Bytes of readahead: INIT's max_readahead, and the mount's bdi is raised
+ * to it (mount.c). One READ's worth: READs may be capped (max_read). */
 static inline unsigned ponyfuse_readahead(const struct ponyfuse *pf)
 {
-	unsigned one = pf->max_read ? pf->max_read : PONYFUSE_READAHEAD;
-
-	return pf->fs->ops->read_parallel ? PONYFUSE_READS_AHEAD * one : one;
+	return pf->max_read ? pf->max_read : PONYFUSE_READAHEAD;
 }
 
 /* Who sent req: its uid, gid, pid and umask, as the vfs hooks want them. */
