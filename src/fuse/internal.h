@@ -88,6 +88,8 @@ bool ponyfuse_devio_take_kill(void);
 void ponyfuse_devio_reply_backing(int id);
 /* "fuse_<opcode> count" lines for the requests read so far; the length. */
 int ponyfuse_devio_counters(struct ponyfuse *pf, char *buf, size_t size);
+/* reqlog.c: with PONY_FUSE_REQUEST_LOG set, the ended mount's line. */
+void ponyfuse_reqlog_write(struct ponyfuse *pf, const struct timespec *started);
 /* uring.c: FUSE over io_uring, one ring and thread per CPU. Starts the
  * rings once the INIT answer asked for them (on failure the kernel is told
  * to stay on /dev/fuse); stop joins the threads and frees (NULL: nothing). */

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "internal.h"
 #include "pony/util.h"
@@ -194,6 +195,7 @@ int ponyfuse_mount(struct vfs *fs, const char *mountpoint,
 int ponyfuse_run(struct ponyfuse *pf)
 {
 	struct fuse_loop_config *cfg;
+	struct timespec started;
 	int r;
 
 	/* A shell starts background jobs with SIGINT ignored, and libfuse only
@@ -225,7 +227,9 @@ int ponyfuse_run(struct ponyfuse *pf)
 	fuse_loop_cfg_set_clone_fd(cfg, 0);
 	if (pf->opts.max_threads)
 		fuse_loop_cfg_set_max_threads(cfg, pf->opts.max_threads);
+	clock_gettime(CLOCK_MONOTONIC, &started);
 	r = fuse_session_loop_mt(pf->se, cfg);
+	ponyfuse_reqlog_write(pf, &started);
 	ponyfuse_readpool_stop(pf);
 	fuse_loop_cfg_destroy(cfg);
 	fuse_remove_signal_handlers(pf->se);

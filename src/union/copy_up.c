@@ -280,11 +280,13 @@ static int copy_up_one_locked(struct union_fs *u, struct union_node *n, bool unl
 	if (r < 0)
 		return r;
 	uint32_t links = S_ISREG(x.stx_mode) && x.stx_nlink > 1 ? x.stx_nlink : 0;
-	r = copy_xattrs(u, l, e.ino);
+	/* Owner before xattrs: the host's chown drops security.capability (as
+	 * any chown(2) does), and the copy keeps the lower's, as overlayfs's. */
+	r = copy_attrs(u, e.ino, &x);
+	if (r == 0)
+		r = copy_xattrs(u, l, e.ino);
 	if (r == 0)
 		r = set_origin(u, e.ino, l, links);
-	if (r == 0)
-		r = copy_attrs(u, e.ino, &x);
 	if (r == 0 && links) {
 		char idx[32];
 

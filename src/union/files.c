@@ -127,6 +127,59 @@ static int union_readlink(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t in
 	return r;
 }
 
+/* Whether n's xattrs change only by a setxattr through the union: its data
+ * is a lower's (lowers do not change while mounted), or the union is
+ * read-only (its top lower stands in the upper's place). */
+static bool xattrs_fixed(const struct union_fs *u, const struct union_node *n)
+{
+	return !n->upper || u->readonly;
+}
+
+/*
+ * The node's xattr names as the union shows them (its own left out) into buf
+ * (size 0: the length only), with u->lock held. A node whose xattrs are
+ * fixed and whose list is empty is marked no_xattrs (a setxattr unmarks it),
+ * so later GETXATTRs and LISTXATTRs are answered from the node. podman's
+ * layer diff (containers/storage's naive diff, used whenever a mount_program
+ * is set) asks both of every file of the image at every build step, and a
+ * read-only union of image layers holds fixed files alone. The host's list
+ * is the daemon's own (hostfs lists with its credentials), not the caller's.
+ */
+static int list_visible_locked(struct union_fs *u, const struct vfs_ctx *ctx,
+			       struct union_node *n, char *buf, size_t size)
+{
+	_cleanup_(freep) char *all = NULL;
+	struct vfs *lfs;
+	uint64_t lino;
+	int len, out = 0;
+
+	if (n->no_xattrs && xattrs_fixed(u, n))
+		return 0;
+	node_layer_locked(u, n, &lfs, &lino);
+	len = VFS_CALL(lfs, listxattr, ctx, lino, NULL, 0);
+	all = len > 0 ? malloc((size_t)len) : NULL;
+	if (all)
+		len = VFS_CALL(lfs, listxattr, ctx, lino, all, (size_t)len);
+	else if (len > 0)
+		len = -ENOMEM;
+	if (len < 0)
+		return len;
+	for (char *p = all; len > 0 && p < all + len; p += strlen(p) + 1) {
+		size_t one = strlen(p) + 1;
+
+		if (union_is_own_xattr(u, p))
+			continue;
+		if (size && (size_t)out + one > size)
+			return -ERANGE;
+		if (size)
+			memcpy(buf + out, p, one);
+		out += (int)one;
+	}
+	if (out == 0 && xattrs_fixed(u, n))
+		n->no_xattrs = n->no_caps = true;
+	return out;
+}
+
 static int union_getxattr(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t ino,
 			  const char *name, void *buf, size_t size)
 {
@@ -144,7 +197,12 @@ static int union_getxattr(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t in
 	bool caps = !strcmp(name, "security.capability");
 	struct union_node *n = NODE(u, ino);
 	pthread_mutex_lock(&u->lock);
-	if (caps && n->no_caps) {
+	/* A lower file's first capability query lists its xattrs instead: as
+	 * cheap on the host, and an empty list answers the LISTXATTR that a
+	 * tree walk sends next, and any other name, without the lower. */
+	if (caps && !n->no_caps && !n->no_xattrs && xattrs_fixed(u, n))
+		list_visible_locked(u, ctx, n, NULL, 0);
+	if ((caps && n->no_caps) || (n->no_xattrs && xattrs_fixed(u, n))) {
 		r = -ENODATA;
 	} else {
 		node_layer_locked(u, n, &lfs, &lino);
@@ -160,35 +218,8 @@ static int union_listxattr(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t i
 			   size_t size)
 {
 	struct union_fs *u = union_of(fs);
-	struct vfs *lfs;
-	uint64_t lino;
-	int n, out = 0;
 
-	_cleanup_(freep) char *all = NULL;
-
-	pthread_mutex_lock(&u->lock);
-	node_layer_locked(u, NODE(u, ino), &lfs, &lino);
-	n = VFS_CALL(lfs, listxattr, ctx, lino, NULL, 0);
-	all = n > 0 ? malloc((size_t)n) : NULL;
-	if (all)
-		n = VFS_CALL(lfs, listxattr, ctx, lino, all, (size_t)n);
-	else if (n > 0)
-		n = -ENOMEM;
-	pthread_mutex_unlock(&u->lock);
-	if (n <= 0)
-		return n;
-	for (char *p = all; n > 0 && p < all + n; p += strlen(p) + 1) {
-		size_t len = strlen(p) + 1;
-
-		if (union_is_own_xattr(u, p))
-			continue;
-		if (size && (size_t)out + len > size)
-			return -ERANGE;
-		if (size)
-			memcpy(buf + out, p, len);
-		out += (int)len;
-	}
-	return n < 0 ? n : out;
+	return LOCKED(u, list_visible_locked(u, ctx, NODE(u, ino), buf, size));
 }
 
 static int xattr_change_locked(struct union_fs *u, const struct vfs_ctx *ctx, uint64_t ino,
@@ -202,7 +233,7 @@ static int xattr_change_locked(struct union_fs *u, const struct vfs_ctx *ctx, ui
 		return r;
 	if (remove)
 		return VFS_CALL(u->upper, removexattr, ctx, n->upper, name);
-	n->no_caps = false;
+	n->no_caps = n->no_xattrs = false;
 	return VFS_CALL(u->upper, setxattr, ctx, n->upper, name, value, size, flags);
 }
 

@@ -43,6 +43,10 @@ struct union_node {
 	bool opaque;                    /* a directory hiding all lowers */
 	bool impure;                    /* a directory whose impure xattr is set */
 	bool no_caps;                   /* security.capability known absent */
+	bool no_xattrs;                 /* a lower's (no upper, or a read-only
+					 * union) with no xattrs but the union's
+					 * own: answers GETXATTR and LISTXATTR
+					 * (files.c) */
 	atomic_bool copied_up;          /* had lower data only and now has an
 					 * upper: open lower handles switch to
 					 * it at their next use (open.c); read
