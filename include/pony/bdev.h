@@ -44,6 +44,8 @@ struct bdev_ops {
 	int (*repair)(struct bdev *b, void *buf, size_t len, uint64_t off, uint32_t crc);
 	/* A write not worth caching (appended; NULL: pwrite): see bdev_pwrite_direct(). */
 	int (*pwrite_direct)(struct bdev *b, const void *buf, size_t len, uint64_t off);
+	/* A read coming soon (appended; NULL: nothing): see bdev_readahead(). */
+	int (*readahead)(struct bdev *b, uint64_t off, uint64_t len);
 };
 
 struct bdev {
@@ -68,6 +70,14 @@ int bdev_flush(struct bdev *b);
 #define BDEV_DIRECT_ALIGN 4096u
 int bdev_pwrite_direct(struct bdev *b, const void *buf, size_t len, uint64_t off);
 int bdev_discard(struct bdev *b, uint64_t off, uint64_t len);
+/*
+ * A hint that [off, off+len) will be read soon: a file backend starts
+ * reading it into the host's page cache (POSIX_FADV_WILLNEED) and returns
+ * without waiting, so a later bdev_pread() of it is a copy, not a wait on
+ * the disk. Changes nothing a read returns. Backends without the op, and
+ * stacks that do not pass it on (fault, record, volumes), do nothing: 0.
+ */
+int bdev_readahead(struct bdev *b, uint64_t off, uint64_t len);
 static inline uint64_t bdev_size(const struct bdev *b) { return b->size; }
 void bdev_free(struct bdev *b);         /* NULL: does nothing */
 /*

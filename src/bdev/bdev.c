@@ -42,6 +42,15 @@ int bdev_pwrite_direct(struct bdev *b, const void *buf, size_t len, uint64_t off
 				     : b->ops->pwrite(b, buf, len, off);
 }
 
+int bdev_readahead(struct bdev *b, uint64_t off, uint64_t len)
+{
+	int r = bdev_check(b, off, len);
+
+	if (r < 0 || !len || !b->ops->readahead)
+		return r;
+	return b->ops->readahead(b, off, len);
+}
+
 int bdev_read_checked(struct bdev *b, void *buf, size_t len, uint64_t off)
 {
 	int r = bdev_check(b, off, len);

@@ -6,7 +6,8 @@
  * descriptor of the same file, opened on first use: bulk data then goes
  * from the caller's pages to the device without a copy into the host's
  * page cache (which was most of a FUSE file system's CPU time on a
- * sequential write).
+ * sequential write). bdev_readahead() asks the kernel to read a range
+ * into the page cache ahead of a sequential reader (POSIX_FADV_WILLNEED).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -121,6 +122,24 @@ static int file_pwrite_direct(struct bdev *b, const void *buf, size_t len, uint6
 	return r;
 }
 
+/*
+ * Starts the kernel's read of the range into the page cache; no wait. One
+ * WILLNEED reads no more than the file's readahead window (the kernel's
+ * force_page_cache_ra() caps it: 8 MiB of a 32 MiB hint reached the cache
+ * here), so the range goes in pieces well under any such window.
+ */
+#define FILE_RA_PIECE (2ull << 20)
+
+static int file_readahead(struct bdev *b, uint64_t off, uint64_t len)
+{
+	int fd = ((struct bdev_file *)b)->fd, r = 0;
+
+	for (uint64_t at = 0; at < len && !r; at += FILE_RA_PIECE)
+		r = posix_fadvise(fd, (off_t)(off + at), (off_t)MIN(FILE_RA_PIECE, len - at),
+				  POSIX_FADV_WILLNEED);
+	return -r;
+}
+
 static int file_flush(struct bdev *b)
 {
 	return fdatasync(((struct bdev_file *)b)->fd) < 0 ? -errno : 0;
@@ -157,6 +176,7 @@ static const struct bdev_ops file_ops = {
 	.discard = file_discard,
 	.free = file_free,
 	.pwrite_direct = file_pwrite_direct,
+	.readahead = file_readahead,
 };
 
 /* Through the ring: one op per call; a short count is an I/O error (ranges are checked). */
@@ -248,6 +268,7 @@ static const struct bdev_ops file_ring_ops = {
 	.free = file_free,
 	.submit = ring_submit,
 	.pwrite_direct = file_pwrite_direct,
+	.readahead = file_readahead,
 };
 
 int bdev_file_open_ring(const char *path, int flags, struct acall_ring *ring, struct bdev **ret)

@@ -238,6 +238,9 @@ struct ponyfs_inode {
 	 * the lock (unlocked readers clone it). */
 	struct ponyfs_crypt crypt;
 	struct crypt_contents *cipher;
+	/* Read-ahead (readahead.c): where the last read ended, and how far
+	 * the image has been hinted (bytes of the file). */
+	uint64_t ra_next, ra_until;
 };
 
 /* An open file; every one is on fs->handles, so unmount can free them. */
@@ -585,6 +588,21 @@ int ponyfs_writeback_all_locked(struct ponyfs *fs, bool skip_held);
 /* Reads (read.c): takes the lock itself, drops it for the I/O. */
 ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_t size,
 		    uint64_t off);
+/*
+ * Read-ahead of the image (readahead.c). Under the lock, a read of [off,
+ * off+size) that follows the file's last one plans the volume blocks of
+ * the file ahead of it into ra (ra->n 0: nothing to do now); unlocked,
+ * issue hands them to bdev_readahead(). Hints only: nothing is cached.
+ */
+#define PONYFS_RA_RUNS 64u
+struct ponyfs_ra_run { uint64_t pblock, n; };
+struct ponyfs_readahead {
+	unsigned n;
+	struct ponyfs_ra_run run[PONYFS_RA_RUNS];
+};
+void ponyfs_readahead_plan_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t off,
+				  size_t size, struct ponyfs_readahead *ra);
+void ponyfs_readahead_issue(struct ponyfs *fs, const struct ponyfs_readahead *ra);
 /* The file's blocks [first, first+n) as on disk, checked (holes and cut-off blocks are zeros). */
 int ponyfs_disk_read_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t first, uint64_t n,
 			    uint8_t *buf);

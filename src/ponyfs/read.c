@@ -21,6 +21,9 @@
  * the nonce and tag its extent row keeps. A GCM block that does not verify
  * is read again from the volume's redundancy, else the read fails with
  * EIO and a log line: tampering is never returned as data.
+ *
+ * A read that follows the file's last one first hints the image's blocks
+ * further on (readahead.c), so the disk works ahead of the reader.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -293,6 +296,7 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 	_cleanup_(freep) uint8_t *tmp = NULL;
 	_cleanup_(freep) struct read_half *half = NULL;
 	struct crypt_contents *cipher = NULL;
+	struct ponyfs_readahead ra;
 	size_t done = 0;
 	ssize_t r = 0;
 
@@ -310,6 +314,14 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 		if (ponyfs_crypt_reader_locked(in, &half[1].cipher) < 0) {
 			free(half);
 			half = NULL;
+		}
+	}
+	if (r >= 0 && !fs->shut_down && off < in->size) {
+		ponyfs_readahead_plan_locked(fs, in, off, size, &ra);
+		if (ra.n) {     /* the kernel queues the reads; no waiting under the lock */
+			pthread_mutex_unlock(&fs->lock);
+			ponyfs_readahead_issue(fs, &ra);
+			pthread_mutex_lock(&fs->lock);
 		}
 	}
 	while (r >= 0 && !fs->shut_down && done < size && off + done < in->size) {

@@ -1,0 +1,72 @@
+/*
+ * readahead.c - the image read ahead of a file read sequentially. A cold
+ * sequential read through the mount asks for one READ's worth (1 MiB) at a
+ * time, and each one's pread(2) of the image waited for the disk: the
+ * kernel's own readahead of the image saw only the few READs in flight,
+ * out of order over the read helpers, so the disk ran at depth one or two.
+ *
+ * So once a file's reads follow each other (within RA_SLACK of where the
+ * last one ended: the kernel's READs arrive in any order), the volume
+ * blocks of the next RA_WINDOW bytes of the file are looked up under the
+ * filesystem lock and handed to bdev_readahead() after it, RA_STEP or more
+ * at a time: the host's page cache fills ahead of the reader, and the
+ * reads that follow copy from it. Nothing is cached here: a read still
+ * reads the image and checks every block's CRC32C (read.c), so a block
+ * overwritten, truncated, punched or moved since is never returned stale,
+ * and a bad block is repaired as before; a hint for blocks that were
+ * freed meanwhile costs a read of the disk and nothing else.
+ */
+#include "internal.h"
+
+#define RA_WINDOW (32ull << 20)         /* how far ahead of the reader */
+#define RA_STEP (8ull << 20)            /* the least worth a round of hints */
+#define RA_SLACK (16ull << 20)          /* a read this near the last end follows it */
+
+static void ra_add(struct ponyfs_readahead *ra, uint64_t pblock, uint64_t n)
+{
+	struct ponyfs_ra_run *last = ra->n ? &ra->run[ra->n - 1] : NULL;
+
+	if (last && last->pblock + last->n == pblock)
+		last->n += n;
+	else
+		ra->run[ra->n++] = (struct ponyfs_ra_run){ pblock, n };
+}
+
+void ponyfs_readahead_plan_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t off,
+				  size_t size, struct ponyfs_readahead *ra)
+{
+	uint64_t end = off + size, from, to, blk, last;
+	bool follows = in->ra_next && off + RA_SLACK >= in->ra_next && off <= in->ra_next + RA_SLACK;
+
+	ra->n = 0;
+	if (!follows) {                 /* a new stream, or none: hints wait for the next read */
+		in->ra_next = in->ra_until = end;
+		return;
+	}
+	in->ra_next = MAX(in->ra_next, end);
+	from = MAX(in->ra_until, end);
+	to = MIN(in->size, end + RA_WINDOW);
+	if (to <= from || (to - from < RA_STEP && to < in->size))
+		return;
+	blk = from / BS;
+	last = DIV_ROUND_UP(to, BS);
+	while (blk < last && ra->n < PONYFS_RA_RUNS) {
+		uint64_t run, pblock;
+		int flags;
+
+		if (ponyfs_ext_at(fs, in->ino, blk, last, &flags, &run, &pblock, NULL, NULL) < 0)
+			break;
+		/* Holes and unwritten extents read as zeros: nothing to fetch. */
+		if (flags >= 0 && !(flags & PONYFS_EXT_UNWRITTEN))
+			ra_add(ra, pblock, run);
+		blk += run;
+	}
+	in->ra_until = MAX(in->ra_until, blk * BS);
+}
+
+void ponyfs_readahead_issue(struct ponyfs *fs, const struct ponyfs_readahead *ra)
+{
+	/* A hint: a failure (a gate cut by shutdown) shows at the read. */
+	for (unsigned i = 0; i < ra->n; i++)
+		bdev_readahead(fs->data, ra->run[i].pblock * BS, ra->run[i].n * BS);
+}

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# ponyfs_readahead.sh - a file read sequentially through the mount has the
+# image read ahead of it (readahead.c): after the first 4 MiB of a 96 MiB
+# file whose blocks were not in the host's cache, 28 MiB or more of the
+# image are (without the hints the host's own readahead brought ~14 MiB).
+# The hints never serve a byte themselves: in one open file, data read,
+# then overwritten, truncated and extended, or punched inside the window
+# reads back as the new content; a block corrupted inside the window still
+# fails the read (EBADMSG: one image, no redundancy to repair from) and the
+# daemon reports it, rather than arriving as data.
+set -u
+. "$PONY_SRCDIR/tests/lib.sh"
+require_root
+require_fuse
+require_cmd python3
+require_cmd fusermount3
+require_cmd fincore
+
+. "$PONY_SRCDIR/tests/ponyfs/mount_lib.sh" ponyfs-readahead
+dd if=/dev/zero of="$T/probe" bs=4096 count=1 oflag=direct status=none 2>/dev/null ||
+	skip "$T is on a file system without O_DIRECT"
+truncate -s 512M "$T/img"
+"$PONY" mkfs "$T/img" >/dev/null || fail "mkfs"
+
+cached() { fincore --bytes --noheadings --output RES "$T/img"; }
+uncache() { dd if="$T/img" iflag=nocache count=0 status=none; }
+
+# 1. The hints reach the host's cache ahead of the reader.
+head -c $((96 << 20)) /dev/urandom >"$T/data"
+pony_mount "$T/img"
+dd if="$T/data" of="$T/m/f" bs=1M conv=fsync status=none || fail "write through the mount"
+pony_umount
+uncache
+pony_mount "$T/img"
+before=$(cached)
+dd if="$T/m/f" of=/dev/null bs=1M count=4 status=none || fail "read of the first 4 MiB"
+sleep 0.5                       # the hinted reads land
+after=$(cached)
+echo "# image cached: $before B after mounting, $after B after reading 4 MiB"
+[ "$after" -ge $((28 << 20)) ] || fail "only $after B of the image cached after a 4 MiB sequential read"
+cmp "$T/data" "$T/m/f" || fail "the file reads back different"
+
+# 2. In one open: read ahead, then overwrite, truncate + extend and punch
+# inside the hinted window; each read after (the mount's own page cache of
+# the file dropped, so it comes from the daemon) returns the new bytes.
+python3 - "$T/m/f" <<'PY' || fail "stale data after a change inside the read-ahead window"
+import os, sys
+MiB = 1 << 20
+fd = os.open(sys.argv[1], os.O_RDWR)
+def fresh(off, n):
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    return os.pread(fd, n, off)
+def check(what, got, want):
+    if got != want:
+        sys.exit("%s: read %r..., want %r..." % (what, got[:16], want[:16]))
+for off in range(0, 8 * MiB, MiB):          # a sequential reader: hints go out
+    fresh(off, MiB)
+new = os.urandom(2 * MiB)
+os.pwrite(fd, new, 16 * MiB)                # cached in the daemon, then written back
+check("overwrite, cached", fresh(16 * MiB, 2 * MiB), new)
+os.fsync(fd)                                # the blocks moved (copy-on-write)
+check("overwrite, written back", fresh(16 * MiB, 2 * MiB), new)
+os.ftruncate(fd, 24 * MiB)
+os.ftruncate(fd, 96 * MiB)
+os.fsync(fd)
+check("truncate and extend", fresh(30 * MiB, MiB), bytes(MiB))
+PY
+fallocate -p -o $((20 << 20)) -l $((1 << 20)) "$T/m/f" || fail "punch"
+python3 - "$T/m/f" <<'PY' || fail "stale data after a punch inside the read-ahead window"
+import os, sys
+MiB = 1 << 20
+fd = os.open(sys.argv[1], os.O_RDONLY)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+for off in range(0, 20 * MiB, MiB):
+    os.pread(fd, MiB, off)
+if os.pread(fd, MiB, 20 * MiB) != bytes(MiB):
+    sys.exit("the punched MiB reads back as data")
+PY
+pony_umount
+
+# 3. A block corrupted inside the window: an error and a report, never its bytes.
+python3 - "$T/img" "$T/data" <<'PY' || fail "no block of the file found on the image"
+import mmap, sys
+img, data = sys.argv[1], sys.argv[2]
+want = open(data, "rb").read()[12 << 20:(12 << 20) + 4096]   # file block 3072
+with open(img, "r+b") as f:
+    m = mmap.mmap(f.fileno(), 0)
+    at = m.find(want)
+    if at < 0:
+        sys.exit(1)
+    m[at + 100:at + 164] = bytes(b ^ 0xff for b in m[at + 100:at + 164])
+    m.flush()
+PY
+uncache
+: >"$T/pony.log"
+pony_mount "$T/img"
+dd if="$T/m/f" of="$T/got" bs=1M status=none 2>"$T/dd.err" && fail "a corrupt block read as data"
+grep -q "Input/output error\|Bad message" "$T/dd.err" || fail "unclear error: $(cat "$T/dd.err")"
+cmp -n $((12 << 20)) "$T/data" "$T/got" || fail "the 12 MiB before the bad block differ"
+pony_umount
+grep -q "no redundancy" "$T/pony.log" || fail "the bad block was not reported: $(cat "$T/pony.log")"
+pass
