@@ -467,6 +467,26 @@ static void log_line(void *data, const char *text)
 					       strstr(text, "offset 4096");
 }
 
+
+/*
+ * enc/f in a new GCM directory holding data, the filesystem then unmounted
+ * and its database opened on the image (meta, datadev: its regions), for a
+ * test to tamper with what the file's extent records.
+ */
+static sqlite3 *gcm_file_then_unmount(struct fixture *f, const uint8_t *data, size_t len,
+				      uint8_t id[16], struct vfs_entry *e, struct bdev **meta,
+				      struct bdev **datadev)
+{
+	struct vfs_ctx c = test_ctx();
+
+	enc_dir(f->fs, CRYPT_MODE_AES_256_GCM, id);
+	assert_int_equal(test_put(f->fs, "enc/f", data, len), 0);
+	assert_int_equal(vfs_walk(f->fs, &c, "enc/f", e), 0);
+	vfs_free(f->fs);
+	f->fs = NULL;
+	return image_db(f->dev, meta, datadev);
+}
+
 /*
  * GCM: a block whose seal was changed (its CRC still right), and a block
  * copied whole (ciphertext, CRC, seal) over the next one's place, both
@@ -475,7 +495,6 @@ static void log_line(void *data, const char *text)
 static void test_gcm_tamper_is_eio(void **state)
 {
 	struct fixture *f = *state;
-	struct vfs_ctx c = test_ctx();
 	struct log_seen seen = { false };
 	struct ponyfs_options o = { .report = log_line, .report_arg = &seen };
 	static uint8_t data[3 * 4096], back[4096], blk[4096];
@@ -486,12 +505,7 @@ static void test_gcm_tamper_is_eio(void **state)
 	sqlite3 *db;
 
 	test_fill(data, sizeof(data), 3);
-	enc_dir(f->fs, CRYPT_MODE_AES_256_GCM, id);
-	assert_int_equal(test_put(f->fs, "enc/f", data, sizeof(data)), 0);
-	assert_int_equal(vfs_walk(f->fs, &c, "enc/f", &e), 0);
-	vfs_free(f->fs);
-	f->fs = NULL;
-	db = image_db(f->dev, &meta, &datadev);
+	db = gcm_file_then_unmount(f, data, sizeof(data), id, &e, &meta, &datadev);
 	extent_of(db, e.ino, &pblock, csums, sizeof(csums));
 	/* Block 1's tag, one bit flipped. */
 	csums[PONYFS_SEAL_BYTES + 4 + CRYPT_GCM_NONCE_SIZE] ^= 1;
@@ -525,7 +539,6 @@ static void test_gcm_tamper_is_eio(void **state)
 static void test_gcm_tamper_in_a_split_read_is_eio(void **state)
 {
 	struct fixture *f = *state;
-	struct vfs_ctx c = test_ctx();
 	enum { NBLK = 256, BAD = 200 };
 	static uint8_t data[NBLK * 4096], back[NBLK * 4096];
 	static uint8_t csums[NBLK * PONYFS_SEAL_BYTES];
@@ -536,12 +549,7 @@ static void test_gcm_tamper_in_a_split_read_is_eio(void **state)
 	sqlite3 *db;
 
 	test_fill(data, sizeof(data), 11);
-	enc_dir(f->fs, CRYPT_MODE_AES_256_GCM, id);
-	assert_int_equal(test_put(f->fs, "enc/f", data, sizeof(data)), 0);
-	assert_int_equal(vfs_walk(f->fs, &c, "enc/f", &e), 0);
-	vfs_free(f->fs);
-	f->fs = NULL;
-	db = image_db(f->dev, &meta, &datadev);
+	db = gcm_file_then_unmount(f, data, sizeof(data), id, &e, &meta, &datadev);
 	extent_of(db, e.ino, &pblock, csums, sizeof(csums));
 	csums[BAD * PONYFS_SEAL_BYTES + 4 + CRYPT_GCM_NONCE_SIZE] ^= 1;    /* its tag */
 	extent_set_csums(db, e.ino, csums, sizeof(csums));
