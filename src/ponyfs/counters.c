@@ -26,7 +26,7 @@ int ponyfs_counters(struct vfs *v, char *buf, size_t size)
 			"data_flushes %llu\nwritebacks %llu\ncsum_errors %llu\ndirty_bytes %llu\n"
 			"overwrite_loans %llu\nmeta_chunks %llu\nspace_commits %llu\n"
 			"checkpoints %llu\ncache_slab_bytes %llu\nrow_hits %llu\nrow_misses %llu\n"
-			"blocks_cached %llu\ncommit_error %s\n",
+			"blocks_cached %llu\nbound_writebacks %llu\ncommit_error %s\n",
 			(unsigned long long)s.commits, (unsigned long long)s.extent_walks,
 			(unsigned long long)s.data_blocks_written,
 			(unsigned long long)s.data_flushes, (unsigned long long)s.writebacks,
@@ -36,5 +36,6 @@ int ponyfs_counters(struct vfs *v, char *buf, size_t size)
 			(unsigned long long)s.space_commits, (unsigned long long)s.checkpoints,
 			(unsigned long long)s.cache_slab_bytes, (unsigned long long)s.row_hits,
 			(unsigned long long)s.row_misses, (unsigned long long)s.blocks_cached,
+			(unsigned long long)s.bound_writebacks,
 			broken ? ponyfs_errno_name(broken) : "none");
 }

@@ -83,10 +83,15 @@ void ponyfs_dirty_add(struct ponyfs *fs, struct ponyfs_inode *in)
 	in->dprev = &fs->dirty;
 }
 
-static void dirty_del(struct ponyfs_inode *in)
+/* Off the dirty list: nothing left to write back, so nothing bound either. */
+static void dirty_del(struct ponyfs *fs, struct ponyfs_inode *in)
 {
 	if (!in->dprev)
 		return;
+	if (in->bound) {
+		in->bound = false;
+		fs->nbound--;
+	}
 	*in->dprev = in->dnext;
 	if (in->dnext)
 		in->dnext->dprev = in->dprev;
@@ -134,7 +139,7 @@ void ponyfs_inode_drop_locked(struct ponyfs *fs, struct ponyfs_inode *in)
 	while (*pp != in)
 		pp = &(*pp)->hnext;
 	*pp = in->hnext;
-	dirty_del(in);
+	dirty_del(fs, in);
 	ponyfs_space_release_locked(fs, in, false);
 	pages_free(fs, in, 0);
 	fs->reserved -= in->falloc_res;
@@ -271,6 +276,11 @@ ssize_t ponyfs_write_locked(struct ponyfs *fs, struct ponyfs_inode *in, const vo
 		return -EFBIG;
 	if (!size)
 		return 0;
+	/* Renamed in the open transaction: that state commits with the name,
+	 * not part of this call's (bound.c). */
+	r = ponyfs_inode_unbind_locked(fs, in);
+	if (r < 0)
+		return r;
 	/* No room for all of it: for as much as there is (a short write). */
 	while ((r = write_prepare(fs, in, off, size)) == -ENOSPC && size > BS - off % BS) {
 		uint64_t pages = (off + size - 1) / BS - off / BS + 1;
@@ -333,6 +343,11 @@ int ponyfs_truncate_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t 
 
 	if (size > (1ull << 50))
 		return -EFBIG;
+	/* Renamed in the open transaction: the name commits with the content
+	 * it was given, not with the truncation's (bound.c). */
+	r = ponyfs_inode_unbind_locked(fs, in);
+	if (r < 0)
+		return r;
 	/* The new last block keeps zeros past the end, on disk too. Its
 	 * page first, while the file is still whole: on a full filesystem
 	 * getting it may write the file back. */
@@ -706,7 +721,7 @@ int ponyfs_writeback_locked(struct ponyfs *fs, struct ponyfs_inode *in)
 	in->size_dirty = false;
 	in->atime_dirty = false;
 	in->trunc_rows = 0;
-	dirty_del(in);
+	dirty_del(fs, in);
 	/* What it held is the open transaction's now, until the commit. */
 	ponyfs_space_release_locked(fs, in, true);
 	fs->stats.writebacks++;

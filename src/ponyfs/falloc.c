@@ -103,7 +103,8 @@ void ponyfs_falloc_trim(struct ponyfs_inode *in, uint64_t keep)
 int ponyfs_falloc_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t off, uint64_t len)
 {
 	uint64_t first = off / BS, end = DIV_ROUND_UP(off + len, BS), pos = first, need = 0, n;
-	int r = 0;
+	/* Renamed in the open transaction: written back as it was (bound.c). */
+	int r = ponyfs_inode_unbind_locked(fs, in);
 
 	/* Only what no pending range covers yet needs reserving. */
 	for (size_t i = 0; r >= 0 && i < in->nfalloc && pos < end; i++) {

@@ -210,6 +210,10 @@ struct ponyfs_inode {
 	bool trunc_pending;             /* extents from trunc_to on must go at writeback */
 	bool copying_in;                /* a write call is copying into its pages */
 	bool orphan;                    /* its last name went while it was open */
+	/* A rename or link moved a name to it while it had cached state: the
+	 * open transaction must not commit without that state (rule 2), so
+	 * the commit writes it back first (bound.c). Only while dirty. */
+	bool bound;
 	uint64_t trunc_to;
 	uint64_t trunc_ns;              /* when it was last truncated */
 	uint64_t dirty_ns;              /* when it went on the dirty list */
@@ -413,6 +417,7 @@ struct ponyfs {
 	struct ponyfs_leases leases;    /* layout leases (lease.c) */
 	struct ponyfs_inode *hash[256];
 	struct ponyfs_inode *dirty;
+	unsigned nbound;                /* of the dirty inodes, those bound to the open transaction */
 	struct ponyfs_handle *handles;
 	uint64_t dirty_bytes;
 	uint64_t dirty_max;             /* see ponyfs_options.dirty_max */
@@ -502,7 +507,9 @@ int ponyfs_sql(struct ponyfs *fs, const char *sql, int n, ...);
 /* Runs a one-off query returning one int64 in *ret; -ENOENT when no row. */
 int ponyfs_sql_int(struct ponyfs *fs, int64_t *ret, const char *sql, int n, ...);
 int ponyfs_txn_begin_locked(struct ponyfs *fs);
-int ponyfs_commit_locked(struct ponyfs *fs);
+/* COMMIT of the open transaction, after the data flush (rule 1); the
+ * files bound to it must have been written back (ponyfs_commit_locked). */
+int ponyfs_txn_commit_locked(struct ponyfs *fs);
 /* The filesystem goes read-only until remounted, err (the first) the
  * answer to every later change; logged once, with what failed. */
 void ponyfs_fail_locked(struct ponyfs *fs, int err, const char *what);
@@ -639,6 +646,21 @@ static inline unsigned ponyfs_ext_written_flags(const struct ponyfs_inode *in)
 int ponyfs_ext_insert(struct ponyfs *fs, uint64_t ino, uint64_t foff, uint64_t nb,
 		      uint64_t pblock, const uint8_t *csums, unsigned flags);
 void ponyfs_dirty_add(struct ponyfs *fs, struct ponyfs_inode *in);
+
+/*
+ * Files bound to the open transaction (bound.c): rule 2 without a write at
+ * the rename. A rename or link binds its file's cached state to the
+ * transaction that holds the new name; every commit writes the bound
+ * files back first, and a file bound and then changed (write, truncation,
+ * fallocate, punch) is written back before the change, so what commits
+ * with the name is the content the file had at the rename, or later
+ * whole write calls, never less.
+ */
+void ponyfs_inode_bind_locked(struct ponyfs *fs, uint64_t ino);
+/* Before in changes: writes it back if bound (-errno: the writeback's). */
+int ponyfs_inode_unbind_locked(struct ponyfs *fs, struct ponyfs_inode *in);
+/* Writes back the bound files, then commits (txn.c); the one way to commit. */
+int ponyfs_commit_locked(struct ponyfs *fs);
 
 /* Access times (atime.c). */
 /* A read or readdir of in: atime moves as the mount says, written behind. */

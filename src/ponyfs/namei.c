@@ -1,9 +1,9 @@
 /*
  * namei.c - ponyfs's namespace: lookup, creating and removing names,
  * rename and readdir, each a change in the open transaction. A rename
- * writes the cached data of the file it moves into the same transaction
- * first (ordering rule 2), so the new name never commits without the data:
- * replace-via-rename needs no fsync.
+ * binds the file it moves, with its cached data, to the same transaction
+ * (ordering rule 2, bound.c), so the new name never commits without the
+ * data: replace-via-rename needs no fsync.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -297,15 +297,6 @@ int ponyfs_lookup_locked(struct ponyfs *fs, uint64_t parent, const char *name,
 	return r < 0 ? r : r > 0 ? 0 : -ENOENT;
 }
 
-/* Rule 2: the file moves with its data, in one transaction; a new name
- * (link) comes with it too, or it could show content it never had. */
-static int writeback_ino(struct ponyfs *fs, uint64_t ino)
-{
-	struct ponyfs_inode *in = ponyfs_inode_find(fs, ino);
-
-	return in ? ponyfs_writeback_locked(fs, in) : 0;
-}
-
 /*
  * fscrypt's rule for a name made in dir for an existing inode (link,
  * rename): in an encrypted directory only an inode of the same policy
@@ -347,9 +338,9 @@ int ponyfs_link_locked(struct ponyfs *fs, uint64_t ino, uint64_t newparent, cons
 	if (r >= 0)
 		r = ponyfs_txn_begin_locked(fs);
 	if (r >= 0)
-		r = writeback_ino(fs, ino);
-	if (r >= 0)
 		r = ponyfs_dentry_add(fs, newparent, &dn, ino, 0);
+	if (r >= 0)     /* rule 2: a new name, or it could show content it never had */
+		ponyfs_inode_bind_locked(fs, ino);
 	if (r >= 0)
 		r = ponyfs_sql(fs, "UPDATE inodes SET nlink = nlink + 1 WHERE ino = ?1", 1, (int64_t)ino);
 	if (r >= 0)
@@ -512,10 +503,10 @@ static int rename_exchange(struct ponyfs *fs, uint64_t p1, const struct ponyfs_n
 		r = check_not_below(fs, i1, p2);
 	if (r >= 0 && p1 != p2 && S_ISDIR(m2))
 		r = check_not_below(fs, i2, p1);
-	if (r >= 0)
-		r = writeback_ino(fs, i1);
-	if (r >= 0)
-		r = writeback_ino(fs, i2);
+	if (r >= 0) {   /* rule 2: both names commit with their files' data */
+		ponyfs_inode_bind_locked(fs, i1);
+		ponyfs_inode_bind_locked(fs, i2);
+	}
 	/* Both names stay where they are in their directories' cookie order. */
 	if (r >= 0)
 		r = ponyfs_dentry_set_ino(fs, p1, n1, i2);
@@ -590,8 +581,10 @@ int ponyfs_rename_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 		r = dir_empty(fs, dst);
 	if (r >= 0 && S_ISDIR(ms) && parent != newparent)
 		r = check_not_below(fs, src, newparent);
+	/* Rule 2: the file moves with its data, in one transaction: the
+	 * commit writes it back (bound.c), not this call. */
 	if (r >= 0)
-		r = writeback_ino(fs, src);
+		ponyfs_inode_bind_locked(fs, src);
 	if (r >= 0 && replace)
 		r = ponyfs_dentry_del(fs, newparent, &newdn);
 	if (r >= 0 && replace)

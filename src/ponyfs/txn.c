@@ -330,9 +330,10 @@ static void commit_checkpoint(struct ponyfs *fs)
 /*
  * Commits the open transaction (if any) after flushing the data it points
  * at. A failure leaves the filesystem broken (ponyfs_fail_locked) and is
- * returned with its own errno.
+ * returned with its own errno. Called through ponyfs_commit_locked()
+ * (bound.c), which first writes back the files bound to the transaction.
  */
-int ponyfs_commit_locked(struct ponyfs *fs)
+int ponyfs_txn_commit_locked(struct ponyfs *fs)
 {
 	int r = 0;
 

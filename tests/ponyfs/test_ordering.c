@@ -161,6 +161,126 @@ static void test_rename_over_commits_with_the_new_data(void **state)
 	bdev_free(dev);
 }
 
+static int rename_path(struct vfs *fs, const char *from, const char *to)
+{
+	struct vfs_ctx c = test_ctx();
+
+	return VFS_CALL(fs, rename, &c, VFS_ROOT_INO, from, VFS_ROOT_INO, to, 0);
+}
+
+/* Power-cuts dev, checks path holds want (len bytes), frees the copy. */
+static void expect_after_power_cut(struct bdev *dev, const char *path, const uint8_t *want,
+				   size_t len)
+{
+	struct bdev *copy = power_cut(dev);
+	struct vfs *after = mount_copy(copy);
+
+	expect_content(after, path, want, len);
+	vfs_free(after);
+	bdev_free(copy);
+}
+
+/*
+ * Rule 2 is kept at the commit, not by a write at the rename (bound.c):
+ * the rename writes no data block, the file's data stays cached, and the
+ * next commit (here another file's fsync) writes it before COMMIT.
+ */
+static void test_a_rename_writes_its_data_at_the_commit_not_at_the_rename(void **state)
+{
+	static uint8_t old[100000], new[150000];
+	struct ponyfs_stats s0, s1, s2;
+	struct bdev *dev;
+	struct vfs *fs;
+
+	test_fill(old, sizeof(old), 7);
+	test_fill(new, sizeof(new), 8);
+	assert_int_equal(bdev_mem_new(IMG_SIZE, &dev), 0);
+	assert_int_equal(ponyfs_mkfs_image(dev, NULL), 0);
+	assert_int_equal(ponyfs_mount_image(dev, NULL, &fs), 0);
+	assert_int_equal(test_put(fs, "config", old, sizeof(old)), 0);
+	assert_int_equal(test_put(fs, "other", "x", 1), 0);
+	assert_int_equal(VFS_CALL(fs, syncfs), 0);
+	assert_int_equal(test_put(fs, "config.tmp", new, sizeof(new)), 0);
+	ponyfs_get_stats(fs, &s0);
+	assert_int_equal(rename_path(fs, "config.tmp", "config"), 0);
+	ponyfs_get_stats(fs, &s1);
+	assert_int_equal(s1.data_blocks_written, s0.data_blocks_written);
+	assert_int_equal(ponyfs_dirty_bytes(fs), DIV_ROUND_UP(sizeof(new), 4096) * 4096);
+	expect_after_power_cut(dev, "config", old, sizeof(old));
+	assert_int_equal(fsync_path(fs, "other"), 0);
+	ponyfs_get_stats(fs, &s2);
+	assert_int_equal(s2.bound_writebacks, s1.bound_writebacks + 1);
+	assert_true(s2.data_blocks_written >= s1.data_blocks_written + DIV_ROUND_UP(sizeof(new), 4096));
+	assert_int_equal(ponyfs_dirty_bytes(fs), 0);
+	expect_after_power_cut(dev, "config", new, sizeof(new));
+	vfs_free(fs);
+	bdev_free(dev);
+}
+
+/* A file replaced again before the commit goes with its cached data: only
+ * the last of three write-new + rename-over reaches the disk. */
+static void test_a_file_replaced_before_the_commit_is_never_written(void **state)
+{
+	static uint8_t v[3][40960];
+	struct ponyfs_stats s0, s1;
+	struct bdev *dev;
+	struct vfs *fs;
+
+	assert_int_equal(bdev_mem_new(IMG_SIZE, &dev), 0);
+	assert_int_equal(ponyfs_mkfs_image(dev, NULL), 0);
+	assert_int_equal(ponyfs_mount_image(dev, NULL, &fs), 0);
+	assert_int_equal(VFS_CALL(fs, syncfs), 0);
+	ponyfs_get_stats(fs, &s0);
+	for (unsigned i = 0; i < 3; i++) {
+		test_fill(v[i], sizeof(v[i]), 20 + i);
+		assert_int_equal(test_put(fs, "config.tmp", v[i], sizeof(v[i])), 0);
+		assert_int_equal(rename_path(fs, "config.tmp", "config"), 0);
+	}
+	assert_int_equal(VFS_CALL(fs, syncfs), 0);
+	ponyfs_get_stats(fs, &s1);
+	assert_int_equal(s1.data_blocks_written - s0.data_blocks_written, sizeof(v[2]) / 4096);
+	expect_after_power_cut(dev, "config", v[2], sizeof(v[2]));
+	vfs_free(fs);
+	bdev_free(dev);
+}
+
+/*
+ * A file renamed over another, then truncated and rewritten before any
+ * commit: a commit in the middle of the rewrite must carry the content the
+ * rename gave the name, not the truncated, half-rewritten file (the
+ * truncation writes the bound file back first).
+ */
+static void test_a_renamed_file_rewritten_before_the_commit_keeps_its_renamed_content(void **state)
+{
+	static uint8_t old[60000], mid[100000], new[120000];
+	uint64_t ino, fh;
+	struct bdev *dev;
+	struct vfs *fs;
+
+	test_fill(old, sizeof(old), 9);
+	test_fill(mid, sizeof(mid), 10);
+	test_fill(new, sizeof(new), 11);
+	assert_int_equal(bdev_mem_new(IMG_SIZE, &dev), 0);
+	assert_int_equal(ponyfs_mkfs_image(dev, NULL), 0);
+	assert_int_equal(ponyfs_mount_image(dev, NULL, &fs), 0);
+	assert_int_equal(test_put(fs, "state", old, sizeof(old)), 0);
+	assert_int_equal(test_put(fs, "other", "x", 1), 0);
+	assert_int_equal(VFS_CALL(fs, syncfs), 0);
+	assert_int_equal(test_put(fs, "state.tmp", mid, sizeof(mid)), 0);
+	assert_int_equal(rename_path(fs, "state.tmp", "state"), 0);
+	assert_int_equal(test_open(fs, "state", O_WRONLY | O_TRUNC, &ino, &fh), 0);
+	assert_int_equal(VFS_CALL(fs, write, ino, fh, new, 50000, 0), 50000);
+	assert_int_equal(fsync_path(fs, "other"), 0);
+	expect_after_power_cut(dev, "state", mid, sizeof(mid));
+	assert_int_equal(VFS_CALL(fs, write, ino, fh, new + 50000, sizeof(new) - 50000, 50000),
+			 (ssize_t)sizeof(new) - 50000);
+	assert_int_equal(VFS_CALL(fs, release, ino, fh), 0);
+	assert_int_equal(fsync_path(fs, "other"), 0);
+	expect_after_power_cut(dev, "state", new, sizeof(new));
+	vfs_free(fs);
+	bdev_free(dev);
+}
+
 static void test_truncate_then_rewrite_is_all_old_or_all_new(void **state)
 {
 	struct bdev *dev, *copy;
@@ -546,6 +666,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_data_is_flushed_before_metadata_that_points_at_it),
 		cmocka_unit_test(test_rename_over_commits_with_the_new_data),
+		cmocka_unit_test(test_a_rename_writes_its_data_at_the_commit_not_at_the_rename),
+		cmocka_unit_test(test_a_file_replaced_before_the_commit_is_never_written),
+		cmocka_unit_test(test_a_renamed_file_rewritten_before_the_commit_keeps_its_renamed_content),
 		cmocka_unit_test(test_truncate_then_rewrite_is_all_old_or_all_new),
 		cmocka_unit_test(test_fsync_writes_only_that_files_data),
 		cmocka_unit_test(test_a_writer_over_the_dirty_budget_writes_back_its_own_file),

@@ -9,7 +9,8 @@
  * the final sync the state is exactly the model's. Workloads: Ace-style
  * generated sequences of one to three operations plus storms of
  * rename-replace, rewrite and fsync, and fallocate before a write, a
- * rename-over and a truncating rewrite, and metadata growing into a chunk of
+ * rename-over and a truncating rewrite, a rename-over rewritten before
+ * its commit (rename-rewrite-midway), and metadata growing into a chunk of
  * the data region (meta-grow). Each runs once more with the whole tree
  * encrypted (a policy on the empty root, the key added at every mount):
  * encryption must not weaken one rule. PONY_CRASH_FULL=1 runs the full
@@ -590,6 +591,17 @@ static void wl_rewrite_commit_midway(struct workload *w, uint64_t seed)
 	op_persist(w, P_FSYNC, P_DA);
 }
 
+/* Replace via rename twice before any commit (the first file is never
+ * written), then a truncating rewrite of the new file with a commit in its
+ * middle: the name holds the renamed content or the rewrite, all of it. */
+static void wl_rename_rewrite_midway(struct workload *w, uint64_t seed)
+{
+	op_replace(w, P_A, 9000, 1100);
+	op_replace(w, P_A, 5000, 1101);
+	rewrite_midway(w, false, 1102);
+	op_persist(w, P_FSYNC, P_DA);
+}
+
 /* Replace via rename with the new file preallocated first, then written into. */
 static void wl_falloc_rename(struct workload *w, uint64_t seed)
 {
@@ -690,6 +702,7 @@ int main(void)
 		{ "fsync-storm", wl_fsync_storm },
 		{ "fbarrier", wl_barrier },
 		{ "rewrite-commit-midway", wl_rewrite_commit_midway },
+		{ "rename-rewrite-midway", wl_rename_rewrite_midway },
 		{ "falloc-rename", wl_falloc_rename },
 		{ "falloc-rewrite", wl_falloc_rewrite },
 		{ "truncate-link", wl_truncate_link },
