@@ -12,8 +12,8 @@
  *   1. data is written and flushed before the metadata that points at it
  *      commits; a file's size and extents change only at its writeback;
  *   2. rename-over, link and truncate-then-rewrite commit with the new data
- *      (all-old or all-new, no fsync), and no write call is committed half
- *      copied;
+ *      (all-old or all-new, no fsync; a renamed file's data is written at
+ *      the commit, bound.c), and no write call is committed half copied;
  *   3. fsync writes back only its own file, then commits;
  *   4. fbarrier puts the file's data in the open transaction, not waiting;
  *   5. commits come from the timer, syncfs, fsync and unmount.
