@@ -180,6 +180,22 @@ static void expect_after_power_cut(struct bdev *dev, const char *path, const uin
 	bdev_free(copy);
 }
 
+/* A fresh filesystem on a new *ret_dev where name holds len bytes of old
+ * and "other" one byte, both committed. */
+static struct vfs *fs_with_committed(struct bdev **ret_dev, const char *name, const uint8_t *old,
+				     size_t len)
+{
+	struct vfs *fs;
+
+	assert_int_equal(bdev_mem_new(IMG_SIZE, ret_dev), 0);
+	assert_int_equal(ponyfs_mkfs_image(*ret_dev, NULL), 0);
+	assert_int_equal(ponyfs_mount_image(*ret_dev, NULL, &fs), 0);
+	assert_int_equal(test_put(fs, name, old, len), 0);
+	assert_int_equal(test_put(fs, "other", "x", 1), 0);
+	assert_int_equal(VFS_CALL(fs, syncfs), 0);
+	return fs;
+}
+
 /*
  * Rule 2 is kept at the commit, not by a write at the rename (bound.c):
  * the rename writes no data block, the file's data stays cached, and the
@@ -194,12 +210,7 @@ static void test_a_rename_writes_its_data_at_the_commit_not_at_the_rename(void *
 
 	test_fill(old, sizeof(old), 7);
 	test_fill(new, sizeof(new), 8);
-	assert_int_equal(bdev_mem_new(IMG_SIZE, &dev), 0);
-	assert_int_equal(ponyfs_mkfs_image(dev, NULL), 0);
-	assert_int_equal(ponyfs_mount_image(dev, NULL, &fs), 0);
-	assert_int_equal(test_put(fs, "config", old, sizeof(old)), 0);
-	assert_int_equal(test_put(fs, "other", "x", 1), 0);
-	assert_int_equal(VFS_CALL(fs, syncfs), 0);
+	fs = fs_with_committed(&dev, "config", old, sizeof(old));
 	assert_int_equal(test_put(fs, "config.tmp", new, sizeof(new)), 0);
 	ponyfs_get_stats(fs, &s0);
 	assert_int_equal(rename_path(fs, "config.tmp", "config"), 0);
@@ -260,12 +271,7 @@ static void test_a_renamed_file_rewritten_before_the_commit_keeps_its_renamed_co
 	test_fill(old, sizeof(old), 9);
 	test_fill(mid, sizeof(mid), 10);
 	test_fill(new, sizeof(new), 11);
-	assert_int_equal(bdev_mem_new(IMG_SIZE, &dev), 0);
-	assert_int_equal(ponyfs_mkfs_image(dev, NULL), 0);
-	assert_int_equal(ponyfs_mount_image(dev, NULL, &fs), 0);
-	assert_int_equal(test_put(fs, "state", old, sizeof(old)), 0);
-	assert_int_equal(test_put(fs, "other", "x", 1), 0);
-	assert_int_equal(VFS_CALL(fs, syncfs), 0);
+	fs = fs_with_committed(&dev, "state", old, sizeof(old));
 	assert_int_equal(test_put(fs, "state.tmp", mid, sizeof(mid)), 0);
 	assert_int_equal(rename_path(fs, "state.tmp", "state"), 0);
 	assert_int_equal(test_open(fs, "state", O_WRONLY | O_TRUNC, &ino, &fh), 0);
