@@ -879,15 +879,16 @@ void ponyfs_crypt_out_free(struct ponyfs *fs);         /* at unmount, drained */
 
 /*
  * The helper (helper.c): a job runs fn(arg) on the mount's second thread
- * from ponyfs_job_start() on, or, when the helper is busy or absent, on
- * the caller inside ponyfs_job_wait(), which returns fn's value. Every
- * started job must be waited for; its memory stays the caller's till then.
+ * (an acall worker) from ponyfs_job_start() on, or, when the helper is
+ * busy or absent, on the caller inside ponyfs_job_wait(), which returns
+ * fn's value. Every started job must be waited for; its memory stays the
+ * caller's till then.
  */
+struct acall_op;
 struct ponyfs_job {
 	int (*fn)(void *arg);
 	void *arg;
-	int r;
-	bool on_helper, ran;
+	struct acall_op *op;            /* on the helper; NULL: runs in line */
 };
 void ponyfs_helper_start_locked(struct ponyfs *fs);    /* at an encrypted open */
 void ponyfs_helper_stop(struct ponyfs *fs);             /* at unmount */
