@@ -76,7 +76,9 @@ void ponyfs_job_start(struct ponyfs *fs, struct ponyfs_job *j)
 		acall_op_done(h->ring, j->op);
 		j->op = NULL;
 		atomic_store(&h->claimed, false);
+		return;
 	}
+	__atomic_add_fetch(&fs->helper_jobs, 1, __ATOMIC_RELAXED);
 }
 
 int ponyfs_job_wait(struct ponyfs *fs, struct ponyfs_job *j)
