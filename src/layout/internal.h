@@ -47,6 +47,9 @@ struct pony_layout {
 	uint32_t flags;                 /* PONYFUSE_LAYOUT_* of the first page */
 	uint32_t block_size;
 	uint32_t lease;
+	/* lease is the layout's it was cloned from (pony_layout_clone): checked
+	 * by this one, never returned by it; a layout got again owns its own. */
+	bool lease_borrowed;
 	struct ponyfuse_layout_extent *ext;
 	size_t next, ext_cap;
 	uint32_t *csums;
