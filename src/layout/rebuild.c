@@ -88,7 +88,6 @@ int layout_rebuild(struct pony_layout *l, void *dst, uint64_t volume_off, uint64
 				return m == -EOPNOTSUPP ? -EBADMSG : m;
 		}
 	}
-	l->stats.rebuilt += nblocks;
 	return 0;
 }
 
