@@ -237,15 +237,17 @@ static void stats_sum(const struct cat_reader *rd, unsigned n, struct pony_layou
 }
 
 /*
- * Reads l to stdout on up to readers_wanted() threads (l's clones; fewer
- * when one cannot be made: a layout from another host has no clone).
+ * Reads l to stdout on up to readers_wanted() threads, no more than it has
+ * chunks (l's clones; fewer when one cannot be made: a layout from another
+ * host has no clone).
  */
 static int cat_readers_run(struct pony_layout *l, const char *path, bool stats)
 {
 	struct cat_readers all = { .path = path, .lock = PTHREAD_MUTEX_INITIALIZER,
 				   .turn_moved = PTHREAD_COND_INITIALIZER };
 	struct cat_reader rd[CAT_READERS] = { 0 };
-	unsigned want = readers_wanted(), made;
+	uint64_t chunks = DIV_ROUND_UP(pony_layout_size(l), CAT_CHUNK);
+	unsigned want = (unsigned)MIN((uint64_t)readers_wanted(), MAX(chunks, 1)), made;
 	struct pony_layout_stats st;
 
 	rd[0] = (struct cat_reader){ .all = &all, .l = l, .buf = chunk_alloc() };
