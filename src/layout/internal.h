@@ -105,12 +105,13 @@ void layout_remote_free(struct layout_remote *r);
  * rebuild.c: nblocks blocks at volume_off (in the data region) whose member
  * read failed or whose CRC32C did not match csums[] (or that share a stripe
  * with such blocks), read into dst through the volume, which rebuilds what
- * it cannot read from its redundancy, and checked. 0, -EBADMSG when no copy
- * or reconstruction matches a checksum (lost, or reused since the layout),
- * -errno.
+ * it cannot read from its redundancy, and checked; searched[i]: block i
+ * matched its checksum only with a member left out (bad where it lies).
+ * 0, -EBADMSG when no copy or reconstruction matches a checksum (lost, or
+ * reused since the layout), -errno.
  */
 int layout_rebuild(struct pony_layout *l, void *dst, uint64_t volume_off, uint64_t nblocks,
-		   const uint32_t *csums);
+		   const uint32_t *csums, bool *searched);
 void layout_rebuild_done(struct pony_layout *l);
 
 #endif

@@ -65,6 +65,7 @@ struct read_ctx {
 	uint8_t *edge;                  /* two blocks: a partial first, a partial last */
 	uint8_t *state;                 /* BLK_* of each block */
 	uint32_t *ext;                  /* each block's extent (an index into l->ext) */
+	bool *searched;                 /* layout_rebuild's word on each block of a run */
 	/* One read per run of blocks at most: never reallocated while reads
 	 * are in flight, as their completions write into it. */
 	struct read_io *io;
@@ -446,11 +447,13 @@ static int verify(struct read_ctx *c)
 		j = bad_run_end(c, i);
 		r = layout_rebuild(l, block_dst(c, i),
 				   e->volume_offset + (c->a + i * bs - e->file_offset), j - i,
-				   &l->csums[e->first_csum + (c->a + i * bs - e->file_offset) / bs]);
+				   &l->csums[e->first_csum + (c->a + i * bs - e->file_offset) / bs],
+				   c->searched);
 		if (r < 0)
 			return r;
+		/* Rebuilt: the lost, and those of their stripes bad on their member. */
 		for (uint64_t k = i; k < j; k++) {
-			if (c->state[k] == BLK_BAD)
+			if (c->state[k] == BLK_BAD || c->searched[k - i])
 				l->stats.rebuilt++;
 			else
 				l->stats.member_bytes += bs;
@@ -504,7 +507,8 @@ static int ctx_init(struct read_ctx *c, struct pony_layout *l, void *buf, uint64
 	c->state = malloc(c->nblocks);
 	c->ext = malloc(c->nblocks * sizeof(*c->ext));
 	c->io = malloc(c->nblocks * sizeof(*c->io));
-	return c->edge && c->state && c->ext && c->io ? 0 : -ENOMEM;
+	c->searched = malloc(c->nblocks * sizeof(*c->searched));
+	return c->edge && c->state && c->ext && c->io && c->searched ? 0 : -ENOMEM;
 }
 
 static void ctx_done(struct read_ctx *c)
@@ -513,6 +517,7 @@ static void ctx_done(struct read_ctx *c)
 	free(c->state);
 	free(c->ext);
 	free(c->io);
+	free(c->searched);
 }
 
 ssize_t pony_layout_read(struct pony_layout *l, void *buf, uint64_t off, size_t len)

@@ -149,9 +149,10 @@ pony_umount
 mv "$T/m2.img" "$T/gone.img"
 pony_mount --degraded "$T/m0.img" "$T/m1.img" "$T/m3.img" "$T/m4.img" "$T/m5.img"
 same "$T/m/big" "$T/big"
-# Rebuilt: exactly member 2's data blocks, and the block corrupted above
-# unless it is one of them (the rest of their stripes, read with them
-# through the volume, counts as read from members).
+# Rebuilt: exactly member 2's data blocks, and perhaps the block corrupted
+# above (unless the daemon mended it meanwhile, reading the file through
+# the mount); the rest of their stripes, read with them through the volume,
+# counts as read from members.
 lost=$("$PONY" fs layout --json "$T/m/big" | python3 -c '
 import json, sys
 l = json.load(sys.stdin)
@@ -159,10 +160,10 @@ gone = [m["member"] for m in l["members"] if m["state"] != "working"]
 print(sum((p["length"] + 4095) // 4096 for e in l["extents"] for p in e.get("children", [])
           if p["role"] == "data" and p["member"] in gone) if gone == [2] else -1)')
 [ "$lost" -gt 100 ] || fail "degraded: member 2 holds $lost data blocks of big"
-case $CORRUPT_DEV in */m2.img) bad=0 ;; *) bad=1 ;; esac
-[ "$(stat_of "blocks rebuilt")" = $((lost + bad)) ] ||
-	fail "degraded: $lost blocks of big on member 2 and $bad bad, rebuilt: $(cat "$T/stats")"
-[ $(($(stat_of "bytes from members") + (lost + bad) * 4096)) -ge 3000123 ] ||
+rebuilt=$(stat_of "blocks rebuilt")
+[ "$rebuilt" -ge "$lost" ] && [ "$rebuilt" -le $((lost + 1)) ] ||
+	fail "degraded: $lost blocks of big on member 2 (and one corrupted), rebuilt: $(cat "$T/stats")"
+[ $(($(stat_of "bytes from members") + rebuilt * 4096)) -ge 3000123 ] ||
 	fail "degraded: big not all from members or rebuilt: $(cat "$T/stats")"
 same "$T/m/large" "$T/large"
 same "$T/m/holes" "$T/holes.ref"
