@@ -48,6 +48,10 @@ assert f["size"] == len(data), f["size"]
 assert not f["encrypted"]
 v = l["volume"][0]
 assert v["level"] == "raid6" and v["layout"] == "left-symmetric" and v["members"] == 6, v
+# pony mkfs's chunk: a full stripe is the four data chunks; the data region
+# starts past the metadata region, which is where the first piece sits on
+# its member (past that member's data offset).
+assert v["chunk"] == 65536 and v["full_stripe"] == 4 * 65536 and v["region_offset"] > 0, v
 assert len(l["members"]) == 6 and all(m["uuid"] and m["state"] == "working" for m in l["members"])
 assert len({m["uuid"] for m in l["members"]}) == 6
 covered = 0
@@ -63,6 +67,7 @@ for e in l["extents"]:
             got = f.read(p["length"])
         want = data[p["file_offset"]:p["file_offset"] + p["length"]]
         assert got[:len(want)] == want, ("piece", p)
+        assert p["length"] <= v["chunk"], ("a piece longer than a chunk", p)
         covered += len(want)
         par = pieces[i + 1:i + 3]
         assert [q["role"] for q in par] == ["P", "Q"], par
