@@ -31,7 +31,7 @@ LEASE=${2:?usage: layout_race_rebuild.sh LAYOUT_RACE LAYOUT_LEASE_CHECK}
 
 # 96 MiB members. The spare is served by nbdkit too, through its rate
 # filter: at 10 MB/s (80M: it counts bits) until the race runs, then at
-# 4 Mbit/s (the rate file) until the readers have met its rebuild.
+# 16 Mbit/s (the rate file) until the readers have met its rebuild.
 for i in 0 1 2 3 4 5; do truncate -s 96M "$T/m$i.img"; done
 truncate -s 96M "$T/spare.img"
 nbd_start s3 "" -- --filter=error file "$T/m3.img" error=EIO error-pread-rate=100% \
@@ -71,7 +71,7 @@ rm "$T/eio3"
 "$LEASE" hold "$T/m/ref" "$T/ref.st" >"$T/hold.out" 2>&1 || fail "lease: $(cat "$T/hold.out")"
 [ "$("$LEASE" status "$T/m/ref" "$T/ref.st")" = held ] || fail "the lease is not held"
 
-spare_rate 4M
+spare_rate 16M
 "$RACE" "$T/m" 20 "$T/ready" "$T/met" >"$T/race.out" 2>&1 &
 race=$!
 # Member 3's server dies once the race runs (three reads made): the
@@ -92,7 +92,7 @@ grep -q "hot spare $spare takes failed member 3's place" "$T/pony.log" ||
 	fail "the member's failure and the spare did not recall the lease"
 for _ in $(seq 1 1200); do [ -e "$T/met" ] || ! kill -0 "$race" 2>/dev/null && break; sleep 0.1; done
 grep -q "rebuild of member .* finished" "$T/pony.log" &&
-	fail "the spare's rebuild finished at 4 Mbit/s before the readers met it"
+	fail "the spare's rebuild finished at 16 Mbit/s before the readers met it"
 spare_rate 100G
 wait "$race" || fail "layout_race: $(cat "$T/race.out")"
 cat "$T/race.out"
