@@ -148,6 +148,13 @@ pony_umount
 # --- the same volume with member 2 missing (mount --degraded) --------------
 mv "$T/m2.img" "$T/gone.img"
 pony_mount --degraded "$T/m0.img" "$T/m1.img" "$T/m3.img" "$T/m4.img" "$T/m5.img"
+# The layout says so: member 2 failed, with no device; the others working.
+"$PONY" fs layout --json "$T/m/big" | python3 -c '
+import json, sys
+m = json.load(sys.stdin)["members"]
+assert [x["state"] for x in m] == ["working"] * 2 + ["failed"] + ["working"] * 3, m
+assert m[2]["device"] is None and all(x["device"] for x in m[:2] + m[3:]), m' ||
+	fail "degraded: the layout's members: $("$PONY" fs layout --json "$T/m/big")"
 same "$T/m/big" "$T/big"
 # Rebuilt: exactly member 2's data blocks, and perhaps the block corrupted
 # above (unless the daemon mended it meanwhile, reading the file through
