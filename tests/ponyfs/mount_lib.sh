@@ -19,9 +19,9 @@ mkdir -p "$T/m"
 pony_mount() { fuse_daemon_start "$T/m" "$T/pony.log" "pony mount $*" "$PONY" mount --foreground "$@" "$T/m"; }
 pony_umount() { fuse_daemon_stop "$T/m" "$T/pony.log"; }
 
-# volume_images LEVEL N SIZE: N fresh image files $T/m0.img ... of SIZE
-# (truncate's), made one ponyfs with a LEVEL data region (pony mkfs --data);
-# their paths in the array imgs.
+# volume_images LEVEL N SIZE [MKFS_OPTION...]: N fresh image files
+# $T/m0.img ... of SIZE (truncate's), made one ponyfs with a LEVEL data
+# region (pony mkfs --data, with the options); their paths in the array imgs.
 volume_images() {
 	local i
 	rm -f "$T"/m?.img
@@ -30,7 +30,7 @@ volume_images() {
 		truncate -s "$3" "$T/m$i.img"
 		imgs+=("$T/m$i.img")
 	done
-	"$PONY" mkfs --data "$1" "${imgs[@]}" >/dev/null || fail "mkfs --data $1 of $2 images"
+	"$PONY" mkfs --data "$1" "${@:4}" "${imgs[@]}" >/dev/null || fail "mkfs --data $1 of $2 images"
 }
 
 # ext4_oracle_and_mount: $T/ref, a directory of the root filesystem (with
