@@ -33,6 +33,40 @@ volume_images() {
 	"$PONY" mkfs --data "$1" "${@:4}" "${imgs[@]}" >/dev/null || fail "mkfs --data $1 of $2 images"
 }
 
+# images_cached IMG...: bytes of the images in the host's page cache;
+# images_uncache IMG...: dropped from it.
+images_cached() {
+	local sum=0 b img
+	for img in "$@"; do
+		b=$(fincore --bytes --noheadings --output RES "$img")
+		sum=$((sum + b))
+	done
+	echo "$sum"
+}
+images_uncache() {
+	local img
+	for img in "$@"; do dd if="$img" iflag=nocache count=0 status=none; done
+}
+
+# readahead_probe MB IMG...: $T/data written to $T/m/f on the ponyfs of
+# IMG..., the images dropped from the host's cache and mounted again, the
+# file's first MB MiB read: the images' cached bytes before that read in
+# ra_before, half a second after it (hinted reads land) in ra_after.
+# Leaves it mounted.
+readahead_probe() {
+	local mb=$1
+	shift
+	pony_mount "$@"
+	dd if="$T/data" of="$T/m/f" bs=1M conv=fsync status=none || fail "write through the mount"
+	pony_umount
+	images_uncache "$@"
+	pony_mount "$@"
+	ra_before=$(images_cached "$@")
+	dd if="$T/m/f" of=/dev/null bs=1M count="$mb" status=none || fail "read of the first $mb MiB"
+	sleep 0.5
+	ra_after=$(images_cached "$@")
+}
+
 # ext4_oracle_and_mount: $T/ref, a directory of the root filesystem (with
 # ACLs) where a test repeats its steps as the oracle, and a fresh 256 MiB
 # ponyfs mounted at $T/m; both reachable by other users (mode 755).

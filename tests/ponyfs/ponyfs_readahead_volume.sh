@@ -18,33 +18,14 @@ require_cmd fincore
 dd if=/dev/zero of="$T/probe" bs=4096 count=1 oflag=direct status=none 2>/dev/null ||
 	skip "$T is on a file system without O_DIRECT"
 
-cached() {
-	local sum=0 b img
-	for img in "${imgs[@]}"; do
-		b=$(fincore --bytes --noheadings --output RES "$img")
-		sum=$((sum + b))
-	done
-	echo "$sum"
-}
-uncache() {
-	local img
-	for img in "${imgs[@]}"; do dd if="$img" iflag=nocache count=0 status=none; done
-}
 head -c $((96 << 20)) /dev/urandom >"$T/data"
 
 for level in mirror raid6; do
 	# Made in sync: a resync at mount would read the members itself.
 	if [ $level = mirror ]; then volume_images mirror 2 160M --assume-clean
 	else volume_images raid6 6 64M --assume-clean; fi
-	pony_mount "${imgs[@]}"
-	dd if="$T/data" of="$T/m/f" bs=1M conv=fsync status=none || fail "$level: write"
-	pony_umount
-	uncache
-	pony_mount "${imgs[@]}"
-	before=$(cached)
-	dd if="$T/m/f" of=/dev/null bs=1M count=2 status=none || fail "$level: read of 2 MiB"
-	sleep 0.5               # the hinted reads land
-	after=$(cached)
+	readahead_probe 2 "${imgs[@]}"
+	before=$ra_before after=$ra_after
 	echo "# $level: members cached: $before B after mounting, $after B after reading 2 MiB"
 	[ $((after - before)) -ge $((28 << 20)) ] ||
 		fail "$level: only $((after - before)) B of the members cached after a 2 MiB read"
@@ -68,7 +49,7 @@ with open(sys.argv[2], "r+b") as f:
     m[at + 100:at + 164] = bytes(b ^ 0xff for b in m[at + 100:at + 164])
     m.flush()
 PY
-uncache
+images_uncache "${imgs[@]}"
 : >"$T/pony.log"
 pony_mount "${imgs[@]}"
 cmp "$T/data" "$T/m/f" || fail "the corrupt block read back as data"
