@@ -16,7 +16,7 @@ enum dev_output { DEV_OUT_FULL, DEV_OUT_UDEV, DEV_OUT_EXPORT, DEV_OUT_JSON, DEV_
 int dev_parse_output(const char *arg, enum dev_output *ret);
 /* One device's tags in the chosen form; first tracks blank lines between devices. */
 void dev_print_dev(const char *path, const struct devdb_tags *tags, enum dev_output out,
-		   struct util_json *j, bool *first);
+		   bool *first);
 
 int dev_probe_run(int argc, char **argv);
 int dev_watch_run(int argc, char **argv);

@@ -15,6 +15,7 @@
 #include "cmd_dev.h"
 #include "pony/devdb.h"
 #include "pony/util.h"
+#include "table.h"
 
 #define EXIT_AMBIVALENT 8
 
@@ -77,8 +78,7 @@ static void print_safe(const char *s, const char *esc)
 	}
 }
 
-static void print_tags(const char *dev, const struct devdb_tags *t, enum dev_output out,
-		       struct util_json *j)
+static void print_tags(const char *dev, const struct devdb_tags *t, enum dev_output out)
 {
 	switch (out) {
 	case DEV_OUT_UDEV:
@@ -94,12 +94,7 @@ static void print_tags(const char *dev, const struct devdb_tags *t, enum dev_out
 		}
 		break;
 	case DEV_OUT_JSON:
-		util_json_object_begin(j, NULL);
-		util_json_string(j, "device", dev);
-		for (size_t i = 0; i < t->n; i++)
-			util_json_string(j, t->v[i].name, t->v[i].value);
-		util_json_object_end(j);
-		break;
+		break;          /* collected by the caller: probe_json_add() */
 	case DEV_OUT_DEVICE:
 		printf("%s\n", dev);
 		break;
@@ -131,12 +126,91 @@ int dev_parse_output(const char *arg, enum dev_output *ret)
 }
 
 void dev_print_dev(const char *path, const struct devdb_tags *tags, enum dev_output out,
-		   struct util_json *j, bool *first)
+		   bool *first)
 {
 	if (!*first && (out == DEV_OUT_UDEV || out == DEV_OUT_EXPORT))
 		putchar('\n');
 	*first = false;
-	print_tags(path, tags, out, j);
+	print_tags(path, tags, out);
+}
+
+/*
+ * -o json: every device's tags, kept until all are probed, then one table
+ * through table.c (libsmartcols, as every pony record): a column for the
+ * device and one for each tag name any device has, in the order first
+ * seen; a device without a tag has null there. libsmartcols writes the
+ * keys in lower case, as lsblk's ("type", "uuid").
+ */
+struct probe_json {
+	size_t n, cap;
+	struct probed {
+		char *dev;
+		struct devdb_tags tags;
+	} *v;
+};
+
+static int probe_json_add(struct probe_json *pj, const char *dev, const struct devdb_tags *tags)
+{
+	struct probed *d;
+
+	if (pj->n == pj->cap) {
+		size_t cap = pj->cap ? 2 * pj->cap : 8;
+		struct probed *v = realloc(pj->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		pj->v = v;
+		pj->cap = cap;
+	}
+	d = &pj->v[pj->n];
+	*d = (struct probed){ .dev = strdup(dev) };
+	if (!d->dev)
+		return -ENOMEM;
+	pj->n++;
+	for (size_t i = 0; i < tags->n; i++)
+		if (devdb_tags_add(&d->tags, tags->v[i].name, tags->v[i].value) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
+static void probe_json_free(struct probe_json *pj)
+{
+	for (size_t i = 0; i < pj->n; i++) {
+		free(pj->v[i].dev);
+		devdb_tags_done(&pj->v[i].tags);
+	}
+	free(pj->v);
+}
+
+static int probe_json_print(struct probe_json *pj)
+{
+	struct cli_table *t = cli_table_new("devices", true);
+	struct devdb_tags names = { 0 };        /* the columns after "device", as a set */
+	int r = 0;
+
+	cli_table_column(t, "device", 0);
+	for (size_t d = 0; d < pj->n && r >= 0; d++)
+		for (size_t i = 0; i < pj->v[d].tags.n && r >= 0; i++)
+			if (!devdb_tags_get(&names, pj->v[d].tags.v[i].name)) {
+				r = devdb_tags_add(&names, pj->v[d].tags.v[i].name, "");
+				cli_table_column(t, pj->v[d].tags.v[i].name, 0);
+			}
+	for (size_t d = 0; d < pj->n && r >= 0; d++) {
+		struct cli_table_line *l = cli_table_line(t, NULL);
+
+		cli_table_set(l, 0, "%s", pj->v[d].dev);
+		for (size_t c = 0; c < names.n; c++) {
+			const char *v = devdb_tags_get(&pj->v[d].tags, names.v[c].name);
+
+			cli_table_set(l, (int)c + 1, v ? "%s" : NULL, v);
+		}
+	}
+	devdb_tags_done(&names);
+	if (r < 0) {
+		cli_table_free(t);
+		return cli_error("out of memory");
+	}
+	return cli_table_print(t);
 }
 
 static void print_ambivalent(const char *path, const char *desc, enum dev_output out)
@@ -175,8 +249,8 @@ int dev_probe_run(int argc, char **argv)
 	struct devdb_probe_opts popts = { 0 };
 	enum dev_output out = DEV_OUT_FULL;
 	bool first = true, stats = false, any = false, ambivalent = false, failed = false;
-	struct util_json j;
-	int c;
+	struct probe_json pj = { 0 };
+	int c, r;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
@@ -215,15 +289,9 @@ int dev_probe_run(int argc, char **argv)
 	}
 	if (optind >= argc)
 		return cli_usage_error("pony dev probe", "no device given");
-	if (out == DEV_OUT_JSON) {
-		util_json_init(&j, stdout);
-		util_json_object_begin(&j, NULL);
-		util_json_array_begin(&j, "devices");
-	}
 	for (int i = optind; i < argc; i++) {
 		struct devdb_probe_result *res;
-		int r = devdb_probe_path(argv[i], &popts, &res);
-
+		r = devdb_probe_path(argv[i], &popts, &res);
 		if (r < 0) {
 			cli_error("%s: %s", argv[i], strerror(-r));
 			failed = true;
@@ -233,14 +301,18 @@ int dev_probe_run(int argc, char **argv)
 			print_ambivalent(argv[i], res->ambivalent, out);
 			ambivalent = true;
 		} else if (res->tags.n) {
-			dev_print_dev(argv[i], &res->tags, out, &j, &first);
+			dev_print_dev(argv[i], &res->tags, out, &first);
+			if (out == DEV_OUT_JSON && probe_json_add(&pj, argv[i], &res->tags) < 0)
+				failed = true;
 			any = true;
 		}
 		for (size_t p = 0; p < res->nparts; p++) {
 			char name[4096];
 
 			snprintf(name, sizeof(name), "%s:p%u", argv[i], res->parts[p].number);
-			dev_print_dev(name, &res->parts[p].tags, out, &j, &first);
+			dev_print_dev(name, &res->parts[p].tags, out, &first);
+			if (out == DEV_OUT_JSON && probe_json_add(&pj, name, &res->parts[p].tags) < 0)
+				failed = true;
 		}
 		if (stats)
 			fprintf(stderr, "%s: %llu bytes read in %u reads\n", argv[i],
@@ -248,9 +320,10 @@ int dev_probe_run(int argc, char **argv)
 		devdb_probe_result_free(res);
 	}
 	if (out == DEV_OUT_JSON) {
-		util_json_array_end(&j);
-		util_json_object_end(&j);
-		util_json_end(&j);
+		r = probe_json_print(&pj);
+		probe_json_free(&pj);
+		if (r)
+			return r;
 	}
 	if (failed)
 		return CLI_EXIT_FAILURE;

@@ -19,6 +19,7 @@
 #include "pony/volume.h"
 #include "mount_helper.h"
 #include "ponyfs.h"
+#include "table.h"
 #include "vol.h"
 
 #define MAX_IMAGES 32
@@ -526,26 +527,28 @@ enum {
 
 struct fsck_out {
 	const char *dev;                /* as the user named it */
-	struct util_json *j;            /* NULL: lines for people */
+	const char *mode;               /* "check", "preen" or "repair" */
+	struct cli_table *problems;     /* --json: the problems, printed at the end; NULL: lines */
 };
 
 static void fsck_report(void *arg, const struct ponyfs_fsck_problem *p)
 {
 	struct fsck_out *o = arg;
+	struct cli_table_line *l;
 
-	if (!o->j) {
+	if (!o->problems) {
 		printf("%s: %s\n", p->path ? p->path : o->dev, p->text);
 		return;
 	}
-	util_json_object_begin(o->j, NULL);
-	util_json_string(o->j, "check", p->check);
+	l = cli_table_line(o->problems, NULL);
+	cli_table_set(l, 0, "%s", p->check);
 	if (p->ino)
-		util_json_uint(o->j, "inode", p->ino);
-	if (p->path)
-		util_json_string(o->j, "path", p->path);
-	util_json_string(o->j, "problem", p->text);
-	util_json_bool(o->j, "fixed", p->fixed);
-	util_json_object_end(o->j);
+		cli_table_set_u64(l, 1, p->ino);
+	else
+		cli_table_set(l, 1, NULL);
+	cli_table_set(l, 2, p->path ? "%s" : NULL, p->path);
+	cli_table_set(l, 3, "%s", p->text);
+	cli_table_set_bool(l, 4, p->fixed);
 }
 
 static int fsck_exit(int r, const struct ponyfs_fsck_result *res)
@@ -556,21 +559,36 @@ static int fsck_exit(int r, const struct ponyfs_fsck_result *res)
 	return (res->fixed ? FSCK_EXIT_FIXED : 0) | (res->found > res->fixed ? FSCK_EXIT_LEFT : 0);
 }
 
-/* The summary: a line, or the end of the JSON object. */
+/* --json's problems table, filled as the check reports. */
+static struct cli_table *fsck_problems_table(void)
+{
+	struct cli_table *t = cli_table_new("problems", true);
+
+	cli_table_column(t, "check", 0);
+	cli_table_column(t, "inode", CLI_COL_NUMBER);
+	cli_table_column(t, "path", CLI_COL_WRAP);
+	cli_table_column(t, "problem", CLI_COL_WRAP);
+	cli_table_column(t, "fixed", CLI_COL_BOOL);
+	return t;
+}
+
+/* The summary: a line, or with --json the record of the run beside its problems. */
 static void fsck_summary(struct fsck_out *o, int r, const struct ponyfs_fsck_result *res)
 {
 	unsigned left = res->found - res->fixed;
 
-	if (o->j) {
-		util_json_array_end(o->j);
-		util_json_uint(o->j, "found", res->found);
-		util_json_uint(o->j, "fixed", res->fixed);
-		util_json_uint(o->j, "left", left);
-		if (r < 0)
-			util_json_string(o->j, "error", strerror(-r));
-		util_json_int(o->j, "exit", fsck_exit(r, res));
-		util_json_object_end(o->j);
-		util_json_end(o->j);
+	if (o->problems) {
+		struct cli_record *rec = cli_record_new("fsck", true);
+
+		cli_record_set(rec, "device", 0, "%s", o->dev);
+		cli_record_set(rec, "mode", 0, "%s", o->mode);
+		cli_record_set_u64(rec, "found", res->found);
+		cli_record_set_u64(rec, "fixed", res->fixed);
+		cli_record_set_u64(rec, "left", left);
+		cli_record_set(rec, "error", 0, r < 0 ? "%s" : NULL, strerror(-r));
+		cli_record_set_u64(rec, "exit", (uint64_t)fsck_exit(r, res));
+		cli_tables_print((struct cli_table *[]){ cli_record_table(rec), o->problems }, 2);
+		o->problems = NULL;
 	} else if (r >= 0 && !res->found) {
 		printf("%s: clean\n", o->dev);
 	} else if (r >= 0) {
@@ -596,7 +614,6 @@ static int fsck_run(int argc, char **argv)
 	struct fsck_out o = { 0 };
 	struct ponyfs_fsck_params p = { .report = fsck_report, .report_arg = &o };
 	struct util_progress bar;
-	struct util_json j;
 	bool json = false;
 	unsigned stand = 0;
 	struct stand s;
@@ -636,7 +653,7 @@ static int fsck_run(int argc, char **argv)
 			       "             metadata mirror from the one copy that is a clean database)\n"
 			       "  -f         force a full check: accepted for fsck(8); every check is full\n"
 			       "  --no-data  skip reading data blocks for their checksums\n"
-			       "  --json     one JSON object: the problems and the counts\n"
+			       "  --json     JSON: the run's record (counts, exit) and its problems\n"
 			       "  --degraded -y/-p on a volume with members missing, stale or truncated\n"
 			       "             (without it such a volume is only checked, read-only)\n"
 			       "Exit status, added together as fsck(8)'s: 0 clean; 1 problems fixed; 4\n"
@@ -661,15 +678,9 @@ static int fsck_run(int argc, char **argv)
 	if (r)
 		return FSCK_EXIT_ERROR;
 	o.dev = argv[optind];
-	if (json) {
-		o.j = &j;
-		util_json_init(&j, stdout);
-		util_json_object_begin(&j, NULL);
-		util_json_string(&j, "device", o.dev);
-		util_json_string(&j, "mode", flags & PONYFS_FSCK_REPAIR ? "repair" :
-				 flags & PONYFS_FSCK_PREEN ? "preen" : "check");
-		util_json_array_begin(&j, "problems");
-	}
+	o.mode = flags & PONYFS_FSCK_REPAIR ? "repair" : flags & PONYFS_FSCK_PREEN ? "preen" : "check";
+	if (json)
+		o.problems = fsck_problems_table();
 	p.flags = flags;
 	p.volume = s.set ? volume_set_volume(s.set) : NULL;
 	util_progress_init(&bar, "checking file data", 0);

@@ -206,6 +206,11 @@ void volume_scrub_found(const struct volume_seg *s, struct volume_scrub *sc,
 /* The parity targets' scrub_span (raid_scrub_span.c), the mirror's (mirror_scrub_span.c). */
 int raid_scrub_span(struct volume_seg *s, uint64_t off, uint64_t len, struct volume_scrub *sc);
 int mirror_scrub_span(struct volume_seg *s, uint64_t off, uint64_t len, struct volume_scrub *sc);
+/*
+ * A healthy read of raid4/5/6 chunks in one batch (raid_read_span.c): the
+ * bytes read in order from off (0: let the piece path read the first piece).
+ */
+ssize_t raid_read_span(struct volume_seg *s, uint8_t *buf, size_t len, uint64_t off);
 /* The calling thread's span buffer (scrub_span_buf.c), at least len bytes, PARITY_ALIGN-aligned. */
 uint8_t *volume_scrub_span_buf(size_t len);
 /* Segment bytes [off, end) the locked way: the target's scrub, unit by unit under s->lock. */

@@ -2,8 +2,9 @@
  * target_raid.c - the parity targets raid4, raid5 and raid6 in md's layouts.
  * Work is done on a "row": the same byte range of every chunk of one stripe
  * (parity is bytewise, so any sector range of a stripe is a stripe of its
- * own). Reads go straight to the data member; a failed read rebuilds the row
- * from the others and rewrites the bad block. Full-stripe writes compute
+ * own). Reads go straight to the data member (a read of several chunks, all
+ * of them at once: raid_read_span.c); a failed read rebuilds the row from the
+ * others and rewrites the bad block. Full-stripe writes compute
  * parity from the new data alone. Partial raid6 writes read the whole row
  * and check it against P and Q first, so a block gone bad silently is
  * rewritten rather than folded into the new parity; raid4/5 (which cannot
@@ -463,6 +464,7 @@ static ssize_t raid_io(struct volume_seg *s, bool write, uint8_t *buf, size_t le
 {
 	uint64_t width = raid_unit_width(s);
 	struct volume_place p;
+	ssize_t n;
 	int r;
 
 	volume_seg_place(s, off, len, &p);
@@ -470,6 +472,8 @@ static ssize_t raid_io(struct volume_seg *s, bool write, uint8_t *buf, size_t le
 	    (write || raid_stripe_degraded(s, p.stripe))) {
 		p.len = width;
 		r = write ? raid_write_full(s, p.stripe, buf) : raid_read_full_degraded(s, p.stripe, buf);
+	} else if (!write && len > p.len && (n = raid_read_span(s, buf, len, off)) > 0) {
+		return n;
 	} else {
 		r = write ? raid_write_piece(s, &p, buf) : raid_read_piece(s, &p, buf);
 	}

@@ -148,8 +148,16 @@ dd if=/dev/zero of="$vdir/m2.img" bs=4096 count=1 conv=notrunc status=none
 
 # probe output forms
 "$PONY" dev probe -o device "$img/e1.img" | grep -qx "$img/e1.img" || fail "probe -o device"
-"$PONY" dev probe --json "$img/e1.img" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["devices"][0]["TYPE"]=="ext4"' ||
-	fail "probe --json"
+# JSON through libsmartcols: one line a device, a column for every tag any
+# device has (lower case, as lsblk's keys), null where a device has none.
+"$PONY" dev probe --json "$img/e1.img" "$img/s.img" | python3 -c '
+import json, sys
+e, s = json.load(sys.stdin)["devices"]
+assert e["type"] == "ext4" and e["device"].endswith("/e1.img"), e
+assert s["type"] == "swap" and s["label"] == "swp", s
+assert set(e) == set(s), (e, s)
+assert s["block_size"] is None and e["endianness"] is None, (e, s)   # each one'"'"'s own tag
+' || fail "probe --json"
 "$PONY" dev probe "$img/blank.img" >/dev/null; [ $? -eq 1 ] || fail "probe of a blank image did not exit 1"
 
 # A database of schema version 1 (before paths.probe_sum) is upgraded in

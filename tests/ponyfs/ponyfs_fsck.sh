@@ -121,7 +121,9 @@ python3 - "$OUT" "$file" <<'PY' || fail "fsck --json: $(cat "$OUT")"
 import json, sys
 j = json.load(open(sys.argv[1]))
 p, = j["problems"]
+run, = j["fsck"]
 assert p["check"] == "checksum" and p["path"] == "/hard, /dir/file" and p["inode"] == int(sys.argv[2])
-assert not p["fixed"] and j["found"] == 1 and j["left"] == 1 and j["exit"] == 4
+assert p["fixed"] is False and run["found"] == 1 and run["left"] == 1 and run["exit"] == 4
+assert run["mode"] == "check" and run["error"] is None
 PY
 pass

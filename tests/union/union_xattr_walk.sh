@@ -6,7 +6,8 @@
 # them over the same layers, twice over (the second walk is served by the
 # union's record of xattr-less lower files), on a read-only union of lowers
 # and on a writable one where a lower file gains an xattr, is written (a
-# capability is dropped by the write) and is copied up after being walked.
+# capability is dropped by the write) and is copied up after being walked,
+# and where a file made through the union gains a capability after a walk.
 # Then that record's point: the walk's capability queries do not reach the
 # lowers (the daemon's host getxattr calls, strace), and the mount's line in
 # PONY_FUSE_REQUEST_LOG counts the walk's GETXATTR and LISTXATTR requests.
@@ -106,6 +107,15 @@ for m in "$T/pm" "$T/km"; do
 	chmod 600 "$m/both"
 done
 same "writable union after changes"
+# 3. A file made through the union (upper only) is walked, so its missing
+# capability is remembered, then given one: the next walk must show it
+# (the setxattr forgets what was remembered).
+for m in "$T/pm" "$T/km"; do echo fresh > "$m/fresh" || fail "create through $m failed"; done
+same "writable union with a new file"
+for m in "$T/pm" "$T/km"; do
+	setfattr -n security.capability -v $CAP "$m/fresh" || fail "setcap through $m failed"
+done
+same "writable union after a capability is set on the new file"
 fuse_daemon_stop "$T/pm" "$T/pony.log"
 umount "$T/km"
 pass
