@@ -126,6 +126,9 @@ extern const struct volume_target_ops volume_linear_ops, volume_striped_ops,
 
 /* Member I/O. Reads fail (-EIO) on failed, rebuilding or bad ranges. */
 int volume_mread(struct volume_seg *s, unsigned m, void *buf, size_t len, uint64_t off);
+/* bdev_readahead() of the volume's [off, off+len): hints to the members a
+ * read of it takes (readahead.c). */
+int volume_readahead(struct volume *v, uint64_t off, uint64_t len);
 /*
  * Writes to a member; skipped (0) when failed; an error marks it failed and
  * is returned. Bad ranges are skipped: they stay reconstructed.
