@@ -74,7 +74,7 @@ crypt_ratio() {
 declare -A CRYPT_SEQ CRYPT_FIG
 for i in $(seq 0 $((RUNS - 1))); do
 	for who in $(crypt_turn $((i % ${#CRYPT_WHO[@]}))); do
-		read -r a b < <(seq_gbs "${CRYPT_DIR[$who]}/big")
+		read -r a b _ < <(seq_gbs "${CRYPT_DIR[$who]}/big")
 		CRYPT_SEQ[$who.w]+="$a " CRYPT_SEQ[$who.r]+="$b "
 	done
 done

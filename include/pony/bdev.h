@@ -75,7 +75,8 @@ int bdev_discard(struct bdev *b, uint64_t off, uint64_t len);
  * reading it into the host's page cache (POSIX_FADV_WILLNEED) and returns
  * without waiting, so a later bdev_pread() of it is a copy, not a wait on
  * the disk. Changes nothing a read returns. Backends without the op, and
- * stacks that do not pass it on (fault, record, volumes), do nothing: 0.
+ * stacks that do not pass it on (fault, record), do nothing: 0. A volume
+ * passes it to the members a read of the range takes (volume/readahead.c).
  */
 int bdev_readahead(struct bdev *b, uint64_t off, uint64_t len);
 static inline uint64_t bdev_size(const struct bdev *b) { return b->size; }

@@ -86,6 +86,15 @@ struct pony_layout_stats {
 };
 void pony_layout_stats(const struct pony_layout *l, struct pony_layout_stats *ret);
 
+/*
+ * A second reader of l's layout, for another thread: the same extents,
+ * checksums and lease (the moment l was got), the members opened again.
+ * The clone checks l's lease but never returns it: return the clone before
+ * l. A clone that must get the layout again (the lease expired) holds a
+ * lease of its own from then on. -EOPNOTSUPP: l was got from another host.
+ */
+int pony_layout_clone(const struct pony_layout *l, struct pony_layout **ret);
+
 /* Returns the lease (if any) to the daemon and frees l. NULL: does nothing. */
 int pony_layout_return(struct pony_layout *l);
 

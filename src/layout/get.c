@@ -103,13 +103,15 @@ int layout_lease_status(struct pony_layout *l)
 	return r ? PONYFUSE_LEASE_HELD : (int)state;
 }
 
-/* Gives the lease back (a daemon without leases has none to take). */
+/* Gives the lease back (a daemon without leases has none to take; a clone's
+ * is its origin's to give back). */
 static int lease_return(struct pony_layout *l)
 {
 	uint32_t state;
-	int r = l->lease ? lease_call(l, PONYFUSE_LEASE_RETURN, &state) : 0;
+	int r = l->lease && !l->lease_borrowed ? lease_call(l, PONYFUSE_LEASE_RETURN, &state) : 0;
 
 	l->lease = 0;
+	l->lease_borrowed = false;
 	return r < 0 ? r : 0;
 }
 
@@ -135,6 +137,7 @@ static int layout_fetch_once(struct pony_layout *l)
 			return r;
 		if (first) {
 			l->lease = lease_granted(a);
+			l->lease_borrowed = false;
 			l->flags = a->flags;
 			l->size = a->size;
 			l->block_size = a->block_size;
@@ -166,6 +169,7 @@ int layout_fetch(struct pony_layout *l)
 		if (r != -ESTALE || tries == 3)
 			return r;
 		l->lease = 0;           /* gone already: nothing to return */
+		l->lease_borrowed = false;
 	}
 }
 
@@ -375,6 +379,59 @@ int pony_layout_get_path(const char *path, uint64_t off, uint64_t len, struct po
 	_cleanup_(closep) int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	return fd < 0 ? -errno : pony_layout_get(fd, off, len, ret);
+}
+
+/* A copy of n elements of src (NULL for none), into *ret. */
+static int array_dup(void **ret, const void *src, size_t n, size_t sz)
+{
+	*ret = n ? malloc(n * sz) : NULL;
+	if (n && !*ret)
+		return -ENOMEM;
+	if (n)
+		memcpy(*ret, src, n * sz);
+	return 0;
+}
+
+int pony_layout_clone(const struct pony_layout *l, struct pony_layout **ret)
+{
+	struct pony_layout *c;
+	int r;
+
+	if (l->remote)
+		return -EOPNOTSUPP;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	*c = (struct pony_layout){
+		.off = l->off, .end = l->end, .size = l->size, .flags = l->flags,
+		.block_size = l->block_size, .lease = l->lease, .lease_borrowed = l->lease != 0,
+		.next = l->next, .ext_cap = l->next, .ncsums = l->ncsums, .csums_cap = l->ncsums,
+		.npieces = l->npieces, .pieces_cap = l->npieces, .region_offset = l->region_offset,
+	};
+	c->fd = fcntl(l->fd, F_DUPFD_CLOEXEC, 3);
+	r = c->fd < 0 ? -errno : array_dup((void **)&c->ext, l->ext, l->next, sizeof(*l->ext));
+	if (!r)
+		r = array_dup((void **)&c->csums, l->csums, l->ncsums, sizeof(*l->csums));
+	if (!r)
+		r = array_dup((void **)&c->pieces, l->pieces, l->npieces, sizeof(*l->pieces));
+	if (!r && l->nmembers) {
+		/* Opened again, as the origin's were: each reader its own
+		 * descriptors (and read-ahead), checked to be the members. */
+		c->members = calloc(l->nmembers, sizeof(*c->members));
+		r = c->members ? 0 : -ENOMEM;
+		for (unsigned i = 0; !r && i < l->nmembers; i++)
+			c->members[i] = (struct layout_member){ .fd = -1, .arg = l->members[i].arg };
+		if (!r) {
+			c->nmembers = l->nmembers;
+			members_open_all(c);
+		}
+	}
+	if (r) {
+		pony_layout_return(c);
+		return r;
+	}
+	*ret = c;
+	return 0;
 }
 
 uint64_t pony_layout_size(const struct pony_layout *l)

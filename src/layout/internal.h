@@ -47,6 +47,9 @@ struct pony_layout {
 	uint32_t flags;                 /* PONYFUSE_LAYOUT_* of the first page */
 	uint32_t block_size;
 	uint32_t lease;
+	/* lease is the layout's it was cloned from (pony_layout_clone): checked
+	 * by this one, never returned by it; a layout got again owns its own. */
+	bool lease_borrowed;
 	struct ponyfuse_layout_extent *ext;
 	size_t next, ext_cap;
 	uint32_t *csums;
@@ -100,12 +103,15 @@ void layout_remote_free(struct layout_remote *r);
 
 /*
  * rebuild.c: nblocks blocks at volume_off (in the data region) whose member
- * read failed or whose CRC32C did not match csums[], rebuilt into dst from
- * the volume's redundancy. 0, -EBADMSG when no copy or reconstruction
- * matches a checksum (lost, or reused since the layout), -errno.
+ * read failed or whose CRC32C did not match csums[] (or that share a stripe
+ * with such blocks), read into dst through the volume, which rebuilds what
+ * it cannot read from its redundancy, and checked; searched[i]: block i
+ * matched its checksum only with a member left out (bad where it lies).
+ * 0, -EBADMSG when no copy or reconstruction matches a checksum (lost, or
+ * reused since the layout), -errno.
  */
 int layout_rebuild(struct pony_layout *l, void *dst, uint64_t volume_off, uint64_t nblocks,
-		   const uint32_t *csums);
+		   const uint32_t *csums, bool *searched);
 void layout_rebuild_done(struct pony_layout *l);
 
 #endif

@@ -35,6 +35,10 @@ enum {
 	BLK_MOUNT,
 	BLK_MEMBER,                     /* read from a member: check its CRC32C */
 	BLK_BAD,                        /* lost or failed its check: rebuild it */
+	/* In a stripe with a lost block: read with it through the volume
+	 * library, the stripe at once (its survivors are read for the rebuild
+	 * anyway), then checked. */
+	BLK_STRIPE,
 };
 
 struct read_ctx;
@@ -61,6 +65,7 @@ struct read_ctx {
 	uint8_t *edge;                  /* two blocks: a partial first, a partial last */
 	uint8_t *state;                 /* BLK_* of each block */
 	uint32_t *ext;                  /* each block's extent (an index into l->ext) */
+	bool *searched;                 /* layout_rebuild's word on each block of a run */
 	/* One read per run of blocks at most: never reallocated while reads
 	 * are in flight, as their completions write into it. */
 	struct read_io *io;
@@ -263,32 +268,77 @@ static int issue(struct read_ctx *c, uint64_t i, uint64_t j, int fd, struct bdev
 	return 0;
 }
 
-/* The data pieces of extent x (on a volume) for blocks [i, j). */
+static bool member_missing(const struct layout_member *m)
+{
+	return m->fd < 0 && !m->dev;
+}
+
+/*
+ * File bytes [ps, pt) of extent e lie on a missing member: they are BAD,
+ * and the rest of their stripe within [s, t) goes with them to the volume
+ * library (BLK_STRIPE), which reads each whole stripe's survivors once and
+ * rebuilds the lost chunk in place, rather than a chunk at a time after
+ * the ring read the survivors too. Stripes are counted from the volume's
+ * start; were they not, the range would still read right, chunk by chunk.
+ */
+static void mark_lost(struct read_ctx *c, const struct ponyfuse_layout_extent *e, uint64_t ps,
+		      uint64_t pt, uint64_t s, uint64_t t)
+{
+	uint64_t bs = c->l->block_size, w = c->l->members[0].arg.full_stripe;
+	uint64_t va = c->l->region_offset + e->volume_offset + (ps - e->file_offset);
+
+	if (w > c->l->members[0].arg.chunk && c->l->members[0].arg.chunk) {
+		uint64_t lo = MAX(s, ps - MIN(ps, va % w)), hi = MIN(t, ps + (w - va % w));
+
+		for (uint64_t k = (lo - c->a) / bs; k < (hi - c->a) / bs; k++)
+			if (c->state[k] != BLK_BAD)
+				c->state[k] = BLK_STRIPE;
+	}
+	memset(c->state + (ps - c->a) / bs, BLK_BAD, (pt - ps) / bs);
+}
+
+/*
+ * The data pieces of extent x (on a volume) for blocks [i, j): those on
+ * missing members marked first, with their stripes; then the reads of the
+ * rest on the ring.
+ */
 static int issue_pieces(struct read_ctx *c, uint32_t x, uint64_t i, uint64_t j)
 {
 	const struct pony_layout *l = c->l;
 	const struct ponyfuse_layout_extent *e = &l->ext[x];
 	uint64_t bs = l->block_size, s = c->a + i * bs, t = c->a + j * bs;
 
-	for (uint32_t k = 0; k < e->npieces; k++) {
-		const struct ponyfuse_layout_piece *p = &l->pieces[e->first_piece + k];
-		uint64_t ps = MAX(s, p->file_offset), pt = MIN(t, p->file_offset + p->length);
-		const struct layout_member *m;
-		int r;
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint32_t k = 0; k < e->npieces; k++) {
+			const struct ponyfuse_layout_piece *p = &l->pieces[e->first_piece + k];
+			uint64_t ps = MAX(s, p->file_offset), pt = MIN(t, p->file_offset + p->length);
+			const struct layout_member *m;
 
-		if (p->role != PONYFUSE_PIECE_DATA || ps >= pt)
-			continue;
-		if ((ps - c->a) % bs || (pt - c->a) % bs || p->member >= l->nmembers)
-			return -EPROTO;         /* pieces are whole blocks on known members */
-		m = &l->members[p->member];
-		memset(c->state + (ps - c->a) / bs, m->fd < 0 && !m->dev ? BLK_BAD : BLK_MEMBER,
-		       (pt - ps) / bs);
-		if (m->fd < 0 && !m->dev)
-			continue;
-		r = issue(c, (ps - c->a) / bs, (pt - c->a) / bs, m->fd, m->dev,
-			  p->member_offset + (ps - p->file_offset), false);
-		if (r < 0)
-			return r;
+			if (p->role != PONYFUSE_PIECE_DATA || ps >= pt)
+				continue;
+			if ((ps - c->a) % bs || (pt - c->a) % bs || p->member >= l->nmembers)
+				return -EPROTO;         /* pieces are whole blocks on known members */
+			m = &l->members[p->member];
+			if (pass == 0 && member_missing(m))
+				mark_lost(c, e, ps, pt, s, t);
+			if (pass == 0 || member_missing(m))
+				continue;
+			/* The piece's blocks not taken with a stripe, in runs. */
+			for (uint64_t u = (ps - c->a) / bs, v, end = (pt - c->a) / bs; u < end; u = v) {
+				int r;
+
+				for (v = u; v < end && c->state[v] != BLK_STRIPE && c->state[v] != BLK_BAD; v++)
+					c->state[v] = BLK_MEMBER;
+				if (v == u) {
+					v++;
+					continue;
+				}
+				r = issue(c, u, v, m->fd, m->dev,
+					  p->member_offset + (c->a + u * bs - p->file_offset), false);
+				if (r < 0)
+					return r;
+			}
+		}
 	}
 	return 0;
 }
@@ -353,13 +403,18 @@ static uint32_t block_csum(const struct read_ctx *c, uint64_t i)
 					    c->l->block_size];
 }
 
-/* Blocks from i on that are bad, in one extent and contiguous memory: the end. */
+static bool through_volume(uint8_t state)
+{
+	return state == BLK_BAD || state == BLK_STRIPE;
+}
+
+/* Blocks from i on for the volume library, in one extent and contiguous memory: the end. */
 static uint64_t bad_run_end(const struct read_ctx *c, uint64_t i)
 {
 	uint64_t j = dst_run_end(c, i, c->nblocks);
 
 	for (uint64_t k = i + 1; k < j; k++)
-		if (c->state[k] != BLK_BAD || c->ext[k] != c->ext[i])
+		if (!through_volume(c->state[k]) || c->ext[k] != c->ext[i])
 			return k;
 	return j;
 }
@@ -385,16 +440,24 @@ static int verify(struct read_ctx *c)
 	for (uint64_t i = 0, j; i < c->nblocks; i = j) {
 		const struct ponyfuse_layout_extent *e = &l->ext[c->ext[i]];
 
-		if (c->state[i] != BLK_BAD) {
+		if (!through_volume(c->state[i])) {
 			j = i + 1;
 			continue;
 		}
 		j = bad_run_end(c, i);
 		r = layout_rebuild(l, block_dst(c, i),
 				   e->volume_offset + (c->a + i * bs - e->file_offset), j - i,
-				   &l->csums[e->first_csum + (c->a + i * bs - e->file_offset) / bs]);
+				   &l->csums[e->first_csum + (c->a + i * bs - e->file_offset) / bs],
+				   c->searched);
 		if (r < 0)
 			return r;
+		/* Rebuilt: the lost, and those of their stripes bad on their member. */
+		for (uint64_t k = i; k < j; k++) {
+			if (c->state[k] == BLK_BAD || c->searched[k - i])
+				l->stats.rebuilt++;
+			else
+				l->stats.member_bytes += bs;
+		}
 	}
 	return 0;
 }
@@ -444,7 +507,8 @@ static int ctx_init(struct read_ctx *c, struct pony_layout *l, void *buf, uint64
 	c->state = malloc(c->nblocks);
 	c->ext = malloc(c->nblocks * sizeof(*c->ext));
 	c->io = malloc(c->nblocks * sizeof(*c->io));
-	return c->edge && c->state && c->ext && c->io ? 0 : -ENOMEM;
+	c->searched = malloc(c->nblocks * sizeof(*c->searched));
+	return c->edge && c->state && c->ext && c->io && c->searched ? 0 : -ENOMEM;
 }
 
 static void ctx_done(struct read_ctx *c)
@@ -453,6 +517,7 @@ static void ctx_done(struct read_ctx *c)
 	free(c->state);
 	free(c->ext);
 	free(c->io);
+	free(c->searched);
 }
 
 ssize_t pony_layout_read(struct pony_layout *l, void *buf, uint64_t off, size_t len)

@@ -65,7 +65,7 @@ int layout_set_get(struct pony_layout *l)
 }
 
 int layout_rebuild(struct pony_layout *l, void *dst, uint64_t volume_off, uint64_t nblocks,
-		   const uint32_t *csums)
+		   const uint32_t *csums, bool *searched)
 {
 	uint64_t bs = l->block_size, off = l->region_offset + volume_off;
 	struct volume *v;
@@ -81,14 +81,14 @@ int layout_rebuild(struct pony_layout *l, void *dst, uint64_t volume_off, uint64
 	for (uint64_t i = 0; i < nblocks; i++) {
 		uint8_t *b = (uint8_t *)dst + i * bs;
 
-		if (r < 0 || util_crc32c(0, b, bs) != csums[i]) {
+		searched[i] = r < 0 || util_crc32c(0, b, bs) != csums[i];
+		if (searched[i]) {
 			int m = volume_read_to_checksum(v, b, bs, off + i * bs, csums[i]);
 
 			if (m < 0)
 				return m == -EOPNOTSUPP ? -EBADMSG : m;
 		}
 	}
-	l->stats.rebuilt += nblocks;
 	return 0;
 }
 

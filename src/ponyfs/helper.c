@@ -8,70 +8,48 @@
  * on one core) ran 3-10x faster than the data moved, yet cost a fifth of
  * the sequential rates, all of it on the thread that moved the data.
  *
- * One helper per mount, started at the first open of an encrypted file
- * (under the filesystem's lock), stopped at unmount, taking one job at a
- * time. A job that finds it busy (another reader has it) is run by its
- * owner at ponyfs_job_wait(): never queued behind another's, so a job's
- * cost never exceeds doing it in line. The job's arguments stay the
- * caller's until ponyfs_job_wait() returns.
+ * The thread is the one worker of an acall ring (its CALL op runs any
+ * function on a worker), made at the first open of an encrypted file
+ * (under the filesystem's lock) and freed at unmount. This file keeps
+ * only the helper's own rule: one job at a time. A job that finds it
+ * busy (another reader has it) is run by its owner at ponyfs_job_wait(),
+ * never queued behind another's, so a job's cost never exceeds doing it
+ * in line. The job's arguments stay the caller's until ponyfs_job_wait()
+ * returns.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "internal.h"
+#include "pony/acall.h"
 
 struct ponyfs_helper {
-	pthread_mutex_t lock;
-	pthread_cond_t wake, done;
-	struct ponyfs_job *job;         /* taken by the helper; NULL: idle */
-	bool claimed;                   /* a job owns the helper until its wait */
-	bool stop;
-	pthread_t thread;
+	struct acall_ring *ring;        /* one worker, no io_uring */
+	_Atomic bool claimed;           /* a job owns the worker until its wait */
 };
 
-static void *helper_main(void *arg)
+static int64_t job_call(void *arg)
 {
-	struct ponyfs_helper *h = arg;
+	struct ponyfs_job *j = arg;
 
-	pthread_mutex_lock(&h->lock);
-	for (;;) {
-		while (!h->job && !h->stop)
-			pthread_cond_wait(&h->wake, &h->lock);
-		if (!h->job)
-			break;
-		struct ponyfs_job *j = h->job;
-
-		pthread_mutex_unlock(&h->lock);
-		j->r = j->fn(j->arg);
-		pthread_mutex_lock(&h->lock);
-		h->job = NULL;
-		j->ran = true;
-		pthread_cond_broadcast(&h->done);
-	}
-	pthread_mutex_unlock(&h->lock);
-	return NULL;
+	return j->fn(j->arg);
 }
 
 void ponyfs_helper_start_locked(struct ponyfs *fs)
 {
+	/* The worker path alone: a CALL never goes to io_uring, so the ring
+	 * needs neither one nor its reaper thread. */
+	const struct acall_ring_params p = { .workers = 1, .path = ACALL_PATH_WORKERS };
 	struct ponyfs_helper *h;
 
 	if (fs->helper || fs->helper_failed)
 		return;
 	/* On one CPU a helper could only take turns with its caller. */
 	h = sysconf(_SC_NPROCESSORS_ONLN) > 1 ? calloc(1, sizeof(*h)) : NULL;
-	if (h) {
-		pthread_mutex_init(&h->lock, NULL);
-		pthread_cond_init(&h->wake, NULL);
-		pthread_cond_init(&h->done, NULL);
-		if (pthread_create(&h->thread, NULL, helper_main, h)) {
-			pthread_cond_destroy(&h->done);
-			pthread_cond_destroy(&h->wake);
-			pthread_mutex_destroy(&h->lock);
-			free(h);
-			h = NULL;
-		}
+	if (h && acall_ring_new(&p, &h->ring) < 0) {
+		free(h);
+		h = NULL;
 	}
 	fs->helper_failed = !h;     /* all in line from then on: slower, not wrong */
 	/* Readers load it without the lock (ponyfs_job_start). */
@@ -81,36 +59,40 @@ void ponyfs_helper_start_locked(struct ponyfs *fs)
 void ponyfs_job_start(struct ponyfs *fs, struct ponyfs_job *j)
 {
 	struct ponyfs_helper *h = __atomic_load_n(&fs->helper, __ATOMIC_ACQUIRE);
+	bool idle = false;
 
-	j->ran = false;
-	j->on_helper = false;
-	if (!h)
+	j->op = NULL;
+	if (!h || !atomic_compare_exchange_strong(&h->claimed, &idle, true))
 		return;
-	pthread_mutex_lock(&h->lock);
-	if (!h->claimed && !h->stop) {
-		h->claimed = true;
-		h->job = j;
-		j->on_helper = true;
-		pthread_cond_signal(&h->wake);
+	/* Only the claimant prepares ops on the ring, so acall_submit()
+	 * takes this one alone. */
+	j->op = acall_get_op(h->ring);
+	if (!j->op) {
+		atomic_store(&h->claimed, false);
+		return;
 	}
-	pthread_mutex_unlock(&h->lock);
+	acall_prep_call(j->op, job_call, j);
+	if (acall_submit(h->ring) != 1) {
+		acall_op_done(h->ring, j->op);
+		j->op = NULL;
+		atomic_store(&h->claimed, false);
+		return;
+	}
+	__atomic_add_fetch(&fs->helper_jobs, 1, __ATOMIC_RELAXED);
 }
 
 int ponyfs_job_wait(struct ponyfs *fs, struct ponyfs_job *j)
 {
 	struct ponyfs_helper *h = __atomic_load_n(&fs->helper, __ATOMIC_ACQUIRE);
+	int64_t r;
 
-	if (!j->on_helper) {            /* the helper was busy: in line, now */
-		j->r = j->fn(j->arg);
-		return j->r;
-	}
-	pthread_mutex_lock(&h->lock);
-	while (!j->ran)
-		pthread_cond_wait(&h->done, &h->lock);
-	h->claimed = false;
-	pthread_mutex_unlock(&h->lock);
-	j->on_helper = false;
-	return j->r;
+	if (!j->op)                     /* the helper was busy: in line, now */
+		return j->fn(j->arg);
+	r = acall_op_wait(h->ring, j->op);
+	acall_op_done(h->ring, j->op);
+	j->op = NULL;
+	atomic_store(&h->claimed, false);
+	return (int)r;
 }
 
 void ponyfs_helper_stop(struct ponyfs *fs)
@@ -120,14 +102,7 @@ void ponyfs_helper_stop(struct ponyfs *fs)
 	if (!h)
 		return;
 	/* No job is in flight: every starter waits before it returns. */
-	pthread_mutex_lock(&h->lock);
-	h->stop = true;
-	pthread_cond_signal(&h->wake);
-	pthread_mutex_unlock(&h->lock);
-	pthread_join(h->thread, NULL);
-	pthread_cond_destroy(&h->done);
-	pthread_cond_destroy(&h->wake);
-	pthread_mutex_destroy(&h->lock);
+	acall_ring_free(h->ring);
 	free(h);
 	fs->helper = NULL;
 }

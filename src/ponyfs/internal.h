@@ -446,6 +446,7 @@ struct ponyfs {
 	 * flight on it (crypt_data.c), under lock. */
 	struct ponyfs_helper *helper;
 	bool helper_failed;
+	uint64_t helper_jobs;           /* atomic: jobs handed to the helper (tests) */
 	struct ponyfs_crypt_out *crypt_out;
 	/* Errors seen (badblocks.c), under lock; the scrub pass (scrub.c). */
 	struct ponyfs_bad *bad;
@@ -889,7 +890,8 @@ static inline size_t ponyfs_csum_stride(unsigned flags)
 /*
  * Encrypted writeback (crypt_data.c): k pages of in encrypted and
  * checksummed into csums as ponyfs_crypt_pages() does, and written to
- * blocks [p, p+k) by the helper while the caller goes on to the next run.
+ * blocks [p, p+k) by the helper while the caller goes on to the next run
+ * (a run under PONYFS_HELPER_MIN_BLOCKS: in line, its error returned).
  * A write's error comes back from the next call or from
  * ponyfs_crypt_out_drain_locked(), which a writeback calls before it ends:
  * until then the blocks may not be on the disk yet.
@@ -901,18 +903,22 @@ void ponyfs_crypt_out_free(struct ponyfs *fs);         /* at unmount, drained */
 
 /*
  * The helper (helper.c): a job runs fn(arg) on the mount's second thread
- * from ponyfs_job_start() on, or, when the helper is busy or absent, on
- * the caller inside ponyfs_job_wait(), which returns fn's value. Every
- * started job must be waited for; its memory stays the caller's till then.
+ * (an acall worker) from ponyfs_job_start() on, or, when the helper is
+ * busy or absent, on the caller inside ponyfs_job_wait(), which returns
+ * fn's value. Every started job must be waited for; its memory stays the
+ * caller's till then.
  */
+struct acall_op;
 struct ponyfs_job {
 	int (*fn)(void *arg);
 	void *arg;
-	int r;
-	bool on_helper, ran;
+	struct acall_op *op;            /* on the helper; NULL: runs in line */
 };
 void ponyfs_helper_start_locked(struct ponyfs *fs);    /* at an encrypted open */
 void ponyfs_helper_stop(struct ponyfs *fs);             /* at unmount */
+/* A job of fewer blocks runs in line: its hand-off (a wake-up on another
+ * CPU and the wait for it) costs more than the cipher it would hide. */
+#define PONYFS_HELPER_MIN_BLOCKS 64u
 void ponyfs_job_start(struct ponyfs *fs, struct ponyfs_job *j);
 int ponyfs_job_wait(struct ponyfs *fs, struct ponyfs_job *j);
 

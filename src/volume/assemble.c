@@ -74,15 +74,40 @@ static int set_place(struct volume_set *s, struct bdev *dev, const struct volume
 	return 0;
 }
 
-/* Reads every superblock and places each device at its index. */
+/* Whether a superblock read failed for the device's I/O, not for what it holds. */
+static bool sb_read_failed(int r)
+{
+	return r < 0 && r != -ENODATA && r != -EBADMSG && r != -ENOMEM && r != -EINVAL;
+}
+
+/*
+ * Reads every superblock and places each device at its index. A device
+ * whose superblock copies cannot be read at all (an I/O error on both: a
+ * dying disk, a server failing requests) is left out, as mdadm leaves out a
+ * device it cannot read, and logged: its member is then absent, which the
+ * volume runs without only when allowed to run degraded. A device that
+ * reads but holds no superblock, or a corrupt one, is still an error: it
+ * was named as a member and is not one.
+ */
 static int set_gather(struct volume_set *s, struct bdev **devs, unsigned ndevs,
 		      struct volume_sb *sbs, unsigned flags, unsigned *ret_device)
 {
-	int newest = -1;
+	bool unreadable[VOLUME_SB_MAX_MEMBERS] = { false };
+	int newest = -1, first_err = 0;
 
 	for (unsigned i = 0; i < ndevs; i++) {
 		int r = volume_sb_read(devs[i], &sbs[i]);
 
+		if (sb_read_failed(r)) {
+			util_log(LOG_WARNING, "device %s: its superblock cannot be read (%s): left out",
+				 devs[i]->name, strerror(-r));
+			unreadable[i] = true;
+			if (!first_err) {
+				first_err = r;
+				*ret_device = i;
+			}
+			continue;
+		}
 		if (r < 0) {
 			*ret_device = i;
 			return r;
@@ -90,11 +115,17 @@ static int set_gather(struct volume_set *s, struct bdev **devs, unsigned ndevs,
 		if (newest < 0 || sbs[i].events > sbs[newest].events)
 			newest = (int)i;
 	}
+	if (newest < 0)
+		return first_err;       /* not one device could be read */
 	s->sb = sbs[newest];
 	s->n = s->sb.nmembers;
 	for (unsigned i = 0; i < ndevs; i++) {
 		int r;
 
+		if (unreadable[i]) {
+			s->extra[s->nextra++] = devs[i];        /* freed with the set */
+			continue;
+		}
 		*ret_device = i;
 		if (memcmp(sbs[i].volume_uuid, s->sb.volume_uuid, 16) || sbs[i].nsegs != s->sb.nsegs)
 			return -EXDEV;

@@ -126,6 +126,9 @@ extern const struct volume_target_ops volume_linear_ops, volume_striped_ops,
 
 /* Member I/O. Reads fail (-EIO) on failed, rebuilding or bad ranges. */
 int volume_mread(struct volume_seg *s, unsigned m, void *buf, size_t len, uint64_t off);
+/* bdev_readahead() of the volume's [off, off+len): hints to the members a
+ * read of it takes (readahead.c). */
+int volume_readahead(struct volume *v, uint64_t off, uint64_t len);
 /*
  * Writes to a member; skipped (0) when failed; an error marks it failed and
  * is returned. Bad ranges are skipped: they stay reconstructed.
@@ -208,6 +211,8 @@ int mirror_scrub_span(struct volume_seg *s, uint64_t off, uint64_t len, struct v
  * bytes read in order from off (0: let the piece path read the first piece).
  */
 ssize_t raid_read_span(struct volume_seg *s, uint8_t *buf, size_t len, uint64_t off);
+/* Whether a data block of a raid4/5/6 stripe is on a member that is not working. */
+bool raid_stripe_degraded(struct volume_seg *s, uint64_t stripe);
 /* The calling thread's span buffer (scrub_span_buf.c), at least len bytes, PARITY_ALIGN-aligned. */
 uint8_t *volume_scrub_span_buf(size_t len);
 /* Segment bytes [off, end) the locked way: the target's scrub, unit by unit under s->lock. */

@@ -16,18 +16,6 @@
 #include "pony/util.h"
 #include "internal.h"
 
-/* Whether the data blocks of stripe are all on working members. */
-static bool span_stripe_whole(struct volume_seg *s, uint64_t stripe)
-{
-	struct layout_stripe st;
-
-	layout_raid456_stripe(&s->geom, stripe, &st);
-	for (unsigned b = 0; b < st.ndata; b++)
-		if (volume_mstate(s, st.disk[b]) != VOLUME_MEMBER_OK)
-			return false;
-	return true;
-}
-
 ssize_t raid_read_span(struct volume_seg *s, uint8_t *buf, size_t len, uint64_t off)
 {
 	struct volume_batch batch;
@@ -38,7 +26,7 @@ ssize_t raid_read_span(struct volume_seg *s, uint8_t *buf, size_t len, uint64_t 
 		struct volume_place p;
 
 		if (volume_seg_place(s, off + queued, len - queued, &p) < 0 ||
-		    !span_stripe_whole(s, p.stripe))
+		    raid_stripe_degraded(s, p.stripe))
 			break;
 		volume_batch_add(&batch, p.disk[0], false, buf + queued, (size_t)p.len, p.dev_off[0]);
 		queued += (size_t)p.len;

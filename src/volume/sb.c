@@ -156,7 +156,7 @@ int volume_sb_read(struct bdev *dev, struct volume_sb *sb)
 {
 	_cleanup_(freep) uint8_t *b = util_aligned_alloc(VOLUME_SB_SIZE);
 	uint64_t where[2];
-	int r, bad = 0;
+	int r, bad = 0, ioerr = 0;
 
 	if (!b)
 		return -ENOMEM;
@@ -165,9 +165,12 @@ int volume_sb_read(struct bdev *dev, struct volume_sb *sb)
 	where[0] = 0;
 	where[1] = volume_sb_end_copy(dev->size);
 	for (int i = 0; i < 2; i++) {
+		/* A copy that cannot be read is as good as absent: the other may be read. */
 		r = bdev_pread(dev, b, VOLUME_SB_SIZE, where[i]);
-		if (r < 0)
-			return r;
+		if (r < 0) {
+			ioerr = r;
+			continue;
+		}
 		if (memcmp(b, SB_MAGIC, 8))
 			continue;
 		r = volume_sb_decode(b, sb);
@@ -175,7 +178,7 @@ int volume_sb_read(struct bdev *dev, struct volume_sb *sb)
 			return 0;
 		bad = r;
 	}
-	return bad ? bad : -ENODATA;
+	return ioerr ? ioerr : bad ? bad : -ENODATA;
 }
 
 /*

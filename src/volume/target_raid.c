@@ -300,7 +300,7 @@ out:
 	return ret;
 }
 
-static bool raid_stripe_degraded(struct volume_seg *s, uint64_t stripe)
+bool raid_stripe_degraded(struct volume_seg *s, uint64_t stripe)
 {
 	struct layout_stripe st;
 

@@ -544,6 +544,11 @@ static int vb_repair(struct bdev *b, void *buf, size_t len, uint64_t off, uint32
 	return volume_repair_to_checksum(((struct volume_bdev *)b)->v, buf, len, off, crc);
 }
 
+static int vb_readahead(struct bdev *b, uint64_t off, uint64_t len)
+{
+	return volume_readahead(((struct volume_bdev *)b)->v, off, len);
+}
+
 static void vb_free(struct bdev *b)
 {
 	if (((struct volume_bdev *)b)->own)
@@ -559,6 +564,7 @@ static const struct bdev_ops volume_bdev_ops = {
 	.free = vb_free,
 	.read_checked = vb_read_checked,
 	.repair = vb_repair,
+	.readahead = vb_readahead,
 };
 
 static int volume_bdev_new(struct volume *v, bool own, struct bdev **ret)

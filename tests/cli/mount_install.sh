@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # mount_install.sh - `make install`'s meson install into a DESTDIR puts
 # pony, pony-overlayfs and pony-union in PREFIX/bin, the libraries
-# (libpony-aio, -blkid, -layout) in PREFIX's libdir, and mount(8)'s helpers
+# (libpony-aio, -blkid, -layout) in PREFIX's libdir, libpony-layout's header
+# in PREFIX's includedir (a client builds against them alone), and mount(8)'s helpers
 # mount.fuse.pony and mount.fuse.pony-union in DESTDIR/sbin, naming
 # PREFIX/bin/pony; the Makefile's target is that command with PREFIX and
 # an absolute DESTDIR. Then the installed tree does the work: in a private
@@ -20,11 +21,13 @@ opt() {
 	meson introspect "$B" --buildoptions |
 		python3 -c "import json,sys; print(next(o['value'] for o in json.load(sys.stdin) if o['name'] == '$1'))"
 }
-prefix=$(opt prefix) && bindir=$(opt bindir) && libdir=$(opt libdir) || fail "meson introspect"
+prefix=$(opt prefix) && bindir=$(opt bindir) && libdir=$(opt libdir) &&
+	includedir=$(opt includedir) || fail "meson introspect"
 helperdir=$(opt mount_helper_dir)
 [ "$helperdir" = /sbin ] || fail "mount_helper_dir is '$helperdir', expected /sbin"
 case $bindir in /*) ;; *) bindir=$prefix/$bindir ;; esac
 case $libdir in /*) ;; *) libdir=$prefix/$libdir ;; esac
+case $includedir in /*) ;; *) includedir=$prefix/$includedir ;; esac
 
 meson install -C "$B" --destdir "$D" --no-rebuild --quiet >"$T/install.log" 2>&1 ||
 	fail "meson install --destdir: $(cat "$T/install.log")"
@@ -41,6 +44,22 @@ done
 for lib in libpony-aio libpony-blkid libpony-layout; do
 	[ -e "$D$libdir/$lib.so" ] || fail "no $libdir/$lib.so: $(find "$D" -name 'libpony*')"
 done
+# A direct client built from the installed header and library alone: a
+# file off any pony mount is ENOTTY (the header's promise).
+cat >"$T/client.c" <<'EOF'
+#include <errno.h>
+#include <stdint.h>
+#include <pony/layout.h>
+int main(int argc, char **argv)
+{
+	struct pony_layout *l;
+
+	return argc == 2 && pony_layout_get_path(argv[1], 0, UINT64_MAX, &l) == -ENOTTY ? 0 : 1;
+}
+EOF
+cc -o "$T/client" "$T/client.c" -I"$D$includedir" -L"$D$libdir" -lpony-layout 2>"$T/cc.log" ||
+	fail "a client of the installed libpony-layout does not build: $(cat "$T/cc.log")"
+LD_LIBRARY_PATH="$D$libdir" "$T/client" /etc/hostname || fail "the installed libpony-layout's client"
 # Nothing escaped DESTDIR: the machine's /sbin has no pony helper.
 [ ! -e /sbin/mount.fuse.pony ] || fail "/sbin/mount.fuse.pony exists outside DESTDIR"
 

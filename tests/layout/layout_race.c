@@ -7,17 +7,23 @@
  * index, the generation that wrote it and a fill derived from both, so a
  * block read from a place reused for other data (another file, another
  * block, a later truncation) cannot pass: each block read must be FILE's
- * block at that index, of a generation written by then. Usage:
- * layout_race MNT SECONDS; exits 0 after SECONDS and at least 20 reads
- * (a slow machine, or a sanitizer build, races on for up to four times
- * SECONDS to make them) with every read right, 1 at the first wrong block
- * or with fewer reads. `layout_race MNT SECONDS READY` also makes the
- * file READY once three reads are done: a script fails a member then,
- * mid-race, however long the start took. It says how many reads
- * overlapped a member of the volume being failed or rebuilt
- * (PONYFUSE_IOC_LAYOUT_MEMBER's state, asked before and after each read)
- * and how many blocks the reads rebuilt from redundancy:
- * layout_race_rebuild.sh needs both to be sure its race met the rebuild.
+ * block at that index, of a generation the file could hold at the
+ * layout's moment: not older than the last one fsynced before the layout
+ * was got (a stale block is as wrong as a foreign one), not newer than
+ * one started by the end of the read; zeros only where a truncation may
+ * have cut the file meanwhile. Usage: layout_race MNT SECONDS; exits 0
+ * after SECONDS and at least 20 reads (a slow machine, or a sanitizer
+ * build, races on for up to four times SECONDS to make them) with every
+ * read right, 1 at the first wrong block or with fewer reads.
+ * `layout_race MNT SECONDS READY` also makes the file READY once three
+ * reads are done: a script fails a member then, mid-race, however long
+ * the start took. It says how many reads overlapped a member of the
+ * volume being failed or rebuilt (PONYFUSE_IOC_LAYOUT_MEMBER's state,
+ * asked before and after each read) and how many blocks the reads rebuilt
+ * from redundancy. `layout_race MNT SECONDS READY MET` also makes MET once
+ * three reads met such a member and rebuilt blocks, and races on (up to
+ * the cap) until they have: layout_race_rebuild.sh holds the spare's
+ * rebuild back until then, so its race always meets the rebuild.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,6 +44,7 @@
 #define BLK 4096u
 #define NBLK 256u                       /* FILE: 1 MiB */
 #define MIN_READS 20u                   /* reads a race must make to count */
+#define MET_READS 3u                    /* reads that met a failed or rebuilt member, for MET */
 
 static const char *mnt;
 static atomic_uint_fast64_t gen_done = 1;       /* every block of this generation is fsynced */
@@ -58,25 +65,32 @@ static void block_fill(uint8_t *b, uint64_t gen, uint64_t idx)
 	}
 }
 
+/* Whether a generation in (min_gen, max_gen] cut the file short first (see writer()). */
+static bool cut_between(uint64_t min_gen, uint64_t max_gen)
+{
+	return max_gen / 4 > min_gen / 4;
+}
+
 /*
- * Whether b is FILE's block idx of a generation in [1, max_gen], or zeros:
- * while the file regrows after a cut, the kernel may hold its new pages
- * (FUSE's writeback cache) and the daemon, whose view a layout is, still
- * has a hole there. No block of another file or index is ever all zeros.
+ * Whether b is FILE's block idx of a generation in [min_gen, max_gen], or
+ * zeros where a truncation in that window may have cut the file: while it
+ * regrows after a cut, the daemon, whose view a layout is, has a hole
+ * there. No block of another file or index is ever all zeros.
  */
-static bool block_ok(const uint8_t *b, uint64_t idx, uint64_t max_gen, uint64_t *ret_gen)
+static bool block_ok(const uint8_t *b, uint64_t idx, uint64_t min_gen, uint64_t max_gen,
+		     uint64_t *ret_gen)
 {
 	static _Thread_local uint8_t want[BLK];
 	uint64_t gen, got_idx;
 
 	if (b[0] == 0 && !memcmp(b, b + 1, BLK - 1)) {
 		*ret_gen = 0;
-		return true;
+		return cut_between(min_gen, max_gen);
 	}
 	memcpy(&gen, b, 8);
 	memcpy(&got_idx, b + 8, 8);
 	*ret_gen = gen;
-	if (got_idx != idx || gen < 1 || gen > max_gen)
+	if (got_idx != idx || gen < min_gen || gen > max_gen)
 		return false;
 	block_fill(want, gen, idx);
 	return !memcmp(want, b, BLK);
@@ -142,6 +156,23 @@ static void *churner(void *arg)
 	return arg;
 }
 
+static void touch(const char *path)
+{
+	close(open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
+}
+
+/*
+ * Whether to read again: until SECONDS have passed, then while too few
+ * reads were made or (need_met) too few met a member failed or rebuilding,
+ * but never past the cap.
+ */
+static bool race_on(time_t until, time_t cap, unsigned reads, bool need_met)
+{
+	time_t now = time(NULL);
+
+	return now < cap && (now < until || reads < MIN_READS || need_met);
+}
+
 /* Whether a member of the volume under fd's mount is failed or being rebuilt now. */
 static bool member_changing(int fd)
 {
@@ -163,13 +194,14 @@ int main(int argc, char **argv)
 	static uint8_t buf[NBLK * BLK];
 	pthread_t w, c;
 	char path[4096];
-	unsigned reads = 0, bad = 0, changing_reads = 0;
+	unsigned reads = 0, bad = 0, changing_reads = 0, met_reads = 0;
+	const char *met_file = argc == 5 ? argv[4] : NULL;
 	uint64_t rebuilt = 0;
 	time_t until, cap;
 	int fd;
 
-	if (argc != 3 && argc != 4) {
-		fprintf(stderr, "usage: layout_race MNT SECONDS [READY]\n");
+	if (argc < 3 || argc > 5) {
+		fprintf(stderr, "usage: layout_race MNT SECONDS [READY [MET]]\n");
 		return 2;
 	}
 	mnt = argv[1];
@@ -183,11 +215,12 @@ int main(int argc, char **argv)
 	}
 	pthread_create(&w, NULL, writer, NULL);
 	pthread_create(&c, NULL, churner, NULL);
-	while ((time(NULL) < until || (reads < MIN_READS && time(NULL) < cap)) && !bad) {
+	while (race_on(until, cap, reads, met_file && met_reads < MET_READS) && !bad) {
 		bool changing = member_changing(fd);
+		/* Fsynced before the layout: the file holds this generation or a later one. */
+		uint64_t min_gen = atomic_load(&gen_done), max_gen;
 		struct pony_layout_stats st;
 		struct pony_layout *l;
-		uint64_t max_gen;
 		ssize_t n;
 		int r = pony_layout_get(fd, 0, UINT64_MAX, &l);
 
@@ -206,19 +239,23 @@ int main(int argc, char **argv)
 		for (ssize_t i = 0; i < n / (ssize_t)BLK && !bad; i++) {
 			uint64_t gen;
 
-			if (!block_ok(buf + i * BLK, (uint64_t)i, max_gen, &gen)) {
+			if (!block_ok(buf + i * BLK, (uint64_t)i, min_gen, max_gen, &gen)) {
 				fprintf(stderr, "read %u: block %zd is not the file's (it says generation "
-					"%llu; generations up to %llu were written)\n", reads, i,
-					(unsigned long long)gen, (unsigned long long)max_gen);
+					"%llu; the file held generations %llu to %llu)\n", reads, i,
+					(unsigned long long)gen, (unsigned long long)min_gen,
+					(unsigned long long)max_gen);
 				bad = 1;
 			}
 		}
 		pony_layout_stats(l, &st);
 		rebuilt += st.rebuilt;
-		changing_reads += changing || member_changing(fd);
+		changing = changing || member_changing(fd);
+		changing_reads += changing;
 		pony_layout_return(l);
-		if (++reads == 3 && argc == 4)
-			close(open(argv[3], O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
+		if (++reads == 3 && argc >= 4)
+			touch(argv[3]);
+		if (changing && st.rebuilt && ++met_reads == MET_READS && met_file)
+			touch(met_file);
 	}
 	atomic_store(&stop, true);
 	pthread_join(w, NULL);

@@ -3,8 +3,12 @@
  * a program outside pony would link it, through include/pony/layout.h
  * alone) against the same bytes through the mount: the whole file in one
  * read, then many reads at random offsets and lengths (unaligned, across
- * extents and pieces, past the end). Exits 0 when every read matched, 1
- * with the first difference on stderr. Usage: layout_read_check FILE [SEED].
+ * extents and pieces, past the end), every other one by a clone of the
+ * layout (pony_layout_clone, as parallel readers use); the clone given back
+ * first, the layout reads on under its lease, never got again (a clone
+ * that returned the lease it borrowed would make the next read get it
+ * again). Exits 0 when every read matched, 1 with the first difference on
+ * stderr. Usage: layout_read_check FILE [SEED].
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -37,7 +41,8 @@ static int check(struct pony_layout *l, int fd, uint64_t off, size_t len, uint8_
 
 int main(int argc, char **argv)
 {
-	struct pony_layout *l;
+	struct pony_layout *l, *clone;
+	struct pony_layout_stats st;
 	uint64_t size;
 	uint8_t *a, *b;
 	int fd, r;
@@ -52,15 +57,28 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: %s\n", argv[1], strerror(fd < 0 ? errno : -r));
 		return 1;
 	}
+	r = pony_layout_clone(l, &clone);
+	if (r < 0) {
+		fprintf(stderr, "%s: clone: %s\n", argv[1], strerror(-r));
+		return 1;
+	}
 	size = pony_layout_size(l);
 	a = malloc(size + 8192);
 	b = malloc(size + 8192);
-	r = !a || !b || check(l, fd, 0, size + 8192, a, b);
+	r = !a || !b || check(clone, fd, 0, size + 8192, a, b) || check(l, fd, 0, size + 8192, a, b);
 	for (int i = 0; i < 300 && !r; i++) {
 		uint64_t off = (uint64_t)random() % (size + 100);
 		size_t len = (size_t)random() % (i % 3 ? 9000 : 300000) + 1;
 
-		r = check(l, fd, off, len, a, b);
+		r = check(i % 2 ? clone : l, fd, off, len, a, b);
+	}
+	pony_layout_return(clone);
+	r = r || check(l, fd, 0, size + 8192, a, b);
+	pony_layout_stats(l, &st);
+	if (!r && st.regets) {
+		fprintf(stderr, "%s: the layout was got again %llu times after its clone went\n",
+			argv[1], (unsigned long long)st.regets);
+		r = 1;
 	}
 	pony_layout_return(l);
 	free(a);

@@ -96,14 +96,13 @@ check_all "with member 2 gone"
 pony_umount
 echo "$(acked) files acknowledged, $resynced bytes resynced"
 
-# pony vol serve --auto-readd (not in ASan builds: see nbd_serve).
-[[ "${PONY_SANITIZE:-}" == *address* ]] && pass
+# pony vol serve --auto-readd.
 require_cmd nbdcopy
 nbd_start s2 "${NBD_PORT[s2]}" -- file "$T/d2.img"
 "$PONY" vol create -f -l 5 "${URIS[@]}" >/dev/null 2>&1 || fail "vol create"
 port=$(nbd_free_port)
 NBD_PORT[vol]=$port
-"$PONY" --member-timeout 2 vol serve --auto-readd --nbd "127.0.0.1:$port" "${URIS[@]}" \
+"${PLUGIN_ENV[@]}" "$PONY" --member-timeout 2 vol serve --auto-readd --nbd "127.0.0.1:$port" "${URIS[@]}" \
 	2>>"$T/nbdkit-vol.log" &
 NBD_PID[vol]=$!
 nbd_wait vol "$port"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # nbd_faults.sh - NBD members failing under a volume, with nbdkit's own
 # filters and signals, never a mock: a member whose reads fail (the error
-# filter, EIO at 100% then at a rate) is read around from parity; one
-# whose writes fail at a rate is failed and the write goes on; latency
+# filter: EIO at 100%, and at a rate of 30%) is read around from parity;
+# one whose writes fail is failed and the write goes on; latency
 # (the delay filter) slows a member without failing it; a server that
 # stops answering (SIGSTOP) is failed after --member-timeout and the write
 # goes on without it; a server that comes back with another volume's
@@ -43,6 +43,29 @@ rm "$T/wtrig1"
 grep -Eq "^1 +failed " "$T/out" || fail "member 1 not failed after write errors: $(cat "$T/out")"
 readback "${URIS[@]}" || fail "read back after member 1 failed"
 for i in 0 1 2 3 4 5; do nbd_kill "s$i"; done
+
+# Reads failing at a rate (30%) on member 2 of a RAID5 of three: each read
+# that fails is served from the other two, every byte the same; the
+# server's log shows reads of member 2 both failing and not.
+for i in 0 1 2; do truncate -s 64M "$T/e$i.img"; done
+nbd_start e0 "" -- file "$T/e0.img"
+nbd_start e1 "" -- file "$T/e1.img"
+nbd_start e2 "" -- --filter=log --filter=error file "$T/e2.img" logfile="$T/elog" error=EIO \
+	error-pread-rate=30% error-pread-file="$T/etrig"
+e=("$(nbd_uri e0)" "$(nbd_uri e1)" "$(nbd_uri e2)")
+"$PONY" mkfs --data raid5 "${e[@]}" > /dev/null || fail "mkfs on the RAID5"
+pony_mount "${e[@]}"
+cp "$T/data" "$T/m/data" || fail "write through the RAID5's mount"
+pony_umount
+# Failing once mounted: an assembly whose superblock read fails is refused.
+pony_mount "${e[@]}"
+: > "$T/elog"
+touch "$T/etrig"
+cmp "$T/data" "$T/m/data" || fail "read back with 30% of member 2's reads failing"
+pony_umount
+grep -aq "Read .*return=-1 error=EIO" "$T/elog" || fail "no read of member 2 failed: the test tested nothing"
+grep -aq "Read .*return=0" "$T/elog" || fail "every read of member 2 failed: not a rate"
+for i in 0 1 2; do nbd_kill "e$i"; done
 
 # Latency alone fails nothing; a server that stops answering is failed after the timeout.
 for i in 0 1 2 3 4 5; do truncate -s 64M "$T/m$i.img"; done

@@ -4,8 +4,8 @@
 # four nbdkit servers (TLS with a pre-shared key) is mounted here with its
 # layout service on TCP; a client in a second network namespace, and in a
 # mount namespace where the mount is gone, gets layouts from the service
-# and reads the bytes from the NBD servers: the same bytes as written, all
-# from the members (--stats); a lease that ran out while the file was
+# and reads the bytes from the NBD servers, in parallel (their logs): the
+# same bytes as written, all from the members (--stats); a lease that ran out while the file was
 # rewritten on the mount's host is got again (the new bytes, regets > 0);
 # with one server killed, its blocks are rebuilt from parity. Bad usage,
 # a missing file and a wrong key are errors that say so.
@@ -27,7 +27,8 @@ printf 'host-b:%s\n' "$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"
 NBD_HOST=$HOST_IP
 URIS=()
 for i in 0 1 2 3; do
-	nbd_start "s$i" "" -- --tls=require --tls-psk="$T/psk" memory 64M
+	nbd_start "s$i" "" -- --tls=require --tls-psk="$T/psk" --filter=log --filter=delay memory 64M \
+		logfile="$T/rlog$i" delay-read=2ms
 	URIS+=("nbds://host-b@$HOST_IP:${NBD_PORT[s$i]}/?tls-psk-file=$T/psk")
 done
 "$PONY" mkfs --data raid5 "${URIS[@]}" >/dev/null || fail "mkfs on the NBD members"
@@ -52,9 +53,33 @@ away() {
 }
 stat_of() { sed -n "s/.* \([0-9]*\) $1.*/\1/p" "$T/stats"; }
 
-# Whole files, all from the members.
+# Whole files, all from the members, in parallel: the servers' logs show
+# reads on two servers in flight at once (each read takes 2 ms there).
+for i in 0 1 2 3; do : >"$T/rlog$i"; done
 away "$PONY" fs cat --direct --server "$A" --psk "$T/psk" --stats big >"$T/out" 2>"$T/stats" ||
 	fail "remote cat big: $(cat "$T/stats")"
+python3 - "$T"/rlog{0,1,2,3} <<'PY' || fail "the members were not read in parallel"
+import re, sys
+from datetime import datetime
+spans = []                                 # (start, end, server) of each read
+for n, path in enumerate(sys.argv[1:]):
+    start = {}
+    for line in open(path, errors="replace"):
+        m = re.match(r"(\S+ \S+) connection=(\d+) (\.\.\.)?Read id=(\d+)", line)
+        if not m:
+            continue
+        t = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S.%f").timestamp()
+        key = (m.group(2), m.group(4))
+        if m.group(3):
+            if key in start:
+                spans.append((start.pop(key), t, n))
+        else:
+            start[key] = t
+spans.sort()
+overlap = any(b[0] < a[1] and b[2] != a[2] for i, a in enumerate(spans) for b in spans[i + 1:i + 64])
+print("%d reads on %d servers, in parallel across servers: %s" % (len(spans), len({s[2] for s in spans}), overlap))
+sys.exit(0 if overlap and len({s[2] for s in spans}) == 4 else 1)
+PY
 cmp "$T/out" "$T/big" || fail "remote cat big differs from what was written"
 [ "$(stat_of "bytes from members")" -ge 5000321 ] || fail "big not from the members: $(cat "$T/stats")"
 [ "$(stat_of "through the mount")" = 0 ] || fail "read through a mount: $(cat "$T/stats")"

@@ -19,9 +19,9 @@ mkdir -p "$T/m"
 pony_mount() { fuse_daemon_start "$T/m" "$T/pony.log" "pony mount $*" "$PONY" mount --foreground "$@" "$T/m"; }
 pony_umount() { fuse_daemon_stop "$T/m" "$T/pony.log"; }
 
-# volume_images LEVEL N SIZE: N fresh image files $T/m0.img ... of SIZE
-# (truncate's), made one ponyfs with a LEVEL data region (pony mkfs --data);
-# their paths in the array imgs.
+# volume_images LEVEL N SIZE [MKFS_OPTION...]: N fresh image files
+# $T/m0.img ... of SIZE (truncate's), made one ponyfs with a LEVEL data
+# region (pony mkfs --data, with the options); their paths in the array imgs.
 volume_images() {
 	local i
 	rm -f "$T"/m?.img
@@ -30,7 +30,41 @@ volume_images() {
 		truncate -s "$3" "$T/m$i.img"
 		imgs+=("$T/m$i.img")
 	done
-	"$PONY" mkfs --data "$1" "${imgs[@]}" >/dev/null || fail "mkfs --data $1 of $2 images"
+	"$PONY" mkfs --data "$1" "${@:4}" "${imgs[@]}" >/dev/null || fail "mkfs --data $1 of $2 images"
+}
+
+# images_cached IMG...: bytes of the images in the host's page cache;
+# images_uncache IMG...: dropped from it.
+images_cached() {
+	local sum=0 b img
+	for img in "$@"; do
+		b=$(fincore --bytes --noheadings --output RES "$img")
+		sum=$((sum + b))
+	done
+	echo "$sum"
+}
+images_uncache() {
+	local img
+	for img in "$@"; do dd if="$img" iflag=nocache count=0 status=none; done
+}
+
+# readahead_probe MB IMG...: $T/data written to $T/m/f on the ponyfs of
+# IMG..., the images dropped from the host's cache and mounted again, the
+# file's first MB MiB read: the images' cached bytes before that read in
+# ra_before, half a second after it (hinted reads land) in ra_after.
+# Leaves it mounted.
+readahead_probe() {
+	local mb=$1
+	shift
+	pony_mount "$@"
+	dd if="$T/data" of="$T/m/f" bs=1M conv=fsync status=none || fail "write through the mount"
+	pony_umount
+	images_uncache "$@"
+	pony_mount "$@"
+	ra_before=$(images_cached "$@")
+	dd if="$T/m/f" of=/dev/null bs=1M count="$mb" status=none || fail "read of the first $mb MiB"
+	sleep 0.5
+	ra_after=$(images_cached "$@")
 }
 
 # ext4_oracle_and_mount: $T/ref, a directory of the root filesystem (with

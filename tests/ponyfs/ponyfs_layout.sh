@@ -4,9 +4,11 @@
 # image files, a file written and synced, its layout asked with --json,
 # and its bytes read by hand with dd from the member images the layout
 # names: the first 4 KiB, then every data piece. Also: each data piece has
-# a P and a Q on two other members, cached data shows as dirty, --range
-# narrows the answer, and the errors say what is wrong (a directory, a
-# file not on a pony mount, a bad --range).
+# a P and a Q on two other members, each member's UUID is the one devdb
+# finds its image by, a sparse file's hole and fallocated range say
+# "hole" and "unwritten", cached data shows as dirty, --range narrows the
+# answer, and the errors say what is wrong (a directory, a file not on a
+# pony mount, a bad --range).
 set -u
 . "$PONY_SRCDIR/tests/lib.sh"
 require_fuse
@@ -46,6 +48,10 @@ assert f["size"] == len(data), f["size"]
 assert not f["encrypted"]
 v = l["volume"][0]
 assert v["level"] == "raid6" and v["layout"] == "left-symmetric" and v["members"] == 6, v
+# pony mkfs's chunk: a full stripe is the four data chunks; the data region
+# starts past the metadata region, which is where the first piece sits on
+# its member (past that member's data offset).
+assert v["chunk"] == 65536 and v["full_stripe"] == 4 * 65536 and v["region_offset"] > 0, v
 assert len(l["members"]) == 6 and all(m["uuid"] and m["state"] == "working" for m in l["members"])
 assert len({m["uuid"] for m in l["members"]}) == 6
 covered = 0
@@ -61,12 +67,47 @@ for e in l["extents"]:
             got = f.read(p["length"])
         want = data[p["file_offset"]:p["file_offset"] + p["length"]]
         assert got[:len(want)] == want, ("piece", p)
+        assert p["length"] <= v["chunk"], ("a piece longer than a chunk", p)
         covered += len(want)
         par = pieces[i + 1:i + 3]
         assert [q["role"] for q in par] == ["P", "Q"], par
         assert len({p["member"], par[0]["member"], par[1]["member"]}) == 3, (p, par)
         assert all(q["member_offset"] == p["member_offset"] for q in par), (p, par)
 assert covered == len(data), (covered, len(data))
+PY
+
+# Each member by its identity: devdb, scanning the images, finds each by
+# the member UUID the layout names (as it would on any host that sees them).
+export PONY_DEVDB=$T/devdb.sqlite
+"$PONY" dev scan "${imgs[@]}" >"$T/scan.out" 2>&1 || fail "pony dev scan: $(cat "$T/scan.out")"
+python3 -c '
+import json, sys
+for m in json.load(open(sys.argv[1]))["members"]:
+    print(m["uuid"], m["device"])' "$T/layout.json" >"$T/members" || fail "members"
+[ "$(wc -l <"$T/members")" = 6 ] || fail "not six members: $(cat "$T/members")"
+while read -r uuid image; do
+	[ "$("$PONY" dev find "UUID_SUB=$uuid")" = "$image" ] ||
+		fail "devdb does not find member $uuid at $image: $("$PONY" dev find "UUID_SUB=$uuid" 2>&1)"
+done <"$T/members"
+
+# Holes and unwritten ranges: their states, no checksums, no place to read.
+truncate -s 1M "$T/m/sparse"
+head -c 8192 /dev/urandom | dd of="$T/m/sparse" bs=4096 seek=16 conv=notrunc status=none
+fallocate -o 262144 -l 131072 "$T/m/sparse" || fail "fallocate"
+"$PONY" sync "$T/m" || fail "pony sync"
+"$PONY" fs layout --json "$T/m/sparse" >"$T/sparse.json" || fail "layout of a sparse file"
+python3 - "$T/sparse.json" <<'PY' || fail "sparse answer: $(cat "$T/sparse.json")"
+import json, sys
+e = [(x["file_offset"], x["length"], x["state"]) for x in json.load(open(sys.argv[1]))["extents"]]
+assert e[:4] == [(0, 65536, "hole"), (65536, 8192, "data"), (73728, 188416, "hole"),
+                 (262144, 131072, "unwritten")], e
+assert e[4][0] == 393216 and e[4][2] == "hole", e
+for x in json.load(open(sys.argv[1]))["extents"]:
+    # No checksums but a written block's (an empty array: libsmartcols 2.38 prints [null]).
+    assert x["state"] == "data" or x["crc32c"] in ([], [None]), x
+    # A hole has no place; an unwritten range has one (a write in place would go there).
+    assert (x["state"] == "hole") == (x["volume_offset"] is None), x
+    assert (x["state"] == "hole") == (not x.get("children")), x
 PY
 
 # People's lines name the same member and offset.

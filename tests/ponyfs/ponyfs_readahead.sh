@@ -22,20 +22,12 @@ dd if=/dev/zero of="$T/probe" bs=4096 count=1 oflag=direct status=none 2>/dev/nu
 truncate -s 512M "$T/img"
 "$PONY" mkfs "$T/img" >/dev/null || fail "mkfs"
 
-cached() { fincore --bytes --noheadings --output RES "$T/img"; }
-uncache() { dd if="$T/img" iflag=nocache count=0 status=none; }
+uncache() { images_uncache "$T/img"; }
 
 # 1. The hints reach the host's cache ahead of the reader.
 head -c $((96 << 20)) /dev/urandom >"$T/data"
-pony_mount "$T/img"
-dd if="$T/data" of="$T/m/f" bs=1M conv=fsync status=none || fail "write through the mount"
-pony_umount
-uncache
-pony_mount "$T/img"
-before=$(cached)
-dd if="$T/m/f" of=/dev/null bs=1M count=4 status=none || fail "read of the first 4 MiB"
-sleep 0.5                       # the hinted reads land
-after=$(cached)
+readahead_probe 4 "$T/img"
+before=$ra_before after=$ra_after
 echo "# image cached: $before B after mounting, $after B after reading 4 MiB"
 [ "$after" -ge $((28 << 20)) ] || fail "only $after B of the image cached after a 4 MiB sequential read"
 cmp "$T/data" "$T/m/f" || fail "the file reads back different"

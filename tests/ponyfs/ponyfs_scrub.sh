@@ -181,7 +181,13 @@ grep -Eq "^read +false +.* file offset 81920 of inode [0-9]+: " "$T/bad.txt" ||
 sleep 1.5
 "$PONY" fs scrub status "$T/m" >"$T/status.out"
 [ "$(record_field STATE <"$T/status.out")" = running ] &&
-	[[ $(record_field PERCENT <"$T/status.out") =~ ^[0-9]+$ ]] || fail "status while running: $(cat "$T/status.out")"
+	[[ $(record_field PERCENT <"$T/status.out") =~ ^[0-9]+$ ]] &&
+	[[ $(record_field ETA <"$T/status.out") =~ ^[0-9]+$ ]] || fail "status while running: $(cat "$T/status.out")"
+# --rate 20 holds: no more than 20 MB a second of ELAPSED (whole seconds,
+# so one more) went by, and the step (1 MiB) handed out at the start.
+pos=$(record_field POSITION <"$T/status.out")
+[ "$pos" -le $((20000000 * ($(record_field ELAPSED <"$T/status.out") + 1) + 1048576)) ] ||
+	fail "--rate 20 passed: $(cat "$T/status.out")"
 "$PONY" fs scrub start "$T/m" 2>&1 | grep -q "already running" || fail "a second start"
 "$PONY" fs scrub stop "$T/m" >"$T/stop.out" || fail "stop"
 [ "$(record_field STATE <"$T/stop.out")" = stopped ] || fail "stop: $(cat "$T/stop.out")"

@@ -568,17 +568,12 @@ static void test_gcm_tamper_in_a_split_read_is_eio(void **state)
 }
 
 /*
- * An encrypted writeback writes each run on the helper while it encrypts
- * the next: a write that fails there, the last run's too (here the only
- * one: 1 MiB), still fails the fsync (EIO), and nothing of the file is
- * committed (teardown's fsck finds the image clean).
+ * A mount of the test image whose data region fails every write once
+ * armed (*ret_fault), and an encrypted directory under the test key.
  */
-static void test_encrypted_write_error_fails_the_fsync(void **state)
+static void mount_with_write_fault(struct fixture *f, struct bdev **ret_fault)
 {
-	struct fixture *f = *state;
-	static uint8_t data[1 << 20];
 	struct bdev *meta, *data_dev, *fault;
-	uint64_t ino, fh;
 	struct vfs *v;
 	uint8_t id[16];
 
@@ -590,12 +585,80 @@ static void test_encrypted_write_error_fails_the_fsync(void **state)
 	ponyfs_of(v)->owned[1] = fault;
 	f->fs = v;
 	enc_dir(f->fs, CRYPT_MODE_AES_256_XTS, id);
-	test_fill(data, sizeof(data), 5);
+	*ret_fault = fault;
+}
+
+/* Writes size bytes to enc/f, makes every data write fail, and expects
+ * the fsync to fail with EIO. */
+static void write_then_fail_fsync(struct fixture *f, size_t size)
+{
+	static uint8_t data[1 << 20];
+	struct bdev *fault;
+	uint64_t ino, fh;
+
+	assert_true(size <= sizeof(data));
+	mount_with_write_fault(f, &fault);
+	test_fill(data, size, 5);
 	assert_int_equal(test_open(f->fs, "enc/f", O_CREAT | O_WRONLY, &ino, &fh), 0);
-	assert_int_equal(VFS_CALL(f->fs, write, ino, fh, data, sizeof(data), 0), sizeof(data));
+	assert_int_equal(VFS_CALL(f->fs, write, ino, fh, data, size, 0), (ssize_t)size);
 	assert_int_equal(bdev_fault_add_bad(fault, 0, bdev_size(fault), BDEV_FAULT_WRITE), 0);
 	assert_int_equal(VFS_CALL(f->fs, fsync, ino, fh, false), -EIO);
 	VFS_CALL(f->fs, release, ino, fh);
+}
+
+/*
+ * An encrypted writeback writes each run on the helper while it encrypts
+ * the next: a write that fails there, the last run's too (here the only
+ * one: 1 MiB), still fails the fsync (EIO), and nothing of the file is
+ * committed (teardown's fsck finds the image clean).
+ */
+static void test_encrypted_write_error_fails_the_fsync(void **state)
+{
+	write_then_fail_fsync(*state, 1 << 20);
+}
+
+/* A short run is written in line instead: its error fails the fsync too. */
+static void test_small_encrypted_write_error_fails_the_fsync(void **state)
+{
+	write_then_fail_fsync(*state, 3 * 4096);
+}
+
+/* Writes size bytes of pattern seed to enc/NAME and fsyncs them; returns
+ * how many jobs the mount's helper took meanwhile. */
+static uint64_t write_fsync_jobs(struct vfs *fs, const char *name, size_t size, int seed)
+{
+	static uint8_t data[1 << 20], back[1 << 20];
+	struct ponyfs *p = ponyfs_of(fs);
+	uint64_t ino, fh, before = __atomic_load_n(&p->helper_jobs, __ATOMIC_RELAXED);
+
+	test_fill(data, size, seed);
+	assert_int_equal(test_open(fs, name, O_CREAT | O_RDWR, &ino, &fh), 0);
+	assert_int_equal(VFS_CALL(fs, write, ino, fh, data, size, 0), (ssize_t)size);
+	assert_int_equal(VFS_CALL(fs, fsync, ino, fh, false), 0);
+	before = __atomic_load_n(&p->helper_jobs, __ATOMIC_RELAXED) - before;
+	assert_int_equal(VFS_CALL(fs, read, ino, fh, back, size, 0), (ssize_t)size);
+	assert_memory_equal(back, data, size);
+	assert_int_equal(VFS_CALL(fs, release, ino, fh), 0);
+	return before;
+}
+
+/*
+ * A small file's writeback (an untar's) encrypts and writes in line: a
+ * hand-off to the helper per file cost a wake-up and a wait and hid
+ * nothing. A 1 MiB file's still goes to the helper (on more than one CPU),
+ * and both read back.
+ */
+static void test_small_encrypted_writeback_stays_in_line(void **state)
+{
+	struct fixture *f = *state;
+	uint8_t id[16];
+
+	enc_dir(f->fs, CRYPT_MODE_AES_256_XTS, id);
+	/* The large one first: the helper is running by the small one's. */
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		skip();         /* no helper on one CPU: nothing to tell apart */
+	assert_true(write_fsync_jobs(f->fs, "enc/large", 1 << 20, 8) > 0);
+	assert_int_equal(write_fsync_jobs(f->fs, "enc/small", 3 * 4096, 7), 0);
 }
 
 int main(void)
@@ -611,6 +674,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_gcm_tamper_in_a_split_read_is_eio, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_encrypted_write_error_fails_the_fsync, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_small_encrypted_write_error_fails_the_fsync,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_small_encrypted_writeback_stays_in_line, setup,
 						teardown),
 	};
 

@@ -247,7 +247,6 @@ static void test_encrypted_file_says_so(void **state)
 	assert_int_equal(VFS_CALL(f->v.fs, release, ino, fh), 0);
 }
 
-/* A one-image ponyfs: extents and checksums, but no volume to name. */
 /* A member failing (or being rebuilt) recalls the leases given before: the pieces changed meaning. */
 static void test_member_failure_recalls_leases(void **state)
 {
@@ -275,6 +274,7 @@ static void test_member_failure_recalls_leases(void **state)
 	assert_int_equal(VFS_CALL(f->v.fs, release, ino, fh), 0);
 }
 
+/* A one-image ponyfs: extents and checksums, but no volume to name. */
 static void test_image_layout_has_no_pieces(void **state)
 {
 	struct bdev *dev;

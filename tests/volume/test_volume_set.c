@@ -297,6 +297,55 @@ static void test_superblocks_fall_back_to_the_end_copy_and_refuse_corruption(voi
 	assert_int_equal(who, 1);       /* all[1] == 3 */
 }
 
+/* Every member's view, member 3 under a fault bdev whose reads fail over [off, off+len). */
+static struct bdev **views_with_unreadable_m3(struct bdev **d, uint64_t off, uint64_t len)
+{
+	for (unsigned i = 0; i < NDEV; i++) {
+		d[i] = view(all[i]);
+		if (all[i] == 3) {
+			d[i] = wrap(d[i]);
+			assert_int_equal(bdev_fault_add_bad(d[i], off, len, BDEV_FAULT_READ), 0);
+		}
+	}
+	return d;
+}
+
+static void test_a_member_whose_superblocks_cannot_be_read_is_left_out(void **state)
+{
+	struct volume_set *s = create(&raid6_all, 1);
+	struct volume_set_member m;
+	struct bdev *d[NDEV];
+	size_t n = 2 << 20;
+	uint8_t *w = malloc(n), *r = malloc(n);
+
+	fill(w, n, 31);
+	assert_int_equal(volume_write(volume_set_volume(s), w, n, 0), 0);
+	assert_int_equal(volume_set_close(s), 0);
+	/* The start copy unreadable: the end copy is read, the member is in. */
+	views_with_unreadable_m3(d, 0, 4096);
+	assert_int_equal(volume_set_open(d, NDEV, 0, &s, NULL), 0);
+	assert_int_equal(volume_set_member(s, 3, &m), 0);
+	assert_int_equal(m.state, VOLUME_MEMBER_OK);
+	assert_int_equal(volume_set_close(s), 0);
+	/* Both copies unreadable (a dying disk, a server failing every read):
+	 * the device is left out, its member absent, and the volume runs only
+	 * when allowed to run degraded, with every byte. */
+	views_with_unreadable_m3(d, 0, DEV_SIZE);
+	assert_int_equal(volume_set_open(d, NDEV, 0, &s, NULL), -ENXIO);
+	for (unsigned i = 0; i < NDEV; i++)
+		bdev_free(d[i]);
+	views_with_unreadable_m3(d, 0, DEV_SIZE);
+	assert_int_equal(volume_set_open(d, NDEV, VOLUME_SET_DEGRADED, &s, NULL), 0);
+	assert_int_equal(volume_set_member(s, 3, &m), 0);
+	assert_int_equal(m.state, VOLUME_MEMBER_FAILED);
+	assert_null(m.device);
+	assert_int_equal(volume_read(volume_set_volume(s), r, n, 0), 0);
+	assert_memory_equal(w, r, n);
+	assert_int_equal(volume_set_close(s), 0);
+	free(w);
+	free(r);
+}
+
 static void test_members_of_another_volume_are_refused(void **state)
 {
 	struct volume_set *s = create(&raid6_all, 1);
@@ -828,6 +877,7 @@ int main(void)
 		cmocka_unit_test(test_a_member_lost_before_a_crash_is_stale_at_the_next_assembly),
 		cmocka_unit_test(test_a_stopped_scrub_resumes_from_its_checkpoint),
 		cmocka_unit_test(test_superblocks_fall_back_to_the_end_copy_and_refuse_corruption),
+		cmocka_unit_test(test_a_member_whose_superblocks_cannot_be_read_is_left_out),
 		cmocka_unit_test(test_members_of_another_volume_are_refused),
 		cmocka_unit_test(test_crash_resyncs_only_what_the_bitmap_marked),
 		cmocka_unit_test(test_write_errors_go_to_the_bad_block_log_and_survive_reassembly),
