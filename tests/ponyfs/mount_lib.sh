@@ -33,6 +33,15 @@ volume_images() {
 	"$PONY" mkfs --data "$1" "${@:4}" "${imgs[@]}" >/dev/null || fail "mkfs --data $1 of $2 images"
 }
 
+# readahead_require: what the read-ahead tests need besides a mount:
+# fincore to see the host's cache, and O_DIRECT under $T (the images are
+# dropped from the cache with it).
+readahead_require() {
+	require_cmd fincore
+	dd if=/dev/zero of="$T/probe" bs=4096 count=1 oflag=direct status=none 2>/dev/null ||
+		skip "$T is on a file system without O_DIRECT"
+}
+
 # images_cached IMG...: bytes of the images in the host's page cache;
 # images_uncache IMG...: dropped from it.
 images_cached() {

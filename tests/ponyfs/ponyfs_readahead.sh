@@ -14,11 +14,9 @@ require_root
 require_fuse
 require_cmd python3
 require_cmd fusermount3
-require_cmd fincore
 
 . "$PONY_SRCDIR/tests/ponyfs/mount_lib.sh" ponyfs-readahead
-dd if=/dev/zero of="$T/probe" bs=4096 count=1 oflag=direct status=none 2>/dev/null ||
-	skip "$T is on a file system without O_DIRECT"
+readahead_require
 truncate -s 512M "$T/img"
 "$PONY" mkfs "$T/img" >/dev/null || fail "mkfs"
 

@@ -220,6 +220,42 @@ static void test_stale_member_is_refused_then_replaced_and_rebuilt(void **state)
  * current ones (the soak saw files read back as zeros). md's rule: the
  * failure is in the superblocks before a write that left it behind returns.
  */
+/* A raid6 set made of fresh members, n bytes of seed's pattern written and the set closed: the bytes. */
+static uint8_t *closed_set_holding(size_t n, unsigned seed)
+{
+	struct volume_set *s = create(&raid6_all, 1);
+	uint8_t *w = malloc(n);
+
+	fill(w, n, seed);
+	assert_int_equal(volume_write(volume_set_volume(s), w, n, 0), 0);
+	assert_int_equal(volume_set_close(s), 0);
+	return w;
+}
+
+/* The first n bytes read back as w; closes s. */
+static void check_reads_then_close(struct volume_set *s, const uint8_t *w, size_t n)
+{
+	uint8_t *r = malloc(n);
+
+	assert_int_equal(volume_read(volume_set_volume(s), r, n, 0), 0);
+	assert_memory_equal(w, r, n);
+	assert_int_equal(volume_set_close(s), 0);
+	free(r);
+}
+
+/* Every member's view in d (in the order all[] gives), member 3's under a fault bdev: returned. */
+static struct bdev *views_with_faulty_m3(struct bdev **d)
+{
+	struct bdev *f = NULL;
+
+	for (unsigned i = 0; i < NDEV; i++) {
+		d[i] = view(all[i]);
+		if (all[i] == 3)
+			d[i] = f = wrap(d[i]);
+	}
+	return f;
+}
+
 static void test_a_member_lost_before_a_crash_is_stale_at_the_next_assembly(void **state)
 {
 	struct volume_set *s = create(&raid6_all, 1);
@@ -232,11 +268,7 @@ static void test_a_member_lost_before_a_crash_is_stale_at_the_next_assembly(void
 	fill(w, n, 21);
 	assert_int_equal(volume_write(volume_set_volume(s), w, n, 0), 0);
 	assert_int_equal(volume_set_close(s), 0);
-	for (unsigned i = 0; i < NDEV; i++)
-		d[i] = view(all[i]);
-	for (unsigned i = 0; i < NDEV; i++)
-		if (!strcmp(d[i]->name, "m3"))
-			d[i] = f = wrap(d[i]);
+	f = views_with_faulty_m3(d);
 	assert_int_equal(volume_set_open(d, NDEV, 0, &s, &who), 0);
 	bdev_fault_vanish(f);
 	fill(w, n, 22);         /* member 3 misses all of it */
@@ -297,32 +329,16 @@ static void test_superblocks_fall_back_to_the_end_copy_and_refuse_corruption(voi
 	assert_int_equal(who, 1);       /* all[1] == 3 */
 }
 
-/* Every member's view, member 3 under a fault bdev whose reads fail over [off, off+len). */
-static struct bdev **views_with_unreadable_m3(struct bdev **d, uint64_t off, uint64_t len)
-{
-	for (unsigned i = 0; i < NDEV; i++) {
-		d[i] = view(all[i]);
-		if (all[i] == 3) {
-			d[i] = wrap(d[i]);
-			assert_int_equal(bdev_fault_add_bad(d[i], off, len, BDEV_FAULT_READ), 0);
-		}
-	}
-	return d;
-}
-
 static void test_a_member_whose_superblocks_cannot_be_read_is_left_out(void **state)
 {
-	struct volume_set *s = create(&raid6_all, 1);
+	struct volume_set *s;
 	struct volume_set_member m;
 	struct bdev *d[NDEV];
 	size_t n = 2 << 20;
-	uint8_t *w = malloc(n), *r = malloc(n);
+	uint8_t *w = closed_set_holding(n, 31);
 
-	fill(w, n, 31);
-	assert_int_equal(volume_write(volume_set_volume(s), w, n, 0), 0);
-	assert_int_equal(volume_set_close(s), 0);
 	/* The start copy unreadable: the end copy is read, the member is in. */
-	views_with_unreadable_m3(d, 0, 4096);
+	assert_int_equal(bdev_fault_add_bad(views_with_faulty_m3(d), 0, 4096, BDEV_FAULT_READ), 0);
 	assert_int_equal(volume_set_open(d, NDEV, 0, &s, NULL), 0);
 	assert_int_equal(volume_set_member(s, 3, &m), 0);
 	assert_int_equal(m.state, VOLUME_MEMBER_OK);
@@ -330,20 +346,17 @@ static void test_a_member_whose_superblocks_cannot_be_read_is_left_out(void **st
 	/* Both copies unreadable (a dying disk, a server failing every read):
 	 * the device is left out, its member absent, and the volume runs only
 	 * when allowed to run degraded, with every byte. */
-	views_with_unreadable_m3(d, 0, DEV_SIZE);
+	assert_int_equal(bdev_fault_add_bad(views_with_faulty_m3(d), 0, DEV_SIZE, BDEV_FAULT_READ), 0);
 	assert_int_equal(volume_set_open(d, NDEV, 0, &s, NULL), -ENXIO);
 	for (unsigned i = 0; i < NDEV; i++)
 		bdev_free(d[i]);
-	views_with_unreadable_m3(d, 0, DEV_SIZE);
+	assert_int_equal(bdev_fault_add_bad(views_with_faulty_m3(d), 0, DEV_SIZE, BDEV_FAULT_READ), 0);
 	assert_int_equal(volume_set_open(d, NDEV, VOLUME_SET_DEGRADED, &s, NULL), 0);
 	assert_int_equal(volume_set_member(s, 3, &m), 0);
 	assert_int_equal(m.state, VOLUME_MEMBER_FAILED);
 	assert_null(m.device);
-	assert_int_equal(volume_read(volume_set_volume(s), r, n, 0), 0);
-	assert_memory_equal(w, r, n);
-	assert_int_equal(volume_set_close(s), 0);
+	check_reads_then_close(s, w, n);
 	free(w);
-	free(r);
 }
 
 static void test_members_of_another_volume_are_refused(void **state)
@@ -434,17 +447,6 @@ static void test_write_errors_go_to_the_bad_block_log_and_survive_reassembly(voi
 	assert_int_equal(volume_read(volume_set_volume(s), r, sizeof(r), 0), 0);
 	assert_memory_equal(w, r, sizeof(w));
 	assert_int_equal(volume_set_close(s), 0);
-}
-
-/* The first n bytes read back as w; closes s. */
-static void check_reads_then_close(struct volume_set *s, const uint8_t *w, size_t n)
-{
-	uint8_t *r = malloc(n);
-
-	assert_int_equal(volume_read(volume_set_volume(s), r, n, 0), 0);
-	assert_memory_equal(w, r, n);
-	assert_int_equal(volume_set_close(s), 0);
-	free(r);
 }
 
 /* With members a and b failed too, the first n bytes read back as w; closes s. */
@@ -829,14 +831,11 @@ static void test_too_few_members_say_how_many_the_level_needs(void **state)
 static void test_a_truncated_member_is_named_and_left_out(void **state)
 {
 	struct volume_set_assembly *a = calloc(1, sizeof(*a));
-	struct volume_set *s = create(&raid6_all, 1);
+	struct volume_set *s;
 	struct bdev *d[NDEV];
 	size_t n = 2 << 20;
-	uint8_t *w = malloc(n);
+	uint8_t *w = closed_set_holding(n, 23);
 
-	fill(w, n, 23);
-	assert_int_equal(volume_write(volume_set_volume(s), w, n, 0), 0);
-	assert_int_equal(volume_set_close(s), 0);
 	for (unsigned pass = 0; pass < 2; pass++) {
 		for (unsigned i = 0; i < NDEV; i++)
 			d[i] = i == 3 ? view_short(3, DEV_SIZE / 2) : view(i);
