@@ -57,7 +57,10 @@ int main(int argc, char **argv)
 	return argc == 2 && pony_layout_get_path(argv[1], 0, UINT64_MAX, &l) == -ENOTTY ? 0 : 1;
 }
 EOF
-cc -o "$T/client" "$T/client.c" -I"$D$includedir" -L"$D$libdir" -lpony-layout 2>"$T/cc.log" ||
+# A sanitizer build's library needs its runtimes in the client as well.
+san=()
+[ "${PONY_SANITIZE:-none}" = none ] || san=("-fsanitize=$PONY_SANITIZE")
+cc "${san[@]}" -o "$T/client" "$T/client.c" -I"$D$includedir" -L"$D$libdir" -lpony-layout 2>"$T/cc.log" ||
 	fail "a client of the installed libpony-layout does not build: $(cat "$T/cc.log")"
 LD_LIBRARY_PATH="$D$libdir" "$T/client" /etc/hostname || fail "the installed libpony-layout's client"
 # Nothing escaped DESTDIR: the machine's /sbin has no pony helper.
