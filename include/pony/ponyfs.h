@@ -54,6 +54,7 @@ enum ponyfs_atime {
 };
 
 struct volume;
+struct volume_set;
 
 struct ponyfs_options {
 	unsigned commit_ms;             /* the commit timer; 0: commit only on fsync/sync */
@@ -170,6 +171,11 @@ struct ponyfs_fsck_params {
 	/* The pony volume whose regions meta and data are: its metadata
 	 * mirror's copies are compared. NULL: not on a volume. */
 	struct volume *volume;
+	/* Its set, when assembled from members: where its copies differ in a
+	 * region that a read-only assembly after an unclean close has yet to
+	 * resync (volume_set_unsynced), writes were in flight, and the next
+	 * writable open makes them agree: no problem. NULL: none. */
+	const struct volume_set *set;
 	/* The data check's progress (PONYFS_FSCK_DATA, the long part): bytes
 	 * of file data read over all there are; a non-zero return stops the
 	 * check (-ECANCELED). NULL: none. */
@@ -180,6 +186,9 @@ struct ponyfs_fsck_params {
 struct ponyfs_fsck_result {
 	unsigned found;                 /* problems found */
 	unsigned fixed;                 /* of those, fixed */
+	/* Bytes where the metadata mirror's copies differ in regions awaiting
+	 * a resync after an unclean close (params' set): no problem. */
+	uint64_t mirror_unsynced;
 };
 
 /*

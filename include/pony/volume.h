@@ -409,6 +409,14 @@ struct volume_set_info {
 	uint64_t rebuild_done;          /* volume bytes rebuilt so far (of volume_size()) */
 };
 void volume_set_info(const struct volume_set *s, struct volume_set_info *ret);
+/*
+ * Whether volume bytes [off, off+len) lie in a region that a read-only
+ * assembly of a volume not closed clean has yet to resync: the write-intent
+ * bitmap marks it, so writes were in flight there and its copies (or its
+ * parity) may disagree until the next writable open resyncs it from the
+ * first working copy, as md does. False for a writable set (resynced).
+ */
+bool volume_set_unsynced(const struct volume_set *s, uint64_t off, uint64_t len);
 int volume_set_member(const struct volume_set *s, unsigned m, struct volume_set_member *ret);
 
 int volume_set_fail(struct volume_set *s, unsigned m);

@@ -585,15 +585,21 @@ static void fsck_summary(struct fsck_out *o, int r, const struct ponyfs_fsck_res
 		cli_record_set_u64(rec, "found", res->found);
 		cli_record_set_u64(rec, "fixed", res->fixed);
 		cli_record_set_u64(rec, "left", left);
+		cli_record_set_u64(rec, "mirror_unsynced", res->mirror_unsynced);
 		cli_record_set(rec, "error", 0, r < 0 ? "%s" : NULL, strerror(-r));
 		cli_record_set_u64(rec, "exit", (uint64_t)fsck_exit(r, res));
 		cli_tables_print((struct cli_table *[]){ cli_record_table(rec), o->problems }, 2);
 		o->problems = NULL;
-	} else if (r >= 0 && !res->found) {
-		printf("%s: clean\n", o->dev);
-	} else if (r >= 0) {
-		printf("%s: %u problem%s: %u fixed, %u left\n", o->dev, res->found,
-		       res->found == 1 ? "" : "s", res->fixed, left);
+	} else {
+		if (res->mirror_unsynced)
+			printf("%s: %llu bytes of the metadata mirror's copies differ where writes "
+			       "were in flight at an unclean shutdown; the next writable open resyncs "
+			       "them\n", o->dev, (unsigned long long)res->mirror_unsynced);
+		if (r >= 0 && !res->found)
+			printf("%s: clean\n", o->dev);
+		else if (r >= 0)
+			printf("%s: %u problem%s: %u fixed, %u left\n", o->dev, res->found,
+			       res->found == 1 ? "" : "s", res->fixed, left);
 	}
 	if (r < 0)
 		cli_error("%s: cannot check%s: %s", o->dev, res->found ? " further" : "",
@@ -683,6 +689,7 @@ static int fsck_run(int argc, char **argv)
 		o.problems = fsck_problems_table();
 	p.flags = flags;
 	p.volume = s.set ? volume_set_volume(s.set) : NULL;
+	p.set = s.set;
 	util_progress_init(&bar, "checking file data", 0);
 	p.progress = vol_progress;
 	p.progress_arg = &bar;

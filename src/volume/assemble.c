@@ -262,6 +262,21 @@ static int set_resync(struct volume_set *s)
 }
 
 
+bool volume_set_unsynced(const struct volume_set *s, uint64_t off, uint64_t len)
+{
+	uint64_t first, last;
+
+	/* A writable open resynced them (set_resync) before it returned. */
+	if (!s || s->was_clean || !s->rdonly || !len)
+		return false;
+	first = off >> s->sb.bitmap_shift;
+	last = (off + len - 1) >> s->sb.bitmap_shift;
+	for (uint64_t b = first; b <= last && b / 8 < VOLUME_SB_BITMAP_BYTES; b++)
+		if (s->bitmap[b / 8] & (1u << (b % 8)))
+			return true;
+	return false;
+}
+
 /* What the set knows of member m; works before the volume is built too. */
 static void set_member_fill(const struct volume_set *s, unsigned m, struct volume_set_member *ret)
 {
@@ -346,8 +361,9 @@ static int set_start(struct volume_set *s, struct volume_sb *sbs, struct bdev **
 	set_load_state(s, sbs, devs, ndevs);
 	s->rdonly = flags & VOLUME_SET_RDONLY;
 	s->was_clean = s->sb.flags & VOLUME_SB_CLEAN;
-	if (!s->rdonly)
-		r = set_bitmap_load(s);
+	/* Read-only too: after an unclean close it says which regions differ
+	 * between copies only because writes were in flight (volume_set_unsynced). */
+	r = set_bitmap_load(s);
 	if (r >= 0 && !s->rdonly && !s->was_clean)
 		r = set_resync(s);
 	if (r >= 0 && !s->rdonly) {

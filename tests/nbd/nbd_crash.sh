@@ -74,7 +74,8 @@ while True:
     i += 1
 PY
 	load=$!
-	acks() { grep -c "^ack " "$T/journal$round" 2>/dev/null; }
+	# (0 until the load has made its journal)
+	acks() { local n; n=$(grep -c "^ack " "$T/journal$round" 2>/dev/null); echo "${n:-0}"; }
 	for _ in $(seq 200); do [ "$(acks)" -ge $((10 * round)) ] && break; sleep 0.05; done
 	kill -0 "$load" 2>/dev/null || fail "the load ended: $(cat "$T/load$round.out")"
 	[ "$(acks)" -ge $((10 * round)) ] || fail "the load acknowledged too little"
