@@ -85,6 +85,24 @@ int volume_mread(struct volume_seg *s, unsigned m, void *buf, size_t len, uint64
 	return bdev_pread(mb->dev, buf, len, mb->offset + off);
 }
 
+bool volume_munreadable(struct volume_seg *s, unsigned m, uint64_t off, uint64_t len, void *buf,
+			uint64_t *ret_first, uint64_t *ret_end)
+{
+	uint64_t first = len, end = 0;
+
+	for (uint64_t at = 0; at < len; at += 4096) {
+		size_t n = (size_t)MIN((uint64_t)4096, len - at);
+
+		if (!member_bad(&s->m[m], off + at, n) && volume_mread(s, m, buf, n, off + at) < 0) {
+			first = MIN(first, at);
+			end = at + n;
+		}
+	}
+	*ret_first = first;
+	*ret_end = end;
+	return first < end;
+}
+
 int volume_mwrite(struct volume_seg *s, unsigned m, const void *buf, size_t len, uint64_t off)
 {
 	struct volume_member *mb = &s->m[m];

@@ -193,7 +193,7 @@ static int copies_scrub(struct volume_seg *s, const struct volume_place *c, size
 	struct volume_mismatch mm = { .seg = s->index, .stripe = UINT64_MAX, .seg_off = seg_off,
 				      .seg_len = len };
 	size_t first = 0, last = len - 1;
-	uint64_t found = sc->count;
+	uint64_t found = sc->count, bad_first, bad_end;
 	struct vote v;
 	int ret = 0;
 
@@ -203,10 +203,22 @@ static int copies_scrub(struct volume_seg *s, const struct volume_place *c, size
 	for (unsigned i = 0; i < c->ncopies && ret >= 0; i++) {
 		if (v.agree[i] || volume_mstate(s, c->disk[i]) != VOLUME_MEMBER_OK)
 			continue;
-		/* Outvoted (its bytes narrow the range) or unreadable (all of it). */
-		if (v.readable[i] && volume_mread(s, c->disk[i], b, len, c->dev_off[i]) == 0 &&
-		    !diff_range(a, b, len, &first, &last))
+		/*
+		 * Unreadable: the blocks that fail to read, a bad sector as
+		 * itself and not its 1 MiB piece (none: it reads now, or fails
+		 * only where its bad-block log says so, by design). Outvoted:
+		 * its bytes narrow the range; a read that fails now, all of it.
+		 */
+		if (!v.readable[i]) {
+			if (!volume_munreadable(s, c->disk[i], c->dev_off[i], len, b, &bad_first,
+						&bad_end))
+				continue;
+			first = (size_t)bad_first;
+			last = (size_t)bad_end - 1;
+		} else if (volume_mread(s, c->disk[i], b, len, c->dev_off[i]) == 0 &&
+			   !diff_range(a, b, len, &first, &last)) {
 			continue;
+		}
 		mm.located = true;
 		mm.member = c->disk[i];
 		volume_mismatch_narrow(&mm, c->dev_off[i], first, last);

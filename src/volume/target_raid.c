@@ -586,39 +586,15 @@ static int raid_scrub_row(struct volume_seg *s, struct row *r, uint64_t stripe,
 	return ret;
 }
 
-/* Whether [off, off+len) of member m lies in its bad-block log (reconstructed by design). */
-static bool in_bad_log(const struct volume_seg *s, unsigned m, uint64_t off, uint64_t len)
-{
-	const struct volume_member *mb = &s->m[m];
-
-	for (unsigned i = 0; i < mb->nbad; i++)
-		if (off < mb->bad[i].off + mb->bad[i].len && mb->bad[i].off < off + len)
-			return true;
-	return false;
-}
-
-/*
- * The part of block b that its member cannot read, 4 KiB at a time, less
- * what its bad-block log already holds: false when nothing is left.
- */
+/* The part of block b that its member cannot read (volume_munreadable). */
 static bool unreadable_range(struct volume_seg *s, struct row *r, unsigned b, uint64_t *ret_off,
 			     uint64_t *ret_len)
 {
-	uint64_t first = r->len, end = 0;
-	unsigned d = row_disk(r, b);
+	uint64_t end;
+	bool bad = volume_munreadable(s, row_disk(r, b), r->devoff, r->len, r->extra, ret_off, &end);
 
-	for (uint64_t at = 0; at < r->len; at += 4096) {
-		size_t n = (size_t)MIN((uint64_t)4096, r->len - at);
-
-		if (!in_bad_log(s, d, r->devoff + at, n) &&
-		    volume_mread(s, d, r->extra, n, r->devoff + at) < 0) {
-			first = MIN(first, at);
-			end = at + n;
-		}
-	}
-	*ret_off = first;
-	*ret_len = end - first;
-	return first < end;
+	*ret_len = end - *ret_off;
+	return bad;
 }
 
 /*

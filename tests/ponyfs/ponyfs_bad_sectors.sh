@@ -6,7 +6,9 @@
 # sector under a file: the passive scrub rebuilds it from parity and
 # writes it back (the disk remaps it), counts it repaired and lists it in
 # `pony fs badblocks` with member 3, its sector and the file; a clean file
-# is never named. A range of member 3 whose writes fail: a file written
+# is never named. An unreadable sector under member 3's copy of a
+# database page: rewritten from the mirror's other copies, listed as
+# metadata with its SQLite page. A range of member 3 whose writes fail: a file written
 # over it reads back whole, and `pony fs badblocks` lists the range from
 # member 3's bad-block log with the file that lives there.
 set -u
@@ -62,6 +64,33 @@ grep -qx "scrub true 3 $(((moff + 4096) / 512)) $((foff + 4096))" "$T/bad.a" ||
 [ -z "$(badblocks_of c)" ] || fail "c, never hit, is listed: $(badblocks_of c)"
 grep -q "file /c" "$T/pony.log" && fail "c, never hit, is named in the log: $(cat "$T/pony.log")"
 cmp "$T/m/a" "$T/a" || fail "a after the scrub"
+
+# An unreadable sector under member 3's copy of database page 2 (the
+# metadata region is mirrored on all six): scrub rewrites it from the
+# other copies, and `pony fs badblocks` names it as metadata with its page.
+read -r mdoff mdwhat < <("$PONY" fs resolve --json "$T/m" 16384 | python3 -c '
+import json, sys
+a = json.load(sys.stdin)["address"][0]
+print(a["member_offset"], a["what"] + "/" + a["part"] + "/" + str(a["page"]))') || fail "resolve 16384"
+[ "$mdwhat" = metadata/database/2 ] || fail "volume byte 16384 holds $mdwhat, not database page 2"
+echo "$((mdoff + 512)) 512" >"$BADREAD"
+"$PONY" fs scrub start --wait "$T/m" >"$T/scrub.out" || fail "scrub: $(cat "$T/scrub.out")"
+[ "$(record_field STATE <"$T/scrub.out") $(record_field LOST <"$T/scrub.out")" = "done 0" ] &&
+	[ "$(record_field REPAIRED <"$T/scrub.out")" -ge 1 ] ||
+	fail "scrub over an unreadable metadata sector: $(cat "$T/scrub.out"); log: $(cat "$T/pony.log")"
+[ -e "$BADREAD" ] && fail "the unreadable metadata sector was not written back"
+"$PONY" fs badblocks --json "$T/m" | python3 -c '
+import json, sys
+want = int(sys.argv[1]) // 512
+bad = [b for b in json.load(sys.stdin)["badblocks"] if b["what"] == "metadata"]
+# The 4 KiB block holding the sector, not the 1 MiB piece the scrub read.
+hit = [b for b in bad if b["member"] == 3 and b["member_sector"] <= want < b["member_sector"] + 8
+       and b["length"] == 4096]
+assert hit, bad
+assert hit[0]["part"] == "database" and hit[0]["page"] == 2 and hit[0]["repaired"], hit
+assert hit[0]["source"].startswith("scrub"), hit' "$((mdoff + 512))" ||
+	fail "badblocks: the unreadable metadata sector: $("$PONY" fs badblocks --json "$T/m")"
+ls "$T/m" >/dev/null && cmp "$T/m/c" "$T/c" || fail "the mount after the metadata repair"
 
 # Writes failing on a range of member 3 after everything written so far:
 # the next file's stripes land there, the member keeps the range in its
