@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 
 #include "pony/acall.h"
 #include "pony/bdev.h"
@@ -27,6 +28,7 @@ struct bdev_file {
 	struct bdev b;
 	int fd;
 	bool is_blockdev;
+	bool buffered;                  /* fd is not O_DIRECT: reads may come from the page cache */
 	struct acall_ring *ring;        /* NULL: plain syscalls */
 	pthread_mutex_t direct_lock;    /* opening direct_fd */
 	int direct_fd;                  /* O_DIRECT, for pwrite_direct; see DIRECT_* */
@@ -231,12 +233,37 @@ static void ring_done(struct acall_ring *ring, struct acall_op *op, void *arg)
 		io->done(io);
 }
 
+/*
+ * A read the page cache holds whole is copied here and now (preadv2 with
+ * RWF_NOWAIT), completing in the submitter's thread. Handed to the ring,
+ * it would come back through the reaper thread, a wake-up and a context
+ * switch a piece: that cost a batch of page-cache reads (raid_read_span.c)
+ * a third of its speed (`pony vol read` of a RAID6 on cached images, 3.9
+ * GB/s against 5.5 read piece by piece). A read that would wait for the
+ * disk, or that the cache holds only in part, goes to the ring as before,
+ * so cold reads on several members still overlap. Not on an O_DIRECT
+ * descriptor, where RWF_NOWAIT would issue the I/O and wait for it.
+ */
+static bool read_from_cache(struct bdev_file *f, struct bdev_io *io)
+{
+	struct iovec v = { .iov_base = io->buf, .iov_len = io->len };
+
+	return f->buffered && io->op == BDEV_READ &&
+	       preadv2(f->fd, &v, 1, (off_t)io->off, RWF_NOWAIT) == (ssize_t)io->len;
+}
+
 static void ring_submit(struct bdev *b, struct bdev_io *io)
 {
 	struct bdev_file *f = (struct bdev_file *)b;
 	struct acall_op *op;
 	int r;
 
+	if (read_from_cache(f, io)) {
+		io->result = 0;
+		if (io->done)
+			io->done(io);
+		return;
+	}
 	if (io->op == BDEV_DISCARD || !(op = acall_get_op(f->ring))) {
 		io->result = io->op == BDEV_DISCARD ? file_discard(b, io->off, io->len) : -ENOMEM;
 		if (io->done)
@@ -312,6 +339,7 @@ int bdev_file_open(const char *path, int flags, struct bdev **ret)
 	f->b.size = size;
 	f->b.block_size = 512;
 	f->is_blockdev = S_ISBLK(st.st_mode);
+	f->buffered = !(flags & O_DIRECT);
 	snprintf(f->b.name, sizeof(f->b.name), "%s", path);
 	f->fd = TAKE_FD(fd);
 	f->direct_fd = DIRECT_UNTRIED;

@@ -357,6 +357,42 @@ static void test_record_log_replays_every_prefix(void **state)
 	bdev_free(rec);
 }
 
+static void note_done(struct bdev_io *io)
+{
+	*(int *)io->data += 1;
+}
+
+/*
+ * A read the page cache holds whole completes in the submitter's thread,
+ * before bdev_submit() returns: through the ring's reaper each piece of a
+ * RAID batch read cost a wake-up and a context switch (file.c).
+ */
+static void test_file_bdev_cached_read_completes_in_the_submitter(void **state)
+{
+	char path[] = "/tmp/pony-bdev-cached-XXXXXX";
+	int fd = mkstemp(path), calls = 0;
+	struct acall_ring *ring;
+	struct bdev *f;
+	static uint8_t w[65536], r[65536];
+	struct bdev_io io = { .op = BDEV_READ, .buf = r, .len = sizeof(r), .off = 4096,
+			      .done = note_done, .data = &calls };
+
+	assert_true(fd >= 0);
+	fill(w, sizeof(w), 7);
+	assert_int_equal(pwrite(fd, w, sizeof(w), 4096), (ssize_t)sizeof(w));    /* now cached */
+	assert_int_equal(acall_ring_new(NULL, &ring), 0);
+	assert_int_equal(bdev_file_open_ring(path, O_RDWR, ring, &f), 0);
+	io.result = -1;
+	bdev_submit(f, &io);
+	assert_int_equal(calls, 1);             /* done already, not later from the reaper */
+	assert_int_equal(io.result, 0);
+	assert_memory_equal(w, r, sizeof(r));
+	bdev_free(f);
+	acall_ring_free(ring);
+	close(fd);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -364,6 +400,7 @@ int main(void)
 		cmocka_unit_test(test_only_memory_bdevs_lend_their_storage),
 		cmocka_unit_test(test_file_bdev_round_trips_through_the_file),
 		cmocka_unit_test(test_file_bdev_through_acall_completes_sync_and_async_io),
+		cmocka_unit_test(test_file_bdev_cached_read_completes_in_the_submitter),
 		cmocka_unit_test(test_fault_bdev_fails_where_and_when_asked),
 		cmocka_unit_test(test_torn_write_keeps_a_prefix_and_cuts_power),
 		cmocka_unit_test(test_record_log_replays_every_prefix),
