@@ -50,14 +50,20 @@ for b in json.load(sys.stdin)["badblocks"]:
         print(b["source"].replace(" ", "_"), json.dumps(b["repaired"]), b["member"], b["member_sector"], b["file_offset"])' "$1"
 }
 
+# scrub_over_bad_sector OFFSET WHAT: member 3's 512 bytes at OFFSET fail to
+# read; a scrub repairs them (written back: the disk remaps the sector) and loses nothing.
+scrub_over_bad_sector() {
+	echo "$1 512" >"$BADREAD"
+	"$PONY" fs scrub start --wait "$T/m" >"$T/scrub.out" || fail "scrub: $(cat "$T/scrub.out")"
+	[ "$(record_field STATE <"$T/scrub.out") $(record_field LOST <"$T/scrub.out")" = "done 0" ] &&
+		[ "$(record_field REPAIRED <"$T/scrub.out")" -ge 1 ] ||
+		fail "scrub over $2: $(cat "$T/scrub.out"); log: $(cat "$T/pony.log")"
+	[ -e "$BADREAD" ] && fail "$2 was not written back"
+}
+
 # An unreadable sector under a's block on member 3: scrub rebuilds and rewrites it.
 read -r foff moff < <(on_member3 a) || fail "no block of a on member 3"
-echo "$((moff + 4096)) 512" >"$BADREAD"
-"$PONY" fs scrub start --wait "$T/m" >"$T/scrub.out" || fail "scrub: $(cat "$T/scrub.out")"
-[ "$(record_field STATE <"$T/scrub.out") $(record_field LOST <"$T/scrub.out")" = "done 0" ] &&
-	[ "$(record_field REPAIRED <"$T/scrub.out")" -ge 1 ] ||
-	fail "scrub over an unreadable sector: $(cat "$T/scrub.out"); log: $(cat "$T/pony.log")"
-[ -e "$BADREAD" ] && fail "the unreadable sector was not written back"
+scrub_over_bad_sector $((moff + 4096)) "an unreadable sector under a"
 badblocks_of a >"$T/bad.a"
 grep -qx "scrub true 3 $(((moff + 4096) / 512)) $((foff + 4096))" "$T/bad.a" ||
 	fail "badblocks: the unreadable sector under a: $(cat "$T/bad.a"); all: $("$PONY" fs badblocks "$T/m")"
@@ -73,12 +79,7 @@ import json, sys
 a = json.load(sys.stdin)["address"][0]
 print(a["member_offset"], a["what"] + "/" + a["part"] + "/" + str(a["page"]))') || fail "resolve 16384"
 [ "$mdwhat" = metadata/database/2 ] || fail "volume byte 16384 holds $mdwhat, not database page 2"
-echo "$((mdoff + 512)) 512" >"$BADREAD"
-"$PONY" fs scrub start --wait "$T/m" >"$T/scrub.out" || fail "scrub: $(cat "$T/scrub.out")"
-[ "$(record_field STATE <"$T/scrub.out") $(record_field LOST <"$T/scrub.out")" = "done 0" ] &&
-	[ "$(record_field REPAIRED <"$T/scrub.out")" -ge 1 ] ||
-	fail "scrub over an unreadable metadata sector: $(cat "$T/scrub.out"); log: $(cat "$T/pony.log")"
-[ -e "$BADREAD" ] && fail "the unreadable metadata sector was not written back"
+scrub_over_bad_sector $((mdoff + 512)) "an unreadable sector under database page 2"
 "$PONY" fs badblocks --json "$T/m" | python3 -c '
 import json, sys
 want = int(sys.argv[1]) // 512
