@@ -33,13 +33,32 @@ volume_images() {
 	"$PONY" mkfs --data "$1" "${@:4}" "${imgs[@]}" >/dev/null || fail "mkfs --data $1 of $2 images"
 }
 
-# readahead_require: what the read-ahead tests need besides a mount:
-# fincore to see the host's cache, and O_DIRECT under $T (the images are
-# dropped from the cache with it).
+# readahead_require: what the read-ahead tests need: root, FUSE, fincore
+# to see the host's cache, and O_DIRECT under $T (the images are dropped
+# from the cache with it).
 readahead_require() {
-	require_cmd fincore
+	require_root
+	require_fuse
+	require_cmd python3 fusermount3 fincore
 	dd if=/dev/zero of="$T/probe" bs=4096 count=1 oflag=direct status=none 2>/dev/null ||
 		skip "$T is on a file system without O_DIRECT"
+}
+
+# corrupt_file_block DATA IMG: flips 64 bytes inside file block 3072 (the
+# 4 KiB at 12 MiB of DATA, a file written whole) where IMG holds it; fails
+# when IMG holds no copy of that block.
+corrupt_file_block() {
+	python3 - "$1" "$2" <<'PY'
+import mmap, sys
+want = open(sys.argv[1], "rb").read()[12 << 20:(12 << 20) + 4096]
+with open(sys.argv[2], "r+b") as f:
+    m = mmap.mmap(f.fileno(), 0)
+    at = m.find(want)
+    if at < 0:
+        sys.exit(1)
+    m[at + 100:at + 164] = bytes(b ^ 0xff for b in m[at + 100:at + 164])
+    m.flush()
+PY
 }
 
 # images_cached IMG...: bytes of the images in the host's page cache;

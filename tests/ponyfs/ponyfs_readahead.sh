@@ -10,11 +10,6 @@
 # daemon reports it, rather than arriving as data.
 set -u
 . "$PONY_SRCDIR/tests/lib.sh"
-require_root
-require_fuse
-require_cmd python3
-require_cmd fusermount3
-
 . "$PONY_SRCDIR/tests/ponyfs/mount_lib.sh" ponyfs-readahead
 readahead_require
 truncate -s 512M "$T/img"
@@ -69,18 +64,7 @@ PY
 pony_umount
 
 # 3. A block corrupted inside the window: an error and a report, never its bytes.
-python3 - "$T/img" "$T/data" <<'PY' || fail "no block of the file found on the image"
-import mmap, sys
-img, data = sys.argv[1], sys.argv[2]
-want = open(data, "rb").read()[12 << 20:(12 << 20) + 4096]   # file block 3072
-with open(img, "r+b") as f:
-    m = mmap.mmap(f.fileno(), 0)
-    at = m.find(want)
-    if at < 0:
-        sys.exit(1)
-    m[at + 100:at + 164] = bytes(b ^ 0xff for b in m[at + 100:at + 164])
-    m.flush()
-PY
+corrupt_file_block "$T/data" "$T/img" || fail "no block of the file found on the image"
 uncache
 : >"$T/pony.log"
 pony_mount "$T/img"
