@@ -191,6 +191,8 @@ static int union_getxattr(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t in
 
 	if (union_is_own_xattr(u, name))
 		return -ENODATA;
+	if (union_xattr_free(u))
+		return -ENOSYS;         /* FUSE: no xattrs on this mount (xattr_free.c) */
 	/* The kernel asks for security.capability before every write and
 	 * chown; once known absent it is answered here. Only a setxattr
 	 * through the union makes it present (writes and chowns remove it). */
@@ -219,6 +221,8 @@ static int union_listxattr(struct vfs *fs, const struct vfs_ctx *ctx, uint64_t i
 {
 	struct union_fs *u = union_of(fs);
 
+	if (union_xattr_free(u))
+		return -ENOSYS;
 	return LOCKED(u, list_visible_locked(u, ctx, NODE(u, ino), buf, size));
 }
 

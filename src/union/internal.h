@@ -12,9 +12,11 @@
 #ifndef PONY_UNION_INTERNAL_H
 #define PONY_UNION_INTERNAL_H
 
+#include <limits.h>
 #include <pthread.h>
 #include <string.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
@@ -104,6 +106,12 @@ struct union_fs {
 	struct union_idmap uidmap[UNION_MAX_IDMAPS], gidmap[UNION_MAX_IDMAPS];
 	unsigned nuidmap, ngidmap;      /* 0: ids are shown as they are */
 	uint32_t squash_uid, squash_gid;
+	/* xattr_free.c: a read-only union's layer directories on the host
+	 * (NULL-ended), and whether they hold no xattr the union shows (0: not
+	 * looked yet, 1: none, -1: some, or not known), looked at once. */
+	char *layer_paths[UNION_MAX_LOWERS + 1];
+	pthread_mutex_t xattr_scan_lock;
+	atomic_int xattr_free;
 };
 
 static inline struct union_fs *union_of(struct vfs *fs)
@@ -183,6 +191,13 @@ int union_name_in_lowers_locked(struct union_fs *u, struct union_node *dir,
 /* The upper entry of name in dir: 1 and its attributes, 0 none, <0 error. */
 int union_upper_entry_locked(struct union_fs *u, struct union_node *dir, const char *name,
 			     struct vfs_entry *ret);
+/* xattr_free.c: whether u is read-only and its layers hold no xattr it
+ * shows, looked at on the first call (then getxattr and listxattr answer
+ * -ENOSYS: FUSE stops asking); keeping and freeing the layers' paths. */
+bool union_xattr_free(struct union_fs *u);
+int union_keep_layer_paths(struct union_fs *u, char (*paths)[PATH_MAX], unsigned n);
+void union_free_layer_paths(struct union_fs *u);
+
 int union_getxattr_layer(struct union_fs *u, unsigned layer, uint64_t ino,
 			 const char *suffix, char *buf, size_t size);
 /* Whether a layer's directory is opaque: its xattr, or (UNION_WH_FILES, a

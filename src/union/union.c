@@ -196,6 +196,7 @@ int union_new(const struct union_config *cfg, struct vfs **ret)
 	 * few host calls. */
 	util_mutex_init_adaptive(&u->lock);
 	pthread_cond_init(&u->copied, NULL);
+	pthread_mutex_init(&u->xattr_scan_lock, NULL);
 	snprintf(u->prefix, sizeof(u->prefix), "%s",
 		 cfg->flags & UNION_USERXATTR ? "user.overlay." : "trusted.overlay.");
 	u->no_prefetch = cfg->flags & UNION_NO_PREFETCH;
@@ -206,6 +207,8 @@ int union_new(const struct union_config *cfg, struct vfs **ret)
 	r = copy_idmap(u->uidmap, &u->nuidmap, cfg->uidmap, cfg->nuidmap);
 	if (r == 0)
 		r = copy_idmap(u->gidmap, &u->ngidmap, cfg->gidmap, cfg->ngidmap);
+	if (r == 0 && u->readonly)
+		r = union_keep_layer_paths(u, paths, cfg->nlowers);
 	if (r == 0)
 		r = open_layers(u, cfg, paths, upper, work);
 	if (r == 0)
@@ -240,5 +243,7 @@ void union_destroy(struct vfs *fs)
 		vfs_free(u->lowers[i]);
 	pthread_mutex_destroy(&u->lock);
 	pthread_cond_destroy(&u->copied);
+	pthread_mutex_destroy(&u->xattr_scan_lock);
+	union_free_layer_paths(u);
 	free(u);
 }

@@ -44,3 +44,40 @@ kernel_mount() {
 		"$T/km" || fail "kernel overlay mount failed"
 }
 kernel_umount() { umount "$T/km" || fail "umount of the kernel overlay failed"; }
+
+# xattr_walk DIR: each name under DIR (sorted) with its capability and its
+# xattr list, read as podman's layer diff (containers/storage's
+# collectFileInfo) reads them: lstat, getxattr security.capability, then
+# listxattr; an error shows as its errno ("errno61": ENODATA).
+xattr_walk() {
+	python3 - "$1" <<'PY'
+import os, sys
+top = sys.argv[1]
+for root, dirs, files in os.walk(top):
+    dirs.sort()
+    for name in sorted(dirs + files):
+        p = os.path.join(root, name)
+        os.lstat(p)
+        try:
+            cap = os.getxattr(p, "security.capability", follow_symlinks=False).hex()
+        except OSError as e:
+            cap = "errno%d" % e.errno
+        try:
+            names = sorted(n for n in os.listxattr(p, follow_symlinks=False)
+                           if not n.startswith(("trusted.overlay.", "user.overlay.")))
+            vals = [n + "=" + os.getxattr(p, n, follow_symlinks=False).hex() for n in names]
+        except OSError as e:
+            vals = ["list:errno%d" % e.errno]
+        print(os.path.relpath(p, top), cap, " ".join(vals))
+PY
+}
+
+# reqlog_line LOG MNT: the PONY_FUSE_REQUEST_LOG line of MNT's mount (its
+# requests by opcode, written at unmount); reqlog_count LINE OP: how many
+# OP requests ("getxattr") it counts, empty if none.
+reqlog_line() {
+	grep " $2 " "$1" || fail "no PONY_FUSE_REQUEST_LOG line for $2: $(cat "$1")"
+}
+reqlog_count() {
+	echo "$1" | awk -v k="fuse_$2" '{ for (i = 1; i < NF; i++) if ($i == k) print $(i + 1) }'
+}

@@ -33,31 +33,10 @@ echo top > "$T/l1/topcap"; setfattr -n security.capability -v $CAP "$T/l1/topcap
 echo top > "$T/l1/topplain"
 setfattr -n user.dir -v y "$T/l1/d2"
 
-# walk DIR: each name (sorted) with its capability and its xattr list, read
-# as collectFileInfo reads them: getxattr first, then listxattr.
-walk() {
-	python3 - "$1" <<'PY'
-import os, sys
-top = sys.argv[1]
-for root, dirs, files in os.walk(top):
-    dirs.sort()
-    for name in sorted(dirs + files):
-        p = os.path.join(root, name)
-        os.lstat(p)
-        try:
-            cap = os.getxattr(p, "security.capability", follow_symlinks=False).hex()
-        except OSError as e:
-            cap = "errno%d" % e.errno
-        names = sorted(n for n in os.listxattr(p, follow_symlinks=False)
-                       if not n.startswith(("trusted.overlay.", "user.overlay.")))
-        vals = [n + "=" + os.getxattr(p, n, follow_symlinks=False).hex() for n in names]
-        print(os.path.relpath(p, top), cap, " ".join(vals))
-PY
-}
 ovl_start() { local m=$1; shift; fuse_daemon_start "$m" "$T/pony.log" pony-overlayfs "$OVL" -f "$@" "$m"; }
 same() { # same WHAT: pony's walk of pm twice, each equal to the kernel's of km
 	local k p1 p2
-	k=$(walk "$T/km"); p1=$(walk "$T/pm"); p2=$(walk "$T/pm")
+	k=$(xattr_walk "$T/km"); p1=$(xattr_walk "$T/pm"); p2=$(xattr_walk "$T/pm")
 	echo "$k" | grep -q "^both 0100" || fail "$1: the kernel's walk shows no capability: $k"
 	[ "$p1" = "$k" ] || fail "$1: first walk differs from overlayfs: $(diff <(echo "$k") <(echo "$p1"))"
 	[ "$p2" = "$k" ] || fail "$1: second walk differs from overlayfs: $(diff <(echo "$k") <(echo "$p2"))"
@@ -75,7 +54,7 @@ mount -t overlay overlay -o "lowerdir=$T/l1:$T/l2" "$T/km" || fail "kernel overl
 strace -f -qq -c -e trace=getxattr -o "$T/strace.txt" -p "$PONY_PID" & STRACE=$!
 sleep 0.5
 same "read-only union"
-walk "$T/pm" > /dev/null
+xattr_walk "$T/pm" > /dev/null
 kill -INT $STRACE; wait $STRACE 2>/dev/null
 host=$(awk '$NF == "getxattr" { print $4 }' "$T/strace.txt")
 echo "host getxattr calls of the daemon in three walks: $host"
@@ -83,9 +62,9 @@ echo "host getxattr calls of the daemon in three walks: $host"
 	fail "the daemon made ${host:-no} host getxattr calls for 3 walks of 49 names: $(cat "$T/strace.txt")"
 fuse_daemon_stop "$T/pm" "$T/pony.log"
 umount "$T/km"
-line=$(grep " $T/pm " "$T/requests.log") || fail "no PONY_FUSE_REQUEST_LOG line for $T/pm: $(cat "$T/requests.log")"
+line=$(reqlog_line "$T/requests.log" "$T/pm")
 for op in getxattr listxattr readdirplus; do
-	n=$(echo "$line" | awk -v k="fuse_$op" '{ for (i = 1; i < NF; i++) if ($i == k) print $(i + 1) }')
+	n=$(reqlog_count "$line" $op)
 	[ -n "$n" ] && [ "$n" -ge 49 -o $op = readdirplus ] && [ "$n" -gt 0 ] ||
 		fail "request log: fuse_$op is '${n}' after three walks of 49 names: $line"
 done
