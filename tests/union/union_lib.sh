@@ -81,3 +81,9 @@ reqlog_line() {
 reqlog_count() {
 	echo "$1" | awk -v k="fuse_$2" '{ for (i = 1; i < NF; i++) if ($i == k) print $(i + 1) }'
 }
+
+# ovl_require: OVL, the pony-overlayfs built beside $PONY.
+ovl_require() {
+	OVL=$(dirname "$PONY")/pony-overlayfs
+	[ -x "$OVL" ] || fail "$OVL is not built"
+}

@@ -17,8 +17,7 @@
 
 union_setup xattrfree
 require_cmd setfattr getfattr
-OVL=$(dirname "$PONY")/pony-overlayfs
-[ -x "$OVL" ] || fail "$OVL is not built"
+ovl_require
 ENODATA=61 EOPNOTSUPP=95
 CAP=0x0100000200200000000000000000000000000000  # cap_net_raw+ep, as setcap writes it
 

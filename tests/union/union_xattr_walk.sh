@@ -16,8 +16,7 @@
 
 union_setup xattrwalk
 require_cmd strace setfattr
-OVL=$(dirname "$PONY")/pony-overlayfs
-[ -x "$OVL" ] || fail "$OVL is not built"
+ovl_require
 
 # Layers: l1 (top) over l2. CAP: a file capability (cap_net_raw+ep,
 # VFS_CAP_REVISION_2), as setcap writes it.
