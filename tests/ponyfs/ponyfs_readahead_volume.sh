@@ -17,7 +17,7 @@ for level in mirror raid6; do
 	# Made in sync: a resync at mount would read the members itself.
 	if [ $level = mirror ]; then volume_images mirror 2 160M --assume-clean
 	else volume_images raid6 6 64M --assume-clean; fi
-	readahead_probe 2 "${imgs[@]}"
+	readahead_probe 2 $((28 << 20)) "${imgs[@]}"
 	before=$ra_before after=$ra_after
 	echo "# $level: members cached: $before B after mounting, $after B after reading 2 MiB"
 	[ $((after - before)) -ge $((28 << 20)) ] ||
