@@ -38,8 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <libnbd.h>
-
+#include "nbd_lib.h"
 #include "pony/bdev.h"
 #include "pony/util.h"
 
@@ -553,8 +552,11 @@ int bdev_nbd_open(const char *uri, const struct bdev_open_params *p, struct bdev
 	bool rdwr = (p->flags & O_ACCMODE) != O_RDONLY;
 	int r;
 
-	if (!n)
-		return -ENOMEM;
+	r = nbd_lib_load(p->why, p->why_size);
+	if (r < 0 || !n) {
+		free(n);
+		return r < 0 ? r : -ENOMEM;
+	}
 	n->b.ops = &nbdev_ops;
 	n->timeout_ms = timeout;
 	bdev_nbd_name(uri, n->b.name, sizeof(n->b.name));

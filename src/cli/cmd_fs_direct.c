@@ -4,8 +4,8 @@
  * volume's members through libpony-layout (include/pony/layout.h): the
  * command people use to check, and benchmarks time, that the direct
  * reader returns the same bytes as the mount. Direct: one reader per core,
- * each a clone of one layout, taking 16 MiB chunks in turn and writing them
- * in order. With --server, from another host (one reader: a remote layout
+ * each a clone of one layout made on its own thread, taking the next
+ * 16 MiB chunk when it is free and writing its chunks in order. With --server, from another host (one reader: a remote layout
  * has no clone): the layout from the mount's layout service, the bytes from the
  * members' NBD servers.
  */
@@ -117,20 +117,28 @@ static int remote_error(const struct pony_layout_server *s, const char *path, in
 /*
  * Direct readers on as many threads as cores (at most CAT_READERS), each
  * with its own clone of one layout (the file at one moment) and its own
- * buffer, taking chunks in turn: reader t reads chunks t, t + n, t + 2n...
- * and writes each when the chunk before it is out, so the output is in
- * order while the others read on. A reader's time is mostly the kernel's
- * copy from the members' page cache and the CRC32C check: one thread
- * leaves the other core idle.
+ * buffer. A reader takes the next chunk not taken, reads it, and writes it
+ * when the chunk before it is out, so the output is in order while the
+ * others read on; a reader the host's load holds back leaves the next
+ * chunks to the others instead of holding up the chunks dealt to it. A
+ * reader's time is mostly the kernel's copy from the members' page cache
+ * and the CRC32C check: one thread leaves the other core idle.
+ *
+ * Every reader makes its clone on its own thread (each opens the members
+ * again and sets up its ring), at once rather than one after the other
+ * before any reads; one whose clone cannot be made takes no chunk. The
+ * layout they are made of is read only when no clone could be made (a
+ * layout from another host has none): reading it could get it again, and
+ * so move its arrays, while a clone is being made of them.
  */
 #define CAT_READERS 4
 
 struct cat_readers {
 	const char *path;
-	unsigned n;
+	struct pony_layout *origin;     /* the layout the clones are made of */
 	pthread_mutex_t lock;
 	pthread_cond_t turn_moved;
-	bool go;                        /* n is final: the readers may start */
+	uint64_t next;                  /* the first chunk no reader took */
 	uint64_t turn;                  /* the chunk whose turn it is to go out */
 	bool stop;                      /* the end, or an error, was written */
 	int exit;                       /* CLI_EXIT_* of the first chunk that failed */
@@ -138,12 +146,23 @@ struct cat_readers {
 
 struct cat_reader {
 	struct cat_readers *all;
-	struct pony_layout *l;
+	struct pony_layout *l;          /* its clone; NULL: not made (yet) */
 	void *buf;
-	unsigned index;
 	pthread_t thread;
 	bool started;
 };
+
+/* The next chunk to read, or false when the output ended. */
+static bool chunk_take(struct cat_readers *all, uint64_t *k)
+{
+	bool go;
+
+	pthread_mutex_lock(&all->lock);
+	go = !all->stop;
+	*k = all->next++;
+	pthread_mutex_unlock(&all->lock);
+	return go;
+}
 
 /* Waits for chunk k's turn: false when the output ended before it. */
 static bool turn_wait(struct cat_readers *all, uint64_t k)
@@ -170,19 +189,18 @@ static void turn_pass(struct cat_readers *all, uint64_t k, bool stop, int exit)
 	pthread_mutex_unlock(&all->lock);
 }
 
-/* Reader t's chunks: read, wait for the turn, write (or tell the error). */
+/* A reader's chunks: take, read, wait for the turn, write (or tell the error). */
 static void *cat_reader_main(void *arg)
 {
 	struct cat_reader *rd = arg;
 	struct cat_readers *all = rd->all;
-	unsigned n_readers;
+	uint64_t k;
 
-	pthread_mutex_lock(&all->lock);
-	while (!all->go)
-		pthread_cond_wait(&all->turn_moved, &all->lock);
-	n_readers = all->n;
-	pthread_mutex_unlock(&all->lock);
-	for (uint64_t k = rd->index;; k += n_readers) {
+	if (!rd->l && pony_layout_clone(all->origin, &rd->l) < 0) {
+		rd->l = NULL;
+		return NULL;            /* the others read its share */
+	}
+	while (chunk_take(all, &k)) {
 		uint64_t off = k * CAT_CHUNK;
 		ssize_t n = pony_layout_read(rd->l, rd->buf, off, CAT_CHUNK);
 		int exit = 0;
@@ -219,13 +237,15 @@ static void *chunk_alloc(void)
 	return p;
 }
 
-/* The readers' stats summed, as one reader's. */
+/* The readers' stats summed, as one reader's (those whose clone was made). */
 static void stats_sum(const struct cat_reader *rd, unsigned n, struct pony_layout_stats *ret)
 {
 	*ret = (struct pony_layout_stats){ 0 };
 	for (unsigned i = 0; i < n; i++) {
 		struct pony_layout_stats st;
 
+		if (!rd[i].l)
+			continue;
 		pony_layout_stats(rd[i].l, &st);
 		ret->member_bytes += st.member_bytes;
 		ret->mount_bytes += st.mount_bytes;
@@ -238,51 +258,44 @@ static void stats_sum(const struct cat_reader *rd, unsigned n, struct pony_layou
 
 /*
  * Reads l to stdout on up to readers_wanted() threads, no more than it has
- * chunks (l's clones; fewer when one cannot be made: a layout from another
- * host has no clone).
+ * chunks, each with a clone of l; with l alone when no clone was made.
  */
 static int cat_readers_run(struct pony_layout *l, const char *path, bool stats)
 {
-	struct cat_readers all = { .path = path, .lock = PTHREAD_MUTEX_INITIALIZER,
+	struct cat_readers all = { .path = path, .origin = l, .lock = PTHREAD_MUTEX_INITIALIZER,
 				   .turn_moved = PTHREAD_COND_INITIALIZER };
 	struct cat_reader rd[CAT_READERS] = { 0 };
 	uint64_t chunks = DIV_ROUND_UP(pony_layout_size(l), CAT_CHUNK);
-	unsigned want = (unsigned)MIN((uint64_t)readers_wanted(), MAX(chunks, 1)), made;
+	unsigned want = (unsigned)MIN((uint64_t)readers_wanted(), MAX(chunks, 1)), n;
 	struct pony_layout_stats st;
 
-	rd[0] = (struct cat_reader){ .all = &all, .l = l, .buf = chunk_alloc() };
+	rd[0] = (struct cat_reader){ .all = &all, .buf = chunk_alloc() };
 	if (!rd[0].buf)
 		return cli_error("out of memory");
-	for (made = 1; made < want; made++) {
-		struct cat_reader *r = &rd[made];
+	for (n = 1; n < want; n++) {
+		struct cat_reader *r = &rd[n];
 
-		*r = (struct cat_reader){ .all = &all, .index = made, .buf = chunk_alloc() };
-		if (!r->buf || pony_layout_clone(l, &r->l) < 0) {
+		*r = (struct cat_reader){ .all = &all, .buf = chunk_alloc() };
+		r->started = r->buf && !pthread_create(&r->thread, NULL, cat_reader_main, r);
+		if (!r->started) {
 			free(r->buf);
 			break;
 		}
 	}
-	/* The readers started count; the chunks are dealt among them alone. */
-	for (all.n = 1; all.n < made; all.n++) {
-		rd[all.n].started = !pthread_create(&rd[all.n].thread, NULL, cat_reader_main,
-						    &rd[all.n]);
-		if (!rd[all.n].started)
-			break;
-	}
-	pthread_mutex_lock(&all.lock);
-	all.go = true;
-	pthread_cond_broadcast(&all.turn_moved);
-	pthread_mutex_unlock(&all.lock);
 	cat_reader_main(&rd[0]);
-	for (unsigned i = 1; i < all.n; i++)
+	for (unsigned i = 1; i < n; i++)
 		pthread_join(rd[i].thread, NULL);
-	stats_sum(rd, all.n, &st);
+	if (!all.next) {                /* no clone took a chunk: none was made */
+		rd[0].l = l;
+		cat_reader_main(&rd[0]);
+	}
+	stats_sum(rd, n, &st);
 	if (stats)
 		print_stats(path, &st);
 	warn_refused(path, &st);
 	/* The clones first: they check l's lease, l gives it back. */
-	for (unsigned i = made; i-- > 0;) {
-		if (i)
+	for (unsigned i = 0; i < n; i++) {
+		if (rd[i].l != l)
 			pony_layout_return(rd[i].l);
 		free(rd[i].buf);
 	}

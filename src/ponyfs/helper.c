@@ -3,7 +3,7 @@
  * that the cipher runs beside the I/O instead of in line with it: a
  * writeback encrypts the next megabyte while the helper writes the last
  * one (crypt_data.c), and a large read has the helper read, check and
- * decrypt one half of its blocks while its own thread does the other
+ * decrypt pieces of its blocks while its own thread takes the others
  * (read.c). On this two-core machine the cipher (AES-256-XTS at ~6.8 GB/s
  * on one core) ran 3-10x faster than the data moved, yet cost a fifth of
  * the sequential rates, all of it on the thread that moved the data.

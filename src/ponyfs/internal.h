@@ -447,6 +447,7 @@ struct ponyfs {
 	struct ponyfs_helper *helper;
 	bool helper_failed;
 	uint64_t helper_jobs;           /* atomic: jobs handed to the helper (tests) */
+	uint64_t reads_redone;          /* under lock: unlocked reads the locked path redid (tests) */
 	struct ponyfs_crypt_out *crypt_out;
 	/* Errors seen (badblocks.c), under lock; the scrub pass (scrub.c). */
 	struct ponyfs_bad *bad;

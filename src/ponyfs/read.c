@@ -26,6 +26,7 @@
  * further on (readahead.c), so the disk works ahead of the reader.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -199,78 +200,99 @@ static int plan_run(struct ponyfs *fs, struct ponyfs_inode *in, struct crypt_con
 }
 
 /*
- * An unlocked read of an encrypted file split in two (helper.c): the
- * second half of the plan's blocks read, checked and decrypted on the
- * mount's helper with a cipher of its own while this thread does the
- * first, so the cipher's work is spread over both CPUs and overlaps the
- * other half's I/O. Plain files are not split: their work per block is
- * the copy and the checksum, which FUSE's parallel READs (readpool.c)
- * spread already.
+ * An unlocked read of an encrypted file shared with the mount's helper
+ * (helper.c): the plan's runs are cut into pieces of SHARE_BLOCKS, and
+ * this thread and the helper, each with a cipher of its own, take the
+ * next piece in turn until none is left, reading, checking and
+ * decrypting it. So the cipher's work spreads over both CPUs when the
+ * helper gets one, and when it does not (the other CPU busy: the reader
+ * copying the last answer out, another READ) this thread simply takes
+ * every piece. A fixed half each made this thread wait for the helper's
+ * half: traced on a cold 256 MiB read, the helper ran on the reader's CPU
+ * after it (serialised), or started milliseconds late. A piece is read,
+ * checked and decrypted while it is still in the CPU's cache. Plain files
+ * are not shared: their work per block is the copy and the checksum,
+ * which FUSE's parallel READs (readpool.c) spread already.
  */
-#define SPLIT_MIN_BLOCKS 64u            /* smaller reads: the hand-off costs more */
+#define SHARE_MIN_BLOCKS 64u            /* smaller reads: the hand-off costs more */
+#define SHARE_BLOCKS 32u                /* a piece: 128 KiB */
 
-struct read_half {
+struct read_share {
 	struct ponyfs *fs;
 	struct ponyfs_inode *in;
-	struct crypt_contents *cipher;
 	const struct read_plan *p;
-	struct read_run run[PONYFS_IO_BLOCKS];
-	unsigned nrun;
 	uint64_t first;
 	uint8_t *to;
+	struct read_run piece[PONYFS_IO_BLOCKS / SHARE_BLOCKS + PONYFS_IO_BLOCKS];
+	unsigned npiece;
+	_Atomic unsigned next;          /* the next piece to take */
+	_Atomic int err;                /* the first failure: the others stop */
+	struct crypt_contents *cipher[2];       /* this thread's, the helper's */
 };
 
-static int half_read(void *arg)
+/* Pieces of s taken in turn with cipher, until none is left or one failed. */
+static int share_take(struct read_share *s, struct crypt_contents *cipher)
 {
-	struct read_half *h = arg;
+	for (;;) {
+		unsigned i = atomic_fetch_add(&s->next, 1);
+		int e;
 
-	return runs_read(h->fs, h->in, h->cipher, false, h->p, h->run, h->nrun, h->first, h->to);
+		if (i >= s->npiece || atomic_load(&s->err) < 0)
+			return 0;
+		e = runs_read(s->fs, s->in, cipher, false, s->p, &s->piece[i], 1, s->first, s->to);
+		if (e < 0) {
+			atomic_store(&s->err, e);
+			return e;
+		}
+	}
 }
 
-/* p's runs cut at their middle block: the first half into a, the rest
- * into b. Returns how many blocks the runs hold. */
-static uint64_t plan_halve(const struct read_plan *p, struct read_half *a, struct read_half *b)
+static int share_helper(void *arg)
 {
-	uint64_t total = 0, left;
+	struct read_share *s = arg;
 
-	for (unsigned i = 0; i < p->nrun; i++)
-		total += p->run[i].n;
-	left = total / 2;
-	a->nrun = b->nrun = 0;
+	return share_take(s, s->cipher[1]);
+}
+
+/* p's runs cut into pieces of at most SHARE_BLOCKS. Returns how many
+ * blocks they hold. */
+static uint64_t plan_pieces(const struct read_plan *p, struct read_share *s)
+{
+	uint64_t total = 0;
+
+	s->npiece = 0;
 	for (unsigned i = 0; i < p->nrun; i++) {
-		struct read_run r = p->run[i];
-		uint64_t m = MIN(r.n, left);
+		const struct read_run *r = &p->run[i];
 
-		if (m)
-			a->run[a->nrun++] = (struct read_run){ r.fblk, r.pblock, m };
-		if (m < r.n)
-			b->run[b->nrun++] = (struct read_run){ r.fblk + m, r.pblock + m, r.n - m };
-		left -= m;
+		for (uint64_t k = 0; k < r->n; k += SHARE_BLOCKS)
+			s->piece[s->npiece++] = (struct read_run){ r->fblk + k, r->pblock + k,
+								   MIN((uint64_t)SHARE_BLOCKS, r->n - k) };
+		total += r->n;
 	}
 	return total;
 }
 
-/* half[0] and half[1] hold a cipher each. */
-static int plan_run_split(struct ponyfs *fs, struct ponyfs_inode *in, struct read_half *half,
-			  const struct read_plan *p, uint64_t first, uint8_t *to)
+static int plan_run_shared(struct ponyfs *fs, struct ponyfs_inode *in, struct read_share *s,
+			   const struct read_plan *p, uint64_t first, uint8_t *to)
 {
-	struct ponyfs_job job = { .fn = half_read, .arg = &half[1] };
+	struct ponyfs_job job = { .fn = share_helper, .arg = s };
 	int r, r2;
 
-	if (plan_halve(p, &half[0], &half[1]) < SPLIT_MIN_BLOCKS)
-		return plan_run(fs, in, half[0].cipher, false, p, first, to);
-	for (unsigned i = 0; i < 2; i++) {
-		half[i].fs = fs;
-		half[i].in = in;
-		half[i].p = p;
-		half[i].first = first;
-		half[i].to = to;
-	}
+	if (plan_pieces(p, s) < SHARE_MIN_BLOCKS)
+		return plan_run(fs, in, s->cipher[0], false, p, first, to);
+	s->fs = fs;
+	s->in = in;
+	s->p = p;
+	s->first = first;
+	s->to = to;
+	atomic_store(&s->next, 0);
+	atomic_store(&s->err, 0);
 	ponyfs_job_start(fs, &job);
-	r = half_read(&half[0]);
-	/* Waited for even after an error: the helper writes into to. */
+	r = share_take(s, s->cipher[0]);
+	/* Waited for even after an error: the helper may be writing into to.
+	 * A helper that starts after the last piece was taken finds none. */
 	r2 = ponyfs_job_wait(fs, &job);
-	return r < 0 ? r : r2;
+	return r < 0 ? r : r2 < 0 ? r2 : atomic_load(&s->err);
 }
 
 int ponyfs_disk_read_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t first, uint64_t n,
@@ -294,7 +316,7 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 {
 	_cleanup_(freep) struct read_plan *plan = malloc(sizeof(*plan));
 	_cleanup_(freep) uint8_t *tmp = NULL;
-	_cleanup_(freep) struct read_half *half = NULL;
+	_cleanup_(freep) struct read_share *share = NULL;
 	struct crypt_contents *cipher = NULL;
 	struct ponyfs_readahead ra;
 	size_t done = 0;
@@ -308,12 +330,12 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 	/* An encrypted file's reader gets a cipher of its own: the I/O and
 	 * the decryption run unlocked, alongside other readers. */
 	r = ponyfs_crypt_reader_locked(in, &cipher);
-	/* A large one a second, for the half the helper takes. */
-	if (r >= 0 && cipher && size >= SPLIT_MIN_BLOCKS * BS && (half = calloc(2, sizeof(*half)))) {
-		half[0].cipher = cipher;
-		if (ponyfs_crypt_reader_locked(in, &half[1].cipher) < 0) {
-			free(half);
-			half = NULL;
+	/* A large one a second, for the pieces the helper takes. */
+	if (r >= 0 && cipher && size >= SHARE_MIN_BLOCKS * BS && (share = calloc(1, sizeof(*share)))) {
+		share->cipher[0] = cipher;
+		if (ponyfs_crypt_reader_locked(in, &share->cipher[1]) < 0) {
+			free(share);
+			share = NULL;
 		}
 	}
 	if (r >= 0 && !fs->shut_down && off < in->size) {
@@ -343,12 +365,13 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 		if (plan->nrun) {
 			pthread_rwlock_rdlock(&fs->reuse_lock);
 			pthread_mutex_unlock(&fs->lock);
-			ok = (half ? plan_run_split(fs, in, half, plan, first, to)
+			ok = (share ? plan_run_shared(fs, in, share, plan, first, to)
 				   : plan_run(fs, in, cipher, false, plan, first, to)) == 0;
 			pthread_rwlock_unlock(&fs->reuse_lock);
 			pthread_mutex_lock(&fs->lock);
 			/* The locked path reads again: it repairs and reports. */
 			if (!ok) {
+				fs->reads_redone++;
 				r = ponyfs_disk_read_locked(fs, in, first, n, to);
 				if (r < 0)
 					break;
@@ -367,7 +390,7 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 	__atomic_store_n(&fs->read_end_ns, util_now_ns(), __ATOMIC_RELAXED);
 	__atomic_sub_fetch(&fs->reads_in_flight, 1, __ATOMIC_RELAXED);
 	crypt_contents_free(cipher);
-	if (half)
-		crypt_contents_free(half[1].cipher);
+	if (share)
+		crypt_contents_free(share->cipher[1]);
 	return done ? (ssize_t)done : r;
 }

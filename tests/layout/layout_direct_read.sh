@@ -5,7 +5,7 @@
 # (fallocate) ranges, several extents, data still cached in the daemon and
 # sizes that are not a multiple of 4096 read the same bytes directly as
 # through the mount (a file of several 16 MiB chunks too, which cat
-# --direct's readers take in turn), whole and at random offsets (layout_read_check, linked
+# --direct's readers take as each is free), whole and at random offsets (layout_read_check, linked
 # against libpony-layout.so); a data block corrupted on its member with dd
 # is rebuilt from parity or the other copy (and the member is left as it
 # was: the reader never writes); with a member missing (mount --degraded)
@@ -19,9 +19,10 @@ CHECK=$1
 . "$PONY_SRCDIR/tests/ponyfs/mount_lib.sh" layout-direct
 
 # same FILE REF: --direct, through the mount and REF agree, and the library
-# agrees with the mount at random offsets.
+# agrees with the mount at random offsets. A direct read that hangs (its
+# readers waiting for a chunk's turn that never comes) fails in 120 s.
 same() {
-	"$PONY" fs cat --direct --stats "$1" >"$T/direct.out" 2>"$T/stats" ||
+	timeout 120 "$PONY" fs cat --direct --stats "$1" >"$T/direct.out" 2>"$T/stats" ||
 		fail "cat --direct $1: $(cat "$T/stats")"
 	cmp "$T/direct.out" "$2" || fail "cat --direct $1 differs from what was written"
 	"$PONY" fs cat "$1" | cmp - "$2" || fail "cat $1 (through the mount) differs"
@@ -87,7 +88,8 @@ same "$T/m/big" "$T/big"
 [ "$(stat_of "bytes from members")" -ge 3000123 ] || fail "big: not read from members: $(cat "$T/stats")"
 [ "$(stat_of "blocks rebuilt")" = 0 ] || fail "big: rebuilt blocks on a clean volume: $(cat "$T/stats")"
 # Three 16 MiB chunks and a bit: cat --direct's readers (one per core) take
-# them in turn and must write them in order, the short last one last.
+# the next free one each and must write them in order, the short last one
+# last (a chunk left untaken hangs the others, waiting for its turn).
 head -c $((36 * 1048576 + 12345)) /dev/urandom >"$T/large"
 cp "$T/large" "$T/m/large"
 "$PONY" sync "$T/m" || fail "pony sync"

@@ -6,6 +6,8 @@
 # without TLS, one URI given twice, a bad --member-timeout (usage, exit 2);
 # vol add and replace onto URIs, and a listed member refused as new device.
 # Each message names the URI and says the cause; nothing is written.
+# pony is not linked with libnbd (nor GnuTLS, libxml2, ICU it brings): it
+# loads it on the first NBD member opened, which every step here does.
 set -u
 . "$PONY_SRCDIR/tests/lib.sh"
 . "$PONY_SRCDIR/tests/ponyfs/mount_lib.sh" nbd-uris
@@ -18,6 +20,12 @@ expect_refusal() {
 	"$@" > "$T/out" 2> "$T/err" && fail "$what: succeeded"
 	grep -q -- "$pattern" "$T/err" || fail "$what: expected '$pattern', got: $(cat "$T/err")"
 }
+
+# libnbd and what it brings cost every command their loading at start.
+readelf -d "$PONY" >"$T/dynamic" || fail "readelf -d pony"
+grep -q 'NEEDED.*libc\.so' "$T/dynamic" || fail "readelf shows no libraries: $(cat "$T/dynamic")"
+! grep -E 'NEEDED.*(libnbd|libgnutls|libxml2)' "$T/dynamic" ||
+	fail "pony is linked with libnbd or its dependencies: $(grep NEEDED "$T/dynamic")"
 
 # A Unix socket and a TLS server make one mirror.
 nbdkit -f --exit-with-parent -U "$T/sock" memory 64M 2>> "$T/nbdkit-unix.log" &

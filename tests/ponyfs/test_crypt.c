@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <linux/falloc.h>
 #include <linux/fs.h>
 #include <sys/stat.h>
 
@@ -568,6 +569,53 @@ static void test_gcm_tamper_in_a_split_read_is_eio(void **state)
 }
 
 /*
+ * A 1 MiB read of an encrypted file is cut into pieces that the reading
+ * thread and the mount's helper take in turn (read.c): over a file whose
+ * range is several runs (a hole punched, blocks under a pending write),
+ * each piece is decrypted under its own block numbers, aligned or not,
+ * and the helper took part, and none had to be read again under the
+ * lock (which would hide a piece read at the wrong blocks: their
+ * checksums fail, and the locked path reads them right).
+ */
+static void test_shared_read_over_many_runs(void **state)
+{
+	struct fixture *f = *state;
+	enum { NBLK = 300 };
+	static uint8_t data[NBLK * 4096], back[NBLK * 4096];
+	struct ponyfs *p;
+	uint64_t ino, fh, jobs, redone;
+	uint8_t id[16];
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		skip();         /* no helper on one CPU: every piece is the reader's */
+	test_fill(data, sizeof(data), 13);
+	enc_dir(f->fs, CRYPT_MODE_AES_256_XTS, id);
+	assert_int_equal(test_put(f->fs, "enc/f", data, sizeof(data)), 0);
+	assert_int_equal(test_open(f->fs, "enc/f", O_RDWR, &ino, &fh), 0);
+	assert_int_equal(VFS_CALL(f->fs, fallocate, ino, fh,
+				  FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 100 * 4096, 7 * 4096), 0);
+	memset(data + 100 * 4096, 0, 7 * 4096);
+	assert_int_equal(VFS_CALL(f->fs, release, ino, fh), 0);
+	remount(f);
+	add_key(f->fs, id);
+	p = ponyfs_of(f->fs);
+	assert_int_equal(test_open(f->fs, "enc/f", O_RDWR, &ino, &fh), 0);
+	/* Cached, not yet written: the read takes these from the cache. */
+	test_fill(data + 201 * 4096, 2 * 4096, 14);
+	assert_int_equal(VFS_CALL(f->fs, write, ino, fh, data + 201 * 4096, 2 * 4096, 201 * 4096),
+			 2 * 4096);
+	jobs = __atomic_load_n(&p->helper_jobs, __ATOMIC_RELAXED);
+	redone = p->reads_redone;
+	assert_int_equal(VFS_CALL(f->fs, read, ino, fh, back, 1 << 20, 0), 1 << 20);
+	assert_memory_equal(back, data, 1 << 20);
+	assert_int_equal(VFS_CALL(f->fs, read, ino, fh, back, 1 << 20, 3 * 4096 + 17), 1 << 20);
+	assert_memory_equal(back, data + 3 * 4096 + 17, 1 << 20);
+	assert_true(__atomic_load_n(&p->helper_jobs, __ATOMIC_RELAXED) > jobs);
+	assert_int_equal(p->reads_redone, redone);
+	assert_int_equal(VFS_CALL(f->fs, release, ino, fh), 0);
+}
+
+/*
  * A mount of the test image whose data region fails every write once
  * armed (*ret_fault), and an encrypted directory under the test key.
  */
@@ -673,6 +721,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_gcm_tamper_is_eio, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gcm_tamper_in_a_split_read_is_eio, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_shared_read_over_many_runs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_encrypted_write_error_fails_the_fsync, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_small_encrypted_write_error_fails_the_fsync,
