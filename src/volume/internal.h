@@ -127,14 +127,15 @@ extern const struct volume_target_ops volume_linear_ops, volume_striped_ops,
 /* Member I/O. Reads fail (-EIO) on failed, rebuilding or bad ranges. */
 int volume_mread(struct volume_seg *s, unsigned m, void *buf, size_t len, uint64_t off);
 /*
- * The span [*ret_first, *ret_end) of member m's [off, off+len) (offsets
- * from off) covering the 4 KiB blocks that fail to read, less those its
+ * The next run [*at, *ret_end) of member m's [off, off+len) (offsets from
+ * off), from *at on, of 4 KiB blocks that fail to read, less those its
  * bad-block log holds (reconstructed by design): what a scrub blames and
- * rewrites, a bad sector as itself rather than the whole piece it read.
- * buf: 4 KiB of scratch. False when every block reads.
+ * rewrites, a bad sector as itself rather than the whole piece it read,
+ * and two bad sectors apart as two, not the good blocks between them.
+ * buf: 4 KiB of scratch. False when no block from *at on fails.
  */
 bool volume_munreadable(struct volume_seg *s, unsigned m, uint64_t off, uint64_t len, void *buf,
-			uint64_t *ret_first, uint64_t *ret_end);
+			uint64_t *at, uint64_t *ret_end);
 /* bdev_readahead() of the volume's [off, off+len): hints to the members a
  * read of it takes (readahead.c). */
 int volume_readahead(struct volume *v, uint64_t off, uint64_t len);

@@ -86,21 +86,26 @@ int volume_mread(struct volume_seg *s, unsigned m, void *buf, size_t len, uint64
 }
 
 bool volume_munreadable(struct volume_seg *s, unsigned m, uint64_t off, uint64_t len, void *buf,
-			uint64_t *ret_first, uint64_t *ret_end)
+			uint64_t *at, uint64_t *ret_end)
 {
-	uint64_t first = len, end = 0;
+	uint64_t first = len;
 
-	for (uint64_t at = 0; at < len; at += 4096) {
-		size_t n = (size_t)MIN((uint64_t)4096, len - at);
+	for (uint64_t pos = *at; pos < len; pos += 4096) {
+		size_t n = (size_t)MIN((uint64_t)4096, len - pos);
+		bool fails = !member_bad(&s->m[m], off + pos, n) &&
+			     volume_mread(s, m, buf, n, off + pos) < 0;
 
-		if (!member_bad(&s->m[m], off + at, n) && volume_mread(s, m, buf, n, off + at) < 0) {
-			first = MIN(first, at);
-			end = at + n;
+		if (fails && first == len) {
+			first = pos;
+		} else if (!fails && first < len) {
+			*at = first;
+			*ret_end = pos;
+			return true;
 		}
 	}
-	*ret_first = first;
-	*ret_end = end;
-	return first < end;
+	*at = first;
+	*ret_end = len;
+	return first < len;
 }
 
 int volume_mwrite(struct volume_seg *s, unsigned m, const void *buf, size_t len, uint64_t off)

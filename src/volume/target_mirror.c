@@ -182,6 +182,31 @@ static int copies_unlocatable(struct volume_seg *s, const struct volume_place *c
 }
 
 /*
+ * Blames copy i for bytes [first, last] of the piece (rounded out to
+ * whole sectors) and, unless only checking, rewrites them from the
+ * majority's bytes in a.
+ */
+static int copies_blame(struct volume_seg *s, const struct volume_place *c, unsigned i,
+			size_t first, size_t last, uint64_t seg_off, struct volume_scrub *sc,
+			const uint8_t *a)
+{
+	struct volume_mismatch mm = { .seg = s->index, .stripe = UINT64_MAX, .located = true,
+				      .member = c->disk[i] };
+	int ret = 0;
+
+	volume_mismatch_narrow(&mm, c->dev_off[i], first, last);
+	mm.seg_off = seg_off + (mm.dev_off - c->dev_off[i]);
+	mm.seg_len = mm.len;
+	if (sc->mode != VOLUME_SCRUB_CHECK) {
+		ret = volume_mwrite(s, c->disk[i], a + (mm.dev_off - c->dev_off[i]), mm.len,
+				    mm.dev_off);
+		mm.repaired = ret == 0 && volume_mstate(s, c->disk[i]) == VOLUME_MEMBER_OK;
+	}
+	volume_scrub_found(s, sc, &mm);
+	return ret;
+}
+
+/*
  * Compares the copies of one piece (seg_off in the segment). Copies that
  * a strict majority outvotes, or that fail to read, are blamed and, on
  * repair, rewritten from the majority; with no majority (two copies, or
@@ -192,8 +217,8 @@ static int copies_scrub(struct volume_seg *s, const struct volume_place *c, size
 {
 	struct volume_mismatch mm = { .seg = s->index, .stripe = UINT64_MAX, .seg_off = seg_off,
 				      .seg_len = len };
-	size_t first = 0, last = len - 1;
-	uint64_t found = sc->count, bad_first, bad_end;
+	uint64_t found = sc->count, at, end;
+	size_t first, last;
 	struct vote v;
 	int ret = 0;
 
@@ -204,34 +229,24 @@ static int copies_scrub(struct volume_seg *s, const struct volume_place *c, size
 		if (v.agree[i] || volume_mstate(s, c->disk[i]) != VOLUME_MEMBER_OK)
 			continue;
 		/*
-		 * Unreadable: the blocks that fail to read, a bad sector as
-		 * itself and not its 1 MiB piece (none: it reads now, or fails
-		 * only where its bad-block log says so, by design). Outvoted:
-		 * its bytes narrow the range; a read that fails now, all of it.
+		 * Unreadable: each run of blocks that fail to read, a bad
+		 * sector as itself and not its 1 MiB piece (none: it reads
+		 * now, or fails only where its bad-block log says so, by
+		 * design). Outvoted: its bytes narrow the range; a read that
+		 * fails now, all of it.
 		 */
 		if (!v.readable[i]) {
-			if (!volume_munreadable(s, c->disk[i], c->dev_off[i], len, b, &bad_first,
-						&bad_end))
-				continue;
-			first = (size_t)bad_first;
-			last = (size_t)bad_end - 1;
-		} else if (volume_mread(s, c->disk[i], b, len, c->dev_off[i]) == 0 &&
-			   !diff_range(a, b, len, &first, &last)) {
+			for (at = 0; ret >= 0 && volume_munreadable(s, c->disk[i], c->dev_off[i], len,
+								   b, &at, &end); at = end)
+				ret = copies_blame(s, c, i, (size_t)at, (size_t)end - 1, seg_off, sc, a);
 			continue;
 		}
-		mm.located = true;
-		mm.member = c->disk[i];
-		volume_mismatch_narrow(&mm, c->dev_off[i], first, last);
-		mm.seg_off = seg_off + (mm.dev_off - c->dev_off[i]);
-		mm.seg_len = mm.len;
-		if (sc->mode != VOLUME_SCRUB_CHECK) {
-			ret = volume_mwrite(s, c->disk[i], a + (mm.dev_off - c->dev_off[i]), mm.len,
-					    mm.dev_off);
-			mm.repaired = ret == 0 && volume_mstate(s, c->disk[i]) == VOLUME_MEMBER_OK;
-		}
-		volume_scrub_found(s, sc, &mm);
 		first = 0;
 		last = len - 1;
+		if (volume_mread(s, c->disk[i], b, len, c->dev_off[i]) == 0 &&
+		    !diff_range(a, b, len, &first, &last))
+			continue;
+		ret = copies_blame(s, c, i, first, last, seg_off, sc, a);
 	}
 	/* Every working copy agreed: a holds what a read returns. */
 	if (ret >= 0 && sc->count == found)

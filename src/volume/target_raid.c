@@ -586,15 +586,23 @@ static int raid_scrub_row(struct volume_seg *s, struct row *r, uint64_t stripe,
 	return ret;
 }
 
-/* The part of block b that its member cannot read (volume_munreadable). */
+/*
+ * The part of block b that its member cannot read: from its first
+ * unreadable run to its last (volume_munreadable); one chunk at most,
+ * rebuilt whole from the row anyway.
+ */
 static bool unreadable_range(struct volume_seg *s, struct row *r, unsigned b, uint64_t *ret_off,
 			     uint64_t *ret_len)
 {
-	uint64_t end;
-	bool bad = volume_munreadable(s, row_disk(r, b), r->devoff, r->len, r->extra, ret_off, &end);
+	uint64_t at = 0, end = 0, first = UINT64_MAX;
 
-	*ret_len = end - *ret_off;
-	return bad;
+	while (volume_munreadable(s, row_disk(r, b), r->devoff, r->len, r->extra, &at, &end)) {
+		first = MIN(first, at);
+		at = end;
+	}
+	*ret_off = first;
+	*ret_len = end - first;
+	return first != UINT64_MAX;
 }
 
 /*
