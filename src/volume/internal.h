@@ -132,7 +132,8 @@ int volume_mread(struct volume_seg *s, unsigned m, void *buf, size_t len, uint64
  * bad-block log holds (reconstructed by design): what a scrub blames and
  * rewrites, a bad sector as itself rather than the whole piece it read,
  * and two bad sectors apart as two, not the good blocks between them.
- * buf: 4 KiB of scratch. False when no block from *at on fails.
+ * buf: 4 KiB of scratch. False when no block from *at on fails (both
+ * left as they were).
  */
 bool volume_munreadable(struct volume_seg *s, unsigned m, uint64_t off, uint64_t len, void *buf,
 			uint64_t *at, uint64_t *ret_end);

@@ -103,9 +103,11 @@ bool volume_munreadable(struct volume_seg *s, unsigned m, uint64_t off, uint64_t
 			return true;
 		}
 	}
+	if (first == len)
+		return false;   /* none: *at and *ret_end left as they were */
 	*at = first;
 	*ret_end = len;
-	return first < len;
+	return true;
 }
 
 int volume_mwrite(struct volume_seg *s, unsigned m, const void *buf, size_t len, uint64_t off)

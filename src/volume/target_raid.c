@@ -594,14 +594,15 @@ static int raid_scrub_row(struct volume_seg *s, struct row *r, uint64_t stripe,
 static bool unreadable_range(struct volume_seg *s, struct row *r, unsigned b, uint64_t *ret_off,
 			     uint64_t *ret_len)
 {
-	uint64_t at = 0, end = 0, first = UINT64_MAX;
+	uint64_t at = 0, end, first = UINT64_MAX, last_end = 0;
 
-	while (volume_munreadable(s, row_disk(r, b), r->devoff, r->len, r->extra, &at, &end)) {
+	for (; volume_munreadable(s, row_disk(r, b), r->devoff, r->len, r->extra, &at, &end);
+	     at = end) {
 		first = MIN(first, at);
-		at = end;
+		last_end = end;
 	}
 	*ret_off = first;
-	*ret_len = end - first;
+	*ret_len = last_end - first;
 	return first != UINT64_MAX;
 }
 
