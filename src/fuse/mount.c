@@ -59,7 +59,9 @@ static void unescape_mountinfo(char *s)
  * encrypted file's decryption too) was paid in series; with four, the
  * next window's READs reach the read helpers while the last ones are
  * answered (pooled_reads_peak). A whole multiple of the READ size, since a
- * window larger than its READs by a few pages costs a small READ more each.
+ * window larger than its READs by a few pages costs a small READ more each
+ * (only the kernel's ramp to it, windows of 1 and 2 MiB after small
+ * reads, leaves one each, once per stream).
  * The device comes
  * from /proc/self/mountinfo, the last mount on real (the mount point's path,
  * resolved before mounting: a stat of it now would wait for this daemon).
