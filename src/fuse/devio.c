@@ -257,7 +257,9 @@ int ponyfuse_devio_counters(struct ponyfuse *pf, char *buf, size_t size)
 				 (unsigned long long)spliced);
 	/* READs answered by readpool.c's helpers. */
 	if (r == 0 && pooled)
-		r = counter_line(buf, size, &len, "pooled_reads %llu\n", (unsigned long long)pooled);
+		r = counter_line(buf, size, &len, "pooled_reads %llu\npooled_reads_peak %llu\n",
+				 (unsigned long long)pooled,
+				 (unsigned long long)atomic_load(&pf->pooled_peak));
 	/* Which transport served them: the io_uring lines only with rings. */
 	if (r == 0 && pf->uring && !ponyfuse_uring_failed(pf->uring))
 		r = counter_line(buf, size, &len,

@@ -17,8 +17,9 @@
 #include "pony/fuse.h"
 
 #define PONYFUSE_OPCODES 64             /* FUSE opcodes counted (all but CUSE's) */
-#define PONYFUSE_READAHEAD (1u << 20)   /* INIT's max_readahead, unless READs
-					 * are capped lower (mount.c) */
+#define PONYFUSE_READ_MAX (1u << 20)    /* the kernel's largest READ (max_pages
+					 * 256), unless capped lower (mount.c) */
+#define PONYFUSE_READAHEAD_READS 4u     /* READs in a readahead window (mount.c) */
 
 struct ponyfuse_pt;
 struct ponyfuse_readpool;
@@ -54,6 +55,7 @@ struct ponyfuse {
 	 * none, the worker answers), and how many they took. */
 	struct ponyfuse_readpool *readpool;
 	atomic_uint_fast64_t pooled_reads;
+	atomic_uint_fast64_t pooled_peak;       /* most READs held at once */
 	/* forget.c: one reader of /dev/fuse at a time while the rings are
 	 * on, and when the next may read after a read of forgets; inodes
 	 * forgotten (the items of FORGET and BATCH_FORGET). */
@@ -66,10 +68,11 @@ struct ponyfuse {
 };
 
 /* Bytes of readahead: INIT's max_readahead, and the mount's bdi is raised
- * to it (mount.c). One READ's worth: READs may be capped (max_read). */
+ * to it (mount.c). A whole number of READs (they may be capped: max_read),
+ * so that a window is never followed by a small tail READ. */
 static inline unsigned ponyfuse_readahead(const struct ponyfuse *pf)
 {
-	return pf->max_read ? pf->max_read : PONYFUSE_READAHEAD;
+	return PONYFUSE_READAHEAD_READS * (pf->max_read ? pf->max_read : PONYFUSE_READ_MAX);
 }
 
 /* Who sent req: its uid, gid, pid and umask, as the vfs hooks want them. */

@@ -53,9 +53,16 @@ static void unescape_mountinfo(char *s)
  * KiB: INIT's max_readahead can only lower it. A sequential read of a large
  * file then costs a READ round trip per 128-256 KiB. As root, raise the
  * mount's bdi to what INIT asks (a cold 1 GiB read through a union: 4x fewer
- * READs, median 351 -> 278 ms over 7 alternating runs): one READ's worth
- * (ponyfuse_readahead()), since a window larger than a READ by a few pages
- * costs a second, small READ each. The device comes
+ * READs, median 351 -> 278 ms over 7 alternating runs): PONYFUSE_READAHEAD_READS
+ * READs' worth (ponyfuse_readahead()). With one READ's worth the kernel
+ * kept one READ in flight most of the time, so a READ's whole latency (an
+ * encrypted file's decryption too) was paid in series; with four, the
+ * next window's READs reach the read helpers while the last ones are
+ * answered (pooled_reads_peak). A whole multiple of the READ size, since a
+ * window larger than its READs by a few pages costs a small READ more each
+ * (only the kernel's ramp to it, windows of 1 and 2 MiB after small
+ * reads, leaves one each, once per stream).
+ * The device comes
  * from /proc/self/mountinfo, the last mount on real (the mount point's path,
  * resolved before mounting: a stat of it now would wait for this daemon).
  * Without root or sysfs nothing changes.

@@ -43,6 +43,7 @@ struct ponyfuse_readpool {
 	pthread_cond_t wake;
 	struct readpool_job queue[READPOOL_QUEUE];
 	unsigned head, count;           /* a ring of count jobs from head */
+	unsigned busy;                  /* jobs taken, being answered */
 	bool stop;
 	unsigned nthreads;
 	pthread_t threads[READPOOL_MAX_THREADS];
@@ -73,12 +74,14 @@ static void *readpool_main(void *arg)
 
 		rp->head = (rp->head + 1) % READPOOL_QUEUE;
 		rp->count--;
+		rp->busy++;
 		pthread_mutex_unlock(&rp->lock);
 		if (job.fd >= 0)
 			ponyfuse_reply_host_read(job.req, job.fd, job.size, job.off);
 		else
 			ponyfuse_reply_vfs_read(job.req, job.ino, job.fh, job.size, job.off);
 		pthread_mutex_lock(&rp->lock);
+		rp->busy--;
 	}
 	pthread_mutex_unlock(&rp->lock);
 	return NULL;
@@ -139,6 +142,11 @@ bool ponyfuse_readpool_submit(struct ponyfuse *pf, fuse_req_t req, int fd, uint6
 		rp->count++;
 		queued = true;
 		atomic_fetch_add_explicit(&pf->pooled_reads, 1, memory_order_relaxed);
+		/* How many READs the kernel had here at once: more than two
+		 * only when its readahead window spans several READs. */
+		if (rp->count + rp->busy > atomic_load_explicit(&pf->pooled_peak, memory_order_relaxed))
+			atomic_store_explicit(&pf->pooled_peak, rp->count + rp->busy,
+					      memory_order_relaxed);
 		pthread_cond_signal(&rp->wake);
 	}
 	pthread_mutex_unlock(&rp->lock);

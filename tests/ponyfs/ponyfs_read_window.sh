@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# ponyfs_read_window.sh - the kernel's readahead window of a pony mount
+# (src/fuse/mount.c raise_readahead): the mount's bdi read_ahead_kb is four
+# READs' worth (4 x max_read), so a cold sequential read has several READs
+# in flight at once rather than one (`pony fs requests`: pooled_reads_peak,
+# the most READs the read helpers held at once, is 3 or more; one READ's
+# worth never gets past 2), for plain and encrypted files alike; a window
+# is a whole number of READs (no small tail READ: the READ count is the
+# file over max_read, rounded up); and both files read back exactly, the
+# encrypted one decrypted (its GCM tags checked) with the window open.
+set -u
+. "$PONY_SRCDIR/tests/lib.sh"
+. "$PONY_SRCDIR/tests/ponyfs/mount_lib.sh" ponyfs-read-window
+require_root
+require_fuse
+[ -d /sys/class/bdi ] || skip "no /sys/class/bdi"
+M=$T/m
+MIB=24
+truncate -s 256M "$T/img"
+"$PONY" mkfs "$T/img" >/dev/null || fail "mkfs"
+head -c 64 /dev/urandom >"$T/key"
+head -c $((MIB << 20)) /dev/urandom >"$T/data"
+
+counter() { "$PONY" fs requests "$M" | awk -v k="$1" '$1 == k { v = $2 } END { print v + 0 }'; }
+counters() { "$PONY" fs requests "$M" | tr '\n' ' '; }
+
+pony_mount "$T/img"
+id=$("$PONY" crypt add-key "$M" <"$T/key") || fail "add-key"
+mkdir "$M/plain" "$M/gcm" || fail "mkdir"
+"$PONY" crypt set-policy --contents aes-256-gcm "$M/gcm" "$id" || fail "set-policy"
+cp "$T/data" "$M/plain/f" && cp "$T/data" "$M/gcm/f" || fail "write the files"
+
+# The window, against the READ size the mount was given (max_read= in its
+# superblock options; none: the kernel's 1 MiB).
+max_read=$(awk -v m="$M" '$5 == m { for (i = 7; $i != "-"; i++) ;
+	n = split($(i + 3), o, ","); for (k = 1; k <= n; k++) if (o[k] ~ /^max_read=/) v = substr(o[k], 10) }
+	END { print v + 0 }' /proc/self/mountinfo)
+[ "$max_read" -gt 0 ] || max_read=$((1 << 20))
+ra=$(cat "/sys/class/bdi/$(mountpoint -d "$M")/read_ahead_kb") || fail "no bdi for the mount"
+echo "# max_read $max_read B, read_ahead_kb $ra"
+[ "$ra" -eq $((4 * max_read / 1024)) ] ||
+	fail "the mount's read_ahead_kb is $ra, not four READs of $max_read B ($((4 * max_read / 1024)))"
+pony_umount
+
+# Each file cold (a fresh mount: nothing of it in the kernel's page cache),
+# read sequentially as dd and cp do.
+reads=$(((MIB * 1048576 + max_read - 1) / max_read))
+for d in plain gcm; do
+	pony_mount "$T/img"
+	[ $d = plain ] || "$PONY" crypt add-key "$M" <"$T/key" >/dev/null || fail "add-key"
+	r0=$(counter fuse_read)
+	dd if="$M/$d/f" of="$T/got" bs=1M status=none || fail "$d: the cold read failed"
+	r1=$(counter fuse_read) peak=$(counter pooled_reads_peak)
+	echo "# $d: $((r1 - r0)) READs, at most $peak at once in the read helpers"
+	cmp -s "$T/data" "$T/got" || fail "$d: the file reads back different"
+	[ "$peak" -ge 3 ] || fail "$d: at most $peak READs at once over a cold $MIB MiB read: $(counters)"
+	[ $((r1 - r0)) -le "$reads" ] ||
+		fail "$d: $((r1 - r0)) READs for $MIB MiB, not $reads of $max_read B: $(counters)"
+	pony_umount
+done
+pass
