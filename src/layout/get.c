@@ -115,7 +115,13 @@ static int lease_return(struct pony_layout *l)
 	return r < 0 ? r : 0;
 }
 
-static int layout_fetch_once(struct pony_layout *l)
+/*
+ * Gets l's range page by page: under a new lease (the one held returned
+ * first), or with join under the lease l holds (borrowed or not: each page
+ * joins it, as the pages after the first always do), a new one when it
+ * holds none.
+ */
+static int layout_fetch_once(struct pony_layout *l, bool join)
 {
 	_cleanup_(freep) struct ponyfuse_layout_arg *a = malloc(sizeof(*a));
 	uint64_t off = l->off;
@@ -123,21 +129,24 @@ static int layout_fetch_once(struct pony_layout *l)
 
 	if (!a)
 		return -ENOMEM;
-	if (l->lease)
+	if (l->lease && !join)
 		lease_return(l);
+	join = join && l->lease;
 	l->next = l->ncsums = l->npieces = 0;
 	for (bool first = true;; first = false) {
 		*a = (struct ponyfuse_layout_arg){
 			.version = PONYFUSE_LAYOUT_VERSION, .offset = off, .length = l->end - off,
-			.lease = first ? PONYFUSE_LEASE_NEW : l->lease,
+			.lease = first && !join ? PONYFUSE_LEASE_NEW : l->lease,
 		};
 		r = l->remote ? layout_remote_page(l, a) :
 		    ioctl(l->fd, PONYFUSE_IOC_LAYOUT, a) < 0 ? -errno : 0;
 		if (r < 0)
 			return r;
-		if (first) {
+		if (first && !join) {
 			l->lease = lease_granted(a);
 			l->lease_borrowed = false;
+		}
+		if (first) {
 			l->flags = a->flags;
 			l->size = a->size;
 			l->block_size = a->block_size;
@@ -156,21 +165,38 @@ static int layout_fetch_once(struct pony_layout *l)
 }
 
 /*
- * The layout of l's range, page by page under one lease. A lease that ends
- * between two pages (it expired, or space pressure revoked it) makes the
- * next page ESTALE: the whole layout is got again, a few times at most.
+ * The layout of l's range, page by page under one lease (joined: the lease
+ * l holds). A lease that ends between two pages (it expired, or space
+ * pressure revoked it) makes the next page ESTALE: the whole layout is got
+ * again under a new lease, a few times at most.
  */
-int layout_fetch(struct pony_layout *l)
+static int layout_fetch_joined(struct pony_layout *l, bool join)
 {
 	int r;
 
 	for (int tries = 0;; tries++) {
-		r = layout_fetch_once(l);
+		r = layout_fetch_once(l, join);
 		if (r != -ESTALE || tries == 3)
 			return r;
 		l->lease = 0;           /* gone already: nothing to return */
 		l->lease_borrowed = false;
 	}
+}
+
+int layout_fetch(struct pony_layout *l)
+{
+	return layout_fetch_joined(l, false);
+}
+
+int pony_layout_seek(struct pony_layout *l, uint64_t off, uint64_t len)
+{
+	uint64_t end = len > UINT64_MAX - off ? UINT64_MAX : off + len;
+
+	if (off >= l->off && end <= l->end)
+		return 0;               /* covered already: no call */
+	l->off = off;
+	l->end = end;
+	return layout_fetch_joined(l, true);
 }
 
 int layout_member_bdev(const struct pony_layout *l, const struct layout_member *m,
