@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -291,16 +292,34 @@ static void *member_open_main(void *arg)
 }
 
 /*
+ * A member path the origin of a clone holds open, opened again through
+ * /proc/self/fd: the very file the origin checked (no name looked up, so
+ * no check again), with a descriptor, and so a read-ahead, of its own.
+ */
+static int member_reopen(int fd)
+{
+	char path[32];
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+/*
  * Every member opened at once: an NBD member's connections (several with
  * multi-conn, each a TLS handshake with nbds://) cost round trips, which
  * for eight servers in turn would cost more than reading a file's share.
+ * A clone's (origin not NULL) path members the origin has open are its
+ * files opened again; the rest are opened by name as the origin's were.
  */
-static void members_open_all(struct pony_layout *l)
+static void members_open_all(struct pony_layout *l, const struct pony_layout *origin)
 {
 	struct member_opening *o = calloc(l->nmembers, sizeof(*o));
 
 	for (unsigned i = 0; i < l->nmembers; i++) {
-		l->members[i].fd = -1;
+		l->members[i].fd = origin && origin->members[i].fd >= 0 ?
+				   member_reopen(origin->members[i].fd) : -1;
+		if (l->members[i].fd >= 0)
+			continue;
 		if (o && bdev_name_is_nbd(l->members[i].arg.device)) {
 			o[i] = (struct member_opening){ .l = l, .m = &l->members[i] };
 			o[i].started = !pthread_create(&o[i].thread, NULL, member_open_main, &o[i]);
@@ -367,7 +386,7 @@ static int members_open(struct pony_layout *l)
 	if (r < 0)
 		return r;
 	l->region_offset = l->members[0].arg.region_offset;
-	members_open_all(l);
+	members_open_all(l, NULL);
 	return 0;
 }
 
@@ -441,15 +460,16 @@ int pony_layout_clone(const struct pony_layout *l, struct pony_layout **ret)
 	if (!r)
 		r = array_dup((void **)&c->pieces, l->pieces, l->npieces, sizeof(*l->pieces));
 	if (!r && l->nmembers) {
-		/* Opened again, as the origin's were: each reader its own
-		 * descriptors (and read-ahead), checked to be the members. */
+		/* Opened again: each reader its own descriptors (and
+		 * read-ahead) of the files the origin checked to be the
+		 * members; those it refused looked up and checked again. */
 		c->members = calloc(l->nmembers, sizeof(*c->members));
 		r = c->members ? 0 : -ENOMEM;
 		for (unsigned i = 0; !r && i < l->nmembers; i++)
 			c->members[i] = (struct layout_member){ .fd = -1, .arg = l->members[i].arg };
 		if (!r) {
 			c->nmembers = l->nmembers;
-			members_open_all(c);
+			members_open_all(c, l);
 		}
 	}
 	if (r) {

@@ -8,8 +8,11 @@
  * first, the layout reads on under its lease, never got again (a clone
  * that returned the lease it borrowed would make the next read get it
  * again); then the file a window at a time, each window's layout got by
- * moving one layout and its clone on (pony_layout_seek). Exits 0 when every read matched, 1 with the first difference on
- * stderr. Usage: layout_read_check FILE [SEED].
+ * moving one layout and its clone on (pony_layout_seek). With MEMBER AWAY,
+ * the member image MEMBER is moved to AWAY while the clone is made (and
+ * back): the clone must read every member still, none rebuilt (it opens
+ * the files its origin checked, not their names again). Exits 0 when
+ * every read matched, 1 with the first difference on stderr. Usage: layout_read_check FILE [SEED [MEMBER AWAY]].
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -109,8 +112,8 @@ int main(int argc, char **argv)
 	uint8_t *a, *b;
 	int fd, r;
 
-	if (argc < 2) {
-		fprintf(stderr, "usage: layout_read_check FILE [SEED]\n");
+	if (argc < 2 || argc == 4 || argc > 5) {
+		fprintf(stderr, "usage: layout_read_check FILE [SEED [MEMBER AWAY]]\n");
 		return 2;
 	}
 	srandom(argc > 2 ? (unsigned)atoi(argv[2]) : 1);
@@ -119,7 +122,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: %s\n", argv[1], strerror(fd < 0 ? errno : -r));
 		return 1;
 	}
+	/* MEMBER's path moved AWAY between the layout and its clone: the
+	 * clone reads the member the layout opened, not the name. */
+	if (argc == 5 && rename(argv[3], argv[4]) < 0) {
+		fprintf(stderr, "%s: %s\n", argv[3], strerror(errno));
+		return 1;
+	}
 	r = pony_layout_clone(l, &clone);
+	if (argc == 5 && rename(argv[4], argv[3]) < 0) {
+		fprintf(stderr, "%s: %s\n", argv[4], strerror(errno));
+		return 1;
+	}
 	if (r < 0) {
 		fprintf(stderr, "%s: clone: %s\n", argv[1], strerror(-r));
 		return 1;
@@ -128,6 +141,17 @@ int main(int argc, char **argv)
 	a = malloc(size + 8192);
 	b = malloc(size + 8192);
 	r = !a || !b || check(clone, fd, 0, size + 8192, a, b) || check(l, fd, 0, size + 8192, a, b);
+	if (!r && argc == 5) {
+		struct pony_layout_stats st;
+
+		pony_layout_stats(clone, &st);
+		if (st.rebuilt || st.members_refused) {
+			fprintf(stderr, "the clone rebuilt %llu blocks, refused %llu members: it "
+				"opened %s by name\n", (unsigned long long)st.rebuilt,
+				(unsigned long long)st.members_refused, argv[3]);
+			r = 1;
+		}
+	}
 	for (int i = 0; i < 300 && !r; i++) {
 		uint64_t off = (uint64_t)random() % (size + 100);
 		size_t len = (size_t)random() % (i % 3 ? 9000 : 300000) + 1;
