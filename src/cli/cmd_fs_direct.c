@@ -4,10 +4,11 @@
  * volume's members through libpony-layout (include/pony/layout.h): the
  * command people use to check, and benchmarks time, that the direct
  * reader returns the same bytes as the mount. Direct: one reader per core,
- * each a clone of one layout made on its own thread, taking the next
- * 16 MiB chunk when it is free and writing its chunks in order. With --server, from another host (one reader: a remote layout
- * has no clone): the layout from the mount's layout service, the bytes from the
- * members' NBD servers.
+ * each a clone of the first chunk's layout made on its own thread, taking
+ * the next 16 MiB chunk when it is free, getting that chunk's layout, and
+ * writing its chunks in order. With --server, from another host (one
+ * reader: a remote layout has no clone): the layout from the mount's
+ * layout service, the bytes from the members' NBD servers.
  */
 #include <errno.h>
 #include <fcntl.h>
