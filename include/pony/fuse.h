@@ -378,8 +378,9 @@ struct ponyfuse_scrub_arg {
 	uint64_t position, total;       /* out: bytes of the pass done, and all */
 	uint64_t checked, repaired, lost;       /* out: blocks */
 	uint64_t elapsed_ms;            /* out */
+	uint64_t yielded_ms;            /* out: of the run, waiting for foreground reads */
 };
-_Static_assert(sizeof(struct ponyfuse_scrub_arg) == 72, "ponyfuse_scrub_arg's size is its ABI");
+_Static_assert(sizeof(struct ponyfuse_scrub_arg) == 80, "ponyfuse_scrub_arg's size is its ABI");
 #define PONYFUSE_IOC_SCRUB _IOWR('P', 42, struct ponyfuse_scrub_arg)
 
 #endif

@@ -311,6 +311,7 @@ struct vfs_scrub {
 	uint64_t position, total;       /* out: volume bytes scrubbed of the pass, and all */
 	uint64_t checked, repaired, lost;       /* out: blocks */
 	uint64_t elapsed_ms;            /* out: of this run */
+	uint64_t yielded_ms;            /* out: of this run, spent waiting for foreground reads */
 	int32_t error;                  /* out: FAILED: -errno */
 };
 

@@ -433,7 +433,8 @@ static const char *const scrub_states[] = { "idle", "running", "stopped", "done"
  * The scrub's state, a record (table.c): STATE (idle, running, stopped,
  * done, failed), PERCENT, POSITION and TOTAL (volume bytes), ETA and
  * ELAPSED (seconds; ETA while running, once there is a rate), CHECKED,
- * REPAIRED and LOST (blocks), ERROR (failed). --json: {"scrub": [{...}]}.
+ * REPAIRED and LOST (blocks), YIELDED_MS (of the run, waiting for the
+ * mount's reads), ERROR (failed). --json: {"scrub": [{...}]}.
  */
 static int scrub_print(const char *mnt, const struct ponyfuse_scrub_arg *a, bool json)
 {
@@ -454,6 +455,7 @@ static int scrub_print(const char *mnt, const struct ponyfuse_scrub_arg *a, bool
 	cli_record_set_u64(r, "CHECKED", a->checked);
 	cli_record_set_u64(r, "REPAIRED", a->repaired);
 	cli_record_set_u64(r, "LOST", a->lost);
+	cli_record_set_u64(r, "YIELDED_MS", a->yielded_ms);
 	cli_record_set(r, "ERROR", 0, a->state == 4 ? "%s" : NULL, strerror(-a->error));
 	return cli_record_print(r);
 }
@@ -510,7 +512,8 @@ static int scrub_opts(int argc, char **argv, uint64_t *rate, bool *wait, bool *j
 			       "default: no limit). Each action prints the scrub's state, a FIELD\n"
 			       "VALUE line each: MOUNTPOINT, STATE (idle, running, stopped, done,\n"
 			       "failed), PERCENT, POSITION, TOTAL (bytes), ETA, ELAPSED (seconds),\n"
-			       "CHECKED, REPAIRED, LOST (blocks), ERROR. --json: as JSON,\n"
+			       "CHECKED, REPAIRED, LOST (blocks), YIELDED_MS (the run's time spent\n"
+			       "waiting for the mount's reads), ERROR. --json: as JSON,\n"
 			       "{\"scrub\": [{\"state\": ..., ...}]}. --wait: start returns when the\n"
 			       "pass is over, with its state. Exit 1 when the pass failed.\n");
 			return -1;

@@ -85,7 +85,7 @@ static int do_scrub(struct vfs *fs, struct ponyfuse_scrub_arg *a)
 			.version = PONYFUSE_SCRUB_VERSION, .op = a->op, .state = s.state,
 			.error = s.error, .rate = s.rate, .position = s.position, .total = s.total,
 			.checked = s.checked, .repaired = s.repaired, .lost = s.lost,
-			.elapsed_ms = s.elapsed_ms,
+			.elapsed_ms = s.elapsed_ms, .yielded_ms = s.yielded_ms,
 		};
 	return e;
 }

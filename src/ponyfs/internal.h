@@ -6,7 +6,9 @@
  * single SQLite connection and the open transaction need no more. The one
  * exception is a read's I/O and checksums (read.c): planned under the
  * lock, run without it, the blocks it reads kept from reuse by
- * fs->reuse_lock.
+ * fs->reuse_lock. The on-disk format is in format.h, encryption's calls
+ * in crypt_fs.h, layouts', leases' and the scrub's in blockmap.h; this
+ * file includes all three.
  *
  * The ordering rules the code cites by number (docs/ponyfs-format.md):
  *   1. data is written and flushed before the metadata that points at it
@@ -37,22 +39,8 @@
 #include "pony/util.h"
 #include "pony/vfs.h"
 
-#define BS PONYFS_BLOCK_SIZE
-#define PONYFS_IO_BLOCKS 256u   /* blocks per data-region I/O, and most per extent row: 1 MiB */
-#define PONYFS_EXT_ROW_BYTES 48u /* an extent row in its cell, less its checksums (space.c) */
-#define PONYFS_MAGIC "PONYFS1"
-#define PONYFS_VERSION 1
-/* PRAGMA user_version: 2 added extents.flags, 3 meta_chunks, 4 inodes.crypt
- * (docs/ponyfs-format.md). */
-#define PONYFS_SCHEMA_VERSION 5
-/* extents.flags: the blocks are allocated but were never written; they read
- * as zeros, have no checksums, and the first write goes into them in place. */
-#define PONYFS_EXT_UNWRITTEN 1
-/* extents.flags: an aes-256-gcm file's blocks; each block's csums entry is
- * PONYFS_SEAL_BYTES (its CRC32C, then the GCM nonce and tag) */
-#define PONYFS_EXT_SEALED 2
-#define PONYFS_SEAL_BYTES (4 + CRYPT_GCM_NONCE_SIZE + CRYPT_GCM_TAG_SIZE)
-#define PONYFS_SB_SIZE 4096u
+#include "format.h"
+
 /* A file still open for writing with more than this cached is streaming:
  * the timer leaves its data cached (not in every 5-second commit) until
  * PONYFS_EXPIRE_NS after it was first dirtied, as the kernel's
@@ -78,91 +66,7 @@
 /* Slots of the statement cache: more than the SQL literals of src/ponyfs. */
 #define PONYFS_STMT_CACHE 128
 
-/* Superblock flags: incompatible features; a reader refuses bits it does not know. */
-#define PONYFS_FEAT_META_CHUNKS 1u      /* chunk table at ctab_off: metadata grows into data */
-#define PONYFS_FEATURES PONYFS_FEAT_META_CHUNKS
-#define PONYFS_CTAB_SIZE 4096u          /* a chunk table copy; two, one after the other */
-#define PONYFS_CHUNKS_MAX 252           /* entries of a chunk table */
-
-/* Superblock v1, little-endian (docs/ponyfs-format.md). Never reorder. */
-struct ponyfs_sb_disk {
-/*00*/	uint8_t magic[8];
-/*08*/	le32 version;
-/*0c*/	le32 crc32c;
-/*10*/	uint8_t uuid[16];
-/*20*/	le32 block_size;
-/*24*/	le32 flags;
-/*28*/	le64 meta_bytes;
-/*30*/	le64 db_bytes;
-/*38*/	le64 wal_bytes;
-/*40*/	le64 data_blocks;
-/*48*/	le64 mkfs_time;
-/*50*/	char label[32];
-/*70*/	le64 ctab_off;                  /* FEAT_META_CHUNKS: the chunk table's first copy */
-/*78*/	le64 db_off;                    /* FEAT_META_CHUNKS: the database (else 4096) */
-/*80*/	uint8_t reserved[3968];
-};
-_Static_assert(sizeof(struct ponyfs_sb_disk) == PONYFS_SB_SIZE, "on-disk size");
-
-struct ponyfs_sb {
-	uint8_t uuid[16];
-	uint32_t flags;
-	uint64_t meta_bytes, db_off, db_bytes, wal_bytes, data_blocks, ctab_off;
-	char label[32];
-};
-
-int ponyfs_sb_read(struct bdev *meta, struct ponyfs_sb *ret);
-/* CRC32C of len bytes whose 4-byte checksum field at off counts as zero. */
-uint32_t ponyfs_block_crc(const void *buf, size_t len, size_t off);
-/* Both regions of a one-image ponyfs, as slices of dev (the caller frees them). */
-int ponyfs_image_regions(struct bdev *dev, struct bdev **ret_meta, struct bdev **ret_data);
 void ponyfs_destroy(struct vfs *v);
-
-/*
- * The SQLite side (sqlite_vfs.c). The database file and its WAL are each
- * a list of extents on the metadata region (dev PONYFS_SQLITE_META) or the
- * data region (PONYFS_SQLITE_DATA), whole sectors, in file order.
- */
-enum { PONYFS_SQLITE_META, PONYFS_SQLITE_DATA };
-enum { PONYFS_SQLITE_DB, PONYFS_SQLITE_WAL };
-#define PONYFS_SQLITE_EXTENTS (1 + PONYFS_CHUNKS_MAX)
-struct ponyfs_sqlite_extent { uint64_t off, len; uint8_t dev; };
-struct ponyfs_sqlite_map { unsigned n; struct ponyfs_sqlite_extent e[PONYFS_SQLITE_EXTENTS]; };
-/* devs[] and the maps' extents are the caller's; -EINVAL for an extent off its region. */
-int ponyfs_sqlite_open(struct bdev *const devs[2], const struct ponyfs_sqlite_map *db,
-		       const struct ponyfs_sqlite_map *wal, sqlite3 **ret);
-void ponyfs_sqlite_close(sqlite3 *db);      /* NULL: nothing */
-/* File which (PONYFS_SQLITE_DB or _WAL) gets e as its next extent, open or not. */
-int ponyfs_sqlite_extend(sqlite3 *db, int which, const struct ponyfs_sqlite_extent *e);
-uint64_t ponyfs_sqlite_room(sqlite3 *db, int which);   /* bytes the file's extents hold */
-/* WAL frames in use: to the last one written since SQLite last started it
- * over; 0 after ponyfs_sqlite_wal_recycled() (a complete checkpoint: the
- * next transaction starts it over) until the next write. room: those its
- * extents hold. */
-uint64_t ponyfs_sqlite_wal_frames(sqlite3 *db, bool room);
-void ponyfs_sqlite_wal_recycled(sqlite3 *db);
-/* SQLite's result codes as -errno: the one table (see ponyfs_sql_err()). */
-int ponyfs_sqlite_errno(int rc);
-/* The errno of the bdev call that failed last, then forgotten; 0: none. */
-int ponyfs_sqlite_io_errno(sqlite3 *db);
-/* The database of the filesystem on meta and data, through its chunk table. */
-int ponyfs_sqlite_open_sb(struct bdev *meta, struct bdev *data, const struct ponyfs_sb *sb,
-			  sqlite3 **ret);
-
-/* Metadata chunks (chunks.c): extents of the data region the database or WAL grew into. */
-struct ponyfs_chunk { uint64_t pblock, nblocks; uint8_t file; };
-struct ponyfs_chunks {
-	uint64_t gen;                   /* of the chunk table copy it came from */
-	unsigned n;
-	struct ponyfs_chunk c[PONYFS_CHUNKS_MAX];
-};
-/* The newer valid copy; no chunks for an image without FEAT_META_CHUNKS. */
-int ponyfs_chunks_read(struct bdev *meta, const struct ponyfs_sb *sb, struct ponyfs_chunks *ret);
-int ponyfs_chunks_write(struct bdev *meta, const struct ponyfs_sb *sb, struct ponyfs_chunks *c);
-int ponyfs_chunks_init(struct bdev *meta, const struct ponyfs_sb *sb);       /* mkfs */
-/* Opens the database where the chunk table says it lives; the chunks in *ret_chunks. */
-int ponyfs_meta_open(struct bdev *meta, struct bdev *data, const struct ponyfs_sb *sb,
-		     struct ponyfs_chunks *ret_chunks, sqlite3 **ret);
 
 /* What a cached page will be written to, decided when it is made. */
 enum ponyfs_page_kind {
@@ -795,134 +699,6 @@ int ponyfs_acl_create_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint6
 int ponyfs_acl_inherit_locked(struct ponyfs *fs, uint64_t ino, const struct ponyfs_acl_inherit *a);
 void ponyfs_acl_inherit_done(struct ponyfs_acl_inherit *a);
 
-/* Encryption: keys (crypt_keys.c). */
-/* The key id names, if added (removing ones only when open_ok). */
-struct ponyfs_key *ponyfs_key_find(struct ponyfs *fs, const uint8_t id[CRYPT_KEY_ID_SIZE],
-				   bool open_ok);
-/* c's per-file key for mode (its length: crypt_mode_key_size()); -ENOKEY. */
-int ponyfs_crypt_key_locked(struct ponyfs *fs, const struct ponyfs_crypt *c, enum crypt_mode mode,
-			    bool open_ok, uint8_t *key);
-void ponyfs_keys_free(struct ponyfs *fs);
-/* An encrypted inode closed: an incompletely removed key may go now. */
-void ponyfs_keys_closed_locked(struct ponyfs *fs);
-int ponyfs_add_key(struct vfs *v, const struct vfs_ctx *ctx, const void *key, size_t len,
-		   uint8_t id[16], const struct vfs_inval *inval);
-int ponyfs_remove_key(struct vfs *v, const struct vfs_ctx *ctx, const uint8_t id[16],
-		      unsigned flags, const struct vfs_inval *inval, unsigned *ret_flags);
-int ponyfs_key_status(struct vfs *v, const struct vfs_ctx *ctx, const uint8_t id[16],
-		      struct vfs_key_status *ret);
-int ponyfs_crypt_salt(struct vfs *v, uint8_t salt[16]);
-
-/* Encryption: policies (crypt_policy.c). */
-/* inodes.crypt's value (NULL: none) into c; -EUCLEAN when it is not one. */
-int ponyfs_crypt_decode(const void *blob, size_t len, struct ponyfs_crypt *c);
-void ponyfs_crypt_encode(const struct ponyfs_crypt *c, uint8_t out[PONYFS_CRYPT_BYTES]);
-/* ino's encryption (off: none), from its cached inode or its row. */
-int ponyfs_inode_crypt_locked(struct ponyfs *fs, uint64_t ino, struct ponyfs_crypt *c);
-/* The cached encryption of directory ino (read on a miss); NULL when no
- * inode of the filesystem is encrypted. */
-int ponyfs_dircrypt_locked(struct ponyfs *fs, uint64_t ino, struct ponyfs_dircrypt **ret);
-/* Its names key; -ENOKEY without the key. */
-int ponyfs_dircrypt_key_locked(struct ponyfs *fs, struct ponyfs_dircrypt *d);
-void ponyfs_dircrypt_forget(struct ponyfs *fs, uint64_t ino);
-int ponyfs_crypt_init_locked(struct ponyfs *fs);        /* mount: crypt_any, the cache */
-void ponyfs_crypt_done(struct ponyfs *fs);
-int ponyfs_set_policy(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, const void *policy,
-		      size_t len);
-int ponyfs_get_policy(struct vfs *v, uint64_t ino, void *buf, size_t size);
-int ponyfs_get_nonce(struct vfs *v, uint64_t ino, uint8_t nonce[16]);
-
-/* Encryption: names (crypt_names.c). */
-/*
- * A name as dentries.name holds it: the component itself, or in an
- * encrypted directory its ciphertext. FIND accepts a no-key name without
- * the key (and finds a long one's ciphertext); CREATE needs the key
- * (-ENOKEY). The directory's encryption comes with it: a new inode
- * inherits it.
- */
-enum ponyfs_name_use { PONYFS_NAME_FIND, PONYFS_NAME_CREATE };
-struct ponyfs_name {
-	const uint8_t *bytes;
-	size_t len;
-	struct ponyfs_crypt dir;        /* the directory's */
-	uint8_t buf[CRYPT_NAME_MAX];
-};
-int ponyfs_name_locked(struct ponyfs *fs, uint64_t parent, const char *name,
-		       enum ponyfs_name_use use, struct ponyfs_name *ret);
-/* An entry's name as a listing shows it, malloc'd: the plaintext with the
- * key, the no-key name without. */
-char *ponyfs_name_show_locked(struct ponyfs *fs, struct ponyfs_dircrypt *d, const uint8_t *bytes,
-			      size_t len);
-/* A new inode's encryption under a directory's (fresh nonce); off: none. */
-int ponyfs_crypt_inherit(const struct ponyfs_crypt *dir, struct ponyfs_crypt *ret);
-/* A symlink's target as stored (in buf, PATH_MAX bytes) and back. */
-int ponyfs_symlink_seal_locked(struct ponyfs *fs, const struct ponyfs_crypt *c, const char *target,
-			       uint8_t *buf, size_t *ret_len);
-int ponyfs_symlink_show_locked(struct ponyfs *fs, const struct ponyfs_crypt *c, const uint8_t *stored,
-			       size_t len, char *buf, size_t size);
-
-/* Encryption: contents (crypt_data.c). */
-/* The cipher of in for an open (regular files): -ENOKEY without the key. */
-int ponyfs_crypt_open_locked(struct ponyfs *fs, struct ponyfs_inode *in);
-void ponyfs_crypt_close(struct ponyfs_inode *in);   /* wipes */
-/* -ENOKEY when in is encrypted and its key was removed by force. */
-static inline int ponyfs_crypt_usable(const struct ponyfs_inode *in)
-{
-	return in->crypt.on && !in->cipher ? -ENOKEY : 0;
-}
-/* k pages of in (consecutive indexes from pg[0]) encrypted into out; for
- * a GCM file each block's seal (PONYFS_SEAL_BYTES, CRC first) into seals,
- * else its CRC32C (4 bytes) of the ciphertext. */
-int ponyfs_crypt_pages(struct ponyfs_inode *in, const struct ponyfs_page *pg, uint64_t k,
-		       uint8_t *out, uint8_t *csums);
-/* n blocks read for file blocks fblk.. in place back to plaintext (seals:
- * GCM's nonce and tag per block, NULL for XTS); cipher NULL: in's own. */
-int ponyfs_crypt_blocks(struct ponyfs_inode *in, struct crypt_contents *cipher, uint64_t fblk,
-			uint64_t n, const uint8_t *seals, uint8_t *buf);
-/* A cipher for one unlocked read (a clone of in's); NULL for a file not
- * encrypted. -ENOKEY: the key was removed. */
-int ponyfs_crypt_reader_locked(struct ponyfs_inode *in, struct crypt_contents **ret);
-/* Bytes a block takes in extents.csums for flags. */
-static inline size_t ponyfs_csum_stride(unsigned flags)
-{
-	return flags & PONYFS_EXT_SEALED ? PONYFS_SEAL_BYTES : 4;
-}
-
-/*
- * Encrypted writeback (crypt_data.c): k pages of in encrypted and
- * checksummed into csums as ponyfs_crypt_pages() does, and written to
- * blocks [p, p+k) by the helper while the caller goes on to the next run
- * (a run under PONYFS_HELPER_MIN_BLOCKS: in line, its error returned).
- * A write's error comes back from the next call or from
- * ponyfs_crypt_out_drain_locked(), which a writeback calls before it ends:
- * until then the blocks may not be on the disk yet.
- */
-int ponyfs_crypt_out_locked(struct ponyfs *fs, struct ponyfs_inode *in,
-			    const struct ponyfs_page *pg, uint64_t k, uint64_t p, uint8_t *csums);
-int ponyfs_crypt_out_drain_locked(struct ponyfs *fs);
-void ponyfs_crypt_out_free(struct ponyfs *fs);         /* at unmount, drained */
-
-/*
- * The helper (helper.c): a job runs fn(arg) on the mount's second thread
- * (an acall worker) from ponyfs_job_start() on, or, when the helper is
- * busy or absent, on the caller inside ponyfs_job_wait(), which returns
- * fn's value. Every started job must be waited for; its memory stays the
- * caller's till then.
- */
-struct acall_op;
-struct ponyfs_job {
-	int (*fn)(void *arg);
-	void *arg;
-	struct acall_op *op;            /* on the helper; NULL: runs in line */
-};
-void ponyfs_helper_start_locked(struct ponyfs *fs);    /* at an encrypted open */
-void ponyfs_helper_stop(struct ponyfs *fs);             /* at unmount */
-/* A job of fewer blocks runs in line: its hand-off (a wake-up on another
- * CPU and the wait for it) costs more than the cipher it would hide. */
-#define PONYFS_HELPER_MIN_BLOCKS 64u
-void ponyfs_job_start(struct ponyfs *fs, struct ponyfs_job *j);
-int ponyfs_job_wait(struct ponyfs *fs, struct ponyfs_job *j);
-
 /* Extended attributes, the vfs hooks (xattr.c). */
 int ponyfs_getxattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, const char *name,
 		    void *buf, size_t size);
@@ -930,79 +706,6 @@ int ponyfs_setxattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, cons
 		    const void *value, size_t size, int flags);
 int ponyfs_listxattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, char *buf, size_t size);
 int ponyfs_removexattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, const char *name);
-
-/* Layouts (layout.c): where a file's bytes live, for the vfs layout_map hook. */
-int ponyfs_layout_map(struct vfs *v, uint64_t ino, struct vfs_layout *l);
-int ponyfs_layout_lease(struct vfs *v, uint32_t lease, unsigned op, uint32_t *ret_state,
-			uint64_t *ret_ms);
-void ponyfs_layout_recall_watch(struct vfs *v, void (*fn)(void *arg, uint32_t lease), void *arg);
-
-uint64_t ponyfs_layout_members_sig(const struct ponyfs *fs);
-
-/* Layout leases (lease.c). */
-int ponyfs_lease_grant_locked(struct ponyfs *fs, struct vfs_layout *l);
-void ponyfs_lease_freed_locked(struct ponyfs *fs, uint64_t pblock, uint64_t n);
-void ponyfs_lease_unheld(const struct ponyfs *fs, uint64_t *start, uint64_t *end);
-/* Ends expired leases, or every lease (revoke: holders see EXPIRED and read again). */
-void ponyfs_lease_expire_locked(struct ponyfs *fs, bool all);
-void ponyfs_lease_fini(struct ponyfs *fs);
-/* A new lease, its deadline set (the one nearest its end revoked past the limit). */
-struct ponyfs_lease *ponyfs_lease_new_locked(struct ponyfs *fs);
-/* The live lease id, expired ones ended first; NULL: gone. Valid until a lease ends. */
-struct ponyfs_lease *ponyfs_lease_find_locked(struct ponyfs *fs, uint32_t id);
-/* Its deadline a lease's length from now; the milliseconds that is. */
-uint64_t ponyfs_lease_renew(struct ponyfs *fs, struct ponyfs_lease *e);
-/* Free blocks [p, p + n) given to write lease e: held until it ends. */
-int ponyfs_lease_hold_locked(struct ponyfs *fs, struct ponyfs_lease *e, uint64_t p, uint64_t n);
-/* Ends lease e now (a return): what only it held is free to allocate. */
-void ponyfs_lease_end_locked(struct ponyfs *fs, struct ponyfs_lease *e);
-/* Direct writes (dwrite.c), the vfs hooks. */
-int ponyfs_layout_write(struct vfs *v, uint64_t ino, uint64_t fh, struct vfs_layout_write *w);
-int ponyfs_layout_commit(struct vfs *v, uint64_t ino, uint64_t fh,
-			 const struct vfs_layout_commit *c);
-/* Whole free stripes of sblk blocks, held by no lease (alloc.c): found, not taken. */
-int ponyfs_alloc_stripes_find_locked(struct ponyfs *fs, uint64_t sblk, uint64_t want,
-				     uint64_t *ret_start, uint64_t *ret_n);
-/* Takes exactly [p, p + n) from the free table; -ESTALE when not all free. */
-int ponyfs_alloc_at_locked(struct ponyfs *fs, uint64_t p, uint64_t n);
-/* The member pieces of nblocks data blocks from pblock holding file bytes
- * from file_offset, into out (up to max): how many there are, or -errno. */
-int64_t ponyfs_layout_pieces_locked(struct ponyfs *fs, uint64_t region, uint64_t pblock,
-				    uint64_t nblocks, uint64_t file_offset,
-				    struct vfs_layout_piece *out, size_t max);
-int ponyfs_layout_topology(struct vfs *v, struct vfs_layout_topology *ret);
-struct volume_segment_info;
-/* The first segment of fs->volume of class cls (enum volume_region_class). -ENODEV: none. */
-int ponyfs_region_segment(const struct ponyfs *fs, int cls, unsigned *ret_seg,
-			  struct volume_segment_info *ret_info);
-
-/* An error the daemon saw (badblocks.c): a region and what became of it. */
-struct ponyfs_bad {
-	uint32_t source;                /* enum vfs_bad_source */
-	bool repaired;
-	unsigned member;                /* VFS_NO_MEMBER: not known */
-	uint64_t member_offset;         /* device byte on it */
-	uint64_t vol_off, len;
-	bool row;                       /* a stripe row (or copies) that disagree, no member
-					 * to blame: [vol_off, +len) is the row */
-	uint64_t count;                 /* times seen */
-};
-/* Records b once per (source, vol_off): true when new (the caller logs it). */
-bool ponyfs_bad_add_locked(struct ponyfs *fs, const struct ponyfs_bad *b);
-/* Data block pblock (ino's file block fblk) failed its checksum; m: the
- * member repaired, or -errno (lost). Recorded, and logged once with the paths. */
-void ponyfs_bad_block_locked(struct ponyfs *fs, uint32_t source, uint64_t ino, uint64_t fblk,
-			     uint64_t pblock, int m);
-int ponyfs_badblock(struct vfs *v, uint32_t index, struct vfs_badblock *ret);
-/* What b's first byte holds, for a log line: "file /a, /b offset N", "metadata (...)". */
-void ponyfs_bad_describe_locked(struct ponyfs *fs, const struct ponyfs_bad *b, char *buf,
-				size_t size);
-/* The volume byte of data block block (one image: its byte past the metadata region). */
-uint64_t ponyfs_volume_byte(const struct ponyfs *fs, uint64_t block);
-
-/* The passive scrub (scrub.c): a thread of the mount, stopped at unmount. */
-int ponyfs_scrub(struct vfs *v, struct vfs_scrub *s);
-void ponyfs_scrub_stop(struct ponyfs *fs);
 
 /* What lives at an address (resolve.c, docs/scrub.md). */
 int ponyfs_resolve(struct vfs *v, struct vfs_resolve *r);
@@ -1015,5 +718,8 @@ extern const char ponyfs_paths_sql[];
 void ponyfs_name_put(FILE *out, const uint8_t *name, size_t len);
 
 extern const struct vfs_ops ponyfs_ops;
+
+#include "crypt_fs.h"
+#include "blockmap.h"
 
 #endif

@@ -35,6 +35,7 @@ struct ponyfs_scrub {
 	int error;
 	uint64_t rate, pos, total, checked, repaired, lost;
 	uint64_t t0_ns, t_end_ns;
+	uint64_t yielded_ns;            /* atomic: this run's workers' waits for foreground reads */
 	/* The walk the workers share (scrub_walk()): pass bytes. */
 	uint64_t next;                  /* the next step handed out */
 	uint64_t busy[SCRUB_WORKERS];   /* each worker's step; UINT64_MAX: none */
@@ -421,11 +422,16 @@ static bool foreground_busy(struct ponyfs *fs)
  * while (a busy mount still progresses), the helper for as long as it
  * reads, so a busy mount has a core the scrub leaves alone.
  */
-static void scrub_yield(struct ponyfs *fs, const struct ponyfs_scrub *sc, unsigned worker)
+static void scrub_yield(struct ponyfs *fs, struct ponyfs_scrub *sc, unsigned worker)
 {
-	for (unsigned ms = 0; (worker > 0 || ms < YIELD_MAX_MS) && foreground_busy(fs) &&
-			      !__atomic_load_n(&sc->stop, __ATOMIC_RELAXED); ms++)
+	uint64_t t0 = util_now_ns();
+	unsigned ms = 0;
+
+	for (; (worker > 0 || ms < YIELD_MAX_MS) && foreground_busy(fs) &&
+	       !__atomic_load_n(&sc->stop, __ATOMIC_RELAXED); ms++)
 		sleep_ns(1000000);
+	if (ms)
+		__atomic_add_fetch(&sc->yielded_ns, util_now_ns() - t0, __ATOMIC_RELAXED);
 }
 
 /* The lowest byte of the pass not yet done: none below it is left. Under fs->lock. */
@@ -648,6 +654,7 @@ static int scrub_start_locked(struct ponyfs *fs, struct ponyfs_scrub *sc, uint64
 	sc->error = 0;
 	sc->state = VFS_SCRUB_RUNNING;
 	sc->t0_ns = util_now_ns();
+	sc->yielded_ns = 0;
 	r = -pthread_create(&sc->thread, NULL, scrub_main, fs);
 	if (r < 0) {
 		sc->state = VFS_SCRUB_FAILED;
@@ -693,6 +700,7 @@ static void status_locked(struct ponyfs *fs, struct ponyfs_scrub *sc, struct vfs
 	s->repaired = sc->repaired;
 	s->lost = sc->lost;
 	s->error = sc->error;
+	s->yielded_ms = __atomic_load_n(&sc->yielded_ns, __ATOMIC_RELAXED) / 1000000;
 	s->elapsed_ms = sc->t0_ns ? ((sc->state == VFS_SCRUB_RUNNING ? util_now_ns() : sc->t_end_ns) -
 				     sc->t0_ns) / 1000000 : 0;
 }
