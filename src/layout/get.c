@@ -3,7 +3,9 @@
  * PONYFUSE_IOC_LAYOUT joined into one list, the members named by
  * PONYFUSE_IOC_LAYOUT_MEMBER opened read-only by the client itself, and
  * the lease: asked for on the first page (PONYFUSE_LEASE_NEW), joined on
- * the next, checked after a read, returned at the end. A daemon without
+ * the next (and on every page of a layout moved to another range of the
+ * file, pony_layout_seek), checked after a read, returned at the end. A
+ * clone opens again the member files its origin opened. A daemon without
  * leases answers no lease (0, or the request echoed back with lease_ms 0)
  * and ENOTTY to PONYFUSE_IOC_LAYOUT_LEASE: the layout is then a snapshot.
  * A layout got from another host asks the same of the mount's layout
