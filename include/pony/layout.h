@@ -95,6 +95,18 @@ void pony_layout_stats(const struct pony_layout *l, struct pony_layout_stats *re
  */
 int pony_layout_clone(const struct pony_layout *l, struct pony_layout **ret);
 
+/*
+ * Moves l (or a clone) to [off, off+len) of the same file (len UINT64_MAX:
+ * to the end): its extents, checksums and pieces got again for that range
+ * alone, joined to the lease l holds (which the join renews), the members
+ * kept open; a no-op when l's range covers it already. A reader that
+ * reads a large file a window at a time gets each window's layout just
+ * before reading it, instead of the whole file's before its first read.
+ * Each window's bytes are the file's at the moment it was got. Errors as
+ * pony_layout_get(); -ESTALE: the file kept changing. Since PONY_LAYOUT_3.
+ */
+int pony_layout_seek(struct pony_layout *l, uint64_t off, uint64_t len);
+
 /* Returns the lease (if any) to the daemon and frees l. NULL: does nothing. */
 int pony_layout_return(struct pony_layout *l);
 

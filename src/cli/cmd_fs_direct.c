@@ -4,10 +4,11 @@
  * volume's members through libpony-layout (include/pony/layout.h): the
  * command people use to check, and benchmarks time, that the direct
  * reader returns the same bytes as the mount. Direct: one reader per core,
- * each a clone of one layout made on its own thread, taking the next
- * 16 MiB chunk when it is free and writing its chunks in order. With --server, from another host (one reader: a remote layout
- * has no clone): the layout from the mount's layout service, the bytes from the
- * members' NBD servers.
+ * each a clone of the first chunk's layout made on its own thread, taking
+ * the next 16 MiB chunk when it is free, getting that chunk's layout, and
+ * writing its chunks in order. With --server, from another host (one
+ * reader: a remote layout has no clone): the layout from the mount's
+ * layout service, the bytes from the members' NBD servers.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -116,8 +117,8 @@ static int remote_error(const struct pony_layout_server *s, const char *path, in
 
 /*
  * Direct readers on as many threads as cores (at most CAT_READERS), each
- * with its own clone of one layout (the file at one moment) and its own
- * buffer. A reader takes the next chunk not taken, reads it, and writes it
+ * with its own clone of one layout, moved to each chunk it takes (the
+ * chunk's layout got then, under the one lease), and its own buffer. A reader takes the next chunk not taken, reads it, and writes it
  * when the chunk before it is out, so the output is in order while the
  * others read on; a reader the host's load holds back leaves the next
  * chunks to the others instead of holding up the chunks dealt to it. A
@@ -202,7 +203,8 @@ static void *cat_reader_main(void *arg)
 	}
 	while (chunk_take(all, &k)) {
 		uint64_t off = k * CAT_CHUNK;
-		ssize_t n = pony_layout_read(rd->l, rd->buf, off, CAT_CHUNK);
+		int r = pony_layout_seek(rd->l, off, CAT_CHUNK);
+		ssize_t n = r < 0 ? r : pony_layout_read(rd->l, rd->buf, off, CAT_CHUNK);
 		int exit = 0;
 
 		if (!turn_wait(all, k))
@@ -302,12 +304,19 @@ static int cat_readers_run(struct pony_layout *l, const char *path, bool stats)
 	return all.exit;
 }
 
-/* Straight from the members, through the layout (from s when not NULL). */
+/*
+ * Straight from the members, through the layout (from s when not NULL).
+ * On the mount, the layout of the first chunk only: each reader gets the
+ * layout of the chunk it takes (pony_layout_seek, under the first one's
+ * lease) while the others read theirs, rather than all of a large file's
+ * layout pages one after the other before the first byte is read. From
+ * another host, with one reader, the whole file's at once.
+ */
 static int cat_direct(int fd, const struct pony_layout_server *s, const char *path, bool stats)
 {
 	struct pony_layout *l;
 	int r = s ? pony_layout_get_remote(s, path, 0, UINT64_MAX, &l) :
-		pony_layout_get(fd, 0, UINT64_MAX, &l);
+		pony_layout_get(fd, 0, CAT_CHUNK, &l);
 
 	if (r < 0)
 		return s ? remote_error(s, path, -r) : cli_layout_error(path, -r);

@@ -3,7 +3,9 @@
  * PONYFUSE_IOC_LAYOUT joined into one list, the members named by
  * PONYFUSE_IOC_LAYOUT_MEMBER opened read-only by the client itself, and
  * the lease: asked for on the first page (PONYFUSE_LEASE_NEW), joined on
- * the next, checked after a read, returned at the end. A daemon without
+ * the next (and on every page of a layout moved to another range of the
+ * file, pony_layout_seek), checked after a read, returned at the end. A
+ * clone opens again the member files its origin opened. A daemon without
  * leases answers no lease (0, or the request echoed back with lease_ms 0)
  * and ENOTTY to PONYFUSE_IOC_LAYOUT_LEASE: the layout is then a snapshot.
  * A layout got from another host asks the same of the mount's layout
@@ -12,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,7 +118,13 @@ static int lease_return(struct pony_layout *l)
 	return r < 0 ? r : 0;
 }
 
-static int layout_fetch_once(struct pony_layout *l)
+/*
+ * Gets l's range page by page: under a new lease (the one held returned
+ * first), or with join under the lease l holds (borrowed or not: each page
+ * joins it, as the pages after the first always do), a new one when it
+ * holds none.
+ */
+static int layout_fetch_once(struct pony_layout *l, bool join)
 {
 	_cleanup_(freep) struct ponyfuse_layout_arg *a = malloc(sizeof(*a));
 	uint64_t off = l->off;
@@ -123,21 +132,24 @@ static int layout_fetch_once(struct pony_layout *l)
 
 	if (!a)
 		return -ENOMEM;
-	if (l->lease)
+	if (l->lease && !join)
 		lease_return(l);
+	join = join && l->lease;
 	l->next = l->ncsums = l->npieces = 0;
 	for (bool first = true;; first = false) {
 		*a = (struct ponyfuse_layout_arg){
 			.version = PONYFUSE_LAYOUT_VERSION, .offset = off, .length = l->end - off,
-			.lease = first ? PONYFUSE_LEASE_NEW : l->lease,
+			.lease = first && !join ? PONYFUSE_LEASE_NEW : l->lease,
 		};
 		r = l->remote ? layout_remote_page(l, a) :
 		    ioctl(l->fd, PONYFUSE_IOC_LAYOUT, a) < 0 ? -errno : 0;
 		if (r < 0)
 			return r;
-		if (first) {
+		if (first && !join) {
 			l->lease = lease_granted(a);
 			l->lease_borrowed = false;
+		}
+		if (first) {
 			l->flags = a->flags;
 			l->size = a->size;
 			l->block_size = a->block_size;
@@ -156,21 +168,38 @@ static int layout_fetch_once(struct pony_layout *l)
 }
 
 /*
- * The layout of l's range, page by page under one lease. A lease that ends
- * between two pages (it expired, or space pressure revoked it) makes the
- * next page ESTALE: the whole layout is got again, a few times at most.
+ * The layout of l's range, page by page under one lease (joined: the lease
+ * l holds). A lease that ends between two pages (it expired, or space
+ * pressure revoked it) makes the next page ESTALE: the whole layout is got
+ * again under a new lease, a few times at most.
  */
-int layout_fetch(struct pony_layout *l)
+static int layout_fetch_joined(struct pony_layout *l, bool join)
 {
 	int r;
 
 	for (int tries = 0;; tries++) {
-		r = layout_fetch_once(l);
+		r = layout_fetch_once(l, join);
 		if (r != -ESTALE || tries == 3)
 			return r;
 		l->lease = 0;           /* gone already: nothing to return */
 		l->lease_borrowed = false;
 	}
+}
+
+int layout_fetch(struct pony_layout *l)
+{
+	return layout_fetch_joined(l, false);
+}
+
+int pony_layout_seek(struct pony_layout *l, uint64_t off, uint64_t len)
+{
+	uint64_t end = len > UINT64_MAX - off ? UINT64_MAX : off + len;
+
+	if (off >= l->off && end <= l->end)
+		return 0;               /* covered already: no call */
+	l->off = off;
+	l->end = end;
+	return layout_fetch_joined(l, true);
 }
 
 int layout_member_bdev(const struct pony_layout *l, const struct layout_member *m,
@@ -265,16 +294,34 @@ static void *member_open_main(void *arg)
 }
 
 /*
+ * A member path the origin of a clone holds open, opened again through
+ * /proc/self/fd: the very file the origin checked (no name looked up, so
+ * no check again), with a descriptor, and so a read-ahead, of its own.
+ */
+static int member_reopen(int fd)
+{
+	char path[32];
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+/*
  * Every member opened at once: an NBD member's connections (several with
  * multi-conn, each a TLS handshake with nbds://) cost round trips, which
  * for eight servers in turn would cost more than reading a file's share.
+ * A clone's (origin not NULL) path members the origin has open are its
+ * files opened again; the rest are opened by name as the origin's were.
  */
-static void members_open_all(struct pony_layout *l)
+static void members_open_all(struct pony_layout *l, const struct pony_layout *origin)
 {
 	struct member_opening *o = calloc(l->nmembers, sizeof(*o));
 
 	for (unsigned i = 0; i < l->nmembers; i++) {
-		l->members[i].fd = -1;
+		l->members[i].fd = origin && origin->members[i].fd >= 0 ?
+				   member_reopen(origin->members[i].fd) : -1;
+		if (l->members[i].fd >= 0)
+			continue;
 		if (o && bdev_name_is_nbd(l->members[i].arg.device)) {
 			o[i] = (struct member_opening){ .l = l, .m = &l->members[i] };
 			o[i].started = !pthread_create(&o[i].thread, NULL, member_open_main, &o[i]);
@@ -341,7 +388,7 @@ static int members_open(struct pony_layout *l)
 	if (r < 0)
 		return r;
 	l->region_offset = l->members[0].arg.region_offset;
-	members_open_all(l);
+	members_open_all(l, NULL);
 	return 0;
 }
 
@@ -415,15 +462,16 @@ int pony_layout_clone(const struct pony_layout *l, struct pony_layout **ret)
 	if (!r)
 		r = array_dup((void **)&c->pieces, l->pieces, l->npieces, sizeof(*l->pieces));
 	if (!r && l->nmembers) {
-		/* Opened again, as the origin's were: each reader its own
-		 * descriptors (and read-ahead), checked to be the members. */
+		/* Opened again: each reader its own descriptors (and
+		 * read-ahead) of the files the origin checked to be the
+		 * members; those it refused looked up and checked again. */
 		c->members = calloc(l->nmembers, sizeof(*c->members));
 		r = c->members ? 0 : -ENOMEM;
 		for (unsigned i = 0; !r && i < l->nmembers; i++)
 			c->members[i] = (struct layout_member){ .fd = -1, .arg = l->members[i].arg };
 		if (!r) {
 			c->nmembers = l->nmembers;
-			members_open_all(c);
+			members_open_all(c, l);
 		}
 	}
 	if (r) {

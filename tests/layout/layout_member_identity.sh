@@ -5,10 +5,13 @@
 # the daemon keeps its own descriptor): `pony fs cat --direct` must not
 # read it as the member (it warns, rebuilds that member's blocks from the
 # others, and returns the file's bytes), and `pony fs put --direct` must
-# refuse to write (EXDEV) and leave the other volume's image as it was.
+# refuse to write (EXDEV) and leave the other volume's image as it was. A
+# clone of a layout (layout_read_check) reads the members its origin
+# opened and checked, even when a name leads nowhere by then.
 set -u
 . "$PONY_SRCDIR/tests/lib.sh"
 require_fuse
+CHECK=$1
 
 . "$PONY_SRCDIR/tests/ponyfs/mount_lib.sh" layout-identity
 
@@ -17,6 +20,11 @@ pony_mount "${imgs[@]}"
 head -c 5000000 /dev/urandom >"$T/file"
 cp "$T/file" "$T/m/file"
 "$PONY" sync "$T/m" || fail "pony sync"
+
+# A clone of a layout opens the files its origin checked, not their names
+# again: m2's path moved away while the clone is made, it still reads m2.
+"$CHECK" "$T/m/file" 1 "$T/m2.img" "$T/m2.away" ||
+	fail "a clone made while a member's path led nowhere did not read that member"
 
 # An image of another volume, made the same way, in m2's place.
 mkdir -p "$T/other"
