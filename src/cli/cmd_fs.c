@@ -160,9 +160,10 @@ static int fs_requests_run(int argc, char **argv)
 		       "passthrough_opens, passthrough_backing_files registered now),\n"
 		       "forget_inodes (inodes forgotten), spliced_answers (READ answers spliced\n"
 		       "to /dev/fuse), pooled_reads (large READs answered by helper threads)\n"
-		       "and pooled_reads_peak (the most of them held at once), and with FUSE over io_uring (--io-uring) uring_queues, uring_requests\n"
-		       "served over the rings and uring_direct_reads (READs of host files\n"
-		       "answered by a pread into a ring). The request counters, forget_inodes,\n"
+		       "and pooled_reads_peak (the most of them held at once), and with FUSE\n"
+		       "over io_uring (--io-uring) uring_queues, uring_requests served over\n"
+		       "the rings and uring_direct_reads (READs of host files answered by a\n"
+		       "pread into a ring). The request counters, forget_inodes,\n"
 		       "spliced_answers and the pooled_reads lines are listed once not 0.\n");
 		return CLI_EXIT_OK;
 	}
