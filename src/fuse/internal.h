@@ -32,6 +32,7 @@ struct ponyfuse {
 	char *mountpoint;
 	bool mounted;
 	bool borrowed;                  /* se is a daemon's own (transport_new) */
+	bool signals_caught;            /* libfuse's stop handlers are on se */
 	unsigned max_read;              /* the READ size cap (mount.c), 0: none */
 	/* devio.c: requests read, by opcode; the INIT request's id until
 	 * answered; whether the kernel offered passthrough in it. */

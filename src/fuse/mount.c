@@ -127,6 +127,23 @@ static unsigned splice_max_read(void)
 	return (unsigned)room;
 }
 
+/*
+ * SIGINT, SIGTERM and SIGHUP end the serving loop (libfuse's handlers mark
+ * the session exited). A shell starts background jobs with SIGINT ignored,
+ * and libfuse only replaces default handlers: reset them first so SIGINT
+ * stops the mount there too.
+ */
+static int catch_stop_signals(struct ponyfuse *pf)
+{
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	if (fuse_set_signal_handlers(pf->se) != 0)
+		return -EIO;
+	pf->signals_caught = true;
+	return 0;
+}
+
 int ponyfuse_mount(struct vfs *fs, const char *mountpoint,
 		   const struct ponyfuse_options *opts, struct ponyfuse **ret)
 {
@@ -176,6 +193,16 @@ int ponyfuse_mount(struct vfs *fs, const char *mountpoint,
 	char real[PATH_MAX];
 	bool resolved = realpath(mountpoint, real) != NULL;
 
+	/* Before the mount appears: whoever sees it may stop the daemon at
+	 * once, and a signal that came before the handlers was lost (SIGINT,
+	 * ignored in a shell's background job: the daemon served on) or
+	 * killed the daemon with its mount left behind (SIGTERM). A signal
+	 * now only marks the session exited; ponyfuse_run() then returns at
+	 * once and ponyfuse_free() unmounts. */
+	if (catch_stop_signals(pf) < 0) {
+		ponyfuse_free(pf);
+		return -EIO;
+	}
 	if (fuse_session_mount(pf->se, mountpoint) != 0) {
 		ponyfuse_free(pf);
 		return -ENOTCONN;
@@ -205,30 +232,19 @@ int ponyfuse_run(struct ponyfuse *pf)
 	struct timespec started;
 	int r;
 
-	/* A shell starts background jobs with SIGINT ignored, and libfuse only
-	 * replaces default handlers: make SIGINT stop the mount there too. */
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGHUP, SIG_DFL);
-	if (fuse_set_signal_handlers(pf->se) != 0)
+	if (fuse_daemonize(pf->opts.foreground) != 0)
 		return -EIO;
-	if (fuse_daemonize(pf->opts.foreground) != 0) {
-		fuse_remove_signal_handlers(pf->se);
-		return -EIO;
-	}
 	cfg = fuse_loop_cfg_create();
 	/* After daemonizing, which keeps only the calling thread. */
 	if (!cfg || ((pf->fs->ops->data_fd || pf->fs->ops->read_parallel) &&
 		     ponyfuse_readpool_start(pf) < 0)) {
 		fuse_loop_cfg_destroy(cfg);
-		fuse_remove_signal_handlers(pf->se);
 		return -ENOMEM;
 	}
 	r = pf->opts.serving ? pf->opts.serving(pf->opts.serving_arg) : 0;
 	if (r < 0) {
 		ponyfuse_readpool_stop(pf);
 		fuse_loop_cfg_destroy(cfg);
-		fuse_remove_signal_handlers(pf->se);
 		return r;
 	}
 	fuse_loop_cfg_set_clone_fd(cfg, 0);
@@ -239,7 +255,6 @@ int ponyfuse_run(struct ponyfuse *pf)
 	ponyfuse_reqlog_write(pf, &started);
 	ponyfuse_readpool_stop(pf);
 	fuse_loop_cfg_destroy(cfg);
-	fuse_remove_signal_handlers(pf->se);
 	/* The loop ends on a signal (r is 0 or the signal), or on unmount. */
 	return r < 0 ? r : 0;
 }
@@ -266,6 +281,8 @@ void ponyfuse_free(struct ponyfuse *pf)
 {
 	if (!pf)
 		return;
+	if (pf->signals_caught)
+		fuse_remove_signal_handlers(pf->se);
 	if (pf->borrowed) {
 		/* The daemon's own session: it unmounts and destroys it. */
 		ponyfuse_uring_stop(pf->uring);
