@@ -60,11 +60,16 @@ int ponyfs_dentry_absent(struct ponyfs *fs, uint64_t parent, const struct ponyfs
 
 int ponyfs_touch_dir(struct ponyfs *fs, uint64_t dir, int nlink_delta)
 {
+	struct ponyfs_row before = ponyfs_row_before(fs, dir);
 	int64_t now = ponyfs_now();
+	int r;
 
 	ponyfs_times_changed(fs, dir, now);
-	return ponyfs_sql(fs, "UPDATE inodes SET mtime = ?2, ctime = ?2, nlink = nlink + ?3 "
-			  "WHERE ino = ?1", 3, (int64_t)dir, now, (int64_t)nlink_delta);
+	r = ponyfs_sql(fs, "UPDATE inodes SET mtime = ?2, ctime = ?2, nlink = nlink + ?3 "
+		       "WHERE ino = ?1", 3, (int64_t)dir, now, (int64_t)nlink_delta);
+	if (r >= 0)     /* the row the update hook dropped, with the same change */
+		ponyfs_row_touched(fs, &before, true, now, nlink_delta);
+	return r;
 }
 
 
@@ -77,6 +82,7 @@ int ponyfs_touch_dir(struct ponyfs *fs, uint64_t dir, int nlink_delta)
 int ponyfs_dentry_add(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name,
 		      uint64_t ino, int touch)
 {
+	struct ponyfs_row before = ponyfs_row_before(fs, parent);
 	int64_t cookie = 0, now = ponyfs_now();
 	sqlite3_stmt *s = NULL;
 	int r = ponyfs_prepare(fs, "UPDATE inodes SET next_cookie = next_cookie + 1, "
@@ -97,6 +103,11 @@ int ponyfs_dentry_add(struct ponyfs *fs, uint64_t parent, const struct ponyfs_na
 		r = -ENOENT;
 	if (r >= 0 && touch != PONYFS_NO_TOUCH)
 		ponyfs_times_changed(fs, parent, now);
+	/* The parent's row the update hook dropped, with the same change
+	 * (next_cookie is no column of a cached row). */
+	if (r >= 0)
+		ponyfs_row_touched(fs, &before, touch != PONYFS_NO_TOUCH, now,
+				   touch == PONYFS_NO_TOUCH ? 0 : touch);
 	if (r >= 0)
 		r = ponyfs_prepare(fs, "INSERT INTO dentries (parent, name, ino, cookie) "
 				   "VALUES (?1, ?2, ?3, ?4)", &s);

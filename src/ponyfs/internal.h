@@ -437,6 +437,13 @@ void ponyfs_rows_extents_changed(struct ponyfs *fs);
 const struct ponyfs_row *ponyfs_row_cached(struct ponyfs *fs, uint64_t ino, bool blocks);
 /* Caches row: what the database now holds for row->ino (after the statement that changed it). */
 void ponyfs_row_store(struct ponyfs *fs, const struct ponyfs_row *row);
+/* Stores before (a copy of the cached row taken before the statement;
+ * ino 0: it was not cached) back with the change that statement made: its
+ * mtime and ctime set to now when times, nlink_delta added to its links. */
+void ponyfs_row_touched(struct ponyfs *fs, const struct ponyfs_row *before, bool times,
+			int64_t now, int nlink_delta);
+/* A copy of ino's cached row for ponyfs_row_touched() (ino 0 when not cached). */
+struct ponyfs_row ponyfs_row_before(struct ponyfs *fs, uint64_t ino);
 /* ST_INODE_GET's columns from column at of s on, for ino (no block count). */
 void ponyfs_row_read(sqlite3_stmt *s, int at, uint64_t ino, struct ponyfs_row *ret);
 /* Sets row's block count, valid from now until extents change. */

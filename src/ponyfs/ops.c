@@ -453,6 +453,10 @@ static int fallocate_locked(struct ponyfs *fs, struct ponyfs_handle *h, int mode
 	uint64_t end = off + len;
 	int r;
 
+	/* As fallocate(2): a handle open for writing (so never a directory's,
+	 * open_locked: a directory has no extents, rowcache.c counts on it). */
+	if ((h->flags & O_ACCMODE) == O_RDONLY)
+		return -EBADF;
 	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE))
 		return -EOPNOTSUPP;
 	if ((mode & FALLOC_FL_PUNCH_HOLE) && !(mode & FALLOC_FL_KEEP_SIZE))

@@ -18,10 +18,22 @@
  * from extents, a WITHOUT ROWID table the update hook never reports: it is
  * valid while fs->rows_epoch is what it was when read, and every change
  * of an extents row (ST_EXT_INS and ST_EXT_DEL, the only statements that
- * change that table on a mounted filesystem) moves the epoch.
+ * change that table on a mounted filesystem) moves the epoch. A
+ * directory's count, once read, stays valid: a directory has no extents
+ * (no write, fallocate or truncation reaches one, ops.c), so no epoch can
+ * move it, and an rm -rf, whose every unlink frees a file's extents, would
+ * otherwise make each GETATTR of the directory walk its extents again.
+ *
+ * A directory's row also survives a name added to or removed from it:
+ * the statement that moves its times and link count drops it (the update
+ * hook), and ponyfs_row_touched() stores it back with the same change
+ * applied. The kernel asks for the directory's attributes after every
+ * such change (its permission check before the next unlink or create):
+ * without this, one SELECT per file of an untar or rm -rf.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "internal.h"
 
@@ -90,9 +102,31 @@ const struct ponyfs_row *ponyfs_row_cached(struct ponyfs *fs, uint64_t ino, bool
 	if (!fs->rows)
 		return NULL;
 	r = slot(fs, ino);
-	if (r->ino != ino || (blocks && r->blocks_epoch != fs->rows_epoch))
+	if (r->ino != ino)
+		return NULL;
+	if (blocks && r->blocks_epoch != fs->rows_epoch && !(S_ISDIR(r->mode) && r->blocks_epoch))
 		return NULL;
 	return r;
+}
+
+struct ponyfs_row ponyfs_row_before(struct ponyfs *fs, uint64_t ino)
+{
+	const struct ponyfs_row *c = ponyfs_row_cached(fs, ino, false);
+
+	return c ? *c : (struct ponyfs_row){ 0 };
+}
+
+void ponyfs_row_touched(struct ponyfs *fs, const struct ponyfs_row *before, bool times,
+			int64_t now, int nlink_delta)
+{
+	struct ponyfs_row row = *before;
+
+	if (!row.ino)
+		return;
+	if (times)
+		row.mtime = row.ctime = now;
+	row.nlink = (uint32_t)((int64_t)row.nlink + nlink_delta);
+	ponyfs_row_store(fs, &row);
 }
 
 void ponyfs_row_store(struct ponyfs *fs, const struct ponyfs_row *row)

@@ -285,6 +285,26 @@ static void test_zero_range_keeps_the_blocks(void **state)
 	assert_int_equal(blocks_of(f->fs, ino), 4 * 8);
 }
 
+/* As fallocate(2): EBADF on a handle not open for writing, a directory's
+ * included (a directory never gets extents: rowcache.c counts on it). */
+static void test_fallocate_needs_a_handle_open_for_writing(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_ctx c = test_ctx();
+	struct vfs_entry d;
+	uint64_t ino, fh;
+
+	assert_int_equal(test_put(f->fs, "f", "x", 1), 0);
+	assert_int_equal(test_open(f->fs, "f", O_RDONLY, &ino, &fh), 0);
+	assert_int_equal(VFS_CALL(f->fs, fallocate, ino, fh, 0, 0, 8192), -EBADF);
+	assert_int_equal(VFS_CALL(f->fs, release, ino, fh), 0);
+	assert_int_equal(VFS_CALL(f->fs, mkdir, &c, VFS_ROOT_INO, "d", 0755, &d), 0);
+	assert_int_equal(VFS_CALL(f->fs, open, &c, d.ino, O_RDONLY, &fh), 0);
+	assert_int_equal(VFS_CALL(f->fs, fallocate, d.ino, fh, 0, 0, 8192), -EBADF);
+	assert_int_equal(VFS_CALL(f->fs, release, d.ino, fh), 0);
+	assert_int_equal(blocks_of(f->fs, d.ino), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -298,6 +318,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_punch_and_truncate_free_unwritten_blocks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_zero_range_keeps_the_blocks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fallocate_needs_a_handle_open_for_writing, setup,
+						teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,7 +5,10 @@
  * in a directory (its link count and times), an inode deleted by a
  * rename over it, an ACL's mode, and a block count after the extents
  * changed under it. Each test reads the row first (so it is cached), then
- * changes it by a path that does not store it again, then reads it.
+ * changes it by a path that does not store it again, then reads it. A
+ * directory's row is kept across a name made or removed in it (stored
+ * back with the change): those tests check both the values and that the
+ * read after the change was served from memory.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -68,6 +71,7 @@ static void test_directory_row_follows_a_name_made_in_it(void **state)
 {
 	struct fixture *f = *state;
 	struct vfs_ctx c = test_ctx();
+	struct ponyfs_stats s0, s1;
 	struct vfs_entry d, e;
 	struct statx before, after;
 
@@ -75,11 +79,83 @@ static void test_directory_row_follows_a_name_made_in_it(void **state)
 	before = attr(f->fs, d.ino, STATX_BASIC_STATS);
 	assert_int_equal(before.stx_nlink, 2);
 	usleep(2000);
+	ponyfs_get_stats(f->fs, &s0);
 	assert_int_equal(VFS_CALL(f->fs, mkdir, &c, d.ino, "s", 0755, &e), 0);
 	after = attr(f->fs, d.ino, STATX_BASIC_STATS);
+	ponyfs_get_stats(f->fs, &s1);
+	assert_int_equal(s1.row_misses, s0.row_misses);        /* kept, with the change */
 	assert_int_equal(after.stx_nlink, 3);
 	assert_true(after.stx_mtime.tv_sec * 1000000000ll + after.stx_mtime.tv_nsec >
 		    before.stx_mtime.tv_sec * 1000000000ll + before.stx_mtime.tv_nsec);
+}
+
+static int64_t ns(struct statx_timestamp t)
+{
+	return t.tv_sec * 1000000000ll + t.tv_nsec;
+}
+
+/* A name removed from a directory (an unlink, an rmdir) moves its times
+ * and, for a directory, its link count; the row read after each change
+ * comes from memory (what an rm -rf's GETATTR of the directory costs). */
+static void test_directory_row_follows_a_name_removed_from_it(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_ctx c = test_ctx();
+	struct ponyfs_stats s0, s1;
+	struct vfs_entry d, e;
+	struct statx before, after;
+
+	assert_int_equal(VFS_CALL(f->fs, mkdir, &c, VFS_ROOT_INO, "d", 0755, &d), 0);
+	assert_int_equal(VFS_CALL(f->fs, mkdir, &c, d.ino, "s", 0755, &e), 0);
+	assert_int_equal(test_put(f->fs, "d/f", "x", 1), 0);
+	before = attr(f->fs, d.ino, STATX_BASIC_STATS);
+	assert_int_equal(before.stx_nlink, 3);
+	usleep(2000);
+	ponyfs_get_stats(f->fs, &s0);
+	assert_int_equal(VFS_CALL(f->fs, rmdir, &c, d.ino, "s"), 0);
+	after = attr(f->fs, d.ino, STATX_BASIC_STATS);
+	ponyfs_get_stats(f->fs, &s1);
+	assert_int_equal(after.stx_nlink, 2);
+	assert_true(ns(after.stx_mtime) > ns(before.stx_mtime));
+	assert_true(ns(after.stx_ctime) > ns(before.stx_ctime));
+	assert_int_equal(s1.row_misses, s0.row_misses);
+	before = after;
+	usleep(2000);
+	ponyfs_get_stats(f->fs, &s0);
+	assert_int_equal(VFS_CALL(f->fs, unlink, &c, d.ino, "f"), 0);
+	after = attr(f->fs, d.ino, STATX_BASIC_STATS);
+	ponyfs_get_stats(f->fs, &s1);
+	assert_int_equal(after.stx_nlink, 2);
+	assert_true(ns(after.stx_mtime) > ns(before.stx_mtime));
+	assert_int_equal(s1.row_misses, s0.row_misses);
+	/* What memory served is what the database holds: a fresh mount reads it. */
+	assert_int_equal(VFS_CALL(f->fs, syncfs), 0);
+	remount(f);
+	assert_int_equal(attr(f->fs, d.ino, STATX_NLINK).stx_nlink, 2);
+	assert_int_equal(ns(attr(f->fs, d.ino, STATX_MTIME).stx_mtime), ns(after.stx_mtime));
+}
+
+/* A directory's block count stays cached (a directory has no extents)
+ * while a file's extents change: written back, then deleted. */
+static void test_directory_blocks_outlive_a_file_s_extents(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_ctx c = test_ctx();
+	static uint8_t w[40000];
+	struct ponyfs_stats s0, s1;
+	struct vfs_entry d;
+
+	assert_int_equal(VFS_CALL(f->fs, mkdir, &c, VFS_ROOT_INO, "d", 0755, &d), 0);
+	assert_int_equal(attr(f->fs, d.ino, STATX_BLOCKS).stx_blocks, 0);
+	assert_int_equal(test_put(f->fs, "d/f", w, sizeof(w)), 0);
+	assert_int_equal(VFS_CALL(f->fs, syncfs), 0);
+	ponyfs_get_stats(f->fs, &s0);
+	assert_int_equal(attr(f->fs, d.ino, STATX_BLOCKS).stx_blocks, 0);
+	assert_int_equal(VFS_CALL(f->fs, unlink, &c, d.ino, "f"), 0);
+	assert_int_equal(attr(f->fs, d.ino, STATX_BLOCKS).stx_blocks, 0);
+	ponyfs_get_stats(f->fs, &s1);
+	assert_int_equal(s1.row_misses, s0.row_misses);
+	assert_int_equal(s1.blocks_cached, s0.blocks_cached + 2);
 }
 
 /* The file a rename replaced is gone, not served from memory. */
@@ -149,6 +225,10 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_link_counts_follow_link_and_unlink, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_directory_row_follows_a_name_made_in_it, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_directory_row_follows_a_name_removed_from_it,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_directory_blocks_outlive_a_file_s_extents, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_inode_replaced_by_a_rename_is_gone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mode_follows_an_access_acl, setup, teardown),
