@@ -110,13 +110,5 @@ PY
 pony_umount
 
 # 3. A block corrupted at 12 MiB, inside a stream: an error and a report.
-corrupt_file_block "$T/data" "$T/img" || fail "no block of the file found on the image"
-images_uncache "$T/img"
-: >"$T/pony.log"
-pony_mount "$T/img"
-dd if="$T/m/f" of="$T/got" bs=1M status=none 2>"$T/dd.err" && fail "a corrupt block read as data"
-grep -q "Input/output error\|Bad message" "$T/dd.err" || fail "unclear error: $(cat "$T/dd.err")"
-cmp -n $((12 << 20)) "$T/data" "$T/got" || fail "the 12 MiB before the bad block differ"
-pony_umount
-grep -q "no redundancy" "$T/pony.log" || fail "the bad block was not reported: $(cat "$T/pony.log")"
+bad_block_fails_stream
 pass
