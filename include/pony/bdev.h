@@ -23,6 +23,12 @@ struct bdev_io;
 struct acall_ring;
 
 /* A backend. Hooks see only ranges already checked against the size. */
+/* What a reader says of a range ahead of time: see bdev_advise(). */
+enum bdev_advice {
+	BDEV_WILLNEED,          /* read soon: fetch it into the host's cache now */
+	BDEV_DONTNEED,          /* read and done with: the host's cache may drop it */
+};
+
 struct bdev_ops {
 	const char *name;
 	int (*pread)(struct bdev *b, void *buf, size_t len, uint64_t off);
@@ -44,8 +50,8 @@ struct bdev_ops {
 	int (*repair)(struct bdev *b, void *buf, size_t len, uint64_t off, uint32_t crc);
 	/* A write not worth caching (appended; NULL: pwrite): see bdev_pwrite_direct(). */
 	int (*pwrite_direct)(struct bdev *b, const void *buf, size_t len, uint64_t off);
-	/* A read coming soon (appended; NULL: nothing): see bdev_readahead(). */
-	int (*readahead)(struct bdev *b, uint64_t off, uint64_t len);
+	/* A hint about a range (appended; NULL: nothing): see bdev_advise(). */
+	int (*advise)(struct bdev *b, uint64_t off, uint64_t len, enum bdev_advice advice);
 };
 
 struct bdev {
@@ -71,14 +77,18 @@ int bdev_flush(struct bdev *b);
 int bdev_pwrite_direct(struct bdev *b, const void *buf, size_t len, uint64_t off);
 int bdev_discard(struct bdev *b, uint64_t off, uint64_t len);
 /*
- * A hint that [off, off+len) will be read soon: a file backend starts
- * reading it into the host's page cache (POSIX_FADV_WILLNEED) and returns
- * without waiting, so a later bdev_pread() of it is a copy, not a wait on
- * the disk. Changes nothing a read returns. Backends without the op, and
- * stacks that do not pass it on (fault, record), do nothing: 0. A volume
- * passes it to the members a read of the range takes (volume/readahead.c).
+ * A hint about [off, off+len). BDEV_WILLNEED: it will be read soon; a file
+ * backend starts reading it into the host's page cache (POSIX_FADV_WILLNEED)
+ * and returns without waiting, so a later bdev_pread() of it is a copy, not
+ * a wait on the disk. BDEV_DONTNEED: it was read and will not be again
+ * soon (a sequential reader's wake); a file backend lets the host's page
+ * cache drop it (POSIX_FADV_DONTNEED), so a long stream recycles the same
+ * pages instead of filling memory with ones it will never read again.
+ * Neither changes what a read returns. Backends without the op, and stacks
+ * that do not pass it on (fault, record), do nothing: 0. A volume passes
+ * it to the members a read of the range takes (volume/readahead.c).
  */
-int bdev_readahead(struct bdev *b, uint64_t off, uint64_t len);
+int bdev_advise(struct bdev *b, uint64_t off, uint64_t len, enum bdev_advice advice);
 static inline uint64_t bdev_size(const struct bdev *b) { return b->size; }
 void bdev_free(struct bdev *b);         /* NULL: does nothing */
 /*

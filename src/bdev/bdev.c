@@ -42,13 +42,13 @@ int bdev_pwrite_direct(struct bdev *b, const void *buf, size_t len, uint64_t off
 				     : b->ops->pwrite(b, buf, len, off);
 }
 
-int bdev_readahead(struct bdev *b, uint64_t off, uint64_t len)
+int bdev_advise(struct bdev *b, uint64_t off, uint64_t len, enum bdev_advice advice)
 {
 	int r = bdev_check(b, off, len);
 
-	if (r < 0 || !len || !b->ops->readahead)
+	if (r < 0 || !len || !b->ops->advise)
 		return r;
-	return b->ops->readahead(b, off, len);
+	return b->ops->advise(b, off, len, advice);
 }
 
 int bdev_read_checked(struct bdev *b, void *buf, size_t len, uint64_t off)

@@ -6,8 +6,9 @@
  * descriptor of the same file, opened on first use: bulk data then goes
  * from the caller's pages to the device without a copy into the host's
  * page cache (which was most of a FUSE file system's CPU time on a
- * sequential write). bdev_readahead() asks the kernel to read a range
- * into the page cache ahead of a sequential reader (POSIX_FADV_WILLNEED).
+ * sequential write). bdev_advise() asks the kernel to read a range into
+ * the page cache ahead of a sequential reader (POSIX_FADV_WILLNEED), or to
+ * drop what it has read (POSIX_FADV_DONTNEED).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -132,10 +133,14 @@ static int file_pwrite_direct(struct bdev *b, const void *buf, size_t len, uint6
  */
 #define FILE_RA_PIECE (2ull << 20)
 
-static int file_readahead(struct bdev *b, uint64_t off, uint64_t len)
+static int file_advise(struct bdev *b, uint64_t off, uint64_t len, enum bdev_advice advice)
 {
 	int fd = ((struct bdev_file *)b)->fd, r = 0;
 
+	/* Dropping has no window: one call. Pages another reader still
+	 * uses are read again from the disk, never wrong. */
+	if (advice == BDEV_DONTNEED)
+		return -posix_fadvise(fd, (off_t)off, (off_t)len, POSIX_FADV_DONTNEED);
 	for (uint64_t at = 0; at < len && !r; at += FILE_RA_PIECE)
 		r = posix_fadvise(fd, (off_t)(off + at), (off_t)MIN(FILE_RA_PIECE, len - at),
 				  POSIX_FADV_WILLNEED);
@@ -178,7 +183,7 @@ static const struct bdev_ops file_ops = {
 	.discard = file_discard,
 	.free = file_free,
 	.pwrite_direct = file_pwrite_direct,
-	.readahead = file_readahead,
+	.advise = file_advise,
 };
 
 /* Through the ring: one op per call; a short count is an I/O error (ranges are checked). */
@@ -295,7 +300,7 @@ static const struct bdev_ops file_ring_ops = {
 	.free = file_free,
 	.submit = ring_submit,
 	.pwrite_direct = file_pwrite_direct,
-	.readahead = file_readahead,
+	.advise = file_advise,
 };
 
 int bdev_file_open_ring(const char *path, int flags, struct acall_ring *ring, struct bdev **ret)

@@ -37,9 +37,9 @@ static int slice_pwrite_direct(struct bdev *b, const void *buf, size_t len, uint
 	return bdev_pwrite_direct(slice_of(b)->parent, buf, len, slice_of(b)->off + off);
 }
 
-static int slice_readahead(struct bdev *b, uint64_t off, uint64_t len)
+static int slice_advise(struct bdev *b, uint64_t off, uint64_t len, enum bdev_advice advice)
 {
-	return bdev_readahead(slice_of(b)->parent, slice_of(b)->off + off, len);
+	return bdev_advise(slice_of(b)->parent, slice_of(b)->off + off, len, advice);
 }
 
 static int slice_flush(struct bdev *b)
@@ -85,7 +85,7 @@ static const struct bdev_ops slice_ops = {
 	.read_checked = slice_read_checked,
 	.repair = slice_repair,
 	.pwrite_direct = slice_pwrite_direct,
-	.readahead = slice_readahead,
+	.advise = slice_advise,
 };
 
 int bdev_slice_new(struct bdev *parent, uint64_t off, uint64_t len, bool own, const char *name,

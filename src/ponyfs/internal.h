@@ -511,18 +511,23 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 /*
  * Read-ahead of the image (readahead.c). Under the lock, a read of [off,
  * off+size) that follows the file's last one plans the volume blocks of
- * the file ahead of it into ra (ra->n 0: nothing to do now); unlocked,
- * issue hands them to bdev_readahead(). Hints only: nothing is cached.
+ * the file ahead of it into ra (ra->n 0: nothing to do now) and marks ra
+ * a stream; unlocked, issue hands them to bdev_advise(), and once a
+ * stream's read has checked its blocks, drop lets the host's cache forget
+ * them. Hints only: nothing is cached.
  */
 #define PONYFS_RA_RUNS 64u
 struct ponyfs_ra_run { uint64_t pblock, n; };
 struct ponyfs_readahead {
+	bool stream;                    /* the read follows the last: drop behind it */
 	unsigned n;
 	struct ponyfs_ra_run run[PONYFS_RA_RUNS];
 };
 void ponyfs_readahead_plan_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t off,
 				  size_t size, struct ponyfs_readahead *ra);
 void ponyfs_readahead_issue(struct ponyfs *fs, const struct ponyfs_readahead *ra);
+void ponyfs_readahead_drop(struct ponyfs *fs, const struct ponyfs_readahead *ra, uint64_t pblock,
+			   uint64_t n);
 /* The file's blocks [first, first+n) as on disk, checked (holes and cut-off blocks are zeros). */
 int ponyfs_disk_read_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t first, uint64_t n,
 			    uint8_t *buf);

@@ -23,7 +23,8 @@
  * EIO and a log line: tampering is never returned as data.
  *
  * A read that follows the file's last one first hints the image's blocks
- * further on (readahead.c), so the disk works ahead of the reader.
+ * further on (readahead.c), so the disk works ahead of the reader, and
+ * lets the host's cache drop the blocks it has read and checked.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -318,7 +319,7 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 	_cleanup_(freep) uint8_t *tmp = NULL;
 	_cleanup_(freep) struct read_share *share = NULL;
 	struct crypt_contents *cipher = NULL;
-	struct ponyfs_readahead ra;
+	struct ponyfs_readahead ra = { .stream = false, .n = 0 };
 	size_t done = 0;
 	ssize_t r = 0;
 
@@ -368,6 +369,8 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 			ok = (share ? plan_run_shared(fs, in, share, plan, first, to)
 				   : plan_run(fs, in, cipher, false, plan, first, to)) == 0;
 			pthread_rwlock_unlock(&fs->reuse_lock);
+			for (unsigned i = 0; ok && i < plan->nrun; i++)
+				ponyfs_readahead_drop(fs, &ra, plan->run[i].pblock, plan->run[i].n);
 			pthread_mutex_lock(&fs->lock);
 			/* The locked path reads again: it repairs and reports. */
 			if (!ok) {

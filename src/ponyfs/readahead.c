@@ -8,13 +8,26 @@
  * So once a file's reads follow each other (within RA_SLACK of where the
  * last one ended: the kernel's READs arrive in any order), the volume
  * blocks of the next RA_WINDOW bytes of the file are looked up under the
- * filesystem lock and handed to bdev_readahead() after it, RA_STEP or more
+ * filesystem lock and handed to bdev_advise() after it, RA_STEP or more
  * at a time: the host's page cache fills ahead of the reader, and the
  * reads that follow copy from it. Nothing is cached here: a read still
  * reads the image and checks every block's CRC32C (read.c), so a block
  * overwritten, truncated, punched or moved since is never returned stale,
  * and a bad block is repaired as before; a hint for blocks that were
  * freed meanwhile costs a read of the disk and nothing else.
+ *
+ * Behind a stream the blocks just read and checked are dropped from the
+ * host's cache (BDEV_DONTNEED). A cold 4 GiB read otherwise left 4 GiB of
+ * the image cached beside the mount's own 4 GiB of the file, all in pages
+ * the host had not handed out since the last drop_caches, and on this VM
+ * (a PVM guest whose free pages go back to the hypervisor: free page
+ * reporting) touching such a page for the first time is what the daemon's
+ * CPU went on: its copies out of the image ran at a fraction of memory
+ * speed, 8.6 s of system time for 4 GiB, and the disk idled after the
+ * first ~2 GB. Dropped behind the reader, the same few MiB of pages are
+ * reused for the image from one READ to the next: 1.8 s (BENCHMARKS.md,
+ * session 36). Only a stream drops: a file read at random, or read once
+ * in small pieces, keeps its blocks cached for the next reader.
  */
 #include "internal.h"
 
@@ -39,6 +52,7 @@ void ponyfs_readahead_plan_locked(struct ponyfs *fs, struct ponyfs_inode *in, ui
 	bool follows = in->ra_next && off + RA_SLACK >= in->ra_next && off <= in->ra_next + RA_SLACK;
 
 	ra->n = 0;
+	ra->stream = follows;
 	if (!follows) {                 /* a new stream, or none: hints wait for the next read */
 		in->ra_next = in->ra_until = end;
 		return;
@@ -68,5 +82,14 @@ void ponyfs_readahead_issue(struct ponyfs *fs, const struct ponyfs_readahead *ra
 {
 	/* A hint: a failure (a gate cut by shutdown) shows at the read. */
 	for (unsigned i = 0; i < ra->n; i++)
-		bdev_readahead(fs->data, ra->run[i].pblock * BS, ra->run[i].n * BS);
+		bdev_advise(fs->data, ra->run[i].pblock * BS, ra->run[i].n * BS, BDEV_WILLNEED);
+}
+
+void ponyfs_readahead_drop(struct ponyfs *fs, const struct ponyfs_readahead *ra, uint64_t pblock,
+			   uint64_t n)
+{
+	/* Only once read and checked: a block that failed went to the
+	 * locked path, which reads it again. A hint; a failure changes nothing. */
+	if (ra->stream)
+		bdev_advise(fs->data, pblock * BS, n * BS, BDEV_DONTNEED);
 }

@@ -42,9 +42,9 @@ static int gate_pwrite_direct(struct bdev *b, const void *buf, size_t len, uint6
 	return gate_is_cut(b) ? -EIO : bdev_pwrite_direct(((struct gate *)b)->lower, buf, len, off);
 }
 
-static int gate_readahead(struct bdev *b, uint64_t off, uint64_t len)
+static int gate_advise(struct bdev *b, uint64_t off, uint64_t len, enum bdev_advice advice)
 {
-	return gate_is_cut(b) ? -EIO : bdev_readahead(((struct gate *)b)->lower, off, len);
+	return gate_is_cut(b) ? -EIO : bdev_advise(((struct gate *)b)->lower, off, len, advice);
 }
 
 static int gate_flush(struct bdev *b)
@@ -94,7 +94,7 @@ static const struct bdev_ops gate_ops = {
 	.read_checked = gate_read_checked,
 	.repair = gate_repair,
 	.pwrite_direct = gate_pwrite_direct,
-	.readahead = gate_readahead,
+	.advise = gate_advise,
 };
 
 static int gate_new(struct bdev *lower, struct bdev **ret)

@@ -137,9 +137,9 @@ int volume_mread(struct volume_seg *s, unsigned m, void *buf, size_t len, uint64
  */
 bool volume_munreadable(struct volume_seg *s, unsigned m, uint64_t off, uint64_t len, void *buf,
 			uint64_t *at, uint64_t *ret_end);
-/* bdev_readahead() of the volume's [off, off+len): hints to the members a
- * read of it takes (readahead.c). */
-int volume_readahead(struct volume *v, uint64_t off, uint64_t len);
+/* bdev_advise() of the volume's [off, off+len): the same hint to the
+ * members a read of it takes (readahead.c). */
+int volume_advise(struct volume *v, uint64_t off, uint64_t len, enum bdev_advice advice);
 /*
  * Writes to a member; skipped (0) when failed; an error marks it failed and
  * is returned. Bad ranges are skipped: they stay reconstructed.

@@ -1,10 +1,11 @@
 /*
- * readahead.c - bdev_readahead() through a volume: the hint for a range of
+ * readahead.c - bdev_advise() through a volume: the hint for a range of
  * the volume becomes hints for the member bytes a read of it will touch,
  * by the same map the I/O path uses (volume_map). ponyfs hints the data it
- * expects a sequential reader to want next (src/ponyfs/readahead.c); on a
- * volume of image files the hint stopped here, and each member's page
- * cache was filled only by the reads themselves, a chunk at a time.
+ * expects a sequential reader to want next, and drops what it has read
+ * behind it (src/ponyfs/readahead.c); on a volume of image files the hint
+ * stopped here, and each member's page cache was filled only by the reads
+ * themselves, a chunk at a time.
  *
  * The copy a read will take: a data piece's member when it is working,
  * else the first working copy (mirror, raid10). A data piece on a missing
@@ -38,13 +39,13 @@ static void batch_add(struct ra_batch *b, const struct volume_seg *s, unsigned m
 	b->n++;
 }
 
-static void batch_issue(const struct ra_batch *b)
+static void batch_issue(const struct ra_batch *b, enum bdev_advice advice)
 {
 	for (unsigned i = 0; i < b->n; i++) {
 		const struct volume_member *mb = &b->r[i].s->m[b->r[i].m];
 
 		/* A hint: a member that cannot take it shows at the read. */
-		bdev_readahead(mb->dev, mb->offset + b->r[i].off, b->r[i].len);
+		bdev_advise(mb->dev, mb->offset + b->r[i].off, b->r[i].len, advice);
 	}
 }
 
@@ -65,7 +66,7 @@ static bool piece_is_read(const struct volume *v, const struct volume_piece *p, 
 	return true;
 }
 
-int volume_readahead(struct volume *v, uint64_t off, uint64_t len)
+int volume_advise(struct volume *v, uint64_t off, uint64_t len, enum bdev_advice advice)
 {
 	struct volume_piece p[RA_PIECES];
 
@@ -84,7 +85,7 @@ int volume_readahead(struct volume *v, uint64_t off, uint64_t len)
 				batch_add(&b, volume_seg_get(v, p[i].seg), p[i].member, p[i].dev_off,
 					  p[i].len);
 		}
-		batch_issue(&b);
+		batch_issue(&b, advice);
 		if (total <= RA_PIECES || end <= off)
 			break;
 		/* The last data piece may have lost its copies to the cut:

@@ -544,9 +544,9 @@ static int vb_repair(struct bdev *b, void *buf, size_t len, uint64_t off, uint32
 	return volume_repair_to_checksum(((struct volume_bdev *)b)->v, buf, len, off, crc);
 }
 
-static int vb_readahead(struct bdev *b, uint64_t off, uint64_t len)
+static int vb_advise(struct bdev *b, uint64_t off, uint64_t len, enum bdev_advice advice)
 {
-	return volume_readahead(((struct volume_bdev *)b)->v, off, len);
+	return volume_advise(((struct volume_bdev *)b)->v, off, len, advice);
 }
 
 static void vb_free(struct bdev *b)
@@ -564,7 +564,7 @@ static const struct bdev_ops volume_bdev_ops = {
 	.free = vb_free,
 	.read_checked = vb_read_checked,
 	.repair = vb_repair,
-	.readahead = vb_readahead,
+	.advise = vb_advise,
 };
 
 static int volume_bdev_new(struct volume *v, bool own, struct bdev **ret)

@@ -61,6 +61,23 @@ with open(sys.argv[2], "r+b") as f:
 PY
 }
 
+# bad_block_fails_stream: $T/data's file block 3072 (at 12 MiB) corrupted
+# on $T/img (one image: no redundancy), which is dropped from the host's
+# cache and mounted; a sequential read of $T/m/f must fail with an I/O
+# error, the 12 MiB before the bad block exact, and the daemon must report
+# the block. Leaves it unmounted.
+bad_block_fails_stream() {
+	corrupt_file_block "$T/data" "$T/img" || fail "no block of the file found on the image"
+	images_uncache "$T/img"
+	: >"$T/pony.log"
+	pony_mount "$T/img"
+	dd if="$T/m/f" of="$T/got" bs=1M status=none 2>"$T/dd.err" && fail "a corrupt block read as data"
+	grep -q "Input/output error\|Bad message" "$T/dd.err" || fail "unclear error: $(cat "$T/dd.err")"
+	cmp -n $((12 << 20)) "$T/data" "$T/got" || fail "the 12 MiB before the bad block differ"
+	pony_umount
+	grep -q "no redundancy" "$T/pony.log" || fail "the bad block was not reported: $(cat "$T/pony.log")"
+}
+
 # images_cached IMG...: bytes of the images in the host's page cache;
 # images_uncache IMG...: dropped from it.
 images_cached() {
