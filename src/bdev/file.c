@@ -6,7 +6,8 @@
  * descriptor of the same file, opened on first use: bulk data then goes
  * from the caller's pages to the device without a copy into the host's
  * page cache (which was most of a FUSE file system's CPU time on a
- * sequential write). bdev_readahead() asks the kernel to read a range
+ * sequential write); bdev_pread_direct() reads through it too (an
+ * encrypted file's ciphertext, of no use in the cache). bdev_readahead() asks the kernel to read a range
  * into the page cache ahead of a sequential reader (POSIX_FADV_WILLNEED).
  */
 #include <errno.h>
@@ -36,12 +37,10 @@ struct bdev_file {
 
 enum { DIRECT_UNTRIED = -1, DIRECT_NONE = -2 };    /* direct_fd with no descriptor */
 
-static int file_pread(struct bdev *b, void *buf, size_t len, uint64_t off)
+static int fd_pread(int fd, void *buf, size_t len, uint64_t off)
 {
-	struct bdev_file *f = (struct bdev_file *)b;
-
 	while (len) {
-		ssize_t n = pread(f->fd, buf, len, (off_t)off);
+		ssize_t n = pread(fd, buf, len, (off_t)off);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -54,6 +53,11 @@ static int file_pread(struct bdev *b, void *buf, size_t len, uint64_t off)
 		off += (uint64_t)n;
 	}
 	return 0;
+}
+
+static int file_pread(struct bdev *b, void *buf, size_t len, uint64_t off)
+{
+	return fd_pread(((struct bdev_file *)b)->fd, buf, len, off);
 }
 
 static int fd_pwrite(int fd, const void *buf, size_t len, uint64_t off)
@@ -124,6 +128,25 @@ static int file_pwrite_direct(struct bdev *b, const void *buf, size_t len, uint6
 	return r;
 }
 
+/* As file_pwrite_direct(), for reads: 1 when it went around the page
+ * cache, 0 when (unaligned, no O_DIRECT here) it was a plain pread. */
+static int file_pread_direct(struct bdev *b, void *buf, size_t len, uint64_t off)
+{
+	struct bdev_file *f = (struct bdev_file *)b;
+	int fd = -1;
+	int r;
+
+	if ((uintptr_t)buf % BDEV_DIRECT_ALIGN == 0 && len % BDEV_DIRECT_ALIGN == 0 &&
+	    off % BDEV_DIRECT_ALIGN == 0)
+		fd = direct_fd(f);
+	if (fd >= 0) {
+		r = fd_pread(fd, buf, len, off);
+		if (r != -EINVAL)       /* else an alignment the file system wants larger */
+			return r < 0 ? r : 1;
+	}
+	return fd_pread(f->fd, buf, len, off);
+}
+
 /*
  * Starts the kernel's read of the range into the page cache; no wait. One
  * WILLNEED reads no more than the file's readahead window (the kernel's
@@ -178,6 +201,7 @@ static const struct bdev_ops file_ops = {
 	.discard = file_discard,
 	.free = file_free,
 	.pwrite_direct = file_pwrite_direct,
+	.pread_direct = file_pread_direct,
 	.readahead = file_readahead,
 };
 
@@ -295,6 +319,7 @@ static const struct bdev_ops file_ring_ops = {
 	.free = file_free,
 	.submit = ring_submit,
 	.pwrite_direct = file_pwrite_direct,
+	.pread_direct = file_pread_direct,
 	.readahead = file_readahead,
 };
 

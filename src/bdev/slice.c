@@ -37,6 +37,11 @@ static int slice_pwrite_direct(struct bdev *b, const void *buf, size_t len, uint
 	return bdev_pwrite_direct(slice_of(b)->parent, buf, len, slice_of(b)->off + off);
 }
 
+static int slice_pread_direct(struct bdev *b, void *buf, size_t len, uint64_t off)
+{
+	return bdev_pread_direct(slice_of(b)->parent, buf, len, slice_of(b)->off + off);
+}
+
 static int slice_readahead(struct bdev *b, uint64_t off, uint64_t len)
 {
 	return bdev_readahead(slice_of(b)->parent, slice_of(b)->off + off, len);
@@ -85,6 +90,7 @@ static const struct bdev_ops slice_ops = {
 	.read_checked = slice_read_checked,
 	.repair = slice_repair,
 	.pwrite_direct = slice_pwrite_direct,
+	.pread_direct = slice_pread_direct,
 	.readahead = slice_readahead,
 };
 

@@ -42,6 +42,11 @@ static int gate_pwrite_direct(struct bdev *b, const void *buf, size_t len, uint6
 	return gate_is_cut(b) ? -EIO : bdev_pwrite_direct(((struct gate *)b)->lower, buf, len, off);
 }
 
+static int gate_pread_direct(struct bdev *b, void *buf, size_t len, uint64_t off)
+{
+	return gate_is_cut(b) ? -EIO : bdev_pread_direct(((struct gate *)b)->lower, buf, len, off);
+}
+
 static int gate_readahead(struct bdev *b, uint64_t off, uint64_t len)
 {
 	return gate_is_cut(b) ? -EIO : bdev_readahead(((struct gate *)b)->lower, off, len);
@@ -94,6 +99,7 @@ static const struct bdev_ops gate_ops = {
 	.read_checked = gate_read_checked,
 	.repair = gate_repair,
 	.pwrite_direct = gate_pwrite_direct,
+	.pread_direct = gate_pread_direct,
 	.readahead = gate_readahead,
 };
 
