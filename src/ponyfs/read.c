@@ -20,10 +20,13 @@
  * (the checksum is the ciphertext's): XTS by block number, GCM opened with
  * the nonce and tag its extent row keeps. A GCM block that does not verify
  * is read again from the volume's redundancy, else the read fails with
- * EIO and a log line: tampering is never returned as data.
+ * EIO and a log line: tampering is never returned as data. Their blocks
+ * are read around the host's page cache (runs_fetch_direct()), a READ's
+ * runs whole, before they are checked and decrypted.
  *
  * A read that follows the file's last one first hints the image's blocks
- * further on (readahead.c), so the disk works ahead of the reader.
+ * further on (readahead.c), so the disk works ahead of the reader; not an
+ * encrypted file's, once its reads go around the cache.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -233,14 +236,15 @@ static int plan_run(struct ponyfs *fs, struct ponyfs_inode *in, struct crypt_con
  * An unlocked read of an encrypted file shared with the mount's helper
  * (helper.c): the plan's runs are cut into pieces of SHARE_BLOCKS, and
  * this thread and the helper, each with a cipher of its own, take the
- * next piece in turn until none is left, reading, checking and
- * decrypting it. So the cipher's work spreads over both CPUs when the
+ * next piece in turn until none is left, checking and decrypting it (the
+ * runs were read whole first: runs_fetch_direct()). So the cipher's work spreads over both CPUs when the
  * helper gets one, and when it does not (the other CPU busy: the reader
  * copying the last answer out, another READ) this thread simply takes
  * every piece. A fixed half each made this thread wait for the helper's
  * half: traced on a cold 256 MiB read, the helper ran on the reader's CPU
- * after it (serialised), or started milliseconds late. A piece is read,
- * checked and decrypted while it is still in the CPU's cache. Plain files
+ * after it (serialised), or started milliseconds late. A piece's blocks
+ * are checked and decrypted one by one, each still in the CPU's cache
+ * after its checksum. Plain files
  * are not shared: their work per block is the copy and the checksum,
  * which FUSE's parallel READs (readpool.c) spread already.
  */
@@ -253,7 +257,6 @@ struct read_share {
 	const struct read_plan *p;
 	uint64_t first;
 	uint8_t *to;
-	bool fetched;                   /* the pieces' blocks are in to: check and decrypt */
 	struct read_run piece[PONYFS_IO_BLOCKS / SHARE_BLOCKS + PONYFS_IO_BLOCKS];
 	unsigned npiece;
 	_Atomic unsigned next;          /* the next piece to take */
@@ -270,8 +273,7 @@ static int share_take(struct read_share *s, struct crypt_contents *cipher)
 
 		if (i >= s->npiece || atomic_load(&s->err) < 0)
 			return 0;
-		e = runs_read(s->fs, s->in, cipher, false, s->fetched, s->p, &s->piece[i], 1, s->first,
-			      s->to);
+		e = runs_read(s->fs, s->in, cipher, false, true, s->p, &s->piece[i], 1, s->first, s->to);
 		if (e < 0) {
 			atomic_store(&s->err, e);
 			return e;
@@ -305,14 +307,13 @@ static uint64_t plan_pieces(const struct read_plan *p, struct read_share *s)
 }
 
 static int plan_run_shared(struct ponyfs *fs, struct ponyfs_inode *in, struct read_share *s,
-			   bool fetched, const struct read_plan *p, uint64_t first, uint8_t *to)
+			   const struct read_plan *p, uint64_t first, uint8_t *to)
 {
 	struct ponyfs_job job = { .fn = share_helper, .arg = s };
 	int r, r2;
 
 	if (plan_pieces(p, s) < SHARE_MIN_BLOCKS)
-		return plan_run(fs, in, s->cipher[0], false, fetched, p, first, to);
-	s->fetched = fetched;
+		return plan_run(fs, in, s->cipher[0], false, true, p, first, to);
 	s->fs = fs;
 	s->in = in;
 	s->p = p;
@@ -410,7 +411,7 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 				__atomic_add_fetch(&fs->reads_direct, (uint64_t)fetched, __ATOMIC_RELAXED);
 			}
 			ok = fetched >= 0 &&
-			     (share ? plan_run_shared(fs, in, share, cipher != NULL, plan, first, to)
+			     (share ? plan_run_shared(fs, in, share, plan, first, to)
 				    : plan_run(fs, in, cipher, false, cipher != NULL, plan, first, to)) == 0;
 			pthread_rwlock_unlock(&fs->reuse_lock);
 			pthread_mutex_lock(&fs->lock);
