@@ -111,15 +111,21 @@ static int direct_fd(struct bdev_file *f)
 	return fd < 0 ? -1 : fd;
 }
 
+/* The O_DIRECT descriptor for an I/O of buf, len, off; -1 when they are
+ * not BDEV_DIRECT_ALIGN-aligned or the file has none. */
+static int direct_fd_for(struct bdev_file *f, const void *buf, size_t len, uint64_t off)
+{
+	if ((uintptr_t)buf % BDEV_DIRECT_ALIGN || len % BDEV_DIRECT_ALIGN || off % BDEV_DIRECT_ALIGN)
+		return -1;
+	return direct_fd(f);
+}
+
 static int file_pwrite_direct(struct bdev *b, const void *buf, size_t len, uint64_t off)
 {
 	struct bdev_file *f = (struct bdev_file *)b;
-	int fd = -1;
+	int fd = direct_fd_for(f, buf, len, off);
 	int r;
 
-	if ((uintptr_t)buf % BDEV_DIRECT_ALIGN == 0 && len % BDEV_DIRECT_ALIGN == 0 &&
-	    off % BDEV_DIRECT_ALIGN == 0)
-		fd = direct_fd(f);
 	if (fd < 0)
 		return fd_pwrite(f->fd, buf, len, off);
 	r = fd_pwrite(fd, buf, len, off);
@@ -133,12 +139,9 @@ static int file_pwrite_direct(struct bdev *b, const void *buf, size_t len, uint6
 static int file_pread_direct(struct bdev *b, void *buf, size_t len, uint64_t off)
 {
 	struct bdev_file *f = (struct bdev_file *)b;
-	int fd = -1;
+	int fd = direct_fd_for(f, buf, len, off);
 	int r;
 
-	if ((uintptr_t)buf % BDEV_DIRECT_ALIGN == 0 && len % BDEV_DIRECT_ALIGN == 0 &&
-	    off % BDEV_DIRECT_ALIGN == 0)
-		fd = direct_fd(f);
 	if (fd >= 0) {
 		r = fd_pread(fd, buf, len, off);
 		if (r != -EINVAL)       /* else an alignment the file system wants larger */

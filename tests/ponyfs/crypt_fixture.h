@@ -100,6 +100,17 @@ static inline void extent_set_csums(sqlite3 *db, uint64_t ino, const uint8_t *cs
 	sqlite3_finalize(s);
 }
 
+/* Block blk's GCM tag in ino's one extent, one bit flipped (its CRC still
+ * right); *pblock: the extent's first block, csums: its seals (len bytes). */
+static inline void gcm_tag_flip(sqlite3 *db, uint64_t ino, uint64_t blk, uint64_t *pblock,
+				uint8_t *csums, size_t len)
+{
+	extent_of(db, ino, pblock, csums, len);
+	csums[blk * PONYFS_SEAL_BYTES + 4 + CRYPT_GCM_NONCE_SIZE] ^= 1;
+	extent_set_csums(db, ino, csums, len);
+	ponyfs_sqlite_close(db);
+}
+
 /*
  * enc/f in a new GCM directory holding data, the filesystem then unmounted
  * and its database opened on the image (meta, datadev: its regions), for a

@@ -443,10 +443,7 @@ static void test_gcm_tamper_in_a_split_read_is_eio(void **state)
 
 	test_fill(data, sizeof(data), 11);
 	db = gcm_file_then_unmount(f, data, sizeof(data), id, &e, &meta, &datadev);
-	extent_of(db, e.ino, &pblock, csums, sizeof(csums));
-	csums[BAD * PONYFS_SEAL_BYTES + 4 + CRYPT_GCM_NONCE_SIZE] ^= 1;    /* its tag */
-	extent_set_csums(db, e.ino, csums, sizeof(csums));
-	ponyfs_sqlite_close(db);
+	gcm_tag_flip(db, e.ino, BAD, &pblock, csums, sizeof(csums));
 	bdev_free(meta);
 	bdev_free(datadev);
 	assert_int_equal(ponyfs_mount_image(f->dev, NULL, &f->fs), 0);

@@ -121,10 +121,7 @@ static void test_tamper_in_a_direct_read_is_eio(void **state)
 	assert_non_null(back);
 	test_fill(data, sizeof(data), 23);
 	db = gcm_file_then_unmount(f, data, sizeof(data), id, &e, &meta, &datadev);
-	extent_of(db, e.ino, &pblock, csums, sizeof(csums));
-	csums[BAD * PONYFS_SEAL_BYTES + 4 + CRYPT_GCM_NONCE_SIZE] ^= 1;    /* its tag */
-	extent_set_csums(db, e.ino, csums, sizeof(csums));
-	ponyfs_sqlite_close(db);
+	gcm_tag_flip(db, e.ino, BAD, &pblock, csums, sizeof(csums));
 	assert_int_equal(bdev_pread(datadev, blk, sizeof(blk), (pblock + BAD2) * 4096), 0);
 	blk[100] ^= 0x40;
 	assert_int_equal(bdev_pwrite(datadev, blk, sizeof(blk), (pblock + BAD2) * 4096), 0);
