@@ -83,14 +83,16 @@ images_uncache() {
 # Tried up to three times until ra_after - ra_before reaches MIN: this
 # host drops its whole page cache every 10-20 s, which can only make the
 # count smaller (a drop inside a probe fails it; none makes one pass).
-# Leaves it mounted.
+# The file is written once: a retry that rewrote it after O_TRUNC would
+# need room for both versions until the new one commits (rule 2 of
+# docs/ponyfs-format.md), more than a small volume has. Leaves it mounted.
 readahead_probe() {
 	local mb=$1 min=$2 try
 	shift 2
+	pony_mount "$@"
+	dd if="$T/data" of="$T/m/f" bs=1M conv=fsync status=none || fail "write through the mount"
+	pony_umount
 	for try in 1 2 3; do
-		pony_mount "$@"
-		dd if="$T/data" of="$T/m/f" bs=1M conv=fsync status=none || fail "write through the mount"
-		pony_umount
 		images_uncache "$@"
 		pony_mount "$@"
 		ra_before=$(images_cached "$@")
