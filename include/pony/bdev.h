@@ -52,6 +52,8 @@ struct bdev_ops {
 	int (*pwrite_direct)(struct bdev *b, const void *buf, size_t len, uint64_t off);
 	/* A hint about a range (appended; NULL: nothing): see bdev_advise(). */
 	int (*advise)(struct bdev *b, uint64_t off, uint64_t len, enum bdev_advice advice);
+	/* A read not worth caching (appended; NULL: pread): see bdev_pread_direct(). */
+	int (*pread_direct)(struct bdev *b, void *buf, size_t len, uint64_t off);
 };
 
 struct bdev {
@@ -75,6 +77,17 @@ int bdev_flush(struct bdev *b);
  */
 #define BDEV_DIRECT_ALIGN 4096u
 int bdev_pwrite_direct(struct bdev *b, const void *buf, size_t len, uint64_t off);
+/*
+ * bdev_pread() of data the host's page cache would only hold twice (an
+ * encrypted file's ciphertext, whose plaintext the reader caches): a file
+ * backend reads it around the cache (O_DIRECT, DMA'd into buf, no copy,
+ * no page cache pages made and dropped) when buf, len and off are
+ * BDEV_DIRECT_ALIGN-aligned. Dirty cached pages of the range are written
+ * first by the kernel, so it returns what bdev_pread() would. Returns 1
+ * when the read went around the cache, 0 when it was a bdev_pread()
+ * (unaligned, stacks without the op: fault, record, volumes), or an error.
+ */
+int bdev_pread_direct(struct bdev *b, void *buf, size_t len, uint64_t off);
 int bdev_discard(struct bdev *b, uint64_t off, uint64_t len);
 /*
  * A hint about [off, off+len). BDEV_WILLNEED: it will be read soon; a file

@@ -42,6 +42,16 @@ int bdev_pwrite_direct(struct bdev *b, const void *buf, size_t len, uint64_t off
 				     : b->ops->pwrite(b, buf, len, off);
 }
 
+int bdev_pread_direct(struct bdev *b, void *buf, size_t len, uint64_t off)
+{
+	int r = bdev_check(b, off, len);
+
+	if (r < 0 || !len)
+		return r;
+	return b->ops->pread_direct ? b->ops->pread_direct(b, buf, len, off)
+				    : b->ops->pread(b, buf, len, off);
+}
+
 int bdev_advise(struct bdev *b, uint64_t off, uint64_t len, enum bdev_advice advice)
 {
 	int r = bdev_check(b, off, len);

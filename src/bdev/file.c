@@ -6,9 +6,11 @@
  * descriptor of the same file, opened on first use: bulk data then goes
  * from the caller's pages to the device without a copy into the host's
  * page cache (which was most of a FUSE file system's CPU time on a
- * sequential write). bdev_advise() asks the kernel to read a range into
- * the page cache ahead of a sequential reader (POSIX_FADV_WILLNEED), or to
- * drop what it has read (POSIX_FADV_DONTNEED).
+ * sequential write); bdev_pread_direct() reads through it too (an
+ * encrypted file's ciphertext, of no use in the cache). bdev_advise()
+ * asks the kernel to read a range into the page cache ahead of a
+ * sequential reader (POSIX_FADV_WILLNEED), or to drop what it has read
+ * (POSIX_FADV_DONTNEED).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -37,12 +39,10 @@ struct bdev_file {
 
 enum { DIRECT_UNTRIED = -1, DIRECT_NONE = -2 };    /* direct_fd with no descriptor */
 
-static int file_pread(struct bdev *b, void *buf, size_t len, uint64_t off)
+static int fd_pread(int fd, void *buf, size_t len, uint64_t off)
 {
-	struct bdev_file *f = (struct bdev_file *)b;
-
 	while (len) {
-		ssize_t n = pread(f->fd, buf, len, (off_t)off);
+		ssize_t n = pread(fd, buf, len, (off_t)off);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -55,6 +55,11 @@ static int file_pread(struct bdev *b, void *buf, size_t len, uint64_t off)
 		off += (uint64_t)n;
 	}
 	return 0;
+}
+
+static int file_pread(struct bdev *b, void *buf, size_t len, uint64_t off)
+{
+	return fd_pread(((struct bdev_file *)b)->fd, buf, len, off);
 }
 
 static int fd_pwrite(int fd, const void *buf, size_t len, uint64_t off)
@@ -108,21 +113,43 @@ static int direct_fd(struct bdev_file *f)
 	return fd < 0 ? -1 : fd;
 }
 
+/* The O_DIRECT descriptor for an I/O of buf, len, off; -1 when they are
+ * not BDEV_DIRECT_ALIGN-aligned or the file has none. */
+static int direct_fd_for(struct bdev_file *f, const void *buf, size_t len, uint64_t off)
+{
+	if ((uintptr_t)buf % BDEV_DIRECT_ALIGN || len % BDEV_DIRECT_ALIGN || off % BDEV_DIRECT_ALIGN)
+		return -1;
+	return direct_fd(f);
+}
+
 static int file_pwrite_direct(struct bdev *b, const void *buf, size_t len, uint64_t off)
 {
 	struct bdev_file *f = (struct bdev_file *)b;
-	int fd = -1;
+	int fd = direct_fd_for(f, buf, len, off);
 	int r;
 
-	if ((uintptr_t)buf % BDEV_DIRECT_ALIGN == 0 && len % BDEV_DIRECT_ALIGN == 0 &&
-	    off % BDEV_DIRECT_ALIGN == 0)
-		fd = direct_fd(f);
 	if (fd < 0)
 		return fd_pwrite(f->fd, buf, len, off);
 	r = fd_pwrite(fd, buf, len, off);
 	if (r == -EINVAL)       /* an alignment the file system wants larger: as a plain write */
 		r = fd_pwrite(f->fd, buf, len, off);
 	return r;
+}
+
+/* As file_pwrite_direct(), for reads: 1 when it went around the page
+ * cache, 0 when (unaligned, no O_DIRECT here) it was a plain pread. */
+static int file_pread_direct(struct bdev *b, void *buf, size_t len, uint64_t off)
+{
+	struct bdev_file *f = (struct bdev_file *)b;
+	int fd = direct_fd_for(f, buf, len, off);
+	int r;
+
+	if (fd >= 0) {
+		r = fd_pread(fd, buf, len, off);
+		if (r != -EINVAL)       /* else an alignment the file system wants larger */
+			return r < 0 ? r : 1;
+	}
+	return fd_pread(f->fd, buf, len, off);
 }
 
 /*
@@ -184,6 +211,7 @@ static const struct bdev_ops file_ops = {
 	.free = file_free,
 	.pwrite_direct = file_pwrite_direct,
 	.advise = file_advise,
+	.pread_direct = file_pread_direct,
 };
 
 /* Through the ring: one op per call; a short count is an I/O error (ranges are checked). */
@@ -301,6 +329,7 @@ static const struct bdev_ops file_ring_ops = {
 	.submit = ring_submit,
 	.pwrite_direct = file_pwrite_direct,
 	.advise = file_advise,
+	.pread_direct = file_pread_direct,
 };
 
 int bdev_file_open_ring(const char *path, int flags, struct acall_ring *ring, struct bdev **ret)

@@ -37,6 +37,11 @@ static int slice_pwrite_direct(struct bdev *b, const void *buf, size_t len, uint
 	return bdev_pwrite_direct(slice_of(b)->parent, buf, len, slice_of(b)->off + off);
 }
 
+static int slice_pread_direct(struct bdev *b, void *buf, size_t len, uint64_t off)
+{
+	return bdev_pread_direct(slice_of(b)->parent, buf, len, slice_of(b)->off + off);
+}
+
 static int slice_advise(struct bdev *b, uint64_t off, uint64_t len, enum bdev_advice advice)
 {
 	return bdev_advise(slice_of(b)->parent, slice_of(b)->off + off, len, advice);
@@ -86,6 +91,7 @@ static const struct bdev_ops slice_ops = {
 	.repair = slice_repair,
 	.pwrite_direct = slice_pwrite_direct,
 	.advise = slice_advise,
+	.pread_direct = slice_pread_direct,
 };
 
 int bdev_slice_new(struct bdev *parent, uint64_t off, uint64_t len, bool own, const char *name,

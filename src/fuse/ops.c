@@ -377,7 +377,9 @@ static void req_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 void ponyfuse_reply_vfs_read(fuse_req_t req, uint64_t ino, uint64_t fh, size_t size, off_t off)
 {
-	_cleanup_(freep) char *buf = malloc(size ? size : 1);
+	/* Page-aligned, so an instance can read into it around the host's
+	 * page cache (ponyfs: an encrypted file's blocks, O_DIRECT). */
+	_cleanup_(freep) char *buf = aligned_alloc(4096, ROUND_UP(MAX(size, (size_t)1), (size_t)4096));
 	ssize_t n;
 
 	if (!buf) {

@@ -352,6 +352,8 @@ struct ponyfs {
 	bool helper_failed;
 	uint64_t helper_jobs;           /* atomic: jobs handed to the helper (tests) */
 	uint64_t reads_redone;          /* under lock: unlocked reads the locked path redid (tests) */
+	uint64_t reads_direct;          /* atomic: encrypted chunks read around the host's cache (tests) */
+	bool crypt_direct;              /* atomic: the last such read went around it (read.c) */
 	struct ponyfs_crypt_out *crypt_out;
 	/* Errors seen (badblocks.c), under lock; the scrub pass (scrub.c). */
 	struct ponyfs_bad *bad;

@@ -42,6 +42,11 @@ static int gate_pwrite_direct(struct bdev *b, const void *buf, size_t len, uint6
 	return gate_is_cut(b) ? -EIO : bdev_pwrite_direct(((struct gate *)b)->lower, buf, len, off);
 }
 
+static int gate_pread_direct(struct bdev *b, void *buf, size_t len, uint64_t off)
+{
+	return gate_is_cut(b) ? -EIO : bdev_pread_direct(((struct gate *)b)->lower, buf, len, off);
+}
+
 static int gate_advise(struct bdev *b, uint64_t off, uint64_t len, enum bdev_advice advice)
 {
 	return gate_is_cut(b) ? -EIO : bdev_advise(((struct gate *)b)->lower, off, len, advice);
@@ -95,6 +100,7 @@ static const struct bdev_ops gate_ops = {
 	.repair = gate_repair,
 	.pwrite_direct = gate_pwrite_direct,
 	.advise = gate_advise,
+	.pread_direct = gate_pread_direct,
 };
 
 static int gate_new(struct bdev *lower, struct bdev **ret)

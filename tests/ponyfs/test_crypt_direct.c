@@ -1,0 +1,179 @@
+/*
+ * test_crypt_direct.c - an encrypted file's blocks read around the host's
+ * page cache (read.c's runs_fetch_direct(), bdev_pread_direct()) on an
+ * image that is a real file, as a mount's is: reads at every alignment of
+ * a multi-block file return the written bytes, in both contents modes
+ * (the large ones around the cache, a small one through it),
+ * without the locked path redoing any (which would hide blocks fetched
+ * from the wrong place: their checksums fail, and it reads them right);
+ * a block changed on the image through the page cache is what the direct
+ * read sees; and a bad tag or checksum inside a large read still fails it
+ * with EIO and returns none of that block.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "fixture.h"
+#include "crypt_fixture.h"
+#include "pony/bdev.h"
+#include "pony/util.h"
+
+/* The fixture on an image file (O_DIRECT needs one; /var/tmp, since a
+ * tmpfs /tmp may refuse it), unlinked at once: the bdev keeps it open. */
+static int setup_file(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	char path[] = "/var/tmp/pony-test-crypt-direct.XXXXXX";
+	int fd = mkstemp(path);
+
+	assert_non_null(f);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, IMG_SIZE), 0);
+	close(fd);
+	assert_int_equal(bdev_file_open(path, O_RDWR, &f->dev), 0);
+	unlink(path);
+	assert_int_equal(ponyfs_mkfs_image(f->dev, NULL), 0);
+	assert_int_equal(ponyfs_mount_image(f->dev, NULL, &f->fs), 0);
+	*state = f;
+	return 0;
+}
+
+enum { NBLK = 37, TAIL = 1234, SIZE = NBLK * 4096 + TAIL };
+
+static void reads_at_every_alignment(struct fixture *f, enum crypt_mode mode)
+{
+	static uint8_t data[SIZE];
+	static const size_t offs[] = { 0, 1, 17, 511, 4095, 4096, 4097, 8190, 3 * 4096 + 5,
+				       SIZE - 4097, SIZE - TAIL, SIZE - 1 };
+	static const size_t lens[] = { 1, 100, 4095, 4096, 4097, 3 * 4096 + 7, 20 * 4096,
+				       32 * 4096 + 9, SIZE };
+	uint8_t *buf = aligned_alloc(4096, ROUND_UP((size_t)SIZE, 4096));
+	struct ponyfs *p;
+	uint64_t ino, fh, direct;
+	uint8_t id[16];
+
+	assert_non_null(buf);
+	test_fill(data, sizeof(data), 21);
+	enc_dir(f->fs, mode, id);
+	assert_int_equal(test_put(f->fs, "enc/f", data, sizeof(data)), 0);
+	remount(f);             /* nothing of it cached */
+	add_key(f->fs, id);
+	p = ponyfs_of(f->fs);
+	direct = __atomic_load_n(&p->reads_direct, __ATOMIC_RELAXED);
+	assert_int_equal(test_open(f->fs, "enc/f", O_RDONLY, &ino, &fh), 0);
+	for (size_t i = 0; i < ARRAY_SIZE(offs); i++) {
+		for (size_t j = 0; j < ARRAY_SIZE(lens); j++) {
+			size_t want = MIN(lens[j], (size_t)SIZE - offs[i]);
+
+			memset(buf, 0xa5, want);
+			assert_int_equal(VFS_CALL(f->fs, read, ino, fh, buf, lens[j], (off_t)offs[i]),
+					 want);
+			assert_memory_equal(buf, data + offs[i], want);
+		}
+	}
+	/* Around the cache, and never read again under the lock. */
+	assert_true(__atomic_load_n(&p->reads_direct, __ATOMIC_RELAXED) > direct);
+	assert_int_equal(p->reads_redone, 0);
+	/* A small read (a random reader's) goes through the host's cache,
+	 * whose readahead of the image answers the next ones. */
+	direct = __atomic_load_n(&p->reads_direct, __ATOMIC_RELAXED);
+	assert_int_equal(VFS_CALL(f->fs, read, ino, fh, buf, 4096, 8 * 4096), 4096);
+	assert_memory_equal(buf, data + 8 * 4096, 4096);
+	assert_int_equal(__atomic_load_n(&p->reads_direct, __ATOMIC_RELAXED), direct);
+	assert_int_equal(VFS_CALL(f->fs, release, ino, fh), 0);
+	free(buf);
+}
+
+static void test_xts_reads_at_every_alignment(void **state)
+{
+	reads_at_every_alignment(*state, CRYPT_MODE_AES_256_XTS);
+}
+
+static void test_gcm_reads_at_every_alignment(void **state)
+{
+	reads_at_every_alignment(*state, CRYPT_MODE_AES_256_GCM);
+}
+
+/*
+ * Large reads of a GCM file (their pieces checked and decrypted by two
+ * threads after the direct read): block BAD's tag changed fails one with
+ * EIO, and nothing of that block's plaintext is in the buffer; block
+ * BAD2's ciphertext changed on the image through the host's page cache
+ * (a buffered write the direct read must see: the kernel writes it out
+ * first) fails its checksum (EBADMSG, as a bad block always has).
+ */
+static void test_tamper_in_a_direct_read_is_eio(void **state)
+{
+	struct fixture *f = *state;
+	enum { N = 256, BAD = 200, BAD2 = 40 };
+	static uint8_t data[N * 4096], csums[N * PONYFS_SEAL_BYTES];
+	uint8_t *back = aligned_alloc(4096, sizeof(data)), blk[4096], id[16];
+	struct bdev *meta, *datadev;
+	struct vfs_entry e;
+	uint64_t pblock, fh, direct;
+	sqlite3 *db;
+
+	assert_non_null(back);
+	test_fill(data, sizeof(data), 23);
+	db = gcm_file_then_unmount(f, data, sizeof(data), id, &e, &meta, &datadev);
+	gcm_tag_flip(db, e.ino, BAD, &pblock, csums, sizeof(csums));
+	assert_int_equal(bdev_pread(datadev, blk, sizeof(blk), (pblock + BAD2) * 4096), 0);
+	blk[100] ^= 0x40;
+	assert_int_equal(bdev_pwrite(datadev, blk, sizeof(blk), (pblock + BAD2) * 4096), 0);
+	bdev_free(meta);
+	bdev_free(datadev);
+	assert_int_equal(ponyfs_mount_image(f->dev, NULL, &f->fs), 0);
+	add_key(f->fs, id);
+	direct = __atomic_load_n(&ponyfs_of(f->fs)->reads_direct, __ATOMIC_RELAXED);
+	assert_int_equal(test_open(f->fs, "enc/f", O_RDONLY, &e.ino, &fh), 0);
+	/* The whole file: BAD2's checksum fails first (EBADMSG, as any bad
+	 * block's); neither block's plaintext is handed out. */
+	assert_int_equal(VFS_CALL(f->fs, read, e.ino, fh, back, sizeof(data), 0), -EBADMSG);
+	assert_memory_not_equal(back + BAD2 * 4096, data + BAD2 * 4096, 4096);
+	assert_memory_not_equal(back + BAD * 4096, data + BAD * 4096, 4096);
+	/* Past BAD2, shared between two threads: BAD's tag fails it. */
+	assert_int_equal(VFS_CALL(f->fs, read, e.ino, fh, back, (N - BAD2 - 1) * 4096,
+				  (BAD2 + 1) * 4096), -EIO);
+	assert_memory_not_equal(back + (BAD - BAD2 - 1) * 4096, data + BAD * 4096, 4096);
+	assert_int_equal(VFS_CALL(f->fs, read, e.ino, fh, back, BAD2 * 4096, 0), BAD2 * 4096);
+	assert_memory_equal(back, data, BAD2 * 4096);
+	assert_int_equal(VFS_CALL(f->fs, read, e.ino, fh, back, 4096, BAD2 * 4096), -EBADMSG);
+	assert_int_equal(VFS_CALL(f->fs, read, e.ino, fh, back, 4096, BAD * 4096), -EIO);
+	assert_int_equal(VFS_CALL(f->fs, read, e.ino, fh, back, 4096, (BAD2 + 1) * 4096), 4096);
+	assert_memory_equal(back, data + (BAD2 + 1) * 4096, 4096);
+	assert_int_equal(VFS_CALL(f->fs, release, e.ino, fh), 0);
+	assert_true(__atomic_load_n(&ponyfs_of(f->fs)->reads_direct, __ATOMIC_RELAXED) > direct);
+	free(back);
+	/* The bad CRC stays on the image: fsck would report it. */
+	vfs_free(f->fs);
+	f->fs = NULL;
+}
+
+static int teardown_file(void **state)
+{
+	struct fixture *f = *state;
+
+	vfs_free(f->fs);
+	bdev_free(f->dev);
+	free(f);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_xts_reads_at_every_alignment, setup_file,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_gcm_reads_at_every_alignment, setup_file,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_tamper_in_a_direct_read_is_eio, setup_file,
+						teardown_file),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
