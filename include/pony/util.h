@@ -94,6 +94,22 @@ static inline void fclosep(FILE **f)
 void *util_aligned_alloc(size_t size);
 
 /*
+ * A buffer per thread, aligned as util_aligned_alloc()'s, kept from one
+ * call to the next and freed when its thread ends: for a large buffer
+ * taken on every request (a FUSE READ's answer, a scrub span), where an
+ * allocation each time costs the mapping and page faults of fresh memory
+ * (glibc maps large blocks). Define one per use, zeroed (`static struct
+ * util_thread_buf b;`); util_thread_buf(&b, len) returns the calling
+ * thread's buffer of at least len bytes (its contents are not kept when it
+ * grows), or NULL without memory.
+ */
+struct util_thread_buf {
+	pthread_key_t key;
+	bool ready;
+};
+uint8_t *util_thread_buf(struct util_thread_buf *tb, size_t len);
+
+/*
  * Room for element n of an array of *cap elements: arr itself while n <
  * *cap, else arr reallocated to twice *cap (first when empty) and *cap
  * updated. NULL when out of memory, arr then unchanged and still owned.

@@ -8,54 +8,14 @@
  * disagree): the target's own scrub, unit by unit under the segment's lock,
  * which alone decides, logs and repairs.
  */
-#include <pthread.h>
-#include <stdlib.h>
-
 #include "pony/util.h"
 #include "internal.h"
 
-/* The thread's buffer, grown as needed and freed when the thread ends. */
-struct span_buf {
-	uint8_t *mem;
-	size_t len;
-};
-
-static pthread_key_t span_key;
-static pthread_once_t span_once = PTHREAD_ONCE_INIT;
-
-static void span_buf_free(void *arg)
-{
-	struct span_buf *b = arg;
-
-	free(b->mem);
-	free(b);
-}
-
-static void span_key_init(void)
-{
-	if (pthread_key_create(&span_key, span_buf_free))
-		abort();
-}
-
 uint8_t *volume_scrub_span_buf(size_t len)
 {
-	struct span_buf *b;
+	static struct util_thread_buf span_buf;
 
-	pthread_once(&span_once, span_key_init);
-	b = pthread_getspecific(span_key);
-	if (!b) {
-		b = calloc(1, sizeof(*b));
-		if (!b || pthread_setspecific(span_key, b)) {
-			free(b);
-			return NULL;
-		}
-	}
-	if (b->len < len) {
-		free(b->mem);
-		b->mem = util_aligned_alloc(len);
-		b->len = b->mem ? len : 0;
-	}
-	return b->mem;
+	return util_thread_buf(&span_buf, len);
 }
 
 int volume_scrub_span_locked(struct volume_seg *s, uint64_t off, uint64_t end,
