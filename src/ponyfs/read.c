@@ -408,7 +408,7 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 		bool direct, ok;
 
 		/* Aligned, for the direct reads of an encrypted file's blocks. */
-		if (!to && !(to = tmp = aligned_alloc(BDEV_DIRECT_ALIGN, (size_t)PONYFS_IO_BLOCKS * BS))) {
+		if (!to && !(to = tmp = util_aligned_alloc((size_t)PONYFS_IO_BLOCKS * BS))) {
 			r = -ENOMEM;
 			break;
 		}
