@@ -57,10 +57,14 @@ int crypt_mode_from_name(const char *name, enum crypt_mode *ret);
 const char *crypt_mode_name(enum crypt_mode mode);
 
 /* A master key as the filesystem keeps it while it is added: the HKDF
- * pseudorandom key (the raw key is not kept) and the identifier. */
+ * pseudorandom key (the raw key is not kept), the identifier, and an
+ * HMAC-SHA512 keyed with the prk that each derivation copies. Not to be
+ * copied by value; crypt_master_wipe() frees it. */
+struct evp_mac_ctx_st;
 struct crypt_master {
 	uint8_t prk[64];
 	uint8_t id[CRYPT_KEY_ID_SIZE];
+	struct evp_mac_ctx_st *hmac;    /* OpenSSL's EVP_MAC_CTX */
 };
 
 /* From the raw key (CRYPT_MASTER_KEY_SIZE bytes, else -EINVAL). */
@@ -76,7 +80,8 @@ struct crypt_scrypt_cost { uint64_t n; uint32_t r, p; };
 #define CRYPT_SALT_SIZE 16
 int crypt_scrypt(const char *pass, size_t len, const uint8_t *salt, size_t salt_len,
 		 const struct crypt_scrypt_cost *cost, uint8_t *out, size_t out_len);
-/* Wipes it (OPENSSL_cleanse): no key stays in freed memory. */
+/* Frees and wipes it (OPENSSL_cleanse): no key stays in freed memory.
+ * One that crypt_master_init() failed on needs none. */
 void crypt_master_wipe(struct crypt_master *m);
 /* The key size a mode's per-file key has: 64 (XTS), 32 (CTS, GCM); 0: unknown. */
 size_t crypt_mode_key_size(enum crypt_mode mode);

@@ -46,6 +46,7 @@ static void test_master_keys_are_64_bytes_and_named_as_linux_names_them(void **s
 	key[0] ^= 1;
 	assert_int_equal(crypt_master_init(&m2, key, CRYPT_MASTER_KEY_SIZE), 0);
 	assert_memory_not_equal(m.id, m2.id, sizeof(m.id));
+	crypt_master_wipe(&m2);
 	crypt_master_wipe(&m);
 	for (size_t i = 0; i < sizeof(m); i++)
 		assert_int_equal(((uint8_t *)&m)[i], 0);
