@@ -91,6 +91,20 @@ int crypt_file_key(const struct crypt_master *m, const uint8_t nonce[CRYPT_NONCE
 void crypt_wipe(void *p, size_t len);
 
 /*
+ * Random bytes for nonces, from OpenSSL's DRBG a pool at a time (one
+ * RAND_bytes() costs as much as a block's cipher). Zeroed memory is an
+ * empty pool. Not shared between threads at once; each byte is handed
+ * out once. -EINVAL: len over the pool; -EIO: the DRBG failed.
+ */
+#define CRYPT_RANDOM_POOL 3072          /* 256 GCM nonces, 192 inode nonces */
+struct crypt_random {
+	unsigned left;
+	uint8_t pool[CRYPT_RANDOM_POOL];
+};
+int crypt_random_draw(struct crypt_random *r, void *out, size_t len);
+void crypt_random_done(struct crypt_random *r);         /* wipes what is left */
+
+/*
  * A per-file contents cipher: XTS or GCM with the file's key. Not shared
  * between threads at once (each holds an OpenSSL context).
  */

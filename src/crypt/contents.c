@@ -15,18 +15,14 @@
 #include <string.h>
 
 #include <openssl/evp.h>
-#include <openssl/rand.h>
 
 #include "internal.h"
 #include "pony/util.h"
 
-#define NONCE_POOL 256            /* GCM nonces drawn from OpenSSL's DRBG at once */
-
 struct crypt_contents {
 	enum crypt_mode mode;
 	EVP_CIPHER_CTX *enc, *dec;
-	unsigned nonces_left;
-	uint8_t nonces[NONCE_POOL][CRYPT_GCM_NONCE_SIZE];
+	struct crypt_random nonces;     /* GCM's */
 };
 
 static EVP_CIPHER_CTX *context_new(const EVP_CIPHER *cipher, const uint8_t *key, int enc)
@@ -142,13 +138,8 @@ int crypt_gcm_seal(struct crypt_contents *c, uint64_t lblk, const uint8_t *in, u
 	 * rolled the filesystem back, and a repeated nonce breaks GCM. Drawn
 	 * a pool at a time: one DRBG call per block cost as much as the
 	 * cipher (bench/crypt). */
-	if (!c->nonces_left) {
-		if (RAND_bytes(c->nonces[0], sizeof(c->nonces)) != 1)
-			return -EIO;
-		c->nonces_left = NONCE_POOL;
-	}
-	memcpy(nonce, c->nonces[--c->nonces_left], CRYPT_GCM_NONCE_SIZE);
-	crypt_wipe(c->nonces[c->nonces_left], CRYPT_GCM_NONCE_SIZE);   /* used once */
+	if (crypt_random_draw(&c->nonces, nonce, CRYPT_GCM_NONCE_SIZE) < 0)
+		return -EIO;
 	if (gcm_start(c->enc, lblk, nonce) < 0 ||
 	    EVP_EncryptUpdate(c->enc, out, &n, in, CRYPT_BLOCK_SIZE) != 1 ||
 	    EVP_EncryptFinal_ex(c->enc, out + n, &m) != 1 || n + m != CRYPT_BLOCK_SIZE ||

@@ -12,7 +12,6 @@
  * never looks (fs->crypt_any).
  */
 #include <errno.h>
-#include <openssl/rand.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,16 +35,25 @@ void ponyfs_crypt_encode(const struct ponyfs_crypt *c, uint8_t out[PONYFS_CRYPT_
 	memcpy(out + CRYPT_POLICY_SIZE, c->nonce, CRYPT_NONCE_SIZE);
 }
 
-int ponyfs_crypt_inherit(const struct ponyfs_crypt *dir, struct ponyfs_crypt *ret)
+/* A nonce is what makes an inode's key its own: random, as fscrypt's,
+ * from the mount's pool (an untar made one per file). */
+static int nonce_new_locked(struct ponyfs *fs, uint8_t nonce[CRYPT_NONCE_SIZE])
 {
+	return crypt_random_draw(&fs->nonces, nonce, CRYPT_NONCE_SIZE);
+}
+
+int ponyfs_crypt_inherit_locked(struct ponyfs *fs, const struct ponyfs_crypt *dir,
+				struct ponyfs_crypt *ret)
+{
+	int r;
+
 	memset(ret, 0, sizeof(*ret));
 	if (!dir->on)
 		return 0;
 	ret->policy = dir->policy;
-	if (RAND_bytes(ret->nonce, sizeof(ret->nonce)) != 1)
-		return -EIO;
-	ret->on = true;
-	return 0;
+	r = nonce_new_locked(fs, ret->nonce);
+	ret->on = r >= 0;
+	return r;
 }
 
 /* ino's inodes.crypt (-ENOENT: no such inode), and its mode when asked. */
@@ -152,6 +160,7 @@ void ponyfs_crypt_done(struct ponyfs *fs)
 		crypt_wipe(fs->dircrypt, PONYFS_DIRCRYPT_SLOTS * sizeof(*fs->dircrypt));
 	free(fs->dircrypt);
 	fs->dircrypt = NULL;
+	crypt_random_done(&fs->nonces);
 	ponyfs_keys_free(fs);
 }
 
@@ -203,8 +212,8 @@ static int set_policy_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint6
 			claim |= k->users[i] == ctx->uid;
 		r = claim ? 0 : -ENOKEY;
 	}
-	if (r >= 0 && RAND_bytes(c.nonce, sizeof(c.nonce)) != 1)
-		r = -EIO;
+	if (r >= 0)
+		r = nonce_new_locked(fs, c.nonce);
 	if (r >= 0)
 		r = ponyfs_meta_reserve_locked(fs, &(struct ponyfs_cost){ .rows = 1 }, NULL);
 	if (r >= 0)

@@ -345,6 +345,7 @@ struct ponyfs {
 	uint64_t key_gen;
 	bool crypt_any;
 	struct ponyfs_dircrypt *dircrypt;       /* PONYFS_DIRCRYPT_SLOTS */
+	struct crypt_random nonces;             /* new encrypted inodes', under lock */
 	/* The data path's second thread (helper.c), set under lock, loaded
 	 * atomically by readers; and the writeback's encrypted megabytes in
 	 * flight on it (crypt_data.c), under lock. */

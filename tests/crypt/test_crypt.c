@@ -4,7 +4,8 @@
  * computed: tests/crypt/crypt_ext4.sh checks the same against the kernel
  * live), contents that decrypt only at their own block number, GCM that
  * refuses a changed or moved block, names padded and deterministic, and
- * no-key names that name exactly their ciphertext.
+ * no-key names that name exactly their ciphertext, and nonces drawn from
+ * a pool that hands out each once.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -296,6 +297,31 @@ static void test_passphrases_become_keys_through_scrypt(void **state)
 	assert_int_equal(crypt_scrypt("x", 1, salt, sizeof(salt), &odd, k1, 64), -EINVAL);
 }
 
+/* 16-byte nonces over four refills of the pool: none repeats, and what
+ * was handed out is no longer in the pool to be handed out again. */
+static void test_random_pool_hands_out_each_nonce_once(void **state)
+{
+	static uint8_t got[4 * CRYPT_RANDOM_POOL / 16][16];
+	static struct crypt_random r;
+	static const uint8_t zero[16];
+	size_t n = sizeof(got) / sizeof(got[0]);
+
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(crypt_random_draw(&r, got[i], 16), 0);
+		assert_memory_equal(r.pool + r.left, zero, 16);
+		for (size_t j = 0; j < i; j++)
+			assert_memory_not_equal(got[i], got[j], 16);
+	}
+	/* A draw the pool cannot hold is refused; a partial one refills. */
+	assert_int_equal(crypt_random_draw(&r, got, CRYPT_RANDOM_POOL + 1), -EINVAL);
+	r.left = 5;
+	assert_int_equal(crypt_random_draw(&r, got[0], 12), 0);
+	assert_int_equal(r.left, CRYPT_RANDOM_POOL - 12);
+	crypt_random_done(&r);
+	for (size_t i = 0; i < sizeof(r); i++)
+		assert_int_equal(((uint8_t *)&r)[i], 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -307,6 +333,7 @@ int main(void)
 		cmocka_unit_test(test_nokey_names_name_exactly_their_ciphertext),
 		cmocka_unit_test(test_policies_are_linuxs_bytes_and_refuse_what_pony_cannot_honour),
 		cmocka_unit_test(test_passphrases_become_keys_through_scrypt),
+		cmocka_unit_test(test_random_pool_hands_out_each_nonce_once),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
