@@ -138,6 +138,21 @@ int crypt_name_encrypt(const uint8_t key[32], unsigned pad, const char *name, si
 int crypt_name_decrypt(const uint8_t key[32], const uint8_t *in, size_t len, char *out,
 		       size_t *ret_len);
 
+/*
+ * A directory's names key made once into its CTS contexts, for the many
+ * names of one directory: making them (OpenSSL's context, its CS3
+ * parameter, the key schedules) cost more than encrypting a name. Not
+ * shared between threads at once; crypt_names_free() cleanses (NULL:
+ * nothing). As crypt_name_encrypt() and crypt_name_decrypt().
+ */
+struct crypt_names;
+int crypt_names_new(const uint8_t key[32], struct crypt_names **ret);
+void crypt_names_free(struct crypt_names *n);
+int crypt_names_encrypt(struct crypt_names *names, unsigned pad, const char *name, size_t len,
+			uint8_t *out, size_t *ret_len);
+int crypt_names_decrypt(struct crypt_names *names, const uint8_t *in, size_t len, char *out,
+			size_t *ret_len);
+
 /* A symlink's target: as a name, with the symlink's own CTS key, up to
  * CRYPT_SYMLINK_MAX bytes (out that many; decrypted, one more for the NUL). */
 int crypt_symlink_encrypt(const uint8_t key[32], unsigned pad, const char *target, size_t len,

@@ -106,21 +106,29 @@ int ponyfs_dircrypt_locked(struct ponyfs *fs, uint64_t ino, struct ponyfs_dircry
 	return 0;
 }
 
+/* Made again after any change of the keys: one may have gone. */
 int ponyfs_dircrypt_key_locked(struct ponyfs *fs, struct ponyfs_dircrypt *d)
 {
+	uint8_t key[32];
 	int r;
 
-	if (d->has_key && d->key_gen == fs->key_gen)
+	if (d->names && d->key_gen == fs->key_gen)
 		return 0;
-	d->has_key = false;
-	r = ponyfs_crypt_key_locked(fs, &d->c, CRYPT_MODE_AES_256_CTS, false, d->name_key);
-	if (r < 0) {
-		crypt_wipe(d->name_key, sizeof(d->name_key));
-		return r;
-	}
-	d->has_key = true;
-	d->key_gen = fs->key_gen;
-	return 0;
+	crypt_names_free(d->names);
+	d->names = NULL;
+	r = ponyfs_crypt_key_locked(fs, &d->c, CRYPT_MODE_AES_256_CTS, false, key);
+	if (r >= 0)
+		r = crypt_names_new(key, &d->names);
+	crypt_wipe(key, sizeof(key));
+	if (r >= 0)
+		d->key_gen = fs->key_gen;
+	return r;
+}
+
+static void dircrypt_clear(struct ponyfs_dircrypt *d)
+{
+	crypt_names_free(d->names);
+	crypt_wipe(d, sizeof(*d));      /* ino 0, names NULL: an empty slot */
 }
 
 void ponyfs_dircrypt_forget(struct ponyfs *fs, uint64_t ino)
@@ -130,11 +138,8 @@ void ponyfs_dircrypt_forget(struct ponyfs *fs, uint64_t ino)
 	if (!fs->dircrypt || !ino)
 		return;
 	d = &fs->dircrypt[ino % PONYFS_DIRCRYPT_SLOTS];
-	if (d->ino == ino) {
-		crypt_wipe(d, sizeof(*d));
-		d->ino = 0;
-		d->has_key = false;
-	}
+	if (d->ino == ino)
+		dircrypt_clear(d);
 }
 
 int ponyfs_crypt_init_locked(struct ponyfs *fs)
@@ -156,8 +161,8 @@ void ponyfs_crypt_done(struct ponyfs *fs)
 {
 	ponyfs_crypt_out_free(fs);
 	ponyfs_helper_stop(fs);
-	if (fs->dircrypt)
-		crypt_wipe(fs->dircrypt, PONYFS_DIRCRYPT_SLOTS * sizeof(*fs->dircrypt));
+	for (unsigned i = 0; fs->dircrypt && i < PONYFS_DIRCRYPT_SLOTS; i++)
+		dircrypt_clear(&fs->dircrypt[i]);
 	free(fs->dircrypt);
 	fs->dircrypt = NULL;
 	crypt_random_done(&fs->nonces);

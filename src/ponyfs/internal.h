@@ -213,13 +213,13 @@ struct ponyfs_key {
 	struct ponyfs_key *next;
 };
 
-/* A directory's encryption and names key, cached (crypt_policy.c). */
+/* A directory's encryption and names key, cached (crypt_policy.c): the
+ * key as its ready CTS contexts, which go (cleansed) with the slot. */
 struct ponyfs_dircrypt {
 	uint64_t ino;                   /* 0: an empty slot */
 	struct ponyfs_crypt c;
-	uint64_t key_gen;               /* fs->key_gen when name_key was derived */
-	bool has_key;
-	uint8_t name_key[32];
+	uint64_t key_gen;               /* fs->key_gen when names was made */
+	struct crypt_names *names;      /* NULL: not made, or no key */
 };
 #define PONYFS_DIRCRYPT_SLOTS 256
 
