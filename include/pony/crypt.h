@@ -113,8 +113,10 @@ int crypt_contents_new(enum crypt_mode mode, const uint8_t *key, size_t key_len,
 		       struct crypt_contents **ret);
 /* Another context with c's key, for another thread: several times cheaper
  * than crypt_contents_new() (the key schedules are copied, not derived).
- * Its GCM nonces are its own. */
-int crypt_contents_clone(const struct crypt_contents *c, struct crypt_contents **ret);
+ * Its GCM nonces are its own. c's decrypting context is made on the way
+ * (crypt_contents_new() leaves it to the first decryption), so c too is
+ * the caller's alone during the call. */
+int crypt_contents_clone(struct crypt_contents *c, struct crypt_contents **ret);
 void crypt_contents_free(struct crypt_contents *c);      /* wipes; NULL: nothing */
 /* XTS: block number lblk of the file, CRYPT_BLOCK_SIZE bytes, in place allowed. */
 int crypt_xts_encrypt(struct crypt_contents *c, uint64_t lblk, const uint8_t *in, uint8_t *out);

@@ -119,6 +119,36 @@ static void test_xts_blocks_decrypt_only_at_their_own_number(void **state)
 	assert_int_equal(crypt_contents_new(CRYPT_MODE_AES_256_XTS, same, 32, &bad), -EINVAL);
 }
 
+/* A cipher makes its decrypting context at its first decryption: one
+ * that has only encrypted still decrypts, itself or through a clone made
+ * before any decryption, in both modes. */
+static void test_decryption_is_made_when_first_needed(void **state)
+{
+	static uint8_t plain[CRYPT_BLOCK_SIZE], ct[CRYPT_BLOCK_SIZE], back[CRYPT_BLOCK_SIZE];
+	uint8_t nonce[CRYPT_GCM_NONCE_SIZE], tag[CRYPT_GCM_TAG_SIZE];
+	enum crypt_mode modes[] = { CRYPT_MODE_AES_256_XTS, CRYPT_MODE_AES_256_GCM };
+
+	memset(plain, 'q', sizeof(plain));
+	for (unsigned m = 0; m < 2; m++) {
+		for (unsigned via_clone = 0; via_clone < 2; via_clone++) {
+			struct crypt_contents *c = contents_of(modes[m], 11), *k = c;
+			bool xts = modes[m] == CRYPT_MODE_AES_256_XTS;
+
+			assert_int_equal(xts ? crypt_xts_encrypt(c, 3, plain, ct) :
+					 crypt_gcm_seal(c, 3, plain, ct, nonce, tag), 0);
+			if (via_clone)
+				assert_int_equal(crypt_contents_clone(c, &k), 0);
+			memset(back, 0, sizeof(back));
+			assert_int_equal(xts ? crypt_xts_decrypt(k, 3, ct, back) :
+					 crypt_gcm_open(k, 3, ct, back, nonce, tag), 0);
+			assert_memory_equal(back, plain, sizeof(plain));
+			if (k != c)
+				crypt_contents_free(k);
+			crypt_contents_free(c);
+		}
+	}
+}
+
 static void test_gcm_refuses_a_changed_or_moved_block(void **state)
 {
 	static uint8_t plain[CRYPT_BLOCK_SIZE], sealed[CRYPT_BLOCK_SIZE], again[CRYPT_BLOCK_SIZE],
@@ -329,6 +359,7 @@ int main(void)
 		cmocka_unit_test(test_file_keys_differ_per_nonce_and_fit_their_mode),
 		cmocka_unit_test(test_xts_blocks_decrypt_only_at_their_own_number),
 		cmocka_unit_test(test_gcm_refuses_a_changed_or_moved_block),
+		cmocka_unit_test(test_decryption_is_made_when_first_needed),
 		cmocka_unit_test(test_names_are_padded_deterministic_and_come_back),
 		cmocka_unit_test(test_nokey_names_name_exactly_their_ciphertext),
 		cmocka_unit_test(test_policies_are_linuxs_bytes_and_refuse_what_pony_cannot_honour),
