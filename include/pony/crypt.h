@@ -94,9 +94,9 @@ void crypt_wipe(void *p, size_t len);
  * Random bytes for nonces, from OpenSSL's DRBG a pool at a time (one
  * RAND_bytes() costs as much as a block's cipher), the pools growing from
  * CRYPT_RANDOM_FIRST bytes (a cipher that seals one block draws little).
- * Zeroed memory is an
- * empty pool. Not shared between threads at once; each byte is handed
- * out once. -EINVAL: len over the pool; -EIO: the DRBG failed.
+ * Zeroed memory is an empty pool. Not shared between threads at once;
+ * each byte is handed out once. -EINVAL: len over the pool; -EIO: the
+ * DRBG failed.
  */
 #define CRYPT_RANDOM_POOL 3072          /* 256 GCM nonces, 192 inode nonces */
 #define CRYPT_RANDOM_FIRST 48           /* the first refill; each next one twice the last */

@@ -5,9 +5,11 @@
  * CS3 variant Linux's cts(cbc(aes)) is) and an all-zero IV. The same name
  * in the same directory always gives the same ciphertext, so a lookup
  * encrypts the name it is given and finds the entry by it, decrypting
- * nothing. Without the key a directory lists no-key names: base64url of
- * the ciphertext (long ones shortened by a SHA-256), which lookup accepts
- * back, so unlink and rmdir work without the key.
+ * nothing. A directory's key is made once into its contexts (struct
+ * crypt_names), which its many names share; the bare-key calls make them
+ * for the one call. Without the key a directory lists no-key names:
+ * base64url of the ciphertext (long ones shortened by a SHA-256), which
+ * lookup accepts back, so unlink and rmdir work without the key.
  */
 #include <errno.h>
 #include <stdlib.h>
