@@ -57,10 +57,14 @@ int crypt_mode_from_name(const char *name, enum crypt_mode *ret);
 const char *crypt_mode_name(enum crypt_mode mode);
 
 /* A master key as the filesystem keeps it while it is added: the HKDF
- * pseudorandom key (the raw key is not kept) and the identifier. */
+ * pseudorandom key (the raw key is not kept), the identifier, and an
+ * HMAC-SHA512 keyed with the prk that each derivation copies. Not to be
+ * copied by value; crypt_master_wipe() frees it. */
+struct evp_mac_ctx_st;
 struct crypt_master {
 	uint8_t prk[64];
 	uint8_t id[CRYPT_KEY_ID_SIZE];
+	struct evp_mac_ctx_st *hmac;    /* OpenSSL's EVP_MAC_CTX */
 };
 
 /* From the raw key (CRYPT_MASTER_KEY_SIZE bytes, else -EINVAL). */
@@ -76,7 +80,8 @@ struct crypt_scrypt_cost { uint64_t n; uint32_t r, p; };
 #define CRYPT_SALT_SIZE 16
 int crypt_scrypt(const char *pass, size_t len, const uint8_t *salt, size_t salt_len,
 		 const struct crypt_scrypt_cost *cost, uint8_t *out, size_t out_len);
-/* Wipes it (OPENSSL_cleanse): no key stays in freed memory. */
+/* Frees and wipes it (OPENSSL_cleanse): no key stays in freed memory.
+ * One that crypt_master_init() failed on needs none. */
 void crypt_master_wipe(struct crypt_master *m);
 /* The key size a mode's per-file key has: 64 (XTS), 32 (CTS, GCM); 0: unknown. */
 size_t crypt_mode_key_size(enum crypt_mode mode);
@@ -84,6 +89,23 @@ size_t crypt_mode_key_size(enum crypt_mode mode);
 int crypt_file_key(const struct crypt_master *m, const uint8_t nonce[CRYPT_NONCE_SIZE],
 		   enum crypt_mode mode, uint8_t *key, size_t key_len);
 void crypt_wipe(void *p, size_t len);
+
+/*
+ * Random bytes for nonces, from OpenSSL's DRBG a pool at a time (one
+ * RAND_bytes() costs as much as a block's cipher), the pools growing from
+ * CRYPT_RANDOM_FIRST bytes (a cipher that seals one block draws little).
+ * Zeroed memory is an empty pool. Not shared between threads at once;
+ * each byte is handed out once. -EINVAL: len over the pool; -EIO: the
+ * DRBG failed.
+ */
+#define CRYPT_RANDOM_POOL 3072          /* 256 GCM nonces, 192 inode nonces */
+#define CRYPT_RANDOM_FIRST 48           /* the first refill; each next one twice the last */
+struct crypt_random {
+	unsigned left, fill;            /* bytes left; the last refill's size */
+	uint8_t pool[CRYPT_RANDOM_POOL];
+};
+int crypt_random_draw(struct crypt_random *r, void *out, size_t len);
+void crypt_random_done(struct crypt_random *r);         /* wipes what is left */
 
 /*
  * A per-file contents cipher: XTS or GCM with the file's key. Not shared
@@ -94,8 +116,10 @@ int crypt_contents_new(enum crypt_mode mode, const uint8_t *key, size_t key_len,
 		       struct crypt_contents **ret);
 /* Another context with c's key, for another thread: several times cheaper
  * than crypt_contents_new() (the key schedules are copied, not derived).
- * Its GCM nonces are its own. */
-int crypt_contents_clone(const struct crypt_contents *c, struct crypt_contents **ret);
+ * Its GCM nonces are its own. c's decrypting context is made on the way
+ * (crypt_contents_new() leaves it to the first decryption), so c too is
+ * the caller's alone during the call. */
+int crypt_contents_clone(struct crypt_contents *c, struct crypt_contents **ret);
 void crypt_contents_free(struct crypt_contents *c);      /* wipes; NULL: nothing */
 /* XTS: block number lblk of the file, CRYPT_BLOCK_SIZE bytes, in place allowed. */
 int crypt_xts_encrypt(struct crypt_contents *c, uint64_t lblk, const uint8_t *in, uint8_t *out);
@@ -118,6 +142,21 @@ int crypt_name_encrypt(const uint8_t key[32], unsigned pad, const char *name, si
 /* The name (NULs of the padding removed) in out (CRYPT_NAME_MAX + 1 bytes, NUL-ended). */
 int crypt_name_decrypt(const uint8_t key[32], const uint8_t *in, size_t len, char *out,
 		       size_t *ret_len);
+
+/*
+ * A directory's names key made once into its CTS contexts, for the many
+ * names of one directory: making them (OpenSSL's context, its CS3
+ * parameter, the key schedules) cost more than encrypting a name. Not
+ * shared between threads at once; crypt_names_free() cleanses (NULL:
+ * nothing). As crypt_name_encrypt() and crypt_name_decrypt().
+ */
+struct crypt_names;
+int crypt_names_new(const uint8_t key[32], struct crypt_names **ret);
+void crypt_names_free(struct crypt_names *n);
+int crypt_names_encrypt(struct crypt_names *names, unsigned pad, const char *name, size_t len,
+			uint8_t *out, size_t *ret_len);
+int crypt_names_decrypt(struct crypt_names *names, const uint8_t *in, size_t len, char *out,
+			size_t *ret_len);
 
 /* A symlink's target: as a name, with the symlink's own CTS key, up to
  * CRYPT_SYMLINK_MAX bytes (out that many; decrypted, one more for the NUL). */

@@ -1,6 +1,7 @@
 /*
  * cipher.c - OpenSSL's ciphers for the three modes, and the HKDF that
- * derives every per-file key, fetched once per process. An implicit fetch (EVP_aes_256_xts() handed to
+ * extracts each master key and the HMAC that derives each per-file key,
+ * fetched once per process. An implicit fetch (EVP_aes_256_xts() handed to
  * EVP_CipherInit_ex) or an EVP_CIPHER_fetch looks the algorithm up by name
  * in the provider tables under a global lock, which cost more than
  * encrypting a name and most of a new file's context; an explicitly
@@ -12,6 +13,7 @@
 
 static EVP_CIPHER *xts, *gcm, *cts;
 static EVP_KDF *hkdf;
+static EVP_MAC *hmac;
 static pthread_once_t fetched = PTHREAD_ONCE_INIT;
 
 static void fetch(void)
@@ -20,6 +22,7 @@ static void fetch(void)
 	gcm = EVP_CIPHER_fetch(NULL, "AES-256-GCM", NULL);
 	cts = EVP_CIPHER_fetch(NULL, "AES-256-CBC-CTS", NULL);
 	hkdf = EVP_KDF_fetch(NULL, "HKDF", NULL);
+	hmac = EVP_MAC_fetch(NULL, "HMAC", NULL);
 }
 
 /* Each new encrypted file fetched it again for its key (key.c). */
@@ -27,6 +30,13 @@ EVP_KDF *crypt_evp_hkdf(void)
 {
 	pthread_once(&fetched, fetch);
 	return hkdf;
+}
+
+/* Each derivation of a per-file key copies an HMAC keyed from it (key.c). */
+EVP_MAC *crypt_evp_hmac(void)
+{
+	pthread_once(&fetched, fetch);
+	return hmac;
 }
 
 const EVP_CIPHER *crypt_evp_cipher(enum crypt_mode mode)

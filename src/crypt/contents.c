@@ -8,25 +8,25 @@
  * the block number as associated data, so a block changed or moved on the
  * disk fails to open instead of decrypting to garbage. Each context holds
  * the key schedule for one direction: OpenSSL builds AES's decryption
- * schedule apart from its encryption one.
+ * schedule apart from its encryption one. The decrypting one is made at
+ * the first decryption, not with the cipher: a file written and never
+ * read back (each file of an untar) never needs it. Until then the key
+ * waits in the cipher's own memory, wiped once used.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <openssl/evp.h>
-#include <openssl/rand.h>
 
 #include "internal.h"
 #include "pony/util.h"
 
-#define NONCE_POOL 256            /* GCM nonces drawn from OpenSSL's DRBG at once */
-
 struct crypt_contents {
 	enum crypt_mode mode;
-	EVP_CIPHER_CTX *enc, *dec;
-	unsigned nonces_left;
-	uint8_t nonces[NONCE_POOL][CRYPT_GCM_NONCE_SIZE];
+	EVP_CIPHER_CTX *enc, *dec;      /* dec NULL: not made yet, key holds the key */
+	uint8_t key[64];
+	struct crypt_random nonces;     /* GCM's */
 };
 
 static EVP_CIPHER_CTX *context_new(const EVP_CIPHER *cipher, const uint8_t *key, int enc)
@@ -54,16 +54,27 @@ int crypt_contents_new(enum crypt_mode mode, const uint8_t *key, size_t key_len,
 		return -ENOMEM;
 	c->mode = mode;
 	c->enc = context_new(cipher, key, 1);
-	c->dec = context_new(cipher, key, 0);
-	if (!c->enc || !c->dec) {
+	if (!c->enc) {
 		crypt_contents_free(c);
 		return -EIO;    /* e.g. XTS refuses a key whose halves are equal */
 	}
+	memcpy(c->key, key, key_len);
 	*ret = c;
 	return 0;
 }
 
-int crypt_contents_clone(const struct crypt_contents *c, struct crypt_contents **ret)
+/* The decrypting context, made from the key kept for it. */
+static EVP_CIPHER_CTX *decrypter(struct crypt_contents *c)
+{
+	if (!c->dec) {
+		c->dec = context_new(crypt_evp_cipher(c->mode), c->key, 0);
+		if (c->dec)
+			crypt_wipe(c->key, sizeof(c->key));
+	}
+	return c->dec;
+}
+
+int crypt_contents_clone(struct crypt_contents *c, struct crypt_contents **ret)
 {
 	struct crypt_contents *n = calloc(1, sizeof(*n));
 
@@ -73,8 +84,9 @@ int crypt_contents_clone(const struct crypt_contents *c, struct crypt_contents *
 	n->mode = c->mode;
 	n->enc = EVP_CIPHER_CTX_new();
 	n->dec = EVP_CIPHER_CTX_new();
-	/* A copy of the key schedules: no fetch, no key expansion. */
-	if (!n->enc || !n->dec || EVP_CIPHER_CTX_copy(n->enc, c->enc) != 1 ||
+	/* A copy of the key schedules: no fetch, no key expansion. A clone
+	 * serves a reader, so c's decrypting context is made for it once. */
+	if (!n->enc || !n->dec || !decrypter(c) || EVP_CIPHER_CTX_copy(n->enc, c->enc) != 1 ||
 	    EVP_CIPHER_CTX_copy(n->dec, c->dec) != 1) {
 		crypt_contents_free(n);
 		return -EIO;
@@ -103,7 +115,7 @@ static int xts(struct crypt_contents *c, EVP_CIPHER_CTX *ctx, uint64_t lblk, con
 	if (c->mode != CRYPT_MODE_AES_256_XTS)
 		return -EINVAL;
 	memcpy(tweak, &index, sizeof(index));
-	if (EVP_CipherInit_ex(ctx, NULL, NULL, NULL, tweak, -1) != 1 ||
+	if (!ctx || EVP_CipherInit_ex(ctx, NULL, NULL, NULL, tweak, -1) != 1 ||
 	    EVP_CipherUpdate(ctx, out, &n, in, CRYPT_BLOCK_SIZE) != 1 || n != CRYPT_BLOCK_SIZE)
 		return -EIO;
 	return 0;
@@ -116,7 +128,7 @@ int crypt_xts_encrypt(struct crypt_contents *c, uint64_t lblk, const uint8_t *in
 
 int crypt_xts_decrypt(struct crypt_contents *c, uint64_t lblk, const uint8_t *in, uint8_t *out)
 {
-	return xts(c, c->dec, lblk, in, out);
+	return xts(c, c->mode == CRYPT_MODE_AES_256_XTS ? decrypter(c) : NULL, lblk, in, out);
 }
 
 /* GCM over one block: the IV set, the block number as associated data. */
@@ -142,13 +154,8 @@ int crypt_gcm_seal(struct crypt_contents *c, uint64_t lblk, const uint8_t *in, u
 	 * rolled the filesystem back, and a repeated nonce breaks GCM. Drawn
 	 * a pool at a time: one DRBG call per block cost as much as the
 	 * cipher (bench/crypt). */
-	if (!c->nonces_left) {
-		if (RAND_bytes(c->nonces[0], sizeof(c->nonces)) != 1)
-			return -EIO;
-		c->nonces_left = NONCE_POOL;
-	}
-	memcpy(nonce, c->nonces[--c->nonces_left], CRYPT_GCM_NONCE_SIZE);
-	crypt_wipe(c->nonces[c->nonces_left], CRYPT_GCM_NONCE_SIZE);   /* used once */
+	if (crypt_random_draw(&c->nonces, nonce, CRYPT_GCM_NONCE_SIZE) < 0)
+		return -EIO;
 	if (gcm_start(c->enc, lblk, nonce) < 0 ||
 	    EVP_EncryptUpdate(c->enc, out, &n, in, CRYPT_BLOCK_SIZE) != 1 ||
 	    EVP_EncryptFinal_ex(c->enc, out + n, &m) != 1 || n + m != CRYPT_BLOCK_SIZE ||
@@ -166,7 +173,7 @@ int crypt_gcm_open(struct crypt_contents *c, uint64_t lblk, const uint8_t *in, u
 	if (c->mode != CRYPT_MODE_AES_256_GCM)
 		return -EINVAL;
 	memcpy(t, tag, sizeof(t));
-	if (gcm_start(c->dec, lblk, nonce) < 0 ||
+	if (!decrypter(c) || gcm_start(c->dec, lblk, nonce) < 0 ||
 	    EVP_DecryptUpdate(c->dec, out, &n, in, CRYPT_BLOCK_SIZE) != 1 ||
 	    EVP_CIPHER_CTX_ctrl(c->dec, EVP_CTRL_GCM_SET_TAG, sizeof(t), t) != 1)
 		return -EIO;

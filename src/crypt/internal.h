@@ -1,6 +1,6 @@
 /*
  * internal.h - what the files of src/crypt share: OpenSSL's cipher of
- * each mode and its HKDF, fetched once (cipher.c).
+ * each mode, its HKDF and HMAC, fetched once (cipher.c).
  */
 #ifndef CRYPT_INTERNAL_H
 #define CRYPT_INTERNAL_H
@@ -12,7 +12,9 @@
 
 /* NULL for a mode pony has no cipher for (or OpenSSL lacks). */
 const EVP_CIPHER *crypt_evp_cipher(enum crypt_mode mode);
-/* HKDF (key.c's derivations); NULL if OpenSSL lacks it. Not to be freed. */
+/* HKDF (key.c's extraction) and HMAC (its expansions); NULL if OpenSSL
+ * lacks it. Not to be freed. */
 EVP_KDF *crypt_evp_hkdf(void);
+EVP_MAC *crypt_evp_hmac(void);
 
 #endif

@@ -5,11 +5,14 @@
  * CS3 variant Linux's cts(cbc(aes)) is) and an all-zero IV. The same name
  * in the same directory always gives the same ciphertext, so a lookup
  * encrypts the name it is given and finds the entry by it, decrypting
- * nothing. Without the key a directory lists no-key names: base64url of
- * the ciphertext (long ones shortened by a SHA-256), which lookup accepts
- * back, so unlink and rmdir work without the key.
+ * nothing. A directory's key is made once into its contexts (struct
+ * crypt_names), which its many names share; the bare-key calls make them
+ * for the one call. Without the key a directory lists no-key names:
+ * base64url of the ciphertext (long ones shortened by a SHA-256), which
+ * lookup accepts back, so unlink and rmdir work without the key.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <openssl/core_names.h>
@@ -36,8 +39,12 @@ size_t crypt_name_encrypted_len(size_t len, unsigned pad)
 	return padded_len(len, pad, CRYPT_NAME_MAX);
 }
 
-/* CS3 CTS-CBC over len (16..CRYPT_SYMLINK_MAX) bytes, zero IV, one shot. */
-static int cts(const uint8_t key[32], int enc, const uint8_t *in, size_t len, uint8_t *out)
+/* A names key's two CS3 CTS-CBC contexts, keyed once. */
+struct crypt_names {
+	EVP_CIPHER_CTX *enc, *dec;
+};
+
+static EVP_CIPHER_CTX *cts_context(const uint8_t key[32], int enc)
 {
 	static const uint8_t iv[16];
 	const EVP_CIPHER *cipher = crypt_evp_cipher(CRYPT_MODE_AES_256_CTS);
@@ -46,18 +53,56 @@ static int cts(const uint8_t key[32], int enc, const uint8_t *in, size_t len, ui
 		OSSL_PARAM_construct_utf8_string(OSSL_CIPHER_PARAM_CTS_MODE, (char *)"CS3", 0),
 		OSSL_PARAM_construct_end(),
 	};
-	int n = 0, m = 0, r = -EIO;
 
-	if (ctx && EVP_CipherInit_ex2(ctx, cipher, key, iv, enc, params) == 1 &&
+	if (ctx && EVP_CipherInit_ex2(ctx, cipher, key, iv, enc, params) != 1) {
+		EVP_CIPHER_CTX_free(ctx);
+		ctx = NULL;
+	}
+	return ctx;
+}
+
+int crypt_names_new(const uint8_t key[32], struct crypt_names **ret)
+{
+	struct crypt_names *n = calloc(1, sizeof(*n));
+
+	*ret = NULL;
+	if (!n)
+		return -ENOMEM;
+	n->enc = cts_context(key, 1);
+	n->dec = cts_context(key, 0);
+	if (!n->enc || !n->dec) {
+		crypt_names_free(n);
+		return -EIO;
+	}
+	*ret = n;
+	return 0;
+}
+
+void crypt_names_free(struct crypt_names *n)
+{
+	if (!n)
+		return;
+	EVP_CIPHER_CTX_free(n->enc);    /* frees and cleanses the key schedule */
+	EVP_CIPHER_CTX_free(n->dec);
+	free(n);
+}
+
+/* CTS-CBC over len (16..CRYPT_SYMLINK_MAX) bytes, the zero IV set again:
+ * each name is encrypted on its own, as if by a fresh context. */
+static int cts(EVP_CIPHER_CTX *ctx, const uint8_t *in, size_t len, uint8_t *out)
+{
+	static const uint8_t iv[16];
+	int n = 0, m = 0;
+
+	if (EVP_CipherInit_ex2(ctx, NULL, NULL, iv, -1, NULL) == 1 &&
 	    EVP_CipherUpdate(ctx, out, &n, in, (int)len) == 1 &&
 	    EVP_CipherFinal_ex(ctx, out + n, &m) == 1 && (size_t)(n + m) == len)
-		r = 0;
-	EVP_CIPHER_CTX_free(ctx);
-	return r;
+		return 0;
+	return -EIO;
 }
 
 /* A name (max CRYPT_NAME_MAX) or a symlink's target (CRYPT_SYMLINK_MAX). */
-static int text_encrypt(const uint8_t key[32], unsigned pad, const char *text, size_t len,
+static int text_encrypt(struct crypt_names *names, unsigned pad, const char *text, size_t len,
 			size_t max, uint8_t *out, size_t *ret_len)
 {
 	uint8_t padded[CRYPT_SYMLINK_MAX];
@@ -70,13 +115,13 @@ static int text_encrypt(const uint8_t key[32], unsigned pad, const char *text, s
 	n = padded_len(len, pad, max);
 	memcpy(padded, text, len);
 	memset(padded + len, 0, n - len);
-	r = cts(key, 1, padded, n, out);
+	r = cts(names->enc, padded, n, out);
 	crypt_wipe(padded, n);
 	*ret_len = r < 0 ? 0 : n;
 	return r;
 }
 
-static int text_decrypt(const uint8_t key[32], const uint8_t *in, size_t len, size_t max,
+static int text_decrypt(struct crypt_names *names, const uint8_t *in, size_t len, size_t max,
 			char *out, size_t *ret_len)
 {
 	int r;
@@ -84,7 +129,7 @@ static int text_decrypt(const uint8_t key[32], const uint8_t *in, size_t len, si
 	*ret_len = 0;
 	if (len < 16 || len > max)
 		return -EINVAL;
-	r = cts(key, 0, in, len, (uint8_t *)out);
+	r = cts(names->dec, in, len, (uint8_t *)out);
 	if (r < 0)
 		return r;
 	out[len] = '\0';
@@ -92,16 +137,16 @@ static int text_decrypt(const uint8_t key[32], const uint8_t *in, size_t len, si
 	return *ret_len ? 0 : -EBADMSG;
 }
 
-int crypt_name_encrypt(const uint8_t key[32], unsigned pad, const char *name, size_t len,
-		       uint8_t *out, size_t *ret_len)
+int crypt_names_encrypt(struct crypt_names *names, unsigned pad, const char *name, size_t len,
+			uint8_t *out, size_t *ret_len)
 {
-	return text_encrypt(key, pad, name, len, CRYPT_NAME_MAX, out, ret_len);
+	return text_encrypt(names, pad, name, len, CRYPT_NAME_MAX, out, ret_len);
 }
 
-int crypt_name_decrypt(const uint8_t key[32], const uint8_t *in, size_t len, char *out,
-		       size_t *ret_len)
+int crypt_names_decrypt(struct crypt_names *names, const uint8_t *in, size_t len, char *out,
+			size_t *ret_len)
 {
-	int r = text_decrypt(key, in, len, CRYPT_NAME_MAX, out, ret_len);
+	int r = text_decrypt(names, in, len, CRYPT_NAME_MAX, out, ret_len);
 
 	/* What no name encrypts to: one with a '/'. */
 	if (r >= 0 && memchr(out, '/', *ret_len))
@@ -111,16 +156,43 @@ int crypt_name_decrypt(const uint8_t key[32], const uint8_t *in, size_t len, cha
 	return r;
 }
 
+/* The calls with a bare key: its contexts made for the one call. */
+#define WITH_NAMES(key, call) ({                                        \
+	struct crypt_names *names_;                                     \
+	int r_ = crypt_names_new(key, &names_);                         \
+	if (r_ >= 0)                                                    \
+		r_ = (call);                                            \
+	crypt_names_free(names_);                                       \
+	r_;                                                             \
+})
+
+int crypt_name_encrypt(const uint8_t key[32], unsigned pad, const char *name, size_t len,
+		       uint8_t *out, size_t *ret_len)
+{
+	*ret_len = 0;
+	return WITH_NAMES(key, crypt_names_encrypt(names_, pad, name, len, out, ret_len));
+}
+
+int crypt_name_decrypt(const uint8_t key[32], const uint8_t *in, size_t len, char *out,
+		       size_t *ret_len)
+{
+	*ret_len = 0;
+	return WITH_NAMES(key, crypt_names_decrypt(names_, in, len, out, ret_len));
+}
+
 int crypt_symlink_encrypt(const uint8_t key[32], unsigned pad, const char *target, size_t len,
 			  uint8_t *out, size_t *ret_len)
 {
-	return text_encrypt(key, pad, target, len, CRYPT_SYMLINK_MAX, out, ret_len);
+	*ret_len = 0;
+	return WITH_NAMES(key, text_encrypt(names_, pad, target, len, CRYPT_SYMLINK_MAX, out,
+					    ret_len));
 }
 
 int crypt_symlink_decrypt(const uint8_t key[32], const uint8_t *in, size_t len, char *out,
 			  size_t *ret_len)
 {
-	return text_decrypt(key, in, len, CRYPT_SYMLINK_MAX, out, ret_len);
+	*ret_len = 0;
+	return WITH_NAMES(key, text_decrypt(names_, in, len, CRYPT_SYMLINK_MAX, out, ret_len));
 }
 
 static const char b64url[] =

@@ -8,7 +8,8 @@
  * The per-file key is derived once, at the first open with the key
  * present, into the cached inode's cipher for the locked paths
  * (writeback, a partial page's fill), and wiped; the key lives on only in
- * OpenSSL's key schedules. A reader running unlocked gets a clone of that
+ * OpenSSL's key schedules, and in the cipher until its first decryption
+ * (src/crypt/contents.c: a file only written never needs one). A reader running unlocked gets a clone of that
  * cipher, since an OpenSSL context serves one thread at a time. Both go
  * (cleansed) when the inode leaves the cache or its key is removed.
  *

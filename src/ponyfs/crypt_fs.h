@@ -67,7 +67,8 @@ int ponyfs_name_locked(struct ponyfs *fs, uint64_t parent, const char *name,
 char *ponyfs_name_show_locked(struct ponyfs *fs, struct ponyfs_dircrypt *d, const uint8_t *bytes,
 			      size_t len);
 /* A new inode's encryption under a directory's (fresh nonce); off: none. */
-int ponyfs_crypt_inherit(const struct ponyfs_crypt *dir, struct ponyfs_crypt *ret);
+int ponyfs_crypt_inherit_locked(struct ponyfs *fs, const struct ponyfs_crypt *dir,
+				struct ponyfs_crypt *ret);
 /* A symlink's target as stored (in buf, PATH_MAX bytes) and back. */
 int ponyfs_symlink_seal_locked(struct ponyfs *fs, const struct ponyfs_crypt *c, const char *target,
 			       uint8_t *buf, size_t *ret_len);

@@ -41,6 +41,13 @@ int ponyfs_crypt_key_locked(struct ponyfs *fs, const struct ponyfs_crypt *c, enu
 	return crypt_file_key(&k->master, c->nonce, mode, key, crypt_mode_key_size(mode));
 }
 
+static void key_wipe_free(struct ponyfs_key *k)
+{
+	crypt_master_wipe(&k->master);
+	crypt_wipe(k, sizeof(*k));
+	free(k);
+}
+
 static void key_free(struct ponyfs *fs, struct ponyfs_key *k)
 {
 	struct ponyfs_key **pp = &fs->keys;
@@ -48,8 +55,7 @@ static void key_free(struct ponyfs *fs, struct ponyfs_key *k)
 	while (*pp != k)
 		pp = &(*pp)->next;
 	*pp = k->next;
-	crypt_wipe(k, sizeof(*k));
-	free(k);
+	key_wipe_free(k);
 	fs->key_gen++;
 }
 
@@ -241,8 +247,7 @@ int ponyfs_add_key(struct vfs *v, const struct vfs_ctx *ctx, const void *key, si
 	if (have) {
 		/* Added again: one more claim, and present again if it was
 		 * being removed (fscrypt's rule). */
-		crypt_wipe(k, sizeof(*k));
-		free(k);
+		key_wipe_free(k);
 		k = have;
 		k->removing = false;
 		r = 0;

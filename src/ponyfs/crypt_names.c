@@ -77,8 +77,8 @@ int ponyfs_name_locked(struct ponyfs *fs, uint64_t parent, const char *name,
 	ret->bytes = ret->buf;
 	r = ponyfs_dircrypt_key_locked(fs, d);
 	if (r >= 0)
-		return crypt_name_encrypt(d->name_key, crypt_policy_pad(&d->c.policy), name,
-					  strlen(name), ret->buf, &ret->len);
+		return crypt_names_encrypt(d->names, crypt_policy_pad(&d->c.policy), name,
+					   strlen(name), ret->buf, &ret->len);
 	if (r != -ENOKEY || use == PONYFS_NAME_CREATE)
 		return r;
 	return nokey_find(fs, parent, name, ret);
@@ -93,7 +93,7 @@ char *ponyfs_name_show_locked(struct ponyfs *fs, struct ponyfs_dircrypt *d, cons
 	if (!d || !d->c.on)
 		return strndup((const char *)bytes, len);
 	if (ponyfs_dircrypt_key_locked(fs, d) >= 0 &&
-	    crypt_name_decrypt(d->name_key, bytes, len, out, &n) >= 0) {
+	    crypt_names_decrypt(d->names, bytes, len, out, &n) >= 0) {
 		char *name = strdup(out);
 
 		crypt_wipe(out, sizeof(out));

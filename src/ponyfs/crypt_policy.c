@@ -12,7 +12,6 @@
  * never looks (fs->crypt_any).
  */
 #include <errno.h>
-#include <openssl/rand.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,16 +35,25 @@ void ponyfs_crypt_encode(const struct ponyfs_crypt *c, uint8_t out[PONYFS_CRYPT_
 	memcpy(out + CRYPT_POLICY_SIZE, c->nonce, CRYPT_NONCE_SIZE);
 }
 
-int ponyfs_crypt_inherit(const struct ponyfs_crypt *dir, struct ponyfs_crypt *ret)
+/* A nonce is what makes an inode's key its own: random, as fscrypt's,
+ * from the mount's pool (an untar made one per file). */
+static int nonce_new_locked(struct ponyfs *fs, uint8_t nonce[CRYPT_NONCE_SIZE])
 {
+	return crypt_random_draw(&fs->nonces, nonce, CRYPT_NONCE_SIZE);
+}
+
+int ponyfs_crypt_inherit_locked(struct ponyfs *fs, const struct ponyfs_crypt *dir,
+				struct ponyfs_crypt *ret)
+{
+	int r;
+
 	memset(ret, 0, sizeof(*ret));
 	if (!dir->on)
 		return 0;
 	ret->policy = dir->policy;
-	if (RAND_bytes(ret->nonce, sizeof(ret->nonce)) != 1)
-		return -EIO;
-	ret->on = true;
-	return 0;
+	r = nonce_new_locked(fs, ret->nonce);
+	ret->on = r >= 0;
+	return r;
 }
 
 /* ino's inodes.crypt (-ENOENT: no such inode), and its mode when asked. */
@@ -98,21 +106,29 @@ int ponyfs_dircrypt_locked(struct ponyfs *fs, uint64_t ino, struct ponyfs_dircry
 	return 0;
 }
 
+/* Made again after any change of the keys: one may have gone. */
 int ponyfs_dircrypt_key_locked(struct ponyfs *fs, struct ponyfs_dircrypt *d)
 {
+	uint8_t key[32];
 	int r;
 
-	if (d->has_key && d->key_gen == fs->key_gen)
+	if (d->names && d->key_gen == fs->key_gen)
 		return 0;
-	d->has_key = false;
-	r = ponyfs_crypt_key_locked(fs, &d->c, CRYPT_MODE_AES_256_CTS, false, d->name_key);
-	if (r < 0) {
-		crypt_wipe(d->name_key, sizeof(d->name_key));
-		return r;
-	}
-	d->has_key = true;
-	d->key_gen = fs->key_gen;
-	return 0;
+	crypt_names_free(d->names);
+	d->names = NULL;
+	r = ponyfs_crypt_key_locked(fs, &d->c, CRYPT_MODE_AES_256_CTS, false, key);
+	if (r >= 0)
+		r = crypt_names_new(key, &d->names);
+	crypt_wipe(key, sizeof(key));
+	if (r >= 0)
+		d->key_gen = fs->key_gen;
+	return r;
+}
+
+static void dircrypt_clear(struct ponyfs_dircrypt *d)
+{
+	crypt_names_free(d->names);
+	crypt_wipe(d, sizeof(*d));      /* ino 0, names NULL: an empty slot */
 }
 
 void ponyfs_dircrypt_forget(struct ponyfs *fs, uint64_t ino)
@@ -122,11 +138,8 @@ void ponyfs_dircrypt_forget(struct ponyfs *fs, uint64_t ino)
 	if (!fs->dircrypt || !ino)
 		return;
 	d = &fs->dircrypt[ino % PONYFS_DIRCRYPT_SLOTS];
-	if (d->ino == ino) {
-		crypt_wipe(d, sizeof(*d));
-		d->ino = 0;
-		d->has_key = false;
-	}
+	if (d->ino == ino)
+		dircrypt_clear(d);
 }
 
 int ponyfs_crypt_init_locked(struct ponyfs *fs)
@@ -148,10 +161,11 @@ void ponyfs_crypt_done(struct ponyfs *fs)
 {
 	ponyfs_crypt_out_free(fs);
 	ponyfs_helper_stop(fs);
-	if (fs->dircrypt)
-		crypt_wipe(fs->dircrypt, PONYFS_DIRCRYPT_SLOTS * sizeof(*fs->dircrypt));
+	for (unsigned i = 0; fs->dircrypt && i < PONYFS_DIRCRYPT_SLOTS; i++)
+		dircrypt_clear(&fs->dircrypt[i]);
 	free(fs->dircrypt);
 	fs->dircrypt = NULL;
+	crypt_random_done(&fs->nonces);
 	ponyfs_keys_free(fs);
 }
 
@@ -203,8 +217,8 @@ static int set_policy_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint6
 			claim |= k->users[i] == ctx->uid;
 		r = claim ? 0 : -ENOKEY;
 	}
-	if (r >= 0 && RAND_bytes(c.nonce, sizeof(c.nonce)) != 1)
-		r = -EIO;
+	if (r >= 0)
+		r = nonce_new_locked(fs, c.nonce);
 	if (r >= 0)
 		r = ponyfs_meta_reserve_locked(fs, &(struct ponyfs_cost){ .rows = 1 }, NULL);
 	if (r >= 0)

@@ -213,13 +213,13 @@ struct ponyfs_key {
 	struct ponyfs_key *next;
 };
 
-/* A directory's encryption and names key, cached (crypt_policy.c). */
+/* A directory's encryption and names key, cached (crypt_policy.c): the
+ * key as its ready CTS contexts, which go (cleansed) with the slot. */
 struct ponyfs_dircrypt {
 	uint64_t ino;                   /* 0: an empty slot */
 	struct ponyfs_crypt c;
-	uint64_t key_gen;               /* fs->key_gen when name_key was derived */
-	bool has_key;
-	uint8_t name_key[32];
+	uint64_t key_gen;               /* fs->key_gen when names was made */
+	struct crypt_names *names;      /* NULL: not made, or no key */
 };
 #define PONYFS_DIRCRYPT_SLOTS 256
 
@@ -345,6 +345,7 @@ struct ponyfs {
 	uint64_t key_gen;
 	bool crypt_any;
 	struct ponyfs_dircrypt *dircrypt;       /* PONYFS_DIRCRYPT_SLOTS */
+	struct crypt_random nonces;             /* new encrypted inodes', under lock */
 	/* The data path's second thread (helper.c), set under lock, loaded
 	 * atomically by readers; and the writeback's encrypted megabytes in
 	 * flight on it (crypt_data.c), under lock. */

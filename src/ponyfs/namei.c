@@ -152,7 +152,7 @@ static int inode_create(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t p
 
 	/* What fscrypt encrypts inherits the directory's policy, with a nonce of its own. */
 	if (S_ISREG(mode) || S_ISDIR(mode) || S_ISLNK(mode))
-		r = ponyfs_crypt_inherit(&name->dir, &crypt);
+		r = ponyfs_crypt_inherit_locked(fs, &name->dir, &crypt);
 	if (r >= 0 && crypt.on && target)
 		r = ponyfs_symlink_seal_locked(fs, &crypt, target, sealed, &sealed_len);
 	/* The parent and the name in one statement. */

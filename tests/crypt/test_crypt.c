@@ -4,7 +4,8 @@
  * computed: tests/crypt/crypt_ext4.sh checks the same against the kernel
  * live), contents that decrypt only at their own block number, GCM that
  * refuses a changed or moved block, names padded and deterministic, and
- * no-key names that name exactly their ciphertext.
+ * no-key names that name exactly their ciphertext, and nonces drawn from
+ * a pool that hands out each once.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -46,6 +47,7 @@ static void test_master_keys_are_64_bytes_and_named_as_linux_names_them(void **s
 	key[0] ^= 1;
 	assert_int_equal(crypt_master_init(&m2, key, CRYPT_MASTER_KEY_SIZE), 0);
 	assert_memory_not_equal(m.id, m2.id, sizeof(m.id));
+	crypt_master_wipe(&m2);
 	crypt_master_wipe(&m);
 	for (size_t i = 0; i < sizeof(m); i++)
 		assert_int_equal(((uint8_t *)&m)[i], 0);
@@ -115,6 +117,36 @@ static void test_xts_blocks_decrypt_only_at_their_own_number(void **state)
 	assert_int_equal(crypt_contents_new(CRYPT_MODE_AES_256_XTS, same, 64, &bad), -EIO);
 	assert_null(bad);
 	assert_int_equal(crypt_contents_new(CRYPT_MODE_AES_256_XTS, same, 32, &bad), -EINVAL);
+}
+
+/* A cipher makes its decrypting context at its first decryption: one
+ * that has only encrypted still decrypts, itself or through a clone made
+ * before any decryption, in both modes. */
+static void test_decryption_is_made_when_first_needed(void **state)
+{
+	static uint8_t plain[CRYPT_BLOCK_SIZE], ct[CRYPT_BLOCK_SIZE], back[CRYPT_BLOCK_SIZE];
+	uint8_t nonce[CRYPT_GCM_NONCE_SIZE], tag[CRYPT_GCM_TAG_SIZE];
+	enum crypt_mode modes[] = { CRYPT_MODE_AES_256_XTS, CRYPT_MODE_AES_256_GCM };
+
+	memset(plain, 'q', sizeof(plain));
+	for (unsigned m = 0; m < 2; m++) {
+		for (unsigned via_clone = 0; via_clone < 2; via_clone++) {
+			struct crypt_contents *c = contents_of(modes[m], 11), *k = c;
+			bool xts = modes[m] == CRYPT_MODE_AES_256_XTS;
+
+			assert_int_equal(xts ? crypt_xts_encrypt(c, 3, plain, ct) :
+					 crypt_gcm_seal(c, 3, plain, ct, nonce, tag), 0);
+			if (via_clone)
+				assert_int_equal(crypt_contents_clone(c, &k), 0);
+			memset(back, 0, sizeof(back));
+			assert_int_equal(xts ? crypt_xts_decrypt(k, 3, ct, back) :
+					 crypt_gcm_open(k, 3, ct, back, nonce, tag), 0);
+			assert_memory_equal(back, plain, sizeof(plain));
+			if (k != c)
+				crypt_contents_free(k);
+			crypt_contents_free(c);
+		}
+	}
 }
 
 static void test_gcm_refuses_a_changed_or_moved_block(void **state)
@@ -295,6 +327,36 @@ static void test_passphrases_become_keys_through_scrypt(void **state)
 	assert_int_equal(crypt_scrypt("x", 1, salt, sizeof(salt), &odd, k1, 64), -EINVAL);
 }
 
+/* 16-byte nonces over four refills of the pool: none repeats, and what
+ * was handed out is no longer in the pool to be handed out again. */
+static void test_random_pool_hands_out_each_nonce_once(void **state)
+{
+	static uint8_t got[4 * CRYPT_RANDOM_POOL / 16][16];
+	static struct crypt_random r;
+	static const uint8_t zero[16];
+	size_t n = sizeof(got) / sizeof(got[0]);
+
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(crypt_random_draw(&r, got[i], 16), 0);
+		assert_memory_equal(r.pool + r.left, zero, 16);
+		for (size_t j = 0; j < i; j++)
+			assert_memory_not_equal(got[i], got[j], 16);
+	}
+	assert_int_equal(r.fill, CRYPT_RANDOM_POOL);    /* grown to whole pools */
+	/* A draw the pool cannot hold is refused; a partial one refills. */
+	assert_int_equal(crypt_random_draw(&r, got, CRYPT_RANDOM_POOL + 1), -EINVAL);
+	r.left = 5;
+	assert_int_equal(crypt_random_draw(&r, got[0], 12), 0);
+	assert_int_equal(r.left, CRYPT_RANDOM_POOL - 12);
+	crypt_random_done(&r);
+	/* A new pool draws little at first (a small file's GCM cipher). */
+	assert_int_equal(crypt_random_draw(&r, got[0], 12), 0);
+	assert_int_equal(r.left, CRYPT_RANDOM_FIRST - 12);
+	crypt_random_done(&r);
+	for (size_t i = 0; i < sizeof(r); i++)
+		assert_int_equal(((uint8_t *)&r)[i], 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -302,10 +364,12 @@ int main(void)
 		cmocka_unit_test(test_file_keys_differ_per_nonce_and_fit_their_mode),
 		cmocka_unit_test(test_xts_blocks_decrypt_only_at_their_own_number),
 		cmocka_unit_test(test_gcm_refuses_a_changed_or_moved_block),
+		cmocka_unit_test(test_decryption_is_made_when_first_needed),
 		cmocka_unit_test(test_names_are_padded_deterministic_and_come_back),
 		cmocka_unit_test(test_nokey_names_name_exactly_their_ciphertext),
 		cmocka_unit_test(test_policies_are_linuxs_bytes_and_refuse_what_pony_cannot_honour),
 		cmocka_unit_test(test_passphrases_become_keys_through_scrypt),
+		cmocka_unit_test(test_random_pool_hands_out_each_nonce_once),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -349,6 +349,36 @@ static void test_key_removal(void **state)
 			 -EACCES);
 }
 
+/* A directory's names contexts are cached from its first name on: a
+ * removal of the key drops them, so neither a listing nor a lookup made
+ * a moment later shows a plaintext name, and adding the key back makes
+ * them anew. */
+static void test_key_removal_drops_the_cached_names(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_ctx c = test_ctx();
+	struct vfs_entry e;
+	struct listing l;
+	uint64_t d;
+	uint8_t id[16];
+	unsigned out;
+
+	d = enc_dir(f->fs, CRYPT_MODE_AES_256_XTS, id);
+	assert_int_equal(test_put(f->fs, "enc/visible-name", "x", 1), 0);
+	list_dir(f->fs, d, &l);
+	assert_int_equal(l.n, 1);
+	assert_string_equal(l.names[0], "visible-name");
+	assert_int_equal(VFS_CALL(f->fs, remove_key, &c, id, 0, NULL, &out), 0);
+	assert_int_equal(out, 0);
+	list_dir(f->fs, d, &l);
+	assert_int_equal(l.n, 1);
+	assert_string_not_equal(l.names[0], "visible-name");
+	assert_int_equal(VFS_CALL(f->fs, lookup, &c, d, "visible-name", &e), -ENOENT);
+	assert_int_equal(VFS_CALL(f->fs, lookup, &c, d, l.names[0], &e), 0);
+	add_key(f->fs, id);
+	assert_int_equal(VFS_CALL(f->fs, lookup, &c, d, "visible-name", &e), 0);
+}
+
 static void test_gcm_round_trip_and_overwrite(void **state)
 {
 	struct fixture *f = *state;
@@ -606,6 +636,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_without_the_key, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_input, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_key_removal, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_key_removal_drops_the_cached_names, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gcm_round_trip_and_overwrite, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gcm_tamper_is_eio, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gcm_tamper_in_a_split_read_is_eio, setup,
