@@ -172,6 +172,14 @@ struct ponyfs_cost {
 	bool frees;                     /* it frees space: may use half the emergency reserve */
 };
 
+/* Blocks of small writes waiting to go out as one (gather.c): n blocks for
+ * [start, start+n) in buf, while depth (begins not yet ended) is not 0. */
+struct ponyfs_gather {
+	uint8_t *buf;                   /* PONYFS_IO_BLOCKS blocks, allocated on first begin */
+	uint64_t start, n;
+	unsigned depth;
+};
+
 /*
  * The metadata space's books (space.c), in pages of the database file and
  * frames of the WAL. Invariant, outside space.c's own calls: what is
@@ -330,6 +338,7 @@ struct ponyfs {
 	size_t nslabs, cap_slabs;
 	void *free_pages;
 	uint64_t pages_used;
+	struct ponyfs_gather gather;    /* small writes of a writeback (gather.c) */
 	struct ponyfs_stats stats;
 	/* the commit timer */
 	pthread_t timer;
@@ -537,9 +546,17 @@ int ponyfs_disk_read_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t
 int ponyfs_extents_remove_locked(struct ponyfs *fs, uint64_t ino, uint64_t first, uint64_t end);
 /* Index in in->pages of the first page >= index. */
 size_t ponyfs_page_pos(const struct ponyfs_inode *in, uint64_t index);
-/* Writes k cached pages to blocks [p, p+k); *buf is scratch, allocated on first need. */
+/* Writes k cached pages to blocks [p, p+k); *buf is scratch, allocated on first need
+ * (gather.c; while a gather is on, a few blocks may wait for its end). */
 int ponyfs_pages_write(struct ponyfs *fs, const struct ponyfs_page *pg, uint64_t k, uint64_t p,
 		       uint8_t **buf);
+/* From begin to end (nested: the outermost), under fs->lock throughout, a
+ * write of a few blocks after the last one joins it in one write; end
+ * writes what is left, and on an error fails the filesystem (the open
+ * transaction points at blocks never written) and returns it. */
+void ponyfs_gather_begin(struct ponyfs *fs);
+int ponyfs_gather_end(struct ponyfs *fs);
+void ponyfs_gather_done(struct ponyfs *fs);        /* at unmount: frees the buffer */
 /*
  * What the database says about block blk of ino: *ret_flags (-1: a hole)
  * and how many blocks from blk, up to end, are the same (the rest of the
