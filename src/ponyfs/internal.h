@@ -283,6 +283,7 @@ struct ponyfs_row {
 	int64_t atime, mtime, ctime, btime;
 	uint64_t blocks;                /* its extents' blocks, valid at blocks_epoch */
 	uint64_t blocks_epoch;          /* fs->rows_epoch when counted; 0: not counted */
+	bool no_xattrs;                 /* the xattrs table holds none of its rows (a new inode) */
 };
 #define PONYFS_ROW_SLOTS 4096u          /* 384 KiB of cached rows */
 
@@ -462,6 +463,11 @@ void ponyfs_row_read(sqlite3_stmt *s, int at, uint64_t ino, struct ponyfs_row *r
 void ponyfs_row_blocks(struct ponyfs *fs, struct ponyfs_row *row, uint64_t blocks);
 /* ino's row from memory or the database (cached then); -ENOENT: no such inode. */
 int ponyfs_row_locked(struct ponyfs *fs, uint64_t ino, bool blocks, struct ponyfs_row *ret);
+/* Whether ino is known to have no xattrs (its cached row says so), and the
+ * call that forgets it, made by the one statement that adds xattrs rows
+ * (ponyfs_xattr_row_put()). */
+bool ponyfs_row_no_xattrs(struct ponyfs *fs, uint64_t ino);
+void ponyfs_row_xattrs_added(struct ponyfs *fs, uint64_t ino);
 
 /* Metadata space (space.c): stages of ponyfs_space_reserve_locked(). */
 enum { SPACE_MEASURE = 1, SPACE_COMMIT, SPACE_GROW };
@@ -720,6 +726,9 @@ struct ponyfs_acl_inherit {
 	uint8_t *access, *dflt;         /* NULL: none to store */
 	size_t size, dflt_size;
 };
+/* Sets xattr name of ino to value (size bytes): the only writer of xattrs rows (xattr.c). */
+int ponyfs_xattr_row_put(struct ponyfs *fs, uint64_t ino, const char *name, const void *value,
+			 size_t size);
 /* An xattr's value into buf (size 0: only its length); -ENODATA when absent (ops.c). */
 int ponyfs_getxattr_locked(struct ponyfs *fs, uint64_t ino, const char *name, void *buf, size_t size);
 bool ponyfs_acl_name(const char *name);
