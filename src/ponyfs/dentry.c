@@ -78,23 +78,17 @@ int ponyfs_touch_dir(struct ponyfs *fs, uint64_t dir, int nlink_delta)
  * is PONYFS_NO_TOUCH, the statement that moves the cookie on also sets the
  * parent's times to now and adds touch to its link count (ponyfs_touch_dir's
  * work, folded in: a create is one statement shorter). The row takes the
- * cookie from the parent's row in the INSERT itself: an UPDATE ... RETURNING
- * would hand it back, but SQLite collects RETURNING rows in a temporary
- * b-tree, opened and closed at every call (a tenth of a create's SQL).
+ * cookie from the parent's row in the INSERT itself (ST_DENTRY_ADD), and
+ * the UPDATE moves it on after.
  */
 int ponyfs_dentry_add(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name,
 		      uint64_t ino, int touch)
 {
 	struct ponyfs_row before = ponyfs_row_before(fs, parent);
 	int64_t now = ponyfs_now();
-	sqlite3_stmt *s = NULL;
-	int r = ponyfs_prepare(fs, "INSERT INTO dentries (parent, name, ino, cookie) "
-			       "SELECT ?1, ?2, ?3, next_cookie FROM inodes WHERE ino = ?1", &s);
+	sqlite3_stmt *s = ponyfs_name_stmt(fs, ST_DENTRY_ADD, parent, name);
+	int r;
 
-	if (r < 0)
-		return r;
-	sqlite3_bind_int64(s, 1, (int64_t)parent);
-	ponyfs_bind_name(s, 2, name);
 	sqlite3_bind_int64(s, 3, (int64_t)ino);
 	r = ponyfs_step_done(fs, s);
 	if (r >= 0 && !sqlite3_changes(fs->db))
