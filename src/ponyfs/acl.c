@@ -136,16 +136,15 @@ static int xattr_get(struct ponyfs *fs, uint64_t ino, const char *name, uint8_t 
 static int xattr_put(struct ponyfs *fs, uint64_t ino, const char *name, const void *v, size_t size)
 {
 	sqlite3_stmt *s;
-	int r = v ? ponyfs_prepare(fs, "INSERT OR REPLACE INTO xattrs (ino, name, value) "
-				   "VALUES (?1, ?2, ?3)", &s)
-		  : ponyfs_prepare(fs, "DELETE FROM xattrs WHERE ino = ?1 AND name = ?2", &s);
+	int r;
 
+	if (v)
+		return ponyfs_xattr_row_put(fs, ino, name, v, size);
+	r = ponyfs_prepare(fs, "DELETE FROM xattrs WHERE ino = ?1 AND name = ?2", &s);
 	if (r < 0)
 		return r;
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
 	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
-	if (v)
-		sqlite3_bind_blob(s, 3, v, (int)size, SQLITE_STATIC);
 	return ponyfs_step_done(fs, s);
 }
 

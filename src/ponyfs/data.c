@@ -543,47 +543,6 @@ int ponyfs_extents_remove_locked(struct ponyfs *fs, uint64_t ino, uint64_t first
 	return r;
 }
 
-/* The writeback's bounce buffer, allocated on first need, aligned for
- * bdev_pwrite_direct() as the slabs' pages are. */
-static uint8_t *bounce_get(uint8_t **buf)
-{
-	if (!*buf)
-		*buf = aligned_alloc(BDEV_DIRECT_ALIGN, (size_t)IO_BLOCKS * BS);
-	return *buf;
-}
-
-/*
- * Writes k cached pages to blocks [p, p+k). Pages cut in order from one
- * slab (pages.c) sit side by side in memory, as a sequential writer's
- * do: those go out from where they are, without a copy; scattered ones
- * are gathered into *buf (allocated on first need) and written at once.
- * Either way past the host's page cache (bdev_pwrite_direct): the daemon
- * keeps its own cache of what it wrote, and the copy into the host's was
- * three quarters of its CPU time over a sequential write.
- */
-int ponyfs_pages_write(struct ponyfs *fs, const struct ponyfs_page *pg, uint64_t k, uint64_t p,
-		       uint8_t **buf)
-{
-	unsigned runs = 1;
-	int r = 0;
-
-	for (uint64_t i = 1; i < k; i++)
-		runs += pg[i].data != pg[i - 1].data + BS;
-	if (runs <= 4) {
-		for (uint64_t i = 0, j; r >= 0 && i < k; i = j) {
-			for (j = i + 1; j < k && pg[j].data == pg[j - 1].data + BS; j++)
-				;
-			r = bdev_pwrite_direct(fs->data, pg[i].data, (j - i) * BS, (p + i) * BS);
-		}
-		return r;
-	}
-	if (!bounce_get(buf))
-		return -ENOMEM;
-	for (uint64_t i = 0; i < k; i++)
-		memcpy(*buf + i * BS, pg[i].data, BS);
-	return bdev_pwrite_direct(fs->data, *buf, k * BS, p * BS);
-}
-
 int ponyfs_pages_out(struct ponyfs *fs, struct ponyfs_inode *in, const struct ponyfs_page *pg,
 		     uint64_t k, uint64_t p, uint8_t **buf, uint8_t *csums)
 {
@@ -750,17 +709,18 @@ int ponyfs_writeback_all_locked(struct ponyfs *fs, bool skip_held)
 {
 	uint64_t now = util_now_ns();
 	struct ponyfs_inode *in = fs->dirty, *next;
+	int r = 0, g;
 
-	for (; in; in = next) {
-		int r;
-
+	/* Small files' blocks, side by side, go out in a few writes (gather.c). */
+	ponyfs_gather_begin(fs);
+	for (; in && r >= 0; in = next) {
 		next = in->dnext;
 		if (skip_held && inode_held(in, now))
 			continue;
 		r = ponyfs_writeback_locked(fs, in);
-		if (r < 0)
-			return r;
-		ponyfs_inode_put_locked(fs, in);
+		if (r >= 0)
+			ponyfs_inode_put_locked(fs, in);
 	}
-	return 0;
+	g = ponyfs_gather_end(fs);
+	return r < 0 ? r : g;
 }

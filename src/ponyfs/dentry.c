@@ -75,32 +75,35 @@ int ponyfs_touch_dir(struct ponyfs *fs, uint64_t dir, int nlink_delta)
 
 /*
  * Adds name -> ino to parent under the parent's next cookie; unless touch
- * is PONYFS_NO_TOUCH, the same statement sets the parent's times to now and adds
- * touch to its link count (ponyfs_touch_dir's work, folded in: a create is one
- * statement shorter).
+ * is PONYFS_NO_TOUCH, the statement that moves the cookie on also sets the
+ * parent's times to now and adds touch to its link count (ponyfs_touch_dir's
+ * work, folded in: a create is one statement shorter). The row takes the
+ * cookie from the parent's row in the INSERT itself (ST_DENTRY_ADD), and
+ * the UPDATE moves it on after.
  */
 int ponyfs_dentry_add(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name,
 		      uint64_t ino, int touch)
 {
 	struct ponyfs_row before = ponyfs_row_before(fs, parent);
-	int64_t cookie = 0, now = ponyfs_now();
-	sqlite3_stmt *s = NULL;
-	int r = ponyfs_prepare(fs, "UPDATE inodes SET next_cookie = next_cookie + 1, "
-			       "mtime = coalesce(?2, mtime), ctime = coalesce(?2, ctime), "
-			       "nlink = nlink + ?3 WHERE ino = ?1 RETURNING next_cookie - 1", &s);
+	int64_t now = ponyfs_now();
+	sqlite3_stmt *s = ponyfs_name_stmt(fs, ST_DENTRY_ADD, parent, name);
+	int r;
 
+	sqlite3_bind_int64(s, 3, (int64_t)ino);
+	r = ponyfs_step_done(fs, s);
+	if (r >= 0 && !sqlite3_changes(fs->db))
+		r = -ENOENT;    /* no such parent */
+	if (r >= 0)
+		r = ponyfs_prepare(fs, "UPDATE inodes SET next_cookie = next_cookie + 1, "
+				   "mtime = coalesce(?2, mtime), ctime = coalesce(?2, ctime), "
+				   "nlink = nlink + ?3 WHERE ino = ?1", &s);
 	if (r < 0)
 		return r;
 	sqlite3_bind_int64(s, 1, (int64_t)parent);
 	if (touch != PONYFS_NO_TOUCH)
 		sqlite3_bind_int64(s, 2, now);
 	sqlite3_bind_int64(s, 3, touch == PONYFS_NO_TOUCH ? 0 : touch);
-	r = ponyfs_step_row(fs, s);
-	if (r > 0)
-		cookie = sqlite3_column_int64(s, 0);
-	sqlite3_reset(s);
-	if (r == 0)
-		r = -ENOENT;
+	r = ponyfs_step_done(fs, s);
 	if (r >= 0 && touch != PONYFS_NO_TOUCH)
 		ponyfs_times_changed(fs, parent, now);
 	/* The parent's row the update hook dropped, with the same change
@@ -108,16 +111,7 @@ int ponyfs_dentry_add(struct ponyfs *fs, uint64_t parent, const struct ponyfs_na
 	if (r >= 0)
 		ponyfs_row_touched(fs, &before, touch != PONYFS_NO_TOUCH, now,
 				   touch == PONYFS_NO_TOUCH ? 0 : touch);
-	if (r >= 0)
-		r = ponyfs_prepare(fs, "INSERT INTO dentries (parent, name, ino, cookie) "
-				   "VALUES (?1, ?2, ?3, ?4)", &s);
-	if (r < 0)
-		return r;
-	sqlite3_bind_int64(s, 1, (int64_t)parent);
-	ponyfs_bind_name(s, 2, name);
-	sqlite3_bind_int64(s, 3, (int64_t)ino);
-	sqlite3_bind_int64(s, 4, cookie);
-	return ponyfs_step_done(fs, s);
+	return r;
 }
 
 int ponyfs_dentry_del(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name)

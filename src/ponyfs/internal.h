@@ -172,6 +172,14 @@ struct ponyfs_cost {
 	bool frees;                     /* it frees space: may use half the emergency reserve */
 };
 
+/* Blocks of small writes waiting to go out as one (gather.c): n blocks for
+ * [start, start+n) in buf, while depth (begins not yet ended) is not 0. */
+struct ponyfs_gather {
+	uint8_t *buf;                   /* PONYFS_IO_BLOCKS blocks, allocated on first begin */
+	uint64_t start, n;
+	unsigned depth;
+};
+
 /*
  * The metadata space's books (space.c), in pages of the database file and
  * frames of the WAL. Invariant, outside space.c's own calls: what is
@@ -200,6 +208,7 @@ enum ponyfs_stmt {
 	ST_EXT_PREV, ST_EXT_RANGE, ST_EXT_DEL, ST_EXT_INS,
 	ST_FREE_FROM, ST_FREE_DEL, ST_FREE_INS, ST_FREE_PREV, ST_FREE_AT,
 	ST_LOOKUP, ST_READDIR, ST_READDIR_PLUS, ST_INODE_GET_BLOCKS, ST_CREATE_CHECK,
+	ST_DENTRY_ADD,
 	ST_COUNT
 };
 
@@ -275,6 +284,7 @@ struct ponyfs_row {
 	int64_t atime, mtime, ctime, btime;
 	uint64_t blocks;                /* its extents' blocks, valid at blocks_epoch */
 	uint64_t blocks_epoch;          /* fs->rows_epoch when counted; 0: not counted */
+	bool no_xattrs;                 /* the xattrs table holds none of its rows (a new inode) */
 };
 #define PONYFS_ROW_SLOTS 4096u          /* 384 KiB of cached rows */
 
@@ -330,6 +340,7 @@ struct ponyfs {
 	size_t nslabs, cap_slabs;
 	void *free_pages;
 	uint64_t pages_used;
+	struct ponyfs_gather gather;    /* small writes of a writeback (gather.c) */
 	struct ponyfs_stats stats;
 	/* the commit timer */
 	pthread_t timer;
@@ -453,6 +464,11 @@ void ponyfs_row_read(sqlite3_stmt *s, int at, uint64_t ino, struct ponyfs_row *r
 void ponyfs_row_blocks(struct ponyfs *fs, struct ponyfs_row *row, uint64_t blocks);
 /* ino's row from memory or the database (cached then); -ENOENT: no such inode. */
 int ponyfs_row_locked(struct ponyfs *fs, uint64_t ino, bool blocks, struct ponyfs_row *ret);
+/* Whether ino is known to have no xattrs (its cached row says so), and the
+ * call that forgets it, made by the one statement that adds xattrs rows
+ * (ponyfs_xattr_row_put()). */
+bool ponyfs_row_no_xattrs(struct ponyfs *fs, uint64_t ino);
+void ponyfs_row_xattrs_added(struct ponyfs *fs, uint64_t ino);
 
 /* Metadata space (space.c): stages of ponyfs_space_reserve_locked(). */
 enum { SPACE_MEASURE = 1, SPACE_COMMIT, SPACE_GROW };
@@ -537,9 +553,17 @@ int ponyfs_disk_read_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t
 int ponyfs_extents_remove_locked(struct ponyfs *fs, uint64_t ino, uint64_t first, uint64_t end);
 /* Index in in->pages of the first page >= index. */
 size_t ponyfs_page_pos(const struct ponyfs_inode *in, uint64_t index);
-/* Writes k cached pages to blocks [p, p+k); *buf is scratch, allocated on first need. */
+/* Writes k cached pages to blocks [p, p+k); *buf is scratch, allocated on first need
+ * (gather.c; while a gather is on, a few blocks may wait for its end). */
 int ponyfs_pages_write(struct ponyfs *fs, const struct ponyfs_page *pg, uint64_t k, uint64_t p,
 		       uint8_t **buf);
+/* From begin to end (nested: the outermost), under fs->lock throughout, a
+ * write of a few blocks after the last one joins it in one write; end
+ * writes what is left, and on an error fails the filesystem (the open
+ * transaction points at blocks never written) and returns it. */
+void ponyfs_gather_begin(struct ponyfs *fs);
+int ponyfs_gather_end(struct ponyfs *fs);
+void ponyfs_gather_done(struct ponyfs *fs);        /* at unmount: frees the buffer */
 /*
  * What the database says about block blk of ino: *ret_flags (-1: a hole)
  * and how many blocks from blk, up to end, are the same (the rest of the
@@ -703,6 +727,9 @@ struct ponyfs_acl_inherit {
 	uint8_t *access, *dflt;         /* NULL: none to store */
 	size_t size, dflt_size;
 };
+/* Sets xattr name of ino to value (size bytes): the only writer of xattrs rows (xattr.c). */
+int ponyfs_xattr_row_put(struct ponyfs *fs, uint64_t ino, const char *name, const void *value,
+			 size_t size);
 /* An xattr's value into buf (size 0: only its length); -ENODATA when absent (ops.c). */
 int ponyfs_getxattr_locked(struct ponyfs *fs, uint64_t ino, const char *name, void *buf, size_t size);
 bool ponyfs_acl_name(const char *name);

@@ -204,6 +204,7 @@ static int inode_create(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t p
 		.ino = ino, .mode = mode, .uid = ctx->uid, .gid = gid,
 		.nlink = S_ISDIR(mode) ? 2 : 1, .size = target ? strlen(target) : 0,
 		.rdev = rdev, .atime = now, .mtime = now, .ctime = now, .btime = now,
+		.no_xattrs = true,      /* a number never used before: no rows */
 	};
 	ponyfs_row_blocks(fs, &row, 0);
 	if (r >= 0 && fs->ninodes != UINT64_MAX)

@@ -30,6 +30,14 @@
  * applied. The kernel asks for the directory's attributes after every
  * such change (its permission check before the next unlink or create):
  * without this, one SELECT per file of an untar or rm -rf.
+ *
+ * A row made by a create also knows that its inode has no xattrs (inode
+ * numbers are never used twice, AUTOINCREMENT): the kernel asks a new
+ * file for security.capability at its writes and setattrs, and a create
+ * asks the parent for its default ACL, one SELECT each that finds nothing.
+ * The xattrs table is WITHOUT ROWID, which the update hook never reports;
+ * its rows are added by one statement only, ponyfs_xattr_row_put(), which
+ * forgets the flag (deletes cannot make it wrong).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -150,6 +158,24 @@ void ponyfs_row_read(sqlite3_stmt *s, int at, uint64_t ino, struct ponyfs_row *r
 		.btime = sqlite3_column_int64(s, at + 8),
 		.rdev = (uint64_t)sqlite3_column_int64(s, at + 9),
 	};
+}
+
+bool ponyfs_row_no_xattrs(struct ponyfs *fs, uint64_t ino)
+{
+	const struct ponyfs_row *r = ponyfs_row_cached(fs, ino, false);
+
+	return r && r->no_xattrs;
+}
+
+void ponyfs_row_xattrs_added(struct ponyfs *fs, uint64_t ino)
+{
+	struct ponyfs_row *r;
+
+	if (!fs->rows)
+		return;
+	r = slot(fs, ino);
+	if (r->ino == ino)
+		r->no_xattrs = false;
 }
 
 void ponyfs_row_blocks(struct ponyfs *fs, struct ponyfs_row *row, uint64_t blocks)

@@ -254,6 +254,7 @@ void ponyfs_destroy(struct vfs *v)
 	ponyfs_crypt_done(fs);
 	pthread_mutex_unlock(&fs->lock);
 	ponyfs_pages_done(fs);
+	ponyfs_gather_done(fs);
 	ponyfs_finalize_all(fs);
 	ponyfs_rows_done(fs);
 	ponyfs_sqlite_close(fs->db);

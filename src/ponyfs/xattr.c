@@ -31,6 +31,8 @@ int ponyfs_getxattr_locked(struct ponyfs *fs, uint64_t ino, const char *name, vo
 	sqlite3_stmt *s = NULL;
 	int r = xattr_check(fs, ino, name);
 
+	if (r >= 0 && ponyfs_row_no_xattrs(fs, ino))
+		return -ENODATA;        /* a new inode's, known without a SELECT (rowcache.c) */
 	if (r >= 0)
 		r = ponyfs_prepare(fs,
 			"SELECT value FROM xattrs WHERE ino = ?1 AND name = ?2", &s);
@@ -58,11 +60,27 @@ int ponyfs_getxattr(struct vfs *v, const struct vfs_ctx *ctx, uint64_t ino, cons
 	return PONYFS_LOCKED(ponyfs_of(v), ponyfs_getxattr_locked(ponyfs_of(v), ino, name, buf, size));
 }
 
+int ponyfs_xattr_row_put(struct ponyfs *fs, uint64_t ino, const char *name, const void *value,
+			 size_t size)
+{
+	sqlite3_stmt *s = NULL;
+	int r = ponyfs_prepare(fs, "INSERT OR REPLACE INTO xattrs (ino, name, value) "
+			       "VALUES (?1, ?2, ?3)", &s);
+
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(s, 1, (int64_t)ino);
+	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
+	sqlite3_bind_blob(s, 3, size ? value : "", (int)size, SQLITE_STATIC);
+	/* Before the statement: whatever it does, the row may be there now. */
+	ponyfs_row_xattrs_added(fs, ino);
+	return ponyfs_step_done(fs, s);
+}
+
 static int setxattr_locked(struct ponyfs *fs, uint64_t ino, const char *name, const void *value,
 			   size_t size, int flags)
 {
 	struct ponyfs_cost c = { .rows = 1 };
-	sqlite3_stmt *s = NULL;
 	int exists = ponyfs_getxattr_locked(fs, ino, name, NULL, 0);
 	int r = exists == -ENODATA ? 0 : exists;
 
@@ -78,15 +96,7 @@ static int setxattr_locked(struct ponyfs *fs, uint64_t ino, const char *name, co
 	if (r >= 0)
 		r = ponyfs_txn_begin_locked(fs);
 	if (r >= 0)
-		r = ponyfs_prepare(fs,
-			"INSERT OR REPLACE INTO xattrs (ino, name, value) VALUES (?1, ?2, ?3)", &s);
-	if (r < 0)
-		return r;
-	sqlite3_bind_int64(s, 1, (int64_t)ino);
-	sqlite3_bind_blob(s, 2, name, (int)strlen(name), SQLITE_STATIC);
-	sqlite3_bind_blob(s, 3, size ? value : "", (int)size, SQLITE_STATIC);
-	r = ponyfs_step_done(fs, s);
-	sqlite3_reset(s);
+		r = ponyfs_xattr_row_put(fs, ino, name, value, size);
 	return r < 0 ? r : ponyfs_ctime_locked(fs, ino, ponyfs_now());
 }
 

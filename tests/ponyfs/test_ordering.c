@@ -94,7 +94,7 @@ static void test_data_is_flushed_before_metadata_that_points_at_it(void **state)
 	struct vfs *fs;
 	static struct log_entry e[20000];
 	static uint8_t w[200000];
-	size_t n, data_writes = 0;
+	size_t n, data_bytes = 0, put = 0;
 
 	assert_int_equal(bdev_mem_new(IMG_SIZE, &disk), 0);
 	assert_int_equal(bdev_mem_new(256u << 20, &log), 0);
@@ -107,6 +107,7 @@ static void test_data_is_flushed_before_metadata_that_points_at_it(void **state)
 		snprintf(name, sizeof(name), "f%d", i);
 		test_fill(w, sizeof(w), (unsigned)i);
 		assert_int_equal(test_put(fs, name, w, sizeof(w) / (size_t)(i + 1)), 0);
+		put += sizeof(w) / (size_t)(i + 1);
 		if (i % 3 == 0)
 			assert_int_equal(fsync_path(fs, name), 0);
 	}
@@ -117,14 +118,15 @@ static void test_data_is_flushed_before_metadata_that_points_at_it(void **state)
 	for (size_t i = 0; i < n; i++) {
 		if (e[i].flags || e[i].off < META_BYTES)
 			continue;
-		data_writes++;
+		data_bytes += e[i].len;
 		for (size_t j = i + 1; j < n; j++) {
 			if (e[j].flags & 1)
 				break;
 			assert_false(!e[j].flags && e[j].off < META_BYTES);
 		}
 	}
-	assert_true(data_writes >= 8);
+	/* Every file's data went out (small files' in shared writes, gather.c). */
+	assert_true(data_bytes >= put);
 	bdev_free(rec);
 }
 

@@ -8,7 +8,9 @@
  * changes it by a path that does not store it again, then reads it. A
  * directory's row is kept across a name made or removed in it (stored
  * back with the change): those tests check both the values and that the
- * read after the change was served from memory.
+ * read after the change was served from memory. A new inode's row knows
+ * it has no xattrs until one is set, whichever way: setxattr, or an ACL
+ * inherited from its directory's default ACL.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -234,6 +236,59 @@ static void test_blocks_follow_the_extents(void **state)
 	assert_int_equal(attr(f->fs, ino, STATX_BLOCKS).stx_blocks, 0);
 }
 
+/* user::rw- user:1000:r-- group::--- mask::r-- other::--- in the xattr's
+ * wire format: not equivalent to a mode, so a file made under it as a
+ * default ACL gets an access ACL of its own. */
+static const uint8_t acl_named[] = {
+	2, 0, 0, 0,
+	1, 0, 6, 0, 0xff, 0xff, 0xff, 0xff,
+	2, 0, 4, 0, 0xe8, 0x03, 0, 0,
+	4, 0, 0, 0, 0xff, 0xff, 0xff, 0xff,
+	0x10, 0, 4, 0, 0xff, 0xff, 0xff, 0xff,
+	0x20, 0, 0, 0, 0xff, 0xff, 0xff, 0xff,
+};
+
+/* A new file has no xattrs (its cached row says so) until one is set. */
+static void test_a_new_file_s_xattr_is_read_back_once_set(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_ctx c = test_ctx();
+	char v[8];
+	uint64_t ino;
+
+	assert_int_equal(test_put(f->fs, "f", "x", 1), 0);
+	ino = ino_of(f->fs, "f");
+	assert_int_equal(VFS_CALL(f->fs, getxattr, &c, ino, "user.a", v, sizeof(v)), -ENODATA);
+	assert_int_equal(VFS_CALL(f->fs, setxattr, &c, ino, "user.a", "val", 3, 0), 0);
+	assert_int_equal(VFS_CALL(f->fs, getxattr, &c, ino, "user.a", v, sizeof(v)), 3);
+	assert_memory_equal(v, "val", 3);
+	assert_int_equal(VFS_CALL(f->fs, removexattr, &c, ino, "user.a"), 0);
+	assert_int_equal(VFS_CALL(f->fs, getxattr, &c, ino, "user.a", v, sizeof(v)), -ENODATA);
+}
+
+/* A directory made here gets a default ACL; a file made in it inherits
+ * its access ACL (acl.c writes it after the create cached the row). */
+static void test_a_file_made_under_a_default_acl_has_an_access_acl(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_ctx c = test_ctx();
+	struct vfs_entry d, e;
+	uint8_t v[64];
+	uint64_t fh;
+
+	assert_int_equal(VFS_CALL(f->fs, mkdir, &c, VFS_ROOT_INO, "d", 0755, &d), 0);
+	assert_int_equal(VFS_CALL(f->fs, getxattr, &c, d.ino, "system.posix_acl_default", v,
+				  sizeof(v)), -ENODATA);
+	assert_int_equal(VFS_CALL(f->fs, setxattr, &c, d.ino, "system.posix_acl_default",
+				  acl_named, sizeof(acl_named), 0), 0);
+	assert_int_equal(VFS_CALL(f->fs, create, &c, d.ino, "f", 0666, O_CREAT | O_WRONLY, &e, &fh),
+			 0);
+	assert_int_equal(VFS_CALL(f->fs, release, e.ino, fh), 0);
+	assert_int_equal(VFS_CALL(f->fs, getxattr, &c, e.ino, "system.posix_acl_access", v,
+				  sizeof(v)), (int)sizeof(acl_named));
+	assert_int_equal(attr(f->fs, e.ino, STATX_MODE).stx_mode & 0777, 0640);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -247,6 +302,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_inode_replaced_by_a_rename_is_gone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mode_follows_an_access_acl, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_blocks_follow_the_extents, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_a_new_file_s_xattr_is_read_back_once_set, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_a_file_made_under_a_default_acl_has_an_access_acl,
+						setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
