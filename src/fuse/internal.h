@@ -32,7 +32,7 @@ struct ponyfuse {
 	char *mountpoint;
 	bool mounted;
 	bool borrowed;                  /* se is a daemon's own (transport_new) */
-	bool signals_caught;            /* libfuse's stop handlers are on se */
+	bool signals_caught;            /* the stop handlers are on se (stop.c) */
 	unsigned max_read;              /* the READ size cap (mount.c), 0: none */
 	/* devio.c: requests read, by opcode; the INIT request's id until
 	 * answered; whether the kernel offered passthrough in it. */
@@ -166,6 +166,13 @@ bool ponyfuse_dwrite_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned cmd, struct 
 /* scrub.c: resolve, bad blocks and scrub (docs/scrub.md); false for another cmd. */
 bool ponyfuse_scrub_ioctl(fuse_req_t req, unsigned cmd, const void *in_buf, size_t in_bufsz,
 			  size_t out_bufsz);
+
+/* stop.c: SIGINT, SIGTERM and SIGHUP end the serving loop from any thread.
+ * catch: before the mount appears, in the thread that will run the loop;
+ * loop_thread: that thread again after daemonizing; release: defaults. */
+int ponyfuse_stop_signals_catch(struct fuse_session *se);
+void ponyfuse_stop_signals_loop_thread(void);
+void ponyfuse_stop_signals_release(void);
 
 /* readpool.c: large READs of host files, or of instances whose read()
  * runs in parallel (vfs_ops.read_parallel), answered on helper threads. */

@@ -127,23 +127,6 @@ static unsigned splice_max_read(void)
 	return (unsigned)room;
 }
 
-/*
- * SIGINT, SIGTERM and SIGHUP end the serving loop (libfuse's handlers mark
- * the session exited). A shell starts background jobs with SIGINT ignored,
- * and libfuse only replaces default handlers: reset them first so SIGINT
- * stops the mount there too.
- */
-static int catch_stop_signals(struct ponyfuse *pf)
-{
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGHUP, SIG_DFL);
-	if (fuse_set_signal_handlers(pf->se) != 0)
-		return -EIO;
-	pf->signals_caught = true;
-	return 0;
-}
-
 int ponyfuse_mount(struct vfs *fs, const char *mountpoint,
 		   const struct ponyfuse_options *opts, struct ponyfuse **ret)
 {
@@ -199,7 +182,8 @@ int ponyfuse_mount(struct vfs *fs, const char *mountpoint,
 	 * killed the daemon with its mount left behind (SIGTERM). A signal
 	 * now only marks the session exited; ponyfuse_run() then returns at
 	 * once and ponyfuse_free() unmounts. */
-	if (catch_stop_signals(pf) < 0) {
+	pf->signals_caught = true;      /* released by ponyfuse_free(), even half set */
+	if (ponyfuse_stop_signals_catch(pf->se) < 0) {
 		ponyfuse_free(pf);
 		return -EIO;
 	}
@@ -234,6 +218,9 @@ int ponyfuse_run(struct ponyfuse *pf)
 
 	if (fuse_daemonize(pf->opts.foreground) != 0)
 		return -EIO;
+	/* A daemon's child serves: its stop signals go to this thread (stop.c). */
+	if (pf->signals_caught)
+		ponyfuse_stop_signals_loop_thread();
 	cfg = fuse_loop_cfg_create();
 	/* After daemonizing, which keeps only the calling thread. */
 	if (!cfg || ((pf->fs->ops->data_fd || pf->fs->ops->read_parallel) &&
@@ -282,7 +269,7 @@ void ponyfuse_free(struct ponyfuse *pf)
 	if (!pf)
 		return;
 	if (pf->signals_caught)
-		fuse_remove_signal_handlers(pf->se);
+		ponyfuse_stop_signals_release();
 	if (pf->borrowed) {
 		/* The daemon's own session: it unmounts and destroys it. */
 		ponyfuse_uring_stop(pf->uring);
