@@ -514,6 +514,11 @@ void ponyfs_page_free(struct ponyfs *fs, uint8_t *page);
 void ponyfs_pages_trim(struct ponyfs *fs);
 uint64_t ponyfs_pages_mapped(const struct ponyfs *fs);     /* bytes of slabs */
 void ponyfs_pages_done(struct ponyfs *fs);
+/* PONYFS_SLAB_BYTES at a PONYFS_SLAB_BYTES boundary, asking for a huge
+ * page; NULL when out of memory. Release it with ponyfs_slab_unmap(). */
+#define PONYFS_SLAB_BYTES (2u << 20)
+void *ponyfs_slab_map(void);
+void ponyfs_slab_unmap(void *slab);     /* NULL: does nothing */
 
 /* Cached inodes and data (data.c). */
 struct ponyfs_inode *ponyfs_inode_find(struct ponyfs *fs, uint64_t ino);
