@@ -393,7 +393,7 @@ int ponyfs_inode_delete_locked(struct ponyfs *fs, uint64_t ino)
 		r = ponyfs_meta_reserve_locked(fs, &c, NULL);
 	if (r >= 0)
 		r = ponyfs_txn_begin_locked(fs);
-	if (r >= 0)
+	if (r >= 0 && bytes)    /* none (most files): nothing to look for again */
 		r = ponyfs_sql(fs, "DELETE FROM xattrs WHERE ino = ?1", 1, (int64_t)ino);
 	if (r >= 0)
 		r = ponyfs_sql(fs, "DELETE FROM inodes WHERE ino = ?1", 1, (int64_t)ino);
