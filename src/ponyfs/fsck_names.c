@@ -1,10 +1,11 @@
 /*
  * fsck_names.c - fsck's namespace pass: the root, directory entries that
  * name no inode or sit in what is not a directory, bad names, orphans
- * (files unlinked while open when the filesystem went down), inodes no
- * path reaches (linked into /lost+found by -y, as e2fsck does), link
- * counts, directories with several names and readdir cookies. Each check
- * is a query whose rows are the problems; each fix is a statement per row.
+ * (files unlinked while open when the filesystem went down), xattrs of
+ * deleted inodes, inodes no path reaches (linked into /lost+found by -y,
+ * as e2fsck does), link counts, directories with several names and
+ * readdir cookies. Each check is a query whose rows are the problems;
+ * each fix is a statement per row.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -119,6 +120,24 @@ static int orphan(struct fsck *f, const struct fsck_row *row)
 	fsck_problem_at(f, "namespace", (uint64_t)row->v[0], path, fix, "unlinked while open when "
 			"the filesystem went down (%lld bytes)%s", (long long)row->v[1],
 			done(fix, ": deleted, its blocks freed"));
+	return 0;
+}
+
+/* Xattrs of an inode that is gone: its delete left them behind (the
+ * inode's number is never used again, so nothing reads them; they only
+ * hold space). */
+static int stray_xattrs(struct fsck *f, const struct fsck_row *row)
+{
+	bool fix = fsck_may_fix(f, FSCK_FIX_SAFE);
+	char path[64];
+	int r = fix ? fsck_exec(f, "DELETE FROM xattrs WHERE ino = ?1", 1, row->v[0]) : 0;
+
+	if (r < 0)
+		return r;
+	snprintf(path, sizeof(path), "inode %lld (gone)", (long long)row->v[0]);
+	fsck_problem_at(f, "namespace", (uint64_t)row->v[0], path, fix,
+			"%lld xattrs of a deleted inode%s", (long long)row->v[1],
+			done(fix, ": deleted"));
 	return 0;
 }
 
@@ -327,6 +346,9 @@ int fsck_names(struct fsck *f)
 		r = fsck_each(f, "SELECT ino, size, (SELECT coalesce(sum(nblocks), 0) FROM extents e "
 			      "WHERE e.ino = i.ino) FROM inodes i WHERE nlink = 0 AND ino != 1 AND NOT "
 			      "EXISTS (SELECT 1 FROM dentries d WHERE d.ino = i.ino)", orphan);
+	if (r >= 0)
+		r = fsck_each(f, "SELECT x.ino, count(*) FROM xattrs x WHERE NOT EXISTS (SELECT 1 "
+			      "FROM inodes i WHERE i.ino = x.ino) GROUP BY x.ino", stray_xattrs);
 	if (r >= 0 && root_ok)          /* without a root, nothing is reachable: one problem is enough */
 		r = check_reachable(f);
 	if (r >= 0)

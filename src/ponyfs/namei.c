@@ -393,7 +393,7 @@ int ponyfs_inode_delete_locked(struct ponyfs *fs, uint64_t ino)
 		r = ponyfs_meta_reserve_locked(fs, &c, NULL);
 	if (r >= 0)
 		r = ponyfs_txn_begin_locked(fs);
-	if (r >= 0)
+	if (r >= 0 && bytes)    /* none (most files): nothing to look for again */
 		r = ponyfs_sql(fs, "DELETE FROM xattrs WHERE ino = ?1", 1, (int64_t)ino);
 	if (r >= 0)
 		r = ponyfs_sql(fs, "DELETE FROM inodes WHERE ino = ?1", 1, (int64_t)ino);
@@ -410,11 +410,21 @@ int ponyfs_inode_delete_locked(struct ponyfs *fs, uint64_t ino)
 static int inode_unref(struct ponyfs *fs, uint64_t ino, bool dir, bool *ret_delete)
 {
 	struct ponyfs_inode *in = ponyfs_inode_find(fs, ino);
-	int64_t nlink, now = ponyfs_now();
-	int r = ponyfs_sql_int(fs, &nlink, "UPDATE inodes SET nlink = nlink - ?2, ctime = ?3 "
-			       "WHERE ino = ?1 RETURNING nlink", 3, (int64_t)ino,
-			       (int64_t)(dir ? 2 : 1), now);
+	const struct ponyfs_row *row = ponyfs_row_cached(fs, ino, false);
+	int64_t drop = dir ? 2 : 1, nlink = row ? (int64_t)row->nlink - drop : 0;
+	int64_t now = ponyfs_now();
+	int r;
 
+	/* The count it is left with from its cached row (the readdirplus
+	 * before an rm -rf's unlinks read it) where there is one: UPDATE ...
+	 * RETURNING collects its rows in a temporary b-tree made at every
+	 * call, one per file. The update hook drops the row either way. */
+	if (row)
+		r = ponyfs_sql(fs, "UPDATE inodes SET nlink = nlink - ?2, ctime = ?3 WHERE ino = ?1",
+			       3, (int64_t)ino, drop, now);
+	else
+		r = ponyfs_sql_int(fs, &nlink, "UPDATE inodes SET nlink = nlink - ?2, ctime = ?3 "
+				   "WHERE ino = ?1 RETURNING nlink", 3, (int64_t)ino, drop, now);
 	if (r >= 0)
 		ponyfs_ctime_note(fs, ino, now);
 	*ret_delete = r >= 0 && nlink <= 0 && !(in && in->opens);

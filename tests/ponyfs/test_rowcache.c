@@ -10,7 +10,9 @@
  * back with the change): those tests check both the values and that the
  * read after the change was served from memory. A new inode's row knows
  * it has no xattrs until one is set, whichever way: setxattr, or an ACL
- * inherited from its directory's default ACL.
+ * inherited from its directory's default ACL. An unlink's link count
+ * left, from the cached row or the UPDATE, deletes the inode only at the
+ * last name.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -266,6 +268,40 @@ static void test_a_new_file_s_xattr_is_read_back_once_set(void **state)
 	assert_int_equal(VFS_CALL(f->fs, getxattr, &c, ino, "user.a", v, sizeof(v)), -ENODATA);
 }
 
+/* An unlink takes the link count it leaves from the cached row when
+ * there is one (f: read just before, as an rm -rf's readdirplus does),
+ * from its UPDATE otherwise (h: the row dropped by the unlink of its
+ * other name). One name of two gone leaves the inode and its xattrs; the
+ * last deletes both (fsck at teardown finds no xattrs left behind). */
+static void test_unlinks_count_links_from_the_cached_row_or_the_update(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_ctx c = test_ctx();
+	const char *names[] = { "f", "h" };
+	struct vfs_entry e;
+	struct statx x;
+	char v[8];
+
+	for (int i = 0; i < 2; i++) {
+		uint64_t ino;
+
+		assert_int_equal(test_put(f->fs, names[i], "x", 1), 0);
+		ino = ino_of(f->fs, names[i]);
+		assert_int_equal(VFS_CALL(f->fs, setxattr, &c, ino, "user.a", "val", 3, 0), 0);
+		assert_int_equal(VFS_CALL(f->fs, link, &c, ino, VFS_ROOT_INO, "g", &e), 0);
+		assert_int_equal(attr(f->fs, ino, STATX_NLINK).stx_nlink, 2);
+		assert_int_equal(VFS_CALL(f->fs, unlink, &c, VFS_ROOT_INO, "g"), 0);
+		if (i == 0) {
+			assert_int_equal(attr(f->fs, ino, STATX_NLINK).stx_nlink, 1);
+			assert_int_equal(VFS_CALL(f->fs, getxattr, &c, ino, "user.a", v, sizeof(v)),
+					 3);
+		}
+		assert_int_equal(VFS_CALL(f->fs, unlink, &c, VFS_ROOT_INO, names[i]), 0);
+		assert_int_equal(VFS_CALL(f->fs, statx, &c, ino, VFS_NO_FH, AT_STATX_DONT_SYNC,
+					  STATX_NLINK, &x), -ENOENT);
+	}
+}
+
 /* A directory made here gets a default ACL; a file made in it inherits
  * its access ACL (acl.c writes it after the create cached the row). */
 static void test_a_file_made_under_a_default_acl_has_an_access_acl(void **state)
@@ -304,6 +340,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_blocks_follow_the_extents, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_a_new_file_s_xattr_is_read_back_once_set, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_unlinks_count_links_from_the_cached_row_or_the_update,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_a_file_made_under_a_default_acl_has_an_access_acl,
 						setup, teardown),
 	};
