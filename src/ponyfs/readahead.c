@@ -55,9 +55,13 @@ void ponyfs_readahead_plan_locked(struct ponyfs *fs, struct ponyfs_inode *in, ui
 	ra->stream = follows;
 	if (!follows) {                 /* a new stream, or none: hints wait for the next read */
 		in->ra_next = in->ra_until = end;
+		ponyfs_stream_stop_locked(fs, in);
 		return;
 	}
 	in->ra_next = MAX(in->ra_next, end);
+	/* A plain file's stream reads ahead into buffers of its own instead. */
+	if (ponyfs_stream_ahead_locked(fs, in, off))
+		return;
 	from = MAX(in->ra_until, end);
 	to = MIN(in->size, end + RA_WINDOW);
 	if (to <= from || (to - from < RA_STEP && to < in->size))
