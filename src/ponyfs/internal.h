@@ -551,6 +551,7 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 struct ponyfs_ra_run { uint64_t pblock, n; };
 struct ponyfs_readahead {
 	bool stream;                    /* the read follows the last: drop behind it */
+	bool buffered;                  /* ... and its stream's buffers answer it (stream.c) */
 	unsigned n;
 	struct ponyfs_ra_run run[PONYFS_RA_RUNS];
 };
@@ -572,14 +573,16 @@ void ponyfs_readahead_drop(struct ponyfs *fs, const struct ponyfs_readahead *ra,
  * buffers go; gen_bump (a commit) makes every buffer filled before it
  * unusable, since blocks freed may now be reused.
  */
-#define PONYFS_STREAM_BYTES_MAX (64ull << 20)   /* all streams' buffers (docs/ponyfs.md) */
-struct ponyfs_read_run { uint64_t fblk, pblock, n; };  /* n volume blocks at pblock, for file blocks from fblk */
+#define PONYFS_STREAM_BYTES_MAX (64ull << 20)   /* all streams' buffers (docs/ponyfs-format.md) */
+#define PONYFS_STREAM_MIN_READ (128u << 10)     /* smaller reads get no buffers */
+/* n volume blocks at pblock, for file blocks from fblk on. */
+struct ponyfs_read_run { uint64_t fblk, pblock, n; };
 struct ponyfs_stream;
 bool ponyfs_stream_ahead_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t off);
 struct ponyfs_stream *ponyfs_stream_get_locked(struct ponyfs *fs, struct ponyfs_inode *in);
 void ponyfs_stream_put(struct ponyfs *fs, struct ponyfs_stream *s);
-int ponyfs_stream_copy(struct ponyfs *fs, struct ponyfs_stream *s, const struct ponyfs_read_run *run,
-		       unsigned nrun, uint64_t first, uint8_t *to);
+int ponyfs_stream_copy(struct ponyfs *fs, struct ponyfs_stream *s,
+		       const struct ponyfs_read_run *run, unsigned nrun, uint64_t first, uint8_t *to);
 void ponyfs_stream_stop_locked(struct ponyfs *fs, struct ponyfs_inode *in);
 void ponyfs_stream_gen_bump_locked(struct ponyfs *fs);
 void ponyfs_streams_done(struct ponyfs *fs);

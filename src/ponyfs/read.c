@@ -396,8 +396,9 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 			pthread_mutex_lock(&fs->lock);
 		}
 	}
-	/* A plain file's stream: its READs answered from buffers read ahead. */
-	if (ra.stream && !cipher)
+	/* A plain file's stream: its READs answered from buffers read ahead
+	 * (none unless readahead.c judged it a stream of its own). */
+	if (ra.buffered)
 		stream = ponyfs_stream_get_locked(fs, in);
 	while (r >= 0 && !fs->shut_down && done < size && off + done < in->size) {
 		uint64_t pos = off + done, first = pos / BS;
@@ -420,9 +421,14 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 		if (plan->nrun) {
 			pthread_rwlock_rdlock(&fs->reuse_lock);
 			pthread_mutex_unlock(&fs->lock);
+			/* A stream's runs all land in to: from its buffers, or read
+			 * around the cache there (stream.c); checked below. */
 			direct = (cipher && n >= DIRECT_MIN_BLOCKS) || stream;
-			fetched = stream ? ponyfs_stream_copy(fs, stream, plan->run, plan->nrun, first, to) == 0 ? 1 : -EIO
-				: direct ? runs_fetch_direct(fs, plan, first, to) : 0;
+			if (stream)
+				fetched = ponyfs_stream_copy(fs, stream, plan->run, plan->nrun, first, to);
+			else
+				fetched = direct ? runs_fetch_direct(fs, plan, first, to) : 0;
+			fetched = stream && fetched >= 0 ? 1 : fetched;
 			if (fetched >= 0 && direct && !stream) {
 				__atomic_store_n(&fs->crypt_direct, fetched == 1, __ATOMIC_RELAXED);
 				__atomic_add_fetch(&fs->reads_direct, (uint64_t)fetched, __ATOMIC_RELAXED);

@@ -32,7 +32,7 @@
  *
  * Memory: STREAM_BUFS buffers of 1 MiB a stream, STREAM_MAX streams at
  * once over the whole filesystem (PONYFS_STREAM_BYTES_MAX, 64 MiB, in
- * docs/ponyfs.md); a file streamed while that many are live falls back to
+ * docs/ponyfs-format.md); a file streamed while that many are live falls back to
  * the WILLNEED hints (readahead.c). A stream's buffers go when its file's
  * last handle is closed, when a read of it no longer follows the last, or
  * at unmount.
@@ -281,8 +281,8 @@ static struct stream_buf *buf_find(struct ponyfs *fs, struct ponyfs_stream *s, u
 	return NULL;
 }
 
-int ponyfs_stream_copy(struct ponyfs *fs, struct ponyfs_stream *s, const struct ponyfs_read_run *run,
-		       unsigned nrun, uint64_t first, uint8_t *to)
+int ponyfs_stream_copy(struct ponyfs *fs, struct ponyfs_stream *s,
+		       const struct ponyfs_read_run *run, unsigned nrun, uint64_t first, uint8_t *to)
 {
 	uint64_t hits = 0;
 
