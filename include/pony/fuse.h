@@ -100,6 +100,18 @@ struct fuse_session;
 int ponyfuse_transport_new(const struct ponyfuse_options *opts, struct ponyfuse **ret);
 int ponyfuse_transport_attach(struct ponyfuse *pf, struct fuse_session *se);
 
+/*
+ * SIGINT, SIGTERM and SIGHUP end se's serving loop whichever of the
+ * process's threads the kernel hands them to (src/fuse/stop.c); SIGPIPE is
+ * ignored. ponyfuse_mount() does this itself; a daemon on libfuse's
+ * high-level API (pony vol expose) calls it in place of
+ * fuse_set_signal_handlers(): before the mount appears, in the thread that
+ * will run the loop. Release puts the defaults back. One session per
+ * process. -errno from sigaction.
+ */
+int ponyfuse_stop_signals_catch(struct fuse_session *se);
+void ponyfuse_stop_signals_release(void);
+
 /* Unmounts (if still mounted) and frees; NULL does nothing. */
 void ponyfuse_free(struct ponyfuse *pf);
 

@@ -59,6 +59,8 @@ struct volume_set;
 struct ponyfs_options {
 	unsigned commit_ms;             /* the commit timer; 0: commit only on fsync/sync */
 	enum ponyfs_atime atime;
+	bool nodiratime;                /* mount -o nodiratime: a listing never moves a
+					 * directory's atime (reads still do, as atime says) */
 	bool read_only;
 	ponyfs_report_t report;         /* NULL: repairs are only counted */
 	void *report_arg;

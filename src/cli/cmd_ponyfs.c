@@ -416,7 +416,7 @@ static int mount_main(const char *fsname, int argc, char **argv)
 			       "-o takes mount(8) options. Pony's own: commit=MS, format (mkfs\n"
 			       "IMG first when its first MiB is all zeros), format=foreign (also\n"
 			       "when IMG is not pony's), relatime (the default), strictatime,\n"
-			       "noatime, meta_cache=SIZE (metadata kept in memory, default\n"
+			       "noatime, nodiratime, meta_cache=SIZE (metadata kept in memory, default\n"
 			       "16M: all the daemon holds per file), subtype=NAME (the type\n"
 			       "fuse.NAME, default fuse.pony; empty: plain fuse, as fstests wants);\n"
 			       "mount(8)'s own (defaults, nofail, _netdev, x-*...) are dropped;\n"

@@ -63,6 +63,8 @@ int cli_ponyfs_mount_opts(const char *list, struct ponyfs_options *po,
 			po->atime = PONYFS_ATIME_RELATIVE;      /* libfuse 3.14 does not know it */
 		} else if (!strcmp(o, "strictatime")) {
 			po->atime = PONYFS_ATIME_ALWAYS;        /* nor this */
+		} else if (!strcmp(o, "nodiratime") || !strcmp(o, "diratime")) {
+			po->nodiratime = o[0] == 'n';           /* nor these */
 		} else if (!strncmp(o, "subtype=", 8)) {
 			/* The type is fuse.pony; subtype= (empty) makes it plain
 			 * "fuse", as fstests' FSTYP=fuse looks for it. */

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "pony/fuse.h"
 #include "pony/util.h"
 #include "vol.h"
 
@@ -241,19 +242,23 @@ static int vol_expose_run(int argc, char **argv)
 	snprintf(fsname, sizeof(fsname), "fsname=pony-vol:%d,subtype=pony-vol", (int)getpid());
 	fargv[2] = fsname;
 	fuse = fuse_new(&args, &expose_ops, sizeof(expose_ops), &h);
-	r = fuse ? fuse_mount(fuse, dir) : -1;
+	/* pony's stop signals, not libfuse's: theirs stop the loop only when
+	 * the loop's own thread takes the signal, and the acall workers of
+	 * the members' rings take them as often; set before the mount
+	 * appears, so a stop at once is not lost either (src/fuse/stop.c). */
+	r = fuse && ponyfuse_stop_signals_catch(fuse_get_session(fuse)) == 0 ?
+	    fuse_mount(fuse, dir) : -1;
 	expose_notify(notify, r == 0);
 	if (r == 0) {
 		util_log(LOG_NOTICE, "volume of %s exposed at %s/%s", argv[optind], dir, EXPOSE_NAME);
 		struct fuse_loop_config cfg = { .clone_fd = 0, .max_idle_threads = 4 };
 
-		fuse_set_signal_handlers(fuse_get_session(fuse));
 		r = fuse_loop_mt(fuse, &cfg);
-		fuse_remove_signal_handlers(fuse_get_session(fuse));
 		fuse_unmount(fuse);
 	} else {
 		cli_error("%s: cannot mount", dir);
 	}
+	ponyfuse_stop_signals_release();
 	if (fuse)
 		fuse_destroy(fuse);
 	fuse_opt_free_args(&args);

@@ -167,12 +167,9 @@ bool ponyfuse_dwrite_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned cmd, struct 
 bool ponyfuse_scrub_ioctl(fuse_req_t req, unsigned cmd, const void *in_buf, size_t in_bufsz,
 			  size_t out_bufsz);
 
-/* stop.c: SIGINT, SIGTERM and SIGHUP end the serving loop from any thread.
- * catch: before the mount appears, in the thread that will run the loop;
- * loop_thread: that thread again after daemonizing; release: defaults. */
-int ponyfuse_stop_signals_catch(struct fuse_session *se);
+/* stop.c (catch and release are in pony/fuse.h): the thread that runs the
+ * loop, recorded again after daemonizing. */
 void ponyfuse_stop_signals_loop_thread(void);
-void ponyfuse_stop_signals_release(void);
 
 /* readpool.c: large READs of host files, or of instances whose read()
  * runs in parallel (vfs_ops.read_parallel), answered on helper threads. */

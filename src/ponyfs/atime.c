@@ -1,7 +1,8 @@
 /*
  * atime.c - access times as the mount asks: relatime (the default, the
  * kernel's rule: atime moves on an access when it is not after mtime or
- * ctime, or is a day old), strictatime (every access), noatime (never).
+ * ctime, or is a day old), strictatime (every access), noatime (never),
+ * and nodiratime (a directory's listing never moves it).
  * FUSE leaves atime to the filesystem (the kernel marks FUSE inodes
  * S_NOATIME), so without this no read or readdir ever moved it. The new
  * atime lands in the cached inode and is written behind at writeback with
@@ -74,4 +75,9 @@ int ponyfs_atime_access_locked(struct ponyfs *fs, struct ponyfs_inode *in)
 	in->atime_dirty = true;
 	ponyfs_dirty_add(fs, in);
 	return 0;
+}
+
+int ponyfs_atime_dir_access_locked(struct ponyfs *fs, struct ponyfs_inode *dir)
+{
+	return fs->nodiratime ? 0 : ponyfs_atime_access_locked(fs, dir);
 }

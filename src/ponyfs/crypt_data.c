@@ -16,9 +16,11 @@
  * The cipher hides behind the I/O (helper.c): a writeback encrypts a run
  * into one of two bounce buffers while the helper writes the other out,
  * and the buffers stay for the mount (a fresh megabyte per writeback cost
- * its page faults every time). They hold ciphertext only. A short run is
+ * its page faults every time), in one huge page (pages.c says why). They
+ * hold ciphertext only. A short run is
  * encrypted and written in line: there is too little cipher to hide.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,6 +132,10 @@ int ponyfs_crypt_out_drain_locked(struct ponyfs *fs)
 	return ponyfs_job_wait(fs, &o->job);
 }
 
+/* Both halves of one slab (pages.c): a huge page where the host has
+ * one, so each run's write goes to the disk as one segment. */
+static_assert(2 * (size_t)PONYFS_IO_BLOCKS * BS <= PONYFS_SLAB_BYTES, "two runs in a slab");
+
 static struct ponyfs_crypt_out *out_get(struct ponyfs *fs)
 {
 	struct ponyfs_crypt_out *o = fs->crypt_out;
@@ -139,15 +145,12 @@ static struct ponyfs_crypt_out *out_get(struct ponyfs *fs)
 	o = calloc(1, sizeof(*o));
 	if (!o)
 		return NULL;
-	/* Aligned for bdev_pwrite_direct(), as the slabs' pages are. */
-	for (unsigned i = 0; i < 2; i++)
-		o->buf[i] = aligned_alloc(BDEV_DIRECT_ALIGN, (size_t)PONYFS_IO_BLOCKS * BS);
-	if (!o->buf[0] || !o->buf[1]) {
-		free(o->buf[0]);
-		free(o->buf[1]);
+	o->buf[0] = ponyfs_slab_map();
+	if (!o->buf[0]) {
 		free(o);
 		return NULL;
 	}
+	o->buf[1] = o->buf[0] + (size_t)PONYFS_IO_BLOCKS * BS;
 	o->job.fn = out_write;
 	o->job.arg = o;
 	fs->crypt_out = o;
@@ -186,6 +189,13 @@ int ponyfs_crypt_out_locked(struct ponyfs *fs, struct ponyfs_inode *in,
 	return 0;
 }
 
+const uint8_t *ponyfs_crypt_out_next_buf(const struct ponyfs *fs)
+{
+	const struct ponyfs_crypt_out *o = fs->crypt_out;
+
+	return o ? o->buf[o->next] : NULL;
+}
+
 void ponyfs_crypt_out_free(struct ponyfs *fs)
 {
 	struct ponyfs_crypt_out *o = fs->crypt_out;
@@ -193,8 +203,7 @@ void ponyfs_crypt_out_free(struct ponyfs *fs)
 	if (!o)
 		return;
 	ponyfs_crypt_out_drain_locked(fs);
-	free(o->buf[0]);
-	free(o->buf[1]);
+	ponyfs_slab_unmap(o->buf[0]);  /* both buffers */
 	free(o);
 	fs->crypt_out = NULL;
 }

@@ -115,6 +115,8 @@ int ponyfs_crypt_out_locked(struct ponyfs *fs, struct ponyfs_inode *in,
 			    const struct ponyfs_page *pg, uint64_t k, uint64_t p, uint8_t *csums);
 int ponyfs_crypt_out_drain_locked(struct ponyfs *fs);
 void ponyfs_crypt_out_free(struct ponyfs *fs);         /* at unmount, drained */
+/* The bounce buffer the next run fills; NULL before the first run. */
+const uint8_t *ponyfs_crypt_out_next_buf(const struct ponyfs *fs);
 
 /*
  * The helper (helper.c): a job runs fn(arg) on the mount's second thread

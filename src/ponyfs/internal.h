@@ -318,6 +318,7 @@ struct ponyfs {
 	char name[40];                  /* label or UUID, for log lines */
 	bool read_only;
 	enum ponyfs_atime atime_mode;
+	bool nodiratime;
 	/* Space, in blocks: free in the database, promised to dirty pages,
 	 * and freed in the open transaction (reusable after it commits). */
 	uint64_t free_blocks, reserved, pending_free_blocks;
@@ -525,6 +526,11 @@ void ponyfs_page_free(struct ponyfs *fs, uint8_t *page);
 void ponyfs_pages_trim(struct ponyfs *fs);
 uint64_t ponyfs_pages_mapped(const struct ponyfs *fs);     /* bytes of slabs */
 void ponyfs_pages_done(struct ponyfs *fs);
+/* PONYFS_SLAB_BYTES at a PONYFS_SLAB_BYTES boundary, asking for a huge
+ * page; NULL when out of memory. Release it with ponyfs_slab_unmap(). */
+#define PONYFS_SLAB_BYTES (2u << 20)
+void *ponyfs_slab_map(void);
+void ponyfs_slab_unmap(void *slab);     /* NULL: does nothing */
 
 /* Cached inodes and data (data.c). */
 struct ponyfs_inode *ponyfs_inode_find(struct ponyfs *fs, uint64_t ino);
@@ -649,6 +655,8 @@ int ponyfs_commit_locked(struct ponyfs *fs);
 /* Access times (atime.c). */
 /* A read or readdir of in: atime moves as the mount says, written behind. */
 int ponyfs_atime_access_locked(struct ponyfs *fs, struct ponyfs_inode *in);
+/* A listing of dir from its start: the same, unless the mount is nodiratime. */
+int ponyfs_atime_dir_access_locked(struct ponyfs *fs, struct ponyfs_inode *dir);
 /* ino's mtime or ctime became now (a cached inode's rule must see it). */
 void ponyfs_times_changed(struct ponyfs *fs, uint64_t ino, int64_t now);
 /* ino's atime was set in the database (utimensat): the cached one is stale. */

@@ -636,7 +636,7 @@ int ponyfs_readdir_locked(struct ponyfs *fs, uint64_t ino, uint64_t cookie,
 
 		/* A listing from its start is the directory's access. */
 		if (ponyfs_inode_get_locked(fs, ino, &in) >= 0) {
-			ponyfs_atime_access_locked(fs, in);
+			ponyfs_atime_dir_access_locked(fs, in);
 			ponyfs_inode_put_locked(fs, in);
 		}
 		ret[n++] = (struct ponyfs_dirent){ strdup("."), ino, DT_DIR, 1 };

@@ -21,7 +21,7 @@
 
 #include "internal.h"
 
-#define SLAB_BYTES (2u << 20)
+#define SLAB_BYTES PONYFS_SLAB_BYTES
 
 #if defined(__SANITIZE_ADDRESS__)
 #define PAGES_MALLOC 1
@@ -30,6 +30,35 @@
 #define PAGES_MALLOC 1
 #endif
 #endif
+
+/* Also the encrypted writeback's bounce buffers (crypt_data.c): a
+ * buffer in one huge page reaches the disk as one segment, where 256
+ * scattered 4 KiB pages were split into two requests on the way (the
+ * virtio disk takes 254 segments) and wrote at half a slab's rate. */
+void *ponyfs_slab_map(void)
+{
+	uint8_t *m = mmap(NULL, 2 * SLAB_BYTES, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint8_t *slab;
+	size_t head;
+
+	if (m == MAP_FAILED)
+		return NULL;
+	slab = (uint8_t *)(((uintptr_t)m + SLAB_BYTES - 1) & ~((uintptr_t)SLAB_BYTES - 1));
+	head = (size_t)(slab - m);
+	if (head)
+		munmap(m, head);
+	munmap(slab + SLAB_BYTES, SLAB_BYTES - head);
+	/* Advice only: without huge pages the slab faults in page by page. */
+	madvise(slab, SLAB_BYTES, MADV_HUGEPAGE);
+	return slab;
+}
+
+void ponyfs_slab_unmap(void *slab)
+{
+	if (slab)
+		munmap(slab, SLAB_BYTES);
+}
 
 #ifdef PAGES_MALLOC
 uint8_t *ponyfs_page_alloc(struct ponyfs *fs)
@@ -57,26 +86,6 @@ static void slab_carve(struct ponyfs *fs, uint8_t *slab)
 	}
 }
 
-/* SLAB_BYTES at a SLAB_BYTES boundary (a huge page can back only that). */
-static void *slab_map(void)
-{
-	uint8_t *m = mmap(NULL, 2 * SLAB_BYTES, PROT_READ | PROT_WRITE,
-			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	uint8_t *slab;
-	size_t head;
-
-	if (m == MAP_FAILED)
-		return NULL;
-	slab = (uint8_t *)(((uintptr_t)m + SLAB_BYTES - 1) & ~((uintptr_t)SLAB_BYTES - 1));
-	head = (size_t)(slab - m);
-	if (head)
-		munmap(m, head);
-	munmap(slab + SLAB_BYTES, SLAB_BYTES - head);
-	/* Advice only: without huge pages the slab faults in page by page. */
-	madvise(slab, SLAB_BYTES, MADV_HUGEPAGE);
-	return slab;
-}
-
 static int slab_add(struct ponyfs *fs)
 {
 	void *grown = util_array_grow(fs->slabs, &fs->cap_slabs, fs->nslabs, sizeof(*fs->slabs), 16);
@@ -85,7 +94,7 @@ static int slab_add(struct ponyfs *fs)
 	if (!grown)
 		return -ENOMEM;
 	fs->slabs = grown;
-	slab = slab_map();
+	slab = ponyfs_slab_map();
 	if (!slab)
 		return -ENOMEM;
 	fs->slabs[fs->nslabs++] = slab;
@@ -122,7 +131,7 @@ void ponyfs_pages_trim(struct ponyfs *fs)
 		return;
 	/* Nothing cached: keep one slab for the next small write. */
 	for (size_t i = 1; i < fs->nslabs; i++)
-		munmap(fs->slabs[i], SLAB_BYTES);
+		ponyfs_slab_unmap(fs->slabs[i]);
 	fs->nslabs = 1;
 	fs->free_pages = NULL;
 	slab_carve(fs, fs->slabs[0]);
@@ -137,7 +146,7 @@ uint64_t ponyfs_pages_mapped(const struct ponyfs *fs)
 void ponyfs_pages_done(struct ponyfs *fs)
 {
 	for (size_t i = 0; i < fs->nslabs; i++)
-		munmap(fs->slabs[i], SLAB_BYTES);
+		ponyfs_slab_unmap(fs->slabs[i]);
 	free(fs->slabs);
 	fs->slabs = NULL;
 	fs->nslabs = fs->cap_slabs = 0;

@@ -375,6 +375,7 @@ int ponyfs_mount(struct bdev *meta, struct bdev *data, const struct ponyfs_optio
 		r = -EINVAL;            /* a wrong or truncated data region */
 	fs->read_only = opts && opts->read_only;
 	fs->atime_mode = opts ? opts->atime : PONYFS_ATIME_RELATIVE;
+	fs->nodiratime = opts && opts->nodiratime;
 	if (r >= 0)
 		r = ponyfs_meta_open(fs->meta, fs->data, &fs->sb, &fs->chunks, &fs->db);
 	if (r >= 0 && opts && opts->meta_cache) {

@@ -2,8 +2,9 @@
 # ponyfs_atime.sh - access times on ponyfs as the mount asks, with ext4 (on
 # a loop device, same option) as the oracle (issue 19). Before, no read and
 # no readdir ever moved atime on ponyfs, through any remount, though
-# /proc/mounts said relatime. For relatime (the default), strictatime and
-# noatime, the same steps on both: a read of a file whose atime is two days
+# /proc/mounts said relatime. For relatime (the default), strictatime,
+# noatime and nodiratime (alone and with strictatime: fstests' generic/003
+# remounts with it, and the mount once refused it), the same steps on both: a read of a file whose atime is two days
 # old, a second read a moment later, a listing of a directory, and whether
 # the atimes survive a remount; each answer must be ext4's.
 set -u
@@ -34,7 +35,7 @@ steps() {
 	echo "$((a1 > a0)) $((a2 > a1)) $((d1 > d0))"
 }
 
-for opt in relatime strictatime noatime; do
+for opt in relatime strictatime noatime nodiratime strictatime,nodiratime; do
 	rm -rf "$T/img" "$T/ext4.img"
 	truncate -s 64M "$T/ext4.img"
 	mkfs.ext4 -q "$T/ext4.img" || fail "mkfs.ext4"

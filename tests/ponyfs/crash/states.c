@@ -2,8 +2,9 @@
  * states.c - crash states from a dm-log-writes log. Between two flushes a
  * disk may persist any subset of the writes issued (and tear the one in
  * progress), so each epoch yields: every subset when few writes are in
- * flight (else a fixed-seed random sample), each write torn in half after
- * its predecessors, and the whole epoch (the prefix ending at the flush).
+ * flight (else a fixed-seed random sample), each write torn after its
+ * predecessors (in half, and after each of up to 16 prefixes of its 4 KiB
+ * blocks), and the whole epoch (the prefix ending at the flush).
  * States are built on an overlay so a state costs only its own writes.
  */
 #include <errno.h>
@@ -14,6 +15,8 @@
 #include "pony/util.h"
 
 #define SECTOR 512u
+#define TEAR_BLOCK 4096u         /* ponyfs's block: a torn write's prefixes end on one */
+#define TEAR_POINTS 16u         /* at most this many block prefixes of one write */
 
 int crash_log_read(struct bdev *log, struct crash_log *ret)
 {
@@ -225,6 +228,17 @@ static int run_subset(struct epoch *ep, const uint64_t *mask)
 	return run_state(ep);
 }
 
+/* Write j's first len bytes land after every write before it; 0: none. */
+static int run_torn(struct epoch *ep, unsigned j, uint64_t len)
+{
+	if (!len)
+		return 0;
+	for (unsigned i = 0; i < j; i++)
+		apply(ep->o, ep->w[i], ep->w[i]->len);
+	apply(ep->o, ep->w[j], len);
+	return run_state(ep);
+}
+
 static int run_epoch(struct epoch *ep, const struct crash_limits *lim, uint64_t *seed, bool first)
 {
 	uint64_t mask[64];
@@ -246,16 +260,20 @@ static int run_epoch(struct epoch *ep, const struct crash_limits *lim, uint64_t 
 		if (r >= 0)
 			r = run_subset(ep, mask);
 	}
-	/* Torn writes: each write's first half lands after everything before it. */
+	/* Torn writes: each write's first half lands after everything before
+	 * it, and so does each prefix of its whole 4 KiB blocks (at most
+	 * TEAR_POINTS of them, evenly spread): one write may carry several
+	 * files' blocks (gather.c), and a power cut may keep any of them. */
 	for (unsigned j = 0; r >= 0 && j < ep->k; j++) {
-		uint64_t half = ep->w[j]->len / 2 / SECTOR * SECTOR;
+		uint64_t len = ep->w[j]->len, blocks = len / TEAR_BLOCK;
+		uint64_t step = blocks > TEAR_POINTS ? (blocks + TEAR_POINTS - 1) / TEAR_POINTS : 1;
 
-		if (!half || (ep->w[j]->flags & 4))
+		if (ep->w[j]->flags & 4)
 			continue;
-		for (unsigned i = 0; i < j; i++)
-			apply(ep->o, ep->w[i], ep->w[i]->len);
-		apply(ep->o, ep->w[j], half);
-		r = run_state(ep);
+		r = run_torn(ep, j, len / 2 / SECTOR * SECTOR);
+		for (uint64_t b = step; r >= 0 && b < blocks; b += step)
+			if (b * TEAR_BLOCK != len / 2 / SECTOR * SECTOR)
+				r = run_torn(ep, j, b * TEAR_BLOCK);
 	}
 	return r;
 }
