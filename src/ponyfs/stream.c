@@ -73,8 +73,8 @@ static void stream_unref(struct ponyfs *fs, struct ponyfs_stream *s)
 {
 	if (--s->refs)
 		return;
-	for (unsigned i = 0; i < STREAM_BUFS; i++)
-		free(s->buf[i].data);
+	for (unsigned i = 0; i < STREAM_BUFS; i += 2)
+		ponyfs_slab_unmap(s->buf[i].data);      /* buffers i and i + 1 */
 	fs->stream_bytes -= (uint64_t)STREAM_BUFS * PONYFS_IO_BLOCKS * BS;
 	fs->streams--;
 	free(s);
@@ -134,12 +134,19 @@ static struct ponyfs_stream *stream_new_locked(struct ponyfs *fs, struct ponyfs_
 		return NULL;
 	s->fs = fs;
 	s->refs = 1;
+	/* Two buffers a 2 MiB slab, a huge page where the host has one
+	 * (pages.c): a buffer of scattered 4 KiB pages is a direct read of
+	 * 256 segments, more than the virtio disk takes in one request. */
 	for (unsigned i = 0; i < STREAM_BUFS; i++) {
 		s->buf[i].s = s;
 		s->buf[i].state = STREAM_IDLE;
-		if (!(s->buf[i].data = util_aligned_alloc((size_t)PONYFS_IO_BLOCKS * BS))) {
-			while (i--)
-				free(s->buf[i].data);
+		s->buf[i].data = i % 2 ? s->buf[i - 1].data + (size_t)PONYFS_IO_BLOCKS * BS :
+					 ponyfs_slab_map();
+		if (!s->buf[i].data) {
+			while (i >= 2) {
+				i -= 2;
+				ponyfs_slab_unmap(s->buf[i].data);
+			}
 			free(s);
 			return NULL;
 		}
