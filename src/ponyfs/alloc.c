@@ -169,6 +169,8 @@ void ponyfs_free_committed_locked(struct ponyfs *fs)
 	 * (read.c): they finish first. None can start meanwhile, since a
 	 * read takes the reuse lock only while it holds fs->lock. */
 	if (fs->npending) {
+		/* Nor may a stream's buffer read before now answer (stream.c). */
+		ponyfs_stream_gen_bump_locked(fs);
 		pthread_rwlock_wrlock(&fs->reuse_lock);
 		pthread_rwlock_unlock(&fs->reuse_lock);
 	}

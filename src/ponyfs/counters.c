@@ -15,18 +15,24 @@ int ponyfs_counters(struct vfs *v, char *buf, size_t size)
 {
 	struct ponyfs *fs = ponyfs_of(v);
 	struct ponyfs_stats s;
+	uint64_t sbytes, speak;
 	int broken;
 
 	ponyfs_get_stats(v, &s);
 	pthread_mutex_lock(&fs->lock);
 	broken = fs->broken;
 	pthread_mutex_unlock(&fs->lock);
+	pthread_mutex_lock(&fs->stream_lock);
+	sbytes = fs->stream_bytes;
+	speak = fs->stream_bytes_peak;
+	pthread_mutex_unlock(&fs->stream_lock);
 	return snprintf(buf, size,
 			"commits %llu\nextent_walks %llu\ndata_blocks_written %llu\n"
 			"data_flushes %llu\nwritebacks %llu\ncsum_errors %llu\ndirty_bytes %llu\n"
 			"overwrite_loans %llu\nmeta_chunks %llu\nspace_commits %llu\n"
 			"checkpoints %llu\ncache_slab_bytes %llu\nrow_hits %llu\nrow_misses %llu\n"
-			"blocks_cached %llu\nbound_writebacks %llu\ncommit_error %s\n",
+			"blocks_cached %llu\nbound_writebacks %llu\nstream_hits %llu\n"
+			"stream_bytes %llu\nstream_bytes_peak %llu\ncommit_error %s\n",
 			(unsigned long long)s.commits, (unsigned long long)s.extent_walks,
 			(unsigned long long)s.data_blocks_written,
 			(unsigned long long)s.data_flushes, (unsigned long long)s.writebacks,
@@ -37,5 +43,7 @@ int ponyfs_counters(struct vfs *v, char *buf, size_t size)
 			(unsigned long long)s.cache_slab_bytes, (unsigned long long)s.row_hits,
 			(unsigned long long)s.row_misses, (unsigned long long)s.blocks_cached,
 			(unsigned long long)s.bound_writebacks,
+			(unsigned long long)__atomic_load_n(&fs->stream_hits, __ATOMIC_RELAXED),
+			(unsigned long long)sbytes, (unsigned long long)speak,
 			broken ? ponyfs_errno_name(broken) : "none");
 }

@@ -144,6 +144,7 @@ void ponyfs_inode_drop_locked(struct ponyfs *fs, struct ponyfs_inode *in)
 	pages_free(fs, in, 0);
 	fs->reserved -= in->falloc_res;
 	ponyfs_crypt_close(in);
+	ponyfs_stream_stop_locked(fs, in);
 	free(in->falloc);
 	free(in->pages);
 	free(in);

@@ -149,6 +149,7 @@ struct ponyfs_inode {
 	/* Read-ahead (readahead.c): where the last read ended, and how far
 	 * the image has been hinted (bytes of the file). */
 	uint64_t ra_next, ra_until;
+	struct ponyfs_stream *stream;   /* its buffers while read sequentially (stream.c) */
 };
 
 /* An open file; every one is on fs->handles, so unmount can free them. */
@@ -367,6 +368,17 @@ struct ponyfs {
 	uint64_t reads_redone;          /* under lock: unlocked reads the locked path redid (tests) */
 	uint64_t reads_direct;          /* atomic: encrypted chunks read around the host's cache (tests) */
 	bool crypt_direct;              /* atomic: the last such read went around it (read.c) */
+	/* Sequential readers' buffers (stream.c): all below under stream_lock
+	 * (taken inside fs->lock, never around it), but the ring (set under
+	 * fs->lock) and stream_hits (atomic). */
+	pthread_mutex_t stream_lock;
+	pthread_cond_t stream_cond;     /* a buffer's read completed */
+	struct acall_ring *stream_ring;
+	bool stream_failed;
+	unsigned streams;
+	uint64_t stream_bytes, stream_bytes_peak;
+	uint64_t stream_gen;            /* commits that made freed blocks allocatable */
+	uint64_t stream_hits;           /* blocks READs took from the buffers */
 	struct ponyfs_crypt_out *crypt_out;
 	/* Errors seen (badblocks.c), under lock; the scrub pass (scrub.c). */
 	struct ponyfs_bad *bad;
@@ -545,6 +557,7 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 struct ponyfs_ra_run { uint64_t pblock, n; };
 struct ponyfs_readahead {
 	bool stream;                    /* the read follows the last: drop behind it */
+	bool buffered;                  /* ... and its stream's buffers answer it (stream.c) */
 	unsigned n;
 	struct ponyfs_ra_run run[PONYFS_RA_RUNS];
 };
@@ -553,6 +566,32 @@ void ponyfs_readahead_plan_locked(struct ponyfs *fs, struct ponyfs_inode *in, ui
 void ponyfs_readahead_issue(struct ponyfs *fs, const struct ponyfs_readahead *ra);
 void ponyfs_readahead_drop(struct ponyfs *fs, const struct ponyfs_readahead *ra, uint64_t pblock,
 			   uint64_t n);
+/*
+ * A plain file read sequentially (stream.c): its next blocks read into
+ * buffers ahead of its READs, around the host's cache, several at once.
+ * ahead (under the lock, from the read-ahead plan of a read that follows
+ * the last one at off) makes the stream and fills its spent buffers,
+ * false when the file gets none (encrypted, PONYFS_STREAM_BYTES_MAX in
+ * use); get and put pin it for an unlocked READ, whose copy fills its
+ * plan's runs into to (chunk from file block first) from the buffers and
+ * reads the rest around the cache, to be checked as any read's; stop (a
+ * read that does not follow, the last close, the inode's end) lets its
+ * buffers go; gen_bump (a commit) makes every buffer filled before it
+ * unusable, since blocks freed may now be reused.
+ */
+#define PONYFS_STREAM_BYTES_MAX (64ull << 20)   /* all streams' buffers (docs/ponyfs-format.md) */
+#define PONYFS_STREAM_MIN_READ (128u << 10)     /* smaller reads get no buffers */
+/* n volume blocks at pblock, for file blocks from fblk on. */
+struct ponyfs_read_run { uint64_t fblk, pblock, n; };
+struct ponyfs_stream;
+bool ponyfs_stream_ahead_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t off);
+struct ponyfs_stream *ponyfs_stream_get_locked(struct ponyfs *fs, struct ponyfs_inode *in);
+void ponyfs_stream_put(struct ponyfs *fs, struct ponyfs_stream *s);
+int ponyfs_stream_copy(struct ponyfs *fs, struct ponyfs_stream *s,
+		       const struct ponyfs_read_run *run, unsigned nrun, uint64_t first, uint8_t *to);
+void ponyfs_stream_stop_locked(struct ponyfs *fs, struct ponyfs_inode *in);
+void ponyfs_stream_gen_bump_locked(struct ponyfs *fs);
+void ponyfs_streams_done(struct ponyfs *fs);
 /* The file's blocks [first, first+n) as on disk, checked (holes and cut-off blocks are zeros). */
 int ponyfs_disk_read_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t first, uint64_t n,
 			    uint8_t *buf);

@@ -418,9 +418,11 @@ static int release_inode_locked(struct ponyfs *fs, struct ponyfs_handle *h)
 	if (!in->writers && in->trunc_pending)
 		r = ponyfs_writeback_locked(fs, in);
 	if (!in->opens) {
-		int q = !in->orphan ? 0 : ponyfs_sql_int(fs, &nlink, "SELECT nlink FROM inodes "
-							 "WHERE ino = ?1", 1, (int64_t)in->ino);
+		int q;
 
+		ponyfs_stream_stop_locked(fs, in);      /* its buffers: closed, no more reads */
+		q = !in->orphan ? 0 : ponyfs_sql_int(fs, &nlink, "SELECT nlink FROM inodes "
+						     "WHERE ino = ?1", 1, (int64_t)in->ino);
 		if (q >= 0 && nlink == 0 && ponyfs_txn_begin_locked(fs) >= 0)
 			return ponyfs_inode_delete_locked(fs, in->ino);
 		ponyfs_inode_put_locked(fs, in);

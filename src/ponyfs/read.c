@@ -36,12 +36,10 @@
 
 #include "internal.h"
 
-/* A run of the plan: n blocks at pblock, for the read's blocks from fblk on. */
-struct read_run { uint64_t fblk, pblock, n; };
 
 /* What a chunk of a read needs from the disk, decided under the lock. */
 struct read_plan {
-	struct read_run run[PONYFS_IO_BLOCKS];
+	struct ponyfs_read_run run[PONYFS_IO_BLOCKS];
 	unsigned nrun;
 	uint32_t csum[PONYFS_IO_BLOCKS];       /* per block of the chunk, for disk blocks */
 	uint8_t seal[PONYFS_IO_BLOCKS][PONYFS_SEAL_BYTES - 4];  /* GCM nonce and tag */
@@ -87,7 +85,7 @@ static void plan_extent(struct read_plan *p, const struct ponyfs_inode *in, bool
 			continue;
 		}
 		k = MIN(n, cached - blk) - i;
-		p->run[p->nrun++] = (struct read_run){ blk + i, pblock + i, k };
+		p->run[p->nrun++] = (struct ponyfs_read_run){ blk + i, pblock + i, k };
 		i += k;
 	}
 }
@@ -174,11 +172,11 @@ static int block_decrypt(struct ponyfs *fs, struct ponyfs_inode *in, struct cryp
  * repaired from the volume's redundancy first.
  */
 static int runs_read(struct ponyfs *fs, struct ponyfs_inode *in, struct crypt_contents *cipher,
-		     bool locked, bool fetched, const struct read_plan *p, const struct read_run *run,
+		     bool locked, bool fetched, const struct read_plan *p, const struct ponyfs_read_run *run,
 		     unsigned nrun, uint64_t first, uint8_t *to)
 {
 	for (unsigned i = 0; i < nrun; i++) {
-		const struct read_run *r = &run[i];
+		const struct ponyfs_read_run *r = &run[i];
 		uint8_t *at = to + (r->fblk - first) * BS;
 		int e = fetched ? 0 : bdev_pread(fs->data, at, r->n * BS, r->pblock * BS);
 
@@ -223,7 +221,7 @@ static int runs_fetch_direct(struct ponyfs *fs, const struct read_plan *p, uint6
 	int all = 1;
 
 	for (unsigned i = 0; i < p->nrun; i++) {
-		const struct read_run *r = &p->run[i];
+		const struct ponyfs_read_run *r = &p->run[i];
 		int e = bdev_pread_direct(fs->data, to + (r->fblk - first) * BS, r->n * BS,
 					  r->pblock * BS);
 
@@ -267,7 +265,7 @@ struct read_share {
 	uint64_t first;
 	uint8_t *to;
 	bool fetched;                   /* the pieces' blocks are in to: check and decrypt */
-	struct read_run piece[PONYFS_IO_BLOCKS / SHARE_BLOCKS + PONYFS_IO_BLOCKS];
+	struct ponyfs_read_run piece[PONYFS_IO_BLOCKS / SHARE_BLOCKS + PONYFS_IO_BLOCKS];
 	unsigned npiece;
 	_Atomic unsigned next;          /* the next piece to take */
 	_Atomic int err;                /* the first failure: the others stop */
@@ -307,10 +305,10 @@ static uint64_t plan_pieces(const struct read_plan *p, struct read_share *s)
 
 	s->npiece = 0;
 	for (unsigned i = 0; i < p->nrun; i++) {
-		const struct read_run *r = &p->run[i];
+		const struct ponyfs_read_run *r = &p->run[i];
 
 		for (uint64_t k = 0; k < r->n; k += SHARE_BLOCKS)
-			s->piece[s->npiece++] = (struct read_run){ r->fblk + k, r->pblock + k,
+			s->piece[s->npiece++] = (struct ponyfs_read_run){ r->fblk + k, r->pblock + k,
 								   MIN((uint64_t)SHARE_BLOCKS, r->n - k) };
 		total += r->n;
 	}
@@ -365,6 +363,7 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 	_cleanup_(freep) struct read_share *share = NULL;
 	struct crypt_contents *cipher = NULL;
 	struct ponyfs_readahead ra = { .stream = false, .n = 0 };
+	struct ponyfs_stream *stream = NULL;
 	size_t done = 0;
 	ssize_t r = 0;
 
@@ -397,6 +396,10 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 			pthread_mutex_lock(&fs->lock);
 		}
 	}
+	/* A plain file's stream: its READs answered from buffers read ahead
+	 * (none unless readahead.c judged it a stream of its own). */
+	if (ra.buffered)
+		stream = ponyfs_stream_get_locked(fs, in);
 	while (r >= 0 && !fs->shut_down && done < size && off + done < in->size) {
 		uint64_t pos = off + done, first = pos / BS;
 		size_t want = (size_t)MIN((uint64_t)(size - done), in->size - pos);
@@ -418,9 +421,15 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 		if (plan->nrun) {
 			pthread_rwlock_rdlock(&fs->reuse_lock);
 			pthread_mutex_unlock(&fs->lock);
-			direct = cipher && n >= DIRECT_MIN_BLOCKS;
-			fetched = direct ? runs_fetch_direct(fs, plan, first, to) : 0;
-			if (fetched >= 0 && direct) {
+			/* A stream's runs all land in to: from its buffers, or read
+			 * around the cache there (stream.c); checked below. */
+			direct = (cipher && n >= DIRECT_MIN_BLOCKS) || stream;
+			if (stream)
+				fetched = ponyfs_stream_copy(fs, stream, plan->run, plan->nrun, first, to);
+			else
+				fetched = direct ? runs_fetch_direct(fs, plan, first, to) : 0;
+			fetched = stream && fetched >= 0 ? 1 : fetched;
+			if (fetched >= 0 && direct && !stream) {
 				__atomic_store_n(&fs->crypt_direct, fetched == 1, __ATOMIC_RELAXED);
 				__atomic_add_fetch(&fs->reads_direct, (uint64_t)fetched, __ATOMIC_RELAXED);
 			}
@@ -451,6 +460,7 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 	pthread_mutex_unlock(&fs->lock);
 	__atomic_store_n(&fs->read_end_ns, util_now_ns(), __ATOMIC_RELAXED);
 	__atomic_sub_fetch(&fs->reads_in_flight, 1, __ATOMIC_RELAXED);
+	ponyfs_stream_put(fs, stream);
 	crypt_contents_free(cipher);
 	if (share)
 		crypt_contents_free(share->cipher[1]);

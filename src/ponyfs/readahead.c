@@ -50,14 +50,26 @@ void ponyfs_readahead_plan_locked(struct ponyfs *fs, struct ponyfs_inode *in, ui
 {
 	uint64_t end = off + size, from, to, blk, last;
 	bool follows = in->ra_next && off + RA_SLACK >= in->ra_next && off <= in->ra_next + RA_SLACK;
+	bool exact = off == in->ra_next;        /* a reader's own next read, not a neighbour's */
 
 	ra->n = 0;
 	ra->stream = follows;
+	ra->buffered = false;
 	if (!follows) {                 /* a new stream, or none: hints wait for the next read */
 		in->ra_next = in->ra_until = end;
+		ponyfs_stream_stop_locked(fs, in);
 		return;
 	}
 	in->ra_next = MAX(in->ra_next, end);
+	/* A plain file's stream reads ahead into buffers of its own instead
+	 * (stream.c), once its reads are large or exactly contiguous (then
+	 * all that follow, out of order too): small reads merely near each
+	 * other are a random reader's (fio's 4 KiB reads at depth), whom the
+	 * hints and the host's cache serve better. */
+	ra->buffered = (size >= PONYFS_STREAM_MIN_READ || exact || in->stream) &&
+		       ponyfs_stream_ahead_locked(fs, in, off);
+	if (ra->buffered)
+		return;
 	from = MAX(in->ra_until, end);
 	to = MIN(in->size, end + RA_WINDOW);
 	if (to <= from || (to - from < RA_STEP && to < in->size))

@@ -253,6 +253,7 @@ void ponyfs_destroy(struct vfs *v)
 			ponyfs_inode_drop_locked(fs, fs->hash[i]);
 	ponyfs_crypt_done(fs);
 	pthread_mutex_unlock(&fs->lock);
+	ponyfs_streams_done(fs);
 	ponyfs_pages_done(fs);
 	ponyfs_gather_done(fs);
 	ponyfs_finalize_all(fs);
@@ -267,6 +268,8 @@ void ponyfs_destroy(struct vfs *v)
 	pthread_cond_destroy(&fs->timer_cond);
 	pthread_mutex_destroy(&fs->lock);
 	pthread_rwlock_destroy(&fs->reuse_lock);
+	pthread_cond_destroy(&fs->stream_cond);
+	pthread_mutex_destroy(&fs->stream_lock);
 	free(fs);
 }
 
@@ -360,6 +363,8 @@ int ponyfs_mount(struct bdev *meta, struct bdev *data, const struct ponyfs_optio
 	fs->dirty_max = opts && opts->dirty_max ? opts->dirty_max : default_dirty_max();
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_rwlock_init(&fs->reuse_lock, NULL);
+	pthread_mutex_init(&fs->stream_lock, NULL);
+	pthread_cond_init(&fs->stream_cond, NULL);
 	pthread_cond_init(&fs->timer_cond, NULL);
 	r = ponyfs_gates_open(fs, meta, data);
 	if (r >= 0)
