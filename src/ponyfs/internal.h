@@ -366,7 +366,8 @@ struct ponyfs {
 	bool helper_failed;
 	uint64_t helper_jobs;           /* atomic: jobs handed to the helper (tests) */
 	uint64_t reads_redone;          /* under lock: unlocked reads the locked path redid (tests) */
-	uint64_t reads_direct;          /* atomic: encrypted chunks read around the host's cache (tests) */
+	uint64_t reads_direct;          /* atomic: chunks read around the host's cache
+					 * by a READ itself, not a stream's buffers (tests) */
 	bool crypt_direct;              /* atomic: the last such read went around it (read.c) */
 	/* Sequential readers' buffers (stream.c): all below under stream_lock
 	 * (taken inside fs->lock, never around it), but the ring (set under

@@ -383,21 +383,24 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 			share = NULL;
 		}
 	}
-	/* An encrypted file's blocks are read around the host's page cache
-	 * (runs_fetch_direct()) once that works: a hint would fill it for
-	 * nothing, and read the disk twice. */
-	if (r >= 0 && !fs->shut_down && off < in->size &&
-	    !(cipher && size >= DIRECT_MIN_BLOCKS * BS &&
-	      __atomic_load_n(&fs->crypt_direct, __ATOMIC_RELAXED))) {
+	if (r >= 0 && !fs->shut_down && off < in->size) {
 		ponyfs_readahead_plan_locked(fs, in, off, size, &ra);
+		/* An encrypted file's large reads go around the host's page
+		 * cache (a stream's buffers, or runs_fetch_direct()) once that
+		 * works: a hint would fill it for nothing, and read the disk
+		 * twice. */
+		if (cipher && size >= DIRECT_MIN_BLOCKS * BS &&
+		    __atomic_load_n(&fs->crypt_direct, __ATOMIC_RELAXED))
+			ra.n = 0;
 		if (ra.n) {     /* the kernel queues the reads; no waiting under the lock */
 			pthread_mutex_unlock(&fs->lock);
 			ponyfs_readahead_issue(fs, &ra);
 			pthread_mutex_lock(&fs->lock);
 		}
 	}
-	/* A plain file's stream: its READs answered from buffers read ahead
-	 * (none unless readahead.c judged it a stream of its own). */
+	/* A stream: its READs answered from buffers read ahead (none unless
+	 * readahead.c judged it a stream of its own); an encrypted file's
+	 * hold its ciphertext, checked and decrypted in to as any run. */
 	if (ra.buffered)
 		stream = ponyfs_stream_get_locked(fs, in);
 	while (r >= 0 && !fs->shut_down && done < size && off + done < in->size) {

@@ -61,7 +61,7 @@ void ponyfs_readahead_plan_locked(struct ponyfs *fs, struct ponyfs_inode *in, ui
 		return;
 	}
 	in->ra_next = MAX(in->ra_next, end);
-	/* A plain file's stream reads ahead into buffers of its own instead
+	/* A stream reads ahead into buffers of its own instead
 	 * (stream.c), once its reads are large or exactly contiguous (then
 	 * all that follow, out of order too): small reads merely near each
 	 * other are a random reader's (fio's 4 KiB reads at depth), whom the

@@ -1,8 +1,9 @@
 /*
- * stream.c - a plain file read sequentially: its next blocks read from the
+ * stream.c - a file read sequentially: its next blocks read from the
  * image around the host's page cache, several MiB ahead of its READs and
  * several at once, into buffers of the stream's own that the READs then
- * copy from.
+ * copy from. An encrypted file's buffers hold its ciphertext, which each
+ * READ checks and decrypts as it would a block it read itself.
  *
  * Why (BENCHMARKS.md, sessions 33-37): a cold sequential read through the
  * mount was CPU-bound in the daemon, a third of it the image's page cache
@@ -202,7 +203,7 @@ bool ponyfs_stream_ahead_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint
 	uint64_t blk, last = DIV_ROUND_UP(MIN(in->size, in->ra_next + STREAM_WINDOW), BS);
 	unsigned i = 0;
 
-	if (in->crypt.on || !(ring = stream_ring_locked(fs)))
+	if (!(ring = stream_ring_locked(fs)))
 		return false;
 	pthread_mutex_lock(&fs->stream_lock);
 	s = in->stream ? in->stream : stream_new_locked(fs, in);
@@ -320,6 +321,7 @@ int ponyfs_stream_copy(struct ponyfs *fs, struct ponyfs_stream *s,
 				e = bdev_pread_direct(fs->data, at, k * BS, (r->pblock + j) * BS);
 				if (e < 0)
 					return e;
+				__atomic_add_fetch(&fs->reads_direct, (uint64_t)e, __ATOMIC_RELAXED);
 				j += k;
 				continue;
 			}

@@ -45,6 +45,14 @@ static int setup_file(void **state)
 
 enum { NBLK = 37, TAIL = 1234, SIZE = NBLK * 4096 + TAIL };
 
+/* Reads that went around the host's cache: direct ones, and blocks a
+ * stream's buffers answered (stream.c). */
+static uint64_t reads_around(struct ponyfs *p)
+{
+	return __atomic_load_n(&p->reads_direct, __ATOMIC_RELAXED) +
+	       __atomic_load_n(&p->stream_hits, __ATOMIC_RELAXED);
+}
+
 static void reads_at_every_alignment(struct fixture *f, enum crypt_mode mode)
 {
 	static uint8_t data[SIZE];
@@ -64,7 +72,7 @@ static void reads_at_every_alignment(struct fixture *f, enum crypt_mode mode)
 	remount(f);             /* nothing of it cached */
 	add_key(f->fs, id);
 	p = ponyfs_of(f->fs);
-	direct = __atomic_load_n(&p->reads_direct, __ATOMIC_RELAXED);
+	direct = reads_around(p);
 	assert_int_equal(test_open(f->fs, "enc/f", O_RDONLY, &ino, &fh), 0);
 	for (size_t i = 0; i < ARRAY_SIZE(offs); i++) {
 		for (size_t j = 0; j < ARRAY_SIZE(lens); j++) {
@@ -76,11 +84,15 @@ static void reads_at_every_alignment(struct fixture *f, enum crypt_mode mode)
 			assert_memory_equal(buf, data + offs[i], want);
 		}
 	}
-	/* Around the cache, and never read again under the lock. */
-	assert_true(__atomic_load_n(&p->reads_direct, __ATOMIC_RELAXED) > direct);
+	/* Around the cache (directly, or from the stream's buffers, which
+	 * hold the ciphertext), and never read again under the lock. */
+	assert_true(reads_around(p) > direct);
 	assert_int_equal(p->reads_redone, 0);
-	/* A small read (a random reader's) goes through the host's cache,
-	 * whose readahead of the image answers the next ones. */
+	/* A small read (a random reader's: opened anew, so no stream of the
+	 * reads above is left) goes through the host's cache, whose
+	 * readahead of the image answers the next ones. */
+	assert_int_equal(VFS_CALL(f->fs, release, ino, fh), 0);
+	assert_int_equal(test_open(f->fs, "enc/f", O_RDONLY, &ino, &fh), 0);
 	direct = __atomic_load_n(&p->reads_direct, __ATOMIC_RELAXED);
 	assert_int_equal(VFS_CALL(f->fs, read, ino, fh, buf, 4096, 8 * 4096), 4096);
 	assert_memory_equal(buf, data + 8 * 4096, 4096);
@@ -97,6 +109,50 @@ static void test_xts_reads_at_every_alignment(void **state)
 static void test_gcm_reads_at_every_alignment(void **state)
 {
 	reads_at_every_alignment(*state, CRYPT_MODE_AES_256_GCM);
+}
+
+/*
+ * An encrypted file read sequentially: a stream's buffers, read ahead
+ * around the host's cache (stream.c), hold its ciphertext, and its READs
+ * check and decrypt what they take from them.
+ */
+static void stream_reads(struct fixture *f, enum crypt_mode mode)
+{
+	enum { FILE_BYTES = 6 << 20, PIECE = 256 << 10 };
+	static uint8_t data[FILE_BYTES];
+	uint8_t *buf = aligned_alloc(4096, PIECE);
+	struct ponyfs *p;
+	uint64_t ino, fh, hits;
+	uint8_t id[16];
+
+	assert_non_null(buf);
+	test_fill(data, sizeof(data), 29);
+	enc_dir(f->fs, mode, id);
+	assert_int_equal(test_put(f->fs, "enc/big", data, sizeof(data)), 0);
+	remount(f);
+	add_key(f->fs, id);
+	p = ponyfs_of(f->fs);
+	hits = __atomic_load_n(&p->stream_hits, __ATOMIC_RELAXED);
+	assert_int_equal(test_open(f->fs, "enc/big", O_RDONLY, &ino, &fh), 0);
+	for (size_t off = 0; off < sizeof(data); off += PIECE) {
+		memset(buf, 0xa5, PIECE);
+		assert_int_equal(VFS_CALL(f->fs, read, ino, fh, buf, PIECE, (off_t)off), PIECE);
+		assert_memory_equal(buf, data + off, PIECE);
+	}
+	assert_int_equal(VFS_CALL(f->fs, release, ino, fh), 0);
+	assert_true(__atomic_load_n(&p->stream_hits, __ATOMIC_RELAXED) > hits);
+	assert_int_equal(p->reads_redone, 0);
+	free(buf);
+}
+
+static void test_xts_stream_reads(void **state)
+{
+	stream_reads(*state, CRYPT_MODE_AES_256_XTS);
+}
+
+static void test_gcm_stream_reads(void **state)
+{
+	stream_reads(*state, CRYPT_MODE_AES_256_GCM);
 }
 
 /*
@@ -171,6 +227,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_gcm_reads_at_every_alignment, setup_file,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_xts_stream_reads, setup_file, teardown),
+		cmocka_unit_test_setup_teardown(test_gcm_stream_reads, setup_file, teardown),
 		cmocka_unit_test_setup_teardown(test_tamper_in_a_direct_read_is_eio, setup_file,
 						teardown_file),
 	};
