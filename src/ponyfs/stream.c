@@ -111,7 +111,6 @@ static void fetch_done(struct acall_ring *ring, struct acall_op *op, void *arg)
 static struct acall_ring *stream_ring_locked(struct ponyfs *fs)
 {
 	const struct acall_ring_params p = { .workers = STREAM_WORKERS, .path = ACALL_PATH_WORKERS };
-
 	uint8_t *probe;
 
 	if (fs->stream_ring || fs->stream_failed)

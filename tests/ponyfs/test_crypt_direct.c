@@ -53,6 +53,20 @@ static uint64_t reads_around(struct ponyfs *p)
 	       __atomic_load_n(&p->stream_hits, __ATOMIC_RELAXED);
 }
 
+/* name in a new directory of mode holding data (test_fill with seed),
+ * remounted so nothing of it is cached, its key added again. */
+static void encrypted_file_cold(struct fixture *f, enum crypt_mode mode, const char *name,
+				uint8_t *data, size_t len, unsigned seed)
+{
+	uint8_t id[16];
+
+	test_fill(data, len, seed);
+	enc_dir(f->fs, mode, id);
+	assert_int_equal(test_put(f->fs, name, data, len), 0);
+	remount(f);
+	add_key(f->fs, id);
+}
+
 static void reads_at_every_alignment(struct fixture *f, enum crypt_mode mode)
 {
 	static uint8_t data[SIZE];
@@ -63,14 +77,9 @@ static void reads_at_every_alignment(struct fixture *f, enum crypt_mode mode)
 	uint8_t *buf = aligned_alloc(4096, ROUND_UP((size_t)SIZE, 4096));
 	struct ponyfs *p;
 	uint64_t ino, fh, direct;
-	uint8_t id[16];
 
 	assert_non_null(buf);
-	test_fill(data, sizeof(data), 21);
-	enc_dir(f->fs, mode, id);
-	assert_int_equal(test_put(f->fs, "enc/f", data, sizeof(data)), 0);
-	remount(f);             /* nothing of it cached */
-	add_key(f->fs, id);
+	encrypted_file_cold(f, mode, "enc/f", data, sizeof(data), 21);
 	p = ponyfs_of(f->fs);
 	direct = reads_around(p);
 	assert_int_equal(test_open(f->fs, "enc/f", O_RDONLY, &ino, &fh), 0);
@@ -123,14 +132,9 @@ static void stream_reads(struct fixture *f, enum crypt_mode mode)
 	uint8_t *buf = aligned_alloc(4096, PIECE);
 	struct ponyfs *p;
 	uint64_t ino, fh, hits;
-	uint8_t id[16];
 
 	assert_non_null(buf);
-	test_fill(data, sizeof(data), 29);
-	enc_dir(f->fs, mode, id);
-	assert_int_equal(test_put(f->fs, "enc/big", data, sizeof(data)), 0);
-	remount(f);
-	add_key(f->fs, id);
+	encrypted_file_cold(f, mode, "enc/big", data, sizeof(data), 29);
 	p = ponyfs_of(f->fs);
 	hits = __atomic_load_n(&p->stream_hits, __ATOMIC_RELAXED);
 	assert_int_equal(test_open(f->fs, "enc/big", O_RDONLY, &ino, &fh), 0);
