@@ -31,7 +31,8 @@
 #endif
 #endif
 
-/* Also the encrypted writeback's bounce buffers (crypt_data.c): a
+/* Also the encrypted writeback's bounce buffers (crypt_data.c) and the
+ * read streams' buffers (stream.c), two 1 MiB buffers to a slab: a
  * buffer in one huge page reaches the disk as one segment, where 256
  * scattered 4 KiB pages were split into two requests on the way (the
  * virtio disk takes 254 segments) and wrote at half a slab's rate. */
