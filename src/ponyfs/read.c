@@ -377,10 +377,12 @@ static bool refs_take(struct ponyfs *fs, struct ponyfs_stream *s, const struct r
 		const struct ponyfs_read_run *r = &p->run[i];
 
 		for (uint64_t j = 0; j < r->n;) {
-			const struct ponyfs_stream_ref *ref = &hold->ref[hold->nref].sref;
+			const struct ponyfs_stream_ref *ref;
 
-			if (hold->nref == PONYFS_READ_REFS_MAX ||
-			    !ponyfs_stream_ref(fs, s, r->pblock + j, r->n - j, &hold->ref[hold->nref].sref))
+			if (hold->nref == PONYFS_READ_REFS_MAX)
+				goto undo;
+			ref = &hold->ref[hold->nref].sref;
+			if (!ponyfs_stream_ref(fs, s, r->pblock + j, r->n - j, &hold->ref[hold->nref].sref))
 				goto undo;
 			hold->ref[hold->nref++].at = at + (size_t)(r->fblk - first + j) * BS;
 			for (uint64_t k = 0; k < ref->n; k++)
