@@ -3,8 +3,8 @@
  * work at all, to measure the best any FUSE filesystem can do on this
  * machine for the union rows (untar, rm -rf, stat of a tree). Names and
  * attributes live in memory (a hash of (parent, name) and a node array);
- * file contents are not kept (reads return zeros). It uses every kernel
- * option that saves a round trip, whether or not a real filesystem could:
+ * file contents are not kept (reads return a fixed pattern). It uses every
+ * kernel option that saves a round trip, whether or not a real filesystem could:
  * day-long entry and attribute timeouts with negative entries, readdirplus
  * always, permission checks left to the daemon (none here), HANDLE_KILLPRIV,
  * and ENOSYS for OPEN, OPENDIR, CREATE, FLUSH and the xattr
@@ -432,16 +432,20 @@ static void fl_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	fuse_reply_write(req, size);
 }
 
+/* What every READ answers: a byte pattern written once at start, not
+ * untouched zeros, whose pages would all be the kernel's one zero page and
+ * make the reply's copy cheaper than any real filesystem's (bench/ponyfs's
+ * seq_read_vs_fuse_floor). */
+static char read_data[1 << 20];
+
 static void fl_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
-	static char zeros[1 << 20];
-
 	COUNT(R_READ);
 	off_t end = nodes[ino].st.st_size;
 
 	size = off >= end ? 0 : (size_t)(end - off) < size ? (size_t)(end - off) : size;
-	fuse_reply_buf(req, zeros, size < sizeof(zeros) ? size : sizeof(zeros));
+	fuse_reply_buf(req, read_data, size < sizeof(read_data) ? size : sizeof(read_data));
 }
 
 static void fl_nosys(fuse_req_t req)
@@ -784,6 +788,8 @@ int main(int argc, char **argv)
 		       ",default_permissions,allow_other,suid,dev" : ",default_permissions");
 	}
 	populate(dirs, per, rm, big);
+	for (size_t i = 0; i < sizeof(read_data); i++)
+		read_data[i] = (char)(i * 131 + 7);
 	umask(0);
 	if (ponyfuse_transport_new(&popts, &pf) < 0)
 		return 1;

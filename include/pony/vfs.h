@@ -30,8 +30,9 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
-#define VFS_OPS_VERSION 10
+#define VFS_OPS_VERSION 11
 #define VFS_ROOT_INO 1ull
 #define VFS_NO_FH UINT64_MAX    /* statx/setattr without an open file */
 
@@ -589,7 +590,22 @@ struct vfs_ops {
 	int (*badblock)(struct vfs *fs, uint32_t index, struct vfs_badblock *ret);
 	/* Starts, stops or asks about the passive scrub. */
 	int (*scrub)(struct vfs *fs, struct vfs_scrub *s);
+
+	/* -- reads without a copy (version 11) ------------------------------ */
+	/*
+	 * read() whose answer may lie partly in the instance's own buffers
+	 * (ponyfs: a stream's, already checked) instead of being copied into
+	 * buf: on n >= 0, iov[0 .. *ret_niov) (at most VFS_READ_IOV_MAX) hold
+	 * the n bytes in order, each piece in buf or in memory the instance
+	 * keeps unchanged until read_release(fs, *ret_hold), which the caller
+	 * must call once it has written the answer (*ret_hold NULL: nothing to
+	 * release). On -errno nothing is held. NULL: read() into buf.
+	 */
+	ssize_t (*read_iov)(struct vfs *fs, uint64_t ino, uint64_t fh, void *buf, size_t size,
+			    off_t offset, struct iovec *iov, unsigned *ret_niov, void **ret_hold);
+	void (*read_release)(struct vfs *fs, void *hold);
 };
+#define VFS_READ_IOV_MAX 17u
 
 /* The instance header: every instance embeds it first. */
 struct vfs {

@@ -375,6 +375,29 @@ static void req_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	ponyfuse_reply_vfs_read(req, ino, fi->fh, size, off);
 }
 
+/* A READ answered with pieces of the instance's own buffers where it has
+ * the data there (vfs read_iov): the kernel copies them into the page
+ * cache straight from there (fuse_reply_iov() writes them as one answer),
+ * and they are released once it has. */
+static void reply_vfs_read_iov(fuse_req_t req, uint64_t ino, uint64_t fh, uint8_t *buf,
+			       size_t size, off_t off)
+{
+	struct vfs *fs = fs_of(req);
+	struct iovec iov[VFS_READ_IOV_MAX];
+	unsigned niov = 0;
+	void *hold = NULL;
+	ssize_t n = fs->ops->read_iov(fs, ino, fh, buf, size, off, iov, &niov, &hold);
+
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else if (!niov)
+		fuse_reply_buf(req, NULL, 0);
+	else
+		fuse_reply_iov(req, iov, (int)niov);
+	if (hold)
+		fs->ops->read_release(fs, hold);
+}
+
 void ponyfuse_reply_vfs_read(fuse_req_t req, uint64_t ino, uint64_t fh, size_t size, off_t off)
 {
 	/* Page-aligned, so an instance can read into it around the host's
@@ -389,6 +412,10 @@ void ponyfuse_reply_vfs_read(fuse_req_t req, uint64_t ino, uint64_t fh, size_t s
 
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (fs_of(req)->ops->read_iov) {
+		reply_vfs_read_iov(req, ino, fh, buf, size, off);
 		return;
 	}
 	n = VFS_CALL(fs_of(req), read, ino, fh, buf, size, off);

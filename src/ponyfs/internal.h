@@ -371,7 +371,7 @@ struct ponyfs {
 	bool crypt_direct;              /* atomic: the last such read went around it (read.c) */
 	/* Sequential readers' buffers (stream.c): all below under stream_lock
 	 * (taken inside fs->lock, never around it), but the ring (set under
-	 * fs->lock) and stream_hits (atomic). */
+	 * fs->lock) and stream_hits and stream_refs (atomic). */
 	pthread_mutex_t stream_lock;
 	pthread_cond_t stream_cond;     /* a buffer's read completed */
 	struct acall_ring *stream_ring;
@@ -380,6 +380,7 @@ struct ponyfs {
 	uint64_t stream_bytes, stream_bytes_peak;
 	uint64_t stream_gen;            /* commits that made freed blocks allocatable */
 	uint64_t stream_hits;           /* blocks READs took from the buffers */
+	uint64_t stream_refs;           /* ... of them answered from there, no copy */
 	struct ponyfs_crypt_out *crypt_out;
 	/* Errors seen (badblocks.c), under lock; the scrub pass (scrub.c). */
 	struct ponyfs_bad *bad;
@@ -543,9 +544,30 @@ ssize_t ponyfs_write_locked(struct ponyfs *fs, struct ponyfs_inode *in, const vo
 int ponyfs_truncate_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t size);
 int ponyfs_writeback_locked(struct ponyfs *fs, struct ponyfs_inode *in);
 int ponyfs_writeback_all_locked(struct ponyfs *fs, bool skip_held);
-/* Reads (read.c): takes the lock itself, drops it for the I/O. */
+/* Reads (read.c): takes the lock itself, drops it for the I/O. With hold
+ * (vfs read_iov), whole chunks of a plain file's stream may be left in its
+ * buffers, pinned and checked, instead of copied into buf: release them
+ * with ponyfs_read_release() once the answer (ponyfs_read_hold_iov()) has
+ * been written. */
+#define PONYFS_READ_REFS_MAX 8u
+struct ponyfs_stream_ref {              /* a pin on a stream's buffer (ponyfs_stream_ref()) */
+	void *buf;                      /* stream.c's */
+	const uint8_t *data;            /* the first block's bytes */
+	uint64_t n;                     /* blocks */
+};
+struct ponyfs_read_hold {
+	struct ponyfs_stream *stream;   /* a reference, while refs pin its buffers */
+	unsigned nref;
+	struct {
+		size_t at;              /* where in the answer */
+		struct ponyfs_stream_ref sref;
+	} ref[PONYFS_READ_REFS_MAX];
+};
 ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_t size,
-		    uint64_t off);
+		    uint64_t off, struct ponyfs_read_hold *hold);
+unsigned ponyfs_read_hold_iov(const struct ponyfs_read_hold *hold, void *buf, size_t n,
+			      struct iovec *iov);
+void ponyfs_read_release(struct ponyfs *fs, struct ponyfs_read_hold *hold);
 /*
  * Read-ahead of the image (readahead.c). Under the lock, a read of [off,
  * off+size) that follows the file's last one plans the volume blocks of
@@ -590,6 +612,12 @@ struct ponyfs_stream *ponyfs_stream_get_locked(struct ponyfs *fs, struct ponyfs_
 void ponyfs_stream_put(struct ponyfs *fs, struct ponyfs_stream *s);
 int ponyfs_stream_copy(struct ponyfs *fs, struct ponyfs_stream *s,
 		       const struct ponyfs_read_run *run, unsigned nrun, uint64_t first, uint8_t *to);
+/* ref pins the filled buffer of s holding volume block pblock, for up to n
+ * blocks from it (ret->n), false when none holds it; unref unpins it,
+ * taken: its blocks went into an answer. */
+bool ponyfs_stream_ref(struct ponyfs *fs, struct ponyfs_stream *s, uint64_t pblock, uint64_t n,
+		       struct ponyfs_stream_ref *ret);
+void ponyfs_stream_unref(struct ponyfs *fs, const struct ponyfs_stream_ref *ref, bool taken);
 void ponyfs_stream_stop_locked(struct ponyfs *fs, struct ponyfs_inode *in);
 void ponyfs_stream_gen_bump_locked(struct ponyfs *fs);
 void ponyfs_streams_done(struct ponyfs *fs);

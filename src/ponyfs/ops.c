@@ -344,7 +344,41 @@ static ssize_t pf_read(struct vfs *v, uint64_t ino, uint64_t fh, void *buf, size
 {
 	if (off < 0)
 		return -EINVAL;
-	return ponyfs_read(ponyfs_of(v), handle_of(fh)->inode, buf, size, (uint64_t)off);
+	return ponyfs_read(ponyfs_of(v), handle_of(fh)->inode, buf, size, (uint64_t)off, NULL);
+}
+
+static ssize_t pf_read_iov(struct vfs *v, uint64_t ino, uint64_t fh, void *buf, size_t size,
+			   off_t off, struct iovec *iov, unsigned *ret_niov, void **ret_hold)
+{
+	struct ponyfs_read_hold *hold = calloc(1, sizeof(*hold));
+	ssize_t n;
+
+	if (off < 0 || !hold) {
+		free(hold);
+		return off < 0 ? -EINVAL : -ENOMEM;
+	}
+	n = ponyfs_read(ponyfs_of(v), handle_of(fh)->inode, buf, size, (uint64_t)off, hold);
+	if (n < 0 || !hold->nref) {
+		ponyfs_read_release(ponyfs_of(v), hold);
+		free(hold);
+		hold = NULL;
+	}
+	if (n < 0)
+		return n;
+	if (hold) {
+		*ret_niov = ponyfs_read_hold_iov(hold, buf, (size_t)n, iov);
+	} else {
+		iov[0] = (struct iovec){ buf, (size_t)n };
+		*ret_niov = n > 0;
+	}
+	*ret_hold = hold;
+	return n;
+}
+
+static void pf_read_release(struct vfs *v, void *hold)
+{
+	ponyfs_read_release(ponyfs_of(v), hold);
+	free(hold);
 }
 
 static ssize_t write_locked(struct ponyfs *fs, struct ponyfs_handle *h, const void *buf,
@@ -646,6 +680,8 @@ const struct vfs_ops ponyfs_ops = {
 	.open = pf_open,
 	.create = pf_create,
 	.read = pf_read,
+	.read_iov = pf_read_iov,
+	.read_release = pf_read_release,
 	.read_parallel = true,
 	.write = pf_write,
 	.flush = pf_flush,

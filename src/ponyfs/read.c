@@ -29,6 +29,7 @@
  * lets the host's cache drop the blocks it has read and checked; neither
  * for an encrypted file's blocks once its reads go around the cache.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -355,8 +356,79 @@ int ponyfs_disk_read_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t
 	return r < 0 ? r : plan_run(fs, in, in->cipher, true, false, plan, first, buf);
 }
 
+/*
+ * A chunk of a plain file's stream answered from the buffers themselves,
+ * not copied into the caller's: each run of p pinned where a buffer holds
+ * it (ponyfs_stream_ref()) and every block checked there against the
+ * plan's CRC32C, as read in place would be. The pins go into hold at at
+ * (the chunk's offset in the answer) and stay until the answer is written.
+ * The copy out of the buffers was a fifth of the daemon's CPU on a cold
+ * sequential read (BENCHMARKS.md, session 39). false, with nothing of this
+ * chunk pinned, when a block is in no filled buffer, hold is full, or a
+ * block fails its check: the chunk then takes the copying path, which
+ * reads, checks and repairs as ever.
+ */
+static bool refs_take(struct ponyfs *fs, struct ponyfs_stream *s, const struct read_plan *p,
+		      uint64_t first, size_t at, struct ponyfs_read_hold *hold)
+{
+	unsigned start = hold->nref;
+
+	for (unsigned i = 0; i < p->nrun; i++) {
+		const struct ponyfs_read_run *r = &p->run[i];
+
+		for (uint64_t j = 0; j < r->n;) {
+			const struct ponyfs_stream_ref *ref;
+
+			if (hold->nref == PONYFS_READ_REFS_MAX)
+				goto undo;
+			ref = &hold->ref[hold->nref].sref;
+			if (!ponyfs_stream_ref(fs, s, r->pblock + j, r->n - j, &hold->ref[hold->nref].sref))
+				goto undo;
+			hold->ref[hold->nref++].at = at + (size_t)(r->fblk - first + j) * BS;
+			for (uint64_t k = 0; k < ref->n; k++)
+				if (util_crc32c(0, ref->data + k * BS, BS) != p->csum[r->fblk - first + j + k])
+					goto undo;
+			j += ref->n;
+		}
+	}
+	return true;
+undo:
+	while (hold->nref > start)
+		ponyfs_stream_unref(fs, &hold->ref[--hold->nref].sref, false);
+	return false;
+}
+
+unsigned ponyfs_read_hold_iov(const struct ponyfs_read_hold *hold, void *buf, size_t n,
+			      struct iovec *iov)
+{
+	size_t pos = 0;
+	unsigned k = 0;
+
+	static_assert(2 * PONYFS_READ_REFS_MAX + 1 <= VFS_READ_IOV_MAX, "iov room");
+	for (unsigned i = 0; i < hold->nref; i++) {
+		size_t at = hold->ref[i].at, len = (size_t)hold->ref[i].sref.n * BS;
+
+		if (at > pos)
+			iov[k++] = (struct iovec){ (uint8_t *)buf + pos, at - pos };
+		iov[k++] = (struct iovec){ (void *)hold->ref[i].sref.data, len };
+		pos = at + len;
+	}
+	if (pos < n)
+		iov[k++] = (struct iovec){ (uint8_t *)buf + pos, n - pos };
+	return k;
+}
+
+void ponyfs_read_release(struct ponyfs *fs, struct ponyfs_read_hold *hold)
+{
+	for (unsigned i = 0; i < hold->nref; i++)
+		ponyfs_stream_unref(fs, &hold->ref[i].sref, true);
+	hold->nref = 0;
+	ponyfs_stream_put(fs, hold->stream);
+	hold->stream = NULL;
+}
+
 ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_t size,
-		    uint64_t off)
+		    uint64_t off, struct ponyfs_read_hold *hold)
 {
 	_cleanup_(freep) struct read_plan *plan = malloc(sizeof(*plan));
 	_cleanup_(freep) uint8_t *tmp = NULL;
@@ -411,7 +483,7 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 		/* Whole blocks go straight to the caller: one copy less. */
 		uint8_t *to = !skip && len == n * BS ? (uint8_t *)buf + done : tmp;
 		int fetched;
-		bool direct, ok;
+		bool direct, ok, refd;
 
 		/* Aligned, for the direct reads of an encrypted file's blocks. */
 		if (!to && !(to = tmp = util_aligned_alloc((size_t)PONYFS_IO_BLOCKS * BS))) {
@@ -427,7 +499,11 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 			/* A stream's runs all land in to: from its buffers, or read
 			 * around the cache there (stream.c); checked below. */
 			direct = (cipher && n >= DIRECT_MIN_BLOCKS) || stream;
-			if (stream)
+			refd = hold && stream && !cipher && to != tmp &&
+			       refs_take(fs, stream, plan, first, done, hold);
+			if (refd)
+				fetched = 1;
+			else if (stream)
 				fetched = ponyfs_stream_copy(fs, stream, plan->run, plan->nrun, first, to);
 			else
 				fetched = direct ? runs_fetch_direct(fs, plan, first, to) : 0;
@@ -437,8 +513,8 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 				__atomic_add_fetch(&fs->reads_direct, (uint64_t)fetched, __ATOMIC_RELAXED);
 			}
 			ok = fetched >= 0 &&
-			     (share ? plan_run_shared(fs, in, share, direct, plan, first, to)
-				    : plan_run(fs, in, cipher, false, direct, plan, first, to)) == 0;
+			     (refd || (share ? plan_run_shared(fs, in, share, direct, plan, first, to)
+					     : plan_run(fs, in, cipher, false, direct, plan, first, to)) == 0);
 			pthread_rwlock_unlock(&fs->reuse_lock);
 			for (unsigned i = 0; ok && fetched != 1 && i < plan->nrun; i++)
 				ponyfs_readahead_drop(fs, &ra, plan->run[i].pblock, plan->run[i].n);
@@ -463,7 +539,11 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 	pthread_mutex_unlock(&fs->lock);
 	__atomic_store_n(&fs->read_end_ns, util_now_ns(), __ATOMIC_RELAXED);
 	__atomic_sub_fetch(&fs->reads_in_flight, 1, __ATOMIC_RELAXED);
-	ponyfs_stream_put(fs, stream);
+	/* Pinned buffers keep their stream until the answer is written. */
+	if (hold && hold->nref)
+		hold->stream = stream;
+	else
+		ponyfs_stream_put(fs, stream);
 	crypt_contents_free(cipher);
 	if (share)
 		crypt_contents_free(share->cipher[1]);

@@ -31,6 +31,10 @@
  * the READ to the locked path, which reads the disk again and repairs from
  * the volume's redundancy.
  *
+ * A READ may also answer straight from a buffer (ponyfs_stream_ref(),
+ * read.c's refs_take()): its blocks are checked there, and the buffer,
+ * pinned (users) until the answer is written, is not read into again.
+ *
  * Memory: STREAM_BUFS buffers of 1 MiB a stream, STREAM_MAX streams at
  * once over the whole filesystem (PONYFS_STREAM_BYTES_MAX, 64 MiB, in
  * docs/ponyfs-format.md); a file streamed while that many are live falls back to
@@ -336,6 +340,37 @@ int ponyfs_stream_copy(struct ponyfs *fs, struct ponyfs_stream *s,
 	}
 	__atomic_add_fetch(&fs->stream_hits, hits, __ATOMIC_RELAXED);
 	return 0;
+}
+
+bool ponyfs_stream_ref(struct ponyfs *fs, struct ponyfs_stream *s, uint64_t pblock, uint64_t n,
+		       struct ponyfs_stream_ref *ret)
+{
+	struct stream_buf *b;
+
+	pthread_mutex_lock(&fs->stream_lock);
+	b = buf_find(fs, s, pblock);
+	pthread_mutex_unlock(&fs->stream_lock);
+	if (!b)
+		return false;
+	ret->buf = b;
+	ret->data = b->data + (pblock - b->pblock) * BS;
+	ret->n = MIN(n, b->pblock + b->n - pblock);
+	return true;
+}
+
+void ponyfs_stream_unref(struct ponyfs *fs, const struct ponyfs_stream_ref *ref, bool taken)
+{
+	struct stream_buf *b = ref->buf;
+
+	pthread_mutex_lock(&fs->stream_lock);
+	b->users--;
+	if (taken)
+		b->left -= MIN(b->left, ref->n);
+	pthread_mutex_unlock(&fs->stream_lock);
+	if (taken) {
+		__atomic_add_fetch(&fs->stream_hits, ref->n, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&fs->stream_refs, ref->n, __ATOMIC_RELAXED);
+	}
 }
 
 void ponyfs_streams_done(struct ponyfs *fs)

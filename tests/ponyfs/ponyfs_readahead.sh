@@ -2,7 +2,8 @@
 # ponyfs_readahead.sh - a plain file read sequentially through the mount
 # has its next blocks read ahead of its READs, around the host's cache,
 # into the stream's own buffers (stream.c): over a cold 96 MiB read most
-# blocks are answered from them (stream_hits), the image stays out of the
+# blocks are answered from them (stream_hits), most straight from there,
+# without a copy into the answer (stream_refs), the image stays out of the
 # host's cache, and the buffers' memory stays within its bound, also with
 # more streams at once than the bound allows (64 MiB: the rest read with
 # the hints, readahead.c) and is given back when the files are closed.
@@ -30,9 +31,11 @@ pony_mount "$T/img"
 before=$(images_cached "$T/img")
 cmp "$T/data" "$T/m/f" || fail "the file reads back different"
 hits=$(counter stream_hits) peak=$(counter stream_bytes_peak) now=$(counter stream_bytes)
+refs=$(counter stream_refs)
 after=$(images_cached "$T/img")
-echo "# stream: $hits of 24576 blocks from its buffers, buffers at most $peak B, $now B after the close; image cached $before -> $after B"
+echo "# stream: $hits of 24576 blocks from its buffers ($refs answered from there without a copy), buffers at most $peak B, $now B after the close; image cached $before -> $after B"
 [ "$hits" -ge 12288 ] || fail "only $hits of 24576 blocks answered from the stream's buffers"
+[ "$refs" -ge $((hits / 2)) ] || fail "only $refs of the $hits blocks from the buffers answered without a copy"
 [ "$peak" -le $((8 << 20)) ] && [ "$peak" -gt 0 ] || fail "one stream's buffers took $peak B"
 [ "$now" = 0 ] || fail "$now B of buffers kept after the file was closed"
 [ $((after - before)) -le $((8 << 20)) ] || fail "$((after - before)) B of the image cached by a stream"
