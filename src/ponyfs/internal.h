@@ -707,9 +707,14 @@ void ponyfs_bind_name(sqlite3_stmt *s, int i, const struct ponyfs_name *name);
 /* A statement of which whose ?1 is a directory and ?2 a name in it, bound. */
 sqlite3_stmt *ponyfs_name_stmt(struct ponyfs *fs, enum ponyfs_stmt which, uint64_t parent,
 			       const struct ponyfs_name *name);
-/* The inode name names in parent (-ENOENT), and its mode when ret_mode is given. */
-int ponyfs_dentry_ino_mode(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name,
-			   uint64_t *ret, mode_t *ret_mode);
+/* What a name in parent names (-ENOENT: no such name), from its row and its inode's. */
+struct ponyfs_dentry_target {
+	uint64_t ino;
+	mode_t mode;
+	uint32_t nlink;
+};
+int ponyfs_dentry_get(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name,
+		      struct ponyfs_dentry_target *ret);
 int ponyfs_dentry_ino(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name,
 		      uint64_t *ret);
 /* 0 when parent has no entry name, -EEXIST when it has, -errno when unknown. */
@@ -726,7 +731,8 @@ int ponyfs_dentry_set_ino(struct ponyfs *fs, uint64_t parent, const struct ponyf
 			  uint64_t ino);
 
 /* Namespace helpers (namei.c). */
-int ponyfs_inode_delete_locked(struct ponyfs *fs, uint64_t ino);
+/* linked: the row still counts the name just removed (namei.c). */
+int ponyfs_inode_delete_locked(struct ponyfs *fs, uint64_t ino, bool linked);
 int ponyfs_fill_attr_locked(struct ponyfs *fs, uint64_t ino, unsigned mask, struct statx *ret);
 int ponyfs_create_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
 			 const char *name, mode_t mode, dev_t rdev, const char *target,
