@@ -209,7 +209,7 @@ enum ponyfs_stmt {
 	ST_EXT_PREV, ST_EXT_RANGE, ST_EXT_DEL, ST_EXT_INS,
 	ST_FREE_FROM, ST_FREE_DEL, ST_FREE_INS, ST_FREE_PREV, ST_FREE_AT,
 	ST_LOOKUP, ST_READDIR, ST_READDIR_PLUS, ST_INODE_GET_BLOCKS, ST_CREATE_CHECK,
-	ST_DENTRY_ADD,
+	ST_DENTRY_ADD, ST_EXT_LAST,
 	ST_COUNT
 };
 
@@ -597,6 +597,13 @@ void ponyfs_streams_done(struct ponyfs *fs);
 int ponyfs_disk_read_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t first, uint64_t n,
 			    uint8_t *buf);
 int ponyfs_extents_remove_locked(struct ponyfs *fs, uint64_t ino, uint64_t first, uint64_t end);
+/* Where one extent lies: file blocks [foff, foff + nb) at volume block pblock. */
+struct ponyfs_ext_span { uint64_t foff, nb, pblock; };
+/* The last (highest) up to max extents of ino, into ret[]: how many, or -errno. */
+int ponyfs_extents_last(struct ponyfs *fs, uint64_t ino, struct ponyfs_ext_span *ret, size_t max);
+/* Removes those n extents of ino whole, their blocks freed at the commit. */
+int ponyfs_extents_drop_locked(struct ponyfs *fs, uint64_t ino, const struct ponyfs_ext_span *v,
+			       size_t n);
 /* Index in in->pages of the first page >= index. */
 size_t ponyfs_page_pos(const struct ponyfs_inode *in, uint64_t index);
 /* Writes k cached pages to blocks [p, p+k); *buf is scratch, allocated on first need

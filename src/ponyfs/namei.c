@@ -392,26 +392,27 @@ int ponyfs_inode_delete_locked(struct ponyfs *fs, uint64_t ino, bool linked)
 	struct ponyfs_cost c = { .run_bytes = DELETE_BATCH * PONYFS_EXT_ROW_BYTES,
 				 .free_cells = 3 * DELETE_BATCH,
 				 .frees = true };
-	int64_t first = 0, bytes = 0;
-	bool last = false;
-	int r = 0;
+	struct ponyfs_ext_span *batch = malloc(DELETE_BATCH * sizeof(*batch));
+	int64_t bytes = 0;
+	int r = batch ? DELETE_BATCH : -ENOMEM;
 
 	if (in)
 		ponyfs_inode_drop_locked(fs, in);
-	while (r >= 0 && !last) {
-		r = ponyfs_sql_int(fs, &first, "SELECT foff FROM extents WHERE ino = ?1 "
-				   "ORDER BY foff DESC LIMIT 1 OFFSET ?2", 2, (int64_t)ino,
-				   (int64_t)DELETE_BATCH - 1);
-		last = r == -ENOENT;
-		first = last ? 0 : first;
-		r = last ? 0 : r;
-		if (r >= 0)
+	/* A batch read in one statement, then reserved (a file without
+	 * extents, as many are, reserves nothing for them); one short of
+	 * DELETE_BATCH was the last. */
+	while (r == DELETE_BATCH) {
+		int n = r = ponyfs_extents_last(fs, ino, batch, DELETE_BATCH);
+
+		if (n > 0)
 			r = delete_reserve(fs, ino, &c, &linked);
-		if (r >= 0)
+		if (n > 0 && r >= 0)
 			r = ponyfs_txn_begin_locked(fs);
-		if (r >= 0)
-			r = ponyfs_extents_remove_locked(fs, ino, (uint64_t)first, UINT64_MAX);
+		if (n > 0 && r >= 0)
+			r = ponyfs_extents_drop_locked(fs, ino, batch, (size_t)n);
+		r = r < 0 ? r : n;
 	}
+	free(batch);
 	/* Its xattrs, side by side: their bytes and a cell's header each. */
 	if (r >= 0)
 		r = ponyfs_sql_int(fs, &bytes, "SELECT coalesce(sum(length(name) + length(value) + 16), 0) "

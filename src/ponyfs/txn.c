@@ -36,6 +36,9 @@ static const char *const stmt_sql[ST_COUNT] = {
 			"WHERE ino = ?1 AND foff <= ?2 ORDER BY foff DESC LIMIT 1",
 	[ST_EXT_RANGE] = "SELECT foff, nblocks, pblock, csums, flags FROM extents "
 			 "WHERE ino = ?1 AND foff >= ?2 AND foff < ?3 ORDER BY foff",
+	/* A delete's batch, the last extents first (namei.c). */
+	[ST_EXT_LAST] = "SELECT foff, nblocks, pblock FROM extents WHERE ino = ?1 "
+			"ORDER BY foff DESC LIMIT ?2",
 	[ST_EXT_DEL] = "DELETE FROM extents WHERE ino = ?1 AND foff = ?2",
 	[ST_EXT_INS] = "INSERT INTO extents (ino, foff, nblocks, pblock, csums, flags) "
 		       "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
