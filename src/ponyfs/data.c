@@ -544,6 +544,42 @@ int ponyfs_extents_remove_locked(struct ponyfs *fs, uint64_t ino, uint64_t first
 	return r;
 }
 
+int ponyfs_extents_last(struct ponyfs *fs, uint64_t ino, struct ponyfs_ext_span *ret, size_t max)
+{
+	sqlite3_stmt *s = ponyfs_stmt(fs, ST_EXT_LAST);
+	size_t n = 0;
+	int r = 0;
+
+	sqlite3_bind_int64(s, 1, (int64_t)ino);
+	sqlite3_bind_int64(s, 2, (int64_t)max);
+	while (n < max && (r = ponyfs_step_row(fs, s)) > 0)
+		ret[n++] = (struct ponyfs_ext_span){
+			.foff = (uint64_t)sqlite3_column_int64(s, 0),
+			.nb = (uint64_t)sqlite3_column_int64(s, 1),
+			.pblock = (uint64_t)sqlite3_column_int64(s, 2),
+		};
+	sqlite3_reset(s);
+	return r < 0 ? r : (int)n;
+}
+
+/* Whole extents only: nothing is cut short, so no checksum is read or
+ * written again (ext_cut()'s work for a truncation). */
+int ponyfs_extents_drop_locked(struct ponyfs *fs, uint64_t ino, const struct ponyfs_ext_span *v,
+			       size_t n)
+{
+	sqlite3_stmt *s = ponyfs_stmt(fs, ST_EXT_DEL);
+	int r = 0;
+
+	for (size_t i = 0; r >= 0 && i < n; i++) {
+		sqlite3_bind_int64(s, 1, (int64_t)ino);
+		sqlite3_bind_int64(s, 2, (int64_t)v[i].foff);
+		r = ponyfs_step_done(fs, s);
+		if (r >= 0)
+			r = ponyfs_free_locked(fs, v[i].pblock, v[i].nb);
+	}
+	return r;
+}
+
 int ponyfs_pages_out(struct ponyfs *fs, struct ponyfs_inode *in, const struct ponyfs_page *pg,
 		     uint64_t k, uint64_t p, uint8_t **buf, uint8_t *csums)
 {

@@ -28,17 +28,21 @@ sqlite3_stmt *ponyfs_name_stmt(struct ponyfs *fs, enum ponyfs_stmt which, uint64
 	return s;
 }
 
-/* The inode name names in parent, and its mode when ret_mode is given. */
-int ponyfs_dentry_ino_mode(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name,
-			   uint64_t *ret, mode_t *ret_mode)
+/* The inode name names in parent, with its mode and link count: one
+ * statement (a join), where an unlink would otherwise read the inode's row
+ * again, or UPDATE it ... RETURNING to learn what it has left. */
+int ponyfs_dentry_get(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name,
+		      struct ponyfs_dentry_target *ret)
 {
 	sqlite3_stmt *s = ponyfs_name_stmt(fs, ST_DENTRY_GET, parent, name);
 	int r = ponyfs_step_row(fs, s);
 
 	if (r > 0)
-		*ret = (uint64_t)sqlite3_column_int64(s, 0);
-	if (r > 0 && ret_mode)
-		*ret_mode = (mode_t)sqlite3_column_int64(s, 1);
+		*ret = (struct ponyfs_dentry_target){
+			.ino = (uint64_t)sqlite3_column_int64(s, 0),
+			.mode = (mode_t)sqlite3_column_int64(s, 1),
+			.nlink = (uint32_t)sqlite3_column_int64(s, 2),
+		};
 	sqlite3_reset(s);
 	return r > 0 ? 0 : r == 0 ? -ENOENT : r;
 }
@@ -46,7 +50,12 @@ int ponyfs_dentry_ino_mode(struct ponyfs *fs, uint64_t parent, const struct pony
 int ponyfs_dentry_ino(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name,
 		      uint64_t *ret)
 {
-	return ponyfs_dentry_ino_mode(fs, parent, name, ret, NULL);
+	struct ponyfs_dentry_target t;
+	int r = ponyfs_dentry_get(fs, parent, name, &t);
+
+	if (r >= 0)
+		*ret = t.ino;
+	return r;
 }
 
 /* 0 when parent has no entry name, -EEXIST when it has, -errno when unknown. */

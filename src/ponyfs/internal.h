@@ -209,7 +209,7 @@ enum ponyfs_stmt {
 	ST_EXT_PREV, ST_EXT_RANGE, ST_EXT_DEL, ST_EXT_INS,
 	ST_FREE_FROM, ST_FREE_DEL, ST_FREE_INS, ST_FREE_PREV, ST_FREE_AT,
 	ST_LOOKUP, ST_READDIR, ST_READDIR_PLUS, ST_INODE_GET_BLOCKS, ST_CREATE_CHECK,
-	ST_DENTRY_ADD,
+	ST_DENTRY_ADD, ST_EXT_LAST,
 	ST_COUNT
 };
 
@@ -625,6 +625,13 @@ void ponyfs_streams_done(struct ponyfs *fs);
 int ponyfs_disk_read_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t first, uint64_t n,
 			    uint8_t *buf);
 int ponyfs_extents_remove_locked(struct ponyfs *fs, uint64_t ino, uint64_t first, uint64_t end);
+/* Where one extent lies: file blocks [foff, foff + nb) at volume block pblock. */
+struct ponyfs_ext_span { uint64_t foff, nb, pblock; };
+/* The last (highest) up to max extents of ino, into ret[]: how many, or -errno. */
+int ponyfs_extents_last(struct ponyfs *fs, uint64_t ino, struct ponyfs_ext_span *ret, size_t max);
+/* Removes those n extents of ino whole, their blocks freed at the commit. */
+int ponyfs_extents_drop_locked(struct ponyfs *fs, uint64_t ino, const struct ponyfs_ext_span *v,
+			       size_t n);
 /* Index in in->pages of the first page >= index. */
 size_t ponyfs_page_pos(const struct ponyfs_inode *in, uint64_t index);
 /* Writes k cached pages to blocks [p, p+k); *buf is scratch, allocated on first need
@@ -735,9 +742,14 @@ void ponyfs_bind_name(sqlite3_stmt *s, int i, const struct ponyfs_name *name);
 /* A statement of which whose ?1 is a directory and ?2 a name in it, bound. */
 sqlite3_stmt *ponyfs_name_stmt(struct ponyfs *fs, enum ponyfs_stmt which, uint64_t parent,
 			       const struct ponyfs_name *name);
-/* The inode name names in parent (-ENOENT), and its mode when ret_mode is given. */
-int ponyfs_dentry_ino_mode(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name,
-			   uint64_t *ret, mode_t *ret_mode);
+/* What a name in parent names (-ENOENT: no such name), from its row and its inode's. */
+struct ponyfs_dentry_target {
+	uint64_t ino;
+	mode_t mode;
+	uint32_t nlink;
+};
+int ponyfs_dentry_get(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name,
+		      struct ponyfs_dentry_target *ret);
 int ponyfs_dentry_ino(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name,
 		      uint64_t *ret);
 /* 0 when parent has no entry name, -EEXIST when it has, -errno when unknown. */
@@ -754,7 +766,8 @@ int ponyfs_dentry_set_ino(struct ponyfs *fs, uint64_t parent, const struct ponyf
 			  uint64_t ino);
 
 /* Namespace helpers (namei.c). */
-int ponyfs_inode_delete_locked(struct ponyfs *fs, uint64_t ino);
+/* linked: the row still counts the name just removed (namei.c). */
+int ponyfs_inode_delete_locked(struct ponyfs *fs, uint64_t ino, bool linked);
 int ponyfs_fill_attr_locked(struct ponyfs *fs, uint64_t ino, unsigned mask, struct statx *ret);
 int ponyfs_create_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t parent,
 			 const char *name, mode_t mode, dev_t rdev, const char *target,

@@ -353,44 +353,73 @@ int ponyfs_link_locked(struct ponyfs *fs, uint64_t ino, uint64_t newparent, cons
 #define DELETE_BATCH 512
 
 /*
- * Deletes an inode whose last name is gone (nlink 0). Its extents go in
- * batches, the last first, each reserved on its own, so a file of any
- * size can go on a full filesystem: a commit between two batches leaves
- * an orphan, which the next mount finishes deleting.
+ * Reserves c for a step of ino's delete. A reservation may commit the open
+ * transaction, and what commits then must say nlink 0 (an orphan, which
+ * the next mount finishes deleting), never a file without a name that
+ * still counts one. While *linked (the row still holds the count of the
+ * name just removed: an unlink leaves it so, the row being deleted in the
+ * same transaction), the reservation takes only what fits without a
+ * commit; when that is short, the count is written first and the
+ * reservation goes on as any other.
  */
-int ponyfs_inode_delete_locked(struct ponyfs *fs, uint64_t ino)
+static int delete_reserve(struct ponyfs *fs, uint64_t ino, const struct ponyfs_cost *c,
+			  bool *linked)
+{
+	int r = *linked ? ponyfs_space_reserve_locked(fs, c, SPACE_MEASURE) : -ENOSPC;
+
+	if (r != -ENOSPC)
+		return r;
+	if (*linked) {
+		r = ponyfs_sql(fs, "UPDATE inodes SET nlink = 0, ctime = ?2 WHERE ino = ?1", 2,
+			       (int64_t)ino, ponyfs_now());
+		if (r < 0)
+			return r;
+		*linked = false;
+	}
+	return ponyfs_meta_reserve_locked(fs, c, NULL);
+}
+
+/*
+ * Deletes an inode whose last name is gone: nlink 0, or linked (its row
+ * still counts the name its caller removed in the open transaction).
+ * Its extents go in batches, the last first, each reserved on its own,
+ * so a file of any size can go on a full filesystem: a commit between
+ * two batches leaves an orphan, which the next mount finishes deleting.
+ */
+int ponyfs_inode_delete_locked(struct ponyfs *fs, uint64_t ino, bool linked)
 {
 	struct ponyfs_inode *in = ponyfs_inode_find(fs, ino);
 	struct ponyfs_cost c = { .run_bytes = DELETE_BATCH * PONYFS_EXT_ROW_BYTES,
 				 .free_cells = 3 * DELETE_BATCH,
 				 .frees = true };
-	int64_t first = 0, bytes = 0;
-	bool last = false;
-	int r = 0;
+	struct ponyfs_ext_span *batch = malloc(DELETE_BATCH * sizeof(*batch));
+	int64_t bytes = 0;
+	int r = batch ? DELETE_BATCH : -ENOMEM;
 
 	if (in)
 		ponyfs_inode_drop_locked(fs, in);
-	while (r >= 0 && !last) {
-		r = ponyfs_sql_int(fs, &first, "SELECT foff FROM extents WHERE ino = ?1 "
-				   "ORDER BY foff DESC LIMIT 1 OFFSET ?2", 2, (int64_t)ino,
-				   (int64_t)DELETE_BATCH - 1);
-		last = r == -ENOENT;
-		first = last ? 0 : first;
-		r = last ? 0 : r;
-		if (r >= 0)
-			r = ponyfs_meta_reserve_locked(fs, &c, NULL);
-		if (r >= 0)
+	/* A batch read in one statement, then reserved (a file without
+	 * extents, as many are, reserves nothing for them); one short of
+	 * DELETE_BATCH was the last. */
+	while (r == DELETE_BATCH) {
+		int n = r = ponyfs_extents_last(fs, ino, batch, DELETE_BATCH);
+
+		if (n > 0)
+			r = delete_reserve(fs, ino, &c, &linked);
+		if (n > 0 && r >= 0)
 			r = ponyfs_txn_begin_locked(fs);
-		if (r >= 0)
-			r = ponyfs_extents_remove_locked(fs, ino, (uint64_t)first, UINT64_MAX);
+		if (n > 0 && r >= 0)
+			r = ponyfs_extents_drop_locked(fs, ino, batch, (size_t)n);
+		r = r < 0 ? r : n;
 	}
+	free(batch);
 	/* Its xattrs, side by side: their bytes and a cell's header each. */
 	if (r >= 0)
 		r = ponyfs_sql_int(fs, &bytes, "SELECT coalesce(sum(length(name) + length(value) + 16), 0) "
 				   "FROM xattrs WHERE ino = ?1", 1, (int64_t)ino);
 	c = (struct ponyfs_cost){ .rows = INODE_ROWS, .run_bytes = (uint64_t)bytes, .frees = true };
 	if (r >= 0)
-		r = ponyfs_meta_reserve_locked(fs, &c, NULL);
+		r = delete_reserve(fs, ino, &c, &linked);
 	if (r >= 0)
 		r = ponyfs_txn_begin_locked(fs);
 	if (r >= 0 && bytes)    /* none (most files): nothing to look for again */
@@ -403,34 +432,32 @@ int ponyfs_inode_delete_locked(struct ponyfs *fs, uint64_t ino)
 }
 
 /*
- * ino lost a name. *ret_delete: it had no other and is not open, so the
- * caller deletes it once its own change is complete (an orphan until its
- * last close, or the next mount, otherwise).
+ * ino, whose row counts nlink links, lost a name. *ret_delete: it had no
+ * other and is not open, so the caller deletes it once its own change is
+ * complete, the row as it is (ponyfs_inode_delete_locked(), linked): an
+ * UPDATE of a row about to go saved, one an unlink. Otherwise the row
+ * takes the count it is left with; a file still open whose last name went
+ * is an orphan until its last close, or the next mount.
  */
-static int inode_unref(struct ponyfs *fs, uint64_t ino, bool dir, bool *ret_delete)
+static int inode_unref(struct ponyfs *fs, uint64_t ino, bool dir, uint32_t nlink,
+		       bool *ret_delete)
 {
 	struct ponyfs_inode *in = ponyfs_inode_find(fs, ino);
-	const struct ponyfs_row *row = ponyfs_row_cached(fs, ino, false);
-	int64_t drop = dir ? 2 : 1, nlink = row ? (int64_t)row->nlink - drop : 0;
-	int64_t now = ponyfs_now();
+	int64_t drop = dir ? 2 : 1, now;
+	bool last = (int64_t)nlink - drop <= 0;
 	int r;
 
-	/* The count it is left with from its cached row (the readdirplus
-	 * before an rm -rf's unlinks read it) where there is one: UPDATE ...
-	 * RETURNING collects its rows in a temporary b-tree made at every
-	 * call, one per file. The update hook drops the row either way. */
-	if (row)
-		r = ponyfs_sql(fs, "UPDATE inodes SET nlink = nlink - ?2, ctime = ?3 WHERE ino = ?1",
-			       3, (int64_t)ino, drop, now);
-	else
-		r = ponyfs_sql_int(fs, &nlink, "UPDATE inodes SET nlink = nlink - ?2, ctime = ?3 "
-				   "WHERE ino = ?1 RETURNING nlink", 3, (int64_t)ino, drop, now);
+	*ret_delete = last && !(in && in->opens);
+	if (*ret_delete)
+		return 0;
+	now = ponyfs_now();
+	r = ponyfs_sql(fs, "UPDATE inodes SET nlink = nlink - ?2, ctime = ?3 WHERE ino = ?1",
+		       3, (int64_t)ino, drop, now);
 	if (r >= 0)
 		ponyfs_ctime_note(fs, ino, now);
-	*ret_delete = r >= 0 && nlink <= 0 && !(in && in->opens);
 	/* Still open: its last release deletes it (and only such a release
 	 * needs to read the link count). */
-	if (r >= 0 && nlink <= 0 && in && in->opens)
+	if (r >= 0 && last)
 		in->orphan = true;
 	return r;
 }
@@ -446,25 +473,25 @@ static int dir_empty(struct ponyfs *fs, uint64_t dir)
 
 int ponyfs_remove_locked(struct ponyfs *fs, uint64_t parent, const char *name, bool dir)
 {
+	struct ponyfs_dentry_target t;
 	struct ponyfs_name dn;
-	uint64_t ino;
 	bool del;
-	mode_t m;
 	int r = ponyfs_name_locked(fs, parent, name, PONYFS_NAME_FIND, &dn);
 
-	/* The name and its mode in one statement; only when it is missing does
-	 * the parent say whether that is ENOENT or ENOTDIR. */
+	/* The name, its inode's mode and link count in one statement; only
+	 * when it is missing does the parent say whether that is ENOENT or
+	 * ENOTDIR. */
 	if (r >= 0)
-		r = ponyfs_dentry_ino_mode(fs, parent, &dn, &ino, &m);
+		r = ponyfs_dentry_get(fs, parent, &dn, &t);
 	if (r == -ENOENT) {
 		int p = check_dir_name(fs, parent, NULL);
 
 		r = p < 0 ? p : -ENOENT;
 	}
-	if (r >= 0 && dir != !!S_ISDIR(m))
+	if (r >= 0 && dir != !!S_ISDIR(t.mode))
 		r = dir ? -ENOTDIR : -EISDIR;
 	if (r >= 0 && dir)
-		r = dir_empty(fs, ino);
+		r = dir_empty(fs, t.ino);
 	if (r >= 0)
 		r = ponyfs_meta_reserve_locked(fs, &(struct ponyfs_cost){ .rows = NAME_ROWS + 2,
 							.frees = true }, NULL);
@@ -475,8 +502,8 @@ int ponyfs_remove_locked(struct ponyfs *fs, uint64_t parent, const char *name, b
 	if (r >= 0)
 		r = ponyfs_touch_dir(fs, parent, dir ? -1 : 0);
 	if (r >= 0)
-		r = inode_unref(fs, ino, dir, &del);
-	return r >= 0 && del ? ponyfs_inode_delete_locked(fs, ino) : r;
+		r = inode_unref(fs, t.ino, dir, t.nlink, &del);
+	return r >= 0 && del ? ponyfs_inode_delete_locked(fs, t.ino, true) : r;
 }
 
 /* -EINVAL when dir is src or below it: a directory cannot move into itself. */
@@ -539,9 +566,10 @@ int ponyfs_rename_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 			 const char *name, uint64_t newparent, const char *newname, unsigned flags)
 {
 	struct ponyfs_cost cost = { .rows = RENAME_ROWS };
+	struct ponyfs_dentry_target dt = { 0 };
 	struct ponyfs_name dn, newdn;
-	uint64_t src, dst = 0;
-	mode_t ms, md = 0;
+	uint64_t src, dst;
+	mode_t ms, md;
 	bool replace, del = false;
 	int r = check_dir_name(fs, parent, name);
 
@@ -559,10 +587,12 @@ int ponyfs_rename_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 		r = ponyfs_dentry_ino(fs, parent, &dn, &src);
 	if (r < 0)
 		return r;
-	r = ponyfs_dentry_ino(fs, newparent, &newdn, &dst);
+	r = ponyfs_dentry_get(fs, newparent, &newdn, &dt);
 	if (r < 0 && r != -ENOENT)
 		return r;
 	replace = r >= 0;
+	dst = dt.ino;
+	md = dt.mode;
 	if ((flags & RENAME_NOREPLACE) && replace)
 		return -EEXIST;
 	if ((flags & RENAME_EXCHANGE) && !replace)
@@ -582,8 +612,6 @@ int ponyfs_rename_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 		r = inode_mode(fs, src, &ms);
 	if (r >= 0)
 		r = crypt_permits(fs, &newdn, src, ms);
-	if (r >= 0 && replace)
-		r = inode_mode(fs, dst, &md);
 	if (r >= 0 && replace && S_ISDIR(ms) && !S_ISDIR(md))
 		r = -ENOTDIR;
 	if (r >= 0 && replace && !S_ISDIR(ms) && S_ISDIR(md))
@@ -599,7 +627,7 @@ int ponyfs_rename_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 	if (r >= 0 && replace)
 		r = ponyfs_dentry_del(fs, newparent, &newdn);
 	if (r >= 0 && replace)
-		r = inode_unref(fs, dst, S_ISDIR(md), &del);
+		r = inode_unref(fs, dst, S_ISDIR(md), dt.nlink, &del);
 	if (r >= 0)
 		r = ponyfs_dentry_move(fs, parent, &dn, newparent, &newdn, src);
 	if (r >= 0 && parent != newparent)
@@ -616,7 +644,7 @@ int ponyfs_rename_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t 
 				 NULL);
 	}
 	/* The replaced file, its name gone in the rename's transaction, goes after it. */
-	return r >= 0 && del ? ponyfs_inode_delete_locked(fs, dst) : r;
+	return r >= 0 && del ? ponyfs_inode_delete_locked(fs, dst, true) : r;
 }
 
 /*

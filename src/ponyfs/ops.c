@@ -458,7 +458,7 @@ static int release_inode_locked(struct ponyfs *fs, struct ponyfs_handle *h)
 		q = !in->orphan ? 0 : ponyfs_sql_int(fs, &nlink, "SELECT nlink FROM inodes "
 						     "WHERE ino = ?1", 1, (int64_t)in->ino);
 		if (q >= 0 && nlink == 0 && ponyfs_txn_begin_locked(fs) >= 0)
-			return ponyfs_inode_delete_locked(fs, in->ino);
+			return ponyfs_inode_delete_locked(fs, in->ino, false);
 		ponyfs_inode_put_locked(fs, in);
 		if (q < 0 && q != -ENOENT && r >= 0)
 			r = q;

@@ -282,7 +282,7 @@ static int mount_orphans(struct ponyfs *fs)
 	while (r >= 0 && ponyfs_sql_int(fs, &ino, "SELECT ino FROM inodes WHERE nlink = 0 LIMIT 1", 0) >= 0) {
 		r = ponyfs_txn_begin_locked(fs);
 		if (r >= 0)
-			r = ponyfs_inode_delete_locked(fs, (uint64_t)ino);
+			r = ponyfs_inode_delete_locked(fs, (uint64_t)ino, false);
 	}
 	return r < 0 ? r : ponyfs_commit_locked(fs);
 }

@@ -30,12 +30,15 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_CREATE_CHECK] = "SELECT mode, gid, EXISTS (SELECT 1 FROM dentries WHERE parent = ?1 "
 			    "AND name = ?2) FROM inodes WHERE ino = ?1",
 	[ST_INODE_SIZE_TIMES] = "UPDATE inodes SET size = ?2, mtime = ?3, ctime = ?4 WHERE ino = ?1",
-	[ST_DENTRY_GET] = "SELECT d.ino, i.mode FROM dentries d JOIN inodes i ON i.ino = d.ino "
+	[ST_DENTRY_GET] = "SELECT d.ino, i.mode, i.nlink FROM dentries d JOIN inodes i ON i.ino = d.ino "
 			  "WHERE d.parent = ?1 AND d.name = ?2",
 	[ST_EXT_PREV] = "SELECT foff, nblocks, pblock, csums, flags FROM extents "
 			"WHERE ino = ?1 AND foff <= ?2 ORDER BY foff DESC LIMIT 1",
 	[ST_EXT_RANGE] = "SELECT foff, nblocks, pblock, csums, flags FROM extents "
 			 "WHERE ino = ?1 AND foff >= ?2 AND foff < ?3 ORDER BY foff",
+	/* A delete's batch, the last extents first (namei.c). */
+	[ST_EXT_LAST] = "SELECT foff, nblocks, pblock FROM extents WHERE ino = ?1 "
+			"ORDER BY foff DESC LIMIT ?2",
 	[ST_EXT_DEL] = "DELETE FROM extents WHERE ino = ?1 AND foff = ?2",
 	[ST_EXT_INS] = "INSERT INTO extents (ino, foff, nblocks, pblock, csums, flags) "
 		       "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",

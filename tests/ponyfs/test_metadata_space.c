@@ -286,6 +286,69 @@ static void test_an_image_without_chunks_refuses_with_enospc(void **state)
 	bdev_free(dev);
 }
 
+/*
+ * An unlink leaves the row of the file it deletes as it is (ponyfs_inode_
+ * delete_locked(), linked): the row goes later in the same transaction.
+ * But a reservation on the way may commit, and what commits then must
+ * say nlink 0, an orphan the next mount deletes, never a file without a
+ * name that still counts one. Here the victim's xattrs make its delete
+ * reserve more than its name's removal did, and an open transaction of k
+ * xattrs on the root leaves less room each time, until a commit falls
+ * between the two: the state a crash right after the unlink leaves (the
+ * image as it is, the rest of the delete not committed) lacks the name.
+ * Mounted, it must fsck clean.
+ */
+#define MIDWAY_IMG (16u << 20)
+
+static void test_a_delete_cut_by_a_commit_leaves_an_orphan(void **state)
+{
+	struct vfs_ctx c = test_ctx();
+	uint8_t *base = malloc(MIDWAY_IMG), *img = malloc(MIDWAY_IMG);
+	char xn[32], v[3000];
+	struct vfs_entry e;
+	struct bdev *dev, *copy;
+	struct vfs *fs;
+	uint64_t ino;
+	bool cut = false;
+
+	assert_non_null(base);
+	assert_non_null(img);
+	memset(v, 'v', sizeof(v));
+	assert_int_equal(bdev_mem_new(MIDWAY_IMG, &dev), 0);
+	assert_int_equal(ponyfs_mkfs_image(dev, NULL), 0);
+	assert_int_equal(ponyfs_mount_image(dev, NULL, &fs), 0);
+	assert_int_equal(make(fs, "victim", &ino), 0);
+	for (unsigned i = 0; i < 40; i++) {
+		snprintf(xn, sizeof(xn), "user.big%u", i);
+		assert_int_equal(VFS_CALL(fs, setxattr, &c, ino, xn, v, sizeof(v), 0), 0);
+	}
+	vfs_free(fs);
+	assert_int_equal(bdev_pread(dev, base, MIDWAY_IMG, 0), 0);
+	for (unsigned k = 0; k < 2000 && !cut; k++) {
+		assert_int_equal(bdev_pwrite(dev, base, MIDWAY_IMG, 0), 0);
+		assert_int_equal(ponyfs_mount_image(dev, NULL, &fs), 0);
+		for (unsigned i = 0; i < k; i++) {
+			snprintf(xn, sizeof(xn), "user.fill%u", i);
+			assert_int_equal(VFS_CALL(fs, setxattr, &c, VFS_ROOT_INO, xn, v, sizeof(v), 0), 0);
+		}
+		assert_int_equal(VFS_CALL(fs, unlink, &c, VFS_ROOT_INO, "victim"), 0);
+		assert_int_equal(bdev_pread(dev, img, MIDWAY_IMG, 0), 0);
+		vfs_free(fs);
+		assert_int_equal(bdev_mem_new(MIDWAY_IMG, &copy), 0);
+		assert_int_equal(bdev_pwrite(copy, img, MIDWAY_IMG, 0), 0);
+		assert_int_equal(ponyfs_mount_image(copy, NULL, &fs), 0);
+		cut = VFS_CALL(fs, lookup, &c, VFS_ROOT_INO, "victim", &e) == -ENOENT;
+		vfs_free(fs);
+		if (cut)
+			assert_int_equal(ponyfs_fsck_image(copy, 0, NULL, NULL), 0);
+		bdev_free(copy);
+	}
+	assert_true(cut);       /* else this test no longer tests what it says */
+	bdev_free(dev);
+	free(base);
+	free(img);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -293,6 +356,7 @@ int main(void)
 		cmocka_unit_test(test_empty_files_until_enospc_all_survive),
 		cmocka_unit_test(test_a_torn_chunk_table_is_made_whole_from_the_database),
 		cmocka_unit_test(test_an_image_without_chunks_refuses_with_enospc),
+		cmocka_unit_test(test_a_delete_cut_by_a_commit_leaves_an_orphan),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

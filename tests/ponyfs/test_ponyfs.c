@@ -268,6 +268,39 @@ static void test_statfs_tells_the_truth_about_space(void **state)
 	assert_int_equal(s0.f_namemax, 255);
 }
 
+/*
+ * A delete takes a file's extents in batches of 512, the last first, each
+ * read by one statement: files of none, exactly one batch and two batches
+ * and some (every other block written, so no two extents merge) give all
+ * their blocks back, and fsck at teardown finds no extent left behind.
+ */
+static void test_unlink_frees_every_batch_of_extents(void **state)
+{
+	static const unsigned counts[] = { 0, 1, 512, 1100 };
+	struct fixture *f = *state;
+	struct vfs_ctx c = test_ctx();
+	struct statvfs s0, s1, s2;
+	uint8_t block[4096];
+	uint64_t ino, fh;
+
+	test_fill(block, sizeof(block), 7);
+	for (size_t k = 0; k < ARRAY_SIZE(counts); k++) {
+		assert_int_equal(VFS_CALL(f->fs, statfs, VFS_ROOT_INO, &s0), 0);
+		assert_int_equal(test_open(f->fs, "sparse", O_CREAT | O_WRONLY, &ino, &fh), 0);
+		for (unsigned i = 0; i < counts[k]; i++)
+			assert_int_equal(VFS_CALL(f->fs, write, ino, fh, block, sizeof(block),
+						  (off_t)(2 * i) * 4096), (ssize_t)sizeof(block));
+		assert_int_equal(VFS_CALL(f->fs, release, ino, fh), 0);
+		assert_int_equal(VFS_CALL(f->fs, syncfs), 0);
+		assert_int_equal(VFS_CALL(f->fs, statfs, VFS_ROOT_INO, &s1), 0);
+		assert_int_equal(s0.f_bavail - s1.f_bavail, counts[k]);
+		assert_int_equal(VFS_CALL(f->fs, unlink, &c, VFS_ROOT_INO, "sparse"), 0);
+		assert_int_equal(VFS_CALL(f->fs, syncfs), 0);
+		assert_int_equal(VFS_CALL(f->fs, statfs, VFS_ROOT_INO, &s2), 0);
+		assert_int_equal(s2.f_bavail, s0.f_bavail);
+	}
+}
+
 static void test_punch_hole_frees_blocks_and_reads_zeros(void **state)
 {
 	struct fixture *f = *state;
@@ -632,6 +665,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_setattr_answers_what_statx_then_says, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_xattrs_round_trip_with_create_and_replace, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_statfs_tells_the_truth_about_space, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unlink_frees_every_batch_of_extents, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_punch_hole_frees_blocks_and_reads_zeros, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sparse_files_past_4gib, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_o_append_writes_at_the_end, setup, teardown),

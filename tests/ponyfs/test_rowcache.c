@@ -10,9 +10,9 @@
  * back with the change): those tests check both the values and that the
  * read after the change was served from memory. A new inode's row knows
  * it has no xattrs until one is set, whichever way: setxattr, or an ACL
- * inherited from its directory's default ACL. An unlink's link count
- * left, from the cached row or the UPDATE, deletes the inode only at the
- * last name.
+ * inherited from its directory's default ACL. An unlink's link count,
+ * read with the name whether the row is cached or not, deletes the inode
+ * only at the last name.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -268,12 +268,13 @@ static void test_a_new_file_s_xattr_is_read_back_once_set(void **state)
 	assert_int_equal(VFS_CALL(f->fs, getxattr, &c, ino, "user.a", v, sizeof(v)), -ENODATA);
 }
 
-/* An unlink takes the link count it leaves from the cached row when
- * there is one (f: read just before, as an rm -rf's readdirplus does),
- * from its UPDATE otherwise (h: the row dropped by the unlink of its
- * other name). One name of two gone leaves the inode and its xattrs; the
- * last deletes both (fsck at teardown finds no xattrs left behind). */
-static void test_unlinks_count_links_from_the_cached_row_or_the_update(void **state)
+/* An unlink reads the link count with the name (a join of the inode's
+ * row), the same whether the row is cached (f: read just before, as an
+ * rm -rf's readdirplus does) or not (h: the row dropped by the unlink of
+ * its other name). One name of two gone leaves the inode and its xattrs;
+ * the last deletes both, the row never updated before it goes (fsck at
+ * teardown finds no xattrs left behind). */
+static void test_unlinks_count_links_whether_the_row_is_cached_or_not(void **state)
 {
 	struct fixture *f = *state;
 	struct vfs_ctx c = test_ctx();
@@ -340,7 +341,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_blocks_follow_the_extents, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_a_new_file_s_xattr_is_read_back_once_set, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(test_unlinks_count_links_from_the_cached_row_or_the_update,
+		cmocka_unit_test_setup_teardown(test_unlinks_count_links_whether_the_row_is_cached_or_not,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_a_file_made_under_a_default_acl_has_an_access_acl,
 						setup, teardown),

@@ -10,8 +10,9 @@
  * generated sequences of one to three operations plus storms of
  * rename-replace, rewrite and fsync, and fallocate before a write, a
  * rename-over and a truncating rewrite, a rename-over rewritten before
- * its commit (rename-rewrite-midway), and metadata growing into a chunk of
- * the data region (meta-grow). Each runs once more with the whole tree
+ * its commit (rename-rewrite-midway), metadata growing into a chunk of
+ * the data region (meta-grow), and deletes: of a file of two batches of
+ * extents, and by a rename over a file with another name (unlink-batches). Each runs once more with the whole tree
  * encrypted (a policy on the empty root, the key added at every mount):
  * encryption must not weaken one rule. PONY_CRASH_FULL=1 runs the full
  * enumeration (all subsets up to 12 writes in flight, else 1000 samples).
@@ -629,7 +630,7 @@ static void wl_falloc_rewrite(struct workload *w, uint64_t seed)
 static void wl_truncate_link(struct workload *w, uint64_t seed)
 {
 	op_truncate(w, P_A, 1234);
-	op_link(w, P_A, P_T);
+	op_link(w, P_A, P_C);
 	op_persist(w, P_FSYNC, P_DA);
 }
 
@@ -680,6 +681,40 @@ static void wl_meta_grow(struct workload *w, uint64_t seed)
 	op_persist(w, P_FSYNC, P_B);
 }
 
+/* A file of more extents than a delete takes in one batch (namei.c's
+ * DELETE_BATCH, 512): every other block written, so none merge. Not a
+ * path of the model: fsck is its oracle, and the model's files must be
+ * as they were. */
+static void prep_sparse(struct vfs *fs)
+{
+	uint8_t block[4096];
+	uint64_t ino, fh;
+
+	test_fill(block, sizeof(block), 1200);
+	if (test_open(fs, "sparse", O_CREAT | O_WRONLY, &ino, &fh))
+		abort();
+	for (unsigned i = 0; i < 600; i++)
+		if (VFS_CALL(fs, write, ino, fh, block, sizeof(block), (off_t)(2 * i) * 4096) !=
+		    (ssize_t)sizeof(block))
+			abort();
+	VFS_CALL(fs, release, ino, fh);
+}
+
+/* Deletes: a model file, the sparse one (two batches of extents), a
+ * rename over a file with another name, each committed by an fsync. */
+static void wl_unlink_batches(struct workload *w, uint64_t seed)
+{
+	struct vfs_ctx c = test_ctx();
+
+	op_unlink(w, P_B);
+	op_persist(w, P_FSYNC, P_DA);
+	if (VFS_CALL(w->fs, unlink, &c, VFS_ROOT_INO, "sparse"))
+		fail_op(w, "unlink sparse", -1, -1, 0);
+	op_link(w, P_A, P_C);
+	op_replace(w, P_A, 4000, 1201);
+	op_persist(w, P_FSYNC, P_DA);
+}
+
 static void wl_barrier(struct workload *w, uint64_t seed)
 {
 	op_write(w, P_A, 4096, 9000, 500, false);
@@ -707,6 +742,7 @@ int main(void)
 		{ "falloc-rewrite", wl_falloc_rewrite },
 		{ "truncate-link", wl_truncate_link },
 		{ "meta-grow", wl_meta_grow, prep_meta_grow },
+		{ "unlink-batches", wl_unlink_batches, prep_sparse },
 	};
 
 	for (int pass = 0; pass < 2; pass++) {
