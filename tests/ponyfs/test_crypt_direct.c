@@ -7,8 +7,8 @@
  * without the locked path redoing any (which would hide blocks fetched
  * from the wrong place: their checksums fail, and it reads them right);
  * a block changed on the image through the page cache is what the direct
- * read sees; and a bad tag or checksum inside a large read still fails it
- * with EIO and returns none of that block.
+ * read sees; and a bad tag or checksum inside a large read, or in a
+ * stream's buffer, still fails it with EIO and returns none of that block.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -159,6 +159,129 @@ static void test_gcm_stream_reads(void **state)
 	stream_reads(*state, CRYPT_MODE_AES_256_GCM);
 }
 
+/* Without the fixture's fsck: a tamper test leaves its bad block on the image. */
+static int teardown_file(void **state)
+{
+	struct fixture *f = *state;
+
+	vfs_free(f->fs);
+	bdev_free(f->dev);
+	free(f);
+	return 0;
+}
+
+/* File block fblk of ino, on the unmounted image: a bit of its ciphertext
+ * flipped; with fix_crc (a GCM file's seals) its CRC32C made to match, so
+ * only the tag can tell. */
+static void block_tamper(sqlite3 *db, struct bdev *datadev, uint64_t ino, uint64_t fblk,
+			 bool fix_crc)
+{
+	static uint8_t csums[PONYFS_IO_BLOCKS * PONYFS_SEAL_BYTES];
+	size_t stride = fix_crc ? PONYFS_SEAL_BYTES : 4, len;
+	uint8_t blk[4096];
+	uint64_t foff, pblock;
+	sqlite3_stmt *s;
+	le32 crc;
+
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT foff, pblock, csums FROM extents WHERE "
+					    "ino = ?1 AND foff <= ?2 ORDER BY foff DESC LIMIT 1",
+					    -1, &s, NULL), SQLITE_OK);
+	sqlite3_bind_int64(s, 1, (int64_t)ino);
+	sqlite3_bind_int64(s, 2, (int64_t)fblk);
+	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+	foff = (uint64_t)sqlite3_column_int64(s, 0);
+	pblock = (uint64_t)sqlite3_column_int64(s, 1) + fblk - foff;
+	len = (size_t)sqlite3_column_bytes(s, 2);
+	assert_true(len <= sizeof(csums) && (fblk - foff + 1) * stride <= len);
+	memcpy(csums, sqlite3_column_blob(s, 2), len);
+	sqlite3_finalize(s);
+	assert_int_equal(bdev_pread(datadev, blk, sizeof(blk), pblock * 4096), 0);
+	blk[100] ^= 0x40;
+	assert_int_equal(bdev_pwrite(datadev, blk, sizeof(blk), pblock * 4096), 0);
+	if (fix_crc) {
+		crc = cpu_to_le32(util_crc32c(0, blk, sizeof(blk)));
+		memcpy(csums + (fblk - foff) * stride, &crc, 4);
+		assert_int_equal(sqlite3_prepare_v2(db, "UPDATE extents SET csums = ?3 WHERE "
+						    "ino = ?1 AND foff = ?2", -1, &s, NULL), SQLITE_OK);
+		sqlite3_bind_int64(s, 1, (int64_t)ino);
+		sqlite3_bind_int64(s, 2, (int64_t)foff);
+		sqlite3_bind_blob(s, 3, csums, (int)len, SQLITE_STATIC);
+		assert_int_equal(sqlite3_step(s), SQLITE_DONE);
+		sqlite3_finalize(s);
+	}
+	ponyfs_sqlite_close(db);
+}
+
+/*
+ * A tampered block under a stream: its READ takes it from the stream's
+ * buffer, read ahead before any READ asked for it. A GCM block's
+ * ciphertext changed with its CRC32C to match fails its tag (EIO), an
+ * XTS block's its checksum (EBADMSG); none of its plaintext is handed
+ * out, only that READ is redone under the lock, the READs before and
+ * after it return the file's bytes, and the stream's buffers still answer
+ * the last MiB (a READ that failed and left the buffers it used pinned, or
+ * spent the stream, would have stopped it past its first 8 MiB).
+ */
+static void tamper_under_a_stream(struct fixture *f, enum crypt_mode mode)
+{
+	enum { FILE_BYTES = 12 << 20, PIECE = 256 << 10, BAD = 700, TAIL_BYTES = 1 << 20 };
+	static uint8_t data[FILE_BYTES];
+	bool gcm = mode == CRYPT_MODE_AES_256_GCM;
+	uint8_t *buf = aligned_alloc(4096, PIECE), id[16];
+	struct vfs_ctx c = test_ctx();
+	struct bdev *meta, *datadev;
+	struct vfs_entry e;
+	struct ponyfs *p;
+	sqlite3 *db;
+	uint64_t fh, hits = 0, bad_off = (uint64_t)BAD * 4096;
+
+	assert_non_null(buf);
+	test_fill(data, sizeof(data), 31);
+	enc_dir(f->fs, mode, id);
+	assert_int_equal(test_put(f->fs, "enc/big", data, sizeof(data)), 0);
+	assert_int_equal(vfs_walk(f->fs, &c, "enc/big", &e), 0);
+	vfs_free(f->fs);
+	f->fs = NULL;
+	db = image_db(f->dev, &meta, &datadev);
+	block_tamper(db, datadev, e.ino, BAD, gcm);
+	bdev_free(meta);
+	bdev_free(datadev);
+	assert_int_equal(ponyfs_mount_image(f->dev, NULL, &f->fs), 0);
+	add_key(f->fs, id);
+	p = ponyfs_of(f->fs);
+	assert_int_equal(test_open(f->fs, "enc/big", O_RDONLY, &e.ino, &fh), 0);
+	for (uint64_t off = 0; off < sizeof(data); off += PIECE) {
+		ssize_t r;
+
+		if (off == sizeof(data) - TAIL_BYTES)
+			hits = __atomic_load_n(&p->stream_hits, __ATOMIC_RELAXED);
+		memset(buf, 0xa5, PIECE);
+		r = VFS_CALL(f->fs, read, e.ino, fh, buf, PIECE, (off_t)off);
+		if (off <= bad_off && bad_off < off + PIECE) {
+			assert_int_equal(r, gcm ? -EIO : -EBADMSG);
+			assert_memory_not_equal(buf + (bad_off - off), data + bad_off, 4096);
+			continue;
+		}
+		assert_int_equal(r, PIECE);
+		assert_memory_equal(buf, data + off, PIECE);
+	}
+	assert_int_equal(__atomic_load_n(&p->stream_hits, __ATOMIC_RELAXED) - hits,
+			 TAIL_BYTES / 4096);
+	assert_int_equal(p->reads_redone, 1);
+	assert_int_equal(VFS_CALL(f->fs, release, e.ino, fh), 0);
+	free(buf);
+}
+
+static void test_xts_tamper_under_a_stream_is_ebadmsg(void **state)
+{
+	tamper_under_a_stream(*state, CRYPT_MODE_AES_256_XTS);
+}
+
+static void test_gcm_tamper_under_a_stream_is_eio(void **state)
+{
+	tamper_under_a_stream(*state, CRYPT_MODE_AES_256_GCM);
+}
+
 /*
  * Large reads of a GCM file (their pieces checked and decrypted by two
  * threads after the direct read): block BAD's tag changed fails one with
@@ -214,16 +337,6 @@ static void test_tamper_in_a_direct_read_is_eio(void **state)
 	f->fs = NULL;
 }
 
-static int teardown_file(void **state)
-{
-	struct fixture *f = *state;
-
-	vfs_free(f->fs);
-	bdev_free(f->dev);
-	free(f);
-	return 0;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -233,6 +346,10 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_xts_stream_reads, setup_file, teardown),
 		cmocka_unit_test_setup_teardown(test_gcm_stream_reads, setup_file, teardown),
+		cmocka_unit_test_setup_teardown(test_xts_tamper_under_a_stream_is_ebadmsg, setup_file,
+						teardown_file),
+		cmocka_unit_test_setup_teardown(test_gcm_tamper_under_a_stream_is_eio, setup_file,
+						teardown_file),
 		cmocka_unit_test_setup_teardown(test_tamper_in_a_direct_read_is_eio, setup_file,
 						teardown_file),
 	};
