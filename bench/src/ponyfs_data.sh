@@ -4,8 +4,9 @@
 # cold read of one SEQ_MB file, ponyfs against ext4 on the same backing
 # disk (RATIO seq_write_vs_ext4, seq_read_vs_ext4, and the MiB each cold
 # read took from the disk) and the FUSE floor's cold read of a file of
-# that size (RATIO seq_read_vs_fuse_floor: ponyfs over the floor), then 4 KiB random reads at depth 32 of an
-# FIO_MB file, buffered with a cold cache and O_DIRECT (RATIO
+# that size (RATIO seq_read_vs_fuse_floor: ponyfs over the floor), then
+# 4 KiB random reads at depth 32 of an FIO_MB file, buffered with a cold
+# cache and O_DIRECT (RATIO
 # randread_buffered_vs_ext4, randread_direct_vs_ext4, and their geometric
 # mean randread_vs_ext4).
 

@@ -62,7 +62,7 @@ struct stream_buf {
 	uint64_t left;                  /* blocks no READ took yet */
 	uint8_t *data;
 	int state;                      /* STREAM_* or -errno (failed) */
-	unsigned users;                 /* READs copying out of it */
+	unsigned users;                 /* READs copying out of it, or answers pinning it */
 };
 
 enum { STREAM_IDLE = 1, STREAM_FLIGHT = 2, STREAM_FILLED = 0 };

@@ -9,6 +9,8 @@
  * a block changed on the image through the page cache is what the direct
  * read sees; and a bad tag or checksum inside a large read, or in a
  * stream's buffer, still fails it with EIO and returns none of that block.
+ * The stream test runs on a plain file too, read as the mount reads
+ * (vfs read_iov), whose READs are answered from the buffers in place.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -222,11 +224,44 @@ static void block_tamper(sqlite3 *db, struct bdev *datadev, uint64_t ino, uint64
  * the last MiB (a READ that failed and left the buffers it used pinned, or
  * spent the stream, would have stopped it past its first 8 MiB).
  */
-static void tamper_under_a_stream(struct fixture *f, enum crypt_mode mode)
+/*
+ * A READ as the FUSE front end makes it (vfs read_iov): the answer's
+ * pieces gathered into buf, the instance's pins released. *in_place
+ * grows by the bytes answered from the instance's own buffers.
+ */
+static ssize_t read_answer(struct vfs *fs, uint64_t ino, uint64_t fh, uint8_t *buf, size_t size,
+			   off_t off, size_t *in_place)
+{
+	struct iovec iov[VFS_READ_IOV_MAX];
+	unsigned niov = 0;
+	void *hold = NULL;
+	size_t pos = 0;
+	ssize_t n = fs->ops->read_iov(fs, ino, fh, buf, size, off, iov, &niov, &hold);
+
+	if (n < 0) {
+		assert_null(hold);
+		return n;
+	}
+	for (unsigned i = 0; i < niov; pos += iov[i++].iov_len) {
+		if (iov[i].iov_base == buf + pos)
+			continue;
+		memcpy(buf + pos, iov[i].iov_base, iov[i].iov_len);
+		*in_place += iov[i].iov_len;
+	}
+	assert_int_equal(pos, (size_t)n);
+	if (hold)
+		fs->ops->read_release(fs, hold);
+	return n;
+}
+
+/* mode NULL: a plain file, read as the mount does (read_answer()), so
+ * most of it is answered from the stream's buffers in place. */
+static void tamper_under_a_stream(struct fixture *f, const enum crypt_mode *mode)
 {
 	enum { FILE_BYTES = 12 << 20, PIECE = 256 << 10, BAD = 700, TAIL_BYTES = 1 << 20 };
 	static uint8_t data[FILE_BYTES];
-	bool gcm = mode == CRYPT_MODE_AES_256_GCM;
+	bool gcm = mode && *mode == CRYPT_MODE_AES_256_GCM;
+	const char *name = mode ? "enc/big" : "big";
 	uint8_t *buf = aligned_alloc(4096, PIECE), id[16];
 	struct vfs_ctx c = test_ctx();
 	struct bdev *meta, *datadev;
@@ -234,12 +269,14 @@ static void tamper_under_a_stream(struct fixture *f, enum crypt_mode mode)
 	struct ponyfs *p;
 	sqlite3 *db;
 	uint64_t fh, hits = 0, bad_off = (uint64_t)BAD * 4096;
+	size_t in_place = 0;
 
 	assert_non_null(buf);
 	test_fill(data, sizeof(data), 31);
-	enc_dir(f->fs, mode, id);
-	assert_int_equal(test_put(f->fs, "enc/big", data, sizeof(data)), 0);
-	assert_int_equal(vfs_walk(f->fs, &c, "enc/big", &e), 0);
+	if (mode)
+		enc_dir(f->fs, *mode, id);
+	assert_int_equal(test_put(f->fs, name, data, sizeof(data)), 0);
+	assert_int_equal(vfs_walk(f->fs, &c, name, &e), 0);
 	vfs_free(f->fs);
 	f->fs = NULL;
 	db = image_db(f->dev, &meta, &datadev);
@@ -247,16 +284,18 @@ static void tamper_under_a_stream(struct fixture *f, enum crypt_mode mode)
 	bdev_free(meta);
 	bdev_free(datadev);
 	assert_int_equal(ponyfs_mount_image(f->dev, NULL, &f->fs), 0);
-	add_key(f->fs, id);
+	if (mode)
+		add_key(f->fs, id);
 	p = ponyfs_of(f->fs);
-	assert_int_equal(test_open(f->fs, "enc/big", O_RDONLY, &e.ino, &fh), 0);
+	assert_int_equal(test_open(f->fs, name, O_RDONLY, &e.ino, &fh), 0);
 	for (uint64_t off = 0; off < sizeof(data); off += PIECE) {
 		ssize_t r;
 
 		if (off == sizeof(data) - TAIL_BYTES)
 			hits = __atomic_load_n(&p->stream_hits, __ATOMIC_RELAXED);
 		memset(buf, 0xa5, PIECE);
-		r = VFS_CALL(f->fs, read, e.ino, fh, buf, PIECE, (off_t)off);
+		r = mode ? VFS_CALL(f->fs, read, e.ino, fh, buf, PIECE, (off_t)off)
+			 : read_answer(f->fs, e.ino, fh, buf, PIECE, (off_t)off, &in_place);
 		if (off <= bad_off && bad_off < off + PIECE) {
 			assert_int_equal(r, gcm ? -EIO : -EBADMSG);
 			assert_memory_not_equal(buf + (bad_off - off), data + bad_off, 4096);
@@ -268,18 +307,35 @@ static void tamper_under_a_stream(struct fixture *f, enum crypt_mode mode)
 	assert_int_equal(__atomic_load_n(&p->stream_hits, __ATOMIC_RELAXED) - hits,
 			 TAIL_BYTES / 4096);
 	assert_int_equal(p->reads_redone, 1);
+	/* Plain: answered in place but for the chunks a READ's first pieces
+	 * fetched themselves and the bad one; encrypted: never (a buffer holds
+	 * ciphertext). */
+	if (mode)
+		assert_int_equal(in_place, 0);
+	else
+		assert_true(in_place >= FILE_BYTES / 2);
+	assert_int_equal(__atomic_load_n(&p->stream_refs, __ATOMIC_RELAXED), in_place / 4096);
 	assert_int_equal(VFS_CALL(f->fs, release, e.ino, fh), 0);
 	free(buf);
 }
 
 static void test_xts_tamper_under_a_stream_is_ebadmsg(void **state)
 {
-	tamper_under_a_stream(*state, CRYPT_MODE_AES_256_XTS);
+	tamper_under_a_stream(*state, &(enum crypt_mode){ CRYPT_MODE_AES_256_XTS });
 }
 
 static void test_gcm_tamper_under_a_stream_is_eio(void **state)
 {
-	tamper_under_a_stream(*state, CRYPT_MODE_AES_256_GCM);
+	tamper_under_a_stream(*state, &(enum crypt_mode){ CRYPT_MODE_AES_256_GCM });
+}
+
+/* A plain file's READs answered from the stream's buffers in place
+ * (read.c's refs_take()): the bad block's chunk is checked there first,
+ * so it goes down the copying path, fails (EBADMSG) and returns none of
+ * it; the rest come back right, from the buffers. */
+static void test_plain_tamper_under_a_stream_answered_in_place(void **state)
+{
+	tamper_under_a_stream(*state, NULL);
 }
 
 /*
@@ -350,6 +406,8 @@ int main(void)
 						teardown_file),
 		cmocka_unit_test_setup_teardown(test_gcm_tamper_under_a_stream_is_eio, setup_file,
 						teardown_file),
+		cmocka_unit_test_setup_teardown(test_plain_tamper_under_a_stream_answered_in_place,
+						setup_file, teardown_file),
 		cmocka_unit_test_setup_teardown(test_tamper_in_a_direct_read_is_eio, setup_file,
 						teardown_file),
 	};
