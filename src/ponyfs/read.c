@@ -438,7 +438,6 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 	struct ponyfs_stream *stream = NULL;
 	size_t done = 0;
 	ssize_t r = 0;
-	bool around;
 
 	if (!plan)
 		return -ENOMEM;
@@ -476,14 +475,6 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 	 * hold its ciphertext, checked and decrypted in to as any run. */
 	if (ra.buffered)
 		stream = ponyfs_stream_get_locked(fs, in);
-	/* A plain file's small READ that is no sequential reader's (fio's
-	 * random 4 KiB reads; readahead.c hints nothing for them) reads the
-	 * image around the host's page cache: a cached pread of a cold block
-	 * also made, filled and kept a page of the image's cache, fresh from
-	 * the hypervisor after a drop, for a block the mount's own page cache
-	 * keeps: its pread took 81-83 us at the median, 56-65 around it
-	 * (BENCHMARKS.md, session 40). Checked as any block read. */
-	around = !cipher && !ra.stream && size < PONYFS_STREAM_MIN_READ;
 	while (r >= 0 && !fs->shut_down && done < size && off + done < in->size) {
 		uint64_t pos = off + done, first = pos / BS;
 		size_t want = (size_t)MIN((uint64_t)(size - done), in->size - pos);
@@ -507,7 +498,7 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 			pthread_mutex_unlock(&fs->lock);
 			/* A stream's runs all land in to: from its buffers, or read
 			 * around the cache there (stream.c); checked below. */
-			direct = (cipher && n >= DIRECT_MIN_BLOCKS) || stream || around;
+			direct = (cipher && n >= DIRECT_MIN_BLOCKS) || stream;
 			refd = hold && stream && !cipher && to != tmp &&
 			       refs_take(fs, stream, plan, first, done, hold);
 			if (refd)
@@ -517,7 +508,7 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 			else
 				fetched = direct ? runs_fetch_direct(fs, plan, first, to) : 0;
 			fetched = stream && fetched >= 0 ? 1 : fetched;
-			if (fetched >= 0 && cipher && direct && !stream) {
+			if (fetched >= 0 && direct && !stream) {
 				__atomic_store_n(&fs->crypt_direct, fetched == 1, __ATOMIC_RELAXED);
 				__atomic_add_fetch(&fs->reads_direct, (uint64_t)fetched, __ATOMIC_RELAXED);
 			}

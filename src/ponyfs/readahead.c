@@ -61,20 +61,13 @@ void ponyfs_readahead_plan_locked(struct ponyfs *fs, struct ponyfs_inode *in, ui
 		return;
 	}
 	in->ra_next = MAX(in->ra_next, end);
-	/* Small reads merely near each other are a random reader's: fio's
-	 * 4 KiB reads over a 1 GiB file land within RA_SLACK of the last end
-	 * one time in thirty, and each such one hinted the next 32 MiB, read
-	 * from the disk for the 4 KiB asked (63 KiB of image a READ), and its
-	 * sixteen WILLNEEDs took ~13 ms on the thread serving the READs
-	 * (BENCHMARKS.md, session 40). A sequential reader's READs are large
-	 * (the kernel's readahead) or exactly contiguous (O_DIRECT). */
-	if (size < PONYFS_STREAM_MIN_READ && !exact && !in->stream) {
-		ra->stream = false;
-		return;
-	}
-	/* A stream reads ahead into buffers of its own instead (stream.c),
-	 * then all its reads that follow, out of order too. */
-	ra->buffered = ponyfs_stream_ahead_locked(fs, in, off);
+	/* A stream reads ahead into buffers of its own instead
+	 * (stream.c), once its reads are large or exactly contiguous (then
+	 * all that follow, out of order too): small reads merely near each
+	 * other are a random reader's (fio's 4 KiB reads at depth), whom the
+	 * hints and the host's cache serve better. */
+	ra->buffered = (size >= PONYFS_STREAM_MIN_READ || exact || in->stream) &&
+		       ponyfs_stream_ahead_locked(fs, in, off);
 	if (ra->buffered)
 		return;
 	from = MAX(in->ra_until, end);

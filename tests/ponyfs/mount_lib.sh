@@ -93,40 +93,6 @@ images_uncache() {
 	for img in "$@"; do dd if="$img" iflag=nocache count=0 status=none; done
 }
 
-# image_offsets FILE IMG MIB...: the image offset of the first block of each MiB
-# of FILE (its bytes are random: each is found once), one a line.
-image_offsets() {
-	python3 - "$@" <<'PY'
-import mmap, sys
-data, img = open(sys.argv[1], "rb").read(), open(sys.argv[2], "rb")
-m = mmap.mmap(img.fileno(), 0, prot=mmap.PROT_READ)
-for mib in sys.argv[3:]:
-    at = m.find(data[int(mib) << 20:(int(mib) << 20) + 4096])
-    if at < 0 or at % 4096:
-        sys.exit("block at %s MiB of %s not found on the image" % (mib, sys.argv[1]))
-    print(at)
-PY
-}
-# image_blocks_cached IMG OFFSET...: how many of the image's 4 KiB blocks at OFFSET...
-# the host's page cache holds (mincore(2) of a mapping: reads nothing).
-image_blocks_cached() {
-	python3 - "$@" <<'PY'
-import ctypes, os, sys
-libc = ctypes.CDLL(None, use_errno=True)
-libc.mmap.restype = ctypes.c_void_p
-libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
-                      ctypes.c_int, ctypes.c_long]
-fd, n = os.open(sys.argv[1], os.O_RDONLY), 0
-for off in map(int, sys.argv[2:]):
-    p = libc.mmap(None, 4096, 1, 1, fd, off)         # PROT_READ, MAP_SHARED
-    vec = (ctypes.c_ubyte * 1)()
-    if p in (None, ctypes.c_void_p(-1).value) or libc.mincore(ctypes.c_void_p(p), 4096, vec):
-        sys.exit("mincore: %s" % os.strerror(ctypes.get_errno()))
-    n += vec[0] & 1
-    libc.munmap(ctypes.c_void_p(p), 4096)
-print(n)
-PY
-}
 # readahead_probe MB MIN IMG...: $T/data written to $T/m/f on the ponyfs of
 # IMG..., the images dropped from the host's cache and mounted again, the
 # file's first MB MiB read: the images' cached bytes before that read in

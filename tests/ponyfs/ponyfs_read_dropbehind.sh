@@ -26,6 +26,40 @@ pony_mount "$T/img"
 cp "$T/data" "$T/m/f" && cp "$T/pieces" "$T/m/g" && "$PONY" sync "$T/m" || fail "write f and g"
 pony_umount
 
+# where FILE IMG MIB...: the image offset of the first block of each MiB
+# of FILE (its bytes are random: each is found once), one a line.
+where() {
+	python3 - "$@" <<'PY'
+import mmap, sys
+data, img = open(sys.argv[1], "rb").read(), open(sys.argv[2], "rb")
+m = mmap.mmap(img.fileno(), 0, prot=mmap.PROT_READ)
+for mib in sys.argv[3:]:
+    at = m.find(data[int(mib) << 20:(int(mib) << 20) + 4096])
+    if at < 0 or at % 4096:
+        sys.exit("block at %s MiB of %s not found on the image" % (mib, sys.argv[1]))
+    print(at)
+PY
+}
+# cached IMG OFFSET...: how many of the image's 4 KiB blocks at OFFSET...
+# the host's page cache holds (mincore(2) of a mapping: reads nothing).
+cached() {
+	python3 - "$@" <<'PY'
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                      ctypes.c_int, ctypes.c_long]
+fd, n = os.open(sys.argv[1], os.O_RDONLY), 0
+for off in map(int, sys.argv[2:]):
+    p = libc.mmap(None, 4096, 1, 1, fd, off)         # PROT_READ, MAP_SHARED
+    vec = (ctypes.c_ubyte * 1)()
+    if p in (None, ctypes.c_void_p(-1).value) or libc.mincore(ctypes.c_void_p(p), 4096, vec):
+        sys.exit("mincore: %s" % os.strerror(ctypes.get_errno()))
+    n += vec[0] & 1
+    libc.munmap(ctypes.c_void_p(p), 4096)
+print(n)
+PY
+}
 # read_pieces FILE MIB...: 512 KiB of FILE at each MIB, with the kernel's
 # readahead off (one READ each), in that order.
 read_pieces() {
@@ -39,14 +73,14 @@ PY
 }
 
 # 1. Streamed: its blocks dropped behind the reader. In pieces: kept.
-f_at=$(image_offsets "$T/data" "$T/img" $(seq 0 31)) || fail "f's blocks not found"
-g_at=$(image_offsets "$T/pieces" "$T/img" $PIECES) || fail "g's blocks not found"
+f_at=$(where "$T/data" "$T/img" $(seq 0 31)) || fail "f's blocks not found"
+g_at=$(where "$T/pieces" "$T/img" $PIECES) || fail "g's blocks not found"
 for try in 1 2 3 4 5; do
 	images_uncache "$T/img"
 	pony_mount "$T/img"
 	read_pieces "$T/m/g" $PIECES || fail "read g's pieces"
 	cmp "$T/data" "$T/m/f" || fail "f reads back different"
-	f_cached=$(image_blocks_cached "$T/img" $f_at) g_cached=$(image_blocks_cached "$T/img" $g_at) || fail "mincore"
+	f_cached=$(cached "$T/img" $f_at) g_cached=$(cached "$T/img" $g_at) || fail "mincore"
 	pony_umount
 	echo "# try $try: $f_cached of f's 32 sampled blocks cached after a stream, $g_cached of g's 4 after pieces"
 	[ "$g_cached" = 4 ] && break
