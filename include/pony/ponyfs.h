@@ -124,7 +124,6 @@ struct ponyfs_stats {
 	uint64_t row_misses;            /* inode rows read from the database for it */
 	uint64_t blocks_cached;         /* st_blocks from memory, in place of an extent walk */
 	uint64_t bound_writebacks;      /* renamed or linked files written back by a commit */
-	uint64_t dir_times_written;     /* directories' times written back, once a commit */
 };
 void ponyfs_get_stats(struct vfs *fs, struct ponyfs_stats *ret);
 

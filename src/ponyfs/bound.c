@@ -41,17 +41,15 @@ int ponyfs_commit_locked(struct ponyfs *fs)
 	/* Only dirty inodes are bound. A writeback takes its own inode off
 	 * the list and commits nothing, so next stays valid. */
 	for (in = fs->dirty; in && fs->nbound; in = next) {
-		bool dir;
 		int r;
 
 		next = in->dnext;
 		if (!in->bound)
 			continue;
-		dir = in->dir_times;    /* a directory's times (dentry.c), no file */
 		r = ponyfs_writeback_locked(fs, in);    /* unbinds it; a failure breaks fs */
 		if (r < 0)
 			return r;
-		fs->stats.bound_writebacks += !dir;
+		fs->stats.bound_writebacks++;
 		/* Closed and written: nothing holds it any more (no caller keeps
 		 * a closed bound inode across a commit: they unbind it first). */
 		ponyfs_inode_put_locked(fs, in);

@@ -31,8 +31,7 @@ int ponyfs_counters(struct vfs *v, char *buf, size_t size)
 			"data_flushes %llu\nwritebacks %llu\ncsum_errors %llu\ndirty_bytes %llu\n"
 			"overwrite_loans %llu\nmeta_chunks %llu\nspace_commits %llu\n"
 			"checkpoints %llu\ncache_slab_bytes %llu\nrow_hits %llu\nrow_misses %llu\n"
-			"blocks_cached %llu\nbound_writebacks %llu\ndir_times_written %llu\n"
-			"stream_hits %llu\n"
+			"blocks_cached %llu\nbound_writebacks %llu\nstream_hits %llu\n"
 			"stream_refs %llu\nstream_bytes %llu\nstream_bytes_peak %llu\ncommit_error %s\n",
 			(unsigned long long)s.commits, (unsigned long long)s.extent_walks,
 			(unsigned long long)s.data_blocks_written,
@@ -44,7 +43,6 @@ int ponyfs_counters(struct vfs *v, char *buf, size_t size)
 			(unsigned long long)s.cache_slab_bytes, (unsigned long long)s.row_hits,
 			(unsigned long long)s.row_misses, (unsigned long long)s.blocks_cached,
 			(unsigned long long)s.bound_writebacks,
-			(unsigned long long)s.dir_times_written,
 			(unsigned long long)__atomic_load_n(&fs->stream_hits, __ATOMIC_RELAXED),
 			(unsigned long long)__atomic_load_n(&fs->stream_refs, __ATOMIC_RELAXED),
 			(unsigned long long)sbytes, (unsigned long long)speak,

@@ -714,10 +714,7 @@ int ponyfs_writeback_locked(struct ponyfs *fs, struct ponyfs_inode *in)
 		ponyfs_fail_locked(fs, r, what);
 		return r;
 	}
-	if (in->dir_times)
-		fs->stats.dir_times_written++;
 	in->size_dirty = false;
-	in->dir_times = false;
 	in->atime_dirty = false;
 	in->trunc_rows = 0;
 	dirty_del(fs, in);

@@ -67,61 +67,20 @@ int ponyfs_dentry_absent(struct ponyfs *fs, uint64_t parent, const struct ponyfs
 	return r == -ENOENT ? 0 : r < 0 ? r : -EEXIST;
 }
 
-/*
- * A statement just set dir's times to now: times its cached inode holds
- * for the commit (dir_times_defer) must not undo them.
- */
-static void dir_times_written(struct ponyfs *fs, uint64_t dir, int64_t now)
-{
-	struct ponyfs_inode *in = ponyfs_inode_find(fs, dir);
-
-	if (in && in->size_dirty)
-		in->mtime = in->ctime = now;
-	ponyfs_times_changed(fs, dir, now);
-}
-
-/*
- * A name's change that leaves dir's link count (an unlink, a rename within
- * it) sets its times in its cached inode, which every reader of the row
- * sees (attr_of_row, times_load) and which is bound to the open
- * transaction (bound.c): every commit writes it back first, one UPDATE
- * per directory, so no commit holds the name's change without them. An
- * rm -rf ran one UPDATE of the directory's row per unlink (BENCHMARKS.md,
- * session 40). The cached row stays valid: nothing changed it yet.
- */
-static int dir_times_defer(struct ponyfs *fs, uint64_t dir, int64_t now)
-{
-	struct ponyfs_inode *in;
-	int r = ponyfs_inode_get_locked(fs, dir, &in);
-
-	if (r < 0)
-		return r;
-	in->mtime = in->ctime = now;
-	in->size_dirty = true;  /* its size is the row's: written back as it is */
-	in->dir_times = true;
-	ponyfs_dirty_add(fs, in);
-	ponyfs_inode_bind_locked(fs, dir);
-	ponyfs_times_changed(fs, dir, now);
-	return 0;
-}
-
 int ponyfs_touch_dir(struct ponyfs *fs, uint64_t dir, int nlink_delta)
 {
-	struct ponyfs_row before;
+	struct ponyfs_row before = ponyfs_row_before(fs, dir);
 	int64_t now = ponyfs_now();
 	int r;
 
-	if (!nlink_delta)
-		return dir_times_defer(fs, dir, now);
-	before = ponyfs_row_before(fs, dir);
+	ponyfs_times_changed(fs, dir, now);
 	r = ponyfs_sql(fs, "UPDATE inodes SET mtime = ?2, ctime = ?2, nlink = nlink + ?3 "
 		       "WHERE ino = ?1", 3, (int64_t)dir, now, (int64_t)nlink_delta);
 	if (r >= 0)     /* the row the update hook dropped, with the same change */
 		ponyfs_row_touched(fs, &before, true, now, nlink_delta);
-	if (r >= 0)
-		dir_times_written(fs, dir, now);
 	return r;
 }
+
 
 /*
  * Adds name -> ino to parent under the parent's next cookie; unless touch
@@ -155,7 +114,7 @@ int ponyfs_dentry_add(struct ponyfs *fs, uint64_t parent, const struct ponyfs_na
 	sqlite3_bind_int64(s, 3, touch == PONYFS_NO_TOUCH ? 0 : touch);
 	r = ponyfs_step_done(fs, s);
 	if (r >= 0 && touch != PONYFS_NO_TOUCH)
-		dir_times_written(fs, parent, now);
+		ponyfs_times_changed(fs, parent, now);
 	/* The parent's row the update hook dropped, with the same change
 	 * (next_cookie is no column of a cached row). */
 	if (r >= 0)

@@ -111,7 +111,6 @@ struct ponyfs_inode {
 	struct ponyfs_page *pages;      /* sorted by index */
 	size_t npages, cap;
 	bool size_dirty;                /* size or times differ from the database */
-	bool dir_times;                 /* a directory's times, bound (dentry.c) */
 	bool trunc_pending;             /* extents from trunc_to on must go at writeback */
 	bool copying_in;                /* a write call is copying into its pages */
 	bool orphan;                    /* its last name went while it was open */
@@ -755,8 +754,7 @@ int ponyfs_dentry_ino(struct ponyfs *fs, uint64_t parent, const struct ponyfs_na
 		      uint64_t *ret);
 /* 0 when parent has no entry name, -EEXIST when it has, -errno when unknown. */
 int ponyfs_dentry_absent(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name);
-/* dir's mtime and ctime to now, nlink_delta added to its link count; with
- * nlink_delta 0 the times wait in its cached inode for the commit. */
+/* dir's mtime and ctime to now, nlink_delta added to its link count. */
 int ponyfs_touch_dir(struct ponyfs *fs, uint64_t dir, int nlink_delta);
 #define PONYFS_NO_TOUCH INT_MIN /* ponyfs_dentry_add: the parent's times stay */
 int ponyfs_dentry_add(struct ponyfs *fs, uint64_t parent, const struct ponyfs_name *name,

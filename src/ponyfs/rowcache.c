@@ -27,11 +27,9 @@
  * A directory's row also survives a name added to or removed from it:
  * the statement that moves its times and link count drops it (the update
  * hook), and ponyfs_row_touched() stores it back with the same change
- * applied. A name removed that leaves its link count runs no statement on
- * it at all: its times wait in its cached inode for the commit (dentry.c).
- * The kernel asks for the directory's attributes after every such change
- * (its permission check before the next unlink or create): without this,
- * one SELECT per file of an untar or rm -rf.
+ * applied. The kernel asks for the directory's attributes after every
+ * such change (its permission check before the next unlink or create):
+ * without this, one SELECT per file of an untar or rm -rf.
  *
  * A row made by a create also knows that its inode has no xattrs (inode
  * numbers are never used twice, AUTOINCREMENT): the kernel asks a new
