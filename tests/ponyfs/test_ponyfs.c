@@ -161,6 +161,46 @@ static void test_readdir_cookies_are_stable_across_changes(void **state)
 	assert_string_equal(b.names[b.n - 1], "new");
 }
 
+struct seen_ino { char names[8][16]; uint64_t ino[8]; int n; };
+
+static int collect_ino(void *data, const char *name, uint64_t ino, unsigned type, uint64_t next)
+{
+	struct seen_ino *s = data;
+
+	if (s->n == 8)
+		return 1;
+	snprintf(s->names[s->n], 16, "%s", name);
+	s->ino[s->n++] = ino;
+	return 0;
+}
+
+/* ".." names the parent whether a listing starts at cookie 0 or resumes at
+ * 1, and a batch from cookie 2 on has none (its parent is not looked up). */
+static void test_readdir_dotdot_from_any_cookie(void **state)
+{
+	struct fixture *f = *state;
+	struct vfs_ctx c = test_ctx();
+	struct seen_ino s0 = { 0 }, s1 = { 0 }, s2 = { 0 };
+	struct vfs_entry a, b, e;
+
+	assert_int_equal(VFS_CALL(f->fs, mkdir, &c, VFS_ROOT_INO, "a", 0755, &a), 0);
+	assert_int_equal(VFS_CALL(f->fs, mkdir, &c, a.ino, "b", 0755, &b), 0);
+	assert_int_equal(VFS_CALL(f->fs, mknod, &c, b.ino, "f", S_IFREG | 0644, 0, &e), 0);
+	assert_int_equal(VFS_CALL(f->fs, readdir, &c, b.ino, 0, 0, collect_ino, &s0), 0);
+	assert_int_equal(VFS_CALL(f->fs, readdir, &c, b.ino, 0, 1, collect_ino, &s1), 0);
+	assert_int_equal(VFS_CALL(f->fs, readdir, &c, b.ino, 0, 2, collect_ino, &s2), 0);
+	assert_int_equal(s0.n, 3);
+	assert_string_equal(s0.names[1], "..");
+	assert_int_equal(s0.ino[0], b.ino);
+	assert_int_equal(s0.ino[1], a.ino);
+	assert_int_equal(s1.n, 2);
+	assert_string_equal(s1.names[0], "..");
+	assert_int_equal(s1.ino[0], a.ino);
+	assert_int_equal(s2.n, 1);
+	assert_string_equal(s2.names[0], "f");
+	assert_int_equal(s2.ino[0], e.ino);
+}
+
 static void test_statx_computes_blocks_only_when_asked(void **state)
 {
 	struct fixture *f = *state;
@@ -659,6 +699,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_files_survive_remount, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_names_links_and_renames_follow_posix, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_readdir_cookies_are_stable_across_changes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_readdir_dotdot_from_any_cookie, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_statx_computes_blocks_only_when_asked, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_readdirplus_and_creates_give_what_lookup_gives, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_setattr_sets_modes_owners_times_and_size, setup, teardown),
