@@ -610,8 +610,13 @@ struct ponyfs_stream;
 bool ponyfs_stream_ahead_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t off);
 struct ponyfs_stream *ponyfs_stream_get_locked(struct ponyfs *fs, struct ponyfs_inode *in);
 void ponyfs_stream_put(struct ponyfs *fs, struct ponyfs_stream *s);
+/* copy: 1 when every block came from a buffer whose CRC32C (computed as
+ * it filled) is the one csum (the plan's, from first) gives, 0 when some
+ * were read here (the caller checks them all), -EBADMSG when a buffer's
+ * CRC of a block is not the plan's, or -errno. */
 int ponyfs_stream_copy(struct ponyfs *fs, struct ponyfs_stream *s,
-		       const struct ponyfs_read_run *run, unsigned nrun, uint64_t first, uint8_t *to);
+		       const struct ponyfs_read_run *run, unsigned nrun, uint64_t first,
+		       const uint32_t *csum, uint8_t *to);
 /* refs_take pins the filled buffers of s holding the n runs of a chunk
  * (from file block first, at offset at of the answer) into hold, each
  * block's CRC32C (computed as its buffer filled) the one csum (the plan's,

@@ -44,6 +44,7 @@ struct read_plan {
 	unsigned nrun;
 	uint32_t csum[PONYFS_IO_BLOCKS];       /* per block of the chunk, for disk blocks */
 	uint8_t seal[PONYFS_IO_BLOCKS][PONYFS_SEAL_BYTES - 4];  /* GCM nonce and tag */
+	bool checked;                   /* the runs' bytes matched csum already (stream.c) */
 };
 
 /*
@@ -111,6 +112,7 @@ static int plan_locked(struct ponyfs *fs, struct ponyfs_inode *in, bool pages, u
 	uint64_t cut = in->trunc_pending ? DIV_ROUND_UP(in->trunc_to, BS) : UINT64_MAX;
 
 	p->nrun = 0;
+	p->checked = false;
 	if (cut < end)
 		memset(to + (MAX(cut, first) - first) * BS, 0, (end - MAX(cut, first)) * BS);
 	end = MIN(end, cut);
@@ -168,7 +170,9 @@ static int block_decrypt(struct ponyfs *fs, struct ponyfs_inode *in, struct cryp
 /*
  * Reads and checks nrun runs of plan p into to, and decrypts them with
  * cipher (NULL: not encrypted); fetched: the runs are in to already
- * (runs_fetch_direct()), only checked and decrypted. Unlocked, the first
+ * (runs_fetch_direct()), only checked and decrypted, or with p->checked
+ * (copied from a stream's buffers whose CRCs are the plan's) only
+ * decrypted. Unlocked, the first
  * error or bad block ends it (-EBADMSG); locked, a bad block of in is
  * repaired from the volume's redundancy first.
  */
@@ -181,10 +185,11 @@ static int runs_read(struct ponyfs *fs, struct ponyfs_inode *in, struct crypt_co
 		uint8_t *at = to + (r->fblk - first) * BS;
 		int e = fetched ? 0 : bdev_pread(fs->data, at, r->n * BS, r->pblock * BS);
 
+		assert(fetched || !p->checked);
 		for (uint64_t j = 0; e >= 0 && j < r->n; j++) {
 			uint32_t want = p->csum[r->fblk - first + j];
 
-			if (util_crc32c(0, at + j * BS, BS) != want)
+			if (!p->checked && util_crc32c(0, at + j * BS, BS) != want)
 				e = locked ? repair_block(fs, in->ino, r->fblk + j, at + j * BS,
 							  r->pblock + j, want) : -EBADMSG;
 			if (e >= 0)
@@ -466,8 +471,14 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 						       plan->csum, done, hold);
 			if (refd)
 				fetched = 1;
-			else if (stream)
-				fetched = ponyfs_stream_copy(fs, stream, plan->run, plan->nrun, first, to);
+			else if (stream) {
+				/* Copied from buffers whose worker's CRCs are the
+				 * plan's: checked; only an encrypted chunk's decrypt
+				 * is left. */
+				fetched = ponyfs_stream_copy(fs, stream, plan->run, plan->nrun, first,
+							     plan->csum, to);
+				plan->checked = fetched == 1;
+			}
 			else
 				fetched = direct ? runs_fetch_direct(fs, plan, first, to) : 0;
 			fetched = stream && fetched >= 0 ? 1 : fetched;

@@ -306,9 +306,11 @@ static struct stream_buf *buf_find(struct ponyfs *fs, struct ponyfs_stream *s, u
 }
 
 int ponyfs_stream_copy(struct ponyfs *fs, struct ponyfs_stream *s,
-		       const struct ponyfs_read_run *run, unsigned nrun, uint64_t first, uint8_t *to)
+		       const struct ponyfs_read_run *run, unsigned nrun, uint64_t first,
+		       const uint32_t *csum, uint8_t *to)
 {
 	uint64_t hits = 0;
+	int checked = 1;
 
 	for (unsigned i = 0; i < nrun; i++) {
 		const struct ponyfs_read_run *r = &run[i];
@@ -316,7 +318,7 @@ int ponyfs_stream_copy(struct ponyfs *fs, struct ponyfs_stream *s,
 		for (uint64_t j = 0; j < r->n;) {
 			uint8_t *at = to + (r->fblk - first + j) * BS;
 			struct stream_buf *b;
-			uint64_t k;
+			uint64_t k, off;
 			int e;
 
 			pthread_mutex_lock(&fs->stream_lock);
@@ -338,21 +340,30 @@ int ponyfs_stream_copy(struct ponyfs *fs, struct ponyfs_stream *s,
 				if (e < 0)
 					return e;
 				__atomic_add_fetch(&fs->reads_direct, (uint64_t)e, __ATOMIC_RELAXED);
+				checked = 0;
 				j += k;
 				continue;
 			}
-			k = MIN(r->n - j, b->pblock + b->n - (r->pblock + j));
-			memcpy(at, b->data + (r->pblock + j - b->pblock) * BS, k * BS);
+			off = r->pblock + j - b->pblock;
+			k = MIN(r->n - j, b->n - off);
+			memcpy(at, b->data + off * BS, k * BS);
+			/* The buffer's CRCs (its worker's) are the copies': a block
+			 * whose CRC is not the plan's fails the chunk here. */
+			for (uint64_t m = 0; checked >= 0 && m < k; m++)
+				if (b->crc[off + m] != csum[r->fblk - first + j + m])
+					checked = -EBADMSG;
 			pthread_mutex_lock(&fs->stream_lock);
 			b->users--;
 			b->left -= MIN(b->left, k);
 			pthread_mutex_unlock(&fs->stream_lock);
+			if (checked < 0)
+				return checked;
 			hits += k;
 			j += k;
 		}
 	}
 	__atomic_add_fetch(&fs->stream_hits, hits, __ATOMIC_RELAXED);
-	return 0;
+	return checked;
 }
 
 /* Under fs->stream_lock: a pin of ponyfs_stream_refs_take() let go. */

@@ -11,8 +11,8 @@
  * stream's buffer, still fails it with EIO and returns none of that block.
  * The stream test runs on a plain file too, read as the mount reads
  * (vfs read_iov), whose READs are answered from the buffers in place; and
- * a plain block's buffer filled from good bytes is still refused once the
- * plan's CRC for it differs.
+ * a block's buffer filled from good bytes is still refused once the plan's
+ * CRC for it differs (plain: in place; XTS: copied out and decrypted).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -361,41 +361,48 @@ static void test_plain_tamper_under_a_stream_answered_in_place(void **state)
 }
 
 /*
- * A plain file's block whose stream buffer was filled from good bytes, its
- * CRC32C computed there (stream.c's worker), and whose extent's CRC then
+ * A block whose stream buffer was filled from good bytes, its CRC32C
+ * computed there (stream.c's worker), and whose extent's CRC then
  * changes: the READ planned after it is not answered from the buffer,
  * though the buffer's bytes are the disk's, and fails (EBADMSG: nothing
  * matches the plan's CRC; one image, no redundancy); the READs before and
  * after it come from the buffers. The plan's CRC decides each READ, never
  * what held when the buffer filled (a buffer marked good at its fill would
- * return the block).
+ * return the block). A plain file is read as the mount reads
+ * (read_answer(): answered in place, stream.c's refs_take), an XTS file's
+ * blocks are copied out of the buffers (stream.c's copy) and decrypted.
  */
-static void test_plain_stream_block_refused_when_the_plans_crc_changed(void **state)
+static void plans_crc_changed_under_a_stream(struct fixture *f, bool xts)
 {
 	enum { FILE_BYTES = 8 << 20, PIECE = 256 << 10, BAD = 700 };
 	static uint8_t data[FILE_BYTES];
-	struct fixture *f = *state;
-	uint8_t *buf = aligned_alloc(4096, PIECE);
+	const char *name = xts ? "enc/big" : "big";
+	uint8_t *buf = aligned_alloc(4096, PIECE), id[16];
 	struct vfs_ctx c = test_ctx();
-	uint64_t fh, foff, pblock, bad_off = (uint64_t)BAD * 4096;
+	uint64_t fh, foff, pblock, hits, bad_off = (uint64_t)BAD * 4096;
 	size_t in_place = 0, len;
 	struct vfs_entry e;
 	struct ponyfs *p;
 
 	assert_non_null(buf);
 	test_fill(data, sizeof(data), 37);
-	assert_int_equal(test_put(f->fs, "big", data, sizeof(data)), 0);
-	assert_int_equal(vfs_walk(f->fs, &c, "big", &e), 0);
+	if (xts)
+		enc_dir(f->fs, CRYPT_MODE_AES_256_XTS, id);
+	assert_int_equal(test_put(f->fs, name, data, sizeof(data)), 0);
+	assert_int_equal(vfs_walk(f->fs, &c, name, &e), 0);
 	vfs_free(f->fs);
 	assert_int_equal(ponyfs_mount_image(f->dev, NULL, &f->fs), 0);
+	if (xts)
+		add_key(f->fs, id);
 	p = ponyfs_of(f->fs);
-	assert_int_equal(test_open(f->fs, "big", O_RDONLY, &e.ino, &fh), 0);
+	assert_int_equal(test_open(f->fs, name, O_RDONLY, &e.ino, &fh), 0);
 	/* Two READs: the second follows the first, and its stream reads the
 	 * next 8 MiB (block BAD's buffer among them) on the workers. */
 	for (uint64_t off = 0; off < 2 * PIECE; off += PIECE)
 		assert_int_equal(read_answer(f->fs, e.ino, fh, buf, PIECE, (off_t)off, &in_place),
 				 PIECE);
 	usleep(200 * 1000);
+	hits = __atomic_load_n(&p->stream_hits, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&p->lock);
 	extent_row_at(p->db, e.ino, BAD, &foff, &pblock, &len);
 	row_csums[(BAD - foff) * 4] ^= 1;
@@ -416,9 +423,23 @@ static void test_plain_stream_block_refused_when_the_plans_crc_changed(void **st
 		assert_memory_equal(buf, data + off, PIECE);
 	}
 	assert_int_equal(p->reads_redone, 1);
-	assert_true(in_place >= FILE_BYTES / 2);
+	assert_true(__atomic_load_n(&p->stream_hits, __ATOMIC_RELAXED) - hits >= FILE_BYTES / 2 / 4096);
+	if (xts)
+		assert_int_equal(in_place, 0);
+	else
+		assert_true(in_place >= FILE_BYTES / 2);
 	assert_int_equal(VFS_CALL(f->fs, release, e.ino, fh), 0);
 	free(buf);
+}
+
+static void test_plain_stream_block_refused_when_the_plans_crc_changed(void **state)
+{
+	plans_crc_changed_under_a_stream(*state, false);
+}
+
+static void test_xts_stream_block_refused_when_the_plans_crc_changed(void **state)
+{
+	plans_crc_changed_under_a_stream(*state, true);
 }
 
 /*
@@ -492,6 +513,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_plain_tamper_under_a_stream_answered_in_place,
 						setup_file, teardown_file),
 		cmocka_unit_test_setup_teardown(test_plain_stream_block_refused_when_the_plans_crc_changed,
+						setup_file, teardown_file),
+		cmocka_unit_test_setup_teardown(test_xts_stream_block_refused_when_the_plans_crc_changed,
 						setup_file, teardown_file),
 		cmocka_unit_test_setup_teardown(test_tamper_in_a_direct_read_is_eio, setup_file,
 						teardown_file),
