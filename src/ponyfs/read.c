@@ -469,18 +469,18 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 			refd = hold && stream && !cipher && to != tmp &&
 			       ponyfs_stream_refs_take(fs, stream, plan->run, plan->nrun, first,
 						       plan->csum, done, hold);
-			if (refd)
+			if (refd) {
 				fetched = 1;
-			else if (stream) {
+			} else if (stream) {
 				/* Copied from buffers whose worker's CRCs are the
 				 * plan's: checked; only an encrypted chunk's decrypt
 				 * is left. */
 				fetched = ponyfs_stream_copy(fs, stream, plan->run, plan->nrun, first,
 							     plan->csum, to);
 				plan->checked = fetched == 1;
-			}
-			else
+			} else {
 				fetched = direct ? runs_fetch_direct(fs, plan, first, to) : 0;
+			}
 			fetched = stream && fetched >= 0 ? 1 : fetched;
 			if (fetched >= 0 && direct && !stream) {
 				__atomic_store_n(&fs->crypt_direct, fetched == 1, __ATOMIC_RELAXED);
