@@ -550,7 +550,7 @@ int ponyfs_writeback_all_locked(struct ponyfs *fs, bool skip_held);
  * with ponyfs_read_release() once the answer (ponyfs_read_hold_iov()) has
  * been written. */
 #define PONYFS_READ_REFS_MAX 8u
-struct ponyfs_stream_ref {              /* a pin on a stream's buffer (ponyfs_stream_ref()) */
+struct ponyfs_stream_ref {              /* a pin on a stream's buffer (ponyfs_stream_refs_take()) */
 	void *buf;                      /* stream.c's */
 	const uint8_t *data;            /* the first block's bytes */
 	uint64_t n;                     /* blocks */
@@ -610,14 +610,23 @@ struct ponyfs_stream;
 bool ponyfs_stream_ahead_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t off);
 struct ponyfs_stream *ponyfs_stream_get_locked(struct ponyfs *fs, struct ponyfs_inode *in);
 void ponyfs_stream_put(struct ponyfs *fs, struct ponyfs_stream *s);
+/* copy: 1 when every block came from a buffer whose CRC32C (computed as
+ * it filled) is the one csum (the plan's, from first) gives, 0 when some
+ * were read here (the caller checks them all), -EBADMSG when a buffer's
+ * CRC of a block is not the plan's, or -errno. */
 int ponyfs_stream_copy(struct ponyfs *fs, struct ponyfs_stream *s,
-		       const struct ponyfs_read_run *run, unsigned nrun, uint64_t first, uint8_t *to);
-/* ref pins the filled buffer of s holding volume block pblock, for up to n
- * blocks from it (ret->n), false when none holds it; unref unpins it,
- * taken: its blocks went into an answer. */
-bool ponyfs_stream_ref(struct ponyfs *fs, struct ponyfs_stream *s, uint64_t pblock, uint64_t n,
-		       struct ponyfs_stream_ref *ret);
-void ponyfs_stream_unref(struct ponyfs *fs, const struct ponyfs_stream_ref *ref, bool taken);
+		       const struct ponyfs_read_run *run, unsigned nrun, uint64_t first,
+		       const uint32_t *csum, uint8_t *to);
+/* refs_take pins the filled buffers of s holding the n runs of a chunk
+ * (from file block first, at offset at of the answer) into hold, each
+ * block's CRC32C (computed as its buffer filled) the one csum (the plan's,
+ * from first) gives; false, with none of them pinned, when a block is in
+ * no filled buffer, hold is full, or a CRC differs. refs_release unpins
+ * them all, their blocks gone into an answer. */
+bool ponyfs_stream_refs_take(struct ponyfs *fs, struct ponyfs_stream *s,
+			     const struct ponyfs_read_run *run, unsigned nrun, uint64_t first,
+			     const uint32_t *csum, size_t at, struct ponyfs_read_hold *hold);
+void ponyfs_stream_refs_release(struct ponyfs *fs, struct ponyfs_read_hold *hold);
 void ponyfs_stream_stop_locked(struct ponyfs *fs, struct ponyfs_inode *in);
 void ponyfs_stream_gen_bump_locked(struct ponyfs *fs);
 void ponyfs_streams_done(struct ponyfs *fs);

@@ -44,6 +44,7 @@ struct read_plan {
 	unsigned nrun;
 	uint32_t csum[PONYFS_IO_BLOCKS];       /* per block of the chunk, for disk blocks */
 	uint8_t seal[PONYFS_IO_BLOCKS][PONYFS_SEAL_BYTES - 4];  /* GCM nonce and tag */
+	bool checked;                   /* the runs' bytes matched csum already (stream.c) */
 };
 
 /*
@@ -111,6 +112,7 @@ static int plan_locked(struct ponyfs *fs, struct ponyfs_inode *in, bool pages, u
 	uint64_t cut = in->trunc_pending ? DIV_ROUND_UP(in->trunc_to, BS) : UINT64_MAX;
 
 	p->nrun = 0;
+	p->checked = false;
 	if (cut < end)
 		memset(to + (MAX(cut, first) - first) * BS, 0, (end - MAX(cut, first)) * BS);
 	end = MIN(end, cut);
@@ -168,7 +170,9 @@ static int block_decrypt(struct ponyfs *fs, struct ponyfs_inode *in, struct cryp
 /*
  * Reads and checks nrun runs of plan p into to, and decrypts them with
  * cipher (NULL: not encrypted); fetched: the runs are in to already
- * (runs_fetch_direct()), only checked and decrypted. Unlocked, the first
+ * (runs_fetch_direct()), only checked and decrypted, or with p->checked
+ * (copied from a stream's buffers whose CRCs are the plan's) only
+ * decrypted. Unlocked, the first
  * error or bad block ends it (-EBADMSG); locked, a bad block of in is
  * repaired from the volume's redundancy first.
  */
@@ -181,10 +185,11 @@ static int runs_read(struct ponyfs *fs, struct ponyfs_inode *in, struct crypt_co
 		uint8_t *at = to + (r->fblk - first) * BS;
 		int e = fetched ? 0 : bdev_pread(fs->data, at, r->n * BS, r->pblock * BS);
 
+		assert(fetched || !p->checked);
 		for (uint64_t j = 0; e >= 0 && j < r->n; j++) {
 			uint32_t want = p->csum[r->fblk - first + j];
 
-			if (util_crc32c(0, at + j * BS, BS) != want)
+			if (!p->checked && util_crc32c(0, at + j * BS, BS) != want)
 				e = locked ? repair_block(fs, in->ino, r->fblk + j, at + j * BS,
 							  r->pblock + j, want) : -EBADMSG;
 			if (e >= 0)
@@ -356,48 +361,6 @@ int ponyfs_disk_read_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t
 	return r < 0 ? r : plan_run(fs, in, in->cipher, true, false, plan, first, buf);
 }
 
-/*
- * A chunk of a plain file's stream answered from the buffers themselves,
- * not copied into the caller's: each run of p pinned where a buffer holds
- * it (ponyfs_stream_ref()) and every block checked there against the
- * plan's CRC32C, as read in place would be. The pins go into hold at at
- * (the chunk's offset in the answer) and stay until the answer is written.
- * The copy out of the buffers was a fifth of the daemon's CPU on a cold
- * sequential read (BENCHMARKS.md, session 39). false, with nothing of this
- * chunk pinned, when a block is in no filled buffer, hold is full, or a
- * block fails its check: the chunk then takes the copying path, which
- * reads, checks and repairs as ever.
- */
-static bool refs_take(struct ponyfs *fs, struct ponyfs_stream *s, const struct read_plan *p,
-		      uint64_t first, size_t at, struct ponyfs_read_hold *hold)
-{
-	unsigned start = hold->nref;
-
-	for (unsigned i = 0; i < p->nrun; i++) {
-		const struct ponyfs_read_run *r = &p->run[i];
-
-		for (uint64_t j = 0; j < r->n;) {
-			const struct ponyfs_stream_ref *ref;
-
-			if (hold->nref == PONYFS_READ_REFS_MAX)
-				goto undo;
-			ref = &hold->ref[hold->nref].sref;
-			if (!ponyfs_stream_ref(fs, s, r->pblock + j, r->n - j, &hold->ref[hold->nref].sref))
-				goto undo;
-			hold->ref[hold->nref++].at = at + (size_t)(r->fblk - first + j) * BS;
-			for (uint64_t k = 0; k < ref->n; k++)
-				if (util_crc32c(0, ref->data + k * BS, BS) != p->csum[r->fblk - first + j + k])
-					goto undo;
-			j += ref->n;
-		}
-	}
-	return true;
-undo:
-	while (hold->nref > start)
-		ponyfs_stream_unref(fs, &hold->ref[--hold->nref].sref, false);
-	return false;
-}
-
 unsigned ponyfs_read_hold_iov(const struct ponyfs_read_hold *hold, void *buf, size_t n,
 			      struct iovec *iov)
 {
@@ -420,9 +383,7 @@ unsigned ponyfs_read_hold_iov(const struct ponyfs_read_hold *hold, void *buf, si
 
 void ponyfs_read_release(struct ponyfs *fs, struct ponyfs_read_hold *hold)
 {
-	for (unsigned i = 0; i < hold->nref; i++)
-		ponyfs_stream_unref(fs, &hold->ref[i].sref, true);
-	hold->nref = 0;
+	ponyfs_stream_refs_release(fs, hold);
 	ponyfs_stream_put(fs, hold->stream);
 	hold->stream = NULL;
 }
@@ -499,14 +460,27 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 			/* A stream's runs all land in to: from its buffers, or read
 			 * around the cache there (stream.c); checked below. */
 			direct = (cipher && n >= DIRECT_MIN_BLOCKS) || stream;
+			/* A plain chunk a stream holds is answered from its
+			 * buffers, not copied (the copy was a fifth of the daemon's
+			 * CPU on a cold read, BENCHMARKS.md session 39): pinned
+			 * until the answer is written, each block's CRC32C (the
+			 * buffer's, computed as it filled) the plan's. Else, with
+			 * nothing pinned, the copying path reads, checks, repairs. */
 			refd = hold && stream && !cipher && to != tmp &&
-			       refs_take(fs, stream, plan, first, done, hold);
-			if (refd)
+			       ponyfs_stream_refs_take(fs, stream, plan->run, plan->nrun, first,
+						       plan->csum, done, hold);
+			if (refd) {
 				fetched = 1;
-			else if (stream)
-				fetched = ponyfs_stream_copy(fs, stream, plan->run, plan->nrun, first, to);
-			else
+			} else if (stream) {
+				/* Copied from buffers whose worker's CRCs are the
+				 * plan's: checked; only an encrypted chunk's decrypt
+				 * is left. */
+				fetched = ponyfs_stream_copy(fs, stream, plan->run, plan->nrun, first,
+							     plan->csum, to);
+				plan->checked = fetched == 1;
+			} else {
 				fetched = direct ? runs_fetch_direct(fs, plan, first, to) : 0;
+			}
 			fetched = stream && fetched >= 0 ? 1 : fetched;
 			if (fetched >= 0 && direct && !stream) {
 				__atomic_store_n(&fs->crypt_direct, fetched == 1, __ATOMIC_RELAXED);

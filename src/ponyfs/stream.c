@@ -31,9 +31,14 @@
  * the READ to the locked path, which reads the disk again and repairs from
  * the volume's redundancy.
  *
- * A READ may also answer straight from a buffer (ponyfs_stream_ref(),
- * read.c's refs_take()): its blocks are checked there, and the buffer,
- * pinned (users) until the answer is written, is not read into again.
+ * A READ may also answer straight from a buffer (ponyfs_stream_refs_take(),
+ * for read.c): the buffer, pinned (users) until the answer is written, is
+ * not read into again, and each block's CRC32C, computed on the worker
+ * right after the buffer's read (the bytes hot in that core's cache, the
+ * work beside the READs), must be the plan's: the CRC of the very bytes
+ * the answer hands out, since nothing writes a filled buffer; a block
+ * whose CRC is not the plan's is not answered from there, and its READ
+ * goes down the copying path, which reads again and repairs.
  *
  * Memory: STREAM_BUFS buffers of 1 MiB a stream, STREAM_MAX streams at
  * once over the whole filesystem (PONYFS_STREAM_BYTES_MAX, 64 MiB, in
@@ -61,6 +66,7 @@ struct stream_buf {
 	uint64_t gen;                   /* fs->stream_gen when issued */
 	uint64_t left;                  /* blocks no READ took yet */
 	uint8_t *data;
+	uint32_t crc[PONYFS_IO_BLOCKS]; /* each block's CRC32C, computed as it filled */
 	int state;                      /* STREAM_* or -errno (failed) */
 	unsigned users;                 /* READs copying out of it, or answers pinning it */
 };
@@ -91,11 +97,18 @@ static int64_t fetch_call(void *arg)
 	struct ponyfs *fs = b->s->fs;
 	int r = bdev_pread_direct(fs->data, b->data, b->n * BS, b->pblock * BS);
 
+	if (r < 0)
+		return r;
 	/* A stack without the direct read (a volume) read it through the
 	 * host's cache: let that drop it, as the hints' drop-behind does. */
 	if (r == 0)
 		bdev_advise(fs->data, b->pblock * BS, b->n * BS, BDEV_DONTNEED);
-	return r < 0 ? r : 0;
+	/* Here, while the blocks are fresh in this core's cache, and beside
+	 * the READs on the other core: done in the READ, the CRC32C was the
+	 * first touch of the buffer and a third of the daemon's CPU. */
+	for (uint64_t i = 0; i < b->n; i++)
+		b->crc[i] = util_crc32c(0, b->data + i * BS, BS);
+	return 0;
 }
 
 static void fetch_done(struct acall_ring *ring, struct acall_op *op, void *arg)
@@ -293,9 +306,11 @@ static struct stream_buf *buf_find(struct ponyfs *fs, struct ponyfs_stream *s, u
 }
 
 int ponyfs_stream_copy(struct ponyfs *fs, struct ponyfs_stream *s,
-		       const struct ponyfs_read_run *run, unsigned nrun, uint64_t first, uint8_t *to)
+		       const struct ponyfs_read_run *run, unsigned nrun, uint64_t first,
+		       const uint32_t *csum, uint8_t *to)
 {
 	uint64_t hits = 0;
+	int checked = 1;
 
 	for (unsigned i = 0; i < nrun; i++) {
 		const struct ponyfs_read_run *r = &run[i];
@@ -303,7 +318,7 @@ int ponyfs_stream_copy(struct ponyfs *fs, struct ponyfs_stream *s,
 		for (uint64_t j = 0; j < r->n;) {
 			uint8_t *at = to + (r->fblk - first + j) * BS;
 			struct stream_buf *b;
-			uint64_t k;
+			uint64_t k, off;
 			int e;
 
 			pthread_mutex_lock(&fs->stream_lock);
@@ -325,52 +340,99 @@ int ponyfs_stream_copy(struct ponyfs *fs, struct ponyfs_stream *s,
 				if (e < 0)
 					return e;
 				__atomic_add_fetch(&fs->reads_direct, (uint64_t)e, __ATOMIC_RELAXED);
+				checked = 0;
 				j += k;
 				continue;
 			}
-			k = MIN(r->n - j, b->pblock + b->n - (r->pblock + j));
-			memcpy(at, b->data + (r->pblock + j - b->pblock) * BS, k * BS);
+			off = r->pblock + j - b->pblock;
+			k = MIN(r->n - j, b->n - off);
+			memcpy(at, b->data + off * BS, k * BS);
+			/* The buffer's CRCs (its worker's) are the copies': a block
+			 * whose CRC is not the plan's fails the chunk here. */
+			for (uint64_t m = 0; checked >= 0 && m < k; m++)
+				if (b->crc[off + m] != csum[r->fblk - first + j + m])
+					checked = -EBADMSG;
 			pthread_mutex_lock(&fs->stream_lock);
 			b->users--;
 			b->left -= MIN(b->left, k);
 			pthread_mutex_unlock(&fs->stream_lock);
+			if (checked < 0)
+				return checked;
 			hits += k;
 			j += k;
 		}
 	}
 	__atomic_add_fetch(&fs->stream_hits, hits, __ATOMIC_RELAXED);
-	return 0;
+	return checked;
 }
 
-bool ponyfs_stream_ref(struct ponyfs *fs, struct ponyfs_stream *s, uint64_t pblock, uint64_t n,
-		       struct ponyfs_stream_ref *ret)
-{
-	struct stream_buf *b;
-
-	pthread_mutex_lock(&fs->stream_lock);
-	b = buf_find(fs, s, pblock);
-	pthread_mutex_unlock(&fs->stream_lock);
-	if (!b)
-		return false;
-	ret->buf = b;
-	ret->data = b->data + (pblock - b->pblock) * BS;
-	ret->n = MIN(n, b->pblock + b->n - pblock);
-	return true;
-}
-
-void ponyfs_stream_unref(struct ponyfs *fs, const struct ponyfs_stream_ref *ref, bool taken)
+/* Under fs->stream_lock: a pin of ponyfs_stream_refs_take() let go. */
+static void ref_drop(struct ponyfs_stream_ref *ref, bool taken)
 {
 	struct stream_buf *b = ref->buf;
 
-	pthread_mutex_lock(&fs->stream_lock);
 	b->users--;
 	if (taken)
 		b->left -= MIN(b->left, ref->n);
-	pthread_mutex_unlock(&fs->stream_lock);
-	if (taken) {
-		__atomic_add_fetch(&fs->stream_hits, ref->n, __ATOMIC_RELAXED);
-		__atomic_add_fetch(&fs->stream_refs, ref->n, __ATOMIC_RELAXED);
+}
+
+/* Under fs->stream_lock: run r's blocks from j on pinned into hold
+ * (answer offset at for file block first); false when a block is in no
+ * filled buffer of s, hold is full, or a buffer's CRC32C of a block is not
+ * the one in csum (the plan's, from file block first). */
+static bool run_refs_take(struct ponyfs *fs, struct ponyfs_stream *s,
+			  const struct ponyfs_read_run *r, uint64_t first, const uint32_t *csum,
+			  size_t at, struct ponyfs_read_hold *hold)
+{
+	for (uint64_t j = 0; j < r->n;) {
+		uint64_t blk = r->fblk - first + j, off, n;
+		struct stream_buf *b;
+
+		if (hold->nref == PONYFS_READ_REFS_MAX || !(b = buf_find(fs, s, r->pblock + j)))
+			return false;
+		off = r->pblock + j - b->pblock;
+		n = MIN(r->n - j, b->n - off);
+		hold->ref[hold->nref].at = at + (size_t)blk * BS;
+		hold->ref[hold->nref++].sref = (struct ponyfs_stream_ref){ b, b->data + off * BS, n };
+		for (uint64_t k = 0; k < n; k++)
+			if (b->crc[off + k] != csum[blk + k])
+				return false;
+		j += n;
 	}
+	return true;
+}
+
+bool ponyfs_stream_refs_take(struct ponyfs *fs, struct ponyfs_stream *s,
+			     const struct ponyfs_read_run *run, unsigned nrun, uint64_t first,
+			     const uint32_t *csum, size_t at, struct ponyfs_read_hold *hold)
+{
+	unsigned start = hold->nref;
+	bool ok = true;
+
+	/* One trip through the lock for the whole chunk: a READ of 1008 KiB
+	 * spans two buffers, and the READs of both cores contend here. */
+	pthread_mutex_lock(&fs->stream_lock);
+	for (unsigned i = 0; ok && i < nrun; i++)
+		ok = run_refs_take(fs, s, &run[i], first, csum, at, hold);
+	while (!ok && hold->nref > start)
+		ref_drop(&hold->ref[--hold->nref].sref, false);
+	pthread_mutex_unlock(&fs->stream_lock);
+	return ok;
+}
+
+void ponyfs_stream_refs_release(struct ponyfs *fs, struct ponyfs_read_hold *hold)
+{
+	uint64_t n = 0;
+
+	pthread_mutex_lock(&fs->stream_lock);
+	for (unsigned i = 0; i < hold->nref; i++) {
+		ref_drop(&hold->ref[i].sref, true);
+		n += hold->ref[i].sref.n;
+	}
+	pthread_mutex_unlock(&fs->stream_lock);
+	hold->nref = 0;
+	__atomic_add_fetch(&fs->stream_hits, n, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&fs->stream_refs, n, __ATOMIC_RELAXED);
 }
 
 void ponyfs_streams_done(struct ponyfs *fs)

@@ -10,7 +10,9 @@
  * read sees; and a bad tag or checksum inside a large read, or in a
  * stream's buffer, still fails it with EIO and returns none of that block.
  * The stream test runs on a plain file too, read as the mount reads
- * (vfs read_iov), whose READs are answered from the buffers in place.
+ * (vfs read_iov), whose READs are answered from the buffers in place; and
+ * a block's buffer filled from good bytes is still refused once the plan's
+ * CRC for it differs (plain: in place; XTS: copied out and decrypted).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -172,18 +174,15 @@ static int teardown_file(void **state)
 	return 0;
 }
 
-/* File block fblk of ino, on the unmounted image: a bit of its ciphertext
- * flipped; with fix_crc (a GCM file's seals) its CRC32C made to match, so
- * only the tag can tell. */
-static void block_tamper(sqlite3 *db, struct bdev *datadev, uint64_t ino, uint64_t fblk,
-			 bool fix_crc)
+static uint8_t row_csums[PONYFS_IO_BLOCKS * PONYFS_SEAL_BYTES];  /* extent_row_at()'s */
+
+/* The extent row of ino holding file block fblk: its first file block
+ * (*foff), fblk's volume block (*pblock), its csums into row_csums (*len
+ * bytes). */
+static void extent_row_at(sqlite3 *db, uint64_t ino, uint64_t fblk, uint64_t *foff,
+			  uint64_t *pblock, size_t *len)
 {
-	static uint8_t csums[PONYFS_IO_BLOCKS * PONYFS_SEAL_BYTES];
-	size_t stride = fix_crc ? PONYFS_SEAL_BYTES : 4, len;
-	uint8_t blk[4096];
-	uint64_t foff, pblock;
 	sqlite3_stmt *s;
-	le32 crc;
 
 	assert_int_equal(sqlite3_prepare_v2(db, "SELECT foff, pblock, csums FROM extents WHERE "
 					    "ino = ?1 AND foff <= ?2 ORDER BY foff DESC LIMIT 1",
@@ -191,25 +190,48 @@ static void block_tamper(sqlite3 *db, struct bdev *datadev, uint64_t ino, uint64
 	sqlite3_bind_int64(s, 1, (int64_t)ino);
 	sqlite3_bind_int64(s, 2, (int64_t)fblk);
 	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
-	foff = (uint64_t)sqlite3_column_int64(s, 0);
-	pblock = (uint64_t)sqlite3_column_int64(s, 1) + fblk - foff;
-	len = (size_t)sqlite3_column_bytes(s, 2);
-	assert_true(len <= sizeof(csums) && (fblk - foff + 1) * stride <= len);
-	memcpy(csums, sqlite3_column_blob(s, 2), len);
+	*foff = (uint64_t)sqlite3_column_int64(s, 0);
+	*pblock = (uint64_t)sqlite3_column_int64(s, 1) + fblk - *foff;
+	*len = (size_t)sqlite3_column_bytes(s, 2);
+	assert_true(*len <= sizeof(row_csums));
+	memcpy(row_csums, sqlite3_column_blob(s, 2), *len);
 	sqlite3_finalize(s);
+}
+
+/* row_csums (len bytes) as the csums of ino's extent row at foff. */
+static void extent_row_csums_put(sqlite3 *db, uint64_t ino, uint64_t foff, size_t len)
+{
+	sqlite3_stmt *s;
+
+	assert_int_equal(sqlite3_prepare_v2(db, "UPDATE extents SET csums = ?3 WHERE "
+					    "ino = ?1 AND foff = ?2", -1, &s, NULL), SQLITE_OK);
+	sqlite3_bind_int64(s, 1, (int64_t)ino);
+	sqlite3_bind_int64(s, 2, (int64_t)foff);
+	sqlite3_bind_blob(s, 3, row_csums, (int)len, SQLITE_STATIC);
+	assert_int_equal(sqlite3_step(s), SQLITE_DONE);
+	sqlite3_finalize(s);
+}
+
+/* File block fblk of ino, on the unmounted image: a bit of its ciphertext
+ * flipped; with fix_crc (a GCM file's seals) its CRC32C made to match, so
+ * only the tag can tell. */
+static void block_tamper(sqlite3 *db, struct bdev *datadev, uint64_t ino, uint64_t fblk,
+			 bool fix_crc)
+{
+	size_t stride = fix_crc ? PONYFS_SEAL_BYTES : 4, len;
+	uint8_t blk[4096];
+	uint64_t foff, pblock;
+	le32 crc;
+
+	extent_row_at(db, ino, fblk, &foff, &pblock, &len);
+	assert_true((fblk - foff + 1) * stride <= len);
 	assert_int_equal(bdev_pread(datadev, blk, sizeof(blk), pblock * 4096), 0);
 	blk[100] ^= 0x40;
 	assert_int_equal(bdev_pwrite(datadev, blk, sizeof(blk), pblock * 4096), 0);
 	if (fix_crc) {
 		crc = cpu_to_le32(util_crc32c(0, blk, sizeof(blk)));
-		memcpy(csums + (fblk - foff) * stride, &crc, 4);
-		assert_int_equal(sqlite3_prepare_v2(db, "UPDATE extents SET csums = ?3 WHERE "
-						    "ino = ?1 AND foff = ?2", -1, &s, NULL), SQLITE_OK);
-		sqlite3_bind_int64(s, 1, (int64_t)ino);
-		sqlite3_bind_int64(s, 2, (int64_t)foff);
-		sqlite3_bind_blob(s, 3, csums, (int)len, SQLITE_STATIC);
-		assert_int_equal(sqlite3_step(s), SQLITE_DONE);
-		sqlite3_finalize(s);
+		memcpy(row_csums + (fblk - foff) * stride, &crc, 4);
+		extent_row_csums_put(db, ino, foff, len);
 	}
 	ponyfs_sqlite_close(db);
 }
@@ -339,6 +361,88 @@ static void test_plain_tamper_under_a_stream_answered_in_place(void **state)
 }
 
 /*
+ * A block whose stream buffer was filled from good bytes, its CRC32C
+ * computed there (stream.c's worker), and whose extent's CRC then
+ * changes: the READ planned after it is not answered from the buffer,
+ * though the buffer's bytes are the disk's, and fails (EBADMSG: nothing
+ * matches the plan's CRC; one image, no redundancy); the READs before and
+ * after it come from the buffers. The plan's CRC decides each READ, never
+ * what held when the buffer filled (a buffer marked good at its fill would
+ * return the block). A plain file is read as the mount reads
+ * (read_answer(): answered in place, stream.c's refs_take), an XTS file's
+ * blocks are copied out of the buffers (stream.c's copy) and decrypted.
+ */
+static void plans_crc_changed_under_a_stream(struct fixture *f, bool xts)
+{
+	enum { FILE_BYTES = 8 << 20, PIECE = 256 << 10, BAD = 700 };
+	static uint8_t data[FILE_BYTES];
+	const char *name = xts ? "enc/big" : "big";
+	uint8_t *buf = aligned_alloc(4096, PIECE), id[16];
+	struct vfs_ctx c = test_ctx();
+	uint64_t fh, foff, pblock, hits, bad_off = (uint64_t)BAD * 4096;
+	size_t in_place = 0, len;
+	struct vfs_entry e;
+	struct ponyfs *p;
+
+	assert_non_null(buf);
+	test_fill(data, sizeof(data), 37);
+	if (xts)
+		enc_dir(f->fs, CRYPT_MODE_AES_256_XTS, id);
+	assert_int_equal(test_put(f->fs, name, data, sizeof(data)), 0);
+	assert_int_equal(vfs_walk(f->fs, &c, name, &e), 0);
+	vfs_free(f->fs);
+	assert_int_equal(ponyfs_mount_image(f->dev, NULL, &f->fs), 0);
+	if (xts)
+		add_key(f->fs, id);
+	p = ponyfs_of(f->fs);
+	assert_int_equal(test_open(f->fs, name, O_RDONLY, &e.ino, &fh), 0);
+	/* Two READs: the second follows the first, and its stream reads the
+	 * next 8 MiB (block BAD's buffer among them) on the workers. */
+	for (uint64_t off = 0; off < 2 * PIECE; off += PIECE)
+		assert_int_equal(read_answer(f->fs, e.ino, fh, buf, PIECE, (off_t)off, &in_place),
+				 PIECE);
+	usleep(200 * 1000);
+	hits = __atomic_load_n(&p->stream_hits, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&p->lock);
+	extent_row_at(p->db, e.ino, BAD, &foff, &pblock, &len);
+	row_csums[(BAD - foff) * 4] ^= 1;
+	extent_row_csums_put(p->db, e.ino, foff, len);
+	pthread_mutex_unlock(&p->lock);
+	for (uint64_t off = 2 * PIECE; off < sizeof(data); off += PIECE) {
+		ssize_t r;
+
+		memset(buf, 0xa5, PIECE);
+		r = read_answer(f->fs, e.ino, fh, buf, PIECE, (off_t)off, &in_place);
+		/* An error answers nothing, and pins nothing (read_answer()):
+		 * the buffer's bytes, good on disk too, stay out of reach. */
+		if (off <= bad_off && bad_off < off + PIECE) {
+			assert_int_equal(r, -EBADMSG);
+			continue;
+		}
+		assert_int_equal(r, PIECE);
+		assert_memory_equal(buf, data + off, PIECE);
+	}
+	assert_int_equal(p->reads_redone, 1);
+	assert_true(__atomic_load_n(&p->stream_hits, __ATOMIC_RELAXED) - hits >= FILE_BYTES / 2 / 4096);
+	if (xts)
+		assert_int_equal(in_place, 0);
+	else
+		assert_true(in_place >= FILE_BYTES / 2);
+	assert_int_equal(VFS_CALL(f->fs, release, e.ino, fh), 0);
+	free(buf);
+}
+
+static void test_plain_stream_block_refused_when_the_plans_crc_changed(void **state)
+{
+	plans_crc_changed_under_a_stream(*state, false);
+}
+
+static void test_xts_stream_block_refused_when_the_plans_crc_changed(void **state)
+{
+	plans_crc_changed_under_a_stream(*state, true);
+}
+
+/*
  * Large reads of a GCM file (their pieces checked and decrypted by two
  * threads after the direct read): block BAD's tag changed fails one with
  * EIO, and nothing of that block's plaintext is in the buffer; block
@@ -407,6 +511,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_gcm_tamper_under_a_stream_is_eio, setup_file,
 						teardown_file),
 		cmocka_unit_test_setup_teardown(test_plain_tamper_under_a_stream_answered_in_place,
+						setup_file, teardown_file),
+		cmocka_unit_test_setup_teardown(test_plain_stream_block_refused_when_the_plans_crc_changed,
+						setup_file, teardown_file),
+		cmocka_unit_test_setup_teardown(test_xts_stream_block_refused_when_the_plans_crc_changed,
 						setup_file, teardown_file),
 		cmocka_unit_test_setup_teardown(test_tamper_in_a_direct_read_is_eio, setup_file,
 						teardown_file),
