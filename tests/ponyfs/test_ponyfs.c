@@ -121,7 +121,7 @@ static void test_names_links_and_renames_follow_posix(void **state)
 	assert_int_equal(test_get(f->fs, "d/f", buf, sizeof(buf)), -ENOENT);
 }
 
-struct seen { char names[64][16]; uint64_t cookies[64]; int n, stop_after; };
+struct seen { char names[64][16]; uint64_t cookies[64], ino[64]; int n, stop_after; };
 
 static int collect(void *data, const char *name, uint64_t ino, unsigned type, uint64_t next)
 {
@@ -130,6 +130,7 @@ static int collect(void *data, const char *name, uint64_t ino, unsigned type, ui
 	if (s->stop_after && s->n == s->stop_after)
 		return 1;
 	snprintf(s->names[s->n], 16, "%s", name);
+	s->ino[s->n] = ino;
 	s->cookies[s->n++] = next;
 	return 0;
 }
@@ -161,34 +162,21 @@ static void test_readdir_cookies_are_stable_across_changes(void **state)
 	assert_string_equal(b.names[b.n - 1], "new");
 }
 
-struct seen_ino { char names[8][16]; uint64_t ino[8]; int n; };
-
-static int collect_ino(void *data, const char *name, uint64_t ino, unsigned type, uint64_t next)
-{
-	struct seen_ino *s = data;
-
-	if (s->n == 8)
-		return 1;
-	snprintf(s->names[s->n], 16, "%s", name);
-	s->ino[s->n++] = ino;
-	return 0;
-}
-
 /* ".." names the parent whether a listing starts at cookie 0 or resumes at
  * 1, and a batch from cookie 2 on has none (its parent is not looked up). */
 static void test_readdir_dotdot_from_any_cookie(void **state)
 {
 	struct fixture *f = *state;
 	struct vfs_ctx c = test_ctx();
-	struct seen_ino s0 = { 0 }, s1 = { 0 }, s2 = { 0 };
+	struct seen s0 = { 0 }, s1 = { 0 }, s2 = { 0 };
 	struct vfs_entry a, b, e;
 
 	assert_int_equal(VFS_CALL(f->fs, mkdir, &c, VFS_ROOT_INO, "a", 0755, &a), 0);
 	assert_int_equal(VFS_CALL(f->fs, mkdir, &c, a.ino, "b", 0755, &b), 0);
 	assert_int_equal(VFS_CALL(f->fs, mknod, &c, b.ino, "f", S_IFREG | 0644, 0, &e), 0);
-	assert_int_equal(VFS_CALL(f->fs, readdir, &c, b.ino, 0, 0, collect_ino, &s0), 0);
-	assert_int_equal(VFS_CALL(f->fs, readdir, &c, b.ino, 0, 1, collect_ino, &s1), 0);
-	assert_int_equal(VFS_CALL(f->fs, readdir, &c, b.ino, 0, 2, collect_ino, &s2), 0);
+	assert_int_equal(VFS_CALL(f->fs, readdir, &c, b.ino, 0, 0, collect, &s0), 0);
+	assert_int_equal(VFS_CALL(f->fs, readdir, &c, b.ino, 0, 1, collect, &s1), 0);
+	assert_int_equal(VFS_CALL(f->fs, readdir, &c, b.ino, 0, 2, collect, &s2), 0);
 	assert_int_equal(s0.n, 3);
 	assert_string_equal(s0.names[1], "..");
 	assert_int_equal(s0.ino[0], b.ino);
