@@ -394,23 +394,21 @@ int ponyfs_inode_delete_locked(struct ponyfs *fs, uint64_t ino, bool linked)
 				 .frees = true };
 	struct ponyfs_ext_span *batch = malloc(DELETE_BATCH * sizeof(*batch));
 	int64_t bytes = 0;
-	int r = batch ? DELETE_BATCH : -ENOMEM;
+	int n = DELETE_BATCH, r = batch ? 0 : -ENOMEM;
 
 	if (in)
 		ponyfs_inode_drop_locked(fs, in);
 	/* A batch read in one statement, then reserved (a file without
 	 * extents, as many are, reserves nothing for them); one short of
 	 * DELETE_BATCH was the last. */
-	while (r == DELETE_BATCH) {
-		int n = r = ponyfs_extents_last(fs, ino, batch, DELETE_BATCH);
-
+	while (r >= 0 && n == DELETE_BATCH) {
+		r = n = ponyfs_extents_last(fs, ino, batch, DELETE_BATCH);
 		if (n > 0)
 			r = delete_reserve(fs, ino, &c, &linked);
 		if (n > 0 && r >= 0)
 			r = ponyfs_txn_begin_locked(fs);
 		if (n > 0 && r >= 0)
 			r = ponyfs_extents_drop_locked(fs, ino, batch, (size_t)n);
-		r = r < 0 ? r : n;
 	}
 	free(batch);
 	/* Its xattrs, side by side: their bytes and a cell's header each. */

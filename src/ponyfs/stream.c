@@ -305,6 +305,18 @@ static struct stream_buf *buf_find(struct ponyfs *fs, struct ponyfs_stream *s, u
 	return NULL;
 }
 
+/* Whether blocks [off, off + n) of filled buffer b have the CRC32Cs want
+ * (the plan's): b->crc, its worker's, are the CRCs of the very bytes there,
+ * as nothing writes a filled buffer. */
+static bool buf_crcs_are(const struct stream_buf *b, uint64_t off, uint64_t n,
+			 const uint32_t *want)
+{
+	for (uint64_t i = 0; i < n; i++)
+		if (b->crc[off + i] != want[i])
+			return false;
+	return true;
+}
+
 int ponyfs_stream_copy(struct ponyfs *fs, struct ponyfs_stream *s,
 		       const struct ponyfs_read_run *run, unsigned nrun, uint64_t first,
 		       const uint32_t *csum, uint8_t *to)
@@ -349,9 +361,8 @@ int ponyfs_stream_copy(struct ponyfs *fs, struct ponyfs_stream *s,
 			memcpy(at, b->data + off * BS, k * BS);
 			/* The buffer's CRCs (its worker's) are the copies': a block
 			 * whose CRC is not the plan's fails the chunk here. */
-			for (uint64_t m = 0; checked >= 0 && m < k; m++)
-				if (b->crc[off + m] != csum[r->fblk - first + j + m])
-					checked = -EBADMSG;
+			if (checked >= 0 && !buf_crcs_are(b, off, k, csum + (r->fblk - first + j)))
+				checked = -EBADMSG;
 			pthread_mutex_lock(&fs->stream_lock);
 			b->users--;
 			b->left -= MIN(b->left, k);
@@ -394,9 +405,8 @@ static bool run_refs_take(struct ponyfs *fs, struct ponyfs_stream *s,
 		n = MIN(r->n - j, b->n - off);
 		hold->ref[hold->nref].at = at + (size_t)blk * BS;
 		hold->ref[hold->nref++].sref = (struct ponyfs_stream_ref){ b, b->data + off * BS, n };
-		for (uint64_t k = 0; k < n; k++)
-			if (b->crc[off + k] != csum[blk + k])
-				return false;
+		if (!buf_crcs_are(b, off, n, csum + blk))
+			return false;
 		j += n;
 	}
 	return true;
@@ -424,6 +434,8 @@ void ponyfs_stream_refs_release(struct ponyfs *fs, struct ponyfs_read_hold *hold
 {
 	uint64_t n = 0;
 
+	if (!hold->nref)        /* a READ answered from its own buffer: no trip */
+		return;
 	pthread_mutex_lock(&fs->stream_lock);
 	for (unsigned i = 0; i < hold->nref; i++) {
 		ref_drop(&hold->ref[i].sref, true);
