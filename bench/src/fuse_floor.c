@@ -2,7 +2,8 @@
  * fuse_floor.c - bench/union's floor: a FUSE filesystem that does no storage
  * work at all, to measure the best any FUSE filesystem can do on this
  * machine for the union rows (untar, rm -rf, stat of a tree). Names and
- * attributes live in memory (a hash of (parent, name) and a node array);
+ * attributes live in memory (a hash of (parent, name) and a node array,
+ * fuse_floor_tree.c);
  * file contents are not kept (reads return a fixed pattern). It uses every
  * kernel option that saves a round trip, whether or not a real filesystem could:
  * day-long entry and attribute timeouts with negative entries, readdirplus
@@ -62,6 +63,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fuse_floor.h"
 #include "pony/fuse.h"
 
 /* What the floor keeps of a real filesystem's duties (see the top). */
@@ -69,20 +71,6 @@ static enum { DUTIES_NONE, DUTIES_UNION, DUTIES_PONYFS } duties;
 static double timeout = 86400.0;        /* --timeout; a day unless --ponyfs */
 static bool writeback;                  /* --writeback (--ponyfs only) */
 static unsigned max_read;               /* -o max_read=N: libfuse wants it in INIT too */
-
-struct node {
-	struct stat st;
-	uint64_t parent;
-	char *name;                     /* NULL once removed */
-	size_t kidx;                    /* its index in the parent's kids */
-	uint64_t *kids;                 /* directories: child inos, 0 = removed */
-	size_t nkids, cap, nlive;       /* nlive: kids not removed */
-};
-
-struct slot {                           /* the (parent, name) -> ino hash */
-	uint64_t parent, ino;           /* ino 0: empty; UINT64_MAX: removed */
-	const char *name;
-};
 
 /* Requests handled, by kind: printed on stderr at exit (bench/union's
  * requests-per-file figure for the floor). */
@@ -108,125 +96,6 @@ static void serial_unlock(bool *held)
 	bool serial_held_ __attribute__((cleanup(serial_unlock))) = \
 		(pthread_mutex_lock(&serial), true); \
 	counts[kind]++
-
-static struct node *nodes;
-static size_t nnodes, nodes_cap;
-static struct slot *slots;
-static size_t nslots, slots_used;
-
-static uint64_t hash(uint64_t parent, const char *name)
-{
-	uint64_t h = parent * 0x9e3779b97f4a7c15ull;
-
-	for (; *name; name++)
-		h = (h ^ (unsigned char)*name) * 0x100000001b3ull;
-	return h;
-}
-
-static struct slot *slot_find(uint64_t parent, const char *name, bool for_insert)
-{
-	size_t i = hash(parent, name) & (nslots - 1);
-	struct slot *tomb = NULL;
-
-	for (;; i = (i + 1) & (nslots - 1)) {
-		struct slot *s = &slots[i];
-
-		if (s->ino == 0)
-			return for_insert ? (tomb ? tomb : s) : NULL;
-		if (s->ino == UINT64_MAX) {
-			if (!tomb)
-				tomb = s;
-			continue;
-		}
-		if (s->parent == parent && !strcmp(s->name, name))
-			return s;
-	}
-}
-
-static void slots_grow(void)
-{
-	struct slot *old = slots;
-	size_t n = nslots;
-
-	nslots = nslots ? nslots * 2 : 1 << 16;
-	slots = calloc(nslots, sizeof(*slots));
-	if (!slots)
-		abort();
-	slots_used = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (old[i].ino && old[i].ino != UINT64_MAX) {
-			*slot_find(old[i].parent, old[i].name, true) = old[i];
-			slots_used++;
-		}
-	}
-	free(old);
-}
-
-/* Names ino as (parent, name), which must be free: in the hash and in the
- * parent's kids. Removed slots count as used until the next grow. */
-static void name_add(uint64_t parent, const char *name, uint64_t ino)
-{
-	struct node *p = &nodes[parent], *n = &nodes[ino];
-
-	if ((slots_used + 1) * 2 > nslots)
-		slots_grow();
-	n->parent = parent;
-	n->name = strdup(name);
-	if (!n->name)
-		abort();
-	*slot_find(parent, name, true) = (struct slot){ .parent = parent, .ino = ino,
-							 .name = n->name };
-	slots_used++;
-	if (p->nkids == p->cap) {
-		p->cap = p->cap ? p->cap * 2 : 16;
-		p->kids = realloc(p->kids, p->cap * sizeof(*p->kids));
-		if (!p->kids)
-			abort();
-	}
-	n->kidx = p->nkids;
-	p->kids[p->nkids++] = ino;
-	p->nlive++;
-	if (S_ISDIR(n->st.st_mode))
-		p->st.st_nlink++;
-}
-
-/* Takes away the name s of a node (the node stays: the kernel may still
- * hold it, open or cached). */
-static void name_drop(struct slot *s)
-{
-	struct node *n = &nodes[s->ino], *p = &nodes[s->parent];
-
-	p->kids[n->kidx] = 0;
-	p->nlive--;
-	if (S_ISDIR(n->st.st_mode))
-		p->st.st_nlink--;
-	s->ino = UINT64_MAX;
-	free(n->name);
-	n->name = NULL;
-}
-
-static uint64_t node_new(uint64_t parent, const char *name, mode_t mode, uid_t uid, gid_t gid)
-{
-	struct timespec now;
-	uint64_t ino;
-
-	if (nnodes == nodes_cap) {
-		nodes_cap = nodes_cap ? nodes_cap * 2 : 1 << 16;
-		nodes = realloc(nodes, nodes_cap * sizeof(*nodes));
-		if (!nodes)
-			abort();
-	}
-	ino = nnodes++;
-	clock_gettime(CLOCK_REALTIME, &now);
-	nodes[ino] = (struct node){ 0 };
-	nodes[ino].st = (struct stat){ .st_ino = ino, .st_mode = mode,
-				       .st_nlink = S_ISDIR(mode) ? 2 : 1, .st_uid = uid,
-				       .st_gid = gid, .st_blksize = 4096, .st_atim = now,
-				       .st_mtim = now, .st_ctim = now };
-	if (parent)
-		name_add(parent, name, ino);
-	return ino;
-}
 
 static void entry_of(uint64_t ino, struct fuse_entry_param *e)
 {
@@ -643,39 +512,6 @@ static const struct fuse_lowlevel_ops floor_ops = {
 	.removexattr = fl_removexattr, .statfs = fl_statfs,
 };
 
-/* The root, and unless --ponyfs (an empty start) bench/union's lower. */
-static void populate(int dirs, int per, int rm, long big_mb)
-{
-	uint64_t tree, rmme, sub = 0;
-	char name[32];
-
-	slots_grow();                                   /* lookups need a table */
-	node_new(0, "", 0, 0, 0);                       /* ino 0: unused */
-	node_new(0, "", S_IFDIR | 0755, 0, 0);          /* ino 1: the root */
-	if (duties == DUTIES_PONYFS)
-		return;
-	tree = node_new(1, "tree", S_IFDIR | 0755, 0, 0);
-	for (int d = 0; d < dirs; d++) {
-		snprintf(name, sizeof(name), "d%04d", d);
-		uint64_t dir = node_new(tree, name, S_IFDIR | 0755, 0, 0);
-
-		for (int f = 0; f < per; f++) {
-			snprintf(name, sizeof(name), "f%02d", f);
-			nodes[node_new(dir, name, S_IFREG | 0644, 0, 0)].st.st_size = 100 + f;
-		}
-	}
-	nodes[node_new(1, "big", S_IFREG | 0644, 0, 0)].st.st_size = big_mb << 20;
-	rmme = node_new(1, "rmme", S_IFDIR | 0755, 0, 0);
-	for (int f = 0; f < rm; f++) {
-		if (f % 100 == 0) {
-			snprintf(name, sizeof(name), "s%03d", f / 100);
-			sub = node_new(rmme, name, S_IFDIR | 0755, 0, 0);
-		}
-		snprintf(name, sizeof(name), "r%05d", f);
-		nodes[node_new(sub, name, S_IFREG | 0644, 0, 0)].st.st_size = 1;
-	}
-}
-
 /* why: NULL when the caller said it already. */
 static int usage(const char *why)
 {
@@ -787,7 +623,7 @@ int main(int argc, char **argv)
 		strcat(opts, *extra ? extra : geteuid() == 0 ?
 		       ",default_permissions,allow_other,suid,dev" : ",default_permissions");
 	}
-	populate(dirs, per, rm, big);
+	populate(duties == DUTIES_PONYFS, dirs, per, rm, big);
 	for (size_t i = 0; i < sizeof(read_data); i++)
 		read_data[i] = (char)(i * 131 + 7);
 	umask(0);
