@@ -32,8 +32,7 @@ int ponyfs_counters(struct vfs *v, char *buf, size_t size)
 			"overwrite_loans %llu\nmeta_chunks %llu\nspace_commits %llu\n"
 			"checkpoints %llu\ncache_slab_bytes %llu\nrow_hits %llu\nrow_misses %llu\n"
 			"blocks_cached %llu\nbound_writebacks %llu\nstream_hits %llu\n"
-			"stream_refs %llu\nstream_bytes %llu\nstream_bytes_peak %llu\nra_rounds %llu\n"
-			"ra_rounds_dropped %llu\ncommit_error %s\n",
+			"stream_refs %llu\nstream_bytes %llu\nstream_bytes_peak %llu\ncommit_error %s\n",
 			(unsigned long long)s.commits, (unsigned long long)s.extent_walks,
 			(unsigned long long)s.data_blocks_written,
 			(unsigned long long)s.data_flushes, (unsigned long long)s.writebacks,
@@ -47,7 +46,5 @@ int ponyfs_counters(struct vfs *v, char *buf, size_t size)
 			(unsigned long long)__atomic_load_n(&fs->stream_hits, __ATOMIC_RELAXED),
 			(unsigned long long)__atomic_load_n(&fs->stream_refs, __ATOMIC_RELAXED),
 			(unsigned long long)sbytes, (unsigned long long)speak,
-			(unsigned long long)__atomic_load_n(&fs->ra_rounds, __ATOMIC_RELAXED),
-			(unsigned long long)__atomic_load_n(&fs->ra_rounds_dropped, __ATOMIC_RELAXED),
 			broken ? ponyfs_errno_name(broken) : "none");
 }

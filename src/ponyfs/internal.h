@@ -381,13 +381,6 @@ struct ponyfs {
 	uint64_t stream_gen;            /* commits that made freed blocks allocatable */
 	uint64_t stream_hits;           /* blocks READs took from the buffers */
 	uint64_t stream_refs;           /* ... of them answered from there, no copy */
-	/* The read-ahead hints' worker (readahead.c): the ring set under
-	 * fs->lock, loaded atomically by READs; the rest atomic. */
-	struct acall_ring *ra_ring;
-	bool ra_ring_failed;
-	unsigned ra_queued;             /* rounds submitted, not yet done */
-	uint64_t ra_rounds;             /* rounds of hints the worker sent */
-	uint64_t ra_rounds_dropped;     /* ... dropped, RA_QUEUED_MAX waiting */
 	struct ponyfs_crypt_out *crypt_out;
 	/* Errors seen (badblocks.c), under lock; the scrub pass (scrub.c). */
 	struct ponyfs_bad *bad;
@@ -579,10 +572,9 @@ void ponyfs_read_release(struct ponyfs *fs, struct ponyfs_read_hold *hold);
  * Read-ahead of the image (readahead.c). Under the lock, a read of [off,
  * off+size) that follows the file's last one plans the volume blocks of
  * the file ahead of it into ra (ra->n 0: nothing to do now) and marks ra
- * a stream; unlocked, issue hands them to bdev_advise() on the hints'
- * worker (the READ does not wait for them), and once a stream's read has
- * checked its blocks, drop lets the host's cache forget them. Hints only:
- * nothing is cached. done, at unmount, waits for the rounds queued.
+ * a stream; unlocked, issue hands them to bdev_advise(), and once a
+ * stream's read has checked its blocks, drop lets the host's cache forget
+ * them. Hints only: nothing is cached.
  */
 #define PONYFS_RA_RUNS 64u
 struct ponyfs_ra_run { uint64_t pblock, n; };
@@ -597,7 +589,6 @@ void ponyfs_readahead_plan_locked(struct ponyfs *fs, struct ponyfs_inode *in, ui
 void ponyfs_readahead_issue(struct ponyfs *fs, const struct ponyfs_readahead *ra);
 void ponyfs_readahead_drop(struct ponyfs *fs, const struct ponyfs_readahead *ra, uint64_t pblock,
 			   uint64_t n);
-void ponyfs_readahead_done(struct ponyfs *fs);
 /*
  * A plain file read sequentially (stream.c): its next blocks read into
  * buffers ahead of its READs, around the host's cache, several at once.

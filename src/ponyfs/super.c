@@ -254,7 +254,6 @@ void ponyfs_destroy(struct vfs *v)
 	ponyfs_crypt_done(fs);
 	pthread_mutex_unlock(&fs->lock);
 	ponyfs_streams_done(fs);
-	ponyfs_readahead_done(fs);
 	ponyfs_pages_done(fs);
 	ponyfs_gather_done(fs);
 	ponyfs_finalize_all(fs);
