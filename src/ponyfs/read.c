@@ -460,18 +460,25 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 			/* A stream's runs all land in to: from its buffers, or read
 			 * around the cache there (stream.c); checked below. */
 			direct = (cipher && n >= DIRECT_MIN_BLOCKS) || stream;
-			/* A plain chunk a stream holds is answered from its
-			 * buffers, not copied (the copy was a fifth of the daemon's
-			 * CPU on a cold read, BENCHMARKS.md session 39): pinned
-			 * until the answer is written, each block's CRC32C (the
-			 * buffer's, computed as it filled) the plan's. Else, with
-			 * nothing pinned, the copying path reads, checks, repairs. */
-			refd = hold && stream && !cipher && to != tmp &&
+			/* A chunk a stream holds is answered from its buffers,
+			 * not copied (the copy was a fifth of the daemon's CPU on
+			 * a cold read, BENCHMARKS.md session 39): pinned until the
+			 * answer is written, each block's CRC32C (the buffer's,
+			 * computed as it filled) the plan's; an encrypted file's
+			 * decrypted there by the worker with the plan's file block
+			 * and seal (stream.c). Else, with nothing pinned, the
+			 * copying path reads, checks, repairs; an encrypted file's
+			 * buffers hold plaintext, so its chunk is read again
+			 * around the cache. */
+			refd = hold && stream && to != tmp &&
 			       ponyfs_stream_refs_take(fs, stream, plan->run, plan->nrun, first,
-						       plan->csum, done, hold);
+						       plan->csum, plan->seal, done, hold);
+			if (!refd && stream && cipher)
+				refd = ponyfs_stream_copy_plain(fs, stream, plan->run, plan->nrun,
+								first, plan->csum, plan->seal, to);
 			if (refd) {
 				fetched = 1;
-			} else if (stream) {
+			} else if (stream && !cipher) {
 				/* Copied from buffers whose worker's CRCs are the
 				 * plan's: checked; only an encrypted chunk's decrypt
 				 * is left. */
@@ -480,12 +487,13 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 				plan->checked = fetched == 1;
 			} else {
 				fetched = direct ? runs_fetch_direct(fs, plan, first, to) : 0;
+				if (fetched >= 0 && direct) {
+					__atomic_store_n(&fs->crypt_direct, fetched == 1, __ATOMIC_RELAXED);
+					__atomic_add_fetch(&fs->reads_direct, (uint64_t)fetched,
+							   __ATOMIC_RELAXED);
+				}
 			}
 			fetched = stream && fetched >= 0 ? 1 : fetched;
-			if (fetched >= 0 && direct && !stream) {
-				__atomic_store_n(&fs->crypt_direct, fetched == 1, __ATOMIC_RELAXED);
-				__atomic_add_fetch(&fs->reads_direct, (uint64_t)fetched, __ATOMIC_RELAXED);
-			}
 			ok = fetched >= 0 &&
 			     (refd || (share ? plan_run_shared(fs, in, share, direct, plan, first, to)
 					     : plan_run(fs, in, cipher, false, direct, plan, first, to)) == 0);
