@@ -22,7 +22,8 @@
  * is read again from the volume's redundancy, else the read fails with
  * EIO and a log line: tampering is never returned as data. Their blocks
  * are read around the host's page cache (runs_fetch_direct()), a READ's
- * runs whole, before they are checked and decrypted.
+ * runs whole, before they are checked and decrypted; a stream's buffers
+ * come decrypted by their workers, checked against the plan (stream.c).
  *
  * A read that follows the file's last one first hints the image's blocks
  * further on (readahead.c), so the disk works ahead of the reader, and

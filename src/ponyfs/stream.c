@@ -2,8 +2,8 @@
  * stream.c - a file read sequentially: its next blocks read from the
  * image around the host's page cache, several MiB ahead of its READs and
  * several at once, into buffers of the stream's own that the READs then
- * copy from. An encrypted file's buffers hold its ciphertext, which each
- * READ checks and decrypts as it would a block it read itself.
+ * copy from. An encrypted file's buffers are decrypted by the worker that
+ * read them, so its READs too are answered from there.
  *
  * Why (BENCHMARKS.md, sessions 33-37): a cold sequential read through the
  * mount was CPU-bound in the daemon, a third of it the image's page cache
@@ -39,6 +39,18 @@
  * the answer hands out, since nothing writes a filled buffer; a block
  * whose CRC is not the plan's is not answered from there, and its READ
  * goes down the copying path, which reads again and repairs.
+ *
+ * An encrypted file's stream (docs/crypt.md's rules kept): each buffer
+ * has a cipher of its own, cloned from the inode's under fs->lock when
+ * the stream is made (no key, no stream), and keeps the file blocks it
+ * was issued for (the XTS tweak) and, GCM, their seals. Its worker
+ * decrypts after the CRC (the ciphertext's) and sets a block's good bit
+ * only when that worked (GCM: the tag verified; a failed block is wiped).
+ * A READ takes a block only if its CRC, file block, seal and good bit are
+ * its plan's, else reads it again around the cache (the buffer no longer
+ * holds ciphertext to check). remove-key wipes the stream
+ * (ponyfs_stream_wipe_locked()), and every encrypted stream's buffers are
+ * cleansed before their slabs are unmapped: no plaintext in freed memory.
  *
  * Memory: STREAM_BUFS buffers of 1 MiB a stream, STREAM_MAX streams at
  * once over the whole filesystem (PONYFS_STREAM_BYTES_MAX, 64 MiB, in
