@@ -86,22 +86,19 @@ int ponyfs_crypt_pages(struct ponyfs_inode *in, const struct ponyfs_page *pg, ui
 	return r;
 }
 
-int ponyfs_crypt_block_open(struct crypt_contents *cipher, bool gcm, uint64_t fblk,
-			    const uint8_t *seal, uint8_t *blk)
-{
-	return gcm ? crypt_gcm_open(cipher, fblk, blk, blk, seal, seal + CRYPT_GCM_NONCE_SIZE)
-		   : crypt_xts_decrypt(cipher, fblk, blk, blk);
-}
-
 int ponyfs_crypt_blocks(struct ponyfs_inode *in, struct crypt_contents *cipher, uint64_t fblk,
 			uint64_t n, const uint8_t *seals, uint8_t *buf)
 {
 	bool gcm = in->crypt.policy.contents_mode == CRYPT_MODE_AES_256_GCM;
 	int r = 0;
 
-	for (uint64_t i = 0; r >= 0 && i < n; i++)
-		r = ponyfs_crypt_block_open(cipher, gcm, fblk + i,
-					    seals + (PONYFS_SEAL_BYTES - 4) * i, buf + i * BS);
+	for (uint64_t i = 0; r >= 0 && i < n; i++) {
+		const uint8_t *seal = seals + (PONYFS_SEAL_BYTES - 4) * i;
+		uint8_t *blk = buf + i * BS;
+
+		r = gcm ? crypt_gcm_open(cipher, fblk + i, blk, blk, seal, seal + CRYPT_GCM_NONCE_SIZE)
+			: crypt_xts_decrypt(cipher, fblk + i, blk, blk);
+	}
 	return r;
 }
 

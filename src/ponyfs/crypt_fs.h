@@ -93,11 +93,6 @@ int ponyfs_crypt_pages(struct ponyfs_inode *in, const struct ponyfs_page *pg, ui
  * GCM's nonce and tag per block, NULL for XTS); cipher NULL: in's own. */
 int ponyfs_crypt_blocks(struct ponyfs_inode *in, struct crypt_contents *cipher, uint64_t fblk,
 			uint64_t n, const uint8_t *seals, uint8_t *buf);
-/* One block of file block fblk in place back to plaintext with cipher
- * (gcm: opened with seal, its nonce and tag; -EBADMSG when the tag fails,
- * the block then holding no plaintext to return). */
-int ponyfs_crypt_block_open(struct crypt_contents *cipher, bool gcm, uint64_t fblk,
-			    const uint8_t *seal, uint8_t *blk);
 /* A cipher for one unlocked read (a clone of in's); NULL for a file not
  * encrypted. -ENOKEY: the key was removed. */
 int ponyfs_crypt_reader_locked(struct ponyfs_inode *in, struct crypt_contents **ret);

@@ -94,10 +94,8 @@ static int inodes_settle(struct ponyfs *fs, struct ponyfs_key *k, bool drop_open
 				continue;
 			if (r >= 0)
 				r = ponyfs_writeback_locked(fs, in);
-			if (r >= 0 && (drop_open || !in->opens)) {
-				ponyfs_stream_wipe_locked(fs, in);
+			if (r >= 0 && (drop_open || !in->opens))
 				ponyfs_crypt_close(in);
-			}
 			*ret_open += in->opens > 0 && in->cipher;
 			if (r >= 0)
 				ponyfs_inode_put_locked(fs, in);

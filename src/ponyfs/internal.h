@@ -381,8 +381,6 @@ struct ponyfs {
 	uint64_t stream_gen;            /* commits that made freed blocks allocatable */
 	uint64_t stream_hits;           /* blocks READs took from the buffers */
 	uint64_t stream_refs;           /* ... of them answered from there, no copy */
-	/* Tests: shown each slab of a stream's buffers before it is unmapped. */
-	void (*stream_unmap_test)(const void *slab, size_t len);
 	struct ponyfs_crypt_out *crypt_out;
 	/* Errors seen (badblocks.c), under lock; the scrub pass (scrub.c). */
 	struct ponyfs_bad *bad;
@@ -592,15 +590,14 @@ void ponyfs_readahead_issue(struct ponyfs *fs, const struct ponyfs_readahead *ra
 void ponyfs_readahead_drop(struct ponyfs *fs, const struct ponyfs_readahead *ra, uint64_t pblock,
 			   uint64_t n);
 /*
- * A file read sequentially (stream.c): its next blocks read into
+ * A plain file read sequentially (stream.c): its next blocks read into
  * buffers ahead of its READs, around the host's cache, several at once.
  * ahead (under the lock, from the read-ahead plan of a read that follows
  * the last one at off) makes the stream and fills its spent buffers,
- * false when the file gets none (PONYFS_STREAM_BYTES_MAX in use, an
- * encrypted file's key gone); get and put pin it for an unlocked READ,
- * whose copy (a plain file's) fills its plan's runs into to (chunk from
- * file block first) from the buffers and reads the rest around the
- * cache, to be checked as any read's; stop (a
+ * false when the file gets none (encrypted, PONYFS_STREAM_BYTES_MAX in
+ * use); get and put pin it for an unlocked READ, whose copy fills its
+ * plan's runs into to (chunk from file block first) from the buffers and
+ * reads the rest around the cache, to be checked as any read's; stop (a
  * read that does not follow, the last close, the inode's end) lets its
  * buffers go; gen_bump (a commit) makes every buffer filled before it
  * unusable, since blocks freed may now be reused.
@@ -623,29 +620,15 @@ int ponyfs_stream_copy(struct ponyfs *fs, struct ponyfs_stream *s,
 /* refs_take pins the filled buffers of s holding the n runs of a chunk
  * (from file block first, at offset at of the answer) into hold, each
  * block's CRC32C (computed as its buffer filled) the one csum (the plan's,
- * from first) gives; an encrypted file's blocks also decrypted on the
- * worker with the plan's file block and, GCM, verified with the seal
- * seals (the plan's) gives; false, with none of them pinned, when a block
- * is in no filled buffer, hold is full, or a check fails. refs_release
- * unpins them all, their blocks gone into an answer. */
+ * from first) gives; false, with none of them pinned, when a block is in
+ * no filled buffer, hold is full, or a CRC differs. refs_release unpins
+ * them all, their blocks gone into an answer. */
 bool ponyfs_stream_refs_take(struct ponyfs *fs, struct ponyfs_stream *s,
 			     const struct ponyfs_read_run *run, unsigned nrun, uint64_t first,
-			     const uint32_t *csum, const uint8_t (*seals)[PONYFS_SEAL_BYTES - 4],
-			     size_t at, struct ponyfs_read_hold *hold);
+			     const uint32_t *csum, size_t at, struct ponyfs_read_hold *hold);
 void ponyfs_stream_refs_release(struct ponyfs *fs, struct ponyfs_read_hold *hold);
 void ponyfs_stream_stop_locked(struct ponyfs *fs, struct ponyfs_inode *in);
 void ponyfs_stream_gen_bump_locked(struct ponyfs *fs);
-/* An encrypted file's chunk copied into to (from file block first) from
- * the buffers of s, with the checks of refs_take: a READ that has no
- * hold, or not whole blocks; false, nothing taken, as refs_take. */
-bool ponyfs_stream_copy_plain(struct ponyfs *fs, struct ponyfs_stream *s,
-			      const struct ponyfs_read_run *run, unsigned nrun, uint64_t first,
-			      const uint32_t *csum, const uint8_t (*seals)[PONYFS_SEAL_BYTES - 4],
-			      uint8_t *to);
-/* An encrypted file's key went (remove-key, --force for open files): its
- * stream is stopped, and its buffers' plaintext cleansed before this
- * returns, once the answers written from them let go. */
-void ponyfs_stream_wipe_locked(struct ponyfs *fs, struct ponyfs_inode *in);
 void ponyfs_streams_done(struct ponyfs *fs);
 /* The file's blocks [first, first+n) as on disk, checked (holes and cut-off blocks are zeros). */
 int ponyfs_disk_read_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t first, uint64_t n,

@@ -22,8 +22,7 @@
  * is read again from the volume's redundancy, else the read fails with
  * EIO and a log line: tampering is never returned as data. Their blocks
  * are read around the host's page cache (runs_fetch_direct()), a READ's
- * runs whole, before they are checked and decrypted; a stream's buffers
- * come decrypted by their workers, checked against the plan (stream.c).
+ * runs whole, before they are checked and decrypted.
  *
  * A read that follows the file's last one first hints the image's blocks
  * further on (readahead.c), so the disk works ahead of the reader, and
@@ -461,25 +460,18 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 			/* A stream's runs all land in to: from its buffers, or read
 			 * around the cache there (stream.c); checked below. */
 			direct = (cipher && n >= DIRECT_MIN_BLOCKS) || stream;
-			/* A chunk a stream holds is answered from its buffers,
-			 * not copied (the copy was a fifth of the daemon's CPU on
-			 * a cold read, BENCHMARKS.md session 39): pinned until the
-			 * answer is written, each block's CRC32C (the buffer's,
-			 * computed as it filled) the plan's; an encrypted file's
-			 * decrypted there by the worker with the plan's file block
-			 * and seal (stream.c). Else, with nothing pinned, the
-			 * copying path reads, checks, repairs; an encrypted file's
-			 * buffers hold plaintext, so its chunk is read again
-			 * around the cache. */
-			refd = hold && stream && to != tmp &&
+			/* A plain chunk a stream holds is answered from its
+			 * buffers, not copied (the copy was a fifth of the daemon's
+			 * CPU on a cold read, BENCHMARKS.md session 39): pinned
+			 * until the answer is written, each block's CRC32C (the
+			 * buffer's, computed as it filled) the plan's. Else, with
+			 * nothing pinned, the copying path reads, checks, repairs. */
+			refd = hold && stream && !cipher && to != tmp &&
 			       ponyfs_stream_refs_take(fs, stream, plan->run, plan->nrun, first,
-						       plan->csum, plan->seal, done, hold);
-			if (!refd && stream && cipher)
-				refd = ponyfs_stream_copy_plain(fs, stream, plan->run, plan->nrun,
-								first, plan->csum, plan->seal, to);
+						       plan->csum, done, hold);
 			if (refd) {
 				fetched = 1;
-			} else if (stream && !cipher) {
+			} else if (stream) {
 				/* Copied from buffers whose worker's CRCs are the
 				 * plan's: checked; only an encrypted chunk's decrypt
 				 * is left. */
@@ -488,13 +480,12 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 				plan->checked = fetched == 1;
 			} else {
 				fetched = direct ? runs_fetch_direct(fs, plan, first, to) : 0;
-				if (fetched >= 0 && direct) {
-					__atomic_store_n(&fs->crypt_direct, fetched == 1, __ATOMIC_RELAXED);
-					__atomic_add_fetch(&fs->reads_direct, (uint64_t)fetched,
-							   __ATOMIC_RELAXED);
-				}
 			}
 			fetched = stream && fetched >= 0 ? 1 : fetched;
+			if (fetched >= 0 && direct && !stream) {
+				__atomic_store_n(&fs->crypt_direct, fetched == 1, __ATOMIC_RELAXED);
+				__atomic_add_fetch(&fs->reads_direct, (uint64_t)fetched, __ATOMIC_RELAXED);
+			}
 			ok = fetched >= 0 &&
 			     (refd || (share ? plan_run_shared(fs, in, share, direct, plan, first, to)
 					     : plan_run(fs, in, cipher, false, direct, plan, first, to)) == 0);

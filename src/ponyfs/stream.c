@@ -2,8 +2,8 @@
  * stream.c - a file read sequentially: its next blocks read from the
  * image around the host's page cache, several MiB ahead of its READs and
  * several at once, into buffers of the stream's own that the READs then
- * copy from. An encrypted file's buffers are decrypted by the worker that
- * read them, so its READs too are answered from there.
+ * copy from. An encrypted file's buffers hold its ciphertext, which each
+ * READ checks and decrypts as it would a block it read itself.
  *
  * Why (BENCHMARKS.md, sessions 33-37): a cold sequential read through the
  * mount was CPU-bound in the daemon, a third of it the image's page cache
@@ -40,18 +40,6 @@
  * whose CRC is not the plan's is not answered from there, and its READ
  * goes down the copying path, which reads again and repairs.
  *
- * An encrypted file's stream (docs/crypt.md's rules kept): each buffer
- * has a cipher of its own, cloned from the inode's under fs->lock when
- * the stream is made (no key, no stream), and keeps the file blocks it
- * was issued for (the XTS tweak) and, GCM, their seals. Its worker
- * decrypts after the CRC (the ciphertext's) and sets a block's good bit
- * only when that worked (GCM: the tag verified; a failed block is wiped).
- * A READ takes a block only if its CRC, file block, seal and good bit are
- * its plan's, else reads it again around the cache (the buffer no longer
- * holds ciphertext to check). remove-key wipes the stream
- * (ponyfs_stream_wipe_locked()), and every encrypted stream's buffers are
- * cleansed before their slabs are unmapped: no plaintext in freed memory.
- *
  * Memory: STREAM_BUFS buffers of 1 MiB a stream, STREAM_MAX streams at
  * once over the whole filesystem (PONYFS_STREAM_BYTES_MAX, 64 MiB, in
  * docs/ponyfs-format.md); a file streamed while that many are live falls back to
@@ -59,7 +47,6 @@
  * last handle is closed, when a read of it no longer follows the last, or
  * at unmount.
  */
-#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,18 +66,10 @@ struct stream_buf {
 	uint64_t gen;                   /* fs->stream_gen when issued */
 	uint64_t left;                  /* blocks no READ took yet */
 	uint8_t *data;
-	uint32_t crc[PONYFS_IO_BLOCKS]; /* each block's CRC32C (of the ciphertext), computed as it filled */
+	uint32_t crc[PONYFS_IO_BLOCKS]; /* each block's CRC32C, computed as it filled */
 	int state;                      /* STREAM_* or -errno (failed) */
 	unsigned users;                 /* READs copying out of it, or answers pinning it */
-	/* An encrypted file's: the buffer's own cipher (a worker's, one
-	 * thread at a time), GCM's seals of its blocks as issued, and which
-	 * blocks the worker decrypted (and, GCM, verified): only those are
-	 * plaintext a READ may take. */
-	struct crypt_contents *cipher;
-	uint8_t seal[PONYFS_IO_BLOCKS][PONYFS_SEAL_BYTES - 4];
-	uint64_t good[PONYFS_IO_BLOCKS / 64];
 };
-static_assert(PONYFS_IO_BLOCKS % 64 == 0, "good is a bitmap of 64-bit words");
 
 enum { STREAM_IDLE = 1, STREAM_FLIGHT = 2, STREAM_FILLED = 0 };
 
@@ -98,44 +77,18 @@ struct ponyfs_stream {
 	struct ponyfs *fs;
 	struct stream_buf buf[STREAM_BUFS];
 	unsigned refs;                  /* the inode's, READs', reads in flight */
-	bool crypt, gcm;                /* an encrypted file's: its buffers hold plaintext */
-	bool wiped;                     /* its key went (ponyfs_stream_wipe_locked()) */
 };
-
-/* Under fs->stream_lock: the plaintext of an encrypted file's buffers
- * cleansed (docs/crypt.md: none left in freed memory), their ciphers
- * freed (the key schedules wiped). */
-static void stream_bufs_wipe(struct ponyfs_stream *s)
-{
-	for (unsigned i = 0; s->crypt && i < STREAM_BUFS; i++) {
-		crypt_wipe(s->buf[i].data, (size_t)PONYFS_IO_BLOCKS * BS);
-		memset(s->buf[i].good, 0, sizeof(s->buf[i].good));
-	}
-}
-
-/* s's ciphers and slabs (buffers i and i + 1 share one), those made:
- * for a stream half built too. */
-static void stream_free(struct ponyfs *fs, struct ponyfs_stream *s)
-{
-	for (unsigned i = 0; i < STREAM_BUFS; i++)
-		crypt_contents_free(s->buf[i].cipher);
-	for (unsigned i = 0; i < STREAM_BUFS && s->buf[i].data; i += 2) {
-		if (fs->stream_unmap_test)
-			fs->stream_unmap_test(s->buf[i].data, 2 * (size_t)PONYFS_IO_BLOCKS * BS);
-		ponyfs_slab_unmap(s->buf[i].data);
-	}
-	free(s);
-}
 
 /* Under fs->stream_lock. */
 static void stream_unref(struct ponyfs *fs, struct ponyfs_stream *s)
 {
 	if (--s->refs)
 		return;
-	stream_bufs_wipe(s);
-	stream_free(fs, s);
+	for (unsigned i = 0; i < STREAM_BUFS; i += 2)
+		ponyfs_slab_unmap(s->buf[i].data);      /* buffers i and i + 1 */
 	fs->stream_bytes -= (uint64_t)STREAM_BUFS * PONYFS_IO_BLOCKS * BS;
 	fs->streams--;
+	free(s);
 }
 
 static int64_t fetch_call(void *arg)
@@ -155,14 +108,6 @@ static int64_t fetch_call(void *arg)
 	 * first touch of the buffer and a third of the daemon's CPU. */
 	for (uint64_t i = 0; i < b->n; i++)
 		b->crc[i] = util_crc32c(0, b->data + i * BS, BS);
-	/* An encrypted file's: decrypted here too, after its CRC (the
-	 * ciphertext's, as the plan's is), so its READs only answer. A GCM
-	 * block whose tag fails is left wiped, its good bit clear. */
-	memset(b->good, 0, sizeof(b->good));
-	for (uint64_t i = 0; b->cipher && i < b->n; i++)
-		if (ponyfs_crypt_block_open(b->cipher, b->s->gcm, b->fblk + i, b->seal[i],
-					    b->data + i * BS) == 0)
-			b->good[i / 64] |= 1ull << (i % 64);
 	return 0;
 }
 
@@ -206,8 +151,6 @@ static struct ponyfs_stream *stream_new_locked(struct ponyfs *fs, struct ponyfs_
 		return NULL;
 	s->fs = fs;
 	s->refs = 1;
-	s->crypt = in->crypt.on;
-	s->gcm = s->crypt && in->crypt.policy.contents_mode == CRYPT_MODE_AES_256_GCM;
 	/* Two buffers a 2 MiB slab, a huge page where the host has one
 	 * (pages.c): a buffer of scattered 4 KiB pages is a direct read of
 	 * 256 segments, more than the virtio disk takes in one request. */
@@ -216,9 +159,12 @@ static struct ponyfs_stream *stream_new_locked(struct ponyfs *fs, struct ponyfs_
 		s->buf[i].state = STREAM_IDLE;
 		s->buf[i].data = i % 2 ? s->buf[i - 1].data + (size_t)PONYFS_IO_BLOCKS * BS :
 					 ponyfs_slab_map();
-		/* Taken under fs->lock, from the inode's: no key, no stream. */
-		if (!s->buf[i].data || ponyfs_crypt_reader_locked(in, &s->buf[i].cipher) < 0) {
-			stream_free(fs, s);
+		if (!s->buf[i].data) {
+			while (i >= 2) {
+				i -= 2;
+				ponyfs_slab_unmap(s->buf[i].data);
+			}
+			free(s);
 			return NULL;
 		}
 	}
@@ -283,18 +229,13 @@ bool ponyfs_stream_ahead_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint
 	}
 	blk = MAX(in->ra_until, in->ra_next) / BS;
 	while (blk < last) {
-		uint32_t crcs[PONYFS_IO_BLOCKS];        /* the seals come with them */
 		uint64_t run, pblock;
 		int flags;
 
 		while (i < STREAM_BUFS && !buf_spent(fs, &s->buf[i], off / BS))
 			i++;
-		/* A GCM buffer keeps its blocks' seals as issued: its worker
-		 * opens them, and a READ compares them with its plan's. */
-		if (i == STREAM_BUFS ||
-		    ponyfs_ext_at(fs, in->ino, blk, MIN(last, blk + PONYFS_IO_BLOCKS), &flags, &run,
-				  &pblock, s->gcm ? crcs : NULL, s->gcm ? s->buf[i].seal[0] : NULL) < 0 ||
-		    !run)
+		if (i == STREAM_BUFS || ponyfs_ext_at(fs, in->ino, blk, MIN(last, blk + PONYFS_IO_BLOCKS),
+						      &flags, &run, &pblock, NULL, NULL) < 0 || !run)
 			break;
 		/* Holes and unwritten extents read as zeros: nothing to fetch. */
 		if (flags >= 0 && !(flags & PONYFS_EXT_UNWRITTEN) &&
@@ -338,33 +279,6 @@ void ponyfs_stream_stop_locked(struct ponyfs *fs, struct ponyfs_inode *in)
 	pthread_mutex_unlock(&fs->stream_lock);
 }
 
-void ponyfs_stream_wipe_locked(struct ponyfs *fs, struct ponyfs_inode *in)
-{
-	struct ponyfs_stream *s = in->stream;
-	bool busy = true;
-
-	if (!s || !s->crypt)
-		return;
-	pthread_mutex_lock(&fs->stream_lock);
-	s->wiped = true;
-	/* Reads in flight finish (their worker decrypts into the buffer)
-	 * and answers written from it let go: milliseconds at most, and
-	 * neither waits for fs->lock. */
-	while (busy) {
-		busy = false;
-		for (unsigned i = 0; i < STREAM_BUFS; i++)
-			busy |= s->buf[i].state == STREAM_FLIGHT || s->buf[i].users;
-		if (busy)
-			pthread_cond_wait(&fs->stream_cond, &fs->stream_lock);
-	}
-	stream_bufs_wipe(s);
-	for (unsigned i = 0; i < STREAM_BUFS; i++)
-		s->buf[i].state = STREAM_IDLE;
-	in->stream = NULL;
-	stream_unref(fs, s);
-	pthread_mutex_unlock(&fs->stream_lock);
-}
-
 void ponyfs_stream_gen_bump_locked(struct ponyfs *fs)
 {
 	pthread_mutex_lock(&fs->stream_lock);
@@ -376,8 +290,6 @@ void ponyfs_stream_gen_bump_locked(struct ponyfs *fs)
  * (waited for while in flight) in this generation, pinned; NULL: none. */
 static struct stream_buf *buf_find(struct ponyfs *fs, struct ponyfs_stream *s, uint64_t pblock)
 {
-	if (s->wiped)           /* its key went: nothing in it is to be handed out */
-		return NULL;
 	for (unsigned i = 0; i < STREAM_BUFS; i++) {
 		struct stream_buf *b = &s->buf[i];
 
@@ -403,29 +315,6 @@ static bool buf_crcs_are(const struct stream_buf *b, uint64_t off, uint64_t n,
 		if (b->crc[off + i] != want[i])
 			return false;
 	return true;
-}
-
-/*
- * Whether blocks [off, off + n) of filled buffer b are the plan's file
- * blocks from fblk, with its CRC32Cs want and, GCM, its seals (from
- * seals): an encrypted file's buffer holds the blocks' plaintext, which is
- * the plan's only if the worker decrypted each (good) with the plan's
- * tweak (its file block: a volume block moved within the file keeps its
- * CRC, not its tweak) and, GCM, verified the plan's tag and nonce.
- */
-static bool buf_blocks_are(const struct stream_buf *b, uint64_t off, uint64_t n, uint64_t fblk,
-			   const uint32_t *want, const uint8_t (*seals)[PONYFS_SEAL_BYTES - 4])
-{
-	if (!buf_crcs_are(b, off, n, want))
-		return false;
-	if (!b->s->crypt)
-		return true;
-	if (b->fblk + off != fblk)
-		return false;
-	for (uint64_t i = off; i < off + n; i++)
-		if (!(b->good[i / 64] & (1ull << (i % 64))))
-			return false;
-	return !b->s->gcm || !memcmp(b->seal[off], seals, n * sizeof(*seals));
 }
 
 int ponyfs_stream_copy(struct ponyfs *fs, struct ponyfs_stream *s,
@@ -496,8 +385,6 @@ static void ref_drop(struct ponyfs_stream_ref *ref, bool taken)
 	b->users--;
 	if (taken)
 		b->left -= MIN(b->left, ref->n);
-	if (b->s->wiped && !b->users)   /* its wipe waits for the answers */
-		pthread_cond_broadcast(&b->s->fs->stream_cond);
 }
 
 /* Under fs->stream_lock: run r's blocks from j on pinned into hold
@@ -506,8 +393,7 @@ static void ref_drop(struct ponyfs_stream_ref *ref, bool taken)
  * the one in csum (the plan's, from file block first). */
 static bool run_refs_take(struct ponyfs *fs, struct ponyfs_stream *s,
 			  const struct ponyfs_read_run *r, uint64_t first, const uint32_t *csum,
-			  const uint8_t (*seals)[PONYFS_SEAL_BYTES - 4], size_t at,
-			  struct ponyfs_read_hold *hold)
+			  size_t at, struct ponyfs_read_hold *hold)
 {
 	for (uint64_t j = 0; j < r->n;) {
 		uint64_t blk = r->fblk - first + j, off, n;
@@ -519,7 +405,7 @@ static bool run_refs_take(struct ponyfs *fs, struct ponyfs_stream *s,
 		n = MIN(r->n - j, b->n - off);
 		hold->ref[hold->nref].at = at + (size_t)blk * BS;
 		hold->ref[hold->nref++].sref = (struct ponyfs_stream_ref){ b, b->data + off * BS, n };
-		if (!buf_blocks_are(b, off, n, r->fblk + j, csum + blk, seals + blk))
+		if (!buf_crcs_are(b, off, n, csum + blk))
 			return false;
 		j += n;
 	}
@@ -528,8 +414,7 @@ static bool run_refs_take(struct ponyfs *fs, struct ponyfs_stream *s,
 
 bool ponyfs_stream_refs_take(struct ponyfs *fs, struct ponyfs_stream *s,
 			     const struct ponyfs_read_run *run, unsigned nrun, uint64_t first,
-			     const uint32_t *csum, const uint8_t (*seals)[PONYFS_SEAL_BYTES - 4],
-			     size_t at, struct ponyfs_read_hold *hold)
+			     const uint32_t *csum, size_t at, struct ponyfs_read_hold *hold)
 {
 	unsigned start = hold->nref;
 	bool ok = true;
@@ -538,18 +423,19 @@ bool ponyfs_stream_refs_take(struct ponyfs *fs, struct ponyfs_stream *s,
 	 * spans two buffers, and the READs of both cores contend here. */
 	pthread_mutex_lock(&fs->stream_lock);
 	for (unsigned i = 0; ok && i < nrun; i++)
-		ok = run_refs_take(fs, s, &run[i], first, csum, seals, at, hold);
+		ok = run_refs_take(fs, s, &run[i], first, csum, at, hold);
 	while (!ok && hold->nref > start)
 		ref_drop(&hold->ref[--hold->nref].sref, false);
 	pthread_mutex_unlock(&fs->stream_lock);
 	return ok;
 }
 
-/* hold's pins let go, their blocks taken; returns how many blocks. */
-static uint64_t refs_drop_all(struct ponyfs *fs, struct ponyfs_read_hold *hold)
+void ponyfs_stream_refs_release(struct ponyfs *fs, struct ponyfs_read_hold *hold)
 {
 	uint64_t n = 0;
 
+	if (!hold->nref)        /* a READ answered from its own buffer: no trip */
+		return;
 	pthread_mutex_lock(&fs->stream_lock);
 	for (unsigned i = 0; i < hold->nref; i++) {
 		ref_drop(&hold->ref[i].sref, true);
@@ -558,29 +444,7 @@ static uint64_t refs_drop_all(struct ponyfs *fs, struct ponyfs_read_hold *hold)
 	pthread_mutex_unlock(&fs->stream_lock);
 	hold->nref = 0;
 	__atomic_add_fetch(&fs->stream_hits, n, __ATOMIC_RELAXED);
-	return n;
-}
-
-void ponyfs_stream_refs_release(struct ponyfs *fs, struct ponyfs_read_hold *hold)
-{
-	if (!hold->nref)        /* a READ answered from its own buffer: no trip */
-		return;
-	__atomic_add_fetch(&fs->stream_refs, refs_drop_all(fs, hold), __ATOMIC_RELAXED);
-}
-
-bool ponyfs_stream_copy_plain(struct ponyfs *fs, struct ponyfs_stream *s,
-			      const struct ponyfs_read_run *run, unsigned nrun, uint64_t first,
-			      const uint32_t *csum, const uint8_t (*seals)[PONYFS_SEAL_BYTES - 4],
-			      uint8_t *to)
-{
-	struct ponyfs_read_hold hold = { .nref = 0 };
-
-	if (!ponyfs_stream_refs_take(fs, s, run, nrun, first, csum, seals, 0, &hold))
-		return false;
-	for (unsigned i = 0; i < hold.nref; i++)
-		memcpy(to + hold.ref[i].at, hold.ref[i].sref.data, hold.ref[i].sref.n * BS);
-	refs_drop_all(fs, &hold);
-	return true;
+	__atomic_add_fetch(&fs->stream_refs, n, __ATOMIC_RELAXED);
 }
 
 void ponyfs_streams_done(struct ponyfs *fs)

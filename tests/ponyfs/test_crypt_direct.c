@@ -276,7 +276,7 @@ static ssize_t read_answer(struct vfs *fs, uint64_t ino, uint64_t fh, uint8_t *b
 	return n;
 }
 
-/* mode NULL: a plain file. Read as the mount does (read_answer()), so
+/* mode NULL: a plain file, read as the mount does (read_answer()), so
  * most of it is answered from the stream's buffers in place. */
 static void tamper_under_a_stream(struct fixture *f, const enum crypt_mode *mode)
 {
@@ -316,7 +316,8 @@ static void tamper_under_a_stream(struct fixture *f, const enum crypt_mode *mode
 		if (off == sizeof(data) - TAIL_BYTES)
 			hits = __atomic_load_n(&p->stream_hits, __ATOMIC_RELAXED);
 		memset(buf, 0xa5, PIECE);
-		r = read_answer(f->fs, e.ino, fh, buf, PIECE, (off_t)off, &in_place);
+		r = mode ? VFS_CALL(f->fs, read, e.ino, fh, buf, PIECE, (off_t)off)
+			 : read_answer(f->fs, e.ino, fh, buf, PIECE, (off_t)off, &in_place);
 		if (off <= bad_off && bad_off < off + PIECE) {
 			assert_int_equal(r, gcm ? -EIO : -EBADMSG);
 			assert_memory_not_equal(buf + (bad_off - off), data + bad_off, 4096);
@@ -328,11 +329,13 @@ static void tamper_under_a_stream(struct fixture *f, const enum crypt_mode *mode
 	assert_int_equal(__atomic_load_n(&p->stream_hits, __ATOMIC_RELAXED) - hits,
 			 TAIL_BYTES / 4096);
 	assert_int_equal(p->reads_redone, 1);
-	/* Answered in place but for the chunks a READ's first pieces fetched
-	 * themselves and the bad one: an encrypted file's too, its buffers
-	 * decrypted (GCM: verified) by their workers; the bad GCM block's
-	 * failed its tag there and was never taken. */
-	assert_true(in_place >= FILE_BYTES / 2);
+	/* Plain: answered in place but for the chunks a READ's first pieces
+	 * fetched themselves and the bad one; encrypted: never (a buffer holds
+	 * ciphertext). */
+	if (mode)
+		assert_int_equal(in_place, 0);
+	else
+		assert_true(in_place >= FILE_BYTES / 2);
 	assert_int_equal(__atomic_load_n(&p->stream_refs, __ATOMIC_RELAXED), in_place / 4096);
 	assert_int_equal(VFS_CALL(f->fs, release, e.ino, fh), 0);
 	free(buf);
@@ -366,8 +369,8 @@ static void test_plain_tamper_under_a_stream_answered_in_place(void **state)
  * after it come from the buffers. The plan's CRC decides each READ, never
  * what held when the buffer filled (a buffer marked good at its fill would
  * return the block). A plain file is read as the mount reads
- * (read_answer(): answered in place, stream.c's refs_take), an XTS file
- * too, its buffers decrypted by their workers.
+ * (read_answer(): answered in place, stream.c's refs_take), an XTS file's
+ * blocks are copied out of the buffers (stream.c's copy) and decrypted.
  */
 static void plans_crc_changed_under_a_stream(struct fixture *f, bool xts)
 {
@@ -421,7 +424,10 @@ static void plans_crc_changed_under_a_stream(struct fixture *f, bool xts)
 	}
 	assert_int_equal(p->reads_redone, 1);
 	assert_true(__atomic_load_n(&p->stream_hits, __ATOMIC_RELAXED) - hits >= FILE_BYTES / 2 / 4096);
-	assert_true(in_place >= FILE_BYTES / 2);
+	if (xts)
+		assert_int_equal(in_place, 0);
+	else
+		assert_true(in_place >= FILE_BYTES / 2);
 	assert_int_equal(VFS_CALL(f->fs, release, e.ino, fh), 0);
 	free(buf);
 }
@@ -434,142 +440,6 @@ static void test_plain_stream_block_refused_when_the_plans_crc_changed(void **st
 static void test_xts_stream_block_refused_when_the_plans_crc_changed(void **state)
 {
 	plans_crc_changed_under_a_stream(*state, true);
-}
-
-/* An XTS file of FILE_BYTES (data, seed) opened (*ino, *fh) on a fresh
- * mount, its first two PIECEs read as the mount reads: the second follows
- * the first, and its stream has read the rest into its buffers, decrypted
- * there by their workers, by the time this returns. */
-enum { STREAMED_BYTES = 8 << 20, PIECE = 256 << 10 };
-
-static struct ponyfs *xts_file_streamed(struct fixture *f, uint8_t *data, unsigned seed,
-					uint8_t id[16], uint64_t *ino, uint64_t *fh,
-					size_t *in_place)
-{
-	struct vfs_ctx c = test_ctx();
-	uint8_t *buf = aligned_alloc(4096, PIECE);
-	struct vfs_entry e;
-
-	assert_non_null(buf);
-	test_fill(data, STREAMED_BYTES, seed);
-	enc_dir(f->fs, CRYPT_MODE_AES_256_XTS, id);
-	assert_int_equal(test_put(f->fs, "enc/big", data, STREAMED_BYTES), 0);
-	assert_int_equal(vfs_walk(f->fs, &c, "enc/big", &e), 0);
-	vfs_free(f->fs);
-	assert_int_equal(ponyfs_mount_image(f->dev, NULL, &f->fs), 0);
-	add_key(f->fs, id);
-	assert_int_equal(test_open(f->fs, "enc/big", O_RDONLY, ino, fh), 0);
-	for (uint64_t off = 0; off < 2 * PIECE; off += PIECE) {
-		assert_int_equal(read_answer(f->fs, *ino, *fh, buf, PIECE, (off_t)off, in_place),
-				 PIECE);
-		assert_memory_equal(buf, data + off, PIECE);
-	}
-	usleep(200 * 1000);
-	free(buf);
-	return ponyfs_of(f->fs);
-}
-
-/*
- * A volume block that moved to another block of its file after its
- * stream buffer was decrypted (the extent row made to start MOVED blocks
- * further on, its CRCs with it, so every CRC check still passes): its
- * plaintext there was made with its old file block as the XTS tweak, and
- * is not the file's block now; the READs answer what the file holds (as
- * a read without any stream gives it), never the old block's plaintext.
- */
-static void test_xts_stream_block_moved_within_the_file_not_answered(void **state)
-{
-	struct fixture *f = *state;
-	enum { MOVED = 16, AT = 700 };
-	static uint8_t data[STREAMED_BYTES], first[STREAMED_BYTES];
-	uint8_t *buf = aligned_alloc(4096, PIECE), id[16];
-	uint64_t ino, fh, foff, pblock, old = 0;
-	size_t in_place = 0, len;
-	struct ponyfs *p = xts_file_streamed(f, data, 41, id, &ino, &fh, &in_place);
-	sqlite3_stmt *s;
-
-	assert_non_null(buf);
-	pthread_mutex_lock(&p->lock);
-	extent_row_at(p->db, ino, AT, &foff, &pblock, &len);
-	assert_true(len > MOVED * 4);
-	memmove(row_csums, row_csums + MOVED * 4, len - MOVED * 4);
-	assert_int_equal(sqlite3_prepare_v2(p->db, "UPDATE extents SET pblock = pblock + ?3, "
-					    "nblocks = nblocks - ?3, csums = ?4 WHERE ino = ?1 "
-					    "AND foff = ?2", -1, &s, NULL), SQLITE_OK);
-	sqlite3_bind_int64(s, 1, (int64_t)ino);
-	sqlite3_bind_int64(s, 2, (int64_t)foff);
-	sqlite3_bind_int64(s, 3, MOVED);
-	sqlite3_bind_blob(s, 4, row_csums, (int)(len - MOVED * 4), SQLITE_STATIC);
-	assert_int_equal(sqlite3_step(s), SQLITE_DONE);
-	sqlite3_finalize(s);
-	pthread_mutex_unlock(&p->lock);
-	for (uint64_t off = 2 * PIECE; off < sizeof(data); off += PIECE)
-		assert_int_equal(read_answer(f->fs, ino, fh, first + off, PIECE, (off_t)off,
-					     &in_place), PIECE);
-	assert_int_equal(VFS_CALL(f->fs, release, ino, fh), 0);
-	/* The file read again, backwards: no stream, each block decrypted
-	 * with its file block as it is now. */
-	assert_int_equal(test_open(f->fs, "enc/big", O_RDONLY, &ino, &fh), 0);
-	for (uint64_t off = sizeof(data) - PIECE; off >= 2 * PIECE; off -= PIECE) {
-		assert_int_equal(VFS_CALL(f->fs, read, ino, fh, buf, PIECE, (off_t)off), PIECE);
-		assert_memory_equal(buf, first + off, PIECE);
-	}
-	assert_int_equal(VFS_CALL(f->fs, release, ino, fh), 0);
-	for (uint64_t b = MAX(foff, (uint64_t)2 * PIECE / 4096); b < foff + len / 4 - MOVED; b++)
-		old += !memcmp(first + b * 4096, data + (b + MOVED) * 4096, 4096);
-	assert_int_equal(old, 0);
-	free(buf);
-}
-
-/* The slabs of stream buffers shown before their unmap, and the bytes
- * in them not zero. */
-static unsigned slabs_unmapped;
-static size_t slab_bytes_left;
-
-static void slab_unmap_seen(const void *slab, size_t len)
-{
-	const uint8_t *b = slab;
-
-	slabs_unmapped++;
-	for (size_t i = 0; i < len; i++)
-		slab_bytes_left += b[i] != 0;
-}
-
-/*
- * A key removed with --force while a file's stream holds its plaintext
- * (its READs answered from the buffers in place): every buffer is
- * cleansed before its slab is unmapped, within the removal (the file is
- * still open), and the next READ through the open descriptor fails with
- * ENOKEY.
- */
-static void test_stream_plaintext_wiped_when_the_key_is_removed_by_force(void **state)
-{
-	struct fixture *f = *state;
-	static uint8_t data[STREAMED_BYTES];
-	uint8_t *buf = aligned_alloc(4096, PIECE), id[16];
-	struct vfs_ctx c = test_ctx();
-	uint64_t ino, fh, off;
-	size_t in_place = 0;
-	struct ponyfs *p = xts_file_streamed(f, data, 43, id, &ino, &fh, &in_place);
-	unsigned out;
-
-	assert_non_null(buf);
-	for (off = 2 * PIECE; off < 6 * PIECE; off += PIECE) {
-		assert_int_equal(read_answer(f->fs, ino, fh, buf, PIECE, (off_t)off, &in_place),
-				 PIECE);
-		assert_memory_equal(buf, data + off, PIECE);
-	}
-	assert_true(in_place >= 3 * PIECE);     /* plaintext in the buffers */
-	slabs_unmapped = 0;
-	slab_bytes_left = 0;
-	p->stream_unmap_test = slab_unmap_seen;
-	assert_int_equal(VFS_CALL(f->fs, remove_key, &c, id, VFS_KEY_FORCE, NULL, &out), 0);
-	assert_int_equal(slabs_unmapped, 4);    /* 8 buffers of 1 MiB, two a slab */
-	assert_int_equal(slab_bytes_left, 0);
-	assert_int_equal(read_answer(f->fs, ino, fh, buf, PIECE, (off_t)off, &in_place), -ENOKEY);
-	assert_int_equal(VFS_CALL(f->fs, release, ino, fh), 0);
-	p->stream_unmap_test = NULL;
-	free(buf);
 }
 
 /*
@@ -645,10 +515,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_plain_stream_block_refused_when_the_plans_crc_changed,
 						setup_file, teardown_file),
 		cmocka_unit_test_setup_teardown(test_xts_stream_block_refused_when_the_plans_crc_changed,
-						setup_file, teardown_file),
-		cmocka_unit_test_setup_teardown(test_xts_stream_block_moved_within_the_file_not_answered,
-						setup_file, teardown_file),
-		cmocka_unit_test_setup_teardown(test_stream_plaintext_wiped_when_the_key_is_removed_by_force,
 						setup_file, teardown_file),
 		cmocka_unit_test_setup_teardown(test_tamper_in_a_direct_read_is_eio, setup_file,
 						teardown_file),
