@@ -100,8 +100,9 @@ int ponyfs_dentry_add(struct ponyfs *fs, uint64_t parent, const struct ponyfs_na
 
 	sqlite3_bind_int64(s, 3, (int64_t)ino);
 	r = ponyfs_step_done(fs, s);
-	if (r >= 0 && !sqlite3_changes(fs->db))
-		r = -ENOENT;    /* no such parent */
+	/* No such parent: no next cookie for the row's NOT NULL cookie. */
+	if (r == -EEXIST && sqlite3_extended_errcode(fs->db) == SQLITE_CONSTRAINT_NOTNULL)
+		r = -ENOENT;
 	if (r >= 0)
 		r = ponyfs_prepare(fs, "UPDATE inodes SET next_cookie = next_cookie + 1, "
 				   "mtime = coalesce(?2, mtime), ctime = coalesce(?2, ctime), "

@@ -106,7 +106,12 @@ static int setattr_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t
 	bool set_atime = a->valid & (VFS_SET_ATIME | VFS_SET_ATIME_NOW);
 	bool set_mtime = a->valid & (VFS_SET_MTIME | VFS_SET_MTIME_NOW);
 	struct ponyfs_inode *in = NULL;
-	struct ponyfs_cost c = { .rows = 7 };
+	/* One cell: setattr_row() writes the mode, set-ID bits, owner, group,
+	 * times and ctime in the inode's row in one UPDATE (costs are per
+	 * cell changed, not per column or statement: seven, one for each
+	 * statement it once ran, made an untar's three setattrs a file
+	 * reserve ~550 WAL frames and measure the WAL every ~14 files). */
+	struct ponyfs_cost c = { .rows = 1 };
 	struct statx cur;
 	mode_t mode;
 	int r = ponyfs_fill_attr_locked(fs, ino, STATX_BASIC_STATS | STATX_BTIME, &cur);
@@ -124,7 +129,7 @@ static int setattr_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t
 		if (r >= 0)
 			r = ponyfs_truncate_locked(fs, in, a->size);
 	}
-	/* The mode and its access ACL, set-ID bits, owner, group, times, ctime. */
+	/* A chmod rewrites the access ACL's xattr row, when there is one. */
 	if (a->valid & VFS_SET_MODE)
 		ponyfs_cost_value(&c, 4096);
 	if (r >= 0)
