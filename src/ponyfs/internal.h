@@ -158,7 +158,6 @@ struct ponyfs_handle {
 	struct ponyfs_inode *inode;
 	int flags;
 	struct vfs_ctx opener;          /* who opened it: whose writes drop set-ID bits */
-	unsigned err_seq;               /* fs->err_seq when last reported to it */
 	struct ponyfs_handle *next, **prev;
 };
 
@@ -315,7 +314,6 @@ struct ponyfs {
 	unsigned txn_ops;               /* names created in it (bounds its WAL use) */
 	bool data_unflushed;            /* data written since the last data flush */
 	int broken;                     /* a failed commit: every change fails with it */
-	unsigned err_seq;               /* failures so far (errseq, for close) */
 	char name[40];                  /* label or UUID, for log lines */
 	bool read_only;
 	enum ponyfs_atime atime_mode;
