@@ -35,14 +35,16 @@
  * --timeout S (entries, negative ones too, and attributes; 1 s by default,
  * as ponyfs), --writeback (the kernel's writeback cache) and --killpriv
  * (KILLPRIV_V2 through pony's transport: no GETATTR before a chown; the
- * floor keeps no data, so it has no bits to drop). One thread, as ponyfs
+ * floor keeps no data, so it has no bits to drop) and --noflush
+ * (FOPEN_NOFLUSH on every open: no FLUSH at close). One thread, as ponyfs
  * (max_threads 1).
  *
  * --io-uring: requests over pony's FUSE-over-io_uring transport (a ring and
  * thread per CPU, src/fuse/uring.c) where the kernel offers it; every
  * request then takes one lock, as several threads serve at once.
  *
- * Usage: fuse_floor [-d] [--union | --ponyfs [--timeout S] [--writeback] [-o OPTS]]
+ * Usage: fuse_floor [-d] [--union | --ponyfs [--timeout S] [--writeback] [--killpriv]
+ *        [--noflush] [-o OPTS]]
  *        [--io-uring] [--dirs D --per P --rm R --big MB] MNT
  * (foreground: the tree of bench/union's lower, tree/dNNNN/fNN of D x P
  * small files, rmme/sNNN/rNNNNN of R files and a file "big" of MB MiB,
@@ -70,6 +72,7 @@
 static enum { DUTIES_NONE, DUTIES_UNION, DUTIES_PONYFS } duties;
 static double timeout = 86400.0;        /* --timeout; a day unless --ponyfs */
 static bool writeback;                  /* --writeback (--ponyfs only) */
+static bool noflush;                    /* --noflush (--ponyfs only) */
 static unsigned max_read;               /* -o max_read=N: libfuse wants it in INIT too */
 
 /* Requests handled, by kind: printed on stderr at exit (bench/union's
@@ -344,6 +347,7 @@ static void fl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		nodes[ino].st.st_size = 0;
 	fi->fh = ino;
 	fi->keep_cache = timeout > 0;
+	fi->noflush = noflush;
 	fuse_reply_open(req, fi);
 }
 
@@ -374,6 +378,7 @@ static void fl_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	entry_of(s ? s->ino : node_new(parent, name, mode & ~c->umask, c->uid, c->gid), &e);
 	fi->fh = e.ino;
 	fi->keep_cache = timeout > 0;
+	fi->noflush = noflush;
 	fuse_reply_create(req, &e, fi);
 }
 
@@ -518,8 +523,8 @@ static int usage(const char *why)
 	if (why)
 		fprintf(stderr, "fuse_floor: %s\n", why);
 	fprintf(stderr, "usage: fuse_floor [-d] [--union | --ponyfs [--timeout S] [--writeback] "
-		"[--killpriv] [-o OPTS]] [--io-uring]\n"
-		"                  [--dirs D --per P --rm R --big MB] MNT\n");
+		"[--killpriv] [--noflush] [-o OPTS]]\n"
+		"                  [--io-uring] [--dirs D --per P --rm R --big MB] MNT\n");
 	return 2;
 }
 
@@ -564,6 +569,7 @@ int main(int argc, char **argv)
 		{ "timeout", required_argument, NULL, 't' },
 		{ "writeback", no_argument, NULL, 'w' },
 		{ "killpriv", no_argument, NULL, 'k' },
+		{ "noflush", no_argument, NULL, 'n' },
 		{ "dirs", required_argument, NULL, 'D' },
 		{ "per", required_argument, NULL, 'p' },
 		{ "rm", required_argument, NULL, 'r' },
@@ -592,6 +598,7 @@ int main(int argc, char **argv)
 		case 'I': popts.io_uring = true; break;
 		case 'w': writeback = true; break;
 		case 'k': popts.killpriv = true; break;
+		case 'n': noflush = true; break;
 		case 't':
 			if (!arg_seconds(optarg, &timeout))
 				return usage(NULL);
@@ -613,8 +620,8 @@ int main(int argc, char **argv)
 	}
 	if (optind != argc - 1)
 		return usage("one mount point is needed");
-	if (duties != DUTIES_PONYFS && (timeout_set || writeback || popts.killpriv || *extra))
-		return usage("--timeout, --writeback, --killpriv and -o go with --ponyfs");
+	if (duties != DUTIES_PONYFS && (timeout_set || writeback || popts.killpriv || noflush || *extra))
+		return usage("--timeout, --writeback, --killpriv, --noflush and -o go with --ponyfs");
 	if (duties == DUTIES_UNION)
 		strcat(opts, ",default_permissions,allow_other");
 	if (duties == DUTIES_PONYFS) {

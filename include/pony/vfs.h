@@ -385,7 +385,8 @@ struct vfs_ops {
 	/* Bytes written or -errno. */
 	ssize_t (*write)(struct vfs *fs, uint64_t ino, uint64_t fh, const void *buf,
 			 size_t size, off_t offset);
-	/* Called on every close(2) of a descriptor of fh (may be several). */
+	/* Called on every close(2) of a descriptor of fh (may be several);
+	 * NULL where a close has nothing to do or report (ponyfs). */
 	int (*flush)(struct vfs *fs, uint64_t ino, uint64_t fh);
 	int (*fsync)(struct vfs *fs, uint64_t ino, uint64_t fh, bool datasync);
 	/* The last close: fh is invalid afterwards. */

@@ -324,9 +324,13 @@ static int mount_main(const char *fsname, int argc, char **argv)
 	 * the last one, as a 1 s timeout sent). ponyfs drops set-ID bits itself
 	 * on write, truncation and chown (attr.c), so the kernel hands that to
 	 * it (KILLPRIV_V2): no GETATTR before each chown, one round trip of
-	 * the twelve an untar pays per file. */
+	 * the twelve an untar pays per file. A close sends no FLUSH
+	 * (FOPEN_NOFLUSH): ponyfs has nothing to do there, as a write reached
+	 * it before write(2) returned and locks are the kernel's; another of
+	 * the eleven left (docs/fuse-requests.md). */
 	struct ponyfuse_options fo = { .subtype = "pony", .timeout = 86400.0, .max_threads = 1,
-				       .posix_acl = true, .export_support = true, .killpriv = true };
+				       .posix_acl = true, .export_support = true, .killpriv = true,
+				       .noflush = true };
 	struct ponyfs_options po = { .commit_ms = 5000 };
 	_cleanup_(vfs_freep) struct vfs *fs = NULL;
 	struct stand s;

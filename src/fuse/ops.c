@@ -442,6 +442,12 @@ static void req_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t si
 
 static void req_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	/* ENOSYS: the kernel sends no FLUSH again, where FOPEN_NOFLUSH could
+	 * not say so (a writeback-cache mount ignores it). */
+	if (!fs_of(req)->ops->flush) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
 	fuse_reply_err(req, -VFS_CALL(fs_of(req), flush, ino, fi->fh));
 }
 

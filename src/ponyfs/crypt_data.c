@@ -168,14 +168,22 @@ int ponyfs_crypt_out_locked(struct ponyfs *fs, struct ponyfs_inode *in,
 		return -ENOMEM;
 	if (k > PONYFS_IO_BLOCKS)
 		return -EINVAL;
+	/* A small file's run in a writeback of many (an untar's) is
+	 * encrypted straight into the gather, where a plain file's is copied:
+	 * one write for many files, not one each (gather.c). */
+	buf = ponyfs_gather_room(fs, k, p, &r);
+	if (buf)
+		return ponyfs_crypt_pages(in, pg, k, buf, csums);
+	if (r < 0)
+		return r;
 	/* The other buffer may be on its way to the disk meanwhile. */
 	buf = o->buf[o->next];
 	r = ponyfs_crypt_pages(in, pg, k, buf, csums);
 	w = ponyfs_crypt_out_drain_locked(fs);
 	if (r < 0 || w < 0)
 		return r < 0 ? r : w;
-	/* A small file's run (an untar's): written here, as a plain file's
-	 * is. Handed off, it cost a wake-up and a wait per file and hid only
+	/* A short run outside a gather: written here, as a plain file's is.
+	 * Handed off, it cost a wake-up and a wait per file and hid only
 	 * the few microseconds its cipher takes. */
 	if (k < PONYFS_HELPER_MIN_BLOCKS)
 		return bdev_pwrite_direct(fs->data, buf, k * BS, p * BS);

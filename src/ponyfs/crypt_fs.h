@@ -106,7 +106,8 @@ static inline size_t ponyfs_csum_stride(unsigned flags)
  * Encrypted writeback (crypt_data.c): k pages of in encrypted and
  * checksummed into csums as ponyfs_crypt_pages() does, and written to
  * blocks [p, p+k) by the helper while the caller goes on to the next run
- * (a run under PONYFS_HELPER_MIN_BLOCKS: in line, its error returned).
+ * (a run under PONYFS_HELPER_MIN_BLOCKS: in line, its error returned; a
+ * short one while a gather is on: into the gather, written at its end).
  * A write's error comes back from the next call or from
  * ponyfs_crypt_out_drain_locked(), which a writeback calls before it ends:
  * until then the blocks may not be on the disk yet.

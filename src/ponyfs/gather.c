@@ -53,23 +53,23 @@ static int gather_flush(struct ponyfs *fs)
 	return r;
 }
 
-/* Copies k pages for blocks [p, p+k) after what is gathered, which is
- * written first when they do not follow it or would not fit. */
-static int gather_add(struct ponyfs *fs, const struct ponyfs_page *pg, uint64_t k, uint64_t p)
+uint8_t *ponyfs_gather_room(struct ponyfs *fs, uint64_t k, uint64_t p, int *err)
 {
 	struct ponyfs_gather *g = &fs->gather;
-	int r = 0;
+	uint8_t *room;
 
+	*err = 0;
+	if (!g->depth || k > GATHER_RUN_MAX)
+		return NULL;
 	if (g->n && (p != g->start + g->n || g->n + k > IO_BLOCKS))
-		r = gather_flush(fs);
-	if (r < 0)
-		return r;
+		*err = gather_flush(fs);
+	if (*err < 0)
+		return NULL;
 	if (!g->n)
 		g->start = p;
-	for (uint64_t i = 0; i < k; i++)
-		memcpy(g->buf + (g->n + i) * BS, pg[i].data, BS);
+	room = g->buf + g->n * BS;
 	g->n += k;
-	return 0;
+	return room;
 }
 
 void ponyfs_gather_begin(struct ponyfs *fs)
@@ -118,8 +118,15 @@ int ponyfs_pages_write(struct ponyfs *fs, const struct ponyfs_page *pg, uint64_t
 	unsigned runs = 1;
 	int r = 0;
 
-	if (fs->gather.depth && k <= GATHER_RUN_MAX)
-		return gather_add(fs, pg, k, p);
+	uint8_t *room = ponyfs_gather_room(fs, k, p, &r);
+
+	if (room) {
+		for (uint64_t i = 0; i < k; i++)
+			memcpy(room + i * BS, pg[i].data, BS);
+		return 0;
+	}
+	if (r < 0)
+		return r;
 	for (uint64_t i = 1; i < k; i++)
 		runs += pg[i].data != pg[i - 1].data + BS;
 	if (runs <= 4) {

@@ -158,7 +158,6 @@ struct ponyfs_handle {
 	struct ponyfs_inode *inode;
 	int flags;
 	struct vfs_ctx opener;          /* who opened it: whose writes drop set-ID bits */
-	unsigned err_seq;               /* fs->err_seq when last reported to it */
 	struct ponyfs_handle *next, **prev;
 };
 
@@ -315,7 +314,6 @@ struct ponyfs {
 	unsigned txn_ops;               /* names created in it (bounds its WAL use) */
 	bool data_unflushed;            /* data written since the last data flush */
 	int broken;                     /* a failed commit: every change fails with it */
-	unsigned err_seq;               /* failures so far (errseq, for close) */
 	char name[40];                  /* label or UUID, for log lines */
 	bool read_only;
 	enum ponyfs_atime atime_mode;
@@ -654,6 +652,12 @@ int ponyfs_pages_write(struct ponyfs *fs, const struct ponyfs_page *pg, uint64_t
  * transaction points at blocks never written) and returns it. */
 void ponyfs_gather_begin(struct ponyfs *fs);
 int ponyfs_gather_end(struct ponyfs *fs);
+/* Where k blocks for [p, p+k) go in the gather, after what it holds (which
+ * is written first when they do not follow it or would not fit), for the
+ * caller to fill before its next call here; NULL when no gather is on or
+ * the run is too long to gather (the caller writes it), or when writing
+ * what was gathered failed (*err, else 0). */
+uint8_t *ponyfs_gather_room(struct ponyfs *fs, uint64_t k, uint64_t p, int *err);
 void ponyfs_gather_done(struct ponyfs *fs);        /* at unmount: frees the buffer */
 /*
  * What the database says about block blk of ino: *ret_flags (-1: a hole)

@@ -293,7 +293,6 @@ static int open_locked(struct ponyfs *fs, const struct vfs_ctx *ctx, uint64_t in
 	h->inode = in;
 	h->flags = flags;
 	h->opener = *ctx;
-	h->err_seq = fs->err_seq;
 	h->next = fs->handles;
 	if (h->next)
 		h->next->prev = &h->next;
@@ -409,22 +408,6 @@ static ssize_t pf_write(struct vfs *v, uint64_t ino, uint64_t fh, const void *bu
 	if (off < 0)
 		return -EINVAL;
 	return PONYFS_CHANGE(ponyfs_of(v), write_locked(ponyfs_of(v), handle_of(fh), buf, size, off));
-}
-
-/* close(2): a failure of a background commit since the file was opened
- * (or since its last close) is reported once per open file, as the
- * kernel's errseq reports a writeback error. */
-static int flush_locked(struct ponyfs *fs, struct ponyfs_handle *h)
-{
-	if (h->err_seq == fs->err_seq)
-		return 0;
-	h->err_seq = fs->err_seq;
-	return fs->broken;
-}
-
-static int pf_flush(struct vfs *v, uint64_t ino, uint64_t fh)
-{
-	return PONYFS_LOCKED(ponyfs_of(v), flush_locked(ponyfs_of(v), handle_of(fh)));
 }
 
 static int fsync_locked(struct ponyfs *fs, struct ponyfs_inode *in)
@@ -689,7 +672,6 @@ const struct vfs_ops ponyfs_ops = {
 	.read_release = pf_read_release,
 	.read_parallel = true,
 	.write = pf_write,
-	.flush = pf_flush,
 	.fsync = pf_fsync,
 	.release = pf_release,
 	.fallocate = pf_fallocate,

@@ -280,16 +280,15 @@ int ponyfs_txn_begin_locked(struct ponyfs *fs)
  * The filesystem cannot go on changing: a commit failed (the transaction's
  * outcome on disk is unknown), or SQLite dropped the open transaction.
  * Every later change and sync fails with err, the first such error, until
- * a remount; it is logged once, counted in err_seq (a file open before it
- * sees it at its next close, as the kernel's errseq makes close report a
- * writeback error) and shown by the counters.
+ * a remount; it is logged once and shown by the counters. close(2) does
+ * not report it (a ponyfs mount sends no FLUSH), as ext4's close reports
+ * no failed writeback: fsync(2) does.
  */
 void ponyfs_fail_locked(struct ponyfs *fs, int err, const char *what)
 {
 	if (fs->broken)
 		return;
 	fs->broken = err;
-	fs->err_seq++;
 	ponyfs_log(fs, LOG_ERR, "%s: %s (%s)", what, strerror(-err), ponyfs_errno_name(err));
 	ponyfs_log(fs, LOG_CRIT, "the filesystem is read-only until it is remounted: "
 		   "changes since the last commit are lost");

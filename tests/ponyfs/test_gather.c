@@ -4,8 +4,9 @@
  * file reads back whole after a remount; a gathered write that fails
  * fails the commit and makes the filesystem read-only, as a failed write of
  * one file's blocks does, so nothing commits pointing at blocks never
- * written. The data region is a fault bdev of its own: its I/O count is
- * the data writes alone.
+ * written. Encrypted files (AES-256-XTS and -GCM) are gathered too: their
+ * runs are encrypted straight into the gather. The data region is a fault
+ * bdev of its own: its I/O count is the data writes alone.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +14,8 @@
 #include <cmocka.h>
 
 #include "helpers.h"
+#include "fixture.h"
+#include "crypt_fixture.h"
 #include "pony/util.h"
 
 #define META_SIZE (8u << 20)
@@ -87,6 +90,46 @@ static void test_small_files_are_written_back_in_few_writes(void **state)
 	bdev_free(d.meta);
 }
 
+/* The same 256 files in an encrypted directory, under each contents mode:
+ * a handful of writes, not 256 (one a file before their runs were
+ * encrypted into the gather), and every file reads back after a remount
+ * with the key, its blocks checked by fsck without it. */
+static void small_encrypted_files_written_back_in_few_writes(enum crypt_mode mode)
+{
+	struct split d;
+	struct vfs *fs;
+	uint64_t io0, io1;
+	uint8_t id[16];
+
+	split_new(&d);
+	assert_int_equal(ponyfs_mount(d.meta, d.data, NULL, &fs), 0);
+	enc_dir(fs, mode, id);
+	io0 = bdev_fault_io_count(d.data);
+	put_files(fs, "enc/f");
+	assert_int_equal(VFS_CALL(fs, syncfs), 0);
+	io1 = bdev_fault_io_count(d.data);
+	assert_in_range(io1 - io0, 1, 16);      /* 257 when each file went alone */
+	assert_int_equal(ponyfs_dirty_bytes(fs), 0);
+	vfs_free(fs);
+	assert_int_equal(ponyfs_fsck(d.meta, d.data, PONYFS_FSCK_DATA, NULL, NULL), 0);
+	assert_int_equal(ponyfs_mount(d.meta, d.data, NULL, &fs), 0);
+	add_key(fs, id);
+	expect_files(fs, "enc/f");
+	vfs_free(fs);
+	bdev_free(d.data);
+	bdev_free(d.meta);
+}
+
+static void test_small_xts_files_are_written_back_in_few_writes(void **state)
+{
+	small_encrypted_files_written_back_in_few_writes(CRYPT_MODE_AES_256_XTS);
+}
+
+static void test_small_gcm_files_are_written_back_in_few_writes(void **state)
+{
+	small_encrypted_files_written_back_in_few_writes(CRYPT_MODE_AES_256_GCM);
+}
+
 /* Every data write fails while "g*" is written back: the sync fails with
  * the write's error, the next change too (read-only), and after a remount
  * the committed "f*" are whole and no "g*" exists. */
@@ -121,6 +164,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_small_files_are_written_back_in_few_writes),
+		cmocka_unit_test(test_small_xts_files_are_written_back_in_few_writes),
+		cmocka_unit_test(test_small_gcm_files_are_written_back_in_few_writes),
 		cmocka_unit_test(test_a_failed_gathered_write_fails_the_commit),
 	};
 

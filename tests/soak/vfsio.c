@@ -67,7 +67,7 @@ int soak_put(struct vfs *fs, uint64_t dir, const char *name, const uint8_t *buf,
 			__atomic_store_n(kind_on_short, SOAK_KIND_TORN, __ATOMIC_SEQ_CST);
 	}
 	r = w < 0 ? (int)w : 0;
-	if (r >= 0)
+	if (r >= 0 && fs->ops->flush)
 		r = VFS_CALL(fs, flush, e.ino, fh);
 	if (r >= 0 && do_fsync)
 		r = VFS_CALL(fs, fsync, e.ino, fh, false);
