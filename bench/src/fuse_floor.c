@@ -36,7 +36,9 @@
  * as ponyfs), --writeback (the kernel's writeback cache) and --killpriv
  * (KILLPRIV_V2 through pony's transport: no GETATTR before a chown; the
  * floor keeps no data, so it has no bits to drop) and --noflush
- * (FOPEN_NOFLUSH on every open: no FLUSH at close). One thread, as ponyfs
+ * (FOPEN_NOFLUSH on every open: no FLUSH at close) and --direct-wronly
+ * (FOPEN_DIRECT_IO on write-only opens: no GETXATTR of security.capability
+ * before a new file's first write; the floor keeps no xattrs to drop). One thread, as ponyfs
  * (max_threads 1).
  *
  * --io-uring: requests over pony's FUSE-over-io_uring transport (a ring and
@@ -44,7 +46,7 @@
  * request then takes one lock, as several threads serve at once.
  *
  * Usage: fuse_floor [-d] [--union | --ponyfs [--timeout S] [--writeback] [--killpriv]
- *        [--noflush] [-o OPTS]]
+ *        [--noflush] [--direct-wronly] [-o OPTS]]
  *        [--io-uring] [--dirs D --per P --rm R --big MB] MNT
  * (foreground: the tree of bench/union's lower, tree/dNNNN/fNN of D x P
  * small files, rmme/sNNN/rNNNNN of R files and a file "big" of MB MiB,
@@ -73,6 +75,7 @@ static enum { DUTIES_NONE, DUTIES_UNION, DUTIES_PONYFS } duties;
 static double timeout = 86400.0;        /* --timeout; a day unless --ponyfs */
 static bool writeback;                  /* --writeback (--ponyfs only) */
 static bool noflush;                    /* --noflush (--ponyfs only) */
+static bool direct_wronly;              /* --direct-wronly (--ponyfs only) */
 static unsigned max_read;               /* -o max_read=N: libfuse wants it in INIT too */
 
 /* Requests handled, by kind: printed on stderr at exit (bench/union's
@@ -336,6 +339,12 @@ static bool not_ponyfs(fuse_req_t req)
 	return true;
 }
 
+/* A write-only open as direct I/O, as src/fuse/ops.c's write_only_direct(). */
+static bool write_only_direct(int flags)
+{
+	return direct_wronly && !writeback && (flags & O_ACCMODE) == O_WRONLY;
+}
+
 /* Open files and listings keep their page cache while attributes are
  * cached, as src/fuse/ops.c's reply_open and req_opendir ask. */
 static void fl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -348,6 +357,7 @@ static void fl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fi->fh = ino;
 	fi->keep_cache = timeout > 0;
 	fi->noflush = noflush;
+	fi->direct_io = write_only_direct(fi->flags);
 	fuse_reply_open(req, fi);
 }
 
@@ -379,6 +389,7 @@ static void fl_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	fi->fh = e.ino;
 	fi->keep_cache = timeout > 0;
 	fi->noflush = noflush;
+	fi->direct_io = write_only_direct(fi->flags);
 	fuse_reply_create(req, &e, fi);
 }
 
@@ -523,7 +534,7 @@ static int usage(const char *why)
 	if (why)
 		fprintf(stderr, "fuse_floor: %s\n", why);
 	fprintf(stderr, "usage: fuse_floor [-d] [--union | --ponyfs [--timeout S] [--writeback] "
-		"[--killpriv] [--noflush] [-o OPTS]]\n"
+		"[--killpriv] [--noflush] [--direct-wronly] [-o OPTS]]\n"
 		"                  [--io-uring] [--dirs D --per P --rm R --big MB] MNT\n");
 	return 2;
 }
@@ -570,6 +581,7 @@ int main(int argc, char **argv)
 		{ "writeback", no_argument, NULL, 'w' },
 		{ "killpriv", no_argument, NULL, 'k' },
 		{ "noflush", no_argument, NULL, 'n' },
+		{ "direct-wronly", no_argument, NULL, 'W' },
 		{ "dirs", required_argument, NULL, 'D' },
 		{ "per", required_argument, NULL, 'p' },
 		{ "rm", required_argument, NULL, 'r' },
@@ -599,6 +611,7 @@ int main(int argc, char **argv)
 		case 'w': writeback = true; break;
 		case 'k': popts.killpriv = true; break;
 		case 'n': noflush = true; break;
+		case 'W': direct_wronly = true; break;
 		case 't':
 			if (!arg_seconds(optarg, &timeout))
 				return usage(NULL);
@@ -620,8 +633,9 @@ int main(int argc, char **argv)
 	}
 	if (optind != argc - 1)
 		return usage("one mount point is needed");
-	if (duties != DUTIES_PONYFS && (timeout_set || writeback || popts.killpriv || noflush || *extra))
-		return usage("--timeout, --writeback, --killpriv, --noflush and -o go with --ponyfs");
+	if (duties != DUTIES_PONYFS &&
+	    (timeout_set || writeback || popts.killpriv || noflush || direct_wronly || *extra))
+		return usage("--timeout, --writeback, --killpriv, --noflush, --direct-wronly and -o go with --ponyfs");
 	if (duties == DUTIES_UNION)
 		strcat(opts, ",default_permissions,allow_other");
 	if (duties == DUTIES_PONYFS) {

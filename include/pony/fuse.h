@@ -35,6 +35,13 @@ struct ponyfuse_options {
 					 * kernel's inode cache (open_by_handle_at) */
 	bool no_opendir;                /* the instance's readdir takes VFS_NO_FH:
 					 * no OPENDIR/RELEASEDIR round trips */
+	bool direct_wronly;             /* write-only opens are direct I/O
+					 * (FOPEN_DIRECT_IO): a write reaches the
+					 * instance without the page cache, and
+					 * the kernel asks no security.capability
+					 * before the first (file_remove_privs):
+					 * the front end drops it instead. Not
+					 * with writeback or passthrough */
 	bool killpriv;                  /* the daemon drops suid/sgid on write,
 					 * truncate, chown (KILLPRIV_V2): no
 					 * GETATTR before each chown */

@@ -327,10 +327,12 @@ static int mount_main(const char *fsname, int argc, char **argv)
 	 * the twelve an untar pays per file. A close sends no FLUSH
 	 * (FOPEN_NOFLUSH): ponyfs has nothing to do there, as a write reached
 	 * it before write(2) returned and locks are the kernel's; another of
-	 * the eleven left (docs/fuse-requests.md). */
+	 * the eleven left (docs/fuse-requests.md). A write-only open is direct
+	 * I/O: its first write costs no GETXATTR of security.capability,
+	 * which the front end drops itself (direct_wronly). */
 	struct ponyfuse_options fo = { .subtype = "pony", .timeout = 86400.0, .max_threads = 1,
 				       .posix_acl = true, .export_support = true, .killpriv = true,
-				       .noflush = true };
+				       .noflush = true, .direct_wronly = true };
 	struct ponyfs_options po = { .commit_ms = 5000 };
 	_cleanup_(vfs_freep) struct vfs *fs = NULL;
 	struct stand s;

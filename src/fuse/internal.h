@@ -130,6 +130,10 @@ int ponyfuse_pt_counters(struct ponyfuse *pf, char *buf, size_t size);
 /* Drops suid (and sgid with group execute) when the request this worker
  * handles asked for it; *ret (if not NULL) gets the new attributes then. */
 int ponyfuse_kill_suidgid(fuse_req_t req, uint64_t ino, uint64_t fh, struct statx *ret);
+/* security.capability of ino dropped, as the kernel's file_remove_privs()
+ * would on a write it passes through the page cache (a direct one skips
+ * it): 0 when there was none, else removexattr's answer. */
+int ponyfuse_drop_caps(fuse_req_t req, uint64_t ino);
 /* Whether req's caller has CAP_FSETID: its writes never drop suid/sgid. */
 bool ponyfuse_caller_keeps_suidgid(fuse_req_t req);
 /* Whether req's caller holds capability cap (CAP_SYS_ADMIN ...) in its

@@ -6,9 +6,14 @@
  * libfuse 3.14 neither offers the flag nor passes on the kill bits of
  * WRITE, SETATTR and OPEN: devio.c adds the flag to the INIT reply and
  * notes whether the request a worker just read asks for a kill.
+ *
+ * Also security.capability on a direct write (ponyfuse_drop_caps): the
+ * kernel drops it itself on a write through the page cache, asking the
+ * daemon for it first; a write-only open served as direct I/O skips both.
  */
 #include <errno.h>
 #include <linux/capability.h>
+#include <linux/xattr.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -83,4 +88,21 @@ int ponyfuse_kill_suidgid(fuse_req_t req, uint64_t ino, uint64_t fh, struct stat
 	else
 		fuse_lowlevel_notify_inval_inode(pf->se, ino, -1, 0);
 	return 0;
+}
+
+int ponyfuse_drop_caps(fuse_req_t req, uint64_t ino)
+{
+	struct ponyfuse *pf = fuse_req_userdata(req);
+	struct vfs_ctx ctx = { 0 };
+	int r;
+
+	/* Whoever writes, as cap_inode_killpriv(): caps are for the bytes
+	 * they were set on. Asked first, so a file without them (a new one:
+	 * known without the store) changes nothing, not even its ctime. */
+	r = VFS_CALL(pf->fs, getxattr, &ctx, ino, XATTR_NAME_CAPS, NULL, 0);
+	if (r == -ENODATA || r == -EOPNOTSUPP)
+		return 0;
+	if (r >= 0)
+		r = VFS_CALL(pf->fs, removexattr, &ctx, ino, XATTR_NAME_CAPS);
+	return r == -ENODATA ? 0 : r;
 }

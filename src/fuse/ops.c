@@ -243,6 +243,18 @@ static int open_flags(fuse_req_t req, int flags)
 }
 
 /*
+ * Whether an open with these flags is served as direct I/O (opts.direct_wronly):
+ * a write-only one, which nothing can map or read through, so the page
+ * cache has nothing to gain from its writes. Its first write then costs
+ * no GETXATTR of security.capability (docs/fuse-requests.md); req_write
+ * drops that xattr as the kernel would have.
+ */
+static bool write_only_direct(const struct ponyfuse *pf, int flags)
+{
+	return pf->opts.direct_wronly && !pf->opts.writeback && (flags & O_ACCMODE) == O_WRONLY;
+}
+
+/*
  * Answers an open (or a create, with p): passed through to the host file
  * when it has one and the kernel takes it (passthrough.c), else served
  * here, through the kernel's page cache. A reply nobody waits for any
@@ -264,6 +276,8 @@ static void reply_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	 */
 	if (id && pf->opts.killpriv && (fi->flags & O_ACCMODE) != O_RDONLY &&
 	    !ponyfuse_caller_keeps_suidgid(req))
+		fi->direct_io = 1;
+	if (!id && write_only_direct(pf, fi->flags))
 		fi->direct_io = 1;
 	ponyfuse_devio_reply_backing(id);
 	if ((p ? fuse_reply_create(req, p, fi) : fuse_reply_open(req, fi)) != -ENOENT)
@@ -428,12 +442,22 @@ void ponyfuse_reply_vfs_read(fuse_req_t req, uint64_t ino, uint64_t fh, size_t s
 static void req_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		     off_t off, struct fuse_file_info *fi)
 {
-	ssize_t n = VFS_CALL(fs_of(req), write, ino, fi->fh, buf, size, off);
-	int r;
+	ssize_t n;
 
-	/* A write without CAP_FSETID under KILLPRIV_V2 drops suid here. */
-	if (n >= 0 && (r = ponyfuse_kill_suidgid(req, ino, fi->fh, NULL)) < 0)
-		n = r;
+	/*
+	 * Before the write, as the kernel's file_remove_privs() would: a
+	 * write without CAP_FSETID under KILLPRIV_V2 drops suid/sgid here,
+	 * telling the kernel its cached mode is stale (the instance's own
+	 * write may drop them too, but then nobody would tell it: a direct
+	 * write refreshes only the size and times). And a direct write,
+	 * which skipped file_remove_privs(), drops security.capability,
+	 * whoever writes.
+	 */
+	n = ponyfuse_kill_suidgid(req, ino, fi->fh, NULL);
+	if (n >= 0 && write_only_direct(pf_of(req), fi->flags))
+		n = ponyfuse_drop_caps(req, ino);
+	if (n >= 0)
+		n = VFS_CALL(fs_of(req), write, ino, fi->fh, buf, size, off);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else
