@@ -140,7 +140,10 @@ bool ponyfuse_readpool_submit(struct ponyfuse *pf, fuse_req_t req, int fd, uint6
 	struct ponyfuse_readpool *rp = pf->readpool;
 	bool queued = false;
 
-	if (!rp || !rp->nthreads || size < READPOOL_MIN)
+	/* A READ that came over a ring is answered on its ring's thread: the
+	 * answer goes back in that entry's buffers, which the thread commits
+	 * before it fetches the next request (uring.c). */
+	if (!rp || !rp->nthreads || size < READPOOL_MIN || ponyfuse_uring_serving())
 		return false;
 	pthread_mutex_lock(&rp->lock);
 	if (!rp->stop && rp->count < READPOOL_QUEUE) {

@@ -8,6 +8,9 @@
 # is a whole number of READs (no small tail READ: the READ count is the
 # file over max_read, rounded up); and both files read back exactly, the
 # encrypted one decrypted (its GCM tags checked) with the window open.
+# The helpers serve READs that come over /dev/fuse (--no-io-uring); over
+# FUSE-over-io_uring rings each READ is answered on its ring's thread, and
+# the count and the contents are checked there too.
 set -u
 . "$PONY_SRCDIR/tests/lib.sh"
 . "$PONY_SRCDIR/tests/ponyfs/mount_lib.sh" ponyfs-read-window
@@ -45,17 +48,23 @@ pony_umount
 # Each file cold (a fresh mount: nothing of it in the kernel's page cache),
 # read sequentially as dd and cp do.
 reads=$(((MIB * 1048576 + max_read - 1) / max_read))
-for d in plain gcm; do
-	pony_mount "$T/img"
-	[ $d = plain ] || "$PONY" crypt add-key "$M" <"$T/key" >/dev/null || fail "add-key"
-	r0=$(counter fuse_read)
-	dd if="$M/$d/f" of="$T/got" bs=1M status=none || fail "$d: the cold read failed"
-	r1=$(counter fuse_read) peak=$(counter pooled_reads_peak)
-	echo "# $d: $((r1 - r0)) READs, at most $peak at once in the read helpers"
-	cmp -s "$T/data" "$T/got" || fail "$d: the file reads back different"
-	[ "$peak" -ge 3 ] || fail "$d: at most $peak READs at once over a cold $MIB MiB read: $(counters)"
-	[ $((r1 - r0)) -le "$reads" ] ||
-		fail "$d: $((r1 - r0)) READs for $MIB MiB, not $reads of $max_read B: $(counters)"
-	pony_umount
+for how in dev ring; do
+	for d in plain gcm; do
+		if [ $how = dev ]; then pony_mount --no-io-uring "$T/img"; else pony_mount "$T/img"; fi
+		[ $d = plain ] || "$PONY" crypt add-key "$M" <"$T/key" >/dev/null || fail "add-key"
+		# pony mount serves over the rings by default where the kernel has them.
+		[ $how = dev ] || [ ! -e /sys/module/fuse/parameters/enable_uring ] ||
+			[ "$(counter uring_queues)" -ge 1 ] || fail "a default mount serves over /dev/fuse: $(counters)"
+		r0=$(counter fuse_read)
+		dd if="$M/$d/f" of="$T/got" bs=1M status=none || fail "$how $d: the cold read failed"
+		r1=$(counter fuse_read) peak=$(counter pooled_reads_peak)
+		echo "# $how $d: $((r1 - r0)) READs, at most $peak at once in the read helpers"
+		cmp -s "$T/data" "$T/got" || fail "$how $d: the file reads back different"
+		[ $how = ring ] || [ "$peak" -ge 3 ] ||
+			fail "$d: at most $peak READs at once over a cold $MIB MiB read: $(counters)"
+		[ $((r1 - r0)) -le "$reads" ] ||
+			fail "$how $d: $((r1 - r0)) READs for $MIB MiB, not $reads of $max_read B: $(counters)"
+		pony_umount
+	done
 done
 pass
