@@ -436,7 +436,8 @@ static int mount_main(const char *fsname, int argc, char **argv)
 			       "when IMG is not pony's), relatime (the default), strictatime,\n"
 			       "noatime, nodiratime, meta_cache=SIZE (metadata kept in memory, default\n"
 			       "16M: all the daemon holds per file), subtype=NAME (the type\n"
-			       "fuse.NAME, default fuse.pony; empty: plain fuse, as fstests wants);\n"
+			       "fuse.NAME, default fuse.pony; empty: plain fuse, as fstests wants),\n"
+			       "no_io_uring (as --no-io-uring);\n"
 			       "mount(8)'s own (defaults, nofail, _netdev, x-*...) are dropped;\n"
 			       "the rest go to FUSE. docs/ponyfs-mount.md has the fstab lines.\n" CLI_LOG_HELP);
 			return CLI_EXIT_OK;

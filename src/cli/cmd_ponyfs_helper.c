@@ -72,6 +72,8 @@ int cli_ponyfs_mount_opts(const char *list, struct ponyfs_options *po,
 				return cli_usage_error("pony mount", "-o subtype: too long");
 			snprintf(m->subtype, sizeof(m->subtype), "%s", o + 8);
 			fo->subtype = m->subtype;
+		} else if (!strcmp(o, "no_io_uring")) {
+			fo->io_uring = false;                   /* --no-io-uring, for fstab */
 		} else if (!strcmp(o, "format")) {
 			m->format = true;
 		} else if (!strcmp(o, "format=foreign")) {
