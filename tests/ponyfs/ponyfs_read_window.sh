@@ -50,7 +50,12 @@ pony_umount
 reads=$(((MIB * 1048576 + max_read - 1) / max_read))
 for how in dev ring; do
 	for d in plain gcm; do
-		if [ $how = dev ]; then pony_mount --no-io-uring "$T/img"; else pony_mount "$T/img"; fi
+		# --no-io-uring, or fstab's -o no_io_uring: /dev/fuse alone.
+		if [ $how$d = devplain ]; then pony_mount --no-io-uring "$T/img"
+		elif [ $how = dev ]; then pony_mount -o no_io_uring "$T/img"
+		else pony_mount "$T/img"; fi
+		[ $how = ring ] || [ "$(counter uring_queues)" = 0 ] ||
+			fail "$d: a mount without rings serves over them: $(counters)"
 		[ $d = plain ] || "$PONY" crypt add-key "$M" <"$T/key" >/dev/null || fail "add-key"
 		# pony mount serves over the rings by default where the kernel has them.
 		[ $how = dev ] || [ ! -e /sys/module/fuse/parameters/enable_uring ] ||
