@@ -18,6 +18,10 @@ mkdir -p "$T/m"
 # pony_mount [OPTION...] IMG...: mounts at $T/m in the foreground, in the background.
 pony_mount() { fuse_daemon_start "$T/m" "$T/pony.log" "pony mount $*" "$PONY" mount --foreground "$@" "$T/m"; }
 pony_umount() { fuse_daemon_stop "$T/m" "$T/pony.log"; }
+# requests_count KEY: the mount's `pony fs requests` figure KEY (0 when it
+# has none); requests_all: all of them on one line, for a failure message.
+requests_count() { "$PONY" fs requests "$T/m" | awk -v k="$1" '$1 == k { v = $2 } END { print v + 0 }'; }
+requests_all() { "$PONY" fs requests "$T/m" | tr '\n' ' '; }
 
 # volume_images LEVEL N SIZE [MKFS_OPTION...]: N fresh image files
 # $T/m0.img ... of SIZE (truncate's), made one ponyfs with a LEVEL data

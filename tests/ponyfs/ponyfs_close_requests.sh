@@ -16,10 +16,9 @@ require_cmd python3
 M=$T/m
 truncate -s 256M "$T/img"
 "$PONY" mkfs "$T/img" >/dev/null || fail "mkfs"
-counter() { "$PONY" fs requests "$M" | awk -v k="$1" '$1 == k { v = $2 } END { print v + 0 }'; }
 
 pony_mount "$T/img"
-fl0=$(counter fuse_flush) rel0=$(counter fuse_release)
+fl0=$(requests_count fuse_flush) rel0=$(requests_count fuse_release)
 python3 - "$M" <<'PY' || fail "the writes through the mount"
 import os, sys
 m = sys.argv[1]
@@ -43,8 +42,8 @@ for i in range(20):
         assert f.read() == want, (i, "after the closes")
 PY
 [ "$(cat "$M/shared")" = onetwo ] || fail "shared reads '$(cat "$M/shared")'"
-fl=$(( $(counter fuse_flush) - fl0 )) rel=$(( $(counter fuse_release) - rel0 ))
-[ "$fl" = 0 ] || fail "46 closes sent $fl FLUSH requests, not 0: $("$PONY" fs requests "$M" | tr '\n' ' ')"
+fl=$(( $(requests_count fuse_flush) - fl0 )) rel=$(( $(requests_count fuse_release) - rel0 ))
+[ "$fl" = 0 ] || fail "46 closes sent $fl FLUSH requests, not 0: $(requests_all)"
 [ "$rel" -ge 46 ] || fail "46 opens were released $rel times"
 
 "$PONY" sync "$M" || fail "pony sync"

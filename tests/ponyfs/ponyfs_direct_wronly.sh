@@ -22,10 +22,9 @@ M=$T/m
 chmod 755 "$T"                          # nobody writes under it below
 truncate -s 256M "$T/img"
 "$PONY" mkfs "$T/img" >/dev/null || fail "mkfs"
-counter() { "$PONY" fs requests "$M" | awk -v k="$1" '$1 == k { v = $2 } END { print v + 0 }'; }
 
 pony_mount "$T/img"
-gx0=$(counter fuse_getxattr) wr0=$(counter fuse_write)
+gx0=$(requests_count fuse_getxattr) wr0=$(requests_count fuse_write)
 python3 - "$M" <<'PY' || fail "the new files"
 import os, sys
 for i in range(20):
@@ -33,7 +32,7 @@ for i in range(20):
     os.write(fd, b"%d" % i * 300)
     os.close(fd)
 PY
-gx=$(( $(counter fuse_getxattr) - gx0 )) wr=$(( $(counter fuse_write) - wr0 ))
+gx=$(( $(requests_count fuse_getxattr) - gx0 )) wr=$(( $(requests_count fuse_write) - wr0 ))
 [ "$gx" = 0 ] || fail "20 new files of one write each cost $gx GETXATTRs, not 0"
 [ "$wr" = 20 ] || fail "20 writes of 20 new files came as $wr WRITEs"
 

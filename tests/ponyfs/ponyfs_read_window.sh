@@ -24,8 +24,6 @@ truncate -s 256M "$T/img"
 head -c 64 /dev/urandom >"$T/key"
 head -c $((MIB << 20)) /dev/urandom >"$T/data"
 
-counter() { "$PONY" fs requests "$M" | awk -v k="$1" '$1 == k { v = $2 } END { print v + 0 }'; }
-counters() { "$PONY" fs requests "$M" | tr '\n' ' '; }
 
 pony_mount "$T/img"
 id=$("$PONY" crypt add-key "$M" <"$T/key") || fail "add-key"
@@ -54,21 +52,21 @@ for how in dev ring; do
 		if [ $how$d = devplain ]; then pony_mount --no-io-uring "$T/img"
 		elif [ $how = dev ]; then pony_mount -o no_io_uring "$T/img"
 		else pony_mount "$T/img"; fi
-		[ $how = ring ] || [ "$(counter uring_queues)" = 0 ] ||
-			fail "$d: a mount without rings serves over them: $(counters)"
+		[ $how = ring ] || [ "$(requests_count uring_queues)" = 0 ] ||
+			fail "$d: a mount without rings serves over them: $(requests_all)"
 		[ $d = plain ] || "$PONY" crypt add-key "$M" <"$T/key" >/dev/null || fail "add-key"
 		# pony mount serves over the rings by default where the kernel has them.
 		[ $how = dev ] || [ ! -e /sys/module/fuse/parameters/enable_uring ] ||
-			[ "$(counter uring_queues)" -ge 1 ] || fail "a default mount serves over /dev/fuse: $(counters)"
-		r0=$(counter fuse_read)
+			[ "$(requests_count uring_queues)" -ge 1 ] || fail "a default mount serves over /dev/fuse: $(requests_all)"
+		r0=$(requests_count fuse_read)
 		dd if="$M/$d/f" of="$T/got" bs=1M status=none || fail "$how $d: the cold read failed"
-		r1=$(counter fuse_read) peak=$(counter pooled_reads_peak)
+		r1=$(requests_count fuse_read) peak=$(requests_count pooled_reads_peak)
 		echo "# $how $d: $((r1 - r0)) READs, at most $peak at once in the read helpers"
 		cmp -s "$T/data" "$T/got" || fail "$how $d: the file reads back different"
 		[ $how = ring ] || [ "$peak" -ge 3 ] ||
-			fail "$d: at most $peak READs at once over a cold $MIB MiB read: $(counters)"
+			fail "$d: at most $peak READs at once over a cold $MIB MiB read: $(requests_all)"
 		[ $((r1 - r0)) -le "$reads" ] ||
-			fail "$how $d: $((r1 - r0)) READs for $MIB MiB, not $reads of $max_read B: $(counters)"
+			fail "$how $d: $((r1 - r0)) READs for $MIB MiB, not $reads of $max_read B: $(requests_all)"
 		pony_umount
 	done
 done
