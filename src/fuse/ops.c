@@ -295,9 +295,13 @@ static void req_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int r;
 
 	ponyfuse_ctx(req, &ctx);
-	r = VFS_CALL(fs_of(req), open, &ctx, ino, open_flags(req, fi->flags), &fh);
-	if (r == 0 && (r = ponyfuse_kill_suidgid(req, ino, fh, NULL)) < 0)
-		VFS_CALL(fs_of(req), release, ino, fh);
+	/* An O_TRUNC open without CAP_FSETID drops suid/sgid first, as
+	 * req_write: done after the open, by the instance's own truncation,
+	 * the kernel would keep the old mode cached (a write-only open's
+	 * direct writes refresh no mode), and nobody would tell it. */
+	r = ponyfuse_kill_suidgid(req, ino, VFS_NO_FH, NULL);
+	if (r == 0)
+		r = VFS_CALL(fs_of(req), open, &ctx, ino, open_flags(req, fi->flags), &fh);
 	if (r < 0) {
 		fuse_reply_err(req, -r);
 		return;
