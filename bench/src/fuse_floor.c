@@ -38,8 +38,8 @@
  * floor keeps no data, so it has no bits to drop) and --noflush
  * (FOPEN_NOFLUSH on every open: no FLUSH at close) and --direct-wronly
  * (FOPEN_DIRECT_IO on write-only opens: no GETXATTR of security.capability
- * before a new file's first write; the floor keeps no xattrs to drop). One thread, as ponyfs
- * (max_threads 1).
+ * before a new file's first write; the floor keeps no xattrs to drop).
+ * One thread, as ponyfs (max_threads 1).
  *
  * --io-uring: requests over pony's FUSE-over-io_uring transport (a ring and
  * thread per CPU, src/fuse/uring.c) where the kernel offers it; every
