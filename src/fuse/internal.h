@@ -113,6 +113,14 @@ ssize_t ponyfuse_uring_reply_pipe(int pipe_fd, size_t len);
 /* On a ring thread serving a request: its payload buffer, where an answer
  * may be built in place (*room bytes); else NULL. */
 void *ponyfuse_uring_payload(size_t *room);
+/* On a ring thread serving a request: leave its answer to another thread
+ * (NULL: not on a ring), which adopts the entry before it answers (the
+ * answer then lands there, as above) and finishes it after: the ring's
+ * thread commits it then. */
+struct ponyfuse_uring_ent;
+struct ponyfuse_uring_ent *ponyfuse_uring_defer(void);
+void ponyfuse_uring_adopt(struct ponyfuse_uring_ent *ent);
+void ponyfuse_uring_finish(struct ponyfuse_uring_ent *ent);
 /* forget.c: with the rings on, /dev/fuse is read by one worker at a time,
  * pausing after forgets so the kernel batches them (instead of read(2)). */
 void ponyfuse_forget_init(struct ponyfuse *pf);
@@ -181,7 +189,10 @@ void ponyfuse_reply_host_read(fuse_req_t req, int fd, size_t size, off_t off);
 /* Answers a READ with the instance's read() (ops.c). */
 void ponyfuse_reply_vfs_read(fuse_req_t req, uint64_t ino, uint64_t fh, size_t size, off_t off);
 int ponyfuse_readpool_start(struct ponyfuse *pf);
+/* stop answers what is queued and ends the helpers (later READs are
+ * answered by their callers); free, once no ring thread can submit. */
 void ponyfuse_readpool_stop(struct ponyfuse *pf);
+void ponyfuse_readpool_free(struct ponyfuse *pf);
 /* true: queued, a helper answers req; false: answer it yourself. fd: the
  * host file, or -1 for the instance's read() of ino's fh. */
 bool ponyfuse_readpool_submit(struct ponyfuse *pf, fuse_req_t req, int fd, uint64_t ino,

@@ -280,6 +280,8 @@ void ponyfuse_free(struct ponyfuse *pf)
 		ponyfuse_uring_stop(pf->uring);
 		fuse_session_destroy(pf->se);
 	}
+	/* After the rings: their threads may hand READs to the pool. */
+	ponyfuse_readpool_free(pf);
 	ponyfuse_pt_free(pf->pt);
 	ponyfuse_forget_fini(pf);
 	free(pf->mountpoint);

@@ -24,6 +24,10 @@
  * answered (a readahead READ keeps a reference, RELEASE waits for the
  * last), so the descriptor borrowed from the vfs stays valid here.
  * A full queue, or a pool that is not running, answers on the caller.
+ *
+ * Over the io_uring rings (uring.c) a READ is queued here the same way:
+ * the helper adopts the ring entry the READ came in, answers into it,
+ * and hands it back to the ring's thread to commit.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -44,6 +48,7 @@ struct readpool_job {
 	uint64_t ino, fh;               /* for read() */
 	size_t size;
 	off_t off;
+	struct ponyfuse_uring_ent *ring_ent;    /* the ring entry it came in, or NULL */
 };
 
 struct ponyfuse_readpool {
@@ -84,10 +89,14 @@ static void *readpool_main(void *arg)
 		rp->count--;
 		rp->busy++;
 		pthread_mutex_unlock(&rp->lock);
+		if (job.ring_ent)
+			ponyfuse_uring_adopt(job.ring_ent);
 		if (job.fd >= 0)
 			ponyfuse_reply_host_read(job.req, job.fd, job.size, job.off);
 		else
 			ponyfuse_reply_vfs_read(job.req, job.ino, job.fh, job.size, job.off);
+		if (job.ring_ent)
+			ponyfuse_uring_finish(job.ring_ent);
 		pthread_mutex_lock(&rp->lock);
 		rp->busy--;
 	}
@@ -113,7 +122,8 @@ int ponyfuse_readpool_start(struct ponyfuse *pf)
 	return 0;
 }
 
-/* Answers what is queued, then ends the helpers. */
+/* Answers what is queued, then ends the helpers. The pool stays, stopped:
+ * a ring thread may still be serving a READ (the loop ended on a signal). */
 void ponyfuse_readpool_stop(struct ponyfuse *pf)
 {
 	struct ponyfuse_readpool *rp = pf->readpool;
@@ -128,6 +138,18 @@ void ponyfuse_readpool_stop(struct ponyfuse *pf)
 	 * queued nothing), so every READ taken here has had its answer. */
 	for (unsigned i = 0; i < rp->nthreads; i++)
 		pthread_join(rp->threads[i], NULL);
+	pthread_mutex_lock(&rp->lock);
+	rp->nthreads = 0;
+	pthread_mutex_unlock(&rp->lock);
+}
+
+void ponyfuse_readpool_free(struct ponyfuse *pf)
+{
+	struct ponyfuse_readpool *rp = pf->readpool;
+
+	if (!rp)
+		return;
+	ponyfuse_readpool_stop(pf);
 	pthread_cond_destroy(&rp->wake);
 	pthread_mutex_destroy(&rp->lock);
 	free(rp);
@@ -140,16 +162,16 @@ bool ponyfuse_readpool_submit(struct ponyfuse *pf, fuse_req_t req, int fd, uint6
 	struct ponyfuse_readpool *rp = pf->readpool;
 	bool queued = false;
 
-	/* A READ that came over a ring is answered on its ring's thread: the
-	 * answer goes back in that entry's buffers, which the thread commits
-	 * before it fetches the next request (uring.c). */
-	if (!rp || !rp->nthreads || size < READPOOL_MIN || ponyfuse_uring_serving())
+	if (!rp || size < READPOOL_MIN)
 		return false;
 	pthread_mutex_lock(&rp->lock);
-	if (!rp->stop && rp->count < READPOOL_QUEUE) {
+	if (!rp->stop && rp->nthreads && rp->count < READPOOL_QUEUE) {
+		/* One that came over a ring: the helper answers into its entry
+		 * (ponyfuse_uring_defer() on the ring's thread, here). */
 		rp->queue[(rp->head + rp->count) % READPOOL_QUEUE] =
 			(struct readpool_job){ .req = req, .fd = fd, .ino = ino, .fh = fh,
-					       .size = size, .off = off };
+					       .size = size, .off = off,
+					       .ring_ent = ponyfuse_uring_defer() };
 		rp->count++;
 		queued = true;
 		atomic_fetch_add_explicit(&pf->pooled_reads, 1, memory_order_relaxed);

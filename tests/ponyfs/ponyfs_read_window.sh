@@ -8,9 +8,11 @@
 # is a whole number of READs (no small tail READ: the READ count is the
 # file over max_read, rounded up); and both files read back exactly, the
 # encrypted one decrypted (its GCM tags checked) with the window open.
-# The helpers serve READs that come over /dev/fuse (--no-io-uring); over
-# FUSE-over-io_uring rings each READ is answered on its ring's thread, and
-# the count and the contents are checked there too.
+# The same over /dev/fuse (--no-io-uring) and over FUSE-over-io_uring
+# rings, where the helpers answer into the ring entry a READ came in
+# (src/fuse/uring.c ponyfuse_uring_defer): answered on its ring's thread,
+# a sequential reader's READs, all on its CPU's one queue, were served one
+# at a time (a peak of 0 here).
 set -u
 . "$PONY_SRCDIR/tests/lib.sh"
 . "$PONY_SRCDIR/tests/ponyfs/mount_lib.sh" ponyfs-read-window
@@ -63,8 +65,8 @@ for how in dev ring; do
 		r1=$(requests_count fuse_read) peak=$(requests_count pooled_reads_peak)
 		echo "# $how $d: $((r1 - r0)) READs, at most $peak at once in the read helpers"
 		cmp -s "$T/data" "$T/got" || fail "$how $d: the file reads back different"
-		[ $how = ring ] || [ "$peak" -ge 3 ] ||
-			fail "$d: at most $peak READs at once over a cold $MIB MiB read: $(requests_all)"
+		[ "$peak" -ge 3 ] ||
+			fail "$how $d: at most $peak READs at once over a cold $MIB MiB read: $(requests_all)"
 		[ $((r1 - r0)) -le "$reads" ] ||
 			fail "$how $d: $((r1 - r0)) READs for $MIB MiB, not $reads of $max_read B: $(requests_all)"
 		pony_umount
