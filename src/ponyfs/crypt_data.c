@@ -14,14 +14,21 @@
  * (cleansed) when the inode leaves the cache or its key is removed.
  *
  * The cipher hides behind the I/O (helper.c): a writeback encrypts a run
- * into one of two bounce buffers while the helper writes the other out,
+ * into one of two bounce buffers while a helper writes the other out,
  * and the buffers stay for the mount (a fresh megabyte per writeback cost
  * its page faults every time), in one huge page (pages.c says why). They
- * hold ciphertext only. A short run is
- * encrypted and written in line: there is too little cipher to hide.
+ * hold ciphertext only. A long run's encryption is itself shared with
+ * another helper, each taking the next piece of SHARE_PAGES pages with a
+ * cipher of its own, as a large read's decryption is (read.c): over the
+ * FUSE rings one thread takes a writer's WRITEs (all from its CPU), and
+ * the cipher ran there in line with their copies, an AES-256-GCM file
+ * written at 0.63 of a plain one's rate (BENCHMARKS.md, session 43). A
+ * short run is encrypted and written in line: there is too little cipher
+ * to hide.
  */
 #include <assert.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,26 +71,99 @@ int ponyfs_crypt_reader_locked(struct ponyfs_inode *in, struct crypt_contents **
 	return crypt_contents_clone(in->cipher, ret);
 }
 
-int ponyfs_crypt_pages(struct ponyfs_inode *in, const struct ponyfs_page *pg, uint64_t k,
-		       uint8_t *out, uint8_t *csums)
+/* Bytes of csums a block of in takes: its seal, or its CRC32C. */
+static size_t csum_stride(const struct ponyfs_inode *in)
+{
+	return in->crypt.policy.contents_mode == CRYPT_MODE_AES_256_GCM ? PONYFS_SEAL_BYTES : 4;
+}
+
+/* ponyfs_crypt_pages() with cipher, which may be a clone of in's. */
+static int crypt_pages_with(struct ponyfs_inode *in, struct crypt_contents *cipher,
+			    const struct ponyfs_page *pg, uint64_t k, uint8_t *out, uint8_t *csums)
 {
 	bool gcm = in->crypt.policy.contents_mode == CRYPT_MODE_AES_256_GCM;
-	size_t stride = gcm ? PONYFS_SEAL_BYTES : 4;
+	size_t stride = csum_stride(in);
 	int r = 0;
 
-	if (!in->cipher)
-		return -ENOKEY;
 	for (uint64_t i = 0; r >= 0 && i < k; i++) {
 		uint8_t *blk = out + i * BS, *c = csums + stride * i;
 		le32 crc;
 
-		r = gcm ? crypt_gcm_seal(in->cipher, pg[i].index, pg[i].data, blk, c + 4,
+		r = gcm ? crypt_gcm_seal(cipher, pg[i].index, pg[i].data, blk, c + 4,
 					 c + 4 + CRYPT_GCM_NONCE_SIZE)
-			: crypt_xts_encrypt(in->cipher, pg[i].index, pg[i].data, blk);
+			: crypt_xts_encrypt(cipher, pg[i].index, pg[i].data, blk);
 		crc = cpu_to_le32(util_crc32c(0, blk, BS));
 		memcpy(c, &crc, 4);
 	}
 	return r;
+}
+
+int ponyfs_crypt_pages(struct ponyfs_inode *in, const struct ponyfs_page *pg, uint64_t k,
+		       uint8_t *out, uint8_t *csums)
+{
+	if (!in->cipher)
+		return -ENOKEY;
+	return crypt_pages_with(in, in->cipher, pg, k, out, csums);
+}
+
+/* A run's encryption shared with a helper: each takes the next piece. */
+#define SHARE_PAGES 32u                 /* a piece: 128 KiB */
+
+struct crypt_share {
+	struct ponyfs_inode *in;
+	const struct ponyfs_page *pg;
+	uint64_t k;
+	uint8_t *out, *csums;
+	struct crypt_contents *cipher;  /* the helper's */
+	_Atomic uint64_t next;          /* the next piece's first page */
+	_Atomic int err;                /* the first failure: the other stops */
+};
+
+static int share_take(struct crypt_share *s, struct crypt_contents *cipher)
+{
+	size_t stride = csum_stride(s->in);
+
+	for (;;) {
+		uint64_t i = atomic_fetch_add(&s->next, SHARE_PAGES);
+		int e;
+
+		if (i >= s->k || atomic_load(&s->err) < 0)
+			return 0;
+		e = crypt_pages_with(s->in, cipher, s->pg + i, MIN((uint64_t)SHARE_PAGES, s->k - i),
+				     s->out + i * BS, s->csums + stride * i);
+		if (e < 0) {
+			atomic_store(&s->err, e);
+			return e;
+		}
+	}
+}
+
+static int share_helper(void *arg)
+{
+	struct crypt_share *s = arg;
+
+	return share_take(s, s->cipher);
+}
+
+/* Under the lock: ponyfs_crypt_pages(), a run of PONYFS_HELPER_MIN_BLOCKS
+ * or more shared with a helper (in line when none is free). */
+static int crypt_pages_shared(struct ponyfs *fs, struct ponyfs_inode *in,
+			      const struct ponyfs_page *pg, uint64_t k, uint8_t *out, uint8_t *csums)
+{
+	struct crypt_share s = { .in = in, .pg = pg, .k = k, .out = out, .csums = csums };
+	struct ponyfs_job job = { .fn = share_helper, .arg = &s };
+	int r, r2;
+
+	if (!in->cipher)
+		return -ENOKEY;
+	if (k < PONYFS_HELPER_MIN_BLOCKS || crypt_contents_clone(in->cipher, &s.cipher) < 0)
+		return crypt_pages_with(in, in->cipher, pg, k, out, csums);
+	ponyfs_job_start(fs, &job);
+	r = share_take(&s, in->cipher);
+	/* Waited for even after an error: the helper may be writing out. */
+	r2 = ponyfs_job_wait(fs, &job);
+	crypt_contents_free(s.cipher);
+	return r < 0 ? r : r2 < 0 ? r2 : atomic_load(&s.err);
 }
 
 int ponyfs_crypt_blocks(struct ponyfs_inode *in, struct crypt_contents *cipher, uint64_t fblk,
@@ -178,7 +258,7 @@ int ponyfs_crypt_out_locked(struct ponyfs *fs, struct ponyfs_inode *in,
 		return r;
 	/* The other buffer may be on its way to the disk meanwhile. */
 	buf = o->buf[o->next];
-	r = ponyfs_crypt_pages(in, pg, k, buf, csums);
+	r = crypt_pages_shared(fs, in, pg, k, buf, csums);
 	w = ponyfs_crypt_out_drain_locked(fs);
 	if (r < 0 || w < 0)
 		return r < 0 ? r : w;

@@ -120,17 +120,19 @@ void ponyfs_crypt_out_free(struct ponyfs *fs);         /* at unmount, drained */
 const uint8_t *ponyfs_crypt_out_next_buf(const struct ponyfs *fs);
 
 /*
- * The helper (helper.c): a job runs fn(arg) on the mount's second thread
- * (an acall worker) from ponyfs_job_start() on, or, when the helper is
- * busy or absent, on the caller inside ponyfs_job_wait(), which returns
- * fn's value. Every started job must be waited for; its memory stays the
- * caller's till then.
+ * The helpers (helper.c): a job runs fn(arg) on one of the mount's
+ * helper threads (acall workers) from ponyfs_job_start() on, or, when
+ * they are all busy or absent, on the caller inside ponyfs_job_wait(),
+ * which returns fn's value. Every started job must be waited for; its
+ * memory stays the caller's till then.
  */
 struct acall_op;
+struct ponyfs_helper_slot;
 struct ponyfs_job {
 	int (*fn)(void *arg);
 	void *arg;
-	struct acall_op *op;            /* on the helper; NULL: runs in line */
+	struct acall_op *op;            /* on a helper; NULL: runs in line */
+	struct ponyfs_helper_slot *slot;        /* that helper */
 };
 void ponyfs_helper_start_locked(struct ponyfs *fs);    /* at an encrypted open */
 void ponyfs_helper_stop(struct ponyfs *fs);             /* at unmount */

@@ -8,11 +8,14 @@
  * on one core) ran 3-10x faster than the data moved, yet cost a fifth of
  * the sequential rates, all of it on the thread that moved the data.
  *
- * The thread is the one worker of an acall ring (its CALL op runs any
- * function on a worker), made at the first open of an encrypted file
- * (under the filesystem's lock) and freed at unmount. This file keeps
- * only the helper's own rule: one job at a time. A job that finds it
- * busy (another reader has it) is run by its owner at ponyfs_job_wait(),
+ * There are HELPERS such threads, each the one worker of an acall ring
+ * (its CALL op runs any function on a worker), made at the first open of
+ * an encrypted file (under the filesystem's lock) and freed at unmount:
+ * a writeback's write of one run holds one while its encryption of the
+ * next shares the cipher with another (crypt_data.c), and two READs in
+ * parallel (the front end's read helpers) may each share theirs. This
+ * file keeps only the helpers' own rule: one job at a time each. A job
+ * that finds them all busy is run by its owner at ponyfs_job_wait(),
  * never queued behind another's, so a job's cost never exceeds doing it
  * in line. The job's arguments stay the caller's until ponyfs_job_wait()
  * returns.
@@ -24,10 +27,25 @@
 #include "internal.h"
 #include "pony/acall.h"
 
-struct ponyfs_helper {
+#define HELPERS 2
+
+struct ponyfs_helper_slot {
 	struct acall_ring *ring;        /* one worker, no io_uring */
 	_Atomic bool claimed;           /* a job owns the worker until its wait */
 };
+
+struct ponyfs_helper {
+	struct ponyfs_helper_slot slot[HELPERS];
+};
+
+static void helper_free(struct ponyfs_helper *h)
+{
+	if (!h)
+		return;
+	for (unsigned i = 0; i < HELPERS; i++)
+		acall_ring_free(h->slot[i].ring);
+	free(h);
+}
 
 static int64_t job_call(void *arg)
 {
@@ -47,9 +65,11 @@ void ponyfs_helper_start_locked(struct ponyfs *fs)
 		return;
 	/* On one CPU a helper could only take turns with its caller. */
 	h = sysconf(_SC_NPROCESSORS_ONLN) > 1 ? calloc(1, sizeof(*h)) : NULL;
-	if (h && acall_ring_new(&p, &h->ring) < 0) {
-		free(h);
-		h = NULL;
+	for (unsigned i = 0; h && i < HELPERS; i++) {
+		if (acall_ring_new(&p, &h->slot[i].ring) < 0) {
+			helper_free(h);
+			h = NULL;
+		}
 	}
 	fs->helper_failed = !h;     /* all in line from then on: slower, not wrong */
 	/* Readers load it without the lock (ponyfs_job_start). */
@@ -59,39 +79,49 @@ void ponyfs_helper_start_locked(struct ponyfs *fs)
 void ponyfs_job_start(struct ponyfs *fs, struct ponyfs_job *j)
 {
 	struct ponyfs_helper *h = __atomic_load_n(&fs->helper, __ATOMIC_ACQUIRE);
-	bool idle = false;
+	struct ponyfs_helper_slot *slot = NULL;
 
 	j->op = NULL;
-	if (!h || !atomic_compare_exchange_strong(&h->claimed, &idle, true))
+	j->slot = NULL;
+	for (unsigned i = 0; h && !slot && i < HELPERS; i++) {
+		bool idle = false;
+
+		if (atomic_compare_exchange_strong(&h->slot[i].claimed, &idle, true))
+			slot = &h->slot[i];
+	}
+	if (!slot)
 		return;
 	/* Only the claimant prepares ops on the ring, so acall_submit()
 	 * takes this one alone. */
-	j->op = acall_get_op(h->ring);
+	j->op = acall_get_op(slot->ring);
 	if (!j->op) {
-		atomic_store(&h->claimed, false);
+		atomic_store(&slot->claimed, false);
 		return;
 	}
 	acall_prep_call(j->op, job_call, j);
-	if (acall_submit(h->ring) != 1) {
-		acall_op_done(h->ring, j->op);
+	if (acall_submit(slot->ring) != 1) {
+		acall_op_done(slot->ring, j->op);
 		j->op = NULL;
-		atomic_store(&h->claimed, false);
+		atomic_store(&slot->claimed, false);
 		return;
 	}
+	j->slot = slot;
 	__atomic_add_fetch(&fs->helper_jobs, 1, __ATOMIC_RELAXED);
 }
 
 int ponyfs_job_wait(struct ponyfs *fs, struct ponyfs_job *j)
 {
-	struct ponyfs_helper *h = __atomic_load_n(&fs->helper, __ATOMIC_ACQUIRE);
+	struct ponyfs_helper_slot *slot = j->slot;
 	int64_t r;
 
-	if (!j->op)                     /* the helper was busy: in line, now */
+	(void)fs;
+	if (!j->op)                     /* the helpers were busy: in line, now */
 		return j->fn(j->arg);
-	r = acall_op_wait(h->ring, j->op);
-	acall_op_done(h->ring, j->op);
+	r = acall_op_wait(slot->ring, j->op);
+	acall_op_done(slot->ring, j->op);
 	j->op = NULL;
-	atomic_store(&h->claimed, false);
+	j->slot = NULL;
+	atomic_store(&slot->claimed, false);
 	return (int)r;
 }
 
@@ -102,7 +132,6 @@ void ponyfs_helper_stop(struct ponyfs *fs)
 	if (!h)
 		return;
 	/* No job is in flight: every starter waits before it returns. */
-	acall_ring_free(h->ring);
-	free(h);
+	helper_free(h);
 	fs->helper = NULL;
 }
