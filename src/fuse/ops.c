@@ -423,10 +423,18 @@ void ponyfuse_reply_vfs_read(fuse_req_t req, uint64_t ino, uint64_t fh, size_t s
 	 * thread: an aligned_alloc() of 1 MiB for each READ cut a ponyfs on a
 	 * RAID6 volume, whose READs are answered from it, from 1.2-2.5 to 0.3
 	 * GB/s (BENCHMARKS.md, session 36). fuse_reply_buf() has written the
-	 * answer before this returns, so the next READ may reuse it. */
+	 * answer before this returns, so the next READ may reuse it. A READ
+	 * that came over a ring is read straight into its entry's payload
+	 * buffer (page-aligned too), where the answer goes: the pieces of it
+	 * already in place are not copied again (uring.c), which saved a
+	 * copy of each encrypted READ's megabyte (BENCHMARKS.md, session 44). */
 	static struct util_thread_buf reply_buf;
-	uint8_t *buf = util_thread_buf(&reply_buf, ROUND_UP(MAX(size, (size_t)1), (size_t)4096));
+	size_t want = ROUND_UP(MAX(size, (size_t)1), (size_t)4096), room;
+	uint8_t *buf = ponyfuse_uring_payload(&room);
 	ssize_t n;
+
+	if (!buf || room < want)
+		buf = util_thread_buf(&reply_buf, want);
 
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
