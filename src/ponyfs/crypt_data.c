@@ -28,7 +28,6 @@
  */
 #include <assert.h>
 #include <errno.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -106,7 +105,7 @@ int ponyfs_crypt_pages(struct ponyfs_inode *in, const struct ponyfs_page *pg, ui
 	return crypt_pages_with(in, in->cipher, pg, k, out, csums);
 }
 
-/* A run's encryption shared with a helper: each takes the next piece. */
+/* A run's encryption shared with a helper (ponyfs_share_run()). */
 #define SHARE_PAGES 32u                 /* a piece: 128 KiB */
 
 struct crypt_share {
@@ -114,35 +113,15 @@ struct crypt_share {
 	const struct ponyfs_page *pg;
 	uint64_t k;
 	uint8_t *out, *csums;
-	struct crypt_contents *cipher;  /* the helper's */
-	_Atomic uint64_t next;          /* the next piece's first page */
-	_Atomic int err;                /* the first failure: the other stops */
 };
 
-static int share_take(struct crypt_share *s, struct crypt_contents *cipher)
+static int crypt_piece(void *arg, uint64_t i, struct crypt_contents *cipher)
 {
-	size_t stride = csum_stride(s->in);
+	struct crypt_share *c = arg;
+	uint64_t first = i * SHARE_PAGES;
 
-	for (;;) {
-		uint64_t i = atomic_fetch_add(&s->next, SHARE_PAGES);
-		int e;
-
-		if (i >= s->k || atomic_load(&s->err) < 0)
-			return 0;
-		e = crypt_pages_with(s->in, cipher, s->pg + i, MIN((uint64_t)SHARE_PAGES, s->k - i),
-				     s->out + i * BS, s->csums + stride * i);
-		if (e < 0) {
-			atomic_store(&s->err, e);
-			return e;
-		}
-	}
-}
-
-static int share_helper(void *arg)
-{
-	struct crypt_share *s = arg;
-
-	return share_take(s, s->cipher);
+	return crypt_pages_with(c->in, cipher, c->pg + first, MIN((uint64_t)SHARE_PAGES, c->k - first),
+				c->out + first * BS, c->csums + csum_stride(c->in) * first);
 }
 
 /* Under the lock: ponyfs_crypt_pages(), a run of PONYFS_HELPER_MIN_BLOCKS
@@ -150,20 +129,18 @@ static int share_helper(void *arg)
 static int crypt_pages_shared(struct ponyfs *fs, struct ponyfs_inode *in,
 			      const struct ponyfs_page *pg, uint64_t k, uint8_t *out, uint8_t *csums)
 {
-	struct crypt_share s = { .in = in, .pg = pg, .k = k, .out = out, .csums = csums };
-	struct ponyfs_job job = { .fn = share_helper, .arg = &s };
-	int r, r2;
+	struct crypt_share c = { .in = in, .pg = pg, .k = k, .out = out, .csums = csums };
+	struct ponyfs_share s = { .piece = crypt_piece, .arg = &c, .pieces = DIV_ROUND_UP(k, SHARE_PAGES) };
+	int r;
 
 	if (!in->cipher)
 		return -ENOKEY;
-	if (k < PONYFS_HELPER_MIN_BLOCKS || crypt_contents_clone(in->cipher, &s.cipher) < 0)
+	s.cipher[0] = in->cipher;
+	if (k < PONYFS_HELPER_MIN_BLOCKS || crypt_contents_clone(in->cipher, &s.cipher[1]) < 0)
 		return crypt_pages_with(in, in->cipher, pg, k, out, csums);
-	ponyfs_job_start(fs, &job);
-	r = share_take(&s, in->cipher);
-	/* Waited for even after an error: the helper may be writing out. */
-	r2 = ponyfs_job_wait(fs, &job);
-	crypt_contents_free(s.cipher);
-	return r < 0 ? r : r2 < 0 ? r2 : atomic_load(&s.err);
+	r = ponyfs_share_run(fs, &s);
+	crypt_contents_free(s.cipher[1]);
+	return r;
 }
 
 int ponyfs_crypt_blocks(struct ponyfs_inode *in, struct crypt_contents *cipher, uint64_t fblk,

@@ -141,5 +141,20 @@ void ponyfs_helper_stop(struct ponyfs *fs);             /* at unmount */
 #define PONYFS_HELPER_MIN_BLOCKS 64u
 void ponyfs_job_start(struct ponyfs *fs, struct ponyfs_job *j);
 int ponyfs_job_wait(struct ponyfs *fs, struct ponyfs_job *j);
+/*
+ * A share: pieces [0, pieces) of a job, piece(arg, i, cipher) each, taken
+ * in turn by the caller (with cipher[0]) and a helper (cipher[1]) until
+ * none is left or one failed. Returns the first failure, or 0.
+ */
+struct crypt_contents;
+struct ponyfs_share {
+	int (*piece)(void *arg, uint64_t i, struct crypt_contents *cipher);
+	void *arg;
+	uint64_t pieces;
+	struct crypt_contents *cipher[2];       /* the caller's, the helper's */
+	_Atomic uint64_t next;          /* the next piece to take */
+	_Atomic int err;                /* the first failure: the other stops */
+};
+int ponyfs_share_run(struct ponyfs *fs, struct ponyfs_share *s);
 
 #endif

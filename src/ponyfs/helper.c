@@ -19,8 +19,16 @@
  * never queued behind another's, so a job's cost never exceeds doing it
  * in line. The job's arguments stay the caller's until ponyfs_job_wait()
  * returns.
+ *
+ * A share (ponyfs_share_run()) is the one way the cipher's work is split:
+ * the caller and a helper, each with a cipher of its own, take the next
+ * piece in turn until none is left, so when the helper gets no CPU of its
+ * own the caller simply takes every piece (a fixed half each made it wait
+ * for the helper's half: read.c's trace). A large read's decryption and a
+ * writeback run's encryption (crypt_data.c) are shares.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -134,4 +142,43 @@ void ponyfs_helper_stop(struct ponyfs *fs)
 	/* No job is in flight: every starter waits before it returns. */
 	helper_free(h);
 	fs->helper = NULL;
+}
+
+static int share_take(struct ponyfs_share *s, struct crypt_contents *cipher)
+{
+	for (;;) {
+		uint64_t i = atomic_fetch_add(&s->next, 1);
+		int e;
+
+		if (i >= s->pieces || atomic_load(&s->err) < 0)
+			return 0;
+		e = s->piece(s->arg, i, cipher);
+		if (e < 0) {
+			atomic_store(&s->err, e);
+			return e;
+		}
+	}
+}
+
+static int share_helper(void *arg)
+{
+	struct ponyfs_share *s = arg;
+
+	return share_take(s, s->cipher[1]);
+}
+
+int ponyfs_share_run(struct ponyfs *fs, struct ponyfs_share *s)
+{
+	struct ponyfs_job job = { .fn = share_helper, .arg = s };
+	int r, r2;
+
+	atomic_store(&s->next, 0);
+	atomic_store(&s->err, 0);
+	ponyfs_job_start(fs, &job);
+	r = share_take(s, s->cipher[0]);
+	/* Waited for even after an error: the helper may be writing into
+	 * the caller's buffers. A helper that starts after the last piece was
+	 * taken finds none. */
+	r2 = ponyfs_job_wait(fs, &job);
+	return r < 0 ? r : r2 < 0 ? r2 : atomic_load(&s->err);
 }

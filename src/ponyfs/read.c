@@ -31,7 +31,6 @@
  */
 #include <assert.h>
 #include <errno.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -245,8 +244,8 @@ static int plan_run(struct ponyfs *fs, struct ponyfs_inode *in, struct crypt_con
 }
 
 /*
- * An unlocked read of an encrypted file shared with the mount's helper
- * (helper.c): the plan's runs are cut into pieces of SHARE_BLOCKS, and
+ * An unlocked read of an encrypted file shared with a helper (a share,
+ * helper.c): the plan's runs are cut into pieces of SHARE_BLOCKS, and
  * this thread and the helper, each with a cipher of its own, take the
  * next piece in turn until none is left, checking and decrypting it (the
  * runs were read whole first, fetched: runs_fetch_direct()), or reading
@@ -272,35 +271,15 @@ struct read_share {
 	uint8_t *to;
 	bool fetched;                   /* the pieces' blocks are in to: check and decrypt */
 	struct ponyfs_read_run piece[PONYFS_IO_BLOCKS / SHARE_BLOCKS + PONYFS_IO_BLOCKS];
-	unsigned npiece;
-	_Atomic unsigned next;          /* the next piece to take */
-	_Atomic int err;                /* the first failure: the others stop */
-	struct crypt_contents *cipher[2];       /* this thread's, the helper's */
+	struct ponyfs_share share;      /* its ciphers: this thread's, the helper's */
 };
 
-/* Pieces of s taken in turn with cipher, until none is left or one failed. */
-static int share_take(struct read_share *s, struct crypt_contents *cipher)
-{
-	for (;;) {
-		unsigned i = atomic_fetch_add(&s->next, 1);
-		int e;
-
-		if (i >= s->npiece || atomic_load(&s->err) < 0)
-			return 0;
-		e = runs_read(s->fs, s->in, cipher, false, s->fetched, s->p, &s->piece[i], 1, s->first,
-			      s->to);
-		if (e < 0) {
-			atomic_store(&s->err, e);
-			return e;
-		}
-	}
-}
-
-static int share_helper(void *arg)
+static int read_piece(void *arg, uint64_t i, struct crypt_contents *cipher)
 {
 	struct read_share *s = arg;
 
-	return share_take(s, s->cipher[1]);
+	return runs_read(s->fs, s->in, cipher, false, s->fetched, s->p, &s->piece[i], 1, s->first,
+			 s->to);
 }
 
 /* p's runs cut into pieces of at most SHARE_BLOCKS. Returns how many
@@ -309,13 +288,13 @@ static uint64_t plan_pieces(const struct read_plan *p, struct read_share *s)
 {
 	uint64_t total = 0;
 
-	s->npiece = 0;
+	s->share.pieces = 0;
 	for (unsigned i = 0; i < p->nrun; i++) {
 		const struct ponyfs_read_run *r = &p->run[i];
 
 		for (uint64_t k = 0; k < r->n; k += SHARE_BLOCKS)
-			s->piece[s->npiece++] = (struct ponyfs_read_run){ r->fblk + k, r->pblock + k,
-								   MIN((uint64_t)SHARE_BLOCKS, r->n - k) };
+			s->piece[s->share.pieces++] = (struct ponyfs_read_run){
+				r->fblk + k, r->pblock + k, MIN((uint64_t)SHARE_BLOCKS, r->n - k) };
 		total += r->n;
 	}
 	return total;
@@ -324,25 +303,17 @@ static uint64_t plan_pieces(const struct read_plan *p, struct read_share *s)
 static int plan_run_shared(struct ponyfs *fs, struct ponyfs_inode *in, struct read_share *s,
 			   bool fetched, const struct read_plan *p, uint64_t first, uint8_t *to)
 {
-	struct ponyfs_job job = { .fn = share_helper, .arg = s };
-	int r, r2;
-
 	if (plan_pieces(p, s) < SHARE_MIN_BLOCKS)
-		return plan_run(fs, in, s->cipher[0], false, fetched, p, first, to);
+		return plan_run(fs, in, s->share.cipher[0], false, fetched, p, first, to);
 	s->fetched = fetched;
 	s->fs = fs;
 	s->in = in;
 	s->p = p;
 	s->first = first;
 	s->to = to;
-	atomic_store(&s->next, 0);
-	atomic_store(&s->err, 0);
-	ponyfs_job_start(fs, &job);
-	r = share_take(s, s->cipher[0]);
-	/* Waited for even after an error: the helper may be writing into to.
-	 * A helper that starts after the last piece was taken finds none. */
-	r2 = ponyfs_job_wait(fs, &job);
-	return r < 0 ? r : r2 < 0 ? r2 : atomic_load(&s->err);
+	s->share.piece = read_piece;
+	s->share.arg = s;
+	return ponyfs_share_run(fs, &s->share);
 }
 
 int ponyfs_disk_read_locked(struct ponyfs *fs, struct ponyfs_inode *in, uint64_t first, uint64_t n,
@@ -410,8 +381,8 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 	r = ponyfs_crypt_reader_locked(in, &cipher);
 	/* A large one a second, for the pieces the helper takes. */
 	if (r >= 0 && cipher && size >= SHARE_MIN_BLOCKS * BS && (share = calloc(1, sizeof(*share)))) {
-		share->cipher[0] = cipher;
-		if (ponyfs_crypt_reader_locked(in, &share->cipher[1]) < 0) {
+		share->share.cipher[0] = cipher;
+		if (ponyfs_crypt_reader_locked(in, &share->share.cipher[1]) < 0) {
 			free(share);
 			share = NULL;
 		}
@@ -520,6 +491,6 @@ ssize_t ponyfs_read(struct ponyfs *fs, struct ponyfs_inode *in, void *buf, size_
 		ponyfs_stream_put(fs, stream);
 	crypt_contents_free(cipher);
 	if (share)
-		crypt_contents_free(share->cipher[1]);
+		crypt_contents_free(share->share.cipher[1]);
 	return done ? (ssize_t)done : r;
 }
