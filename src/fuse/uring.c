@@ -29,11 +29,13 @@
  * thread answered them one after the other, each READ's work (a stream
  * buffer's checks, a decryption, the copies) in series. The helper adopts
  * the entry (its answer lands in the entry's buffers, as here), and marks
- * it done; the queue's thread, woken by an eventfd it polls on its ring
- * (only it may submit there), commits it and fetches the next request.
- * Cold 1 GiB reads on this 2-CPU VM (BENCHMARKS.md, session 44): plain
- * 1.27-1.38 GB/s answered on the ring thread, 1.56-1.77 over /dev/fuse
- * with the helpers.
+ * it done; the queue's thread, woken by a read of an eventfd it keeps on
+ * its ring (only it may submit there), commits it and fetches the next
+ * request. Cold 1 GiB reads on this 2-CPU VM (BENCHMARKS.md, session 44,
+ * three turns each): answered on the ring thread, an AES-256-XTS file at
+ * 1.03-1.17 GB/s and a GCM one at 1.05-1.14; by the helpers, 1.26-1.36
+ * and 1.28-1.62 (a plain file's, whose stream buffers the answer is
+ * copied from with no other work, 1.43-1.80 against 1.47-1.77).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -59,7 +61,9 @@
 					 * preads into it; the kernel copies it a
 					 * page at a time) */
 #define UR_STOP_TAG UINT64_MAX          /* user_data of the stop eventfd's poll */
-#define UR_DONE_TAG (UINT64_MAX - 1)    /* ... of the queue's done eventfd's poll */
+#define UR_DONE_TAG (UINT64_MAX - 1)    /* ... of the read of a queue's done eventfd */
+
+_Static_assert(UR_DEPTH <= 32, "a queue's done entries are bits of a uint32_t");
 
 struct ur_queue;
 
@@ -232,7 +236,8 @@ void ponyfuse_uring_finish(struct ponyfuse_uring_ent *ent)
 	}
 }
 
-/* A poll of q's done eventfd on its ring. */
+/* A read of q's done eventfd on its ring: completes once a helper has
+ * finished an entry (ponyfuse_uring_finish()). */
 static int ur_done_poll(struct ur_queue *q)
 {
 	struct io_uring_sqe *sqe = ur_sqe(q);
